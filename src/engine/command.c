@@ -1,0 +1,81 @@
+/*
+ * command.c — encoding and decoding of engine commands. See command.h.
+ */
+#include "engine/command.h"
+
+#include <string.h>
+
+void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
+    rn_buf_append_u8(b, c->type);
+    rn_buf_append_u64(b, c->stream_id);
+    rn_buf_append_u64(b, (uint64_t)c->time_ms);
+    switch (c->type) {
+    case RN_CMD_CREATE:
+        rn_buf_append_lstr(b, c->path, c->path_len);
+        rn_buf_append_lstr(b, c->content_type, c->content_type_len);
+        rn_buf_append_u64(b, (uint64_t)c->ttl_s);
+        rn_buf_append_u64(b, (uint64_t)c->expires_at_ms);
+        rn_buf_append_u8(b, c->close);
+        rn_buf_append_u64(b, c->data_len);
+        break;
+    case RN_CMD_APPEND:
+        rn_buf_append_u64(b, c->offset);
+        rn_buf_append_u8(b, c->close);
+        rn_buf_append_u8(b, c->has_producer);
+        if (c->has_producer) {
+            rn_buf_append_lstr(b, c->producer_id, c->producer_id_len);
+            rn_buf_append_u64(b, c->producer_epoch);
+            rn_buf_append_u64(b, c->producer_seq);
+        }
+        rn_buf_append_u8(b, c->has_seq);
+        if (c->has_seq)
+            rn_buf_append_lstr(b, c->seq, c->seq_len);
+        rn_buf_append_u64(b, c->data_len);
+        break;
+    default:
+        break;
+    }
+}
+
+int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
+    memset(c, 0, sizeof *c);
+    rn_reader r;
+    rn_reader_init(&r, rec, len);
+    c->type = rn_read_u8(&r);
+    c->stream_id = rn_read_u64(&r);
+    c->time_ms = (int64_t)rn_read_u64(&r);
+    switch (c->type) {
+    case RN_CMD_CREATE:
+        c->path = (const char *)rn_read_lstr(&r, &c->path_len);
+        c->content_type = (const char *)rn_read_lstr(&r, &c->content_type_len);
+        c->ttl_s = (int64_t)rn_read_u64(&r);
+        c->expires_at_ms = (int64_t)rn_read_u64(&r);
+        c->close = rn_read_u8(&r);
+        c->data_len = rn_read_u64(&r);
+        break;
+    case RN_CMD_APPEND:
+        c->offset = rn_read_u64(&r);
+        c->close = rn_read_u8(&r);
+        c->has_producer = rn_read_u8(&r);
+        if (c->has_producer) {
+            c->producer_id = (const char *)rn_read_lstr(&r, &c->producer_id_len);
+            c->producer_epoch = rn_read_u64(&r);
+            c->producer_seq = rn_read_u64(&r);
+        }
+        c->has_seq = rn_read_u8(&r);
+        if (c->has_seq)
+            c->seq = (const char *)rn_read_lstr(&r, &c->seq_len);
+        c->data_len = rn_read_u64(&r);
+        break;
+    case RN_CMD_DELETE:
+        break;
+    default:
+        return -1;
+    }
+    if (c->type != RN_CMD_DELETE) {
+        c->data = rn_read_bytes(&r, c->data_len);
+    }
+    if (r.failed || r.p != r.end)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * command.h — the engine's commands and their log encoding.
+ *
+ * Every mutation of stream state is a command. A command is encoded into a
+ * log record before it is applied; recovery decodes the same records and
+ * applies them again, so encode/decode here and apply in engine.c together
+ * define the state machine that a replicated log can later carry unchanged.
+ *
+ * Record layout (little-endian): u8 type, u64 stream id, i64 time (ms),
+ * then per type:
+ *   CREATE: lstr path, lstr content type, i64 ttl seconds (-1 none),
+ *           i64 expires-at ms (-1 none), u8 closed, u64 data length
+ *   APPEND: u64 offset, u8 close, u8 has_producer [lstr id, u64 epoch,
+ *           u64 seq], u8 has_seq [lstr seq], u64 data length
+ *   DELETE: nothing
+ * and the data bytes last, so the engine can hand a request body to the log
+ * as a separate piece without copying it.
+ */
+#ifndef RN_COMMAND_H
+#define RN_COMMAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+enum { RN_CMD_CREATE = 1, RN_CMD_APPEND = 2, RN_CMD_DELETE = 3 };
+
+typedef struct {
+    uint8_t type;
+    uint64_t stream_id;
+    int64_t time_ms;
+    /* CREATE */
+    const char *path;
+    size_t path_len;
+    const char *content_type;
+    size_t content_type_len;
+    int64_t ttl_s;         /* -1: none */
+    int64_t expires_at_ms; /* -1: none */
+    /* CREATE and APPEND */
+    uint8_t close;
+    uint64_t offset; /* APPEND: where data starts (the tail before it) */
+    const uint8_t *data;
+    size_t data_len;
+    /* APPEND: idempotent producer tuple and Stream-Seq */
+    uint8_t has_producer;
+    const char *producer_id;
+    size_t producer_id_len;
+    uint64_t producer_epoch;
+    uint64_t producer_seq;
+    uint8_t has_seq;
+    const char *seq;
+    size_t seq_len;
+} rn_cmd;
+
+/* Encodes everything but the data bytes into out (appending). The record is
+ * out's bytes followed by cmd->data. */
+void rn_cmd_encode_head(const rn_cmd *cmd, rn_buf *out);
+
+/* Decodes a whole record; pointers in cmd point into rec. Returns 0, or -1
+ * for a malformed record. */
+int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *cmd);
+
+#endif

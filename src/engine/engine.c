@@ -1,0 +1,948 @@
+/*
+ * engine.c — stream state machine, mutation pipeline, recovery and
+ * checkpoints. See engine.h for the model.
+ *
+ * Mutation path: rn_engine_submit() -> validate_*() against applied state ->
+ * either finish() at once, or log_command() (encode, reserve file space,
+ * rn_wal_submit) -> on_logged() after the sync -> apply() -> finish() ->
+ * drain the stream's queue.
+ *
+ * Recovery: load_checkpoint() restores every stream as of a snapshot, then
+ * rn_wal_recover() replays later records through the same apply(); streams
+ * the replay touched get their files cut to the recovered tail.
+ *
+ * Checkpoints: after checkpoint_bytes of log, the batch hook (run between log
+ * batches, when nothing is in flight) serializes all stream metadata and
+ * rotates the log; a worker thread then syncs the file system (making every
+ * stream file durable), writes the checkpoint atomically, and the segments
+ * before the rotation are dropped.
+ */
+#include "engine/engine.h"
+#include "engine/command.h"
+#include "engine/store.h"
+#include "util/clock.h"
+#include "util/crc32c.h"
+#include "util/json_text.h"
+#include "util/text.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '1'};
+
+typedef struct {
+    uv_work_t req;
+    rn_engine *engine;
+    rn_buf image;     /* serialized checkpoint */
+    uint64_t segment; /* first log segment not covered */
+    int status;
+} checkpoint_job;
+
+struct rn_engine {
+    uv_loop_t *loop;
+    rn_engine_config cfg;
+    char *dir;
+    rn_store *store;
+    rn_wal *wal;
+    rn_map by_path; /* path -> rn_stream (includes pending creates) */
+    rn_map by_id;   /* id -> rn_stream */
+    uint64_t next_id;
+    uint64_t log_bytes_at_checkpoint;
+    checkpoint_job *checkpoint; /* in flight, or NULL */
+    int ops_in_log;             /* mutations submitted, not yet applied */
+};
+
+static void run_op(rn_engine *e, rn_op *op);
+
+/* ---- content types and helpers ---- */
+
+static size_t media_type_len(const char *s, size_t len) {
+    size_t n = 0;
+    while (n < len && s[n] != ';')
+        n++;
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    return n;
+}
+
+static void trim(const char **s, size_t *len) {
+    while (*len && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*len)--;
+    }
+}
+
+int rn_content_type_equal(const char *a, size_t alen, const char *b, size_t blen) {
+    trim(&a, &alen);
+    trim(&b, &blen);
+    size_t an = media_type_len(a, alen), bn = media_type_len(b, blen);
+    if (an != bn)
+        return 0;
+    char tmp[256];
+    if (an >= sizeof tmp)
+        return an == bn && strncasecmp(a, b, an) == 0;
+    memcpy(tmp, b, bn);
+    tmp[bn] = 0;
+    return rn_ieq(a, an, tmp);
+}
+
+static int is_json_type(const char *ct, size_t len) {
+    return rn_content_type_equal(ct, len, "application/json", 16);
+}
+
+static const char DEFAULT_TYPE[] = "application/octet-stream";
+
+/* ---- stream objects ---- */
+
+static rn_stream *stream_new(rn_engine *e, uint64_t id, const char *path, size_t path_len,
+                             const char *ct, size_t ct_len) {
+    rn_stream *s = rn_xcalloc(1, sizeof *s);
+    s->id = id;
+    s->path = rn_xstrndup(path, path_len);
+    s->path_len = path_len;
+    s->content_type = rn_xstrndup(ct, ct_len);
+    s->content_type_len = ct_len;
+    s->json = is_json_type(ct, ct_len);
+    s->ttl_s = -1;
+    s->expires_at_ms = -1;
+    rn_map_put(&e->by_path, s->path, s->path_len, s);
+    rn_map_put(&e->by_id, &s->id, sizeof s->id, s);
+    if (id >= e->next_id)
+        e->next_id = id + 1;
+    return s;
+}
+
+static void stream_free(rn_stream *s) {
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&s->producers, &i, &v)) {
+        rn_producer *p = v;
+        free(p->id);
+        free(p);
+    }
+    rn_map_free(&s->producers);
+    free(s->path);
+    free(s->content_type);
+    free(s->close_producer_id);
+    free(s->last_seq);
+    free(s);
+}
+
+/* Removes a stream from the maps, tells live readers, frees it, and re-runs
+ * the mutations that were waiting on it (they now see no stream). */
+static void stream_destroy(rn_engine *e, rn_stream *s, int remove_file) {
+    rn_map_remove(&e->by_path, s->path, s->path_len);
+    rn_map_remove(&e->by_id, &s->id, sizeof s->id);
+    if (e->cfg.on_remove && !s->pending_create)
+        e->cfg.on_remove(s, e->cfg.hook_arg);
+    if (remove_file)
+        rn_store_remove(e->store, s->id);
+    rn_op *q = s->queue_head;
+    stream_free(s);
+    while (q) {
+        rn_op *next = q->next_queued;
+        run_op(e, q);
+        q = next;
+    }
+}
+
+static void set_producer(rn_stream *s, const char *id, size_t len, uint64_t epoch, uint64_t seq,
+                         int64_t ms) {
+    rn_producer *p = rn_map_get(&s->producers, id, len);
+    if (!p) {
+        p = rn_xcalloc(1, sizeof *p);
+        p->id = rn_xstrndup(id, len);
+        p->id_len = len;
+        rn_map_put(&s->producers, p->id, p->id_len, p);
+    }
+    p->epoch = epoch;
+    p->last_seq = seq;
+    p->last_ms = ms;
+}
+
+static int stream_expired(const rn_stream *s, int64_t now) {
+    if (s->expires_at_ms >= 0 && now >= s->expires_at_ms)
+        return 1;
+    if (s->ttl_s >= 0 && now >= s->last_access_ms + s->ttl_s * 1000)
+        return 1;
+    return 0;
+}
+
+/* ---- apply: the state machine (shared by live commits and replay) ---- */
+
+static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
+    switch (c->type) {
+    case RN_CMD_CREATE: {
+        rn_stream *s = pending;
+        if (!s) {
+            rn_stream *old = rn_map_get(&e->by_path, c->path, c->path_len);
+            if (old)
+                stream_destroy(e, old, 1);
+            s = stream_new(e, c->stream_id, c->path, c->path_len, c->content_type,
+                           c->content_type_len);
+        }
+        s->pending_create = 0;
+        s->ttl_s = c->ttl_s;
+        s->expires_at_ms = c->expires_at_ms;
+        s->created_ms = c->time_ms;
+        s->last_access_ms = c->time_ms;
+        s->closed = c->close;
+        s->touched = 1;
+        if (c->data_len) {
+            int rc = rn_store_write(e->store, s->id, c->data, c->data_len, 0);
+            if (rc < 0)
+                return rc;
+        }
+        s->tail = c->data_len;
+        return 0;
+    }
+    case RN_CMD_APPEND: {
+        rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
+        if (!s)
+            return -ENOENT;
+        if (c->data_len) {
+            int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
+            if (rc < 0)
+                return rc;
+        }
+        s->tail = c->offset + c->data_len;
+        s->touched = 1;
+        if (c->has_producer)
+            set_producer(s, c->producer_id, c->producer_id_len, c->producer_epoch, c->producer_seq,
+                         c->time_ms);
+        if (c->has_seq) {
+            free(s->last_seq);
+            s->last_seq = rn_xstrndup(c->seq, c->seq_len);
+            s->last_seq_len = c->seq_len;
+        }
+        if (c->close && !s->closed) {
+            s->closed = 1;
+            if (c->has_producer) {
+                s->closed_by_producer = 1;
+                free(s->close_producer_id);
+                s->close_producer_id = rn_xstrndup(c->producer_id, c->producer_id_len);
+                s->close_producer_id_len = c->producer_id_len;
+                s->close_epoch = c->producer_epoch;
+                s->close_seq = c->producer_seq;
+            }
+        }
+        return 0;
+    }
+    case RN_CMD_DELETE: {
+        rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
+        if (s)
+            stream_destroy(e, s, 1);
+        return 0;
+    }
+    }
+    return -EINVAL;
+}
+
+/* ---- the mutation pipeline ---- */
+
+static void finish(rn_op *op, rn_result result, rn_stream *s) {
+    op->result = result;
+    op->stream = s;
+    if (s) {
+        op->next_offset = s->tail;
+        op->stream_closed = s->closed;
+    }
+    op->done(op);
+}
+
+static void on_logged(rn_wal_entry *entry, int status);
+
+/* Encodes the command, reserves file space and submits it to the log. The
+ * stream is busy until on_logged() runs. */
+static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd) {
+    op->cmd = *cmd;
+    rn_cmd *c = &op->cmd;
+    c->time_ms = rn_now_ms();
+    op->head.len = 0;
+    rn_cmd_encode_head(c, &op->head);
+    if (c->data_len) {
+        int rc = rn_store_reserve(e->store, s->id, c->type == RN_CMD_APPEND ? c->offset : 0,
+                                  c->data_len);
+        if (rc < 0) {
+            if (s->pending_create)
+                stream_destroy(e, s, 1);
+            finish(op, rc == -ENOSPC ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE,
+                   s->pending_create ? NULL : s);
+            return;
+        }
+    }
+    s->busy = 1;
+    op->stream_id = s->id;
+    op->engine = e;
+    op->wal.piece[0] = (struct iovec){op->head.data, op->head.len};
+    op->wal.pieces = 1;
+    if (c->data_len)
+        op->wal.piece[op->wal.pieces++] = (struct iovec){(void *)c->data, c->data_len};
+    op->wal.done = on_logged;
+    op->wal.arg = op;
+    e->ops_in_log++;
+    rn_wal_submit(e->wal, &op->wal);
+}
+
+/* Re-runs waiting mutations of stream `id` until one is in the log again.
+ * The stream is looked up each time: a queued delete may remove it, and
+ * then stream_destroy() re-runs the rest. */
+static void drain_queue(rn_engine *e, uint64_t id) {
+    rn_stream *s;
+    while ((s = rn_map_get(&e->by_id, &id, sizeof id)) && s->queue_head && !s->busy) {
+        rn_op *q = s->queue_head;
+        s->queue_head = q->next_queued;
+        if (!s->queue_head)
+            s->queue_tail = NULL;
+        run_op(e, q);
+    }
+}
+
+static void on_logged(rn_wal_entry *entry, int status) {
+    rn_op *op = entry->arg;
+    rn_engine *e = op->engine;
+    e->ops_in_log--;
+    rn_stream *s = rn_map_get(&e->by_id, &op->stream_id, sizeof op->stream_id);
+    const rn_cmd *c = &op->cmd;
+    if (status != 0) {
+        uint64_t id = s->id;
+        int pending = s->pending_create;
+        s->busy = 0;
+        finish(op, RN_ERR_UNAVAILABLE, pending ? NULL : s);
+        if (pending)
+            stream_destroy(e, s, 1);
+        else
+            drain_queue(e, id);
+        return;
+    }
+    if (c->type == RN_CMD_DELETE) {
+        s->busy = 0;
+        rn_cmd del = *c;
+        op->result = RN_OK_DELETED;
+        op->stream = NULL;
+        op->done(op);
+        apply(e, &del, NULL);
+        return;
+    }
+    int rc = apply(e, c, s->pending_create ? s : NULL);
+    s->busy = 0;
+    if (rc < 0) {
+        /* Durable in the log but the stream file could not be written: the
+         * log still holds the data and recovery rewrites it. Serving reads
+         * from a short file would be wrong, so stop here. */
+        fprintf(stderr, "runnel: fatal: stream file write failed after log sync: %s\n",
+                strerror(-rc));
+        abort();
+    }
+    uint64_t id = s->id;
+    finish(op, op->kind == RN_OP_CREATE ? RN_OK_CREATED : RN_OK_APPENDED, s);
+    s = rn_map_get(&e->by_id, &id, sizeof id);
+    if (s && e->cfg.on_change)
+        e->cfg.on_change(s, e->cfg.hook_arg);
+    drain_queue(e, id);
+}
+
+static void enqueue(rn_stream *s, rn_op *op) {
+    op->next_queued = NULL;
+    op->stream_id = s->id;
+    if (s->queue_tail)
+        s->queue_tail->next_queued = op;
+    else
+        s->queue_head = op;
+    s->queue_tail = op;
+}
+
+/* Starts the deletion of an expired stream (an internal mutation). */
+static void expire_done(rn_op *op) {
+    free(op);
+}
+
+static void start_expiry(rn_engine *e, rn_stream *s) {
+    if (s->busy)
+        return;
+    rn_op *op = rn_xcalloc(1, sizeof *op);
+    op->kind = RN_OP_DELETE;
+    op->done = expire_done;
+    rn_cmd c = {.type = RN_CMD_DELETE, .stream_id = s->id};
+    log_command(e, op, s, &c);
+}
+
+/* Converts a body to stored form for the stream's content type. Returns 0
+ * and sets *data and *len, or a result code to refuse with. */
+static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_t **data,
+                        size_t *len) {
+    if (!json || op->body_len == 0) {
+        *data = op->body;
+        *len = op->body_len;
+        return 0;
+    }
+    op->stored.len = 0;
+    rn_buf_reserve(&op->stored, op->body_len + 1);
+    size_t out_len = 0, count = 0;
+    rn_json_status st =
+        rn_json_to_messages(op->body, op->body_len, op->stored.data, &out_len, &count, NULL);
+    if (st == RN_JSON_EMPTY_ARRAY && allow_empty_array) {
+        *data = NULL;
+        *len = 0;
+        return 0;
+    }
+    if (st == RN_JSON_EMPTY_ARRAY)
+        return RN_ERR_JSON_EMPTY_ARRAY;
+    if (st == RN_JSON_TOO_DEEP)
+        return RN_ERR_JSON_TOO_DEEP;
+    if (st != RN_JSON_OK)
+        return RN_ERR_JSON_INVALID;
+    op->stored.len = out_len;
+    *data = op->stored.data;
+    *len = out_len;
+    return 0;
+}
+
+static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
+    const char *ct = op->content_type ? op->content_type : DEFAULT_TYPE;
+    size_t ct_len = op->content_type ? op->content_type_len : sizeof DEFAULT_TYPE - 1;
+    if (s) {
+        int same = rn_content_type_equal(s->content_type, s->content_type_len, ct, ct_len) &&
+                   s->ttl_s == op->ttl_s && s->expires_at_ms == op->expires_at_ms &&
+                   s->closed == (op->close != 0);
+        finish(op, same ? RN_OK_EXISTS : RN_ERR_CONFIG_MISMATCH, s);
+        return;
+    }
+    const uint8_t *data;
+    size_t len;
+    int refuse = prepare_body(op, is_json_type(ct, ct_len), 1, &data, &len);
+    if (refuse) {
+        finish(op, (rn_result)refuse, NULL);
+        return;
+    }
+    s = stream_new(e, e->next_id, op->path, op->path_len, ct, ct_len);
+    s->pending_create = 1;
+    rn_cmd c = {.type = RN_CMD_CREATE,
+                .stream_id = s->id,
+                .path = s->path,
+                .path_len = s->path_len,
+                .content_type = s->content_type,
+                .content_type_len = s->content_type_len,
+                .ttl_s = op->ttl_s,
+                .expires_at_ms = op->expires_at_ms,
+                .close = (uint8_t)(op->close != 0),
+                .data = data,
+                .data_len = len};
+    log_command(e, op, s, &c);
+}
+
+static int producer_matches_close(const rn_stream *s, const rn_op *op) {
+    return op->has_producer && s->closed_by_producer &&
+           s->close_producer_id_len == op->producer_id_len &&
+           memcmp(s->close_producer_id, op->producer_id, op->producer_id_len) == 0 &&
+           s->close_epoch == op->producer_epoch && s->close_seq == op->producer_seq;
+}
+
+static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
+    if (!op->body_len && !op->close) {
+        finish(op, RN_ERR_EMPTY_BODY, s);
+        return;
+    }
+    if (s->closed) {
+        if (producer_matches_close(s, op)) {
+            op->ack_epoch = op->producer_epoch;
+            op->ack_seq = op->producer_seq;
+            finish(op, RN_OK_DUPLICATE, s);
+        } else {
+            finish(op, !op->body_len && op->close ? RN_OK_DUPLICATE : RN_ERR_CLOSED, s);
+        }
+        return;
+    }
+    if (op->body_len &&
+        (!op->content_type || !rn_content_type_equal(s->content_type, s->content_type_len,
+                                                     op->content_type, op->content_type_len))) {
+        finish(op, RN_ERR_CONTENT_TYPE, s);
+        return;
+    }
+    if (op->has_producer) {
+        rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
+        if (p && op->producer_epoch < p->epoch) {
+            op->current_epoch = p->epoch;
+            finish(op, RN_ERR_STALE_EPOCH, s);
+            return;
+        }
+        if ((!p || op->producer_epoch > p->epoch) && op->producer_seq != 0) {
+            if (p) {
+                finish(op, RN_ERR_EPOCH_SEQ, s);
+            } else {
+                op->expected_seq = 0;
+                finish(op, RN_ERR_SEQ_GAP, s);
+            }
+            return;
+        }
+        if (p && op->producer_epoch == p->epoch) {
+            if (op->producer_seq <= p->last_seq) {
+                op->ack_epoch = p->epoch;
+                op->ack_seq = p->last_seq;
+                finish(op, RN_OK_DUPLICATE, s);
+                return;
+            }
+            if (op->producer_seq != p->last_seq + 1) {
+                op->expected_seq = p->last_seq + 1;
+                finish(op, RN_ERR_SEQ_GAP, s);
+                return;
+            }
+        }
+    }
+    if (op->has_seq && s->last_seq) {
+        size_t n = op->seq_len < s->last_seq_len ? op->seq_len : s->last_seq_len;
+        int cmp = memcmp(op->seq, s->last_seq, n);
+        if (cmp < 0 || (cmp == 0 && op->seq_len <= s->last_seq_len)) {
+            finish(op, RN_ERR_SEQ_REGRESSION, s);
+            return;
+        }
+    }
+    const uint8_t *data;
+    size_t len;
+    int refuse = prepare_body(op, s->json, 0, &data, &len);
+    if (refuse) {
+        finish(op, (rn_result)refuse, s);
+        return;
+    }
+    op->ack_epoch = op->producer_epoch;
+    op->ack_seq = op->producer_seq;
+    rn_cmd c = {.type = RN_CMD_APPEND,
+                .stream_id = s->id,
+                .offset = s->tail,
+                .close = (uint8_t)(op->close != 0),
+                .data = data,
+                .data_len = len,
+                .has_producer = (uint8_t)op->has_producer,
+                .producer_id = op->producer_id,
+                .producer_id_len = op->producer_id_len,
+                .producer_epoch = op->producer_epoch,
+                .producer_seq = op->producer_seq,
+                .has_seq = (uint8_t)op->has_seq,
+                .seq = op->seq,
+                .seq_len = op->seq_len};
+    log_command(e, op, s, &c);
+}
+
+static void run_op(rn_engine *e, rn_op *op) {
+    rn_stream *s = rn_map_get(&e->by_path, op->path, op->path_len);
+    if (s && s->busy) {
+        enqueue(s, op);
+        return;
+    }
+    if (s && stream_expired(s, rn_now_ms())) {
+        enqueue(s, op);
+        start_expiry(e, s);
+        return;
+    }
+    if (op->kind == RN_OP_CREATE) {
+        run_create(e, op, s);
+        return;
+    }
+    if (!s) {
+        finish(op, RN_ERR_NOT_FOUND, NULL);
+        return;
+    }
+    rn_engine_touch(e, s);
+    if (op->kind == RN_OP_DELETE) {
+        rn_cmd c = {.type = RN_CMD_DELETE, .stream_id = s->id};
+        log_command(e, op, s, &c);
+        return;
+    }
+    run_append(e, op, s);
+}
+
+void rn_engine_submit(rn_engine *e, rn_op *op) {
+    op->engine = e;
+    op->stream = NULL;
+    run_op(e, op);
+}
+
+/* ---- reads ---- */
+
+rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
+    rn_stream *s = rn_map_get(&e->by_path, path, len);
+    if (!s || s->pending_create)
+        return NULL;
+    if (stream_expired(s, rn_now_ms())) {
+        start_expiry(e, s);
+        return NULL;
+    }
+    return s;
+}
+
+void rn_engine_touch(rn_engine *e, rn_stream *s) {
+    (void)e;
+    s->last_access_ms = rn_now_ms();
+}
+
+int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
+    if (offset > s->tail)
+        return 0;
+    if (!s->json || offset == 0 || offset == s->tail)
+        return 1;
+    uint8_t c;
+    return rn_store_read(e->store, s->id, &c, 1, offset - 1) == 1 && c == '\n';
+}
+
+long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_buf *out) {
+    if (offset >= s->tail)
+        return 0;
+    uint64_t avail = s->tail - offset;
+    size_t want = avail < max ? (size_t)avail : max;
+    size_t start = out->len;
+    for (;;) {
+        rn_buf_reserve(out, want);
+        ssize_t got = rn_store_read(e->store, s->id, out->data + start, want, offset);
+        if (got < 0)
+            return (long)got;
+        if ((size_t)got != want)
+            return -EIO;
+        out->len = start + want;
+        if (!s->json || want == avail)
+            return (long)want;
+        /* Cut at the last message end; grow if one message exceeds max. */
+        size_t cut = want;
+        while (cut > 0 && out->data[start + cut - 1] != '\n')
+            cut--;
+        if (cut > 0) {
+            out->len = start + cut;
+            return (long)cut;
+        }
+        want = want * 2 < avail ? want * 2 : (size_t)avail;
+        out->len = start;
+    }
+}
+
+void rn_engine_sweep_expired(rn_engine *e) {
+    int64_t now = rn_now_ms();
+    rn_stream **victims = NULL;
+    size_t n = 0, cap = 0, i = 0;
+    void *v;
+    while (rn_map_next(&e->by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (!s->pending_create && !s->busy && stream_expired(s, now)) {
+            if (n == cap)
+                victims = rn_xrealloc(victims, (cap = cap ? cap * 2 : 16) * sizeof *victims);
+            victims[n++] = s;
+        }
+    }
+    for (size_t k = 0; k < n; k++)
+        start_expiry(e, victims[k]);
+    free(victims);
+}
+
+/* ---- checkpoints ---- */
+
+static void encode_stream(const rn_stream *s, rn_buf *b) {
+    rn_buf_append_lstr(b, s->path, s->path_len);
+    rn_buf_append_u64(b, s->id);
+    rn_buf_append_lstr(b, s->content_type, s->content_type_len);
+    rn_buf_append_u64(b, (uint64_t)s->ttl_s);
+    rn_buf_append_u64(b, (uint64_t)s->expires_at_ms);
+    rn_buf_append_u64(b, (uint64_t)s->created_ms);
+    rn_buf_append_u64(b, s->tail);
+    rn_buf_append_u8(b, (uint8_t)s->closed);
+    rn_buf_append_u8(b, (uint8_t)s->closed_by_producer);
+    if (s->closed_by_producer) {
+        rn_buf_append_lstr(b, s->close_producer_id, s->close_producer_id_len);
+        rn_buf_append_u64(b, s->close_epoch);
+        rn_buf_append_u64(b, s->close_seq);
+    }
+    rn_buf_append_u8(b, s->last_seq != NULL);
+    if (s->last_seq)
+        rn_buf_append_lstr(b, s->last_seq, s->last_seq_len);
+    rn_buf_append_u32(b, (uint32_t)s->producers.count);
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&s->producers, &i, &v)) {
+        rn_producer *p = v;
+        rn_buf_append_lstr(b, p->id, p->id_len);
+        rn_buf_append_u64(b, p->epoch);
+        rn_buf_append_u64(b, p->last_seq);
+        rn_buf_append_u64(b, (uint64_t)p->last_ms);
+    }
+}
+
+static int decode_stream(rn_engine *e, rn_reader *r, int64_t now) {
+    size_t path_len, ct_len;
+    const char *path = (const char *)rn_read_lstr(r, &path_len);
+    uint64_t id = rn_read_u64(r);
+    const char *ct = (const char *)rn_read_lstr(r, &ct_len);
+    if (r->failed)
+        return -1;
+    rn_stream *s = stream_new(e, id, path, path_len, ct, ct_len);
+    s->ttl_s = (int64_t)rn_read_u64(r);
+    s->expires_at_ms = (int64_t)rn_read_u64(r);
+    s->created_ms = (int64_t)rn_read_u64(r);
+    s->last_access_ms = now;
+    s->tail = rn_read_u64(r);
+    s->closed = rn_read_u8(r);
+    s->closed_by_producer = rn_read_u8(r);
+    if (s->closed_by_producer) {
+        size_t n;
+        const char *p = (const char *)rn_read_lstr(r, &n);
+        s->close_producer_id = rn_xstrndup(p ? p : "", n);
+        s->close_producer_id_len = n;
+        s->close_epoch = rn_read_u64(r);
+        s->close_seq = rn_read_u64(r);
+    }
+    if (rn_read_u8(r)) {
+        size_t n;
+        const char *q = (const char *)rn_read_lstr(r, &n);
+        s->last_seq = rn_xstrndup(q ? q : "", n);
+        s->last_seq_len = n;
+    }
+    uint32_t np = rn_read_u32(r);
+    for (uint32_t k = 0; k < np && !r->failed; k++) {
+        size_t n;
+        const char *pid = (const char *)rn_read_lstr(r, &n);
+        uint64_t epoch = rn_read_u64(r), seq = rn_read_u64(r);
+        int64_t ms = (int64_t)rn_read_u64(r);
+        if (!r->failed)
+            set_producer(s, pid, n, epoch, seq, ms);
+    }
+    return r->failed ? -1 : 0;
+}
+
+static ssize_t read_all(int fd, uint8_t *out, size_t len) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, out + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : (ssize_t)got;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static void checkpoint_path(const rn_engine *e, char *out, size_t cap, const char *suffix) {
+    snprintf(out, cap, "%s/checkpoint%s", e->dir, suffix);
+}
+
+/* Loads the checkpoint if there is one; returns the first log segment to
+ * replay (0 when there is no checkpoint) or -1 on a damaged checkpoint. */
+static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
+    char path[PATH_MAX];
+    checkpoint_path(e, path, sizeof path, "");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    fstat(fd, &st);
+    size_t size = (size_t)st.st_size;
+    uint8_t *data = rn_xmalloc(size);
+    ssize_t got = read_all(fd, data, size);
+    close(fd);
+    int64_t result = -1;
+    if (got == (ssize_t)size && size >= 36 && memcmp(data, CHECKPOINT_MAGIC, 8) == 0) {
+        rn_reader tail;
+        rn_reader_init(&tail, data + size - 4, 4);
+        if (rn_read_u32(&tail) == rn_crc32c(0, data, size - 4)) {
+            rn_reader r;
+            rn_reader_init(&r, data + 8, size - 12);
+            uint64_t segment = rn_read_u64(&r);
+            e->next_id = rn_read_u64(&r);
+            uint64_t count = rn_read_u64(&r);
+            int64_t now = rn_now_ms();
+            uint64_t k = 0;
+            for (; k < count; k++)
+                if (decode_stream(e, &r, now) != 0)
+                    break;
+            if (k == count && !r.failed) {
+                result = (int64_t)segment;
+                *streams = count;
+            }
+        }
+    }
+    free(data);
+    return result;
+}
+
+static void checkpoint_work(uv_work_t *req) {
+    checkpoint_job *job = req->data;
+    rn_engine *e = job->engine;
+    job->status = rn_store_sync(e->store);
+    if (job->status)
+        return;
+    char tmp[PATH_MAX], final[PATH_MAX];
+    checkpoint_path(e, tmp, sizeof tmp, ".tmp");
+    checkpoint_path(e, final, sizeof final, "");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        job->status = -errno;
+        return;
+    }
+    size_t off = 0;
+    while (off < job->image.len) {
+        ssize_t w = write(fd, job->image.data + off, job->image.len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            job->status = -errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (!job->status && fdatasync(fd) < 0)
+        job->status = -errno;
+    close(fd);
+    if (!job->status && rename(tmp, final) < 0)
+        job->status = -errno;
+    if (!job->status) {
+        int dfd = open(e->dir, O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) {
+            if (fsync(dfd) < 0)
+                job->status = -errno;
+            close(dfd);
+        }
+    }
+}
+
+static void checkpoint_done(uv_work_t *req, int status) {
+    checkpoint_job *job = req->data;
+    rn_engine *e = job->engine;
+    if (status == 0 && job->status == 0)
+        rn_wal_drop_before(e->wal, job->segment);
+    else
+        fprintf(stderr, "runnel: checkpoint failed: %s\n",
+                strerror(-(status ? status : job->status)));
+    rn_buf_free(&job->image);
+    free(job);
+    e->checkpoint = NULL;
+}
+
+/* Serializes all applied streams. Must run when no log batch is in flight. */
+static checkpoint_job *snapshot(rn_engine *e) {
+    checkpoint_job *job = rn_xcalloc(1, sizeof *job);
+    job->engine = e;
+    job->req.data = job;
+    job->segment = rn_wal_rotate(e->wal);
+    rn_buf *b = &job->image;
+    rn_buf_append(b, CHECKPOINT_MAGIC, 8);
+    rn_buf_append_u64(b, job->segment);
+    rn_buf_append_u64(b, e->next_id);
+    size_t count_at = b->len;
+    rn_buf_append_u64(b, 0);
+    uint64_t count = 0;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (s->pending_create)
+            continue;
+        encode_stream(s, b);
+        count++;
+    }
+    for (int k = 0; k < 8; k++)
+        b->data[count_at + k] = (uint8_t)(count >> (8 * k));
+    rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
+    e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
+    return job;
+}
+
+static void maybe_checkpoint(void *arg) {
+    rn_engine *e = arg;
+    if (e->checkpoint ||
+        rn_wal_bytes_written(e->wal) - e->log_bytes_at_checkpoint < e->cfg.checkpoint_bytes)
+        return;
+    e->checkpoint = snapshot(e);
+    uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
+}
+
+/* ---- open / close ---- */
+
+static int replay_record(void *arg, const uint8_t *rec, size_t len) {
+    rn_engine *e = arg;
+    rn_cmd c;
+    if (rn_cmd_decode(rec, len, &c) != 0)
+        return RN_WAL_CORRUPT;
+    int rc = apply(e, &c, NULL);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
+                          char *err, size_t errcap) {
+    memset(stats, 0, sizeof *stats);
+    rn_engine *e = rn_xcalloc(1, sizeof *e);
+    e->loop = loop;
+    e->cfg = *cfg;
+    e->dir = rn_xstrdup(cfg->data_dir);
+    e->next_id = 1;
+    e->store = rn_store_open(cfg->data_dir, cfg->max_open_files);
+    int64_t from = load_checkpoint(e, &stats->checkpoint_streams);
+    if (from < 0) {
+        snprintf(err, errcap, "checkpoint file in %s is damaged; refusing to start", cfg->data_dir);
+        rn_engine_close(e);
+        return NULL;
+    }
+    rn_wal_recovery rec;
+    int rc = rn_wal_recover(cfg->data_dir, (uint64_t)from, replay_record, e, &rec);
+    if (rc != 0) {
+        snprintf(err, errcap, "log recovery failed in %s: %s", cfg->data_dir,
+                 rc == RN_WAL_CORRUPT ? "an acknowledged log record is damaged" : strerror(-rc));
+        rn_engine_close(e);
+        return NULL;
+    }
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (s->touched) {
+            rn_store_truncate(e->store, s->id, s->tail);
+            s->touched = 0;
+        }
+        s->last_access_ms = rn_now_ms();
+    }
+    stats->streams = e->by_path.count;
+    stats->records_replayed = rec.records;
+    stats->torn_bytes = rec.torn_bytes;
+    rn_wal_options wo = {.segment_bytes = cfg->wal_segment_bytes};
+    e->wal = rn_wal_open(loop, cfg->data_dir, &rec, &wo, &rc);
+    if (!e->wal) {
+        snprintf(err, errcap, "cannot open the log in %s: %s", cfg->data_dir, strerror(-rc));
+        rn_engine_close(e);
+        return NULL;
+    }
+    rn_wal_set_batch_hook(e->wal, maybe_checkpoint, e);
+    return e;
+}
+
+void rn_engine_inject_sync_failures(rn_engine *e, int n) {
+    rn_wal_inject_sync_failures(e->wal, n);
+}
+
+int rn_engine_busy(const rn_engine *e) {
+    return e->ops_in_log > 0 || e->checkpoint != NULL;
+}
+
+void rn_engine_close(rn_engine *e) {
+    if (!e)
+        return;
+    if (e->wal && !e->checkpoint && !rn_wal_busy(e->wal)) {
+        /* A final checkpoint makes the next start replay nothing. */
+        checkpoint_job *job = snapshot(e);
+        checkpoint_work(&job->req);
+        if (job->status == 0)
+            rn_wal_drop_before(e->wal, job->segment);
+        rn_buf_free(&job->image);
+        free(job);
+    }
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->by_id, &i, &v))
+        stream_free(v);
+    rn_map_free(&e->by_path);
+    rn_map_free(&e->by_id);
+    rn_wal_close(e->wal);
+    rn_store_close(e->store);
+    free(e->dir);
+    free(e);
+}

@@ -1,0 +1,205 @@
+/*
+ * engine.h — streams as a deterministic state machine over the log.
+ *
+ * The engine owns every stream's metadata (content type, tail, closure, TTL
+ * and expiry, idempotent-producer and Stream-Seq state) and its bytes (via
+ * store.c). A mutation arrives as an rn_op: the engine validates it against
+ * the current state, and either answers at once (a refusal or an idempotent
+ * repeat) or encodes it as a command, submits it to the log, and applies it
+ * and answers only after the log sync that covers it. State visible to reads
+ * is therefore always durable state.
+ *
+ * Mutations of one stream are serialized: while one is in the log, later
+ * ones for the same stream wait in the stream's queue and are evaluated
+ * after it applied (so producer and Stream-Seq checks always see the state
+ * the previous write left). Mutations of different streams share log syncs.
+ *
+ * Everything here runs on the loop thread that opened the engine.
+ */
+#ifndef RN_ENGINE_H
+#define RN_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine/command.h"
+#include "log/wal.h"
+#include "util/buf.h"
+#include "util/map.h"
+
+typedef struct rn_engine rn_engine;
+typedef struct rn_op rn_op;
+
+typedef struct rn_producer {
+    char *id;
+    size_t id_len;
+    uint64_t epoch;
+    uint64_t last_seq;
+    int64_t last_ms;
+} rn_producer;
+
+/* A stream. Fields are read-only outside the engine. */
+typedef struct rn_stream {
+    char *path;
+    size_t path_len;
+    uint64_t id; /* unique for the data directory's lifetime; never reused */
+    char *content_type;
+    size_t content_type_len;
+    int json;              /* content type is application/json */
+    int64_t ttl_s;         /* -1: none */
+    int64_t expires_at_ms; /* -1: none */
+    int64_t created_ms;
+    int64_t last_access_ms; /* TTL window start (not persisted; see ARCHITECTURE) */
+    uint64_t tail;          /* bytes stored; the next append's offset */
+    int closed;
+    /* The producer write that closed the stream, for idempotent repeats. */
+    int closed_by_producer;
+    char *close_producer_id;
+    size_t close_producer_id_len;
+    uint64_t close_epoch, close_seq;
+    char *last_seq; /* Stream-Seq of the last append carrying one, or NULL */
+    size_t last_seq_len;
+    rn_map producers; /* id -> rn_producer */
+    /* engine-private */
+    int pending_create; /* created in the log, not yet applied: invisible */
+    int busy;           /* a mutation of this stream is in the log */
+    int touched;        /* changed by log replay (recovery truncates its file) */
+    rn_op *queue_head, *queue_tail;
+    /* owned by the live-read module */
+    void *waiters;
+} rn_stream;
+
+typedef enum {
+    RN_OP_CREATE,
+    RN_OP_APPEND, /* also close-only: empty body with close */
+    RN_OP_DELETE,
+} rn_op_kind;
+
+typedef enum {
+    RN_OK_CREATED,   /* new stream */
+    RN_OK_EXISTS,    /* create repeated with matching configuration */
+    RN_OK_APPENDED,  /* data appended and/or stream closed */
+    RN_OK_DUPLICATE, /* producer repeat, or close of a closed stream */
+    RN_OK_DELETED,
+    RN_ERR_NOT_FOUND,
+    RN_ERR_CONFIG_MISMATCH, /* create: existing stream differs */
+    RN_ERR_CLOSED,          /* append to a closed stream */
+    RN_ERR_CONTENT_TYPE,    /* append content type differs */
+    RN_ERR_SEQ_REGRESSION,  /* Stream-Seq not above the last one */
+    RN_ERR_STALE_EPOCH,     /* producer epoch below the current one */
+    RN_ERR_EPOCH_SEQ,       /* new epoch must start at seq 0 */
+    RN_ERR_SEQ_GAP,         /* producer seq skipped ahead */
+    RN_ERR_EMPTY_BODY,      /* append without data and without close */
+    RN_ERR_JSON_INVALID,
+    RN_ERR_JSON_EMPTY_ARRAY,
+    RN_ERR_JSON_TOO_DEEP,
+    RN_ERR_DISK_FULL,   /* nothing written: no space */
+    RN_ERR_UNAVAILABLE, /* nothing acknowledged: log write or sync failed */
+} rn_result;
+
+typedef void (*rn_op_done_fn)(rn_op *op);
+
+struct rn_op {
+    /* Request, filled by the caller; pointed-to memory must outlive done(). */
+    rn_op_kind kind;
+    const char *path;
+    size_t path_len;
+    const char *content_type; /* NULL when absent */
+    size_t content_type_len;
+    int64_t ttl_s;         /* -1: absent */
+    int64_t expires_at_ms; /* -1: absent */
+    int close;
+    const uint8_t *body;
+    size_t body_len;
+    int has_producer;
+    const char *producer_id;
+    size_t producer_id_len;
+    uint64_t producer_epoch;
+    uint64_t producer_seq;
+    int has_seq;
+    const char *seq;
+    size_t seq_len;
+    rn_op_done_fn done;
+    void *arg; /* for the caller */
+
+    /* Outcome, valid inside done(). `stream` is NULL for NOT_FOUND and for
+     * DELETED; otherwise it may be read (not kept) inside done(). */
+    rn_result result;
+    rn_stream *stream;
+    uint64_t next_offset;        /* tail after the operation */
+    int stream_closed;           /* stream is closed after the operation */
+    uint64_t current_epoch;      /* STALE_EPOCH: the server's epoch */
+    uint64_t expected_seq;       /* SEQ_GAP */
+    uint64_t ack_epoch, ack_seq; /* producer success: epoch and highest seq */
+
+    /* engine-private */
+    rn_engine *engine;
+    rn_op *next_queued;
+    uint64_t stream_id;
+    rn_cmd cmd;    /* the command in the log, applied after its sync */
+    rn_buf head;   /* encoded command head */
+    rn_buf stored; /* JSON message text of the body */
+    rn_wal_entry wal;
+};
+
+typedef struct {
+    const char *data_dir;
+    uint64_t wal_segment_bytes;
+    uint64_t checkpoint_bytes; /* checkpoint after this much log */
+    int max_open_files;
+    /* Live-read hooks: a stream's data or closure changed / it is going away. */
+    void (*on_change)(rn_stream *s, void *arg);
+    void (*on_remove)(rn_stream *s, void *arg);
+    void *hook_arg;
+} rn_engine_config;
+
+typedef struct {
+    uint64_t streams;
+    uint64_t records_replayed;
+    uint64_t torn_bytes;
+    uint64_t checkpoint_streams;
+} rn_recovery_stats;
+
+/* Recovers state from data_dir (checkpoint + log replay) and opens the log.
+ * Returns NULL with a message in err on failure. */
+rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
+                          char *err, size_t errcap);
+
+/* Starts a mutation; op->done is called exactly once, possibly before this
+ * returns. The op must stay valid until then. */
+void rn_engine_submit(rn_engine *e, rn_op *op);
+
+/* Finds a readable stream: applied, not expired. An expired stream is
+ * scheduled for deletion and reported as absent. */
+rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len);
+
+/* Renews the stream's TTL window (reads and writes do; HEAD does not). */
+void rn_engine_touch(rn_engine *e, rn_stream *s);
+
+/* Reads stream bytes from offset, at most max bytes, appending to out. For
+ * JSON streams the range ends on a message boundary and holds at least one
+ * whole message when any exists past offset. Returns bytes read or -errno. */
+long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_buf *out);
+
+/* True when offset is a valid position for reads: <= tail, and for JSON
+ * streams on a message boundary. */
+int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
+
+/* Deletes expired streams; the server calls this periodically. */
+void rn_engine_sweep_expired(rn_engine *e);
+
+/* Fault injection for tests: the next n log syncs fail. */
+void rn_engine_inject_sync_failures(rn_engine *e, int n);
+
+/* True while mutations are in the log or queued. */
+int rn_engine_busy(const rn_engine *e);
+
+/* Writes a final checkpoint (when the log is idle) and releases everything. */
+void rn_engine_close(rn_engine *e);
+
+/* True when two content types name the same media type (type/subtype
+ * compared case-insensitively, parameters ignored). */
+int rn_content_type_equal(const char *a, size_t alen, const char *b, size_t blen);
+
+#endif

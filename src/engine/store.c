@@ -1,0 +1,188 @@
+/*
+ * store.c — stream data files with an LRU cache of open descriptors.
+ * See store.h.
+ */
+#define _GNU_SOURCE
+#include "engine/store.h"
+#include "util/buf.h"
+#include "util/map.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct open_file {
+    uint64_t id; /* map key */
+    int fd;
+    struct open_file *prev, *next; /* LRU: head is most recent */
+} open_file;
+
+struct rn_store {
+    char *dir;
+    int dirfd;
+    int max_open;
+    rn_map open; /* id -> open_file */
+    open_file *head, *tail;
+};
+
+static void file_path(const rn_store *st, uint64_t id, char *out, size_t cap) {
+    snprintf(out, cap, "%s/streams/%02x/%016llx.dat", st->dir, (unsigned)(id & 0xff),
+             (unsigned long long)id);
+}
+
+rn_store *rn_store_open(const char *data_dir, int max_open) {
+    rn_store *st = rn_xcalloc(1, sizeof *st);
+    st->dir = rn_xstrdup(data_dir);
+    st->max_open = max_open > 0 ? max_open : 1;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/streams", data_dir);
+    mkdir(p, 0755);
+    st->dirfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return st;
+}
+
+static void lru_unlink(rn_store *st, open_file *f) {
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        st->head = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    else
+        st->tail = f->prev;
+    f->prev = f->next = NULL;
+}
+
+static void lru_push(rn_store *st, open_file *f) {
+    f->next = st->head;
+    f->prev = NULL;
+    if (st->head)
+        st->head->prev = f;
+    st->head = f;
+    if (!st->tail)
+        st->tail = f;
+}
+
+static void forget(rn_store *st, open_file *f) {
+    lru_unlink(st, f);
+    rn_map_remove(&st->open, &f->id, sizeof f->id);
+    close(f->fd);
+    free(f);
+}
+
+/* Returns an open descriptor for id's file, creating the file if asked. */
+static int get_fd(rn_store *st, uint64_t id, int create) {
+    open_file *f = rn_map_get(&st->open, &id, sizeof id);
+    if (f) {
+        lru_unlink(st, f);
+        lru_push(st, f);
+        return f->fd;
+    }
+    char p[PATH_MAX];
+    file_path(st, id, p, sizeof p);
+    int fd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    if (fd < 0 && errno == ENOENT && create) {
+        char d[PATH_MAX];
+        snprintf(d, sizeof d, "%s/streams/%02x", st->dir, (unsigned)(id & 0xff));
+        mkdir(d, 0755);
+        fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    }
+    if (fd < 0)
+        return -errno;
+    if ((int)st->open.count >= st->max_open && st->tail)
+        forget(st, st->tail);
+    f = rn_xcalloc(1, sizeof *f);
+    f->id = id;
+    f->fd = fd;
+    rn_map_put(&st->open, &f->id, sizeof f->id, f);
+    lru_push(st, f);
+    return fd;
+}
+
+int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off) {
+    int fd = get_fd(st, id, 1);
+    if (fd < 0)
+        return fd;
+    const uint8_t *p = data;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        off += (uint64_t)w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len) {
+    if (len == 0)
+        return 0;
+    int fd = get_fd(st, id, 1);
+    if (fd < 0)
+        return fd;
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0) {
+        if (errno == EOPNOTSUPP || errno == ENOSYS)
+            return 0; /* file system without preallocation: best effort */
+        return -errno;
+    }
+    return 0;
+}
+
+ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off) {
+    int fd = get_fd(st, id, 0);
+    if (fd < 0)
+        return fd;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, (uint8_t *)out + got, len - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len) {
+    int fd = get_fd(st, id, 1);
+    if (fd < 0)
+        return fd;
+    return ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
+}
+
+void rn_store_remove(rn_store *st, uint64_t id) {
+    open_file *f = rn_map_get(&st->open, &id, sizeof id);
+    if (f)
+        forget(st, f);
+    char p[PATH_MAX];
+    file_path(st, id, p, sizeof p);
+    unlink(p);
+}
+
+int rn_store_sync(rn_store *st) {
+    return syncfs(st->dirfd) < 0 ? -errno : 0;
+}
+
+void rn_store_close(rn_store *st) {
+    if (!st)
+        return;
+    while (st->head)
+        forget(st, st->head);
+    rn_map_free(&st->open);
+    if (st->dirfd >= 0)
+        close(st->dirfd);
+    free(st->dir);
+    free(st);
+}

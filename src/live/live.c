@@ -1,0 +1,56 @@
+/*
+ * live.c — per-stream waiter lists. See live.h.
+ *
+ * Notification walks the list with the next pointer saved before each
+ * callback, and new waiters are added at the head, so a callback may remove
+ * itself, and one that re-registers elsewhere is not visited twice.
+ */
+#include "live/live.h"
+
+static size_t waiter_count;
+
+void rn_live_add(rn_stream *s, rn_waiter *w, rn_waiter_fn fn) {
+    w->stream = s;
+    w->fn = fn;
+    w->prev = NULL;
+    w->next = s->waiters;
+    if (w->next)
+        w->next->prev = w;
+    s->waiters = w;
+    waiter_count++;
+}
+
+void rn_live_remove(rn_waiter *w) {
+    if (!w->stream)
+        return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        w->stream->waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->stream = NULL;
+    w->prev = w->next = NULL;
+    waiter_count--;
+}
+
+void rn_live_notify(rn_stream *s, void *arg) {
+    (void)arg;
+    for (rn_waiter *w = s->waiters, *next; w; w = next) {
+        next = w->next;
+        w->fn(w, RN_LIVE_CHANGED);
+    }
+}
+
+void rn_live_stream_removed(rn_stream *s, void *arg) {
+    (void)arg;
+    while (s->waiters) {
+        rn_waiter *w = s->waiters;
+        rn_live_remove(w);
+        w->fn(w, RN_LIVE_REMOVED);
+    }
+}
+
+size_t rn_live_count(void) {
+    return waiter_count;
+}

@@ -1,0 +1,35 @@
+/*
+ * live.h — waiters for stream changes (parked long-polls and SSE readers).
+ *
+ * Each stream keeps an intrusive list of waiters. The engine's change hook
+ * calls rn_live_notify() after an append or close is applied, and its removal
+ * hook calls rn_live_stream_removed() before a stream disappears. A waiter's
+ * callback may remove itself (or leave itself registered to keep waiting).
+ */
+#ifndef RN_LIVE_H
+#define RN_LIVE_H
+
+#include "engine/engine.h"
+
+typedef enum { RN_LIVE_CHANGED, RN_LIVE_REMOVED } rn_live_event;
+
+typedef struct rn_waiter rn_waiter;
+typedef void (*rn_waiter_fn)(rn_waiter *w, rn_live_event ev);
+
+struct rn_waiter {
+    rn_waiter *prev, *next;
+    rn_stream *stream; /* NULL when not registered */
+    rn_waiter_fn fn;
+};
+
+/* Registers w on s (w must not be registered). */
+void rn_live_add(rn_stream *s, rn_waiter *w, rn_waiter_fn fn);
+/* Unregisters w if registered. */
+void rn_live_remove(rn_waiter *w);
+/* Engine hooks (rn_engine_config.on_change / on_remove). */
+void rn_live_notify(rn_stream *s, void *arg);
+void rn_live_stream_removed(rn_stream *s, void *arg);
+/* Number of registered waiters (for limits and metrics). */
+size_t rn_live_count(void);
+
+#endif

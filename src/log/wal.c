@@ -1,0 +1,484 @@
+/*
+ * wal.c — segment files, record framing, group commit and recovery for the
+ * write-ahead log. See wal.h for the format and the guarantees.
+ *
+ * Threading: all fields are owned by the loop thread except `job`, which is
+ * handed to one libuv threadpool work item at a time (the batch write and
+ * fdatasync). The loop thread never touches the job while it is in flight.
+ */
+#include "log/wal.h"
+#include "util/buf.h"
+#include "util/crc32c.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HEADER_BYTES 32
+static const uint8_t MAGIC[8] = {'R', 'N', 'W', 'A', 'L', 0, 0, 1};
+
+typedef struct {
+    uv_work_t req;
+    rn_wal *wal;
+    rn_wal_entry *head; /* the batch, in submission order */
+    /* Segment to open before writing (0: keep the current one). */
+    uint64_t open_segment;
+    uint64_t open_prev_valid_end;
+    int opened;        /* the worker created open_segment */
+    int status;        /* 0 or negative errno, set by the worker */
+    uint64_t bytes;    /* bytes the batch appended */
+    int fail_injected; /* test hook: report EIO without syncing */
+} wal_job;
+
+struct rn_wal {
+    uv_loop_t *loop;
+    char *dir;
+    int fd;             /* current segment, -1 when the next batch must open one */
+    uint64_t segment;   /* number of the segment `fd` refers to */
+    uint64_t valid_end; /* bytes of that segment holding acknowledged records */
+    uint64_t segment_bytes;
+    uint64_t total_written;
+    int rotate_requested;
+    int pending_failures; /* test hook */
+    rn_wal_entry *queue_head, *queue_tail;
+    wal_job job;
+    int in_flight;
+    rn_wal_batch_hook hook;
+    void *hook_arg;
+};
+
+static void segment_path(const char *dir, uint64_t n, char *out, size_t cap) {
+    snprintf(out, cap, "%s/wal/%020llu.log", dir, (unsigned long long)n);
+}
+
+static void encode_header(uint8_t h[HEADER_BYTES], uint64_t seg, uint64_t prev_end) {
+    rn_buf b = {0};
+    rn_buf_append(&b, MAGIC, 8);
+    rn_buf_append_u64(&b, seg);
+    rn_buf_append_u64(&b, prev_end);
+    rn_buf_append_u32(&b, rn_crc32c(0, b.data, 24));
+    rn_buf_append_u32(&b, 0);
+    memcpy(h, b.data, HEADER_BYTES);
+    rn_buf_free(&b);
+}
+
+/* Parses a segment header; returns 0 when it is intact. */
+static int decode_header(const uint8_t *h, size_t len, uint64_t *seg, uint64_t *prev_end) {
+    if (len < HEADER_BYTES || memcmp(h, MAGIC, 8) != 0)
+        return -1;
+    rn_reader r;
+    rn_reader_init(&r, h + 8, 24);
+    *seg = rn_read_u64(&r);
+    *prev_end = rn_read_u64(&r);
+    uint32_t crc = rn_read_u32(&r);
+    return crc == rn_crc32c(0, h, 24) ? 0 : -1;
+}
+
+static int fsync_dir(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+/* Creates segment n with its header, durably (file and directory synced).
+ * Returns the fd or a negative errno. Runs on the worker thread or at open. */
+static int create_segment(const char *dir, uint64_t n, uint64_t prev_end) {
+    char path[PATH_MAX];
+    segment_path(dir, n, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    uint8_t h[HEADER_BYTES];
+    encode_header(h, n, prev_end);
+    int rc = 0;
+    if (pwrite(fd, h, HEADER_BYTES, 0) != HEADER_BYTES)
+        rc = errno ? -errno : -EIO;
+    else if (fdatasync(fd) < 0)
+        rc = -errno;
+    if (rc == 0) {
+        char wdir[PATH_MAX];
+        snprintf(wdir, sizeof wdir, "%s/wal", dir);
+        rc = fsync_dir(wdir);
+    }
+    if (rc < 0) {
+        close(fd);
+        unlink(path);
+        return rc;
+    }
+    return fd;
+}
+
+/* Writes all iovecs at `off`, handling short writes and IOV_MAX. */
+static int write_all(int fd, struct iovec *iov, int cnt, uint64_t off) {
+    while (cnt > 0) {
+        int n = cnt > IOV_MAX ? IOV_MAX : cnt;
+        ssize_t w = pwritev(fd, iov, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        off += (uint64_t)w;
+        size_t left = (size_t)w;
+        while (cnt > 0 && left >= iov->iov_len) {
+            left -= iov->iov_len;
+            iov++;
+            cnt--;
+        }
+        if (cnt > 0 && left) {
+            iov->iov_base = (uint8_t *)iov->iov_base + left;
+            iov->iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+static void batch_work(uv_work_t *req) {
+    wal_job *job = req->data;
+    rn_wal *wal = job->wal;
+    job->status = 0;
+    job->bytes = 0;
+    job->opened = 0;
+    if (job->open_segment) {
+        int fd = create_segment(wal->dir, job->open_segment, job->open_prev_valid_end);
+        if (fd < 0) {
+            job->status = fd;
+            return;
+        }
+        wal->fd = fd; /* the loop thread does not read fd while a job runs */
+        wal->valid_end = HEADER_BYTES;
+        job->opened = 1;
+    }
+    size_t count = 0;
+    for (rn_wal_entry *e = job->head; e; e = e->next)
+        count += 1 + (size_t)e->pieces;
+    struct iovec *iov = rn_xmalloc(count * sizeof *iov);
+    size_t k = 0;
+    for (rn_wal_entry *e = job->head; e; e = e->next) {
+        iov[k++] = (struct iovec){e->frame, 8};
+        for (int i = 0; i < e->pieces; i++) {
+            iov[k++] = e->piece[i];
+            job->bytes += e->piece[i].iov_len;
+        }
+        job->bytes += 8;
+    }
+    int rc = write_all(wal->fd, iov, (int)count, wal->valid_end);
+    free(iov);
+    if (rc == 0 && job->fail_injected)
+        rc = -EIO;
+    if (rc == 0 && fdatasync(wal->fd) < 0)
+        rc = -errno;
+    job->status = rc;
+}
+
+static void start_batch(rn_wal *wal);
+
+static void batch_done(uv_work_t *req, int uv_status) {
+    wal_job *job = req->data;
+    rn_wal *wal = job->wal;
+    int status = uv_status ? uv_status : job->status;
+    wal->in_flight = 0;
+    if (job->opened)
+        wal->segment = job->open_segment;
+    if (status == 0) {
+        wal->valid_end += job->bytes;
+        wal->total_written += job->bytes;
+    } else if (wal->fd >= 0) {
+        /* The segment's tail is now unknown: never append to it again. */
+        close(wal->fd);
+        wal->fd = -1;
+    }
+    rn_wal_entry *e = job->head;
+    job->head = NULL;
+    while (e) {
+        rn_wal_entry *next = e->next;
+        e->done(e, status);
+        e = next;
+    }
+    if (wal->hook)
+        wal->hook(wal->hook_arg);
+    start_batch(wal);
+}
+
+static void start_batch(rn_wal *wal) {
+    if (wal->in_flight || !wal->queue_head)
+        return;
+    wal_job *job = &wal->job;
+    job->head = wal->queue_head;
+    wal->queue_head = wal->queue_tail = NULL;
+    job->open_segment = 0;
+    if (wal->fd < 0 || wal->rotate_requested || wal->valid_end >= wal->segment_bytes) {
+        if (wal->fd >= 0) {
+            close(wal->fd);
+            wal->fd = -1;
+        }
+        job->open_segment = wal->segment + 1;
+        job->open_prev_valid_end = wal->valid_end;
+        wal->rotate_requested = 0;
+    }
+    job->fail_injected = 0;
+    if (wal->pending_failures > 0) {
+        wal->pending_failures--;
+        job->fail_injected = 1;
+    }
+    wal->in_flight = 1;
+    uv_queue_work(wal->loop, &job->req, batch_work, batch_done);
+}
+
+void rn_wal_submit(rn_wal *wal, rn_wal_entry *e) {
+    size_t len = 0;
+    uint32_t crc;
+    for (int i = 0; i < e->pieces; i++)
+        len += e->piece[i].iov_len;
+    uint8_t lenbytes[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+                           (uint8_t)(len >> 24)};
+    crc = rn_crc32c(0, lenbytes, 4);
+    for (int i = 0; i < e->pieces; i++)
+        crc = rn_crc32c(crc, e->piece[i].iov_base, e->piece[i].iov_len);
+    memcpy(e->frame, lenbytes, 4);
+    for (int i = 0; i < 4; i++)
+        e->frame[4 + i] = (uint8_t)(crc >> (8 * i));
+    e->next = NULL;
+    if (wal->queue_tail)
+        wal->queue_tail->next = e;
+    else
+        wal->queue_head = e;
+    wal->queue_tail = e;
+    start_batch(wal);
+}
+
+/* ---- recovery ---- */
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Lists segment numbers >= from, sorted. Caller frees *out. */
+static int list_segments(const char *dir, uint64_t from, uint64_t **out, size_t *count) {
+    char wdir[PATH_MAX];
+    snprintf(wdir, sizeof wdir, "%s/wal", dir);
+    DIR *d = opendir(wdir);
+    if (!d)
+        return -errno;
+    size_t n = 0, cap = 16;
+    uint64_t *v = rn_xmalloc(cap * sizeof *v);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned long long num;
+        char tail[8];
+        if (strlen(de->d_name) != 24 || sscanf(de->d_name, "%20llu%4s", &num, tail) != 2 ||
+            strcmp(tail, ".log") != 0 || num < from)
+            continue;
+        if (n == cap)
+            v = rn_xrealloc(v, (cap *= 2) * sizeof *v);
+        v[n++] = num;
+    }
+    closedir(d);
+    qsort(v, n, sizeof *v, cmp_u64);
+    *out = v;
+    *count = n;
+    return 0;
+}
+
+/* Replays one mapped segment up to `limit` bytes (UINT64_MAX: until the first
+ * bad record). Returns the end of the last good record in *end. */
+static int replay_segment(const uint8_t *map, size_t size, uint64_t limit, rn_wal_replay_fn fn,
+                          void *arg, uint64_t *end, uint64_t *records) {
+    size_t pos = HEADER_BYTES;
+    size_t stop = limit < size ? (size_t)limit : size;
+    while (pos + 8 <= stop) {
+        rn_reader r;
+        rn_reader_init(&r, map + pos, 8);
+        uint32_t len = rn_read_u32(&r);
+        uint32_t crc = rn_read_u32(&r);
+        if (len > RN_WAL_MAX_RECORD || pos + 8 + len > stop)
+            break;
+        uint32_t want = rn_crc32c(rn_crc32c(0, map + pos, 4), map + pos + 8, len);
+        if (want != crc)
+            break;
+        int rc = fn(arg, map + pos + 8, len);
+        if (rc)
+            return rc;
+        pos += 8 + len;
+        (*records)++;
+    }
+    *end = pos;
+    return 0;
+}
+
+int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
+                   rn_wal_recovery *out) {
+    memset(out, 0, sizeof *out);
+    /* Numbering continues after the checkpoint even when its segments are
+     * gone, so a later recovery from the same checkpoint finds new ones. */
+    out->last_segment = from_segment ? from_segment - 1 : 0;
+    char wdir[PATH_MAX];
+    snprintf(wdir, sizeof wdir, "%s/wal", dir);
+    if (mkdir(wdir, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    uint64_t *segs;
+    size_t n;
+    int rc = list_segments(dir, from_segment, &segs, &n);
+    if (rc)
+        return rc;
+    /* A newest segment whose header never became durable holds nothing
+     * acknowledged: drop it. */
+    while (n > 0) {
+        char path[PATH_MAX];
+        segment_path(dir, segs[n - 1], path, sizeof path);
+        uint8_t h[HEADER_BYTES];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t got = fd >= 0 ? pread(fd, h, HEADER_BYTES, 0) : -1;
+        if (fd >= 0)
+            close(fd);
+        uint64_t seg, prev;
+        if (got == HEADER_BYTES && decode_header(h, HEADER_BYTES, &seg, &prev) == 0 &&
+            seg == segs[n - 1])
+            break;
+        unlink(path);
+        n--;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char path[PATH_MAX];
+        segment_path(dir, segs[i], path, sizeof path);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            rc = -errno;
+            break;
+        }
+        struct stat st;
+        fstat(fd, &st);
+        size_t size = (size_t)st.st_size;
+        uint8_t *map = NULL;
+        if (size > 0) {
+            map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (map == MAP_FAILED) {
+                rc = -errno;
+                close(fd);
+                break;
+            }
+        }
+        uint64_t seg, prev;
+        if (!map || decode_header(map, size, &seg, &prev) != 0 || seg != segs[i]) {
+            rc = RN_WAL_CORRUPT;
+        } else {
+            /* The valid end of this segment is recorded by its successor. */
+            uint64_t limit = UINT64_MAX;
+            if (i + 1 < n) {
+                char next[PATH_MAX];
+                segment_path(dir, segs[i + 1], next, sizeof next);
+                int nfd = open(next, O_RDONLY | O_CLOEXEC);
+                uint8_t h[HEADER_BYTES];
+                uint64_t nseg;
+                if (nfd >= 0 && pread(nfd, h, HEADER_BYTES, 0) == HEADER_BYTES &&
+                    decode_header(h, HEADER_BYTES, &nseg, &limit) == 0) {
+                } else {
+                    rc = RN_WAL_CORRUPT;
+                }
+                if (nfd >= 0)
+                    close(nfd);
+            }
+            uint64_t end = 0;
+            if (rc == 0)
+                rc = replay_segment(map, size, limit, fn, arg, &end, &out->records);
+            if (rc == 0 && limit != UINT64_MAX && end != limit)
+                rc = RN_WAL_CORRUPT;
+            if (rc == 0 && i + 1 == n) {
+                out->torn_bytes = size - end;
+                if (end < size && (ftruncate(fd, (off_t)end) < 0 || fsync(fd) < 0))
+                    rc = -errno;
+            }
+            out->last_segment = segs[i];
+            out->last_valid_end = end;
+        }
+        if (map)
+            munmap(map, size);
+        close(fd);
+    }
+    free(segs);
+    return rc;
+}
+
+rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec,
+                    const rn_wal_options *opts, int *err) {
+    rn_wal *wal = rn_xcalloc(1, sizeof *wal);
+    wal->loop = loop;
+    wal->dir = rn_xstrdup(dir);
+    wal->segment_bytes = opts->segment_bytes;
+    wal->job.wal = wal;
+    wal->job.req.data = &wal->job;
+    uint64_t seg = rec->last_segment + 1;
+    int fd = create_segment(dir, seg, rec->last_segment ? rec->last_valid_end : 0);
+    if (fd < 0) {
+        *err = fd;
+        free(wal->dir);
+        free(wal);
+        return NULL;
+    }
+    wal->fd = fd;
+    wal->segment = seg;
+    wal->valid_end = HEADER_BYTES;
+    return wal;
+}
+
+uint64_t rn_wal_current_segment(const rn_wal *wal) {
+    return wal->segment;
+}
+
+void rn_wal_set_batch_hook(rn_wal *wal, rn_wal_batch_hook hook, void *arg) {
+    wal->hook = hook;
+    wal->hook_arg = arg;
+}
+
+uint64_t rn_wal_rotate(rn_wal *wal) {
+    wal->rotate_requested = 1;
+    return wal->segment + 1;
+}
+
+void rn_wal_drop_before(rn_wal *wal, uint64_t segment) {
+    uint64_t *segs;
+    size_t n;
+    if (list_segments(wal->dir, 0, &segs, &n) != 0)
+        return;
+    for (size_t i = 0; i < n && segs[i] < segment; i++) {
+        char path[PATH_MAX];
+        segment_path(wal->dir, segs[i], path, sizeof path);
+        unlink(path);
+    }
+    free(segs);
+}
+
+int rn_wal_busy(const rn_wal *wal) {
+    return wal->in_flight || wal->queue_head != NULL;
+}
+
+uint64_t rn_wal_bytes_written(const rn_wal *wal) {
+    return wal->total_written;
+}
+
+void rn_wal_inject_sync_failures(rn_wal *wal, int n) {
+    wal->pending_failures = n;
+}
+
+void rn_wal_close(rn_wal *wal) {
+    if (!wal)
+        return;
+    if (wal->fd >= 0)
+        close(wal->fd);
+    free(wal->dir);
+    free(wal);
+}

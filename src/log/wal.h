@@ -1,0 +1,112 @@
+/*
+ * wal.h — the write-ahead log: CRC-framed records in numbered segment files,
+ * written with group commit.
+ *
+ * Records are opaque byte strings to this module (the engine encodes its
+ * commands). Callers submit entries from the loop thread; while one batch is
+ * being written and fdatasync'ed on a worker thread, new entries gather into
+ * the next batch, so many concurrent appends share one sync. An entry's
+ * callback runs on the loop thread, in submission order, only after the sync
+ * that covers it returned: status 0 means durable, a negative errno means the
+ * record must be treated as never written.
+ *
+ * On disk: segment files wal/<20-digit number>.log, each starting with a
+ * 32-byte header {magic, segment number, valid length of the previous segment,
+ * crc}, then records {u32 payload length, u32 crc32c(length || payload),
+ * payload}. After a failed write or sync the log never appends to that
+ * segment again: it opens a new segment whose header records where the
+ * previous one's acknowledged records end, so bytes of a failed batch that
+ * reached the disk anyway are ignored by recovery.
+ */
+#ifndef RN_WAL_H
+#define RN_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <uv.h>
+
+#define RN_WAL_MAX_PIECES 4
+#define RN_WAL_MAX_RECORD (64u << 20)
+
+typedef struct rn_wal rn_wal;
+typedef struct rn_wal_entry rn_wal_entry;
+
+/* Called on the loop thread once the entry's batch is durable (status 0) or
+ * failed (negative errno). The entry may be freed inside the callback. */
+typedef void (*rn_wal_done_fn)(rn_wal_entry *entry, int status);
+
+struct rn_wal_entry {
+    rn_wal_entry *next;                    /* owned by the log while queued */
+    uint8_t frame[8];                      /* filled by the log */
+    struct iovec piece[RN_WAL_MAX_PIECES]; /* payload pieces, set by the caller */
+    int pieces;
+    rn_wal_done_fn done;
+    void *arg; /* for the caller */
+};
+
+typedef struct {
+    uint64_t segment_bytes; /* rotate to a new segment past this size */
+} rn_wal_options;
+
+/* Result of recovery: where the log continues. */
+typedef struct {
+    uint64_t last_segment;   /* highest segment number replayed (0: none) */
+    uint64_t last_valid_end; /* valid length of that segment */
+    uint64_t records;        /* records replayed */
+    uint64_t torn_bytes;     /* bytes cut from the tail of the last segment */
+} rn_wal_recovery;
+
+/* Called for each valid record during recovery, in log order. Returning
+ * non-zero aborts recovery with that value. */
+typedef int (*rn_wal_replay_fn)(void *arg, const uint8_t *payload, size_t len);
+
+/* Replays every record of segments numbered >= from_segment in dir/wal,
+ * truncating a torn tail of the newest segment. Returns 0, a negative errno
+ * for I/O errors, or RN_WAL_CORRUPT when an acknowledged record (one before a
+ * later segment's recorded valid end) fails its check. */
+#define RN_WAL_CORRUPT (-100000)
+int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
+                   rn_wal_recovery *out);
+
+/* Opens the log for writing in a new segment following the recovered ones.
+ * Returns NULL and sets *err (negative errno) on failure. */
+rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *recovered,
+                    const rn_wal_options *opts, int *err);
+
+/* Queues an entry; its callback runs after the covering sync. */
+void rn_wal_submit(rn_wal *wal, rn_wal_entry *entry);
+
+/* Number of the segment that new records go to (checkpoints start replay at
+ * the segment current when their snapshot was taken). */
+uint64_t rn_wal_current_segment(const rn_wal *wal);
+
+/* Called on the loop thread after each batch's callbacks ran and before the
+ * next batch starts: at that moment every submitted record is either applied
+ * or still queued, none is in flight. */
+typedef void (*rn_wal_batch_hook)(void *arg);
+void rn_wal_set_batch_hook(rn_wal *wal, rn_wal_batch_hook hook, void *arg);
+
+/* Makes the next batch start a new segment and returns its number: every
+ * record submitted after this call lands in that segment or a later one.
+ * Only valid while no batch is in flight (inside the batch hook, or when
+ * rn_wal_busy() is false). Used by checkpoints. */
+uint64_t rn_wal_rotate(rn_wal *wal);
+
+/* Unlinks segments numbered below `segment`. */
+void rn_wal_drop_before(rn_wal *wal, uint64_t segment);
+
+/* True while a batch is being written or entries are queued. */
+int rn_wal_busy(const rn_wal *wal);
+
+/* Total bytes appended since open (for checkpoint scheduling). */
+uint64_t rn_wal_bytes_written(const rn_wal *wal);
+
+/* Fault injection for tests: the next n batches fail as if fdatasync had
+ * returned EIO (nothing of them is acknowledged). */
+void rn_wal_inject_sync_failures(rn_wal *wal, int n);
+
+/* Closes files; the log must not be busy. */
+void rn_wal_close(rn_wal *wal);
+
+#endif

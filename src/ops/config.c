@@ -1,0 +1,184 @@
+/*
+ * config.c — the settings table, flag and environment parsing. See config.h.
+ */
+#include "ops/config.h"
+#include "util/text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { KIND_U64, KIND_LISTEN, KIND_PATH } setting_kind;
+
+typedef struct {
+    const char *flag; /* without the leading -- */
+    const char *env;
+    setting_kind kind;
+    size_t field; /* offset in rn_config */
+    uint64_t def, min, max;
+    const char *def_text; /* default for LISTEN/PATH */
+    const char *help;
+} setting;
+
+#define U64(name, env, field, def, min, max, help)                                                 \
+    { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help }
+
+static const setting SETTINGS[] = {
+    {"listen", "RUNNEL_LISTEN", KIND_LISTEN, 0, 0, 0, 0, "127.0.0.1:4437",
+     "HOST:PORT to listen on (IPv6 as [::1]:PORT)"},
+    {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
+     "./runnel-data", "directory of the embedded store (created if missing)"},
+    U64("long-poll-timeout-ms", "RUNNEL_LONG_POLL_TIMEOUT_MS", long_poll_timeout_ms, 30000, 1,
+        3600000, "how long a long-poll waits for data before 204"),
+    U64("sse-max-duration-ms", "RUNNEL_SSE_MAX_DURATION_MS", sse_max_duration_ms, 60000, 1,
+        86400000, "SSE responses end after this long (clients reconnect)"),
+    U64("max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body_bytes, 33554432, 1, 33554432,
+        "largest request body; larger ones get 413 unread"),
+    U64("max-header-bytes", "RUNNEL_MAX_HEADER_BYTES", max_header_bytes, 16384, 1024, 1048576,
+        "largest request line plus headers (431 beyond)"),
+    U64("max-headers", "RUNNEL_MAX_HEADERS", max_headers, 100, 8, 10000,
+        "most header fields in one request"),
+    U64("max-connections", "RUNNEL_MAX_CONNECTIONS", max_connections, 10000, 1, 1000000,
+        "open client connections; more are closed at accept"),
+    U64("request-timeout-ms", "RUNNEL_REQUEST_TIMEOUT_MS", request_timeout_ms, 30000, 100, 3600000,
+        "time to receive a whole request (408 beyond)"),
+    U64("idle-timeout-ms", "RUNNEL_IDLE_TIMEOUT_MS", idle_timeout_ms, 60000, 100, 3600000,
+        "keep-alive connections idle this long are closed"),
+    U64("max-read-bytes", "RUNNEL_MAX_READ_BYTES", max_read_bytes, 4194304, 1024, 67108864,
+        "most stream bytes in one read response or SSE event"),
+    U64("sse-queue-bytes", "RUNNEL_SSE_QUEUE_BYTES", sse_queue_bytes, 4194304, 65536, 1073741824,
+        "unsent bytes at which an SSE reader is paused until its socket drains"),
+    U64("wal-segment-bytes", "RUNNEL_WAL_SEGMENT_BYTES", wal_segment_bytes, 67108864, 1048576,
+        1ull << 40, "log segment size before rotation"),
+    U64("checkpoint-bytes", "RUNNEL_CHECKPOINT_BYTES", checkpoint_bytes, 268435456, 1048576,
+        1ull << 40, "log bytes between checkpoints (bounds restart time)"),
+    U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 1024, 16, 1000000,
+        "stream data files kept open"),
+    U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
+        "interval of the sweep that deletes expired streams"),
+    U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
+        "how long SIGTERM waits for in-flight requests"),
+};
+#define NSETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
+
+static int set_value(rn_config *cfg, const setting *s, const char *v, const char *source, char *err,
+                     size_t errcap) {
+    switch (s->kind) {
+    case KIND_U64: {
+        uint64_t n;
+        if (rn_parse_strict_u64(v, strlen(v), UINT64_MAX, &n) || n < s->min || n > s->max) {
+            snprintf(err, errcap, "%s: %s must be an integer from %llu to %llu (got \"%s\")",
+                     source, s->flag, (unsigned long long)s->min, (unsigned long long)s->max, v);
+            return -1;
+        }
+        *(uint64_t *)((char *)cfg + s->field) = n;
+        return 0;
+    }
+    case KIND_PATH: {
+        if (!*v || strlen(v) >= sizeof cfg->data_dir) {
+            snprintf(err, errcap, "%s: %s must be a non-empty path", source, s->flag);
+            return -1;
+        }
+        snprintf((char *)cfg + s->field, sizeof cfg->data_dir, "%s", v);
+        return 0;
+    }
+    case KIND_LISTEN: {
+        const char *colon = strrchr(v, ':');
+        uint64_t port;
+        const char *host = v;
+        size_t host_len = colon ? (size_t)(colon - v) : 0;
+        if (host_len >= 2 && host[0] == '[' && host[host_len - 1] == ']') {
+            host++;
+            host_len -= 2;
+        }
+        if (!colon || host_len == 0 || host_len >= sizeof cfg->listen_host ||
+            rn_parse_strict_u64(colon + 1, strlen(colon + 1), 65535, &port)) {
+            snprintf(err, errcap, "%s: %s must be HOST:PORT (got \"%s\")", source, s->flag, v);
+            return -1;
+        }
+        memcpy(cfg->listen_host, host, host_len);
+        cfg->listen_host[host_len] = 0;
+        cfg->listen_port = (int)port;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+void rn_config_usage(void) {
+    printf("usage: runnel serve [options]\n\n"
+           "Starts a Durable Streams server on an embedded durable store.\n"
+           "Every option can also be set by its environment variable; flags win.\n\n");
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const setting *s = &SETTINGS[i];
+        char def[64];
+        if (s->def_text)
+            snprintf(def, sizeof def, "%s", s->def_text);
+        else
+            snprintf(def, sizeof def, "%llu", (unsigned long long)s->def);
+        printf("  --%-24s %s\n  %-26s env %s, default %s\n", s->flag, s->help, "", s->env, def);
+    }
+    printf("  --%-24s %s\n", "help", "show this text");
+}
+
+int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const setting *s = &SETTINGS[i];
+        if (s->kind == KIND_U64)
+            *(uint64_t *)((char *)cfg + s->field) = s->def;
+        else if (set_value(cfg, s, s->def_text, "default", err, errcap))
+            return -1;
+    }
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const char *v = getenv(SETTINGS[i].env);
+        if (v && set_value(cfg, &SETTINGS[i], v, SETTINGS[i].env, err, errcap))
+            return -1;
+    }
+    for (int a = 0; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            rn_config_usage();
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errcap, "unexpected argument \"%s\" (see runnel serve --help)", arg);
+            return -1;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const setting *s = NULL;
+        for (size_t i = 0; i < NSETTINGS; i++)
+            if (strlen(SETTINGS[i].flag) == name_len &&
+                strncmp(SETTINGS[i].flag, name, name_len) == 0)
+                s = &SETTINGS[i];
+        if (!s) {
+            snprintf(err, errcap, "unknown option \"%.*s\" (see runnel serve --help)",
+                     (int)name_len + 2, arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
+        if (!value) {
+            snprintf(err, errcap, "option --%s needs a value", s->flag);
+            return -1;
+        }
+        char source[80];
+        snprintf(source, sizeof source, "--%s", s->flag);
+        if (set_value(cfg, s, value, source, err, errcap))
+            return -1;
+    }
+    return 0;
+}
+
+void rn_config_describe(const rn_config *cfg, char *out, size_t cap) {
+    size_t n = (size_t)snprintf(out, cap, "listen=%s:%d data-dir=%s", cfg->listen_host,
+                                cfg->listen_port, cfg->data_dir);
+    for (size_t i = 0; i < NSETTINGS && n < cap; i++) {
+        const setting *s = &SETTINGS[i];
+        if (s->kind == KIND_U64)
+            n += (size_t)snprintf(
+                out + n, cap - n, " %s=%llu", s->flag,
+                (unsigned long long)*(const uint64_t *)((const char *)cfg + s->field));
+    }
+}

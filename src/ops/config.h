@@ -1,0 +1,42 @@
+/*
+ * config.h — runnel serve's settings: one table defines every setting's
+ * flag, environment variable, default, bounds and help text. Precedence:
+ * flags > environment > defaults.
+ */
+#ifndef RN_CONFIG_H
+#define RN_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char listen_host[256];
+    int listen_port;
+    char data_dir[4096];
+    uint64_t long_poll_timeout_ms;
+    uint64_t sse_max_duration_ms;
+    uint64_t max_body_bytes;
+    uint64_t max_header_bytes;
+    uint64_t max_headers;
+    uint64_t max_connections;
+    uint64_t request_timeout_ms;
+    uint64_t idle_timeout_ms;
+    uint64_t max_read_bytes;
+    uint64_t sse_queue_bytes;
+    uint64_t wal_segment_bytes;
+    uint64_t checkpoint_bytes;
+    uint64_t max_open_files;
+    uint64_t expiry_sweep_ms;
+    uint64_t shutdown_grace_ms;
+} rn_config;
+
+/* Fills cfg from defaults, the environment and argv (the arguments after
+ * "serve"). Returns 0; 1 when --help was printed; -1 with a message in err
+ * for a bad flag, value or environment variable. */
+int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap);
+/* Prints the --help text. */
+void rn_config_usage(void);
+/* Writes the effective configuration as one line of key=value pairs. */
+void rn_config_describe(const rn_config *cfg, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * errors.c — status, code and fixed message of every refusal. See errors.h.
+ * Messages name only what the request sent; never paths, addresses or
+ * internals of the store.
+ */
+#include "surface/errors.h"
+
+typedef struct {
+    int status;
+    const char *code;
+    const char *message;
+} error_row;
+
+static const error_row TABLE[RN_E_COUNT] = {
+    [RN_E_INVALID_REQUEST] = {400, "INVALID_REQUEST", "the request is malformed"},
+    [RN_E_INVALID_HEADER_TTL] = {400, "INVALID_HEADER",
+                                 "Stream-TTL must be a non-negative decimal integer"},
+    [RN_E_INVALID_HEADER_EXPIRES] = {400, "INVALID_HEADER",
+                                     "Stream-Expires-At must be an RFC 3339 timestamp"},
+    [RN_E_INVALID_HEADER_TTL_AND_EXPIRES] = {400, "INVALID_HEADER",
+                                             "Stream-TTL and Stream-Expires-At are exclusive"},
+    [RN_E_INVALID_OFFSET] = {400, "INVALID_OFFSET",
+                             "the offset is malformed or not a position of "
+                             "this stream"},
+    [RN_E_INVALID_QUERY_LIVE] = {400, "INVALID_QUERY", "live must be long-poll or sse"},
+    [RN_E_INVALID_QUERY_OFFSET_REQUIRED] = {400, "INVALID_QUERY", "live reads require an offset"},
+    [RN_E_INVALID_PRODUCER] = {400, "INVALID_PRODUCER",
+                               "Producer-Id, Producer-Epoch and Producer-Seq must be sent together "
+                               "with a non-empty id and integers up to 2^53-1"},
+    [RN_E_PRODUCER_EPOCH_SEQ] = {400, "INVALID_PRODUCER",
+                                 "a new producer epoch must start at seq 0"},
+    [RN_E_MISSING_CONTENT_TYPE] = {400, "MISSING_CONTENT_TYPE",
+                                   "an append with a body needs a "
+                                   "Content-Type"},
+    [RN_E_EMPTY_APPEND] = {400, "EMPTY_APPEND",
+                           "an append needs a body unless it closes the stream"},
+    [RN_E_INVALID_JSON] = {400, "INVALID_REQUEST", "the body is not valid JSON text"},
+    [RN_E_JSON_EMPTY_ARRAY] = {400, "EMPTY_APPEND", "an empty JSON array appends nothing"},
+    [RN_E_JSON_TOO_DEEP] = {400, "INVALID_REQUEST", "a JSON message nests deeper than 127 levels"},
+    [RN_E_UNSUPPORTED_FORK] = {400, "UNSUPPORTED", "stream forks are not supported yet"},
+    [RN_E_PRODUCER_EPOCH_STALE] = {403, "PRODUCER_EPOCH_STALE",
+                                   "the producer epoch is older than the current one"},
+    [RN_E_STREAM_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the stream does not exist"},
+    [RN_E_NOT_FOUND] = {404, "NOT_FOUND", "no such route"},
+    [RN_E_METHOD_NOT_ALLOWED] = {405, "METHOD_NOT_ALLOWED", "the method is not allowed here"},
+    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW", "the request was not received in time"},
+    [RN_E_STREAM_CLOSED] = {409, "STREAM_CLOSED", "the stream is closed"},
+    [RN_E_STREAM_SEQ_CONFLICT] = {409, "STREAM_SEQ_CONFLICT",
+                                  "Stream-Seq must be greater than the last one"},
+    [RN_E_CONTENT_TYPE_MISMATCH] = {409, "CONTENT_TYPE_MISMATCH",
+                                    "the content type differs from the stream's"},
+    [RN_E_STREAM_EXISTS_CONFLICT] = {409, "STREAM_ALREADY_EXISTS_CONFLICT",
+                                     "the stream exists with another configuration"},
+    [RN_E_PRODUCER_SEQ_CONFLICT] = {409, "PRODUCER_SEQ_CONFLICT",
+                                    "the producer seq is not the next expected one"},
+    [RN_E_REQUEST_TOO_LARGE] = {413, "REQUEST_TOO_LARGE", "the request body exceeds the limit"},
+    [RN_E_WAL_DISK_PRESSURE] = {503, "WAL_DISK_PRESSURE",
+                                "the server's disk is full; nothing was written"},
+    [RN_E_OUTCOME_UNKNOWN] = {503, "OUTCOME_UNKNOWN",
+                              "the write could not be made durable; retry it"},
+    [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
+};
+
+int rn_error_status(rn_error e) {
+    return TABLE[e].status;
+}
+
+const char *rn_error_code(rn_error e) {
+    return TABLE[e].code;
+}
+
+void rn_error_body(rn_error e, rn_buf *out) {
+    rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", TABLE[e].code,
+                   TABLE[e].message);
+}

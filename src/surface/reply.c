@@ -1,0 +1,48 @@
+/*
+ * reply.c — common response headers and error answers. See reply.h.
+ */
+#include "surface/reply.h"
+#include "surface/offset.h"
+
+static const char COMMON[] =
+    "X-Content-Type-Options: nosniff\r\n"
+    "Cross-Origin-Resource-Policy: cross-origin\r\n"
+    "Access-Control-Allow-Origin: *\r\n"
+    "Access-Control-Expose-Headers: Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, "
+    "Stream-Closed, Stream-TTL, Stream-Expires-At, Stream-SSE-Data-Encoding, Producer-Epoch, "
+    "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, ETag, Content-Type, Location\r\n";
+
+void rn_reply_common(rn_buf *h) {
+    rn_buf_append(h, COMMON, sizeof COMMON - 1);
+}
+
+void rn_reply_offset(rn_buf *h, const char *name, uint64_t position) {
+    char tok[RN_OFFSET_LEN + 1];
+    rn_offset_format(position, tok);
+    rn_buf_appendf(h, "%s: %s\r\n", name, tok);
+}
+
+void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+    if (extra) {
+        rn_buf_append(&h, extra->data, extra->len);
+        rn_buf_free(extra);
+    }
+    rn_error_body(e, &body);
+    rn_http_respond(req, rn_error_status(e), &h, &body);
+}
+
+void rn_reply_preflight(rn_request *req) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_buf_append_str(&h,
+                      "Access-Control-Allow-Methods: GET, POST, PUT, DELETE, HEAD, OPTIONS\r\n"
+                      "Access-Control-Allow-Headers: content-type, authorization, if-none-match, "
+                      "stream-seq, stream-ttl, stream-expires-at, stream-closed, producer-id, "
+                      "producer-epoch, producer-seq, stream-forked-from, stream-fork-offset, "
+                      "stream-fork-sub-offset\r\n"
+                      "Access-Control-Max-Age: 86400\r\n");
+    rn_http_respond(req, 204, &h, &body);
+}

@@ -1,0 +1,25 @@
+/*
+ * reply.h — response pieces shared by the surfaces: the headers every answer
+ * carries (browser security, CORS), offset headers, and error answers.
+ */
+#ifndef RN_REPLY_H
+#define RN_REPLY_H
+
+#include <stdint.h>
+
+#include "surface/errors.h"
+#include "transport/http.h"
+#include "util/buf.h"
+
+/* Appends X-Content-Type-Options, Cross-Origin-Resource-Policy and the CORS
+ * headers sent on every response. */
+void rn_reply_common(rn_buf *h);
+/* Appends "Name: <offset token>\r\n". */
+void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);
+/* Sends the error answer e; `extra` (may be NULL) holds more header lines and
+ * is taken over. */
+void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra);
+/* Answers a CORS preflight. */
+void rn_reply_preflight(rn_request *req);
+
+#endif

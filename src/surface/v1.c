@@ -1,0 +1,823 @@
+/*
+ * v1.c — the base protocol surface. See v1.h.
+ *
+ * Each request gets a v1_ctx holding its parsed inputs. Mutations become an
+ * rn_op for the engine and are answered from its done callback. Reads are
+ * answered from applied (durable) state; a long-poll at the tail or an SSE
+ * reader parks on the stream's waiter list (live.c) with a timer, and is
+ * woken by the engine's change hook. A ctx that owns a timer is freed from
+ * the timer's close callback; every other ctx is freed when answered.
+ */
+#include "surface/v1.h"
+#include "live/live.h"
+#include "surface/offset.h"
+#include "surface/reply.h"
+#include "util/clock.h"
+#include "util/text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CURSOR_EPOCH_MS 1728432000000ll /* 2024-10-09T00:00:00Z */
+#define CURSOR_INTERVAL_MS 20000
+#define MAX_STREAM_PATH 1024
+
+typedef enum { READ_CATCHUP, READ_LONG_POLL, READ_SSE } read_mode;
+
+typedef struct v1_ctx {
+    rn_surface *sf;
+    rn_request *req;
+    char *path; /* percent-decoded stream path */
+    size_t path_len;
+    rn_op op;
+    /* reads */
+    read_mode mode;
+    rn_offset_kind offset_kind;
+    uint64_t offset; /* current read position */
+    int has_cursor;
+    uint64_t client_cursor;
+    /* live reads */
+    rn_waiter waiter;
+    uv_timer_t timer;
+    int timer_started;
+    int finished;
+    int sse_paused; /* waiting for the socket to drain */
+    struct v1_ctx *live_prev, *live_next;
+} v1_ctx;
+
+struct rn_surface {
+    uv_loop_t *loop;
+    rn_engine *engine;
+    rn_surface_config cfg;
+    v1_ctx *live; /* live reads in progress */
+    size_t live_count;
+};
+
+rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg) {
+    rn_surface *sf = rn_xcalloc(1, sizeof *sf);
+    sf->loop = loop;
+    sf->engine = engine;
+    sf->cfg = *cfg;
+    return sf;
+}
+
+void rn_surface_free(rn_surface *sf) {
+    free(sf);
+}
+
+size_t rn_surface_live_reads(const rn_surface *sf) {
+    return sf->live_count;
+}
+
+/* ---- context lifetime ---- */
+
+static void ctx_free(v1_ctx *c) {
+    rn_buf_free(&c->op.head);
+    rn_buf_free(&c->op.stored);
+    rn_request_release(c->req);
+    free(c->path);
+    free(c);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+    ctx_free(h->data);
+}
+
+/* Ends a ctx: unregisters it everywhere and frees it (after its timer
+ * closed, if it has one). Idempotent. */
+static void ctx_finish(v1_ctx *c) {
+    if (c->finished)
+        return;
+    c->finished = 1;
+    rn_live_remove(&c->waiter);
+    c->req->on_abort = NULL;
+    c->req->on_drain = NULL;
+    if (c->timer_started) {
+        rn_surface *sf = c->sf;
+        if (c->live_prev)
+            c->live_prev->live_next = c->live_next;
+        else
+            sf->live = c->live_next;
+        if (c->live_next)
+            c->live_next->live_prev = c->live_prev;
+        sf->live_count--;
+        uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+    } else {
+        ctx_free(c);
+    }
+}
+
+static void on_abort(rn_request *req) {
+    v1_ctx *c = req->handler_data;
+    if (c->op.done && !c->timer_started)
+        return; /* an engine op is in flight; its done callback frees */
+    ctx_finish(c);
+}
+
+/* ---- small helpers ---- */
+
+static int header_is_true(const rn_request *req, const char *name) {
+    const rn_header *h = rn_request_header(req, name, NULL);
+    return h && rn_ieq(h->value, h->value_len, "true");
+}
+
+static void append_content_type(rn_buf *h, const rn_stream *s) {
+    rn_buf_append_str(h, "Content-Type: ");
+    rn_buf_append(h, s->content_type, s->content_type_len);
+    rn_buf_append_str(h, "\r\n");
+}
+
+static uint64_t next_cursor(const v1_ctx *c) {
+    int64_t now = rn_now_ms();
+    uint64_t interval =
+        now > CURSOR_EPOCH_MS ? (uint64_t)(now - CURSOR_EPOCH_MS) / CURSOR_INTERVAL_MS : 0;
+    if (c->has_cursor && c->client_cursor >= interval)
+        return c->client_cursor + 1 + (uint64_t)(rand() % 180);
+    return interval;
+}
+
+static void append_cursor(rn_buf *h, const v1_ctx *c) {
+    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n", (unsigned long long)next_cursor(c));
+}
+
+static void append_expiry(rn_buf *h, const rn_stream *s) {
+    if (s->ttl_s >= 0)
+        rn_buf_appendf(h, "Stream-TTL: %lld\r\n", (long long)s->ttl_s);
+    if (s->expires_at_ms >= 0) {
+        char ts[48];
+        rn_format_rfc3339(s->expires_at_ms, ts);
+        rn_buf_appendf(h, "Stream-Expires-At: %s\r\n", ts);
+    }
+}
+
+/* Wraps stored JSON message text ("m1\nm2\n") as an array "[m1,m2]". */
+static void json_array_from_messages(rn_buf *out, const uint8_t *text, size_t len) {
+    rn_buf_reserve(out, len + 2);
+    out->data[out->len++] = '[';
+    if (len) {
+        memcpy(out->data + out->len, text, len);
+        for (size_t i = 0; i + 1 < len; i++)
+            if (out->data[out->len + i] == '\n')
+                out->data[out->len + i] = ',';
+        out->len += len - 1; /* drop the final LF */
+    }
+    out->data[out->len++] = ']';
+}
+
+/* ---- mutations ---- */
+
+static void op_done(rn_op *op);
+
+static v1_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
+    v1_ctx *c = rn_xcalloc(1, sizeof *c);
+    c->sf = sf;
+    c->req = req;
+    rn_request_hold(req);
+    c->path = rn_xstrndup(path, path_len);
+    c->path_len = path_len;
+    req->handler_data = c;
+    req->on_abort = on_abort;
+    c->op.path = c->path;
+    c->op.path_len = path_len;
+    c->op.ttl_s = -1;
+    c->op.expires_at_ms = -1;
+    c->op.arg = c;
+    return c;
+}
+
+static void reply_and_finish(v1_ctx *c, rn_error e, rn_buf *extra) {
+    rn_reply_error(c->req, e, extra);
+    ctx_finish(c);
+}
+
+static void submit(v1_ctx *c) {
+    c->op.done = op_done;
+    rn_engine_submit(c->sf->engine, &c->op);
+}
+
+static void handle_put(v1_ctx *c) {
+    rn_request *req = c->req;
+    if (rn_request_header(req, "stream-forked-from", NULL) ||
+        rn_request_header(req, "stream-fork-offset", NULL) ||
+        rn_request_header(req, "stream-fork-sub-offset", NULL)) {
+        reply_and_finish(c, RN_E_UNSUPPORTED_FORK, NULL);
+        return;
+    }
+    const rn_header *ttl = rn_request_header(req, "stream-ttl", NULL);
+    const rn_header *exp = rn_request_header(req, "stream-expires-at", NULL);
+    if (ttl && exp) {
+        reply_and_finish(c, RN_E_INVALID_HEADER_TTL_AND_EXPIRES, NULL);
+        return;
+    }
+    if (ttl) {
+        uint64_t v;
+        if (rn_parse_strict_u64(ttl->value, ttl->value_len, (1ull << 53) - 1, &v)) {
+            reply_and_finish(c, RN_E_INVALID_HEADER_TTL, NULL);
+            return;
+        }
+        c->op.ttl_s = (int64_t)v;
+    }
+    if (exp) {
+        int64_t ms;
+        if (rn_parse_rfc3339(exp->value, exp->value_len, &ms) || ms < 0) {
+            reply_and_finish(c, RN_E_INVALID_HEADER_EXPIRES, NULL);
+            return;
+        }
+        c->op.expires_at_ms = ms;
+    }
+    const rn_header *ct = rn_request_header(req, "content-type", NULL);
+    if (ct && ct->value_len) {
+        c->op.content_type = ct->value;
+        c->op.content_type_len = ct->value_len;
+    }
+    c->op.kind = RN_OP_CREATE;
+    c->op.close = header_is_true(req, "stream-closed");
+    c->op.body = req->body.data;
+    c->op.body_len = req->body.len;
+    submit(c);
+}
+
+/* Parses the three producer headers; returns 0 (absent or valid) or -1. */
+static int parse_producer(v1_ctx *c) {
+    rn_request *req = c->req;
+    const rn_header *id = rn_request_header(req, "producer-id", NULL);
+    const rn_header *ep = rn_request_header(req, "producer-epoch", NULL);
+    const rn_header *sq = rn_request_header(req, "producer-seq", NULL);
+    if (!id && !ep && !sq)
+        return 0;
+    const uint64_t max = (1ull << 53) - 1;
+    if (!id || !ep || !sq || id->value_len == 0)
+        return -1;
+    /* Accept leading zeros in integers ("007") but nothing non-numeric. */
+    uint64_t v[2];
+    const rn_header *nums[2] = {ep, sq};
+    for (int k = 0; k < 2; k++) {
+        const char *s = nums[k]->value;
+        size_t n = nums[k]->value_len;
+        while (n > 1 && *s == '0') {
+            s++;
+            n--;
+        }
+        if (rn_parse_strict_u64(s, n, max, &v[k]))
+            return -1;
+    }
+    c->op.has_producer = 1;
+    c->op.producer_id = id->value;
+    c->op.producer_id_len = id->value_len;
+    c->op.producer_epoch = v[0];
+    c->op.producer_seq = v[1];
+    return 0;
+}
+
+static void handle_post(v1_ctx *c) {
+    rn_request *req = c->req;
+    if (parse_producer(c)) {
+        reply_and_finish(c, RN_E_INVALID_PRODUCER, NULL);
+        return;
+    }
+    c->op.kind = RN_OP_APPEND;
+    c->op.close = header_is_true(req, "stream-closed");
+    c->op.body = req->body.data;
+    c->op.body_len = req->body.len;
+    if (!c->op.body_len && !c->op.close) {
+        reply_and_finish(c, RN_E_EMPTY_APPEND, NULL);
+        return;
+    }
+    const rn_header *ct = rn_request_header(req, "content-type", NULL);
+    if (c->op.body_len && (!ct || !ct->value_len)) {
+        reply_and_finish(c, RN_E_MISSING_CONTENT_TYPE, NULL);
+        return;
+    }
+    if (ct) {
+        c->op.content_type = ct->value;
+        c->op.content_type_len = ct->value_len;
+    }
+    const rn_header *seq = rn_request_header(req, "stream-seq", NULL);
+    if (seq) {
+        c->op.has_seq = 1;
+        c->op.seq = seq->value;
+        c->op.seq_len = seq->value_len;
+    }
+    submit(c);
+}
+
+static void append_producer_ack(rn_buf *h, const rn_op *op) {
+    if (op->has_producer)
+        rn_buf_appendf(h, "Producer-Epoch: %llu\r\nProducer-Seq: %llu\r\n",
+                       (unsigned long long)op->ack_epoch, (unsigned long long)op->ack_seq);
+}
+
+static void append_state(rn_buf *h, const rn_op *op) {
+    rn_reply_offset(h, "Stream-Next-Offset", op->next_offset);
+    if (op->stream_closed)
+        rn_buf_append_str(h, "Stream-Closed: true\r\n");
+}
+
+static void answer_create(v1_ctx *c, rn_op *op) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    append_content_type(&h, op->stream);
+    append_state(&h, op);
+    if (op->result == RN_OK_CREATED) {
+        const rn_header *host = rn_request_header(c->req, "host", NULL);
+        const char *q = memchr(c->req->target, '?', c->req->target_len);
+        size_t tlen = q ? (size_t)(q - c->req->target) : c->req->target_len;
+        rn_buf_appendf(&h, "Location: http://%.*s%.*s\r\n", host ? (int)host->value_len : 9,
+                       host ? host->value : "localhost", (int)tlen, c->req->target);
+    }
+    rn_http_respond(c->req, op->result == RN_OK_CREATED ? 201 : 200, &h, &body);
+}
+
+static void op_done(rn_op *op) {
+    v1_ctx *c = op->arg;
+    rn_buf extra = {0};
+    switch (op->result) {
+    case RN_OK_CREATED:
+    case RN_OK_EXISTS:
+        answer_create(c, op);
+        break;
+    case RN_OK_APPENDED:
+    case RN_OK_DUPLICATE: {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        append_state(&h, op);
+        append_producer_ack(&h, op);
+        int status = op->result == RN_OK_APPENDED && op->has_producer && op->body_len ? 200 : 204;
+        rn_http_respond(c->req, status, &h, &body);
+        break;
+    }
+    case RN_OK_DELETED: {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        rn_http_respond(c->req, 204, &h, &body);
+        break;
+    }
+    case RN_ERR_NOT_FOUND:
+        rn_reply_error(c->req, RN_E_STREAM_NOT_FOUND, NULL);
+        break;
+    case RN_ERR_CONFIG_MISMATCH:
+        rn_reply_error(c->req, RN_E_STREAM_EXISTS_CONFLICT, NULL);
+        break;
+    case RN_ERR_CLOSED:
+        append_state(&extra, op);
+        rn_reply_error(c->req, RN_E_STREAM_CLOSED, &extra);
+        break;
+    case RN_ERR_CONTENT_TYPE:
+        rn_reply_error(c->req, RN_E_CONTENT_TYPE_MISMATCH, NULL);
+        break;
+    case RN_ERR_SEQ_REGRESSION:
+        rn_reply_error(c->req, RN_E_STREAM_SEQ_CONFLICT, NULL);
+        break;
+    case RN_ERR_STALE_EPOCH:
+        rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\n", (unsigned long long)op->current_epoch);
+        rn_reply_error(c->req, RN_E_PRODUCER_EPOCH_STALE, &extra);
+        break;
+    case RN_ERR_EPOCH_SEQ:
+        rn_reply_error(c->req, RN_E_PRODUCER_EPOCH_SEQ, NULL);
+        break;
+    case RN_ERR_SEQ_GAP:
+        rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\nProducer-Received-Seq: %llu\r\n",
+                       (unsigned long long)op->expected_seq, (unsigned long long)op->producer_seq);
+        rn_reply_error(c->req, RN_E_PRODUCER_SEQ_CONFLICT, &extra);
+        break;
+    case RN_ERR_EMPTY_BODY:
+        rn_reply_error(c->req, RN_E_EMPTY_APPEND, NULL);
+        break;
+    case RN_ERR_JSON_INVALID:
+        rn_reply_error(c->req, RN_E_INVALID_JSON, NULL);
+        break;
+    case RN_ERR_JSON_EMPTY_ARRAY:
+        rn_reply_error(c->req, RN_E_JSON_EMPTY_ARRAY, NULL);
+        break;
+    case RN_ERR_JSON_TOO_DEEP:
+        rn_reply_error(c->req, RN_E_JSON_TOO_DEEP, NULL);
+        break;
+    case RN_ERR_DISK_FULL:
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
+        break;
+    case RN_ERR_UNAVAILABLE:
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(c->req, RN_E_OUTCOME_UNKNOWN, &extra);
+        break;
+    }
+    c->op.done = NULL;
+    ctx_finish(c);
+}
+
+/* ---- reads ---- */
+
+static void handle_head(v1_ctx *c) {
+    rn_stream *s = rn_engine_find(c->sf->engine, c->path, c->path_len);
+    if (!s) {
+        reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+        return;
+    }
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    append_content_type(&h, s);
+    rn_reply_offset(&h, "Stream-Next-Offset", s->tail);
+    append_expiry(&h, s);
+    if (s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
+    rn_http_respond(c->req, 200, &h, &body);
+    ctx_finish(c);
+}
+
+/* True when the request's If-None-Match lists etag. */
+static int etag_matches(const rn_request *req, const char *etag) {
+    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
+    if (!h)
+        return 0;
+    size_t n = strlen(etag);
+    const char *p = h->value, *end = h->value + h->value_len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *q = p;
+        while (q < end && *q != ',')
+            q++;
+        const char *e = q;
+        while (e > p && e[-1] == ' ')
+            e--;
+        if ((size_t)(e - p) == n && memcmp(p, etag, n) == 0)
+            return 1;
+        if (e - p == 1 && *p == '*')
+            return 1;
+        p = q;
+    }
+    return 0;
+}
+
+/* Answers a read with the data at c->offset (possibly none): catch-up 200,
+ * or a long-poll 200 with a cursor. */
+static void answer_data(v1_ctx *c, rn_stream *s) {
+    rn_buf data = {0}, body = {0}, h = {0};
+    uint64_t start = c->offset;
+    long got = 0;
+    if (c->offset_kind != RN_OFFSET_NOW) {
+        got = rn_engine_read(c->sf->engine, s, start, c->sf->cfg.max_read_bytes, &data);
+        if (got < 0) {
+            rn_buf_free(&data);
+            reply_and_finish(c, RN_E_INTERNAL, NULL);
+            return;
+        }
+    }
+    uint64_t end = start + (uint64_t)got;
+    int at_tail = end == s->tail;
+    rn_reply_common(&h);
+    append_content_type(&h, s);
+    rn_reply_offset(&h, "Stream-Next-Offset", end);
+    if (at_tail)
+        rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\n");
+    if (at_tail && s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    if (c->mode == READ_LONG_POLL && !(at_tail && s->closed))
+        append_cursor(&h, c);
+    if (c->offset_kind == RN_OFFSET_NOW || got == 0) {
+        rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
+    } else {
+        rn_buf_append_str(&h, "Cache-Control: public, max-age=60, stale-while-revalidate=300\r\n");
+    }
+    int status = 200;
+    if (c->offset_kind != RN_OFFSET_NOW) {
+        char etag[96];
+        snprintf(etag, sizeof etag, "\"%llx:%llu:%llu%s\"", (unsigned long long)s->id,
+                 (unsigned long long)start, (unsigned long long)end,
+                 at_tail && s->closed ? ":c" : "");
+        rn_buf_appendf(&h, "ETag: %s\r\n", etag);
+        if (etag_matches(c->req, etag))
+            status = 304;
+    }
+    if (status == 200) {
+        if (s->json)
+            json_array_from_messages(&body, data.data, data.len);
+        else
+            body = data, data = (rn_buf){0};
+    }
+    rn_buf_free(&data);
+    rn_http_respond(c->req, status, &h, &body);
+    ctx_finish(c);
+}
+
+static void answer_poll_timeout(v1_ctx *c, rn_stream *s) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_reply_offset(&h, "Stream-Next-Offset", s->tail);
+    rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\nCache-Control: no-store\r\n");
+    if (s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    else
+        append_cursor(&h, c);
+    rn_http_respond(c->req, 204, &h, &body);
+    ctx_finish(c);
+}
+
+/* --- SSE --- */
+
+static void sse_data_event(rn_buf *out, const rn_stream *s, const uint8_t *d, size_t n) {
+    rn_buf_append_str(out, "event: data\n");
+    if (s->json) {
+        rn_buf_append_str(out, "data:");
+        json_array_from_messages(out, d, n);
+        rn_buf_append_str(out, "\n\n");
+        return;
+    }
+    if (!rn_iprefix(s->content_type, s->content_type_len, "text/")) {
+        rn_buf_append_str(out, "data:");
+        rn_base64_append(out, d, n);
+        rn_buf_append_str(out, "\n\n");
+        return;
+    }
+    /* Text: one data: line per line of the payload, split at CR, LF and
+     * CRLF so that no payload byte can end the event early. */
+    size_t i = 0;
+    for (;;) {
+        size_t j = i;
+        while (j < n && d[j] != '\n' && d[j] != '\r')
+            j++;
+        rn_buf_append_str(out, j > i && d[i] == ' ' ? "data: " : "data:");
+        rn_buf_append(out, d + i, j - i);
+        rn_buf_append_byte(out, '\n');
+        if (j >= n)
+            break;
+        i = j + ((d[j] == '\r' && j + 1 < n && d[j + 1] == '\n') ? 2 : 1);
+    }
+    rn_buf_append_byte(out, '\n');
+}
+
+static void sse_control_event(rn_buf *out, v1_ctx *c, const rn_stream *s, int at_tail) {
+    char tok[RN_OFFSET_LEN + 1];
+    rn_offset_format(c->offset, tok);
+    rn_buf_appendf(out, "event: control\ndata:{\"streamNextOffset\":\"%s\"", tok);
+    if (at_tail && s->closed) {
+        rn_buf_append_str(out, ",\"streamClosed\":true,\"upToDate\":true}\n\n");
+        return;
+    }
+    rn_buf_appendf(out, ",\"streamCursor\":\"%llu\"", (unsigned long long)next_cursor(c));
+    if (at_tail)
+        rn_buf_append_str(out, ",\"upToDate\":true");
+    rn_buf_append_str(out, "}\n\n");
+}
+
+static void sse_end(v1_ctx *c) {
+    rn_http_stream_end(c->req);
+    ctx_finish(c);
+}
+
+/* Sends every event available from c->offset; ends the response on
+ * closure. `force_control` sends a control even without new data (the
+ * first one of a response). */
+static void sse_pump(v1_ctx *c, rn_stream *s, int force_control) {
+    for (;;) {
+        if (c->offset >= s->tail) {
+            if (force_control || s->closed) {
+                rn_buf ev = {0};
+                sse_control_event(&ev, c, s, 1);
+                rn_http_stream_write(c->req, &ev);
+            }
+            if (s->closed)
+                sse_end(c);
+            return;
+        }
+        rn_buf data = {0}, ev = {0};
+        long got = rn_engine_read(c->sf->engine, s, c->offset, c->sf->cfg.max_read_bytes, &data);
+        if (got <= 0) {
+            rn_buf_free(&data);
+            sse_end(c);
+            return;
+        }
+        sse_data_event(&ev, s, data.data, data.len);
+        rn_buf_free(&data);
+        c->offset += (uint64_t)got;
+        int at_tail = c->offset == s->tail;
+        sse_control_event(&ev, c, s, at_tail);
+        force_control = 0;
+        size_t queued = rn_http_stream_write(c->req, &ev);
+        if (at_tail && s->closed) {
+            sse_end(c);
+            return;
+        }
+        if (queued > c->sf->cfg.sse_queue_bytes) {
+            c->sse_paused = 1;
+            return;
+        }
+    }
+}
+
+static void on_sse_drain(rn_request *req) {
+    v1_ctx *c = req->handler_data;
+    if (!c->sse_paused || c->finished)
+        return;
+    c->sse_paused = 0;
+    rn_stream *s = c->waiter.stream;
+    if (s)
+        sse_pump(c, s, 0);
+}
+
+/* --- parking --- */
+
+static void on_live_timer(uv_timer_t *t) {
+    v1_ctx *c = t->data;
+    rn_stream *s = c->waiter.stream;
+    if (c->mode == READ_SSE || !s) {
+        if (c->mode == READ_SSE)
+            sse_end(c);
+        else
+            ctx_finish(c);
+        return;
+    }
+    answer_poll_timeout(c, s);
+}
+
+static void on_live_event(rn_waiter *w, rn_live_event ev) {
+    v1_ctx *c = (v1_ctx *)((char *)w - offsetof(v1_ctx, waiter));
+    if (ev == RN_LIVE_REMOVED) {
+        if (c->mode == READ_SSE)
+            sse_end(c);
+        else
+            reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+        return;
+    }
+    rn_stream *s = w->stream;
+    if (c->mode == READ_SSE) {
+        if (!c->sse_paused)
+            sse_pump(c, s, 0);
+        return;
+    }
+    if (c->offset < s->tail)
+        answer_data(c, s);
+    else if (s->closed)
+        answer_poll_timeout(c, s);
+}
+
+/* Registers a live read: waiter on the stream, timer, live list. */
+static void park(v1_ctx *c, rn_stream *s, uint64_t timeout_ms) {
+    rn_surface *sf = c->sf;
+    uv_timer_init(sf->loop, &c->timer);
+    c->timer.data = c;
+    c->timer_started = 1;
+    c->live_next = sf->live;
+    if (sf->live)
+        sf->live->live_prev = c;
+    sf->live = c;
+    sf->live_count++;
+    rn_live_add(s, &c->waiter, on_live_event);
+    uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
+}
+
+/* Parses the query: offset (once at most), live, cursor. Unknown names are
+ * ignored. Returns an error or -1 when fine. */
+static int parse_query(v1_ctx *c, const char *q, size_t len, int *has_offset) {
+    *has_offset = 0;
+    c->offset_kind = RN_OFFSET_START;
+    c->mode = READ_CATCHUP;
+    const char *p = q, *end = q + len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *pe = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(pe - p));
+        const char *name = p;
+        size_t name_len = (size_t)((eq ? eq : pe) - p);
+        const char *raw = eq ? eq + 1 : pe;
+        size_t raw_len = (size_t)(pe - raw);
+        char val[256];
+        long vlen = raw_len < sizeof val ? rn_percent_decode(raw, raw_len, val) : -1;
+        if (name_len == 6 && memcmp(name, "offset", 6) == 0) {
+            if (*has_offset || vlen < 0 ||
+                rn_offset_parse(val, (size_t)vlen, &c->offset_kind, &c->offset))
+                return RN_E_INVALID_OFFSET;
+            *has_offset = 1;
+        } else if (name_len == 4 && memcmp(name, "live", 4) == 0) {
+            if (vlen == 9 && memcmp(val, "long-poll", 9) == 0)
+                c->mode = READ_LONG_POLL;
+            else if (vlen == 3 && memcmp(val, "sse", 3) == 0)
+                c->mode = READ_SSE;
+            else
+                return RN_E_INVALID_QUERY_LIVE;
+        } else if (name_len == 6 && memcmp(name, "cursor", 6) == 0) {
+            uint64_t v;
+            if (vlen > 0 && rn_parse_strict_u64(val, (size_t)vlen, UINT64_MAX / 2, &v) == 0) {
+                c->has_cursor = 1;
+                c->client_cursor = v;
+            }
+        }
+        p = pe + 1;
+    }
+    return -1;
+}
+
+static void handle_get(v1_ctx *c, const char *query, size_t query_len) {
+    int has_offset;
+    int err = parse_query(c, query, query_len, &has_offset);
+    if (err >= 0) {
+        reply_and_finish(c, (rn_error)err, NULL);
+        return;
+    }
+    if (c->mode != READ_CATCHUP && !has_offset) {
+        reply_and_finish(c, RN_E_INVALID_QUERY_OFFSET_REQUIRED, NULL);
+        return;
+    }
+    rn_engine *e = c->sf->engine;
+    rn_stream *s = rn_engine_find(e, c->path, c->path_len);
+    if (!s) {
+        reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+        return;
+    }
+    rn_engine_touch(e, s);
+    if (c->offset_kind == RN_OFFSET_NOW)
+        c->offset = s->tail;
+    else if (c->offset_kind == RN_OFFSET_POSITION && !rn_engine_offset_valid(e, s, c->offset)) {
+        reply_and_finish(c, RN_E_INVALID_OFFSET, NULL);
+        return;
+    }
+    switch (c->mode) {
+    case READ_CATCHUP:
+        answer_data(c, s);
+        return;
+    case READ_LONG_POLL:
+        c->offset_kind = RN_OFFSET_POSITION; /* a long-poll 200 carries data and an ETag */
+        if (c->offset < s->tail)
+            answer_data(c, s);
+        else if (s->closed)
+            answer_poll_timeout(c, s);
+        else
+            park(c, s, c->sf->cfg.long_poll_timeout_ms);
+        return;
+    case READ_SSE: {
+        rn_buf h = {0};
+        rn_reply_common(&h);
+        rn_buf_append_str(&h, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
+        if (!s->json && !rn_iprefix(s->content_type, s->content_type_len, "text/"))
+            rn_buf_append_str(&h, "Stream-SSE-Data-Encoding: base64\r\n");
+        rn_buf_append_str(&h, "Stream-Data-Content-Type: ");
+        rn_buf_append(&h, s->content_type, s->content_type_len);
+        rn_buf_append_str(&h, "\r\n");
+        rn_http_stream_start(c->req, 200, &h);
+        c->req->on_drain = on_sse_drain;
+        park(c, s, c->sf->cfg.sse_max_duration_ms);
+        sse_pump(c, s, 1);
+        return;
+    }
+    }
+}
+
+static void handle_delete(v1_ctx *c) {
+    c->op.kind = RN_OP_DELETE;
+    submit(c);
+}
+
+void rn_v1_handle(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
+                  const char *query, size_t query_len) {
+    char decoded[MAX_STREAM_PATH];
+    long dlen = path_len < sizeof decoded ? rn_percent_decode(path, path_len, decoded) : -1;
+    if (dlen < 0) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    if (dlen == 0 || memchr(decoded, 0, (size_t)dlen)) {
+        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+        return;
+    }
+    v1_ctx *c = ctx_new(sf, req, decoded, (size_t)dlen);
+    switch (req->method) {
+    case RN_HTTP_PUT:
+        handle_put(c);
+        break;
+    case RN_HTTP_POST:
+        handle_post(c);
+        break;
+    case RN_HTTP_GET:
+        handle_get(c, query, query_len);
+        break;
+    case RN_HTTP_HEAD:
+        handle_head(c);
+        break;
+    case RN_HTTP_DELETE:
+        handle_delete(c);
+        break;
+    default: {
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Allow: GET, HEAD, PUT, POST, DELETE, OPTIONS\r\n");
+        reply_and_finish(c, RN_E_METHOD_NOT_ALLOWED, &extra);
+        break;
+    }
+    }
+}
+
+void rn_surface_end_live_reads(rn_surface *sf) {
+    while (sf->live) {
+        v1_ctx *c = sf->live;
+        rn_stream *s = c->waiter.stream;
+        if (c->mode == READ_SSE || !s) {
+            if (c->mode == READ_SSE)
+                sse_end(c);
+            else
+                ctx_finish(c);
+        } else {
+            answer_poll_timeout(c, s);
+        }
+    }
+}

@@ -1,0 +1,690 @@
+/*
+ * http.c — connections, llhttp parsing, response writing, limits and
+ * timeouts. See http.h for the model.
+ *
+ * Connection states: READING (receiving a request; request timer armed),
+ * HANDLING (request handed to the handler; parser paused; socket still read
+ * for EOF and pipelined bytes), IDLE (keep-alive, idle timer armed) and
+ * CLOSING. Parse errors and limit violations answer 4xx and close.
+ */
+#include "transport/http.h"
+#include "util/text.h"
+
+#include <llhttp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INPUT_PAUSE_BYTES (256 * 1024) /* stop reading past this much pipelined input */
+
+enum { ST_IDLE, ST_READING, ST_HANDLING, ST_CLOSING };
+
+struct rn_http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    rn_http_config cfg;
+    rn_request_fn on_request;
+    void *arg;
+    rn_conn *conns; /* doubly linked list of open connections */
+    size_t conn_count;
+    int stopping;
+    int closed;
+};
+
+/* A header's position inside req->raw while it is being received. */
+typedef struct {
+    size_t name_off, name_len, value_off, value_len;
+} header_span;
+
+struct rn_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    rn_http_server *srv;
+    rn_conn *prev, *next;
+    llhttp_t parser;
+    int state;
+    int reading; /* uv_read_start active */
+    int close_after_response;
+    int closed;     /* uv_close called */
+    int processing; /* process_input is on the stack */
+    int handles_open;
+    rn_buf input; /* received bytes not yet parsed (while HANDLING) */
+    size_t input_off;
+    rn_request *req; /* current request, or NULL */
+    header_span *spans;
+    size_t span_count, span_cap;
+    int last_was_value;
+    size_t pending_writes;
+};
+
+typedef struct {
+    uv_write_t w;
+    rn_conn *conn;
+    rn_buf head, body;
+} write_req;
+
+static llhttp_settings_t parser_settings;
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void conn_close(rn_conn *c);
+static void process_input(rn_conn *c);
+static void conn_write(rn_conn *c, rn_buf *head, rn_buf *body);
+
+/* ---- requests ---- */
+
+static rn_request *request_new(rn_conn *c) {
+    rn_request *r = rn_xcalloc(1, sizeof *r);
+    r->conn = c;
+    r->refs = 1;
+    return r;
+}
+
+void rn_request_hold(rn_request *req) {
+    req->refs++;
+}
+
+void rn_request_release(rn_request *req) {
+    if (--req->refs > 0)
+        return;
+    rn_buf_free(&req->body);
+    rn_buf_free(&req->raw);
+    free(req->headers);
+    free(req);
+}
+
+int rn_request_gone(const rn_request *req) {
+    return req->conn == NULL;
+}
+
+const rn_header *rn_request_header(const rn_request *req, const char *name, size_t *count) {
+    const rn_header *first = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (rn_ieq(req->headers[i].name, req->headers[i].name_len, name)) {
+            if (!first)
+                first = &req->headers[i];
+            n++;
+        }
+    }
+    if (count)
+        *count = n;
+    return first;
+}
+
+/* Detaches the current request from its connection (connection closing or
+ * response finished). */
+static void detach_request(rn_conn *c, int aborted) {
+    rn_request *r = c->req;
+    if (!r)
+        return;
+    c->req = NULL;
+    r->conn = NULL;
+    if (aborted && r->on_abort) {
+        void (*fn)(rn_request *) = r->on_abort;
+        r->on_abort = NULL;
+        fn(r);
+    }
+    rn_request_release(r);
+}
+
+/* ---- timers ---- */
+
+static void on_timeout(uv_timer_t *t) {
+    rn_conn *c = t->data;
+    if (c->state == ST_READING && c->req && !c->req->responding) {
+        /* Slow or stalled request: answer 408 and close. */
+        c->close_after_response = 1;
+        rn_buf head = {0}, body = {0};
+        rn_buf_append_str(&head, "Connection: close\r\n");
+        c->state = ST_HANDLING;
+        rn_http_respond(c->req, 408, &head, &body);
+        return;
+    }
+    conn_close(c);
+}
+
+static void arm_timer(rn_conn *c, uint64_t ms) {
+    if (ms)
+        uv_timer_start(&c->timer, on_timeout, ms, 0);
+    else
+        uv_timer_stop(&c->timer);
+}
+
+/* ---- parser callbacks ---- */
+
+static int on_message_begin(llhttp_t *p) {
+    rn_conn *c = p->data;
+    c->req = request_new(c);
+    c->span_count = 0;
+    c->last_was_value = 0;
+    if (c->state == ST_IDLE) {
+        c->state = ST_READING;
+        arm_timer(c, c->srv->cfg.request_timeout_ms);
+    }
+    return 0;
+}
+
+static int header_budget_ok(rn_conn *c, size_t more) {
+    return c->req->raw.len + more <= c->srv->cfg.max_header_bytes;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len) {
+    rn_conn *c = p->data;
+    if (!header_budget_ok(c, len))
+        return -1;
+    rn_buf_append(&c->req->raw, at, len);
+    c->req->target_len += len;
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len) {
+    rn_conn *c = p->data;
+    if (!header_budget_ok(c, len))
+        return -1;
+    if (c->span_count == 0 || c->last_was_value) {
+        if (c->span_count >= c->srv->cfg.max_headers)
+            return -1;
+        if (c->span_count == c->span_cap) {
+            c->span_cap = c->span_cap ? c->span_cap * 2 : 16;
+            c->spans = rn_xrealloc(c->spans, c->span_cap * sizeof *c->spans);
+        }
+        c->spans[c->span_count++] = (header_span){c->req->raw.len, 0, 0, 0};
+        c->last_was_value = 0;
+    }
+    rn_buf_append(&c->req->raw, at, len);
+    c->spans[c->span_count - 1].name_len += len;
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len) {
+    rn_conn *c = p->data;
+    if (!header_budget_ok(c, len))
+        return -1;
+    header_span *h = &c->spans[c->span_count - 1];
+    if (!c->last_was_value) {
+        h->value_off = c->req->raw.len;
+        c->last_was_value = 1;
+    }
+    rn_buf_append(&c->req->raw, at, len);
+    h->value_len += len;
+    return 0;
+}
+
+static rn_http_method map_method(int m) {
+    switch (m) {
+    case HTTP_GET:
+        return RN_HTTP_GET;
+    case HTTP_HEAD:
+        return RN_HTTP_HEAD;
+    case HTTP_POST:
+        return RN_HTTP_POST;
+    case HTTP_PUT:
+        return RN_HTTP_PUT;
+    case HTTP_DELETE:
+        return RN_HTTP_DELETE;
+    case HTTP_OPTIONS:
+        return RN_HTTP_OPTIONS;
+    default:
+        return RN_HTTP_OTHER;
+    }
+}
+
+static void dispatch(rn_conn *c) {
+    c->state = ST_HANDLING;
+    arm_timer(c, 0);
+    c->srv->on_request(c->req, c->srv->arg);
+}
+
+static int on_headers_complete(llhttp_t *p) {
+    rn_conn *c = p->data;
+    rn_request *r = c->req;
+    r->method = map_method(p->method);
+    r->method_name = llhttp_method_name((llhttp_method_t)p->method);
+    r->target = (const char *)r->raw.data;
+    r->header_count = c->span_count;
+    r->headers = rn_xcalloc(c->span_count ? c->span_count : 1, sizeof *r->headers);
+    for (size_t i = 0; i < c->span_count; i++) {
+        header_span *h = &c->spans[i];
+        /* Trim trailing whitespace of values (llhttp leaves it). */
+        while (h->value_len && (r->raw.data[h->value_off + h->value_len - 1] == ' ' ||
+                                r->raw.data[h->value_off + h->value_len - 1] == '\t'))
+            h->value_len--;
+        r->headers[i] = (rn_header){(const char *)r->raw.data + h->name_off, h->name_len,
+                                    (const char *)r->raw.data + h->value_off, h->value_len};
+    }
+    if (!llhttp_should_keep_alive(p))
+        c->close_after_response = 1;
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->cfg.max_body_bytes) {
+        r->body_too_large = 1;
+        c->close_after_response = 1;
+        dispatch(c);
+        return HPE_PAUSED;
+    }
+    if (p->flags & F_CONTENT_LENGTH)
+        rn_buf_reserve(&r->body, (size_t)p->content_length);
+    const rn_header *expect = rn_request_header(r, "expect", NULL);
+    if (expect && rn_ieq(expect->value, expect->value_len, "100-continue")) {
+        rn_buf cont = {0};
+        rn_buf_append_str(&cont, "HTTP/1.1 100 Continue\r\n\r\n");
+        conn_write(c, &cont, NULL);
+    }
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len) {
+    rn_conn *c = p->data;
+    rn_request *r = c->req;
+    if (r->body.len + len > c->srv->cfg.max_body_bytes) {
+        r->body_too_large = 1;
+        rn_buf_free(&r->body);
+        c->close_after_response = 1;
+        dispatch(c);
+        return HPE_PAUSED;
+    }
+    rn_buf_append(&r->body, at, len);
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+    rn_conn *c = p->data;
+    dispatch(c);
+    return HPE_PAUSED;
+}
+
+/* ---- writing ---- */
+
+static void on_written(uv_write_t *w, int status) {
+    write_req *wr = (write_req *)w;
+    rn_conn *c = wr->conn;
+    rn_buf_free(&wr->head);
+    rn_buf_free(&wr->body);
+    free(wr);
+    c->pending_writes--;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    rn_request *r = c->req;
+    if (r && r->streaming && r->on_drain && !c->closed &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
+        r->on_drain(r);
+    if (c->state == ST_CLOSING && c->pending_writes == 0)
+        conn_close(c);
+}
+
+static void conn_write(rn_conn *c, rn_buf *head, rn_buf *body) {
+    write_req *wr = rn_xcalloc(1, sizeof *wr);
+    wr->conn = c;
+    wr->head = *head;
+    *head = (rn_buf){0};
+    if (body) {
+        wr->body = *body;
+        *body = (rn_buf){0};
+    }
+    uv_buf_t bufs[2] = {uv_buf_init((char *)wr->head.data, (unsigned)wr->head.len),
+                        uv_buf_init((char *)wr->body.data, (unsigned)wr->body.len)};
+    c->pending_writes++;
+    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, wr->body.len ? 2 : 1, on_written);
+    if (rc < 0) {
+        c->pending_writes--;
+        rn_buf_free(&wr->head);
+        rn_buf_free(&wr->body);
+        free(wr);
+        conn_close(c);
+    }
+}
+
+static const char *reason(int status) {
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Content Too Large";
+    case 416:
+        return "Range Not Satisfiable";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
+    }
+}
+
+/* Builds the status line + given header lines + framing headers. */
+static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
+                       const char *framing) {
+    rn_conn *c = req->conn;
+    rn_buf_appendf(out, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    rn_buf_append(out, head->data, head->len);
+    if (framing)
+        rn_buf_append_str(out, framing);
+    if (c->close_after_response || c->srv->stopping)
+        rn_buf_append_str(out, "Connection: close\r\n");
+    rn_buf_append_str(out, "\r\n");
+    rn_buf_free(head);
+}
+
+/* Called when the current request's response has been fully queued. */
+static void response_finished(rn_conn *c) {
+    detach_request(c, 0);
+    if (c->close_after_response || c->srv->stopping) {
+        c->state = ST_CLOSING;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = 0;
+        if (c->pending_writes == 0)
+            conn_close(c);
+        return;
+    }
+    c->state = ST_IDLE;
+    arm_timer(c, c->srv->cfg.idle_timeout_ms);
+    llhttp_resume(&c->parser);
+    process_input(c);
+}
+
+void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
+    rn_conn *c = req->conn;
+    if (!c || req->responding) {
+        rn_buf_free(head);
+        rn_buf_free(body);
+        return;
+    }
+    req->responding = 1;
+    int no_body = status == 204 || status == 304 || req->method == RN_HTTP_HEAD;
+    char framing[64] = "";
+    if (!no_body)
+        snprintf(framing, sizeof framing, "Content-Length: %zu\r\n", body->len);
+    rn_buf out = {0};
+    build_head(&out, req, status, head, framing);
+    if (no_body)
+        rn_buf_free(body);
+    conn_write(c, &out, no_body ? NULL : body);
+    if (req->conn)
+        response_finished(c);
+}
+
+void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
+    rn_conn *c = req->conn;
+    if (!c || req->responding) {
+        rn_buf_free(head);
+        return;
+    }
+    req->responding = 1;
+    req->streaming = 1;
+    rn_buf out = {0};
+    build_head(&out, req, status, head, "Transfer-Encoding: chunked\r\n");
+    conn_write(c, &out, NULL);
+}
+
+size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
+    rn_conn *c = req->conn;
+    if (!c || !req->streaming || chunk->len == 0) {
+        rn_buf_free(chunk);
+        return 0;
+    }
+    rn_buf frame = {0};
+    rn_buf_appendf(&frame, "%zx\r\n", chunk->len);
+    rn_buf_append(chunk, "\r\n", 2);
+    conn_write(c, &frame, chunk);
+    return req->conn ? uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) : 0;
+}
+
+void rn_http_stream_end(rn_request *req) {
+    rn_conn *c = req->conn;
+    if (!c || !req->streaming)
+        return;
+    req->streaming = 0;
+    rn_buf end = {0};
+    rn_buf_append_str(&end, "0\r\n\r\n");
+    conn_write(c, &end, NULL);
+    if (req->conn)
+        response_finished(c);
+}
+
+/* ---- reading ---- */
+
+/* Answers a request the parser rejected and closes the connection. */
+static void reject_raw(rn_conn *c, int status) {
+    static char buf[128];
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
+                     reason(status));
+    rn_buf head = {0};
+    rn_buf_append(&head, buf, (size_t)n);
+    detach_request(c, 1);
+    c->state = ST_CLOSING;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+    conn_write(c, &head, NULL);
+}
+
+/* Feeds buffered input to the parser until a request is dispatched. A call
+ * made while an outer call is on the stack (a handler answered at once and
+ * the next pipelined request follows) returns and lets the outer loop go on,
+ * so pipelining never deepens the stack. */
+static void process_input(rn_conn *c) {
+    if (c->processing)
+        return;
+    c->processing = 1;
+    while (c->state != ST_HANDLING && c->state != ST_CLOSING && c->input_off < c->input.len) {
+        const char *data = (const char *)c->input.data + c->input_off;
+        size_t len = c->input.len - c->input_off;
+        llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
+        if (err == HPE_OK) {
+            c->input_off = c->input.len;
+        } else if (err == HPE_PAUSED) {
+            c->input_off += (size_t)(llhttp_get_error_pos(&c->parser) - data);
+            if (c->state != ST_HANDLING && c->state != ST_CLOSING)
+                llhttp_resume(&c->parser); /* answered already: go on */
+        } else {
+            int header_overflow = c->req && c->req->raw.len >= c->srv->cfg.max_header_bytes;
+            reject_raw(c, header_overflow ? 431 : 400);
+            break;
+        }
+    }
+    c->processing = 0;
+    if (c->input_off == c->input.len) {
+        c->input.len = 0;
+        c->input_off = 0;
+    }
+    if (!c->reading && !c->closed && c->state != ST_CLOSING &&
+        c->input.len - c->input_off < INPUT_PAUSE_BYTES) {
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+        c->reading = 1;
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    rn_conn *c = h->data;
+    (void)suggested;
+    rn_buf_reserve(&c->input, 65536);
+    *buf =
+        uv_buf_init((char *)c->input.data + c->input.len, (unsigned)(c->input.cap - c->input.len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+    rn_conn *c = s->data;
+    (void)buf;
+    if (n < 0) {
+        conn_close(c);
+        return;
+    }
+    c->input.len += (size_t)n;
+    if (c->state == ST_HANDLING || c->state == ST_CLOSING) {
+        if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading) {
+            uv_read_stop(s);
+            c->reading = 0;
+        }
+        return;
+    }
+    process_input(c);
+}
+
+/* ---- connection lifecycle ---- */
+
+static void on_handle_closed(uv_handle_t *h) {
+    rn_conn *c = h->data;
+    if (--c->handles_open > 0)
+        return;
+    rn_http_server *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->conn_count--;
+    rn_buf_free(&c->input);
+    free(c->spans);
+    free(c);
+}
+
+static void conn_close(rn_conn *c) {
+    if (c->closed)
+        return;
+    c->closed = 1;
+    c->state = ST_CLOSING;
+    detach_request(c, 1);
+    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+    rn_http_server *srv = listener->data;
+    if (status < 0)
+        return;
+    rn_conn *c = rn_xcalloc(1, sizeof *c);
+    c->srv = srv;
+    uv_tcp_init(srv->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) < 0) {
+        free(c);
+        return;
+    }
+    uv_timer_init(srv->loop, &c->timer);
+    c->timer.data = c;
+    c->handles_open = 2;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->conn_count++;
+    if (srv->stopping ||
+        (srv->cfg.max_connections && (int)srv->conn_count > srv->cfg.max_connections)) {
+        conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    llhttp_init(&c->parser, HTTP_REQUEST, &parser_settings);
+    c->parser.data = c;
+    c->state = ST_IDLE;
+    arm_timer(c, srv->cfg.idle_timeout_ms);
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    c->reading = 1;
+}
+
+rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_request_fn on_request,
+                               void *arg, char *err, size_t errcap) {
+    llhttp_settings_init(&parser_settings);
+    parser_settings.on_message_begin = on_message_begin;
+    parser_settings.on_url = on_url;
+    parser_settings.on_header_field = on_header_field;
+    parser_settings.on_header_value = on_header_value;
+    parser_settings.on_headers_complete = on_headers_complete;
+    parser_settings.on_body = on_body;
+    parser_settings.on_message_complete = on_message_complete;
+
+    rn_http_server *srv = rn_xcalloc(1, sizeof *srv);
+    srv->loop = loop;
+    srv->cfg = *cfg;
+    srv->on_request = on_request;
+    srv->arg = arg;
+    struct sockaddr_storage addr;
+    int rc = strchr(cfg->host, ':')
+                 ? uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr)
+                 : uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
+    if (rc == 0)
+        rc = uv_tcp_init(loop, &srv->listener);
+    if (rc == 0) {
+        srv->listener.data = srv;
+        rc = uv_tcp_bind(&srv->listener, (struct sockaddr *)&addr, 0);
+        if (rc == 0)
+            rc = uv_listen((uv_stream_t *)&srv->listener, 1024, on_connection);
+        if (rc != 0) {
+            snprintf(err, errcap, "cannot listen on %s:%d: %s", cfg->host, cfg->port,
+                     uv_strerror(rc));
+            uv_close((uv_handle_t *)&srv->listener, NULL);
+            uv_run(loop, UV_RUN_NOWAIT);
+            free(srv);
+            return NULL;
+        }
+        return srv;
+    }
+    snprintf(err, errcap, "bad listen address %s:%d: %s", cfg->host, cfg->port, uv_strerror(rc));
+    free(srv);
+    return NULL;
+}
+
+void rn_http_stop_accepting(rn_http_server *srv) {
+    if (srv->stopping)
+        return;
+    srv->stopping = 1;
+    uv_close((uv_handle_t *)&srv->listener, NULL);
+    for (rn_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->state == ST_IDLE)
+            conn_close(c);
+    }
+}
+
+size_t rn_http_active_connections(const rn_http_server *srv) {
+    size_t n = 0;
+    for (rn_conn *c = srv->conns; c; c = c->next)
+        if (c->req && !c->closed)
+            n++;
+    return n;
+}
+
+void rn_http_close(rn_http_server *srv) {
+    if (!srv->stopping)
+        rn_http_stop_accepting(srv);
+    for (rn_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        conn_close(c);
+    }
+    srv->closed = 1;
+}

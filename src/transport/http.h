@@ -1,0 +1,121 @@
+/*
+ * http.h — the HTTP/1.1 transport: accept, parse (llhttp), hand complete
+ * requests to a handler, write responses, enforce limits and timeouts.
+ *
+ * It knows nothing of streams. A connection parses one request at a time:
+ * once a request is complete the parser pauses, later pipelined bytes wait
+ * in the connection's input buffer, and the socket keeps being read so that
+ * a client that disconnects while its request is parked (long-poll, SSE,
+ * waiting for a log sync) is noticed at once. When the response finishes,
+ * parsing resumes with the buffered bytes.
+ *
+ * Requests are reference counted: the connection holds one reference while
+ * the request is current; a handler that answers later (after a log sync or
+ * a live wake) takes its own with rn_request_hold() and drops it with
+ * rn_request_release(). Answering a request whose connection is gone is a
+ * harmless no-op, so handlers need no special path for vanished clients.
+ */
+#ifndef RN_HTTP_H
+#define RN_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "util/buf.h"
+
+typedef struct rn_http_server rn_http_server;
+typedef struct rn_conn rn_conn;
+typedef struct rn_request rn_request;
+
+typedef enum {
+    RN_HTTP_OTHER,
+    RN_HTTP_GET,
+    RN_HTTP_HEAD,
+    RN_HTTP_POST,
+    RN_HTTP_PUT,
+    RN_HTTP_DELETE,
+    RN_HTTP_OPTIONS,
+} rn_http_method;
+
+typedef struct {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+} rn_header;
+
+struct rn_request {
+    rn_http_method method;
+    const char *method_name; /* as sent, for logs */
+    const char *target;      /* request-target as sent: path and query */
+    size_t target_len;
+    rn_header *headers;
+    size_t header_count;
+    rn_buf body;
+    /* Set when the declared or received body exceeded the limit: the body was
+     * not read, and the connection closes after the response. */
+    int body_too_large;
+    /* Called once if the connection goes away while the request is held. */
+    void (*on_abort)(rn_request *req);
+    /* Called when a streamed response's socket queue has emptied. */
+    void (*on_drain)(rn_request *req);
+    void *handler_data;
+
+    /* transport-private */
+    rn_conn *conn; /* NULL once the connection is gone */
+    int refs;
+    int responding; /* a response (or stream) was started */
+    int streaming;  /* chunked response in progress */
+    rn_buf raw;     /* storage for target and header bytes */
+    size_t raw_header_len;
+};
+
+typedef struct {
+    const char *host;
+    int port;
+    size_t max_body_bytes;       /* larger bodies are refused (413) unread */
+    size_t max_header_bytes;     /* request line + headers */
+    size_t max_headers;          /* header count */
+    uint64_t request_timeout_ms; /* to receive a whole request */
+    uint64_t idle_timeout_ms;    /* between keep-alive requests */
+    int max_connections;
+} rn_http_config;
+
+typedef void (*rn_request_fn)(rn_request *req, void *arg);
+
+/* Starts listening. Returns NULL and fills err on failure. */
+rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_request_fn on_request,
+                               void *arg, char *err, size_t errcap);
+
+/* Stops accepting and closes idle connections; active requests finish. */
+void rn_http_stop_accepting(rn_http_server *srv);
+/* Connections still open (idle ones excluded once stopping). */
+size_t rn_http_active_connections(const rn_http_server *srv);
+/* Closes every connection and the listener; the server is freed when all
+ * handles are closed (run the loop after calling this). */
+void rn_http_close(rn_http_server *srv);
+
+/* First header with this name (case-insensitive), or NULL. *count (if not
+ * NULL) receives how many headers have the name. */
+const rn_header *rn_request_header(const rn_request *req, const char *name, size_t *count);
+
+void rn_request_hold(rn_request *req);
+void rn_request_release(rn_request *req);
+
+/* Sends a whole response. `head` holds the header lines after the status
+ * line (each ending in CRLF, without the final blank line). Content-Length
+ * is added from the body except on answers to HEAD and on statuses without a
+ * body (204, 304). Both buffers are taken over (left empty). */
+void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body);
+
+/* Starts a chunked streaming response (SSE). */
+void rn_http_stream_start(rn_request *req, int status, rn_buf *head);
+/* Sends one chunk (taken over). Returns bytes still queued on the socket. */
+size_t rn_http_stream_write(rn_request *req, rn_buf *chunk);
+/* Ends the streamed response. */
+void rn_http_stream_end(rn_request *req);
+/* True when the request's connection is gone. */
+int rn_request_gone(const rn_request *req);
+
+#endif

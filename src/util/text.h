@@ -1,0 +1,39 @@
+/*
+ * text.h — small, strict text helpers shared by the HTTP surfaces: decimal
+ * integers in the protocol's strict form, case-insensitive comparison,
+ * RFC 3339 timestamps, standard base64, and percent-decoding.
+ */
+#ifndef RN_TEXT_H
+#define RN_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+/* Parses a non-negative decimal integer with no sign, no leading zeros (except
+ * "0" itself), no spaces, and value <= max. Returns 0 on success. */
+int rn_parse_strict_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/* ASCII case-insensitive equality of a (s, len) slice and a C string. */
+int rn_ieq(const char *s, size_t len, const char *lit);
+/* ASCII case-insensitive prefix test. */
+int rn_iprefix(const char *s, size_t len, const char *lit);
+
+/* Parses an RFC 3339 date-time ("2025-01-01T00:00:00Z", fractional seconds
+ * and numeric offsets allowed) into Unix milliseconds. Returns 0 on success. */
+int rn_parse_rfc3339(const char *s, size_t len, int64_t *out_ms);
+/* Formats Unix milliseconds as RFC 3339 UTC with milliseconds
+ * ("2025-01-01T00:00:00.000Z"); out must hold 48 bytes. */
+void rn_format_rfc3339(int64_t ms, char out[48]);
+/* Formats Unix milliseconds as an HTTP-date (IMF-fixdate); out 40 bytes. */
+void rn_format_http_date(int64_t ms, char out[40]);
+
+/* Appends standard (RFC 4648, padded) base64 of data to b. */
+void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len);
+
+/* Percent-decodes s into out (capacity >= len). Returns the decoded length, or
+ * -1 for a malformed escape. */
+long rn_percent_decode(const char *s, size_t len, char *out);
+
+#endif

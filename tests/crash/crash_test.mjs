@@ -1,0 +1,746 @@
+#!/usr/bin/env node
+// crash_test.mjs - black-box crash-recovery test for Runnel (a Durable Streams
+// HTTP server). It is written against spec/PROTOCOL.md (sections 5.1, 5.2,
+// 5.2.1, 5.6 and 8), not against Runnel's code.
+//
+// WHAT IT PROVES
+//   With writers appending all the time and the server killed with SIGKILL
+//   several times, at random moments:
+//   - every acknowledged append survives, whole, exactly once, in order;
+//   - an append that was in flight when the server died ("in doubt") is either
+//     fully applied or not applied at all: retrying it with the same
+//     idempotent-producer headers and body answers 200 (it was not applied, it
+//     is now) or 204 (it had been applied; duplicate), never anything else;
+//   - the idempotent producers' dedup state survives restarts (a final
+//     duplicate of each writer's last request answers 204 and appends nothing);
+//   - the server restarts on the same data dir and serves within 10 s, stops
+//     gracefully on SIGTERM (exit code 0 within 10 s), and HEAD agrees with
+//     the tail a catch-up read reaches.
+//
+// HOW
+//   1. Temp dir (data dir + server log), free loopback port, `runnel serve`.
+//   2. S streams /v1/stream/crash/s{i}: even i application/octet-stream, odd i
+//      application/json.
+//   3. W closed-loop writers per stream (default 1), each an idempotent
+//      producer (Producer-Id w{i} or w{i}.{k}, Producer-Epoch 0, Producer-Seq
+//      0,1,2,...). Every record names its writer and seq, so the final content
+//      can be checked exactly. Each writer keeps the exact body of every seq.
+//   4. R rounds: sleep 200..1500 ms (seeded PRNG), SIGKILL, wait for exit,
+//      restart on the same data dir. A writer whose request failed at the
+//      network level retries the same request after the restart.
+//   5. Stop writers, SIGTERM (expect exit 0), restart, then read every stream
+//      from offset -1 and compare with what the writers sent; duplicate each
+//      writer's last request (expect 204); HEAD (expect the read's tail).
+//
+// OUTPUT: "FAIL <check>: <details>" per failed check, "# ..." stats lines, and
+// the last line "N passed, M failed". Exit code 0 only if M == 0. The temp dir
+// is removed on success and kept (path printed) on failure.
+
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const USAGE =
+  'usage: node tests/crash/crash_test.mjs --bin PATH_TO_RUNNEL [--rounds 6] [--streams 40]\n' +
+  '           [--writers-per-stream 1] [--seed N] [--timeout-ms 120000]';
+
+const REQUEST_TIMEOUT_MS = 10_000;   // every HTTP request
+const READY_TIMEOUT_MS = 10_000;     // server start/restart until it answers
+const EXIT_TIMEOUT_MS = 10_000;      // SIGKILL/SIGTERM until the process exits
+const PROBE_PATH = '/v1/stream/__ready_probe';
+const KILL_DELAY_MIN_MS = 200;
+const KILL_DELAY_MAX_MS = 1500;
+const TAIL_AFTER_LAST_ROUND_MS = 300; // writers keep going this long after the last restart
+const WRITER_STOP_TIMEOUT_MS = 30_000;
+const TRANSIENT_BACKOFF_MS = 50;
+const MAX_TRANSIENT_RETRIES = 5;     // network errors while the server is up, per request
+const MAX_READ_PAGES = 100_000;
+const BIN_PAD_MAX = 200;             // hex pad length of a binary record: 0..200
+const JSON_PAD_MAX = 48;             // hex pad length of a JSON message: 0..48
+const LOG_TAIL_LINES = 40;
+
+// ---------------------------------------------------------------- arguments
+
+// parseArgs(argv) -> options. Exits with status 2 and the usage text on bad input.
+function parseArgs(argv) {
+  const opts = { bin: null, rounds: 6, streams: 40, writersPerStream: 1, seed: null, timeoutMs: 120_000 };
+  const ints = { '--rounds': ['rounds', 0], '--streams': ['streams', 1],
+    '--writers-per-stream': ['writersPerStream', 1], '--seed': ['seed', 0], '--timeout-ms': ['timeoutMs', 1000] };
+  for (let i = 0; i < argv.length; i++) {
+    let [flag, value] = argv[i].split(/=(.*)/s, 2);
+    if (flag === '-h' || flag === '--help') { console.log(USAGE); process.exit(0); }
+    if (flag !== '--bin' && !(flag in ints)) usageExit(`unknown argument: ${argv[i]}`);
+    if (value === undefined) {
+      if (i + 1 >= argv.length) usageExit(`missing value for ${flag}`);
+      value = argv[++i];
+    }
+    if (flag === '--bin') { opts.bin = value; continue; }
+    const [key, min] = ints[flag];
+    if (!/^[0-9]+$/.test(value) || Number(value) < min || !Number.isSafeInteger(Number(value))) {
+      usageExit(`${flag} needs an integer >= ${min}, got ${JSON.stringify(value)}`);
+    }
+    opts[key] = Number(value);
+  }
+  if (!opts.bin) usageExit('--bin is required');
+  opts.bin = path.resolve(opts.bin);
+  try { fs.accessSync(opts.bin, fs.constants.X_OK); } catch { usageExit(`not an executable file: ${opts.bin}`); }
+  if (opts.seed === null) opts.seed = crypto.randomInt(0, 2 ** 32 - 1);
+  opts.seed = opts.seed % 2 ** 32;
+  return opts;
+}
+
+function usageExit(msg) {
+  console.error(`crash_test: ${msg}\n${USAGE}`);
+  process.exit(2);
+}
+
+// ------------------------------------------------------------------ helpers
+
+// makeRng(seed) -> deterministic PRNG (mulberry32). next() is in [0,1),
+// int(lo, hi) is inclusive on both ends, hex(n) is n lowercase hex digits.
+function makeRng(seed) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
+  const hex = (n) => { let s = ''; for (let i = 0; i < n; i++) s += '0123456789abcdef'[int(0, 15)]; return s; };
+  return { next, int, hex };
+}
+
+// deriveSeed(seed, ...parts) -> a 32-bit seed for a sub-generator, so each
+// writer's payloads depend only on --seed and its own identity.
+function deriveSeed(seed, ...parts) {
+  const h = crypto.createHash('sha256').update(`${seed}/${parts.join('/')}`).digest();
+  return h.readUInt32LE(0);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// freePort() -> a TCP port that was free on 127.0.0.1 a moment ago.
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// A request that got no HTTP answer (refused, reset, timed out). Its effect on
+// the server is unknown.
+class NetError extends Error {
+  constructor(cause) {
+    super(`${cause?.cause?.code ?? cause?.name ?? 'error'}: ${cause?.cause?.message ?? cause?.message ?? cause}`);
+    this.code = cause?.cause?.code ?? cause?.name;
+  }
+}
+
+// http(base, method, urlPath, {headers, body}) -> {status, headers, body: Buffer}.
+// Throws NetError when no complete HTTP answer arrived within REQUEST_TIMEOUT_MS.
+async function http(base, method, urlPath, { headers = {}, body } = {}) {
+  try {
+    const res = await fetch(base + urlPath, {
+      method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    const buf = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, headers: res.headers, body: buf };
+  } catch (err) {
+    throw new NetError(err);
+  }
+}
+
+// describeAnswer(res) -> short text with the status and the headers that
+// explain a producer rejection.
+function describeAnswer(res) {
+  const extra = ['producer-expected-seq', 'producer-received-seq', 'producer-epoch', 'stream-closed']
+    .filter((h) => res.headers.get(h) !== null).map((h) => `${h}=${res.headers.get(h)}`);
+  const body = res.body.length ? ` body=${JSON.stringify(res.body.subarray(0, 120).toString('utf8'))}` : '';
+  return `${res.status}${extra.length ? ` (${extra.join(', ')})` : ''}${body}`;
+}
+
+// ------------------------------------------------------------------- checks
+
+const checks = { passed: 0, failed: 0 };
+
+// check(name, issues): one counted check; passes iff issues is empty. Prints
+// one line per failed check (the first few issues, and how many more).
+function check(name, issues) {
+  if (issues.length === 0) { checks.passed++; return true; }
+  checks.failed++;
+  const shown = issues.slice(0, 3).join('; ');
+  console.log(`FAIL ${name}: ${shown}${issues.length > 3 ? ` (+${issues.length - 3} more)` : ''}`);
+  return false;
+}
+
+// -------------------------------------------------------------- the server
+
+// ServerCtl owns the server process. Invariants:
+//   up   - true only between a successful waitReady() and the next stop();
+//   gen  - incremented by each successful waitReady(); gen 1 is the first start,
+//          gen r+1 is the server after round r's restart;
+//   fatal- set (with a message) if the server exits without being asked to;
+//          everyone waiting on changed() is woken.
+class ServerCtl {
+  constructor({ bin, port, dataDir, logPath }) {
+    Object.assign(this, { bin, port, dataDir, logPath });
+    this.base = `http://127.0.0.1:${port}`;
+    this.child = null;
+    this.exited = null;
+    this.expectExit = false;
+    this.up = false;
+    this.gen = 0;
+    this.fatal = null;
+    this.fatalSeen = new Promise((r) => { this.resolveFatal = r; }); // resolves when fatal is set
+    this.waiters = [];
+    this.logFd = fs.openSync(logPath, 'a');
+  }
+
+  // changed() -> promise resolved at the next change of up/gen/fatal.
+  changed() { return new Promise((r) => this.waiters.push(r)); }
+  notify() { const w = this.waiters; this.waiters = []; for (const f of w) f(); }
+
+  // start(): spawn `runnel serve` on the data dir, output appended to the log.
+  start() {
+    fs.writeSync(this.logFd, `\n===== crash_test: start (gen ${this.gen + 1}) at ${new Date().toISOString()} =====\n`);
+    this.expectExit = false;
+    const child = spawn(this.bin, ['serve', '--listen', `127.0.0.1:${this.port}`, '--data-dir', this.dataDir],
+      { stdio: ['ignore', this.logFd, this.logFd] });
+    this.child = child;
+    this.exited = new Promise((resolve) => {
+      child.once('error', (err) => { this.setFatal(`cannot start server: ${err.message}`); resolve({ code: null, signal: null, error: err }); });
+      child.once('exit', (code, signal) => {
+        if (!this.expectExit) this.setFatal(`server exited unexpectedly (code=${code}, signal=${signal})`);
+        resolve({ code, signal });
+      });
+    });
+  }
+
+  setFatal(msg) {
+    if (!this.fatal) this.fatal = msg;
+    this.resolveFatal();
+    this.up = false;
+    this.notify();
+  }
+
+  // waitReady() -> ms it took, or null if no HTTP answer to HEAD PROBE_PATH
+  // came within READY_TIMEOUT_MS (or the process died). Any status counts.
+  async waitReady() {
+    const t0 = Date.now();
+    while (Date.now() - t0 < READY_TIMEOUT_MS) {
+      if (this.fatal) return null;
+      try {
+        await http(this.base, 'HEAD', PROBE_PATH);
+        if (this.fatal) return null;
+        this.gen++;
+        this.up = true;
+        this.notify();
+        return Date.now() - t0;
+      } catch { await sleep(50); }
+    }
+    return null;
+  }
+
+  // stop(signal) -> {code, signal} of the exit, or null if the process did
+  // not exit within EXIT_TIMEOUT_MS (it is then SIGKILLed).
+  async stop(signal) {
+    this.up = false;
+    this.expectExit = true;
+    this.notify();
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    const timeout = sleep(EXIT_TIMEOUT_MS).then(() => null);
+    const ex = await Promise.race([this.exited, timeout]);
+    if (ex === null) { this.child.kill('SIGKILL'); await this.exited; }
+    return ex;
+  }
+
+  // killNow(): last-resort SIGKILL, safe to call from a process 'exit' handler.
+  killNow() {
+    try {
+      if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
+        this.expectExit = true;
+        this.child.kill('SIGKILL');
+      }
+    } catch { /* nothing left to do */ }
+  }
+
+  logTail() {
+    try {
+      const lines = fs.readFileSync(this.logPath, 'utf8').split('\n');
+      return lines.slice(-LOG_TAIL_LINES).join('\n');
+    } catch (err) { return `(cannot read log: ${err.message})`; }
+  }
+}
+
+// waitRetryWindow(ctl, genAtSend) -> when a request sent in generation
+// genAtSend got no answer, resolves once it is sensible to retry:
+//   'restart'   - the server is up again in a newer generation (the request was
+//                 in doubt across a crash);
+//   'transient' - the server is still up in the same generation (after a backoff);
+//   'fatal'     - the test is giving up.
+async function waitRetryWindow(ctl, genAtSend) {
+  for (;;) {
+    if (ctl.fatal) return 'fatal';
+    if (ctl.up && ctl.gen > genAtSend) return 'restart';
+    if (ctl.up && ctl.gen === genAtSend) {
+      await sleep(TRANSIENT_BACKOFF_MS);
+      if (ctl.up && ctl.gen === genAtSend) return 'transient';
+      continue;
+    }
+    await ctl.changed();
+  }
+}
+
+// ------------------------------------------------------------------ writers
+
+// A Writer is one idempotent producer appending to one stream in a closed
+// loop. records[seq] = { body, msgs, acked } holds the exact body sent for seq
+// (msgs: the JSON messages, for JSON streams). Invariant: records[0..acked-1]
+// are acknowledged; at most the last record is not (only if the writer aborted).
+class Writer {
+  constructor({ stream, k, writersPerStream, seed }) {
+    this.stream = stream;
+    this.label = writersPerStream === 1 ? `w${stream.idx}` : `w${stream.idx}.${k}`;
+    this.wField = writersPerStream === 1 ? stream.idx : `${stream.idx}.${k}`; // "w" of JSON messages
+    this.rng = makeRng(deriveSeed(seed, 'writer', stream.idx, k));
+    this.records = [];
+    this.acked = 0;
+    this.issues = [];        // unexpected answers; make the stream's check fail
+    this.abortedAt = null;   // seq at which the writer gave up, if it did
+  }
+
+  headers(seq) {
+    return { 'Content-Type': this.stream.contentType, 'Producer-Id': this.label,
+      'Producer-Epoch': '0', 'Producer-Seq': String(seq) };
+  }
+
+  // makeRecord(seq) -> the next self-identifying record for this writer.
+  makeRecord(seq) {
+    if (!this.stream.json) {
+      return { body: Buffer.from(`<${this.label}:${seq}:${this.rng.hex(this.rng.int(0, BIN_PAD_MAX))}>`, 'latin1'), msgs: null, acked: false };
+    }
+    const msgs = [];
+    const n = this.rng.int(1, 3);
+    for (let j = 0; j < n; j++) msgs.push({ w: this.wField, n: seq, k: j, pad: this.rng.hex(this.rng.int(0, JSON_PAD_MAX)) });
+    return { body: JSON.stringify(msgs), msgs, acked: false };
+  }
+
+  // run(ctl, control, stats): append new records until control.stop is set.
+  // New requests are only started while the server is up; a request in doubt
+  // is finished (see deliver) before the loop looks at control.stop again.
+  async run(ctl, control, stats) {
+    while (!control.stop && !ctl.fatal) {
+      if (!ctl.up) { await ctl.changed(); continue; }
+      const seq = this.records.length;
+      const rec = this.makeRecord(seq);
+      this.records.push(rec);
+      if (!(await this.deliver(ctl, seq, rec, stats))) { this.abortedAt = seq; return; }
+      rec.acked = true;
+      this.acked++;
+    }
+  }
+
+  // deliver(ctl, seq, rec, stats) -> true once the server acknowledged rec:
+  // 200 on the first attempt, or 200/204 on a retry after a network failure.
+  // Retries always resend the same producer headers and body. Returns false
+  // (issue recorded) on any other answer, on too many transient failures, or
+  // when the test is giving up.
+  async deliver(ctl, seq, rec, stats) {
+    let failed = false;        // some earlier attempt got no answer
+    let crossedCrash = false;  // ... and the server was restarted since
+    let transient = 0;
+    for (;;) {
+      const genAtSend = ctl.gen;
+      let res;
+      try {
+        res = await http(ctl.base, 'POST', this.stream.path, { headers: this.headers(seq), body: rec.body });
+      } catch (err) {
+        if (!(err instanceof NetError)) throw err;
+        failed = true;
+        const why = await waitRetryWindow(ctl, genAtSend);
+        if (why === 'fatal') return false;
+        if (why === 'restart') crossedCrash = true;
+        if (why === 'transient') {
+          stats.transientRetries++;
+          if (++transient > MAX_TRANSIENT_RETRIES) {
+            this.issues.push(`${this.label} seq ${seq}: ${transient} network failures while the server was up (last: ${err.message})`);
+            return false;
+          }
+        }
+        continue;
+      }
+      const answeredGen = ctl.gen;
+      if (!failed) {
+        if (res.status === 200) return true;
+        this.issues.push(`${this.label} seq ${seq}: first attempt answered ${describeAnswer(res)}, expected 200`);
+        return false;
+      }
+      if (res.status === 200 || res.status === 204) {
+        if (crossedCrash) {
+          const r = stats.round(answeredGen);
+          if (res.status === 200) { stats.inDoubt200++; r.retry200++; } else { stats.inDoubt204++; r.retry204++; }
+        }
+        return true;
+      }
+      const msg = `${this.label} seq ${seq}: ${crossedCrash ? 'in-doubt retry after restart' : 'retry after network error'} answered ${describeAnswer(res)}, expected 200 or 204`;
+      this.issues.push(msg);
+      if (crossedCrash) stats.round(answeredGen).issues.push(msg);
+      return false;
+    }
+  }
+}
+
+// ------------------------------------------------------------- verification
+
+// readAll(base, stream) -> { data: Buffer (binary) | object[] (JSON messages),
+// nextOffset, pages } following catch-up GETs from offset -1 until a response
+// carries Stream-Up-To-Date: true. Returns { error } on any protocol problem:
+// non-200, missing/reserved/non-increasing Stream-Next-Offset, a JSON page
+// that is not an application/json array, no progress, or too many pages.
+async function readAll(base, stream) {
+  let offset = '-1';
+  const chunks = [];
+  const msgs = [];
+  for (let page = 1; page <= MAX_READ_PAGES; page++) {
+    let res;
+    try { res = await http(base, 'GET', `${stream.path}?offset=${encodeURIComponent(offset)}`); } catch (err) {
+      return { error: `GET offset=${offset}: no answer (${err.message})` };
+    }
+    const at = `GET offset=${offset} (page ${page})`;
+    if (res.status !== 200) return { error: `${at}: status ${describeAnswer(res)}, expected 200` };
+    const next = res.headers.get('stream-next-offset');
+    if (!next) return { error: `${at}: no Stream-Next-Offset` };
+    if (next === '-1' || next === 'now') return { error: `${at}: reserved Stream-Next-Offset ${next}` };
+    let hasData;
+    if (stream.json) {
+      const ct = res.headers.get('content-type') ?? '';
+      if (!/^application\/json\b/i.test(ct)) return { error: `${at}: Content-Type ${JSON.stringify(ct)}, expected application/json` };
+      let arr;
+      try { arr = JSON.parse(res.body.toString('utf8')); } catch (err) { return { error: `${at}: body is not JSON (${err.message})` }; }
+      if (!Array.isArray(arr)) return { error: `${at}: body is not a JSON array` };
+      for (const m of arr) msgs.push(m);
+      hasData = arr.length > 0;
+    } else {
+      chunks.push(res.body);
+      hasData = res.body.length > 0;
+    }
+    if (hasData && offset !== '-1' && !(next > offset)) {
+      return { error: `${at}: returned data but Stream-Next-Offset ${next} is not greater than ${offset} (section 8)` };
+    }
+    const upToDate = res.headers.get('stream-up-to-date') === 'true';
+    if (upToDate) return { data: stream.json ? msgs : Buffer.concat(chunks), nextOffset: next, pages: page };
+    if (!hasData && next === offset) return { error: `${at}: empty, not up to date, and no progress` };
+    offset = next;
+  }
+  return { error: `no Stream-Up-To-Date: true within ${MAX_READ_PAGES} pages` };
+}
+
+// canon(v) -> JSON text with object keys sorted (comparison independent of
+// member order and whitespace).
+function canon(v) {
+  if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
+const snippet = (buf, pos) => JSON.stringify(buf.subarray(Math.max(0, pos - 20), pos + 40).toString('latin1'));
+
+// compareBytes(expected: Buffer[], got: Buffer) -> issues. Exact equality
+// with the concatenation; on mismatch, reports the first differing byte and
+// the seq of the expected record that covers it.
+function compareBytes(label, expectedRecords, got) {
+  const expected = Buffer.concat(expectedRecords);
+  if (expected.equals(got)) return [];
+  const n = Math.min(expected.length, got.length);
+  let pos = 0;
+  while (pos < n && expected[pos] === got[pos]) pos++;
+  let seq = 0;
+  for (let off = 0; seq < expectedRecords.length && off + expectedRecords[seq].length <= pos; seq++) off += expectedRecords[seq].length;
+  return [`expected ${expected.length} bytes (${expectedRecords.length} records of ${label}), got ${got.length}; ` +
+    `first difference at byte ${pos} (in expected seq ${seq < expectedRecords.length ? seq : '<end>'}): ` +
+    `expected ${snippet(expected, pos)} got ${snippet(got, pos)}`];
+}
+
+// compareMessages(expected: object[], got: object[]) -> issues. Exact
+// equality of the message lists (canonical JSON per message).
+function compareMessages(expected, got) {
+  const n = Math.min(expected.length, got.length);
+  let i = 0;
+  while (i < n && canon(expected[i]) === canon(got[i])) i++;
+  if (i === n && expected.length === got.length) return [];
+  return [`expected ${expected.length} messages, got ${got.length}; first difference at message ${i}: ` +
+    `expected ${i < expected.length ? canon(expected[i]) : '<end>'} got ${i < got.length ? canon(got[i]).slice(0, 200) : '<end>'}`];
+}
+
+// splitBinaryRecords(buf) -> { units: [{ who, seq, bytes }], error }. Cuts a
+// binary stream into <label:seq:hex> records; error names the first byte that
+// does not start a well-formed record. (Used with several writers per stream.)
+function splitBinaryRecords(buf) {
+  const s = buf.toString('latin1');
+  const re = /<(w[0-9]+(?:\.[0-9]+)?):([0-9]+):[0-9a-f]*>/y;
+  const units = [];
+  for (let pos = 0; pos < s.length;) {
+    re.lastIndex = pos;
+    const m = re.exec(s);
+    if (!m) return { units, error: `no well-formed record at byte ${pos}: ${snippet(buf, pos)}` };
+    units.push({ who: m[1], seq: Number(m[2]), bytes: buf.subarray(pos, re.lastIndex) });
+    pos = re.lastIndex;
+  }
+  return { units, error: null };
+}
+
+// verifyInterleaved(stream, got) -> issues, for streams with several writers
+// (interleaving unknown): every byte/message belongs to exactly one writer
+// record, each request's JSON messages are contiguous, and each writer's
+// projection equals exactly what it had acknowledged, in seq order.
+function verifyInterleaved(stream, got) {
+  const issues = [];
+  const byWho = new Map(stream.writers.map((w) => [stream.json ? String(w.wField) : w.label, []]));
+  if (!stream.json) {
+    const { units, error } = splitBinaryRecords(got);
+    if (error) issues.push(error);
+    for (const u of units) {
+      if (!byWho.has(u.who)) { issues.push(`record from unknown writer ${u.who}`); continue; }
+      byWho.get(u.who).push(u.bytes);
+    }
+    for (const w of stream.writers) {
+      const want = w.records.slice(0, w.acked).map((r) => r.body);
+      issues.push(...compareBytes(w.label, want, Buffer.concat(byWho.get(w.label))).map((s) => `${w.label}: ${s}`));
+    }
+    return issues;
+  }
+  for (let i = 0; i < got.length;) {
+    const m = got[i];
+    const key = m && typeof m === 'object' ? String(m.w) : undefined;
+    const w = stream.writers.find((x) => String(x.wField) === key);
+    const rec = w && Number.isSafeInteger(m.n) ? w.records[m.n] : undefined;
+    if (!rec) { issues.push(`message ${i} is not from any writer record: ${canon(m).slice(0, 200)}`); i++; continue; }
+    const batch = got.slice(i, i + rec.msgs.length);
+    if (batch.length !== rec.msgs.length || batch.some((x, j) => x?.w !== m.w || x?.n !== m.n || x?.k !== j)) {
+      issues.push(`messages ${i}..: request ${w.label} seq ${m.n} (${rec.msgs.length} messages) is not contiguous`);
+    }
+    for (const x of batch) byWho.get(key).push(x);
+    i += batch.length;
+  }
+  for (const w of stream.writers) {
+    const want = w.records.slice(0, w.acked).flatMap((r) => r.msgs);
+    issues.push(...compareMessages(want, byWho.get(String(w.wField))).map((s) => `${w.label}: ${s}`));
+  }
+  return issues;
+}
+
+// verifyStream(base, stream) -> { issues, nextOffset }. The content check:
+// the writers saw no unexpected answer, and the catch-up read returns exactly
+// the acknowledged records, each once, in order.
+async function verifyStream(base, stream) {
+  const issues = [];
+  for (const w of stream.writers) {
+    issues.push(...w.issues);
+    if (w.abortedAt !== null) issues.push(`${w.label} aborted at seq ${w.abortedAt}; expecting its ${w.acked} acknowledged records`);
+  }
+  const read = await readAll(base, stream);
+  if (read.error) return { issues: [...issues, read.error], nextOffset: null };
+  if (stream.writers.length === 1) {
+    const w = stream.writers[0];
+    const want = w.records.slice(0, w.acked);
+    issues.push(...(stream.json
+      ? compareMessages(want.flatMap((r) => r.msgs), read.data)
+      : compareBytes(w.label, want.map((r) => r.body), read.data)));
+  } else {
+    issues.push(...verifyInterleaved(stream, read.data));
+  }
+  return { issues, nextOffset: read.nextOffset };
+}
+
+// verifyDedup(base, writer) -> issues. Resends the writer's last acknowledged
+// request; the producer state must still know it: 204, and Producer-Seq (if
+// sent) equal to that seq.
+async function verifyDedup(base, w) {
+  if (w.acked === 0) return [`${w.label} has no acknowledged append to duplicate`];
+  const seq = w.acked - 1;
+  let res;
+  try { res = await http(base, 'POST', w.stream.path, { headers: w.headers(seq), body: w.records[seq].body }); } catch (err) {
+    return [`duplicate of seq ${seq}: no answer (${err.message})`];
+  }
+  const issues = [];
+  if (res.status !== 204) issues.push(`duplicate of seq ${seq} answered ${describeAnswer(res)}, expected 204`);
+  const ps = res.headers.get('producer-seq');
+  if (res.status === 204 && ps !== null && ps !== String(seq)) issues.push(`duplicate of seq ${seq}: Producer-Seq ${ps}, expected ${seq}`);
+  return issues;
+}
+
+// verifyHead(base, stream, nextOffset) -> issues. HEAD must answer 200 with
+// Stream-Next-Offset equal to the tail the catch-up read reached.
+async function verifyHead(base, stream, nextOffset) {
+  if (nextOffset === null) return ['no tail offset to compare with (the read failed)'];
+  let res;
+  try { res = await http(base, 'HEAD', stream.path); } catch (err) { return [`HEAD: no answer (${err.message})`]; }
+  if (res.status !== 200) return [`HEAD answered ${res.status}, expected 200`];
+  const got = res.headers.get('stream-next-offset');
+  return got === nextOffset ? [] : [`HEAD Stream-Next-Offset ${JSON.stringify(got)}, read ended at ${JSON.stringify(nextOffset)}`];
+}
+
+// --------------------------------------------------------------------- main
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  console.log(`# seed ${opts.seed} (rerun with --seed ${opts.seed}); rounds ${opts.rounds}, streams ${opts.streams}, ` +
+    `writers per stream ${opts.writersPerStream}, timeout ${opts.timeoutMs} ms`);
+
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-crash-'));
+  const dataDir = path.join(tmp, 'data');
+  fs.mkdirSync(dataDir);
+  const logPath = path.join(tmp, 'server.log');
+  const ctl = new ServerCtl({ bin: opts.bin, port: await freePort(), dataDir, logPath });
+  const rng = makeRng(deriveSeed(opts.seed, 'controller'));
+  const stats = {
+    inDoubt200: 0, inDoubt204: 0, transientRetries: 0, rounds: new Map(),
+    round(gen) { // per-generation counters; gen g+1 follows round g's restart
+      if (!this.rounds.has(gen)) this.rounds.set(gen, { retry200: 0, retry204: 0, issues: [] });
+      return this.rounds.get(gen);
+    },
+  };
+  let phase = 'startup';
+  let writers = [];
+
+  // finish(): stats, summary line, cleanup; the only way out after setup.
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    const acked = writers.reduce((a, w) => a + w.acked, 0);
+    const bytes = writers.reduce((a, w) => a + w.records.slice(0, w.acked).reduce((b, r) => b + r.body.length, 0), 0);
+    console.log(`# rounds completed: ${Math.max(0, Math.min(opts.rounds, ctl.gen - 1))} of ${opts.rounds}`);
+    console.log(`# acknowledged appends: ${acked} (${bytes} body bytes) by ${writers.length} writers`);
+    console.log(`# in-doubt retries after restart: ${stats.inDoubt200} answered 200 (not applied before the crash), ` +
+      `${stats.inDoubt204} answered 204 (applied before the crash)`);
+    console.log(`# transient network retries while the server was up: ${stats.transientRetries}`);
+    ctl.killNow();
+    if (checks.failed > 0) {
+      console.log(`# server log tail (${logPath}):\n${ctl.logTail().replace(/^/gm, '#   ')}`);
+      console.log(`# kept temp dir: ${tmp}`);
+    } else {
+      try { fs.rmSync(tmp, { recursive: true, force: true }); } catch (err) { console.log(`# could not remove ${tmp}: ${err.message}`); }
+    }
+    console.log(`${checks.passed} passed, ${checks.failed} failed`);
+    process.exit(checks.failed === 0 ? 0 : 1);
+  };
+
+  process.on('exit', () => ctl.killNow());
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => { check('interrupted', [`received ${sig} during ${phase}`]); finish(); });
+  }
+  setTimeout(() => { check('overall timeout', [`exceeded ${opts.timeoutMs} ms during ${phase}`]); finish(); }, opts.timeoutMs).unref();
+
+  // fatalCheck(): if the server died on its own, count it and stop here.
+  const fatalCheck = () => { if (ctl.fatal) { check(`server (${phase})`, [ctl.fatal]); finish(); } };
+  const sleepWatch = (ms) => Promise.race([sleep(ms), ctl.fatalSeen]); // sleep, cut short if the server dies
+
+  try {
+    // 1. start
+    ctl.start();
+    const t0 = await ctl.waitReady();
+    if (!check('startup: server answers within 10 s', t0 === null ? [ctl.fatal ?? 'no HTTP answer within 10 s'] : [])) finish();
+
+    // 2. create streams
+    phase = 'create';
+    const streams = [];
+    for (let i = 0; i < opts.streams; i++) {
+      const json = i % 2 === 1;
+      streams.push({ idx: i, json, path: `/v1/stream/crash/s${i}`, contentType: json ? 'application/json' : 'application/octet-stream', writers: [] });
+    }
+    const createIssues = [];
+    for (const s of streams) {
+      try {
+        const res = await http(ctl.base, 'PUT', s.path, { headers: { 'Content-Type': s.contentType } });
+        if (res.status !== 201) createIssues.push(`PUT ${s.path} answered ${describeAnswer(res)}, expected 201`);
+      } catch (err) { createIssues.push(`PUT ${s.path}: no answer (${err.message})`); }
+    }
+    if (!check(`create ${streams.length} streams`, createIssues)) finish();
+
+    // 3. writers
+    phase = 'writing';
+    for (const s of streams) {
+      for (let k = 0; k < opts.writersPerStream; k++) s.writers.push(new Writer({ stream: s, k, writersPerStream: opts.writersPerStream, seed: opts.seed }));
+    }
+    writers = streams.flatMap((s) => s.writers);
+    const control = { stop: false };
+    const runs = writers.map((w) => w.run(ctl, control, stats).catch((err) => { w.issues.push(`internal error: ${err.stack}`); w.abortedAt = w.records.length - 1; }));
+
+    // 4. crash rounds
+    const roundIssues = [];
+    for (let r = 1; r <= opts.rounds; r++) {
+      phase = `round ${r}`;
+      const delay = rng.int(KILL_DELAY_MIN_MS, KILL_DELAY_MAX_MS);
+      await sleepWatch(delay);
+      fatalCheck();
+      const issues = [];
+      const ackedBefore = writers.reduce((a, w) => a + w.acked, 0);
+      const ex = await ctl.stop('SIGKILL');
+      if (ex === null) issues.push(`server did not exit within ${EXIT_TIMEOUT_MS / 1000} s of SIGKILL`);
+      else if (ex.signal !== 'SIGKILL') issues.push(`server exit code=${ex.code} signal=${ex.signal}, expected signal SIGKILL`);
+      ctl.start();
+      const ready = await ctl.waitReady();
+      console.log(`# round ${r}: SIGKILL after ${delay} ms (${ackedBefore} appends acknowledged so far), ` +
+        `restart ${ready === null ? 'FAILED' : `ready in ${ready} ms`}`);
+      roundIssues[r] = issues;
+      if (ready === null) {
+        issues.push(ctl.fatal ?? `no HTTP answer within ${READY_TIMEOUT_MS / 1000} s of restart`);
+        check(`round ${r}: SIGKILL, restart, in-doubt retries`, issues);
+        finish();
+      }
+    }
+    phase = 'stopping writers';
+    await sleepWatch(TAIL_AFTER_LAST_ROUND_MS);
+    control.stop = true;
+    const stopped = await Promise.race([Promise.all(runs).then(() => true), sleep(WRITER_STOP_TIMEOUT_MS).then(() => false)]);
+    fatalCheck();
+    if (!stopped) { check('writers stop', [`writers still busy ${WRITER_STOP_TIMEOUT_MS / 1000} s after stop`]); finish(); }
+    for (let r = 1; r <= opts.rounds; r++) {
+      const g = stats.round(r + 1);
+      console.log(`# round ${r}: in-doubt retries answered 200: ${g.retry200}, 204: ${g.retry204}`);
+      check(`round ${r}: SIGKILL, restart, in-doubt retries`, [...roundIssues[r], ...g.issues]);
+    }
+
+    // 5. graceful stop and final restart
+    phase = 'graceful stop';
+    const ex = await ctl.stop('SIGTERM');
+    check('graceful stop: SIGTERM -> exit code 0 within 10 s',
+      ex === null ? [`no exit within ${EXIT_TIMEOUT_MS / 1000} s (SIGKILLed)`]
+        : ex.code === 0 ? [] : [`exit code=${ex.code} signal=${ex.signal}`]);
+    phase = 'final restart';
+    ctl.start();
+    const tf = await ctl.waitReady();
+    if (!check('final restart: server answers within 10 s', tf === null ? [ctl.fatal ?? 'no HTTP answer within 10 s'] : [])) finish();
+
+    // 6. verification
+    phase = 'verification';
+    for (const s of streams) {
+      const { issues, nextOffset } = await verifyStream(ctl.base, s);
+      check(`content ${s.path} (${s.json ? 'json' : 'binary'})`, issues);
+      for (const w of s.writers) check(`dedup ${s.path} ${w.label}`, await verifyDedup(ctl.base, w));
+      check(`head ${s.path}`, await verifyHead(ctl.base, s, nextOffset));
+    }
+    fatalCheck();
+    phase = 'final stop';
+    await ctl.stop('SIGTERM');
+  } catch (err) {
+    check(`internal error (${phase})`, [err.stack ?? String(err)]);
+  }
+  finish();
+}
+
+main().catch((err) => {
+  console.log(`FAIL internal error: ${err.stack ?? err}`);
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+});
