@@ -360,6 +360,7 @@ static void enqueue(rn_stream *s, rn_op *op) {
 
 /* Starts the deletion of an expired stream (an internal mutation). */
 static void expire_done(rn_op *op) {
+    rn_buf_free(&op->head);
     free(op);
 }
 

@@ -191,6 +191,7 @@ static int serve(int argc, char **argv) {
 
     rn_engine_close(s.engine);
     rn_surface_free(s.surface);
+    rn_http_free(s.http);
     uv_loop_close(s.loop);
     close(lock_fd);
     log_line("stopped");

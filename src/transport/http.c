@@ -28,7 +28,6 @@ struct rn_http_server {
     rn_conn *conns; /* doubly linked list of open connections */
     size_t conn_count;
     int stopping;
-    int closed;
 };
 
 /* A header's position inside req->raw while it is being received. */
@@ -686,5 +685,8 @@ void rn_http_close(rn_http_server *srv) {
         next = c->next;
         conn_close(c);
     }
-    srv->closed = 1;
+}
+
+void rn_http_free(rn_http_server *srv) {
+    free(srv);
 }

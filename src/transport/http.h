@@ -92,9 +92,11 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
 void rn_http_stop_accepting(rn_http_server *srv);
 /* Connections still open (idle ones excluded once stopping). */
 size_t rn_http_active_connections(const rn_http_server *srv);
-/* Closes every connection and the listener; the server is freed when all
- * handles are closed (run the loop after calling this). */
+/* Closes every connection and the listener (run the loop afterwards so the
+ * handles finish closing). */
 void rn_http_close(rn_http_server *srv);
+/* Frees the server once the loop has finished closing its handles. */
+void rn_http_free(rn_http_server *srv);
 
 /* First header with this name (case-insensitive), or NULL. *count (if not
  * NULL) receives how many headers have the name. */

@@ -18,7 +18,7 @@
  * non-ASCII bytes. Non-ASCII runs are validated sequence by sequence against
  * the RFC 3629 lead-byte/second-byte ranges.
  */
-#include "json_text.h"
+#include "util/json_text.h"
 
 #include <string.h>
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds Runnel. Usage: scripts/build.sh [plain|asan]...  (default: plain)
+#   plain -> build/       optimized with debug info
+#   asan  -> build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- plain
+for kind in "$@"; do
+  case "$kind" in
+    plain) dir=build; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+    asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DRUNNEL_SANITIZE=ON) ;;
+    *) echo "build: unknown kind $kind" >&2; exit 2 ;;
+  esac
+  cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+  cmake --build "$dir" -j "$(nproc)" 2>&1 | grep -Ev '^\[|^make|^Consolidate|^Scanning|^-- ' || true
+  test -x "$dir/runnel" || { echo "build: $dir/runnel missing" >&2; exit 1; }
+  echo "build: $dir ok"
+done

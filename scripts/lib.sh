@@ -1,0 +1,36 @@
+# Shared helpers for the test scripts (sourced, not run).
+
+# Prints a free TCP port on 127.0.0.1.
+free_port() {
+  node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# start_server BIN DATA_DIR PORT LOG [extra serve flags...]: starts runnel in
+# the background, sets SERVER_PID, and waits (10 s at most) until it answers.
+start_server() {
+  local bin=$1 data=$2 port=$3 log=$4
+  shift 4
+  "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" "$@" >"$log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    if curl -s -o /dev/null "http://127.0.0.1:$port/v1/stream/__probe" 2>/dev/null; then return 0; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited early:"; cat "$log"; return 1; }
+    sleep 0.1
+  done
+  echo "server did not answer within 10 s"; cat "$log"; return 1
+}
+
+# stop_server LOG: SIGTERM, expect exit 0 within 15 s and no sanitizer report.
+stop_server() {
+  local log=$1 rc=0
+  kill -TERM "$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 150); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "server did not stop within 15 s of SIGTERM"; kill -KILL "$SERVER_PID"; rc=1
+  fi
+  wait "$SERVER_PID" || rc=$?
+  if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$log"; then
+    echo "sanitizer report in server log:"; grep -A30 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$log" | head -60; rc=1
+  fi
+  return "$rc"
+}

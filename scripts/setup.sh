@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything Runnel needs to build and test on Debian 12: the C
+# toolchain and libraries from apt, Node.js (>= 20, for the conformance
+# suite's vitest) and the npm test dependencies. Safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+APT_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp libcmocka-dev)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+node_major() { command -v node >/dev/null && node -p 'process.versions.node.split(".")[0]' || echo 0; }
+if [ "$(node_major)" -lt 20 ] && ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "$(node_major)" -lt 20 ]; then
+  # Debian 12 ships Node 18; vitest 4 needs 20+. The npm registry's "node"
+  # package carries the official binary.
+  echo "setup: installing Node.js 20 from the npm registry"
+  $SUDO npm install -g --no-audit --no-fund node@20 >/dev/null
+  hash -r
+fi
+if [ ! -d tests/conformance/node_modules/@durable-streams/server-conformance-tests ] ||
+   [ ! -d tests/conformance/node_modules/vitest ]; then
+  echo "setup: installing the conformance suite (npm ci)"
+  (cd tests/conformance && npm ci --no-audit --no-fund >/dev/null)
+fi
+echo "setup: ok"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Sets everything up, builds (plain and ASan+UBSan), and runs every test:
+# unit tests (ctest/cmocka), the official conformance suite and the crash
+# test, each against both builds. Ends with "N passed, M failed" over all
+# test cases; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || exit 1
+scripts/build.sh plain asan || exit 1
+
+passed=0
+failed=0
+logdir=$(mktemp -d)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+# count LABEL PASSED FAILED STATUS: adds a step's counts; a step that failed
+# without reporting failures counts as one failure.
+count() {
+  local label=$1 p=${2:-0} f=${3:-0} status=$4
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  printf '== %-34s %5d passed, %d failed\n' "$label" "$p" "$f"
+}
+
+run_unit() {
+  local build=$1 log="$logdir/unit-$1.log"
+  (cd "$build" && ctest --output-on-failure -V) >"$log" 2>&1
+  local status=$?
+  local p f
+  p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
+  f=$(grep -oE '\[  FAILED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
+  [ "$status" -eq 0 ] || tail -50 "$log"
+  count "unit tests ($build)" "$p" "$f" "$status"
+}
+
+run_conformance() {
+  local build=$1 log="$logdir/conformance-$1.log"
+  scripts/conformance.sh "$build" >"$log" 2>&1
+  local status=$?
+  local line p f
+  line=$(grep -E '^\s+Tests\s' "$log" | tail -1)
+  p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
+  f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0)
+  [ "$status" -eq 0 ] || grep -E 'FAIL|✗|×|AssertionError|Error:|server' "$log" | head -60
+  count "conformance suite ($build)" "${p:-0}" "${f:-0}" "$status"
+}
+
+run_crash() {
+  local build=$1 log="$logdir/crash-$1.log"
+  shift
+  node tests/crash/crash_test.mjs --bin "$build/runnel" "$@" >"$log" 2>&1
+  local status=$?
+  local line p f
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  p=$(echo "$line" | awk '{print $1}')
+  f=$(echo "$line" | awk '{print $3}')
+  [ "$status" -eq 0 ] || tail -40 "$log"
+  count "crash test ($build)" "${p:-0}" "${f:-0}" "$status"
+}
+
+run_unit build
+run_unit build-asan
+run_conformance build
+run_conformance build-asan
+run_crash build --rounds 6
+run_crash build-asan --rounds 3
+
+rm -rf "$logdir"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
