@@ -55,10 +55,28 @@ struct rn_engine {
     uint64_t next_id;
     uint64_t log_bytes_at_checkpoint;
     checkpoint_job *checkpoint; /* in flight, or NULL */
-    int ops_in_log;             /* mutations submitted, not yet applied */
+    struct {
+        rn_stream_observer fn;
+        void *arg;
+    } observers[RN_ENGINE_MAX_OBSERVERS];
+    int observer_count;
+    int ops_in_log; /* mutations submitted, not yet applied */
 };
 
 static void run_op(rn_engine *e, rn_op *op);
+
+static void notify(rn_engine *e, rn_stream *s, rn_stream_event ev) {
+    for (int i = 0; i < e->observer_count; i++)
+        e->observers[i].fn(s, ev, e->observers[i].arg);
+}
+
+void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
+    if (e->observer_count == RN_ENGINE_MAX_OBSERVERS)
+        abort(); /* a wiring error, not a runtime condition */
+    e->observers[e->observer_count].fn = fn;
+    e->observers[e->observer_count].arg = arg;
+    e->observer_count++;
+}
 
 /* ---- content types and helpers ---- */
 
@@ -139,8 +157,8 @@ static void stream_free(rn_stream *s) {
 static void stream_destroy(rn_engine *e, rn_stream *s, int remove_file) {
     rn_map_remove(&e->by_path, s->path, s->path_len);
     rn_map_remove(&e->by_id, &s->id, sizeof s->id);
-    if (e->cfg.on_remove && !s->pending_create)
-        e->cfg.on_remove(s, e->cfg.hook_arg);
+    if (!s->pending_create)
+        notify(e, s, RN_STREAM_REMOVED);
     if (remove_file)
         rn_store_remove(e->store, s->id);
     rn_op *q = s->queue_head;
@@ -343,8 +361,8 @@ static void on_logged(rn_wal_entry *entry, int status) {
     uint64_t id = s->id;
     finish(op, op->kind == RN_OP_CREATE ? RN_OK_CREATED : RN_OK_APPENDED, s);
     s = rn_map_get(&e->by_id, &id, sizeof id);
-    if (s && e->cfg.on_change)
-        e->cfg.on_change(s, e->cfg.hook_arg);
+    if (s)
+        notify(e, s, c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED);
     drain_queue(e, id);
 }
 
@@ -575,6 +593,17 @@ rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
         return NULL;
     }
     return s;
+}
+
+void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg) {
+    int64_t now = rn_now_ms();
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (!s->pending_create && !stream_expired(s, now))
+            fn(s, arg);
+    }
 }
 
 void rn_engine_touch(rn_engine *e, rn_stream *s) {

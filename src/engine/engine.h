@@ -148,11 +148,17 @@ typedef struct {
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes; /* checkpoint after this much log */
     int max_open_files;
-    /* Live-read hooks: a stream's data or closure changed / it is going away. */
-    void (*on_change)(rn_stream *s, void *arg);
-    void (*on_remove)(rn_stream *s, void *arg);
-    void *hook_arg;
 } rn_engine_config;
+
+/* What observers hear about applied changes (never during recovery). */
+typedef enum {
+    RN_STREAM_CREATED, /* a create was applied */
+    RN_STREAM_CHANGED, /* data appended and/or the stream closed */
+    RN_STREAM_REMOVED, /* about to disappear (deleted or expired) */
+} rn_stream_event;
+
+typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
+#define RN_ENGINE_MAX_OBSERVERS 4
 
 typedef struct {
     uint64_t streams;
@@ -165,6 +171,14 @@ typedef struct {
  * Returns NULL with a message in err on failure. */
 rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
                           char *err, size_t errcap);
+
+/* Registers an observer of applied stream changes (live reads,
+ * subscriptions). Observers run on the loop thread in registration order. */
+void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg);
+
+/* Calls fn for every visible stream (applied, not expired). fn must not
+ * mutate the engine. */
+void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg);
 
 /* Starts a mutation; op->done is called exactly once, possibly before this
  * returns. The op must stay valid until then. */

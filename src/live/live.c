@@ -34,20 +34,19 @@ void rn_live_remove(rn_waiter *w) {
     waiter_count--;
 }
 
-void rn_live_notify(rn_stream *s, void *arg) {
+void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg) {
     (void)arg;
-    for (rn_waiter *w = s->waiters, *next; w; w = next) {
-        next = w->next;
-        w->fn(w, RN_LIVE_CHANGED);
-    }
-}
-
-void rn_live_stream_removed(rn_stream *s, void *arg) {
-    (void)arg;
-    while (s->waiters) {
-        rn_waiter *w = s->waiters;
-        rn_live_remove(w);
-        w->fn(w, RN_LIVE_REMOVED);
+    if (ev == RN_STREAM_CHANGED) {
+        for (rn_waiter *w = s->waiters, *next; w; w = next) {
+            next = w->next;
+            w->fn(w, RN_LIVE_CHANGED);
+        }
+    } else if (ev == RN_STREAM_REMOVED) {
+        while (s->waiters) {
+            rn_waiter *w = s->waiters;
+            rn_live_remove(w);
+            w->fn(w, RN_LIVE_REMOVED);
+        }
     }
 }
 

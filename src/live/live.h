@@ -1,9 +1,9 @@
 /*
  * live.h — waiters for stream changes (parked long-polls and SSE readers).
  *
- * Each stream keeps an intrusive list of waiters. The engine's change hook
- * calls rn_live_notify() after an append or close is applied, and its removal
- * hook calls rn_live_stream_removed() before a stream disappears. A waiter's
+ * Each stream keeps an intrusive list of waiters. rn_live_observer(),
+ * registered with the engine, wakes them after an append or close is
+ * applied, and tells them (and unregisters them) before a stream disappears. A waiter's
  * callback may remove itself (or leave itself registered to keep waiting).
  */
 #ifndef RN_LIVE_H
@@ -26,9 +26,8 @@ struct rn_waiter {
 void rn_live_add(rn_stream *s, rn_waiter *w, rn_waiter_fn fn);
 /* Unregisters w if registered. */
 void rn_live_remove(rn_waiter *w);
-/* Engine hooks (rn_engine_config.on_change / on_remove). */
-void rn_live_notify(rn_stream *s, void *arg);
-void rn_live_stream_removed(rn_stream *s, void *arg);
+/* The engine observer (rn_engine_observe) that wakes waiters. */
+void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg);
 /* Number of registered waiters (for limits and metrics). */
 size_t rn_live_count(void);
 

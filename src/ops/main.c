@@ -138,9 +138,7 @@ static int serve(int argc, char **argv) {
     rn_engine_config ec = {.data_dir = s.cfg.data_dir,
                            .wal_segment_bytes = s.cfg.wal_segment_bytes,
                            .checkpoint_bytes = s.cfg.checkpoint_bytes,
-                           .max_open_files = (int)s.cfg.max_open_files,
-                           .on_change = rn_live_notify,
-                           .on_remove = rn_live_stream_removed};
+                           .max_open_files = (int)s.cfg.max_open_files};
     rn_recovery_stats stats;
     s.engine = rn_engine_open(s.loop, &ec, &stats, err, sizeof err);
     if (!s.engine) {
@@ -153,6 +151,7 @@ static int serve(int argc, char **argv) {
              (unsigned long long)stats.records_replayed, (unsigned long long)stats.torn_bytes,
              (unsigned long long)(rn_mono_ms() - t0));
 
+    rn_engine_observe(s.engine, rn_live_observer, NULL);
     rn_surface_config sc = {.long_poll_timeout_ms = s.cfg.long_poll_timeout_ms,
                             .sse_max_duration_ms = s.cfg.sse_max_duration_ms,
                             .max_read_bytes = s.cfg.max_read_bytes,
