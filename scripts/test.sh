@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, builds (plain and ASan+UBSan), and runs every test:
-# unit tests (ctest/cmocka), the official conformance suite and the crash
-# test, each against both builds. Ends with "N passed, M failed" over all
+# unit tests (ctest/cmocka), the official conformance suite, the black-box
+# tests (node --test tests/blackbox) and the crash test, each against both
+# builds. Ends with "N passed, M failed" over all
 # test cases; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,17 @@ run_conformance() {
   count "conformance suite ($build)" "${p:-0}" "${f:-0}" "$status"
 }
 
+run_blackbox() {
+  local build=$1 log="$logdir/blackbox-$1.log"
+  RUNNEL_BIN="$build/runnel" node --test tests/blackbox/ >"$log" 2>&1
+  local status=$?
+  local p f
+  p=$(grep -E '^# pass [0-9]+' "$log" | awk '{print $3}')
+  f=$(grep -E '^# fail [0-9]+' "$log" | awk '{print $3}')
+  [ "$status" -eq 0 ] || grep -B2 -A25 'not ok' "$log" | head -80
+  count "black-box tests ($build)" "${p:-0}" "${f:-0}" "$status"
+}
+
 run_crash() {
   local build=$1 log="$logdir/crash-$1.log"
   shift
@@ -64,6 +76,8 @@ run_unit build
 run_unit build-asan
 run_conformance build
 run_conformance build-asan
+run_blackbox build
+run_blackbox build-asan
 run_crash build --rounds 6
 run_crash build-asan --rounds 3
 

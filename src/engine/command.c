@@ -16,6 +16,8 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
         rn_buf_append_u64(b, (uint64_t)c->ttl_s);
         rn_buf_append_u64(b, (uint64_t)c->expires_at_ms);
         rn_buf_append_u8(b, c->close);
+        rn_buf_append_u64(b, c->source_id);
+        rn_buf_append_u64(b, c->offset);
         rn_buf_append_u64(b, c->data_len);
         break;
     case RN_CMD_APPEND:
@@ -51,6 +53,8 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
         c->ttl_s = (int64_t)rn_read_u64(&r);
         c->expires_at_ms = (int64_t)rn_read_u64(&r);
         c->close = rn_read_u8(&r);
+        c->source_id = rn_read_u64(&r);
+        c->offset = rn_read_u64(&r);
         c->data_len = rn_read_u64(&r);
         break;
     case RN_CMD_APPEND:

@@ -9,7 +9,9 @@
  * Record layout (little-endian): u8 type, u64 stream id, i64 time (ms),
  * then per type:
  *   CREATE: lstr path, lstr content type, i64 ttl seconds (-1 none),
- *           i64 expires-at ms (-1 none), u8 closed, u64 data length
+ *           i64 expires-at ms (-1 none), u8 closed, u64 source stream id
+ *           (0: not a fork), u64 offset (fork offset: where the stream's
+ *           own data starts), u64 data length
  *   APPEND: u64 offset, u8 close, u8 has_producer [lstr id, u64 epoch,
  *           u64 seq], u8 has_seq [lstr seq], u64 data length
  *   DELETE: nothing
@@ -37,9 +39,11 @@ typedef struct {
     size_t content_type_len;
     int64_t ttl_s;         /* -1: none */
     int64_t expires_at_ms; /* -1: none */
+    uint64_t source_id;    /* fork source, 0 for none */
     /* CREATE and APPEND */
     uint8_t close;
-    uint64_t offset; /* APPEND: where data starts (the tail before it) */
+    uint64_t offset; /* where data starts: the tail before an append, the
+                        fork offset of a create (0 unless a fork) */
     const uint8_t *data;
     size_t data_len;
     /* APPEND: idempotent producer tuple and Stream-Seq */

@@ -152,22 +152,39 @@ static void stream_free(rn_stream *s) {
     free(s);
 }
 
-/* Removes a stream from the maps, tells live readers, frees it, and re-runs
- * the mutations that were waiting on it (they now see no stream). */
-static void stream_destroy(rn_engine *e, rn_stream *s, int remove_file) {
+/* Removes a stream from the maps, tells observers (unless it is already
+ * soft-deleted, when they were told then), frees it, releases its fork
+ * source (cleaning that up too if it was soft-deleted and this was its last
+ * fork, and so on up the chain), and re-runs the mutations that were waiting
+ * on it (they now see no stream). */
+static void stream_destroy(rn_engine *e, rn_stream *s, int remove_files) {
     rn_map_remove(&e->by_path, s->path, s->path_len);
     rn_map_remove(&e->by_id, &s->id, sizeof s->id);
-    if (!s->pending_create)
+    if (!s->pending_create && !s->soft_deleted)
         notify(e, s, RN_STREAM_REMOVED);
-    if (remove_file)
+    if (remove_files)
         rn_store_remove(e->store, s->id);
     rn_op *q = s->queue_head;
+    rn_stream *source = s->source;
     stream_free(s);
+    if (source && --source->refcount == 0 && source->soft_deleted)
+        stream_destroy(e, source, 1);
     while (q) {
         rn_op *next = q->next_queued;
         run_op(e, q);
         q = next;
     }
+}
+
+/* Deletes a stream: soft while forks still read it (its path then answers
+ * 410 and blocks re-creation), else for good. */
+static void stream_delete(rn_engine *e, rn_stream *s) {
+    if (s->refcount > 0) {
+        s->soft_deleted = 1;
+        notify(e, s, RN_STREAM_REMOVED);
+        return;
+    }
+    stream_destroy(e, s, 1);
 }
 
 static void set_producer(rn_stream *s, const char *id, size_t len, uint64_t epoch, uint64_t seq,
@@ -185,6 +202,8 @@ static void set_producer(rn_stream *s, const char *id, size_t len, uint64_t epoc
 }
 
 static int stream_expired(const rn_stream *s, int64_t now) {
+    if (s->soft_deleted)
+        return 0;
     if (s->expires_at_ms >= 0 && now >= s->expires_at_ms)
         return 1;
     if (s->ttl_s >= 0 && now >= s->last_access_ms + s->ttl_s * 1000)
@@ -193,6 +212,21 @@ static int stream_expired(const rn_stream *s, int64_t now) {
 }
 
 /* ---- apply: the state machine (shared by live commits and replay) ---- */
+
+/* Writes a command's data at c->offset, records the append in the index and
+ * advances the tail. */
+static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c) {
+    if (!c->data_len)
+        return 0;
+    int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
+    if (rc == 0)
+        rc = rn_store_index_set(e->store, s->id, s->appends, c->offset + c->data_len);
+    if (rc < 0)
+        return rc;
+    s->appends++;
+    s->tail = c->offset + c->data_len;
+    return 0;
+}
 
 static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
     switch (c->type) {
@@ -205,6 +239,15 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
             s = stream_new(e, c->stream_id, c->path, c->path_len, c->content_type,
                            c->content_type_len);
         }
+        if (c->source_id) {
+            rn_stream *src = rn_map_get(&e->by_id, &c->source_id, sizeof c->source_id);
+            if (!src)
+                return -EINVAL;
+            s->source = src;
+            s->fork_offset = c->offset;
+            s->fork_depth = src->fork_depth + 1;
+            src->refcount++;
+        }
         s->pending_create = 0;
         s->ttl_s = c->ttl_s;
         s->expires_at_ms = c->expires_at_ms;
@@ -212,24 +255,16 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
         s->last_access_ms = c->time_ms;
         s->closed = c->close;
         s->touched = 1;
-        if (c->data_len) {
-            int rc = rn_store_write(e->store, s->id, c->data, c->data_len, 0);
-            if (rc < 0)
-                return rc;
-        }
-        s->tail = c->data_len;
-        return 0;
+        s->tail = c->offset;
+        return store_data(e, s, c);
     }
     case RN_CMD_APPEND: {
         rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
         if (!s)
             return -ENOENT;
-        if (c->data_len) {
-            int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
-            if (rc < 0)
-                return rc;
-        }
-        s->tail = c->offset + c->data_len;
+        int rc = store_data(e, s, c);
+        if (rc < 0)
+            return rc;
         s->touched = 1;
         if (c->has_producer)
             set_producer(s, c->producer_id, c->producer_id_len, c->producer_epoch, c->producer_seq,
@@ -255,11 +290,66 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
     case RN_CMD_DELETE: {
         rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
         if (s)
-            stream_destroy(e, s, 1);
+            stream_delete(e, s);
         return 0;
     }
     }
     return -EINVAL;
+}
+
+/* ---- reading through fork chains ---- */
+
+/* Copies the stream's bytes [off, off+len) into out, taking positions below
+ * a fork's fork_offset from its source chain. The range must lie below the
+ * tail. Returns 0 or -errno. */
+static int read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
+    while (len > 0 && off < s->fork_offset) {
+        uint64_t inherited = s->fork_offset - off;
+        size_t n = inherited < len ? (size_t)inherited : len;
+        int rc = read_range(e, s->source, off, n, out);
+        if (rc < 0)
+            return rc;
+        off += n;
+        out += n;
+        len -= n;
+    }
+    if (len == 0)
+        return 0;
+    ssize_t got = rn_store_read(e->store, s->id, out, len, off);
+    if (got < 0)
+        return (int)got;
+    return (size_t)got == len ? 0 : -EIO;
+}
+
+/* Finds the append holding position x (< tail) as seen by s: [start, end).
+ * An inherited append is cut at the fork offset. Returns 0 or -errno. */
+static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *start,
+                       uint64_t *end) {
+    if (x < s->fork_offset) {
+        int rc = find_append(e, s->source, x, start, end);
+        if (rc == 0 && *end > s->fork_offset)
+            *end = s->fork_offset;
+        return rc;
+    }
+    uint64_t lo = 0, hi = s->appends, v;
+    while (lo < hi) { /* first entry whose end is past x */
+        uint64_t mid = lo + (hi - lo) / 2;
+        int rc = rn_store_index_get(e->store, s->id, mid, &v);
+        if (rc < 0)
+            return rc;
+        if (v > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo == s->appends)
+        return -ERANGE;
+    int rc = rn_store_index_get(e->store, s->id, lo, end);
+    if (rc == 0 && lo > 0)
+        rc = rn_store_index_get(e->store, s->id, lo - 1, start);
+    else if (rc == 0)
+        *start = s->fork_offset;
+    return rc;
 }
 
 /* ---- the mutation pipeline ---- */
@@ -285,8 +375,7 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd
     op->head.len = 0;
     rn_cmd_encode_head(c, &op->head);
     if (c->data_len) {
-        int rc = rn_store_reserve(e->store, s->id, c->type == RN_CMD_APPEND ? c->offset : 0,
-                                  c->data_len);
+        int rc = rn_store_reserve(e->store, s->id, c->offset, c->data_len, s->appends);
         if (rc < 0) {
             if (s->pending_create)
                 stream_destroy(e, s, 1);
@@ -342,10 +431,12 @@ static void on_logged(rn_wal_entry *entry, int status) {
     if (c->type == RN_CMD_DELETE) {
         s->busy = 0;
         rn_cmd del = *c;
+        uint64_t id = s->id;
         op->result = RN_OK_DELETED;
         op->stream = NULL;
         op->done(op);
         apply(e, &del, NULL);
+        drain_queue(e, id); /* a soft-deleted stream stays; its waiters now see 410 */
         return;
     }
     int rc = apply(e, c, s->pending_create ? s : NULL);
@@ -423,13 +514,94 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
     return 0;
 }
 
+/* Where a fork of src asked for by op starts: the fork offset (default: the
+ * source tail) plus the sub-offset. Returns 0, or the result to refuse with. */
+static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t *pos) {
+    uint64_t base = op->has_fork_offset ? op->fork_offset : src->tail;
+    if (base > src->tail || !rn_engine_offset_valid(e, src, base))
+        return RN_ERR_FORK_OFFSET;
+    uint64_t n = op->fork_sub_offset;
+    if (n == 0) {
+        *pos = base;
+        return 0;
+    }
+    uint64_t start, end;
+    if (base >= src->tail || find_append(e, src, base, &start, &end) != 0)
+        return RN_ERR_SUB_OFFSET;
+    if (!src->json) {
+        if (n > end - base)
+            return RN_ERR_SUB_OFFSET;
+        *pos = base + n;
+        return 0;
+    }
+    /* JSON: n whole messages of the append, counted from base. */
+    uint8_t *text = rn_xmalloc((size_t)(end - base));
+    int rc = read_range(e, src, base, (size_t)(end - base), text);
+    uint64_t p = base;
+    for (size_t i = 0; rc == 0 && n > 0 && i < end - base; i++) {
+        if (text[i] == '\n') {
+            n--;
+            p = base + i + 1;
+        }
+    }
+    free(text);
+    if (rc != 0 || n > 0)
+        return RN_ERR_SUB_OFFSET;
+    *pos = p;
+    return 0;
+}
+
 static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
+    if (s && s->soft_deleted) {
+        finish(op, RN_ERR_CONFIG_MISMATCH, NULL);
+        return;
+    }
     const char *ct = op->content_type ? op->content_type : DEFAULT_TYPE;
     size_t ct_len = op->content_type ? op->content_type_len : sizeof DEFAULT_TYPE - 1;
+    int64_t ttl_s = op->ttl_s, expires_at_ms = op->expires_at_ms;
+    rn_stream *src = NULL;
+    uint64_t fork_at = 0;
+    if (op->fork_source) {
+        src = rn_map_get(&e->by_path, op->fork_source, op->fork_source_len);
+        if (src && src->busy) {
+            enqueue(src, op); /* evaluate against the source's next state */
+            return;
+        }
+        if (!src || src->pending_create || stream_expired(src, rn_now_ms())) {
+            finish(op, RN_ERR_SOURCE_NOT_FOUND, NULL);
+            return;
+        }
+        if (src->soft_deleted) {
+            finish(op, RN_ERR_SOURCE_GONE, NULL);
+            return;
+        }
+        if (src->fork_depth + 1 > RN_MAX_FORK_DEPTH) {
+            finish(op, RN_ERR_FORK_DEPTH, NULL);
+            return;
+        }
+        if (op->content_type &&
+            !rn_content_type_equal(src->content_type, src->content_type_len, ct, ct_len)) {
+            finish(op, RN_ERR_CONTENT_TYPE, NULL);
+            return;
+        }
+        int refuse = resolve_fork_offset(e, op, src, &fork_at);
+        if (refuse) {
+            finish(op, (rn_result)refuse, NULL);
+            return;
+        }
+        if (!op->content_type) {
+            ct = src->content_type;
+            ct_len = src->content_type_len;
+        }
+        if (ttl_s < 0 && expires_at_ms < 0) { /* inherit the source's expiry */
+            ttl_s = src->ttl_s;
+            expires_at_ms = src->expires_at_ms;
+        }
+    }
     if (s) {
         int same = rn_content_type_equal(s->content_type, s->content_type_len, ct, ct_len) &&
-                   s->ttl_s == op->ttl_s && s->expires_at_ms == op->expires_at_ms &&
-                   s->closed == (op->close != 0);
+                   s->ttl_s == ttl_s && s->expires_at_ms == expires_at_ms &&
+                   s->closed == (op->close != 0) && s->source == src && s->fork_offset == fork_at;
         finish(op, same ? RN_OK_EXISTS : RN_ERR_CONFIG_MISMATCH, s);
         return;
     }
@@ -448,8 +620,10 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
                 .path_len = s->path_len,
                 .content_type = s->content_type,
                 .content_type_len = s->content_type_len,
-                .ttl_s = op->ttl_s,
-                .expires_at_ms = op->expires_at_ms,
+                .ttl_s = ttl_s,
+                .expires_at_ms = expires_at_ms,
+                .source_id = src ? src->id : 0,
+                .offset = fork_at,
                 .close = (uint8_t)(op->close != 0),
                 .data = data,
                 .data_len = len};
@@ -554,6 +728,10 @@ static void run_op(rn_engine *e, rn_op *op) {
         enqueue(s, op);
         return;
     }
+    if (s && s->soft_deleted && op->kind != RN_OP_CREATE) {
+        finish(op, RN_ERR_GONE, NULL);
+        return;
+    }
     if (s && stream_expired(s, rn_now_ms())) {
         enqueue(s, op);
         start_expiry(e, s);
@@ -586,7 +764,7 @@ void rn_engine_submit(rn_engine *e, rn_op *op) {
 
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
     rn_stream *s = rn_map_get(&e->by_path, path, len);
-    if (!s || s->pending_create)
+    if (!s || s->pending_create || s->soft_deleted)
         return NULL;
     if (stream_expired(s, rn_now_ms())) {
         start_expiry(e, s);
@@ -606,6 +784,11 @@ void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *
     }
 }
 
+int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {
+    rn_stream *s = rn_map_get(&e->by_path, path, len);
+    return s && s->soft_deleted;
+}
+
 void rn_engine_touch(rn_engine *e, rn_stream *s) {
     (void)e;
     s->last_access_ms = rn_now_ms();
@@ -617,7 +800,7 @@ int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     if (!s->json || offset == 0 || offset == s->tail)
         return 1;
     uint8_t c;
-    return rn_store_read(e->store, s->id, &c, 1, offset - 1) == 1 && c == '\n';
+    return read_range(e, s, offset - 1, 1, &c) == 0 && c == '\n';
 }
 
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_buf *out) {
@@ -628,11 +811,9 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_
     size_t start = out->len;
     for (;;) {
         rn_buf_reserve(out, want);
-        ssize_t got = rn_store_read(e->store, s->id, out->data + start, want, offset);
-        if (got < 0)
-            return (long)got;
-        if ((size_t)got != want)
-            return -EIO;
+        int rc = read_range(e, s, offset, want, out->data + start);
+        if (rc < 0)
+            return rc;
         out->len = start + want;
         if (!s->json || want == avail)
             return (long)want;
@@ -677,6 +858,10 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_u64(b, (uint64_t)s->expires_at_ms);
     rn_buf_append_u64(b, (uint64_t)s->created_ms);
     rn_buf_append_u64(b, s->tail);
+    rn_buf_append_u64(b, s->appends);
+    rn_buf_append_u64(b, s->source ? s->source->id : 0);
+    rn_buf_append_u64(b, s->fork_offset);
+    rn_buf_append_u8(b, (uint8_t)s->soft_deleted);
     rn_buf_append_u8(b, (uint8_t)s->closed);
     rn_buf_append_u8(b, (uint8_t)s->closed_by_producer);
     if (s->closed_by_producer) {
@@ -699,19 +884,25 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
     }
 }
 
-static int decode_stream(rn_engine *e, rn_reader *r, int64_t now) {
+/* Decodes one stream, or returns NULL for a malformed record; its fork
+ * source id goes to *source_id for linking once every stream is loaded. */
+static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_t *source_id) {
     size_t path_len, ct_len;
     const char *path = (const char *)rn_read_lstr(r, &path_len);
     uint64_t id = rn_read_u64(r);
     const char *ct = (const char *)rn_read_lstr(r, &ct_len);
     if (r->failed)
-        return -1;
+        return NULL;
     rn_stream *s = stream_new(e, id, path, path_len, ct, ct_len);
     s->ttl_s = (int64_t)rn_read_u64(r);
     s->expires_at_ms = (int64_t)rn_read_u64(r);
     s->created_ms = (int64_t)rn_read_u64(r);
     s->last_access_ms = now;
     s->tail = rn_read_u64(r);
+    s->appends = rn_read_u64(r);
+    *source_id = rn_read_u64(r);
+    s->fork_offset = rn_read_u64(r);
+    s->soft_deleted = rn_read_u8(r);
     s->closed = rn_read_u8(r);
     s->closed_by_producer = rn_read_u8(r);
     if (s->closed_by_producer) {
@@ -737,7 +928,30 @@ static int decode_stream(rn_engine *e, rn_reader *r, int64_t now) {
         if (!r->failed)
             set_producer(s, pid, n, epoch, seq, ms);
     }
-    return r->failed ? -1 : 0;
+    return r->failed ? NULL : s;
+}
+
+/* Points every loaded fork at its source and counts references. Returns 0,
+ * or -1 when a source is missing. */
+static int link_forks(rn_engine *e, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
+    for (uint64_t k = 0; k < n; k++) {
+        if (!sources[k])
+            continue;
+        rn_stream *src = rn_map_get(&e->by_id, &sources[k], sizeof sources[k]);
+        if (!src)
+            return -1;
+        loaded[k]->source = src;
+        src->refcount++;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        uint32_t depth = 0;
+        for (rn_stream *p = loaded[k]->source; p && depth <= RN_MAX_FORK_DEPTH; p = p->source)
+            depth++;
+        if (depth > RN_MAX_FORK_DEPTH)
+            return -1; /* a cycle: the checkpoint is damaged */
+        loaded[k]->fork_depth = depth;
+    }
+    return 0;
 }
 
 static ssize_t read_all(int fd, uint8_t *out, size_t len) {
@@ -783,13 +997,19 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
             uint64_t count = rn_read_u64(&r);
             int64_t now = rn_now_ms();
             uint64_t k = 0;
-            for (; k < count; k++)
-                if (decode_stream(e, &r, now) != 0)
+            uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
+            rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
+            for (; k < count; k++) {
+                loaded[k] = decode_stream(e, &r, now, &sources[k]);
+                if (!loaded[k])
                     break;
-            if (k == count && !r.failed) {
+            }
+            if (k == count && !r.failed && link_forks(e, loaded, sources, count) == 0) {
                 result = (int64_t)segment;
                 *streams = count;
             }
+            free(sources);
+            free(loaded);
         }
     }
     free(data);
@@ -926,7 +1146,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     while (rn_map_next(&e->by_path, &i, &v)) {
         rn_stream *s = v;
         if (s->touched) {
-            rn_store_truncate(e->store, s->id, s->tail);
+            rn_store_truncate(e->store, s->id, s->tail, s->appends);
             s->touched = 0;
         }
         s->last_access_ms = rn_now_ms();

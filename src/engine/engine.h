@@ -61,6 +61,14 @@ typedef struct rn_stream {
     char *last_seq; /* Stream-Seq of the last append carrying one, or NULL */
     size_t last_seq_len;
     rn_map producers; /* id -> rn_producer */
+    /* Forks: bytes below fork_offset are the source's (read through it,
+     * never copied); the stream's own bytes start at fork_offset. */
+    struct rn_stream *source; /* NULL unless a fork */
+    uint64_t fork_offset;     /* 0 unless a fork */
+    uint32_t fork_depth;      /* 0 for a stream that is not a fork */
+    uint32_t refcount;        /* forks whose source this stream is */
+    int soft_deleted;         /* deleted while forks still read it: 410 */
+    uint64_t appends;         /* entries in the append index (store.h) */
     /* engine-private */
     int pending_create; /* created in the log, not yet applied: invisible */
     int busy;           /* a mutation of this stream is in the log */
@@ -94,8 +102,14 @@ typedef enum {
     RN_ERR_JSON_INVALID,
     RN_ERR_JSON_EMPTY_ARRAY,
     RN_ERR_JSON_TOO_DEEP,
-    RN_ERR_DISK_FULL,   /* nothing written: no space */
-    RN_ERR_UNAVAILABLE, /* nothing acknowledged: log write or sync failed */
+    RN_ERR_GONE,             /* the stream is soft-deleted */
+    RN_ERR_SOURCE_NOT_FOUND, /* fork source does not exist */
+    RN_ERR_SOURCE_GONE,      /* fork source is soft-deleted */
+    RN_ERR_FORK_OFFSET,      /* fork offset past the source tail or not a boundary */
+    RN_ERR_SUB_OFFSET,       /* sub-offset past the append at the fork offset */
+    RN_ERR_FORK_DEPTH,       /* fork chain too deep */
+    RN_ERR_DISK_FULL,        /* nothing written: no space */
+    RN_ERR_UNAVAILABLE,      /* nothing acknowledged: log write or sync failed */
 } rn_result;
 
 typedef void (*rn_op_done_fn)(rn_op *op);
@@ -120,6 +134,14 @@ struct rn_op {
     int has_seq;
     const char *seq;
     size_t seq_len;
+    /* CREATE of a fork: source path, fork offset (absent: the source tail)
+     * and sub-offset (bytes, or JSON messages, past the fork offset within
+     * the append there; 0 when absent). */
+    const char *fork_source;
+    size_t fork_source_len;
+    int has_fork_offset;
+    uint64_t fork_offset;
+    uint64_t fork_sub_offset;
     rn_op_done_fn done;
     void *arg; /* for the caller */
 
@@ -159,6 +181,7 @@ typedef enum {
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
 #define RN_ENGINE_MAX_OBSERVERS 4
+#define RN_MAX_FORK_DEPTH 64
 
 typedef struct {
     uint64_t streams;
@@ -187,6 +210,9 @@ void rn_engine_submit(rn_engine *e, rn_op *op);
 /* Finds a readable stream: applied, not expired. An expired stream is
  * scheduled for deletion and reported as absent. */
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len);
+
+/* True when a stream at path exists but is soft-deleted (answers 410). */
+int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);
 
 /* Renews the stream's TTL window (reads and writes do; HEAD does not). */
 void rn_engine_touch(rn_engine *e, rn_stream *s);

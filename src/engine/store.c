@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 typedef struct open_file {
-    uint64_t id; /* map key */
+    uint64_t key; /* map key: stream id * 2 + file kind */
     int fd;
     struct open_file *prev, *next; /* LRU: head is most recent */
 } open_file;
@@ -29,9 +29,9 @@ struct rn_store {
     open_file *head, *tail;
 };
 
-static void file_path(const rn_store *st, uint64_t id, char *out, size_t cap) {
-    snprintf(out, cap, "%s/streams/%02x/%016llx.dat", st->dir, (unsigned)(id & 0xff),
-             (unsigned long long)id);
+static void file_path(const rn_store *st, uint64_t id, rn_file_kind kind, char *out, size_t cap) {
+    snprintf(out, cap, "%s/streams/%02x/%016llx.%s", st->dir, (unsigned)(id & 0xff),
+             (unsigned long long)id, kind == RN_FILE_DATA ? "dat" : "idx");
 }
 
 rn_store *rn_store_open(const char *data_dir, int max_open) {
@@ -69,21 +69,22 @@ static void lru_push(rn_store *st, open_file *f) {
 
 static void forget(rn_store *st, open_file *f) {
     lru_unlink(st, f);
-    rn_map_remove(&st->open, &f->id, sizeof f->id);
+    rn_map_remove(&st->open, &f->key, sizeof f->key);
     close(f->fd);
     free(f);
 }
 
-/* Returns an open descriptor for id's file, creating the file if asked. */
-static int get_fd(rn_store *st, uint64_t id, int create) {
-    open_file *f = rn_map_get(&st->open, &id, sizeof id);
+/* Returns an open descriptor for one of id's files, creating it if asked. */
+static int get_fd(rn_store *st, uint64_t id, rn_file_kind kind, int create) {
+    uint64_t key = id * 2 + (uint64_t)kind;
+    open_file *f = rn_map_get(&st->open, &key, sizeof key);
     if (f) {
         lru_unlink(st, f);
         lru_push(st, f);
         return f->fd;
     }
     char p[PATH_MAX];
-    file_path(st, id, p, sizeof p);
+    file_path(st, id, kind, p, sizeof p);
     int fd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
     if (fd < 0 && errno == ENOENT && create) {
         char d[PATH_MAX];
@@ -96,17 +97,14 @@ static int get_fd(rn_store *st, uint64_t id, int create) {
     if ((int)st->open.count >= st->max_open && st->tail)
         forget(st, st->tail);
     f = rn_xcalloc(1, sizeof *f);
-    f->id = id;
+    f->key = key;
     f->fd = fd;
-    rn_map_put(&st->open, &f->id, sizeof f->id, f);
+    rn_map_put(&st->open, &f->key, sizeof f->key, f);
     lru_push(st, f);
     return fd;
 }
 
-int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off) {
-    int fd = get_fd(st, id, 1);
-    if (fd < 0)
-        return fd;
+static int write_at(int fd, const void *data, size_t len, uint64_t off) {
     const uint8_t *p = data;
     while (len > 0) {
         ssize_t w = pwrite(fd, p, len, (off_t)off);
@@ -122,12 +120,36 @@ int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint
     return 0;
 }
 
-int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len) {
-    if (len == 0)
-        return 0;
-    int fd = get_fd(st, id, 1);
+int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off) {
+    int fd = get_fd(st, id, RN_FILE_DATA, 1);
+    return fd < 0 ? fd : write_at(fd, data, len, off);
+}
+
+int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end) {
+    int fd = get_fd(st, id, RN_FILE_INDEX, 1);
     if (fd < 0)
         return fd;
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(end >> (8 * i));
+    return write_at(fd, b, 8, k * 8);
+}
+
+int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end) {
+    int fd = get_fd(st, id, RN_FILE_INDEX, 0);
+    if (fd < 0)
+        return fd;
+    uint8_t b[8];
+    if (pread(fd, b, 8, (off_t)(k * 8)) != 8)
+        return -EIO;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+    *end = v;
+    return 0;
+}
+
+static int reserve(int fd, uint64_t off, uint64_t len) {
     if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0) {
         if (errno == EOPNOTSUPP || errno == ENOSYS)
             return 0; /* file system without preallocation: best effort */
@@ -136,8 +158,20 @@ int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len) {
     return 0;
 }
 
+int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k) {
+    if (len == 0)
+        return 0;
+    int fd = get_fd(st, id, RN_FILE_DATA, 1);
+    int rc = fd < 0 ? fd : reserve(fd, off, len);
+    if (rc == 0) {
+        fd = get_fd(st, id, RN_FILE_INDEX, 1);
+        rc = fd < 0 ? fd : reserve(fd, k * 8, 8);
+    }
+    return rc;
+}
+
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off) {
-    int fd = get_fd(st, id, 0);
+    int fd = get_fd(st, id, RN_FILE_DATA, 0);
     if (fd < 0)
         return fd;
     size_t got = 0;
@@ -155,20 +189,28 @@ ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t
     return (ssize_t)got;
 }
 
-int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len) {
-    int fd = get_fd(st, id, 1);
+int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends) {
+    int fd = get_fd(st, id, RN_FILE_DATA, 1);
     if (fd < 0)
         return fd;
-    return ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
+    if (ftruncate(fd, (off_t)len) < 0)
+        return -errno;
+    fd = get_fd(st, id, RN_FILE_INDEX, 1);
+    if (fd < 0)
+        return fd;
+    return ftruncate(fd, (off_t)(appends * 8)) < 0 ? -errno : 0;
 }
 
 void rn_store_remove(rn_store *st, uint64_t id) {
-    open_file *f = rn_map_get(&st->open, &id, sizeof id);
-    if (f)
-        forget(st, f);
-    char p[PATH_MAX];
-    file_path(st, id, p, sizeof p);
-    unlink(p);
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+        uint64_t key = id * 2 + (uint64_t)kind;
+        open_file *f = rn_map_get(&st->open, &key, sizeof key);
+        if (f)
+            forget(st, f);
+        char p[PATH_MAX];
+        file_path(st, id, (rn_file_kind)kind, p, sizeof p);
+        unlink(p);
+    }
 }
 
 int rn_store_sync(rn_store *st) {

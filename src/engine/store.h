@@ -2,6 +2,10 @@
  * store.h — stream data files: one file per stream holding its bytes at their
  * stream offsets, and a bounded cache of open descriptors.
  *
+ * Each stream also has an index file of u64 little-endian entries, entry k
+ * being the end offset of the stream's k-th append, so that the append
+ * holding a position can be found by binary search (fork sub-offsets).
+ *
  * The log is the source of truth; these files are the read-optimized copy
  * that the engine writes after a command is durable in the log, and that
  * checkpoints make durable with syncfs() before the log segments they replace
@@ -22,17 +26,24 @@ typedef struct rn_store rn_store;
 rn_store *rn_store_open(const char *data_dir, int max_open);
 void rn_store_close(rn_store *st);
 
-/* Writes len bytes at off of stream id's file. Returns 0 or -errno. */
+typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
+
+/* Writes len bytes at off of stream id's data file. Returns 0 or -errno. */
 int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off);
-/* Reserves disk blocks for [off, off+len) without changing the file size, so
- * that the write after the log sync cannot fail for lack of space. Returns 0
- * or -errno (-ENOSPC when the disk is full). */
-int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len);
+/* Sets index entry k (the end offset of append k). Returns 0 or -errno. */
+int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end);
+/* Reads index entry k into *end. Returns 0 or -errno (-EIO when absent). */
+int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end);
+/* Reserves disk blocks for data [off, off+len) and for index entry k without
+ * changing file sizes, so that the writes after the log sync cannot fail for
+ * lack of space. Returns 0 or -errno (-ENOSPC when the disk is full). */
+int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k);
 /* Reads up to len bytes at off. Returns bytes read or -errno. */
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off);
-/* Sets the file's length (recovery cuts bytes past the recovered tail). */
-int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len);
-/* Deletes the stream's file. */
+/* Sets the data file's length to len and the index to `appends` entries
+ * (recovery cuts what lies past the recovered state). */
+int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends);
+/* Deletes the stream's files. */
 void rn_store_remove(rn_store *st, uint64_t id);
 /* Makes every written byte durable (syncfs of the data directory). */
 int rn_store_sync(rn_store *st);

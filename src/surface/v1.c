@@ -30,6 +30,7 @@ typedef struct v1_ctx {
     rn_request *req;
     char *path; /* percent-decoded stream path */
     size_t path_len;
+    char *fork_source; /* percent-decoded Stream-Forked-From, or NULL */
     rn_op op;
     /* reads */
     read_mode mode;
@@ -77,6 +78,7 @@ static void ctx_free(v1_ctx *c) {
     rn_buf_free(&c->op.stored);
     rn_request_release(c->req);
     free(c->path);
+    free(c->fork_source);
     free(c);
 }
 
@@ -196,12 +198,48 @@ static void submit(v1_ctx *c) {
     rn_engine_submit(c->sf->engine, &c->op);
 }
 
+/* Reads the fork headers of a create. Returns -1 when fine, else the error.
+ * The source is named by its URL path (/v1/stream/...) or its stream path. */
+static int parse_fork(v1_ctx *c) {
+    rn_request *req = c->req;
+    const rn_header *from = rn_request_header(req, "stream-forked-from", NULL);
+    const rn_header *off = rn_request_header(req, "stream-fork-offset", NULL);
+    const rn_header *sub = rn_request_header(req, "stream-fork-sub-offset", NULL);
+    if (sub && (!from || rn_parse_strict_u64(sub->value, sub->value_len, (1ull << 53) - 1,
+                                             &c->op.fork_sub_offset)))
+        return RN_E_INVALID_SUB_OFFSET;
+    if (!from)
+        return off ? RN_E_INVALID_FORK_OFFSET : -1;
+    if (c->op.fork_sub_offset > 0 && !off)
+        return RN_E_INVALID_SUB_OFFSET;
+    if (off) {
+        rn_offset_kind kind;
+        if (rn_offset_parse(off->value, off->value_len, &kind, &c->op.fork_offset) ||
+            kind == RN_OFFSET_NOW)
+            return RN_E_INVALID_FORK_OFFSET;
+        c->op.has_fork_offset = 1;
+    }
+    const char *p = from->value;
+    size_t n = from->value_len;
+    static const char prefix[] = "/v1/stream/";
+    if (n > sizeof prefix - 1 && memcmp(p, prefix, sizeof prefix - 1) == 0) {
+        p += sizeof prefix - 1;
+        n -= sizeof prefix - 1;
+    }
+    c->fork_source = rn_xmalloc(n + 1);
+    long dlen = rn_percent_decode(p, n, c->fork_source);
+    if (dlen <= 0)
+        return RN_E_FORK_SOURCE_NOT_FOUND;
+    c->op.fork_source = c->fork_source;
+    c->op.fork_source_len = (size_t)dlen;
+    return -1;
+}
+
 static void handle_put(v1_ctx *c) {
     rn_request *req = c->req;
-    if (rn_request_header(req, "stream-forked-from", NULL) ||
-        rn_request_header(req, "stream-fork-offset", NULL) ||
-        rn_request_header(req, "stream-fork-sub-offset", NULL)) {
-        reply_and_finish(c, RN_E_UNSUPPORTED_FORK, NULL);
+    int err = parse_fork(c);
+    if (err >= 0) {
+        reply_and_finish(c, (rn_error)err, NULL);
         return;
     }
     const rn_header *ttl = rn_request_header(req, "stream-ttl", NULL);
@@ -393,6 +431,24 @@ static void op_done(rn_op *op) {
     case RN_ERR_JSON_TOO_DEEP:
         rn_reply_error(c->req, RN_E_JSON_TOO_DEEP, NULL);
         break;
+    case RN_ERR_GONE:
+        rn_reply_error(c->req, RN_E_STREAM_GONE, NULL);
+        break;
+    case RN_ERR_SOURCE_NOT_FOUND:
+        rn_reply_error(c->req, RN_E_FORK_SOURCE_NOT_FOUND, NULL);
+        break;
+    case RN_ERR_SOURCE_GONE:
+        rn_reply_error(c->req, RN_E_FORK_SOURCE_GONE, NULL);
+        break;
+    case RN_ERR_FORK_OFFSET:
+        rn_reply_error(c->req, RN_E_INVALID_FORK_OFFSET, NULL);
+        break;
+    case RN_ERR_SUB_OFFSET:
+        rn_reply_error(c->req, RN_E_INVALID_SUB_OFFSET, NULL);
+        break;
+    case RN_ERR_FORK_DEPTH:
+        rn_reply_error(c->req, RN_E_FORK_TOO_DEEP, NULL);
+        break;
     case RN_ERR_DISK_FULL:
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
@@ -408,12 +464,19 @@ static void op_done(rn_op *op) {
 
 /* ---- reads ---- */
 
+/* Answers 404, or 410 for a soft-deleted stream, when s is NULL. */
+static int answer_missing(v1_ctx *c, const rn_stream *s) {
+    if (s)
+        return 0;
+    int gone = rn_engine_is_gone(c->sf->engine, c->path, c->path_len);
+    reply_and_finish(c, gone ? RN_E_STREAM_GONE : RN_E_STREAM_NOT_FOUND, NULL);
+    return 1;
+}
+
 static void handle_head(v1_ctx *c) {
     rn_stream *s = rn_engine_find(c->sf->engine, c->path, c->path_len);
-    if (!s) {
-        reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+    if (answer_missing(c, s))
         return;
-    }
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
     append_content_type(&h, s);
@@ -722,10 +785,8 @@ static void handle_get(v1_ctx *c, const char *query, size_t query_len) {
     }
     rn_engine *e = c->sf->engine;
     rn_stream *s = rn_engine_find(e, c->path, c->path_len);
-    if (!s) {
-        reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+    if (answer_missing(c, s))
         return;
-    }
     rn_engine_touch(e, s);
     if (c->offset_kind == RN_OFFSET_NOW)
         c->offset = s->tail;
