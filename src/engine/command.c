@@ -12,6 +12,7 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
     switch (c->type) {
     case RN_CMD_CREATE:
         rn_buf_append_lstr(b, c->path, c->path_len);
+        rn_buf_append_u64(b, c->incarnation);
         rn_buf_append_lstr(b, c->content_type, c->content_type_len);
         rn_buf_append_u64(b, (uint64_t)c->ttl_s);
         rn_buf_append_u64(b, (uint64_t)c->expires_at_ms);
@@ -49,6 +50,7 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     switch (c->type) {
     case RN_CMD_CREATE:
         c->path = (const char *)rn_read_lstr(&r, &c->path_len);
+        c->incarnation = rn_read_u64(&r);
         c->content_type = (const char *)rn_read_lstr(&r, &c->content_type_len);
         c->ttl_s = (int64_t)rn_read_u64(&r);
         c->expires_at_ms = (int64_t)rn_read_u64(&r);

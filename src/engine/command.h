@@ -8,7 +8,7 @@
  *
  * Record layout (little-endian): u8 type, u64 stream id, i64 time (ms),
  * then per type:
- *   CREATE: lstr path, lstr content type, i64 ttl seconds (-1 none),
+ *   CREATE: lstr path, u64 incarnation, lstr content type, i64 ttl seconds (-1 none),
  *           i64 expires-at ms (-1 none), u8 closed, u64 source stream id
  *           (0: not a fork), u64 offset (fork offset: where the stream's
  *           own data starts), u64 data length
@@ -35,6 +35,7 @@ typedef struct {
     /* CREATE */
     const char *path;
     size_t path_len;
+    uint64_t incarnation; /* Stream-Incarnation token of the new stream */
     const char *content_type;
     size_t content_type_len;
     int64_t ttl_s;         /* -1: none */

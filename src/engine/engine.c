@@ -249,6 +249,7 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
             src->refcount++;
         }
         s->pending_create = 0;
+        s->incarnation = c->incarnation;
         s->ttl_s = c->ttl_s;
         s->expires_at_ms = c->expires_at_ms;
         s->created_ms = c->time_ms;
@@ -377,10 +378,10 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd
     if (c->data_len) {
         int rc = rn_store_reserve(e->store, s->id, c->offset, c->data_len, s->appends);
         if (rc < 0) {
-            if (s->pending_create)
+            int pending = s->pending_create; /* s is freed below when pending */
+            if (pending)
                 stream_destroy(e, s, 1);
-            finish(op, rc == -ENOSPC ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE,
-                   s->pending_create ? NULL : s);
+            finish(op, rc == -ENOSPC ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
             return;
         }
     }
@@ -551,6 +552,22 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
     return 0;
 }
 
+/* The incarnation token for serial n (a stream id, never reused): 2^52 plus
+ * a fixed 52-bit Feistel permutation of n. Distinct serials give distinct
+ * tokens, so a token never repeats within a data directory, and tokens do not
+ * reveal how many streams were created. */
+static uint64_t incarnation_for(uint64_t n) {
+    uint64_t left = (n >> 26) & 0x3ffffff, right = n & 0x3ffffff;
+    static const uint64_t keys[4] = {0x9e3779b9, 0x7f4a7c15, 0x94d049bb, 0xbf58476d};
+    for (int i = 0; i < 4; i++) {
+        uint64_t f = ((right ^ keys[i]) * 0x2545f4914f6cdd1dull) >> 38;
+        uint64_t next = left ^ (f & 0x3ffffff);
+        left = right;
+        right = next;
+    }
+    return RN_INCARNATION_MIN + ((left << 26) | right);
+}
+
 static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     if (s && s->soft_deleted) {
         finish(op, RN_ERR_CONFIG_MISMATCH, NULL);
@@ -618,6 +635,7 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
                 .stream_id = s->id,
                 .path = s->path,
                 .path_len = s->path_len,
+                .incarnation = incarnation_for(s->id),
                 .content_type = s->content_type,
                 .content_type_len = s->content_type_len,
                 .ttl_s = ttl_s,
@@ -732,6 +750,15 @@ static void run_op(rn_engine *e, rn_op *op) {
         finish(op, RN_ERR_GONE, NULL);
         return;
     }
+    if (op->has_incarnation && !(s && stream_expired(s, rn_now_ms()))) {
+        /* RFC 9110 order: a missing stream stays 404, except that a create
+         * with the precondition creates nothing and answers 412. */
+        rn_stream *live = s && !s->soft_deleted ? s : NULL;
+        if ((live && live->incarnation != op->incarnation) || (!live && op->kind == RN_OP_CREATE)) {
+            finish(op, RN_ERR_INCARNATION, live);
+            return;
+        }
+    }
     if (s && stream_expired(s, rn_now_ms())) {
         enqueue(s, op);
         start_expiry(e, s);
@@ -803,7 +830,8 @@ int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     return read_range(e, s, offset - 1, 1, &c) == 0 && c == '\n';
 }
 
-long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_buf *out) {
+long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
+                    rn_buf *out) {
     if (offset >= s->tail)
         return 0;
     uint64_t avail = s->tail - offset;
@@ -815,7 +843,7 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_
         if (rc < 0)
             return rc;
         out->len = start + want;
-        if (!s->json || want == avail)
+        if (!s->json || !whole_messages || want == avail)
             return (long)want;
         /* Cut at the last message end; grow if one message exceeds max. */
         size_t cut = want;
@@ -853,6 +881,7 @@ void rn_engine_sweep_expired(rn_engine *e) {
 static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_lstr(b, s->path, s->path_len);
     rn_buf_append_u64(b, s->id);
+    rn_buf_append_u64(b, s->incarnation);
     rn_buf_append_lstr(b, s->content_type, s->content_type_len);
     rn_buf_append_u64(b, (uint64_t)s->ttl_s);
     rn_buf_append_u64(b, (uint64_t)s->expires_at_ms);
@@ -890,10 +919,12 @@ static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_
     size_t path_len, ct_len;
     const char *path = (const char *)rn_read_lstr(r, &path_len);
     uint64_t id = rn_read_u64(r);
+    uint64_t incarnation = rn_read_u64(r);
     const char *ct = (const char *)rn_read_lstr(r, &ct_len);
     if (r->failed)
         return NULL;
     rn_stream *s = stream_new(e, id, path, path_len, ct, ct_len);
+    s->incarnation = incarnation;
     s->ttl_s = (int64_t)rn_read_u64(r);
     s->expires_at_ms = (int64_t)rn_read_u64(r);
     s->created_ms = (int64_t)rn_read_u64(r);

@@ -44,6 +44,9 @@ typedef struct rn_stream {
     char *path;
     size_t path_len;
     uint64_t id; /* unique for the data directory's lifetime; never reused */
+    /* Stream-Incarnation (extensions §2.4): a token in [2^52, 2^53) issued
+     * at create, never issued twice in one data directory. */
+    uint64_t incarnation;
     char *content_type;
     size_t content_type_len;
     int json;              /* content type is application/json */
@@ -103,6 +106,7 @@ typedef enum {
     RN_ERR_JSON_EMPTY_ARRAY,
     RN_ERR_JSON_TOO_DEEP,
     RN_ERR_GONE,             /* the stream is soft-deleted */
+    RN_ERR_INCARNATION,      /* Stream-Incarnation precondition failed */
     RN_ERR_SOURCE_NOT_FOUND, /* fork source does not exist */
     RN_ERR_SOURCE_GONE,      /* fork source is soft-deleted */
     RN_ERR_FORK_OFFSET,      /* fork offset past the source tail or not a boundary */
@@ -134,6 +138,10 @@ struct rn_op {
     int has_seq;
     const char *seq;
     size_t seq_len;
+    /* Stream-Incarnation precondition: compared when the op is evaluated,
+     * after every earlier write of the stream applied. */
+    int has_incarnation;
+    uint64_t incarnation;
     /* CREATE of a fork: source path, fork offset (absent: the source tail)
      * and sub-offset (bytes, or JSON messages, past the fork offset within
      * the append there; 0 when absent). */
@@ -182,6 +190,8 @@ typedef enum {
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
 #define RN_ENGINE_MAX_OBSERVERS 4
 #define RN_MAX_FORK_DEPTH 64
+#define RN_INCARNATION_MIN (1ull << 52)
+#define RN_INCARNATION_MAX ((1ull << 53) - 1)
 
 typedef struct {
     uint64_t streams;
@@ -217,10 +227,12 @@ int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);
 /* Renews the stream's TTL window (reads and writes do; HEAD does not). */
 void rn_engine_touch(rn_engine *e, rn_stream *s);
 
-/* Reads stream bytes from offset, at most max bytes, appending to out. For
- * JSON streams the range ends on a message boundary and holds at least one
- * whole message when any exists past offset. Returns bytes read or -errno. */
-long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, rn_buf *out);
+/* Reads stream bytes from offset, at most max bytes, appending to out. With
+ * `whole_messages` on a JSON stream, the range ends on a message boundary
+ * and holds at least one whole message when any exists past offset (it may
+ * then exceed max). Returns bytes read or -errno. */
+long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
+                    rn_buf *out);
 
 /* True when offset is a valid position for reads: <= tail, and for JSON
  * streams on a message boundary. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { KIND_U64, KIND_LISTEN, KIND_PATH } setting_kind;
+typedef enum { KIND_U64, KIND_LISTEN, KIND_PATH, KIND_TEXT } setting_kind;
 
 typedef struct {
     const char *flag; /* without the leading -- */
@@ -28,6 +28,8 @@ static const setting SETTINGS[] = {
      "HOST:PORT to listen on (IPv6 as [::1]:PORT)"},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
      "./runnel-data", "directory of the embedded store (created if missing)"},
+    {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
+     "Ursula-Cluster-Id to send (default: generated once, kept in the data dir)"},
     U64("long-poll-timeout-ms", "RUNNEL_LONG_POLL_TIMEOUT_MS", long_poll_timeout_ms, 30000, 1,
         3600000, "how long a long-poll waits for data before 204"),
     U64("sse-max-duration-ms", "RUNNEL_SSE_MAX_DURATION_MS", sse_max_duration_ms, 60000, 1,
@@ -80,6 +82,14 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
             return -1;
         }
         snprintf((char *)cfg + s->field, sizeof cfg->data_dir, "%s", v);
+        return 0;
+    }
+    case KIND_TEXT: {
+        if (strlen(v) >= sizeof cfg->cluster_id) {
+            snprintf(err, errcap, "%s: %s is too long", source, s->flag);
+            return -1;
+        }
+        snprintf((char *)cfg + s->field, sizeof cfg->cluster_id, "%s", v);
         return 0;
     }
     case KIND_LISTEN: {

@@ -13,6 +13,7 @@ typedef struct {
     char listen_host[256];
     int listen_port;
     char data_dir[4096];
+    char cluster_id[128]; /* empty: generated once and kept in the data dir */
     uint64_t long_poll_timeout_ms;
     uint64_t sse_max_duration_ms;
     uint64_t max_body_bytes;

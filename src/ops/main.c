@@ -11,10 +11,12 @@
 #include "live/live.h"
 #include "ops/config.h"
 #include "surface/router.h"
-#include "surface/v1.h"
+#include "surface/reply.h"
+#include "surface/streams.h"
 #include "transport/http.h"
 #include "util/clock.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -80,6 +82,62 @@ static int lock_data_dir(const char *dir) {
     return fd;
 }
 
+static int cluster_id_valid(const char *id) {
+    size_t n = strlen(id);
+    if (n < 1 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)id[i]) && id[i] != '.' && id[i] != '_' && id[i] != '-')
+            return 0;
+    return 1;
+}
+
+/* The deployment's id (ext §10): --cluster-id when given, else the one kept
+ * in <data>/cluster-id, generated (random hex) and synced at the first
+ * start. Returns 0, or -1 after logging why not. */
+static int load_cluster_id(const rn_config *cfg, char out[65]) {
+    if (cfg->cluster_id[0]) {
+        if (!cluster_id_valid(cfg->cluster_id)) {
+            log_line("--cluster-id must be 1 to 64 characters from A-Z a-z 0-9 . _ -");
+            return -1;
+        }
+        memcpy(out, cfg->cluster_id, strlen(cfg->cluster_id) + 1); /* valid: at most 64 */
+        return 0;
+    }
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/cluster-id", cfg->data_dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        int ok = fgets(out, 65, f) != NULL;
+        fclose(f);
+        out[strcspn(out, "\r\n")] = 0;
+        if (ok && cluster_id_valid(out))
+            return 0;
+        log_line("%s is damaged; refusing to start", path);
+        return -1;
+    }
+    uint8_t raw[8];
+    int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (rfd < 0 || read(rfd, raw, sizeof raw) != (ssize_t)sizeof raw) {
+        log_line("cannot read /dev/urandom for a cluster id");
+        if (rfd >= 0)
+            close(rfd);
+        return -1;
+    }
+    close(rfd);
+    snprintf(out, 65, "runnel-%02x%02x%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3],
+             raw[4], raw[5], raw[6], raw[7]);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && write(fd, out, strlen(out)) == (ssize_t)strlen(out) && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!ok) {
+        log_line("cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static void on_sweep(uv_timer_t *t) {
     server *s = t->data;
     rn_engine_sweep_expired(s->engine);
@@ -131,6 +189,10 @@ static int serve(int argc, char **argv) {
     int lock_fd = lock_data_dir(s.cfg.data_dir);
     if (lock_fd < 0)
         return 1;
+    char cluster_id[65];
+    if (load_cluster_id(&s.cfg, cluster_id) != 0)
+        return 1;
+    rn_reply_set_cluster_id(cluster_id);
     s.loop = uv_default_loop();
     srand((unsigned)(rn_now_ms() ^ getpid()));
 
@@ -155,9 +217,10 @@ static int serve(int argc, char **argv) {
     rn_surface_config sc = {.long_poll_timeout_ms = s.cfg.long_poll_timeout_ms,
                             .sse_max_duration_ms = s.cfg.sse_max_duration_ms,
                             .max_read_bytes = s.cfg.max_read_bytes,
-                            .sse_queue_bytes = s.cfg.sse_queue_bytes};
+                            .sse_queue_bytes = s.cfg.sse_queue_bytes,
+                            .max_body_bytes = s.cfg.max_body_bytes};
     s.surface = rn_surface_new(s.loop, s.engine, &sc);
-    s.router = (rn_router){.v1 = s.surface, .max_body_bytes = s.cfg.max_body_bytes};
+    s.router = (rn_router){.streams = s.surface, .max_body_bytes = s.cfg.max_body_bytes};
     rn_http_config hc = {.host = s.cfg.listen_host,
                          .port = s.cfg.listen_port,
                          .max_body_bytes = s.cfg.max_body_bytes,

@@ -22,6 +22,16 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_INVALID_OFFSET] = {400, "INVALID_OFFSET",
                              "the offset is malformed or not a position of "
                              "this stream"},
+    [RN_E_INVALID_INCARNATION] = {400, "INVALID_HEADER",
+                                  "Stream-Incarnation must be one token this server issues"},
+    [RN_E_INVALID_QUERY_CONSISTENCY] = {400, "INVALID_QUERY",
+                                        "consistency must be local or leader, and leader reads "
+                                        "cannot be live"},
+    [RN_E_INVALID_BUCKET_ID] = {400, "INVALID_BUCKET_ID",
+                                "a bucket id is 4 to 64 characters from a-z, 0-9, _ and -"},
+    [RN_E_INVALID_STREAM_ID] = {400, "INVALID_STREAM_ID",
+                                "a stream id is at most 122 bytes with its bucket, has no /, NUL "
+                                "or .., is not \"streams\" and does not start with $"},
     [RN_E_INVALID_QUERY_LIVE] = {400, "INVALID_QUERY", "live must be long-poll or sse"},
     [RN_E_INVALID_QUERY_OFFSET_REQUIRED] = {400, "INVALID_QUERY", "live reads require an offset"},
     [RN_E_INVALID_PRODUCER] = {400, "INVALID_PRODUCER",
@@ -56,6 +66,11 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
                                "the fork source was deleted and only its forks keep it"},
     [RN_E_STREAM_GONE] = {410, "STREAM_GONE", "the stream was deleted"},
+    [RN_E_INCARNATION_MISMATCH] = {412, "INCARNATION_MISMATCH",
+                                   "Stream-Incarnation names another incarnation of the stream"},
+    [RN_E_OFFSET_OUT_OF_RANGE] = {416, "OFFSET_OUT_OF_RANGE",
+                                  "the offset is past the stream's "
+                                  "tail"},
     [RN_E_STREAM_SEQ_CONFLICT] = {409, "STREAM_SEQ_CONFLICT",
                                   "Stream-Seq must be greater than the last one"},
     [RN_E_CONTENT_TYPE_MISMATCH] = {409, "CONTENT_TYPE_MISMATCH",

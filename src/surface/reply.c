@@ -4,15 +4,29 @@
 #include "surface/reply.h"
 #include "surface/offset.h"
 
+#include <stdio.h>
+
 static const char COMMON[] =
     "X-Content-Type-Options: nosniff\r\n"
     "Cross-Origin-Resource-Policy: cross-origin\r\n"
     "Access-Control-Allow-Origin: *\r\n"
     "Access-Control-Expose-Headers: Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, "
     "Stream-Closed, Stream-TTL, Stream-Expires-At, Stream-SSE-Data-Encoding, Producer-Epoch, "
-    "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, ETag, Content-Type, Location\r\n";
+    "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, ETag, Content-Type, Location, "
+    "Stream-Incarnation, Stream-Retained-Offset, Stream-Last-Seq, Stream-Data-Content-Type, "
+    "Ursula-Protocol, Ursula-Cluster-Id, Ursula-Max-Request-Bytes\r\n";
+
+static char server_metadata[128] = "Ursula-Protocol: 2\r\n";
+static size_t server_metadata_len = 20;
+
+void rn_reply_set_cluster_id(const char *id) {
+    int n = snprintf(server_metadata, sizeof server_metadata,
+                     "Ursula-Protocol: 2\r\nUrsula-Cluster-Id: %s\r\n", id);
+    server_metadata_len = n > 0 && (size_t)n < sizeof server_metadata ? (size_t)n : 0;
+}
 
 void rn_reply_common(rn_buf *h) {
+    rn_buf_append(h, server_metadata, server_metadata_len);
     rn_buf_append(h, COMMON, sizeof COMMON - 1);
 }
 
@@ -42,7 +56,7 @@ void rn_reply_preflight(rn_request *req) {
                       "Access-Control-Allow-Headers: content-type, authorization, if-none-match, "
                       "stream-seq, stream-ttl, stream-expires-at, stream-closed, producer-id, "
                       "producer-epoch, producer-seq, stream-forked-from, stream-fork-offset, "
-                      "stream-fork-sub-offset\r\n"
+                      "stream-fork-sub-offset, stream-incarnation\r\n"
                       "Access-Control-Max-Age: 86400\r\n");
     rn_http_respond(req, 204, &h, &body);
 }

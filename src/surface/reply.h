@@ -11,8 +11,12 @@
 #include "transport/http.h"
 #include "util/buf.h"
 
-/* Appends X-Content-Type-Options, Cross-Origin-Resource-Policy and the CORS
- * headers sent on every response. */
+/* Sets the deployment's id for Ursula-Cluster-Id (1-64 of [A-Za-z0-9._-]);
+ * called once at start. */
+void rn_reply_set_cluster_id(const char *id);
+/* Appends the headers every answer of a route carries: server metadata
+ * (Ursula-Protocol, Ursula-Cluster-Id; ext §10), X-Content-Type-Options,
+ * Cross-Origin-Resource-Policy and CORS. */
 void rn_reply_common(rn_buf *h);
 /* Appends "Name: <offset token>\r\n". */
 void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);

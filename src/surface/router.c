@@ -2,7 +2,9 @@
  * router.c — request routing. See router.h.
  */
 #include "surface/router.h"
+#include "surface/bucket.h"
 #include "surface/reply.h"
+#include "surface/v1.h"
 
 #include <string.h>
 
@@ -27,8 +29,12 @@ void rn_router_handle(rn_request *req, void *arg) {
     }
     size_t plen = sizeof V1_PREFIX - 1;
     if (path_len > plen && memcmp(target, V1_PREFIX, plen) == 0) {
-        rn_v1_handle(rt->v1, req, target + plen, path_len - plen, query, query_len);
+        rn_v1_route(rt->streams, req, target + plen, path_len - plen, query, query_len);
         return;
     }
-    rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+    if (path_len < 1 || target[0] != '/' || (path_len >= 3 && memcmp(target, "/__", 3) == 0)) {
+        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+        return;
+    }
+    rn_bucket_route(rt->streams, req, target, path_len, query, query_len);
 }

@@ -1,16 +1,17 @@
 /*
  * router.h — the first stop of every request: refuses oversized bodies,
  * answers CORS preflights, and hands the request to the surface that owns
- * its path (/v1/stream/... today; the bucket surface and /__runnel/ later).
+ * its path: /v1/stream/... (v1.c), /__... (operational routes; none yet:
+ * 404), everything else the bucket surface (bucket.c).
  */
 #ifndef RN_ROUTER_H
 #define RN_ROUTER_H
 
-#include "surface/v1.h"
+#include "surface/streams.h"
 #include "transport/http.h"
 
 typedef struct {
-    rn_surface *v1;
+    rn_surface *streams;
     size_t max_body_bytes; /* reported with 413 answers */
 } rn_router;
 

@@ -180,3 +180,42 @@ long rn_percent_decode(const char *s, size_t len, char *out) {
     }
     return (long)o;
 }
+
+int rn_utf8_valid(const uint8_t *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint8_t lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            if (c == 0xe0)
+                lo = 0xa0; /* no overlongs */
+            if (c == 0xed)
+                hi = 0x9f; /* no surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            if (c == 0xf4)
+                hi = 0x8f; /* nothing past U+10FFFF */
+        } else {
+            return 0;
+        }
+        if (i + n >= len)
+            return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (size_t k = 2; k <= n; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+                return 0;
+        i += n + 1;
+    }
+    return 1;
+}

@@ -32,6 +32,10 @@ void rn_format_http_date(int64_t ms, char out[40]);
 /* Appends standard (RFC 4648, padded) base64 of data to b. */
 void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len);
 
+/* True when s is well-formed UTF-8 (no overlongs, surrogates or code points
+ * past U+10FFFF). */
+int rn_utf8_valid(const uint8_t *s, size_t len);
+
 /* Percent-decodes s into out (capacity >= len). Returns the decoded length, or
  * -1 for a malformed escape. */
 long rn_percent_decode(const char *s, size_t len, char *out);

@@ -1,0 +1,1019 @@
+/*
+ * streams.c — stream operations for both surfaces. See streams.h.
+ *
+ * Each request gets a stream_ctx holding its parsed inputs and its surface's
+ * profile. Mutations become an
+ * rn_op for the engine and are answered from its done callback. Reads are
+ * answered from applied (durable) state; a long-poll at the tail or an SSE
+ * reader parks on the stream's waiter list (live.c) with a timer, and is
+ * woken by the engine's change hook. A ctx that owns a timer is freed from
+ * the timer's close callback; every other ctx is freed when answered.
+ */
+#include "surface/streams.h"
+#include "live/live.h"
+#include "surface/offset.h"
+#include "surface/reply.h"
+#include "util/clock.h"
+#include "util/text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CURSOR_EPOCH_MS 1728432000000ll /* 2024-10-09T00:00:00Z */
+#define CURSOR_INTERVAL_MS 20000
+#define BUCKET_READ_CAP (8u << 20) /* ext §9.3: bytes per response or SSE event */
+#define BUCKET_POLL_DEFAULT_MS 1000
+#define BUCKET_POLL_MAX_MS 60000
+
+const rn_profile RN_PROFILE_V1 = {.name = "v1"};
+const rn_profile RN_PROFILE_BUCKET = {.name = "bucket",
+                                      .ndjson_reads = 1,
+                                      .read_parameters = 1,
+                                      .sse_error_events = 1,
+                                      .offset_past_tail_416 = 1};
+
+typedef enum { READ_CATCHUP, READ_LONG_POLL, READ_SSE } read_mode;
+
+typedef struct stream_ctx {
+    rn_surface *sf;
+    const rn_profile *prof;
+    rn_request *req;
+    char *path; /* percent-decoded stream path */
+    size_t path_len;
+    char *fork_source; /* percent-decoded Stream-Forked-From, or NULL */
+    rn_op op;
+    /* reads */
+    read_mode mode;
+    rn_offset_kind offset_kind;
+    uint64_t offset; /* current read position */
+    int has_cursor;
+    uint64_t client_cursor;
+    size_t max_bytes;         /* this request's response / SSE event cap */
+    uint64_t poll_timeout_ms; /* this request's long-poll wait */
+    /* live reads */
+    rn_waiter waiter;
+    uv_timer_t timer;
+    int timer_started;
+    int finished;
+    int sse_paused; /* waiting for the socket to drain */
+    struct stream_ctx *live_prev, *live_next;
+} stream_ctx;
+
+struct rn_surface {
+    uv_loop_t *loop;
+    rn_engine *engine;
+    rn_surface_config cfg;
+    stream_ctx *live; /* live reads in progress */
+    size_t live_count;
+};
+
+rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg) {
+    rn_surface *sf = rn_xcalloc(1, sizeof *sf);
+    sf->loop = loop;
+    sf->engine = engine;
+    sf->cfg = *cfg;
+    return sf;
+}
+
+void rn_surface_free(rn_surface *sf) {
+    free(sf);
+}
+
+size_t rn_surface_live_reads(const rn_surface *sf) {
+    return sf->live_count;
+}
+
+/* ---- context lifetime ---- */
+
+static void ctx_free(stream_ctx *c) {
+    rn_buf_free(&c->op.head);
+    rn_buf_free(&c->op.stored);
+    rn_request_release(c->req);
+    free(c->path);
+    free(c->fork_source);
+    free(c);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+    ctx_free(h->data);
+}
+
+/* Ends a ctx: unregisters it everywhere and frees it (after its timer
+ * closed, if it has one). Idempotent. */
+static void ctx_finish(stream_ctx *c) {
+    if (c->finished)
+        return;
+    c->finished = 1;
+    rn_live_remove(&c->waiter);
+    c->req->on_abort = NULL;
+    c->req->on_drain = NULL;
+    if (c->timer_started) {
+        rn_surface *sf = c->sf;
+        if (c->live_prev)
+            c->live_prev->live_next = c->live_next;
+        else
+            sf->live = c->live_next;
+        if (c->live_next)
+            c->live_next->live_prev = c->live_prev;
+        sf->live_count--;
+        uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+    } else {
+        ctx_free(c);
+    }
+}
+
+static void on_abort(rn_request *req) {
+    stream_ctx *c = req->handler_data;
+    if (c->op.done && !c->timer_started)
+        return; /* an engine op is in flight; its done callback frees */
+    ctx_finish(c);
+}
+
+/* ---- small helpers ---- */
+
+static int header_is_true(const rn_request *req, const char *name) {
+    const rn_header *h = rn_request_header(req, name, NULL);
+    return h && rn_ieq(h->value, h->value_len, "true");
+}
+
+static void append_content_type(rn_buf *h, const rn_stream *s) {
+    rn_buf_append_str(h, "Content-Type: ");
+    rn_buf_append(h, s->content_type, s->content_type_len);
+    rn_buf_append_str(h, "\r\n");
+}
+
+static uint64_t next_cursor(const stream_ctx *c) {
+    int64_t now = rn_now_ms();
+    uint64_t interval =
+        now > CURSOR_EPOCH_MS ? (uint64_t)(now - CURSOR_EPOCH_MS) / CURSOR_INTERVAL_MS : 0;
+    if (c->has_cursor && c->client_cursor >= interval)
+        return c->client_cursor + 1 + (uint64_t)(rand() % 180);
+    return interval;
+}
+
+static void append_cursor(rn_buf *h, const stream_ctx *c) {
+    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n", (unsigned long long)next_cursor(c));
+}
+
+static void append_expiry(rn_buf *h, const rn_stream *s) {
+    if (s->ttl_s >= 0)
+        rn_buf_appendf(h, "Stream-TTL: %lld\r\n", (long long)s->ttl_s);
+    if (s->expires_at_ms >= 0) {
+        char ts[48];
+        rn_format_rfc3339(s->expires_at_ms, ts);
+        rn_buf_appendf(h, "Stream-Expires-At: %s\r\n", ts);
+    }
+}
+
+/* Wraps stored JSON message text ("m1\nm2\n") as an array "[m1,m2]". */
+static void json_array_from_messages(rn_buf *out, const uint8_t *text, size_t len) {
+    rn_buf_reserve(out, len + 2);
+    out->data[out->len++] = '[';
+    if (len) {
+        memcpy(out->data + out->len, text, len);
+        for (size_t i = 0; i + 1 < len; i++)
+            if (out->data[out->len + i] == '\n')
+                out->data[out->len + i] = ',';
+        out->len += len - 1; /* drop the final LF */
+    }
+    out->data[out->len++] = ']';
+}
+
+/* ---- mutations ---- */
+
+static void op_done(rn_op *op);
+
+static stream_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
+    stream_ctx *c = rn_xcalloc(1, sizeof *c);
+    c->sf = sf;
+    c->req = req;
+    rn_request_hold(req);
+    c->path = rn_xstrndup(path, path_len);
+    c->path_len = path_len;
+    req->handler_data = c;
+    req->on_abort = on_abort;
+    c->op.path = c->path;
+    c->op.path_len = path_len;
+    c->op.ttl_s = -1;
+    c->op.expires_at_ms = -1;
+    c->op.arg = c;
+    return c;
+}
+
+static void reply_and_finish(stream_ctx *c, rn_error e, rn_buf *extra) {
+    rn_reply_error(c->req, e, extra);
+    ctx_finish(c);
+}
+
+static void submit(stream_ctx *c) {
+    c->op.done = op_done;
+    rn_engine_submit(c->sf->engine, &c->op);
+}
+
+/* Reads the fork headers of a create. Returns -1 when fine, else the error.
+ * The source is named by its URL path (/v1/stream/...) or its stream path. */
+static int parse_fork(stream_ctx *c) {
+    rn_request *req = c->req;
+    const rn_header *from = rn_request_header(req, "stream-forked-from", NULL);
+    const rn_header *off = rn_request_header(req, "stream-fork-offset", NULL);
+    const rn_header *sub = rn_request_header(req, "stream-fork-sub-offset", NULL);
+    if (sub && (!from || rn_parse_strict_u64(sub->value, sub->value_len, (1ull << 53) - 1,
+                                             &c->op.fork_sub_offset)))
+        return RN_E_INVALID_SUB_OFFSET;
+    if (!from)
+        return off ? RN_E_INVALID_FORK_OFFSET : -1;
+    if (c->op.fork_sub_offset > 0 && !off)
+        return RN_E_INVALID_SUB_OFFSET;
+    if (off) {
+        rn_offset_kind kind;
+        if (rn_offset_parse(off->value, off->value_len, &kind, &c->op.fork_offset) ||
+            kind == RN_OFFSET_NOW)
+            return RN_E_INVALID_FORK_OFFSET;
+        c->op.has_fork_offset = 1;
+    }
+    const char *p = from->value;
+    size_t n = from->value_len;
+    static const char prefix[] = "/v1/stream/";
+    if (n > sizeof prefix - 1 && memcmp(p, prefix, sizeof prefix - 1) == 0) {
+        p += sizeof prefix - 1;
+        n -= sizeof prefix - 1;
+    }
+    c->fork_source = rn_xmalloc(n + 1);
+    long dlen = rn_percent_decode(p, n, c->fork_source);
+    if (dlen <= 0)
+        return RN_E_FORK_SOURCE_NOT_FOUND;
+    c->op.fork_source = c->fork_source;
+    c->op.fork_source_len = (size_t)dlen;
+    return -1;
+}
+
+static void handle_put(stream_ctx *c) {
+    rn_request *req = c->req;
+    int err = parse_fork(c);
+    if (err >= 0) {
+        reply_and_finish(c, (rn_error)err, NULL);
+        return;
+    }
+    const rn_header *ttl = rn_request_header(req, "stream-ttl", NULL);
+    const rn_header *exp = rn_request_header(req, "stream-expires-at", NULL);
+    if (ttl && exp) {
+        reply_and_finish(c, RN_E_INVALID_HEADER_TTL_AND_EXPIRES, NULL);
+        return;
+    }
+    if (ttl) {
+        uint64_t v;
+        if (rn_parse_strict_u64(ttl->value, ttl->value_len, (1ull << 53) - 1, &v)) {
+            reply_and_finish(c, RN_E_INVALID_HEADER_TTL, NULL);
+            return;
+        }
+        c->op.ttl_s = (int64_t)v;
+    }
+    if (exp) {
+        int64_t ms;
+        if (rn_parse_rfc3339(exp->value, exp->value_len, &ms) || ms < 0) {
+            reply_and_finish(c, RN_E_INVALID_HEADER_EXPIRES, NULL);
+            return;
+        }
+        c->op.expires_at_ms = ms;
+    }
+    const rn_header *ct = rn_request_header(req, "content-type", NULL);
+    if (ct && ct->value_len) {
+        c->op.content_type = ct->value;
+        c->op.content_type_len = ct->value_len;
+    }
+    c->op.kind = RN_OP_CREATE;
+    c->op.close = header_is_true(req, "stream-closed");
+    c->op.body = req->body.data;
+    c->op.body_len = req->body.len;
+    submit(c);
+}
+
+/* Parses the three producer headers; returns 0 (absent or valid) or -1. */
+static int parse_producer(stream_ctx *c) {
+    rn_request *req = c->req;
+    const rn_header *id = rn_request_header(req, "producer-id", NULL);
+    const rn_header *ep = rn_request_header(req, "producer-epoch", NULL);
+    const rn_header *sq = rn_request_header(req, "producer-seq", NULL);
+    if (!id && !ep && !sq)
+        return 0;
+    const uint64_t max = (1ull << 53) - 1;
+    if (!id || !ep || !sq || id->value_len == 0)
+        return -1;
+    /* Accept leading zeros in integers ("007") but nothing non-numeric. */
+    uint64_t v[2];
+    const rn_header *nums[2] = {ep, sq};
+    for (int k = 0; k < 2; k++) {
+        const char *s = nums[k]->value;
+        size_t n = nums[k]->value_len;
+        while (n > 1 && *s == '0') {
+            s++;
+            n--;
+        }
+        if (rn_parse_strict_u64(s, n, max, &v[k]))
+            return -1;
+    }
+    c->op.has_producer = 1;
+    c->op.producer_id = id->value;
+    c->op.producer_id_len = id->value_len;
+    c->op.producer_epoch = v[0];
+    c->op.producer_seq = v[1];
+    return 0;
+}
+
+static void handle_post(stream_ctx *c) {
+    rn_request *req = c->req;
+    if (parse_producer(c)) {
+        reply_and_finish(c, RN_E_INVALID_PRODUCER, NULL);
+        return;
+    }
+    c->op.kind = RN_OP_APPEND;
+    c->op.close = header_is_true(req, "stream-closed");
+    c->op.body = req->body.data;
+    c->op.body_len = req->body.len;
+    if (!c->op.body_len && !c->op.close) {
+        reply_and_finish(c, RN_E_EMPTY_APPEND, NULL);
+        return;
+    }
+    const rn_header *ct = rn_request_header(req, "content-type", NULL);
+    if (c->op.body_len && (!ct || !ct->value_len)) {
+        reply_and_finish(c, RN_E_MISSING_CONTENT_TYPE, NULL);
+        return;
+    }
+    if (ct) {
+        c->op.content_type = ct->value;
+        c->op.content_type_len = ct->value_len;
+    }
+    const rn_header *seq = rn_request_header(req, "stream-seq", NULL);
+    if (seq) {
+        c->op.has_seq = 1;
+        c->op.seq = seq->value;
+        c->op.seq_len = seq->value_len;
+    }
+    submit(c);
+}
+
+static void append_producer_ack(rn_buf *h, const rn_op *op) {
+    if (op->has_producer)
+        rn_buf_appendf(h, "Producer-Epoch: %llu\r\nProducer-Seq: %llu\r\n",
+                       (unsigned long long)op->ack_epoch, (unsigned long long)op->ack_seq);
+}
+
+static void append_incarnation(rn_buf *h, const rn_stream *s) {
+    rn_buf_appendf(h, "Stream-Incarnation: %llu\r\n", (unsigned long long)s->incarnation);
+}
+
+static void append_state(rn_buf *h, const rn_op *op) {
+    rn_reply_offset(h, "Stream-Next-Offset", op->next_offset);
+    if (op->stream_closed)
+        rn_buf_append_str(h, "Stream-Closed: true\r\n");
+    if (op->stream)
+        append_incarnation(h, op->stream);
+}
+
+static void answer_create(stream_ctx *c, rn_op *op) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    append_content_type(&h, op->stream);
+    append_state(&h, op);
+    if (op->result == RN_OK_CREATED) {
+        const rn_header *host = rn_request_header(c->req, "host", NULL);
+        const char *q = memchr(c->req->target, '?', c->req->target_len);
+        size_t tlen = q ? (size_t)(q - c->req->target) : c->req->target_len;
+        rn_buf_appendf(&h, "Location: http://%.*s%.*s\r\n", host ? (int)host->value_len : 9,
+                       host ? host->value : "localhost", (int)tlen, c->req->target);
+    }
+    rn_http_respond(c->req, op->result == RN_OK_CREATED ? 201 : 200, &h, &body);
+}
+
+static void op_done(rn_op *op) {
+    stream_ctx *c = op->arg;
+    rn_buf extra = {0};
+    switch (op->result) {
+    case RN_OK_CREATED:
+    case RN_OK_EXISTS:
+        answer_create(c, op);
+        break;
+    case RN_OK_APPENDED:
+    case RN_OK_DUPLICATE: {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        append_state(&h, op);
+        append_producer_ack(&h, op);
+        int status = op->result == RN_OK_APPENDED && op->has_producer && op->body_len ? 200 : 204;
+        rn_http_respond(c->req, status, &h, &body);
+        break;
+    }
+    case RN_OK_DELETED: {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        rn_http_respond(c->req, 204, &h, &body);
+        break;
+    }
+    case RN_ERR_NOT_FOUND:
+        rn_reply_error(c->req, RN_E_STREAM_NOT_FOUND, NULL);
+        break;
+    case RN_ERR_CONFIG_MISMATCH:
+        rn_reply_error(c->req, RN_E_STREAM_EXISTS_CONFLICT, NULL);
+        break;
+    case RN_ERR_CLOSED:
+        append_state(&extra, op);
+        rn_reply_error(c->req, RN_E_STREAM_CLOSED, &extra);
+        break;
+    case RN_ERR_CONTENT_TYPE:
+        rn_reply_error(c->req, RN_E_CONTENT_TYPE_MISMATCH, NULL);
+        break;
+    case RN_ERR_SEQ_REGRESSION:
+        rn_buf_append_str(&extra, "Stream-Last-Seq: ");
+        rn_buf_append(&extra, op->stream->last_seq, op->stream->last_seq_len);
+        rn_buf_append_str(&extra, "\r\n");
+        rn_reply_error(c->req, RN_E_STREAM_SEQ_CONFLICT, &extra);
+        break;
+    case RN_ERR_INCARNATION:
+        if (op->stream)
+            append_incarnation(&extra, op->stream);
+        rn_reply_error(c->req, RN_E_INCARNATION_MISMATCH, &extra);
+        break;
+    case RN_ERR_STALE_EPOCH:
+        rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\n", (unsigned long long)op->current_epoch);
+        rn_reply_error(c->req, RN_E_PRODUCER_EPOCH_STALE, &extra);
+        break;
+    case RN_ERR_EPOCH_SEQ:
+        rn_reply_error(c->req, RN_E_PRODUCER_EPOCH_SEQ, NULL);
+        break;
+    case RN_ERR_SEQ_GAP:
+        rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\nProducer-Received-Seq: %llu\r\n",
+                       (unsigned long long)op->expected_seq, (unsigned long long)op->producer_seq);
+        rn_reply_error(c->req, RN_E_PRODUCER_SEQ_CONFLICT, &extra);
+        break;
+    case RN_ERR_EMPTY_BODY:
+        rn_reply_error(c->req, RN_E_EMPTY_APPEND, NULL);
+        break;
+    case RN_ERR_JSON_INVALID:
+        rn_reply_error(c->req, RN_E_INVALID_JSON, NULL);
+        break;
+    case RN_ERR_JSON_EMPTY_ARRAY:
+        rn_reply_error(c->req, RN_E_JSON_EMPTY_ARRAY, NULL);
+        break;
+    case RN_ERR_JSON_TOO_DEEP:
+        rn_reply_error(c->req, RN_E_JSON_TOO_DEEP, NULL);
+        break;
+    case RN_ERR_GONE:
+        rn_reply_error(c->req, RN_E_STREAM_GONE, NULL);
+        break;
+    case RN_ERR_SOURCE_NOT_FOUND:
+        rn_reply_error(c->req, RN_E_FORK_SOURCE_NOT_FOUND, NULL);
+        break;
+    case RN_ERR_SOURCE_GONE:
+        rn_reply_error(c->req, RN_E_FORK_SOURCE_GONE, NULL);
+        break;
+    case RN_ERR_FORK_OFFSET:
+        rn_reply_error(c->req, RN_E_INVALID_FORK_OFFSET, NULL);
+        break;
+    case RN_ERR_SUB_OFFSET:
+        rn_reply_error(c->req, RN_E_INVALID_SUB_OFFSET, NULL);
+        break;
+    case RN_ERR_FORK_DEPTH:
+        rn_reply_error(c->req, RN_E_FORK_TOO_DEEP, NULL);
+        break;
+    case RN_ERR_DISK_FULL:
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
+        break;
+    case RN_ERR_UNAVAILABLE:
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(c->req, RN_E_OUTCOME_UNKNOWN, &extra);
+        break;
+    }
+    c->op.done = NULL;
+    ctx_finish(c);
+}
+
+/* ---- reads ---- */
+
+/* Answers 404, or 410 for a soft-deleted stream, when s is NULL. */
+static int answer_missing(stream_ctx *c, const rn_stream *s) {
+    if (s)
+        return 0;
+    int gone = rn_engine_is_gone(c->sf->engine, c->path, c->path_len);
+    reply_and_finish(c, gone ? RN_E_STREAM_GONE : RN_E_STREAM_NOT_FOUND, NULL);
+    return 1;
+}
+
+/* Answers 412 with the current token when the request's Stream-Incarnation
+ * names another incarnation of s. Returns 1 when it answered. */
+static int answer_precondition(stream_ctx *c, const rn_stream *s) {
+    if (!c->op.has_incarnation || c->op.incarnation == s->incarnation)
+        return 0;
+    rn_buf extra = {0};
+    append_incarnation(&extra, s);
+    reply_and_finish(c, RN_E_INCARNATION_MISMATCH, &extra);
+    return 1;
+}
+
+static void handle_head(stream_ctx *c) {
+    rn_stream *s = rn_engine_find(c->sf->engine, c->path, c->path_len);
+    if (answer_missing(c, s) || answer_precondition(c, s))
+        return;
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    append_content_type(&h, s);
+    rn_reply_offset(&h, "Stream-Next-Offset", s->tail);
+    append_expiry(&h, s);
+    if (s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    append_incarnation(&h, s);
+    rn_reply_offset(&h, "Stream-Retained-Offset", 0);
+    rn_buf_appendf(&h, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
+    rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
+    rn_http_respond(c->req, 200, &h, &body);
+    ctx_finish(c);
+}
+
+/* True when the request's If-None-Match lists etag. */
+static int etag_matches(const rn_request *req, const char *etag) {
+    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
+    if (!h)
+        return 0;
+    size_t n = strlen(etag);
+    const char *p = h->value, *end = h->value + h->value_len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *q = p;
+        while (q < end && *q != ',')
+            q++;
+        const char *e = q;
+        while (e > p && e[-1] == ' ')
+            e--;
+        if ((size_t)(e - p) == n && memcmp(p, etag, n) == 0)
+            return 1;
+        if (e - p == 1 && *p == '*')
+            return 1;
+        p = q;
+    }
+    return 0;
+}
+
+/* Answers a read with the data at c->offset (possibly none): catch-up 200,
+ * or a long-poll 200 with a cursor. */
+/* True when this read renders the stream's JSON message text as NDJSON. */
+static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
+    return s->json && c->prof->ndjson_reads;
+}
+
+static void answer_data(stream_ctx *c, rn_stream *s) {
+    rn_buf data = {0}, body = {0}, h = {0};
+    uint64_t start = c->offset;
+    long got = 0;
+    if (c->offset_kind != RN_OFFSET_NOW) {
+        got = rn_engine_read(c->sf->engine, s, start, c->max_bytes, !reads_ndjson(c, s), &data);
+        if (got < 0) {
+            rn_buf_free(&data);
+            reply_and_finish(c, RN_E_INTERNAL, NULL);
+            return;
+        }
+    }
+    uint64_t end = start + (uint64_t)got;
+    int at_tail = end == s->tail;
+    rn_reply_common(&h);
+    if (reads_ndjson(c, s))
+        rn_buf_append_str(&h, "Content-Type: application/x-ndjson\r\n");
+    else
+        append_content_type(&h, s);
+    rn_reply_offset(&h, "Stream-Next-Offset", end);
+    if (at_tail)
+        rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\n");
+    if (at_tail && s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    if (c->mode == READ_LONG_POLL && !(at_tail && s->closed))
+        append_cursor(&h, c);
+    append_incarnation(&h, s);
+    if (c->offset_kind == RN_OFFSET_NOW || got == 0) {
+        rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
+    } else {
+        rn_buf_append_str(&h, "Cache-Control: public, max-age=60, stale-while-revalidate=300\r\n");
+    }
+    int status = 200;
+    if (c->offset_kind != RN_OFFSET_NOW) {
+        /* The ETag names the incarnation, the range, closure at the tail and
+         * the representation (JSON arrays and NDJSON differ in bytes). */
+        char etag[128];
+        snprintf(etag, sizeof etag, "\"%llu:%llu:%llu:%s%s\"", (unsigned long long)s->incarnation,
+                 (unsigned long long)start, (unsigned long long)end, c->prof->name,
+                 at_tail && s->closed ? ":c" : "");
+        rn_buf_appendf(&h, "ETag: %s\r\n", etag);
+        if (etag_matches(c->req, etag))
+            status = 304;
+    }
+    if (status == 200) {
+        if (s->json && !reads_ndjson(c, s))
+            json_array_from_messages(&body, data.data, data.len);
+        else
+            body = data, data = (rn_buf){0};
+    }
+    rn_buf_free(&data);
+    rn_http_respond(c->req, status, &h, &body);
+    ctx_finish(c);
+}
+
+static void answer_poll_timeout(stream_ctx *c, rn_stream *s) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_reply_offset(&h, "Stream-Next-Offset", s->tail);
+    rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\nCache-Control: no-store\r\n");
+    if (s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    else
+        append_cursor(&h, c);
+    append_incarnation(&h, s);
+    rn_http_respond(c->req, 204, &h, &body);
+    ctx_finish(c);
+}
+
+/* --- SSE --- */
+
+/* Binary content types travel base64-encoded over SSE. */
+static int sse_base64(const rn_stream *s) {
+    return !s->json && !rn_iprefix(s->content_type, s->content_type_len, "text/");
+}
+
+/* Appends one data event: JSON arrays (v1), base64 for binary types, else
+ * text (NDJSON included), one data: line per line of the payload. */
+static void sse_data_event(rn_buf *out, const stream_ctx *c, const rn_stream *s, const uint8_t *d,
+                           size_t n) {
+    rn_buf_append_str(out, "event: data\n");
+    if (s->json && !reads_ndjson(c, s)) {
+        rn_buf_append_str(out, "data:");
+        json_array_from_messages(out, d, n);
+        rn_buf_append_str(out, "\n\n");
+        return;
+    }
+    if (sse_base64(s)) {
+        rn_buf_append_str(out, "data:");
+        rn_base64_append(out, d, n);
+        rn_buf_append_str(out, "\n\n");
+        return;
+    }
+    /* Text: one data: line per line of the payload, split at CR, LF and
+     * CRLF so that no payload byte can end the event early. */
+    size_t i = 0;
+    for (;;) {
+        size_t j = i;
+        while (j < n && d[j] != '\n' && d[j] != '\r')
+            j++;
+        rn_buf_append_str(out, j > i && d[i] == ' ' ? "data: " : "data:");
+        rn_buf_append(out, d + i, j - i);
+        rn_buf_append_byte(out, '\n');
+        if (j >= n)
+            break;
+        i = j + ((d[j] == '\r' && j + 1 < n && d[j + 1] == '\n') ? 2 : 1);
+    }
+    rn_buf_append_byte(out, '\n');
+}
+
+static void sse_control_event(rn_buf *out, stream_ctx *c, const rn_stream *s, int at_tail) {
+    char tok[RN_OFFSET_LEN + 1];
+    rn_offset_format(c->offset, tok);
+    rn_buf_appendf(out, "event: control\ndata:{\"streamNextOffset\":\"%s\"", tok);
+    if (at_tail && s->closed) {
+        rn_buf_append_str(out, ",\"streamClosed\":true,\"upToDate\":true}\n\n");
+        return;
+    }
+    rn_buf_appendf(out, ",\"streamCursor\":\"%llu\"", (unsigned long long)next_cursor(c));
+    if (at_tail)
+        rn_buf_append_str(out, ",\"upToDate\":true");
+    rn_buf_append_str(out, "}\n\n");
+}
+
+static void sse_end(stream_ctx *c) {
+    rn_http_stream_end(c->req);
+    ctx_finish(c);
+}
+
+/* Ends a live SSE read in error: on surfaces that send them, an error event
+ * whose data is the error body on one line (ext §11). */
+static void sse_fail(stream_ctx *c, rn_error e) {
+    if (c->prof->sse_error_events) {
+        rn_buf ev = {0};
+        rn_buf_append_str(&ev, "event: error\ndata:");
+        rn_error_body(e, &ev);
+        rn_buf_append_str(&ev, "\n\n");
+        rn_http_stream_write(c->req, &ev);
+    }
+    sse_end(c);
+}
+
+/* Sends every event available from c->offset; ends the response on
+ * closure. `force_control` sends a control even without new data (the
+ * first one of a response). */
+static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
+    for (;;) {
+        if (c->offset >= s->tail) {
+            if (force_control || s->closed) {
+                rn_buf ev = {0};
+                sse_control_event(&ev, c, s, 1);
+                rn_http_stream_write(c->req, &ev);
+            }
+            if (s->closed)
+                sse_end(c);
+            return;
+        }
+        rn_buf data = {0}, ev = {0};
+        long got =
+            rn_engine_read(c->sf->engine, s, c->offset, c->max_bytes, !reads_ndjson(c, s), &data);
+        if (got <= 0) {
+            rn_buf_free(&data);
+            sse_fail(c, RN_E_INTERNAL);
+            return;
+        }
+        sse_data_event(&ev, c, s, data.data, data.len);
+        rn_buf_free(&data);
+        c->offset += (uint64_t)got;
+        int at_tail = c->offset == s->tail;
+        sse_control_event(&ev, c, s, at_tail);
+        force_control = 0;
+        size_t queued = rn_http_stream_write(c->req, &ev);
+        if (at_tail && s->closed) {
+            sse_end(c);
+            return;
+        }
+        if (queued > c->sf->cfg.sse_queue_bytes) {
+            c->sse_paused = 1;
+            return;
+        }
+    }
+}
+
+static void on_sse_drain(rn_request *req) {
+    stream_ctx *c = req->handler_data;
+    if (!c->sse_paused || c->finished)
+        return;
+    c->sse_paused = 0;
+    rn_stream *s = c->waiter.stream;
+    if (s)
+        sse_pump(c, s, 0);
+}
+
+/* --- parking --- */
+
+static void on_live_timer(uv_timer_t *t) {
+    stream_ctx *c = t->data;
+    rn_stream *s = c->waiter.stream;
+    if (c->mode == READ_SSE || !s) {
+        if (c->mode == READ_SSE)
+            sse_end(c);
+        else
+            ctx_finish(c);
+        return;
+    }
+    answer_poll_timeout(c, s);
+}
+
+static void on_live_event(rn_waiter *w, rn_live_event ev) {
+    stream_ctx *c = (stream_ctx *)((char *)w - offsetof(stream_ctx, waiter));
+    if (ev == RN_LIVE_REMOVED) {
+        if (c->mode == READ_SSE)
+            sse_fail(c, RN_E_STREAM_NOT_FOUND);
+        else
+            reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+        return;
+    }
+    rn_stream *s = w->stream;
+    if (c->mode == READ_SSE) {
+        if (!c->sse_paused)
+            sse_pump(c, s, 0);
+        return;
+    }
+    if (c->offset < s->tail)
+        answer_data(c, s);
+    else if (s->closed)
+        answer_poll_timeout(c, s);
+}
+
+/* Registers a live read: waiter on the stream, timer, live list. */
+static void park(stream_ctx *c, rn_stream *s, uint64_t timeout_ms) {
+    rn_surface *sf = c->sf;
+    uv_timer_init(sf->loop, &c->timer);
+    c->timer.data = c;
+    c->timer_started = 1;
+    c->live_next = sf->live;
+    if (sf->live)
+        sf->live->live_prev = c;
+    sf->live = c;
+    sf->live_count++;
+    rn_live_add(s, &c->waiter, on_live_event);
+    uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
+}
+
+/* Applies the read-path parameters of ext §9 (timeout_ms, consistency,
+ * max_bytes). Returns an error or -1 when fine. */
+static int read_parameter(stream_ctx *c, const char *name, size_t name_len, const char *val,
+                          long vlen, int *leader) {
+    uint64_t v;
+    int number = vlen > 0 && rn_parse_strict_u64(val, (size_t)vlen, UINT64_MAX / 2, &v) == 0;
+    if (name_len == 10 && memcmp(name, "timeout_ms", 10) == 0) {
+        if (number)
+            c->poll_timeout_ms = v < 1 ? 1 : v > BUCKET_POLL_MAX_MS ? BUCKET_POLL_MAX_MS : v;
+    } else if (name_len == 9 && memcmp(name, "max_bytes", 9) == 0) {
+        if (number && v < c->max_bytes)
+            c->max_bytes = v ? (size_t)v : 1;
+    } else if (name_len == 11 && memcmp(name, "consistency", 11) == 0) {
+        if (vlen == 6 && memcmp(val, "leader", 6) == 0)
+            *leader = 1; /* one node: every read is linearizable */
+        else if (!(vlen == 5 && memcmp(val, "local", 5) == 0))
+            return RN_E_INVALID_QUERY_CONSISTENCY;
+    }
+    return -1;
+}
+
+/* Parses the query: offset (once at most), live, cursor, and the profile's
+ * read parameters. Unknown names are ignored. Returns an error or -1. */
+static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset) {
+    *has_offset = 0;
+    int leader = 0;
+    c->offset_kind = RN_OFFSET_START;
+    c->mode = READ_CATCHUP;
+    const char *p = q, *end = q + len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *pe = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(pe - p));
+        const char *name = p;
+        size_t name_len = (size_t)((eq ? eq : pe) - p);
+        const char *raw = eq ? eq + 1 : pe;
+        size_t raw_len = (size_t)(pe - raw);
+        char val[256];
+        long vlen = raw_len < sizeof val ? rn_percent_decode(raw, raw_len, val) : -1;
+        if (name_len == 6 && memcmp(name, "offset", 6) == 0) {
+            if (*has_offset || vlen < 0 ||
+                rn_offset_parse(val, (size_t)vlen, &c->offset_kind, &c->offset))
+                return RN_E_INVALID_OFFSET;
+            *has_offset = 1;
+        } else if (name_len == 4 && memcmp(name, "live", 4) == 0) {
+            if (vlen == 9 && memcmp(val, "long-poll", 9) == 0)
+                c->mode = READ_LONG_POLL;
+            else if (vlen == 3 && memcmp(val, "sse", 3) == 0)
+                c->mode = READ_SSE;
+            else
+                return RN_E_INVALID_QUERY_LIVE;
+        } else if (name_len == 6 && memcmp(name, "cursor", 6) == 0) {
+            uint64_t v;
+            if (vlen > 0 && rn_parse_strict_u64(val, (size_t)vlen, UINT64_MAX / 2, &v) == 0) {
+                c->has_cursor = 1;
+                c->client_cursor = v;
+            }
+        } else if (c->prof->read_parameters) {
+            int err = read_parameter(c, name, name_len, val, vlen, &leader);
+            if (err >= 0)
+                return err;
+        }
+        p = pe + 1;
+    }
+    if (leader && c->mode != READ_CATCHUP)
+        return RN_E_INVALID_QUERY_CONSISTENCY;
+    if (c->mode == READ_SSE && c->max_bytes < 4)
+        c->max_bytes = 4; /* room for one UTF-8 character in a text event */
+    return -1;
+}
+
+static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
+    int has_offset;
+    int err = parse_query(c, query, query_len, &has_offset);
+    if (err >= 0) {
+        reply_and_finish(c, (rn_error)err, NULL);
+        return;
+    }
+    if (c->mode != READ_CATCHUP && !has_offset) {
+        reply_and_finish(c, RN_E_INVALID_QUERY_OFFSET_REQUIRED, NULL);
+        return;
+    }
+    rn_engine *e = c->sf->engine;
+    rn_stream *s = rn_engine_find(e, c->path, c->path_len);
+    if (answer_missing(c, s))
+        return;
+    rn_engine_touch(e, s);
+    if (c->offset_kind == RN_OFFSET_NOW) {
+        c->offset = s->tail;
+    } else if (c->offset_kind == RN_OFFSET_POSITION && c->offset > s->tail &&
+               c->prof->offset_past_tail_416) {
+        rn_buf extra = {0};
+        append_incarnation(&extra, s);
+        reply_and_finish(c, RN_E_OFFSET_OUT_OF_RANGE, &extra);
+        return;
+    } else if (c->offset_kind == RN_OFFSET_POSITION &&
+               (c->offset > s->tail ||
+                (!reads_ndjson(c, s) && !rn_engine_offset_valid(e, s, c->offset)))) {
+        reply_and_finish(c, RN_E_INVALID_OFFSET, NULL);
+        return;
+    }
+    if (answer_precondition(c, s))
+        return;
+    switch (c->mode) {
+    case READ_CATCHUP:
+        answer_data(c, s);
+        return;
+    case READ_LONG_POLL:
+        c->offset_kind = RN_OFFSET_POSITION; /* a long-poll 200 carries data and an ETag */
+        if (c->offset < s->tail)
+            answer_data(c, s);
+        else if (s->closed)
+            answer_poll_timeout(c, s);
+        else
+            park(c, s, c->poll_timeout_ms);
+        return;
+    case READ_SSE: {
+        rn_buf h = {0};
+        rn_reply_common(&h);
+        rn_buf_append_str(&h, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
+        if (sse_base64(s))
+            rn_buf_append_str(&h, "Stream-SSE-Data-Encoding: base64\r\n");
+        if (reads_ndjson(c, s)) {
+            rn_buf_append_str(&h, "Stream-Data-Content-Type: application/x-ndjson\r\n");
+        } else {
+            rn_buf_append_str(&h, "Stream-Data-Content-Type: ");
+            rn_buf_append(&h, s->content_type, s->content_type_len);
+            rn_buf_append_str(&h, "\r\n");
+        }
+        append_incarnation(&h, s);
+        rn_http_stream_start(c->req, 200, &h);
+        c->req->on_drain = on_sse_drain;
+        park(c, s, c->sf->cfg.sse_max_duration_ms);
+        sse_pump(c, s, 1);
+        return;
+    }
+    }
+}
+
+static void handle_delete(stream_ctx *c) {
+    c->op.kind = RN_OP_DELETE;
+    submit(c);
+}
+
+/* Parses a Stream-Incarnation request header into the op. Returns -1 when
+ * absent or valid, else the error (malformed or repeated: 400). */
+static int parse_incarnation(stream_ctx *c) {
+    size_t count;
+    const rn_header *h = rn_request_header(c->req, "stream-incarnation", &count);
+    if (!h)
+        return -1;
+    uint64_t v;
+    if (count != 1 || rn_parse_strict_u64(h->value, h->value_len, RN_INCARNATION_MAX, &v) ||
+        v < RN_INCARNATION_MIN)
+        return RN_E_INVALID_INCARNATION;
+    c->op.has_incarnation = 1;
+    c->op.incarnation = v;
+    return -1;
+}
+
+void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
+                       size_t key_len, const char *query, size_t query_len) {
+    stream_ctx *c = ctx_new(sf, req, key, key_len);
+    c->prof = prof;
+    c->max_bytes = prof->read_parameters ? BUCKET_READ_CAP : sf->cfg.max_read_bytes;
+    c->poll_timeout_ms =
+        prof->read_parameters ? BUCKET_POLL_DEFAULT_MS : sf->cfg.long_poll_timeout_ms;
+    int err = parse_incarnation(c);
+    if (err >= 0) {
+        reply_and_finish(c, (rn_error)err, NULL);
+        return;
+    }
+    switch (req->method) {
+    case RN_HTTP_PUT:
+        handle_put(c);
+        break;
+    case RN_HTTP_POST:
+        handle_post(c);
+        break;
+    case RN_HTTP_GET:
+        handle_get(c, query, query_len);
+        break;
+    case RN_HTTP_HEAD:
+        handle_head(c);
+        break;
+    case RN_HTTP_DELETE:
+        handle_delete(c);
+        break;
+    default: {
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Allow: GET, HEAD, PUT, POST, DELETE, OPTIONS\r\n");
+        reply_and_finish(c, RN_E_METHOD_NOT_ALLOWED, &extra);
+        break;
+    }
+    }
+}
+
+void rn_surface_end_live_reads(rn_surface *sf) {
+    while (sf->live) {
+        stream_ctx *c = sf->live;
+        rn_stream *s = c->waiter.stream;
+        if (c->mode == READ_SSE || !s) {
+            if (c->mode == READ_SSE)
+                sse_end(c);
+            else
+                ctx_finish(c);
+        } else {
+            answer_poll_timeout(c, s);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/*
+ * streams.h — the stream operations of both HTTP surfaces: create, append,
+ * close, delete, HEAD, catch-up reads, long-poll and SSE, mapped onto engine
+ * calls and rendered as HTTP. The two surfaces route to the same code and
+ * differ only in an rn_profile: the v1 surface (/v1/stream/{path}) follows
+ * PROTOCOL.md (JSON reads as arrays), the bucket surface
+ * (/{bucket_id}/{stream_id}) follows extensions.txt (NDJSON reads, read-path
+ * parameters, SSE error events).
+ */
+#ifndef RN_STREAMS_H
+#define RN_STREAMS_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine/engine.h"
+#include "transport/http.h"
+
+typedef struct rn_surface rn_surface;
+
+/* How a surface renders the shared operations. */
+typedef struct {
+    const char *name;         /* "v1" or "bucket", also the ETag's representation tag */
+    int ndjson_reads;         /* JSON streams read as NDJSON, not as an array */
+    int read_parameters;      /* honour timeout_ms, consistency and max_bytes (ext §9) */
+    int sse_error_events;     /* a live SSE read ending in error sends an error event */
+    int offset_past_tail_416; /* a read offset past the tail answers 416, not 400 */
+} rn_profile;
+
+extern const rn_profile RN_PROFILE_V1;
+extern const rn_profile RN_PROFILE_BUCKET;
+
+typedef struct {
+    uint64_t long_poll_timeout_ms; /* v1 surface; the bucket surface uses timeout_ms */
+    uint64_t sse_max_duration_ms;  /* SSE responses end after this (CDN collapsing) */
+    size_t max_read_bytes;         /* per catch-up response and per SSE event */
+    size_t sse_queue_bytes;        /* pause an SSE reader with this much unsent */
+    size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
+} rn_surface_config;
+
+rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg);
+
+/* Handles a request for the stream whose engine key (its path: the v1 path,
+ * or "bucket_id/stream_id") is key. The query is the raw query string. */
+void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
+                       size_t key_len, const char *query, size_t query_len);
+
+/* Answers every parked live read as if it had timed out (shutdown). */
+void rn_surface_end_live_reads(rn_surface *sf);
+/* Number of live reads (long-poll and SSE) in progress. */
+size_t rn_surface_live_reads(const rn_surface *sf);
+void rn_surface_free(rn_surface *sf);
+
+#endif
