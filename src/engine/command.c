@@ -35,6 +35,21 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
             rn_buf_append_lstr(b, c->seq, c->seq_len);
         rn_buf_append_u64(b, c->data_len);
         break;
+    case RN_CMD_PUBLISH:
+        rn_buf_append_u64(b, c->offset);
+        rn_buf_append_lstr(b, c->content_type, c->content_type_len);
+        rn_buf_append(b, c->digest, 32);
+        rn_buf_append_u64(b, c->snapshot_size);
+        rn_buf_append_u8(b, c->cold);
+        rn_buf_append_lstr(b, c->object_key, c->object_key_len);
+        break;
+    case RN_CMD_RETAIN:
+        rn_buf_append_u64(b, c->offset);
+        break;
+    case RN_CMD_REWRITE:
+        rn_buf_append_u64(b, c->serial);
+        rn_buf_append_u64(b, c->offset);
+        break;
     default:
         break;
     }
@@ -75,12 +90,26 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
         break;
     case RN_CMD_DELETE:
         break;
+    case RN_CMD_PUBLISH:
+        c->offset = rn_read_u64(&r);
+        c->content_type = (const char *)rn_read_lstr(&r, &c->content_type_len);
+        c->digest = rn_read_bytes(&r, 32);
+        c->snapshot_size = rn_read_u64(&r);
+        c->cold = rn_read_u8(&r);
+        c->object_key = (const char *)rn_read_lstr(&r, &c->object_key_len);
+        break;
+    case RN_CMD_RETAIN:
+        c->offset = rn_read_u64(&r);
+        break;
+    case RN_CMD_REWRITE:
+        c->serial = rn_read_u64(&r);
+        c->offset = rn_read_u64(&r);
+        break;
     default:
         return -1;
     }
-    if (c->type != RN_CMD_DELETE) {
+    if (c->type == RN_CMD_CREATE || c->type == RN_CMD_APPEND)
         c->data = rn_read_bytes(&r, c->data_len);
-    }
     if (r.failed || r.p != r.end)
         return -1;
     return 0;

@@ -15,6 +15,11 @@
  *   APPEND: u64 offset, u8 close, u8 has_producer [lstr id, u64 epoch,
  *           u64 seq], u8 has_seq [lstr seq], u64 data length
  *   DELETE: nothing
+ *   PUBLISH: u64 snapshot offset, lstr content type, 32-byte digest,
+ *            u64 size, u8 cold, lstr object key
+ *   RETAIN: u64 retained offset
+ *   REWRITE: u64 serial of the new incarnation (see engine.c), u64 kept
+ *            offset
  * and the data bytes last, so the engine can hand a request body to the log
  * as a separate piece without copying it.
  */
@@ -26,7 +31,14 @@
 
 #include "util/buf.h"
 
-enum { RN_CMD_CREATE = 1, RN_CMD_APPEND = 2, RN_CMD_DELETE = 3 };
+enum {
+    RN_CMD_CREATE = 1,
+    RN_CMD_APPEND = 2,
+    RN_CMD_DELETE = 3,
+    RN_CMD_PUBLISH = 4,
+    RN_CMD_RETAIN = 5,
+    RN_CMD_REWRITE = 6,
+};
 
 typedef struct {
     uint8_t type;
@@ -41,6 +53,8 @@ typedef struct {
     int64_t ttl_s;         /* -1: none */
     int64_t expires_at_ms; /* -1: none */
     uint64_t source_id;    /* fork source, 0 for none */
+    /* REWRITE: the serial the new incarnation token derives from */
+    uint64_t serial;
     /* CREATE and APPEND */
     uint8_t close;
     uint64_t offset; /* where data starts: the tail before an append, the
@@ -56,6 +70,12 @@ typedef struct {
     uint8_t has_seq;
     const char *seq;
     size_t seq_len;
+    /* PUBLISH (offset = snapshot offset, content_type = the snapshot's) */
+    const uint8_t *digest; /* 32 bytes */
+    uint64_t snapshot_size;
+    uint8_t cold; /* the body is in the cold store, not the local snapshot store */
+    const char *object_key;
+    size_t object_key_len;
 } rn_cmd;
 
 /* Encodes everything but the data bytes into out (appending). The record is

@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/command.h"
 #include "engine/store.h"
+#include "tiers/blobs.h"
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/json_text.h"
@@ -49,6 +50,8 @@ struct rn_engine {
     rn_engine_config cfg;
     char *dir;
     rn_store *store;
+    rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
+    rn_blobs *cold;      /* the cold store, or NULL */
     rn_wal *wal;
     rn_map by_path; /* path -> rn_stream (includes pending creates) */
     rn_map by_id;   /* id -> rn_stream */
@@ -60,10 +63,12 @@ struct rn_engine {
         void *arg;
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
-    int ops_in_log; /* mutations submitted, not yet applied */
+    uint64_t blob_serial; /* makes blob keys unique within a millisecond */
+    int ops_in_log;       /* mutations submitted, not yet applied */
 };
 
 static void run_op(rn_engine *e, rn_op *op);
+static uint64_t incarnation_for(uint64_t n);
 
 static void notify(rn_engine *e, rn_stream *s, rn_stream_event ev) {
     for (int i = 0; i < e->observer_count; i++)
@@ -149,7 +154,24 @@ static void stream_free(rn_stream *s) {
     free(s->content_type);
     free(s->close_producer_id);
     free(s->last_seq);
+    free(s->snapshot.content_type);
+    free(s->snapshot.key);
     free(s);
+}
+
+struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold) {
+    return cold ? e->cold : e->snapshots;
+}
+
+/* Drops the stream's snapshot, deleting its body when asked. */
+static void snapshot_drop(rn_engine *e, rn_stream *s, int delete_body) {
+    if (!s->snapshot.present)
+        return;
+    if (delete_body)
+        rn_blobs_delete(s->snapshot.cold ? e->cold : e->snapshots, s->snapshot.key);
+    free(s->snapshot.content_type);
+    free(s->snapshot.key);
+    memset(&s->snapshot, 0, sizeof s->snapshot);
 }
 
 /* Removes a stream from the maps, tells observers (unless it is already
@@ -164,6 +186,7 @@ static void stream_destroy(rn_engine *e, rn_stream *s, int remove_files) {
         notify(e, s, RN_STREAM_REMOVED);
     if (remove_files)
         rn_store_remove(e->store, s->id);
+    snapshot_drop(e, s, remove_files);
     rn_op *q = s->queue_head;
     rn_stream *source = s->source;
     stream_free(s);
@@ -213,6 +236,71 @@ static int stream_expired(const rn_stream *s, int64_t now) {
 
 /* ---- apply: the state machine (shared by live commits and replay) ---- */
 
+/* Makes a published snapshot the latest; the superseded body is deleted
+ * (a repeat of the same key keeps it). */
+static void apply_publish(rn_engine *e, rn_stream *s, const rn_cmd *c) {
+    int same_key = s->snapshot.present && s->snapshot.cold == c->cold &&
+                   strlen(s->snapshot.key) == c->object_key_len &&
+                   memcmp(s->snapshot.key, c->object_key, c->object_key_len) == 0;
+    snapshot_drop(e, s, !same_key);
+    s->snapshot.present = 1;
+    s->snapshot.offset = c->offset;
+    memcpy(s->snapshot.digest, c->digest, 32);
+    s->snapshot.size = c->snapshot_size;
+    s->snapshot.content_type = rn_xstrndup(c->content_type, c->content_type_len);
+    s->snapshot.content_type_len = c->content_type_len;
+    s->snapshot.key = rn_xstrndup(c->object_key, c->object_key_len);
+    s->snapshot.cold = c->cold;
+}
+
+/* Advances the retained offset and gives back the disk blocks below it
+ * (only while no fork reads through them). */
+static void apply_retain(rn_engine *e, rn_stream *s, uint64_t offset) {
+    if (offset <= s->retained)
+        return;
+    if (s->refcount == 0 && offset > s->fork_offset) {
+        uint64_t from = s->retained > s->fork_offset ? s->retained : s->fork_offset;
+        rn_store_punch(e->store, s->id, from, offset - from);
+    }
+    s->retained = offset;
+}
+
+/* A history rewrite: a new incarnation that keeps the bytes below the kept
+ * offset. The previous token is reported unless nothing was written since
+ * the last rewrite (then the older report still holds, ext §2.4). */
+static void apply_rewrite(rn_engine *e, rn_stream *s, const rn_cmd *c) {
+    if (!s->has_previous || s->written_since_rewrite) {
+        s->has_previous = 1;
+        s->previous_incarnation = s->incarnation;
+        s->inherited_offset = c->offset;
+    }
+    s->incarnation = incarnation_for(c->serial);
+    if (c->serial >= e->next_id)
+        e->next_id = c->serial + 1; /* never issue the serial again */
+    s->written_since_rewrite = 0;
+    s->history_closed_epochs++;
+    if (c->offset < s->tail) {
+        s->tail = c->offset;
+        s->closed = 0;
+        s->touched = 1;
+        /* Drop index entries past the kept offset; an append the cut
+         * splits becomes one that ends there. */
+        uint64_t end = s->fork_offset;
+        while (s->appends > 0 && rn_store_index_get(e->store, s->id, s->appends - 1, &end) == 0 &&
+               end > s->tail)
+            s->appends--;
+        if (s->appends == 0)
+            end = s->fork_offset;
+        if (end < s->tail && rn_store_index_set(e->store, s->id, s->appends, s->tail) == 0)
+            s->appends++;
+        rn_store_truncate(e->store, s->id, s->tail, s->appends);
+    }
+    if (s->snapshot.present && s->snapshot.offset > s->tail)
+        snapshot_drop(e, s, 1);
+    if (s->retained > s->tail)
+        s->retained = s->tail;
+}
+
 /* Writes a command's data at c->offset, records the append in the index and
  * advances the tail. */
 static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c) {
@@ -245,6 +333,7 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
                 return -EINVAL;
             s->source = src;
             s->fork_offset = c->offset;
+            s->retained = src->retained < c->offset ? src->retained : c->offset;
             s->fork_depth = src->fork_depth + 1;
             src->refcount++;
         }
@@ -267,6 +356,7 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
         if (rc < 0)
             return rc;
         s->touched = 1;
+        s->written_since_rewrite = 1;
         if (c->has_producer)
             set_producer(s, c->producer_id, c->producer_id_len, c->producer_epoch, c->producer_seq,
                          c->time_ms);
@@ -292,6 +382,20 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
         rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
         if (s)
             stream_delete(e, s);
+        return 0;
+    }
+    case RN_CMD_PUBLISH:
+    case RN_CMD_RETAIN:
+    case RN_CMD_REWRITE: {
+        rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
+        if (!s)
+            return -ENOENT;
+        if (c->type == RN_CMD_PUBLISH)
+            apply_publish(e, s, c);
+        else if (c->type == RN_CMD_RETAIN)
+            apply_retain(e, s, c->offset);
+        else
+            apply_rewrite(e, s, c);
         return 0;
     }
     }
@@ -433,10 +537,13 @@ static void on_logged(rn_wal_entry *entry, int status) {
         s->busy = 0;
         rn_cmd del = *c;
         uint64_t id = s->id;
+        /* Apply before answering: done() may submit the next request (the
+         * HTTP layer parses a pipelined one while answering), which must see
+         * the stream deleted, not mutate one about to be freed. */
+        apply(e, &del, NULL);
         op->result = RN_OK_DELETED;
         op->stream = NULL;
         op->done(op);
-        apply(e, &del, NULL);
         drain_queue(e, id); /* a soft-deleted stream stays; its waiters now see 410 */
         return;
     }
@@ -451,7 +558,12 @@ static void on_logged(rn_wal_entry *entry, int status) {
         abort();
     }
     uint64_t id = s->id;
-    finish(op, op->kind == RN_OP_CREATE ? RN_OK_CREATED : RN_OK_APPENDED, s);
+    static const rn_result applied[] = {
+        [RN_OP_CREATE] = RN_OK_CREATED,    [RN_OP_APPEND] = RN_OK_APPENDED,
+        [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
+        [RN_OP_REWRITE] = RN_OK_REWRITTEN,
+    };
+    finish(op, applied[op->kind], s);
     s = rn_map_get(&e->by_id, &id, sizeof id);
     if (s)
         notify(e, s, c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED);
@@ -740,6 +852,76 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     log_command(e, op, s, &c);
 }
 
+/* Snapshot publish (ext §2.2), in the section's order: retention (410),
+ * tail (409 naming nothing), JSON boundary (400), latest snapshot (a repeat
+ * succeeds, anything else answers 409 naming the latest). */
+static void run_publish(rn_engine *e, rn_op *op, rn_stream *s) {
+    uint64_t off = op->target_offset;
+    if (off < s->retained) {
+        finish(op, RN_ERR_BELOW_RETAINED, s);
+        return;
+    }
+    if (off > s->tail) {
+        finish(op, RN_ERR_OFFSET_BEYOND_TAIL, s);
+        return;
+    }
+    if (!rn_engine_offset_valid(e, s, off)) {
+        finish(op, RN_ERR_NOT_BOUNDARY, s);
+        return;
+    }
+    if (s->snapshot.present && off <= s->snapshot.offset) {
+        int repeat = off == s->snapshot.offset && memcmp(op->digest, s->snapshot.digest, 32) == 0;
+        op->repeat = repeat;
+        finish(op, repeat ? RN_OK_PUBLISHED : RN_ERR_SNAPSHOT_CONFLICT, s);
+        return;
+    }
+    rn_cmd c = {.type = RN_CMD_PUBLISH,
+                .stream_id = s->id,
+                .offset = off,
+                .content_type = op->content_type,
+                .content_type_len = op->content_type_len,
+                .digest = op->digest,
+                .snapshot_size = op->blob_size,
+                .cold = (uint8_t)op->blob_cold,
+                .object_key = op->blob_key,
+                .object_key_len = op->blob_key_len};
+    log_command(e, op, s, &c);
+}
+
+/* Retention (ext §2.2): aligned, not past the latest snapshot, forward
+ * only (a boundary at or below the current one changes nothing). */
+static void run_retain(rn_engine *e, rn_op *op, rn_stream *s) {
+    uint64_t off = op->target_offset;
+    if (off <= s->retained) {
+        finish(op, RN_OK_RETAINED, s);
+        return;
+    }
+    if (off > s->tail || !rn_engine_offset_valid(e, s, off)) {
+        finish(op, RN_ERR_NOT_BOUNDARY, s);
+        return;
+    }
+    if (!s->snapshot.present || off > s->snapshot.offset) {
+        finish(op, RN_ERR_RETENTION_PAST_SNAPSHOT, s);
+        return;
+    }
+    rn_cmd c = {.type = RN_CMD_RETAIN, .stream_id = s->id, .offset = off};
+    log_command(e, op, s, &c);
+}
+
+/* History rewrite to target_offset (an operator action). Refused for a
+ * stream that forks read through, whose bytes must not change under them. */
+static void run_rewrite(rn_engine *e, rn_op *op, rn_stream *s) {
+    if (op->target_offset > s->tail || s->refcount > 0) {
+        finish(op, RN_ERR_CONFIG_MISMATCH, s);
+        return;
+    }
+    rn_cmd c = {.type = RN_CMD_REWRITE,
+                .stream_id = s->id,
+                .serial = e->next_id++,
+                .offset = op->target_offset};
+    log_command(e, op, s, &c);
+}
+
 static void run_op(rn_engine *e, rn_op *op) {
     rn_stream *s = rn_map_get(&e->by_path, op->path, op->path_len);
     if (s && s->busy) {
@@ -773,12 +955,24 @@ static void run_op(rn_engine *e, rn_op *op) {
         return;
     }
     rn_engine_touch(e, s);
-    if (op->kind == RN_OP_DELETE) {
+    switch (op->kind) {
+    case RN_OP_DELETE: {
         rn_cmd c = {.type = RN_CMD_DELETE, .stream_id = s->id};
         log_command(e, op, s, &c);
         return;
     }
-    run_append(e, op, s);
+    case RN_OP_PUBLISH:
+        run_publish(e, op, s);
+        return;
+    case RN_OP_RETAIN:
+        run_retain(e, op, s);
+        return;
+    case RN_OP_REWRITE:
+        run_rewrite(e, op, s);
+        return;
+    default:
+        run_append(e, op, s);
+    }
 }
 
 void rn_engine_submit(rn_engine *e, rn_op *op) {
@@ -891,6 +1085,21 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_u64(b, s->source ? s->source->id : 0);
     rn_buf_append_u64(b, s->fork_offset);
     rn_buf_append_u8(b, (uint8_t)s->soft_deleted);
+    rn_buf_append_u64(b, s->retained);
+    rn_buf_append_u8(b, (uint8_t)s->snapshot.present);
+    if (s->snapshot.present) {
+        rn_buf_append_u64(b, s->snapshot.offset);
+        rn_buf_append(b, s->snapshot.digest, 32);
+        rn_buf_append_u64(b, s->snapshot.size);
+        rn_buf_append_lstr(b, s->snapshot.content_type, s->snapshot.content_type_len);
+        rn_buf_append_lstr(b, s->snapshot.key, strlen(s->snapshot.key));
+        rn_buf_append_u8(b, (uint8_t)s->snapshot.cold);
+    }
+    rn_buf_append_u8(b, (uint8_t)s->has_previous);
+    rn_buf_append_u64(b, s->previous_incarnation);
+    rn_buf_append_u64(b, s->inherited_offset);
+    rn_buf_append_u8(b, (uint8_t)s->written_since_rewrite);
+    rn_buf_append_u64(b, s->history_closed_epochs);
     rn_buf_append_u8(b, (uint8_t)s->closed);
     rn_buf_append_u8(b, (uint8_t)s->closed_by_producer);
     if (s->closed_by_producer) {
@@ -934,6 +1143,27 @@ static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_
     *source_id = rn_read_u64(r);
     s->fork_offset = rn_read_u64(r);
     s->soft_deleted = rn_read_u8(r);
+    s->retained = rn_read_u64(r);
+    if (rn_read_u8(r)) {
+        s->snapshot.present = 1;
+        s->snapshot.offset = rn_read_u64(r);
+        const uint8_t *d = rn_read_bytes(r, 32);
+        if (d)
+            memcpy(s->snapshot.digest, d, 32);
+        s->snapshot.size = rn_read_u64(r);
+        size_t n;
+        const char *t = (const char *)rn_read_lstr(r, &n);
+        s->snapshot.content_type = rn_xstrndup(t ? t : "", n);
+        s->snapshot.content_type_len = n;
+        t = (const char *)rn_read_lstr(r, &n);
+        s->snapshot.key = rn_xstrndup(t ? t : "", n);
+        s->snapshot.cold = rn_read_u8(r);
+    }
+    s->has_previous = rn_read_u8(r);
+    s->previous_incarnation = rn_read_u64(r);
+    s->inherited_offset = rn_read_u64(r);
+    s->written_since_rewrite = rn_read_u8(r);
+    s->history_closed_epochs = rn_read_u64(r);
     s->closed = rn_read_u8(r);
     s->closed_by_producer = rn_read_u8(r);
     if (s->closed_by_producer) {
@@ -1140,6 +1370,45 @@ static void maybe_checkpoint(void *arg) {
 
 /* ---- open / close ---- */
 
+typedef struct {
+    rn_engine *e;
+    rn_blobs *store;
+    int cold;
+    rn_map referenced; /* key -> stream */
+} orphan_sweep;
+
+static int sweep_key(const char *key, void *arg) {
+    orphan_sweep *o = arg;
+    if (!rn_map_get(&o->referenced, key, strlen(key)))
+        rn_blobs_delete(o->store, key);
+    return 0;
+}
+
+/* Deletes snapshot bodies no stream references: written before a crash kept
+ * their publish out of the log, or superseded during replay. */
+static void sweep_orphan_snapshots(rn_engine *e) {
+    for (int cold = 0; cold <= 1; cold++) {
+        orphan_sweep o = {.e = e, .store = cold ? e->cold : e->snapshots, .cold = cold};
+        if (!o.store)
+            continue;
+        size_t i = 0;
+        void *v;
+        while (rn_map_next(&e->by_path, &i, &v)) {
+            rn_stream *s = v;
+            if (s->snapshot.present && s->snapshot.cold == cold)
+                rn_map_put(&o.referenced, s->snapshot.key, strlen(s->snapshot.key), s);
+        }
+        rn_blobs_list(o.store, RN_SNAPSHOT_PREFIX, sweep_key, &o);
+        rn_map_free(&o.referenced);
+    }
+}
+
+void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]) {
+    snprintf(out, RN_BLOB_KEY_MAX, "%s%016llx-%016llx", RN_SNAPSHOT_PREFIX,
+             (unsigned long long)s->id,
+             (unsigned long long)(((uint64_t)rn_now_ms() << 16) ^ e->blob_serial++));
+}
+
 static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     rn_engine *e = arg;
     rn_cmd c;
@@ -1158,6 +1427,18 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     e->dir = rn_xstrdup(cfg->data_dir);
     e->next_id = 1;
     e->store = rn_store_open(cfg->data_dir, cfg->max_open_files);
+    char blob_dir[PATH_MAX];
+    snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
+    e->snapshots = rn_blobs_open(blob_dir);
+    if (cfg->cold_store) {
+        snprintf(blob_dir, sizeof blob_dir, "%s/cold", cfg->data_dir);
+        e->cold = rn_blobs_open(blob_dir);
+    }
+    if (!e->snapshots || (cfg->cold_store && !e->cold)) {
+        snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
+        rn_engine_close(e);
+        return NULL;
+    }
     int64_t from = load_checkpoint(e, &stats->checkpoint_streams);
     if (from < 0) {
         snprintf(err, errcap, "checkpoint file in %s is damaged; refusing to start", cfg->data_dir);
@@ -1182,6 +1463,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         }
         s->last_access_ms = rn_now_ms();
     }
+    sweep_orphan_snapshots(e);
     stats->streams = e->by_path.count;
     stats->records_replayed = rec.records;
     stats->torn_bytes = rec.torn_bytes;
@@ -1224,6 +1506,8 @@ void rn_engine_close(rn_engine *e) {
     rn_map_free(&e->by_id);
     rn_wal_close(e->wal);
     rn_store_close(e->store);
+    rn_blobs_close(e->snapshots);
+    rn_blobs_close(e->cold);
     free(e->dir);
     free(e);
 }

@@ -72,6 +72,26 @@ typedef struct rn_stream {
     uint32_t refcount;        /* forks whose source this stream is */
     int soft_deleted;         /* deleted while forks still read it: 410 */
     uint64_t appends;         /* entries in the append index (store.h) */
+    /* Retention (ext §2.2): reads below `retained` answer 410. */
+    uint64_t retained;
+    /* The latest visible snapshot (ext §2), when present. */
+    struct {
+        int present;
+        uint64_t offset;
+        uint8_t digest[32];
+        uint64_t size;
+        char *content_type;
+        size_t content_type_len;
+        char *key; /* object key in the blob store below */
+        int cold;  /* in the cold store (else the local snapshot store) */
+    } snapshot;
+    /* History rewrites (ext §2.4): the token before the last rewrite and the
+     * offset below which bytes are unchanged since, when known. */
+    int has_previous;
+    uint64_t previous_incarnation;
+    uint64_t inherited_offset;
+    int written_since_rewrite;
+    uint64_t history_closed_epochs; /* rewrites so far (closes older epochs) */
     /* engine-private */
     int pending_create; /* created in the log, not yet applied: invisible */
     int busy;           /* a mutation of this stream is in the log */
@@ -85,6 +105,9 @@ typedef enum {
     RN_OP_CREATE,
     RN_OP_APPEND, /* also close-only: empty body with close */
     RN_OP_DELETE,
+    RN_OP_PUBLISH, /* snapshot whose body is already durable as a blob */
+    RN_OP_RETAIN,
+    RN_OP_REWRITE, /* history rewrite (operator action; test hook today) */
 } rn_op_kind;
 
 typedef enum {
@@ -93,6 +116,9 @@ typedef enum {
     RN_OK_APPENDED,  /* data appended and/or stream closed */
     RN_OK_DUPLICATE, /* producer repeat, or close of a closed stream */
     RN_OK_DELETED,
+    RN_OK_PUBLISHED, /* snapshot now the latest (or a repeat of it: see repeat) */
+    RN_OK_RETAINED,  /* retention applied or already there: see stream->retained */
+    RN_OK_REWRITTEN,
     RN_ERR_NOT_FOUND,
     RN_ERR_CONFIG_MISMATCH, /* create: existing stream differs */
     RN_ERR_CLOSED,          /* append to a closed stream */
@@ -105,15 +131,20 @@ typedef enum {
     RN_ERR_JSON_INVALID,
     RN_ERR_JSON_EMPTY_ARRAY,
     RN_ERR_JSON_TOO_DEEP,
-    RN_ERR_GONE,             /* the stream is soft-deleted */
-    RN_ERR_INCARNATION,      /* Stream-Incarnation precondition failed */
-    RN_ERR_SOURCE_NOT_FOUND, /* fork source does not exist */
-    RN_ERR_SOURCE_GONE,      /* fork source is soft-deleted */
-    RN_ERR_FORK_OFFSET,      /* fork offset past the source tail or not a boundary */
-    RN_ERR_SUB_OFFSET,       /* sub-offset past the append at the fork offset */
-    RN_ERR_FORK_DEPTH,       /* fork chain too deep */
-    RN_ERR_DISK_FULL,        /* nothing written: no space */
-    RN_ERR_UNAVAILABLE,      /* nothing acknowledged: log write or sync failed */
+    RN_ERR_GONE,                    /* the stream is soft-deleted */
+    RN_ERR_INCARNATION,             /* Stream-Incarnation precondition failed */
+    RN_ERR_SOURCE_NOT_FOUND,        /* fork source does not exist */
+    RN_ERR_SOURCE_GONE,             /* fork source is soft-deleted */
+    RN_ERR_FORK_OFFSET,             /* fork offset past the source tail or not a boundary */
+    RN_ERR_SUB_OFFSET,              /* sub-offset past the append at the fork offset */
+    RN_ERR_FORK_DEPTH,              /* fork chain too deep */
+    RN_ERR_OFFSET_BEYOND_TAIL,      /* snapshot offset past the tail (409 naming none) */
+    RN_ERR_NOT_BOUNDARY,            /* JSON offset not a message boundary, or not committed */
+    RN_ERR_BELOW_RETAINED,          /* offset below the retained offset (410) */
+    RN_ERR_SNAPSHOT_CONFLICT,       /* another snapshot is the latest (409 naming it) */
+    RN_ERR_RETENTION_PAST_SNAPSHOT, /* retention newer than the latest snapshot */
+    RN_ERR_DISK_FULL,               /* nothing written: no space */
+    RN_ERR_UNAVAILABLE,             /* nothing acknowledged: log write or sync failed */
 } rn_result;
 
 typedef void (*rn_op_done_fn)(rn_op *op);
@@ -150,6 +181,16 @@ struct rn_op {
     int has_fork_offset;
     uint64_t fork_offset;
     uint64_t fork_sub_offset;
+    /* PUBLISH / RETAIN / REWRITE: the offset; PUBLISH: the body's blob,
+     * digest and size (content_type above is the snapshot's). On any result
+     * but RN_OK_PUBLISHED without `repeat`, the caller deletes its blob. */
+    uint64_t target_offset;
+    const char *blob_key;
+    size_t blob_key_len;
+    int blob_cold;
+    uint8_t digest[32];
+    uint64_t blob_size;
+    int repeat; /* outcome: the publish repeated the latest snapshot */
     rn_op_done_fn done;
     void *arg; /* for the caller */
 
@@ -175,6 +216,7 @@ struct rn_op {
 
 typedef struct {
     const char *data_dir;
+    int cold_store; /* a cold store backend is configured */
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes; /* checkpoint after this much log */
     int max_open_files;
@@ -220,6 +262,16 @@ void rn_engine_submit(rn_engine *e, rn_op *op);
 /* Finds a readable stream: applied, not expired. An expired stream is
  * scheduled for deletion and reported as absent. */
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len);
+
+/* The blob stores: snapshot bodies below the cold threshold (cold = 0), and
+ * the cold store (cold = 1; NULL when none is configured). */
+struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold);
+
+/* Key prefix of snapshot bodies in the blob stores, and a fresh key for a
+ * body of stream s. */
+#define RN_SNAPSHOT_PREFIX "snapshots/"
+#define RN_BLOB_KEY_MAX 64
+void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]);
 
 /* True when a stream at path exists but is soft-deleted (answers 410). */
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);

@@ -201,6 +201,17 @@ int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends)
     return ftruncate(fd, (off_t)(appends * 8)) < 0 ? -errno : 0;
 }
 
+int rn_store_punch(rn_store *st, uint64_t id, uint64_t off, uint64_t len) {
+    if (len == 0)
+        return 0;
+    int fd = get_fd(st, id, RN_FILE_DATA, 1);
+    if (fd < 0)
+        return fd;
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+        return errno == EOPNOTSUPP ? 0 : -errno; /* reclaiming is best effort */
+    return 0;
+}
+
 void rn_store_remove(rn_store *st, uint64_t id) {
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
         uint64_t key = id * 2 + (uint64_t)kind;

@@ -43,6 +43,9 @@ ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t
 /* Sets the data file's length to len and the index to `appends` entries
  * (recovery cuts what lies past the recovered state). */
 int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends);
+/* Gives the disk blocks of data [off, off+len) back (retention); reads of
+ * the range return zeros afterwards. Returns 0 or -errno. */
+int rn_store_punch(rn_store *st, uint64_t id, uint64_t off, uint64_t len);
 /* Deletes the stream's files. */
 void rn_store_remove(rn_store *st, uint64_t id);
 /* Makes every written byte durable (syncfs of the data directory). */

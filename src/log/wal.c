@@ -35,6 +35,7 @@ typedef struct {
     uint64_t open_segment;
     uint64_t open_prev_valid_end;
     int opened;        /* the worker created open_segment */
+    uint64_t sealed;   /* after a failure, the segment the worker moved to (0: none) */
     int status;        /* 0 or negative errno, set by the worker */
     uint64_t bytes;    /* bytes the batch appended */
     int fail_injected; /* test hook: report EIO without syncing */
@@ -152,6 +153,7 @@ static void batch_work(uv_work_t *req) {
     job->status = 0;
     job->bytes = 0;
     job->opened = 0;
+    job->sealed = 0;
     if (job->open_segment) {
         int fd = create_segment(wal->dir, job->open_segment, job->open_prev_valid_end);
         if (fd < 0) {
@@ -182,6 +184,23 @@ static void batch_work(uv_work_t *req) {
     if (rc == 0 && fdatasync(wal->fd) < 0)
         rc = -errno;
     job->status = rc;
+    if (rc != 0) {
+        /* Bytes of the failed batch may be on disk, and recovery replays the
+         * newest segment up to its first bad record. Start the next segment
+         * now, recording where the acknowledged records end, so that the
+         * failed records are ignored even if nothing is written after them;
+         * the callbacks run after that header is durable. If this fails too,
+         * the next batch opens the segment (the failed records are then only
+         * ignored once a later batch got that far). */
+        uint64_t cur = job->opened ? job->open_segment : wal->segment;
+        int fd = create_segment(wal->dir, cur + 1, wal->valid_end);
+        if (fd >= 0) {
+            close(wal->fd);
+            wal->fd = fd;
+            wal->valid_end = HEADER_BYTES;
+            job->sealed = cur + 1;
+        }
+    }
 }
 
 static void start_batch(rn_wal *wal);
@@ -193,10 +212,12 @@ static void batch_done(uv_work_t *req, int uv_status) {
     wal->in_flight = 0;
     if (job->opened)
         wal->segment = job->open_segment;
+    if (job->sealed)
+        wal->segment = job->sealed;
     if (status == 0) {
         wal->valid_end += job->bytes;
         wal->total_written += job->bytes;
-    } else if (wal->fd >= 0) {
+    } else if (!job->sealed && wal->fd >= 0) {
         /* The segment's tail is now unknown: never append to it again. */
         close(wal->fd);
         wal->fd = -1;

@@ -14,9 +14,9 @@
  * 32-byte header {magic, segment number, valid length of the previous segment,
  * crc}, then records {u32 payload length, u32 crc32c(length || payload),
  * payload}. After a failed write or sync the log never appends to that
- * segment again: it opens a new segment whose header records where the
- * previous one's acknowledged records end, so bytes of a failed batch that
- * reached the disk anyway are ignored by recovery.
+ * segment again: before reporting the failure it opens a new segment whose
+ * header records where the previous one's acknowledged records end, so bytes
+ * of a failed batch that reached the disk anyway are ignored by recovery.
  */
 #ifndef RN_WAL_H
 #define RN_WAL_H

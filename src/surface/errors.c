@@ -32,6 +32,13 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_INVALID_STREAM_ID] = {400, "INVALID_STREAM_ID",
                                 "a stream id is at most 122 bytes with its bucket, has no /, NUL "
                                 "or .., is not \"streams\" and does not start with $"},
+    [RN_E_NOT_JSON_BOUNDARY] = {400, "NOT_JSON_BOUNDARY",
+                                "the offset is not a committed position on a message boundary"},
+    [RN_E_INVALID_RETENTION] = {400, "INVALID_RETENTION",
+                                "retention may not pass the latest snapshot's offset"},
+    [RN_E_INVALID_RESOURCE] = {400, "INVALID_RESOURCE",
+                               "the incarnation token or offset in the path is malformed"},
+    [RN_E_QUERY_NOT_ACCEPTED] = {400, "QUERY_NOT_ACCEPTED", "this resource takes no query"},
     [RN_E_INVALID_QUERY_LIVE] = {400, "INVALID_QUERY", "live must be long-poll or sse"},
     [RN_E_INVALID_QUERY_OFFSET_REQUIRED] = {400, "INVALID_QUERY", "live reads require an offset"},
     [RN_E_INVALID_PRODUCER] = {400, "INVALID_PRODUCER",
@@ -45,6 +52,47 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_EMPTY_APPEND] = {400, "EMPTY_APPEND",
                            "an append needs a body unless it closes the stream"},
     [RN_E_INVALID_JSON] = {400, "INVALID_REQUEST", "the body is not valid JSON text"},
+    [RN_E_SUB_INVALID_ID] = {400, "INVALID_REQUEST",
+                             "a subscription id is 1 to 200 characters from A-Z a-z 0-9 . _ ~ : -"},
+    [RN_E_SUB_INVALID_JSON] = {400, "INVALID_REQUEST", "the body must be a JSON object"},
+    [RN_E_SUB_INVALID_TYPE] = {400, "INVALID_REQUEST", "type must be \"webhook\" or \"pull-wake\""},
+    [RN_E_SUB_INVALID_PATTERN] = {400, "INVALID_REQUEST",
+                                  "pattern must be a non-empty stream path pattern"},
+    [RN_E_SUB_INVALID_STREAMS] = {400, "INVALID_REQUEST",
+                                  "streams must be a list of non-empty stream paths"},
+    [RN_E_SUB_NO_TARGET] = {400, "INVALID_REQUEST",
+                            "at least one of pattern or streams is required"},
+    [RN_E_SUB_INVALID_WEBHOOK] = {400, "INVALID_REQUEST",
+                                  "webhook subscriptions need webhook.url; pull-wake ones take no "
+                                  "webhook"},
+    [RN_E_SUB_INVALID_WAKE_STREAM] = {400, "INVALID_REQUEST",
+                                      "pull-wake subscriptions need wake_stream; webhook ones take "
+                                      "none"},
+    [RN_E_SUB_WAKE_STREAM_MISSING] = {400, "INVALID_REQUEST",
+                                      "wake_stream must name an existing stream"},
+    [RN_E_SUB_INVALID_LEASE] = {400, "INVALID_REQUEST",
+                                "lease_ttl_ms must be an integer from 1000 to 600000"},
+    [RN_E_SUB_INVALID_DESCRIPTION] = {400, "INVALID_REQUEST", "description must be a string"},
+    [RN_E_SUB_INVALID_WORKER] = {400, "INVALID_REQUEST",
+                                 "worker must be a string of 1 to 256 characters"},
+    [RN_E_SUB_INVALID_WAKE_BODY] = {400, "INVALID_REQUEST",
+                                    "the body needs wake_id (string) and generation (integer); "
+                                    "acks must be [{stream, offset}] and done a boolean"},
+    [RN_E_SUB_WRONG_TYPE] = {400, "INVALID_REQUEST",
+                             "this endpoint does not apply to the subscription's type"},
+    [RN_E_WEBHOOK_URL_MALFORMED] = {400, "WEBHOOK_URL_REJECTED",
+                                    "webhook.url must be an absolute http(s) URL without "
+                                    "credentials"},
+    [RN_E_WEBHOOK_URL_SCHEME] = {400, "WEBHOOK_URL_REJECTED", "webhook.url must use https"},
+    [RN_E_WEBHOOK_URL_LOCAL] = {400, "WEBHOOK_URL_REJECTED",
+                                "webhook.url must not target a private, link-local or other local "
+                                "address"},
+    [RN_E_WEBHOOK_URL_LOOPBACK] = {400, "WEBHOOK_URL_REJECTED",
+                                   "loopback webhook URLs are limited to localhost and 127.0.0.x "
+                                   "on a server started with --webhook-allow-loopback"},
+    [RN_E_TOKEN_MISSING] = {401, "TOKEN_INVALID", "an Authorization: Bearer token is required"},
+    [RN_E_TOKEN_INVALID] = {401, "TOKEN_INVALID", "the token is not valid for this subscription"},
+    [RN_E_TOKEN_EXPIRED] = {401, "TOKEN_EXPIRED", "the token has expired"},
     [RN_E_JSON_EMPTY_ARRAY] = {400, "EMPTY_APPEND", "an empty JSON array appends nothing"},
     [RN_E_JSON_TOO_DEEP] = {400, "INVALID_REQUEST", "a JSON message nests deeper than 127 levels"},
     [RN_E_INVALID_FORK_OFFSET] = {400, "INVALID_OFFSET",
@@ -60,12 +108,20 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_STREAM_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the stream does not exist"},
     [RN_E_FORK_SOURCE_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the fork source does not exist"},
     [RN_E_NOT_FOUND] = {404, "NOT_FOUND", "no such route"},
+    [RN_E_SUB_NOT_FOUND] = {404, "SUBSCRIPTION_NOT_FOUND", "the subscription does not exist"},
     [RN_E_METHOD_NOT_ALLOWED] = {405, "METHOD_NOT_ALLOWED", "the method is not allowed here"},
     [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW", "the request was not received in time"},
     [RN_E_STREAM_CLOSED] = {409, "STREAM_CLOSED", "the stream is closed"},
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
                                "the fork source was deleted and only its forks keep it"},
     [RN_E_STREAM_GONE] = {410, "STREAM_GONE", "the stream was deleted"},
+    [RN_E_SNAPSHOT_BEYOND_TAIL] = {409, "SNAPSHOT_CONFLICT",
+                                   "the snapshot offset is past the stream's tail"},
+    [RN_E_SNAPSHOT_CONFLICT] = {409, "SNAPSHOT_CONFLICT", "another snapshot is the latest"},
+    [RN_E_SNAPSHOT_NOT_FOUND] = {404, "SNAPSHOT_NOT_FOUND",
+                                 "no snapshot at this offset is the stream's latest"},
+    [RN_E_RANGE_NOT_SATISFIABLE] = {416, "RANGE_NOT_SATISFIABLE",
+                                    "the range starts at or past the end of the snapshot"},
     [RN_E_INCARNATION_MISMATCH] = {412, "INCARNATION_MISMATCH",
                                    "Stream-Incarnation names another incarnation of the stream"},
     [RN_E_OFFSET_OUT_OF_RANGE] = {416, "OFFSET_OUT_OF_RANGE",
@@ -79,6 +135,14 @@ static const error_row TABLE[RN_E_COUNT] = {
                                      "the stream exists with another configuration"},
     [RN_E_PRODUCER_SEQ_CONFLICT] = {409, "PRODUCER_SEQ_CONFLICT",
                                     "the producer seq is not the next expected one"},
+    [RN_E_SUB_EXISTS_CONFLICT] = {409, "SUBSCRIPTION_ALREADY_EXISTS",
+                                  "the subscription exists with another configuration"},
+    [RN_E_SUB_FENCED] = {409, "FENCED", NULL},
+    [RN_E_SUB_ALREADY_CLAIMED] = {409, "ALREADY_CLAIMED", NULL},
+    [RN_E_SUB_NO_PENDING_WORK] = {409, "NO_PENDING_WORK", "the subscription has no pending work"},
+    [RN_E_SUB_ACK_INVALID] = {409, "INVALID_OFFSET",
+                              "an ack names an unlinked stream or an offset that is malformed, "
+                              "behind the acked one, or past the tail"},
     [RN_E_REQUEST_TOO_LARGE] = {413, "REQUEST_TOO_LARGE", "the request body exceeds the limit"},
     [RN_E_WAL_DISK_PRESSURE] = {503, "WAL_DISK_PRESSURE",
                                 "the server's disk is full; nothing was written"},
@@ -96,6 +160,10 @@ const char *rn_error_code(rn_error e) {
 }
 
 void rn_error_body(rn_error e, rn_buf *out) {
+    if (!TABLE[e].message) {
+        rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\"}}", TABLE[e].code);
+        return;
+    }
     rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", TABLE[e].code,
                    TABLE[e].message);
 }

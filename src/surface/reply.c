@@ -36,6 +36,20 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position) {
     rn_buf_appendf(h, "%s: %s\r\n", name, tok);
 }
 
+void rn_reply_incarnation(rn_buf *h, const rn_stream *s) {
+    rn_buf_appendf(h, "Stream-Incarnation: %llu\r\n", (unsigned long long)s->incarnation);
+}
+
+void rn_reply_snapshot_id(rn_buf *h, const rn_stream *s) {
+    if (!s->snapshot.present)
+        return;
+    rn_reply_offset(h, "Stream-Snapshot-Offset", s->snapshot.offset);
+    rn_buf_append_str(h, "Stream-Snapshot-Digest: ");
+    for (int i = 0; i < 32; i++)
+        rn_buf_appendf(h, "%02x", s->snapshot.digest[i]);
+    rn_buf_append_str(h, "\r\n");
+}
+
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra) {
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);

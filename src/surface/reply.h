@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "engine/engine.h"
 #include "surface/errors.h"
 #include "transport/http.h"
 #include "util/buf.h"
@@ -23,6 +24,12 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);
 /* Sends the error answer e; `extra` (may be NULL) holds more header lines and
  * is taken over. */
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra);
+/* Appends "Stream-Incarnation: <token>\r\n". */
+void rn_reply_incarnation(rn_buf *h, const rn_stream *s);
+/* Appends Stream-Snapshot-Offset and Stream-Snapshot-Digest of the stream's
+ * latest snapshot, when it has one. */
+void rn_reply_snapshot_id(rn_buf *h, const rn_stream *s);
+
 /* Answers a CORS preflight. */
 void rn_reply_preflight(rn_request *req);
 

@@ -360,7 +360,7 @@ static void append_producer_ack(rn_buf *h, const rn_op *op) {
 }
 
 static void append_incarnation(rn_buf *h, const rn_stream *s) {
-    rn_buf_appendf(h, "Stream-Incarnation: %llu\r\n", (unsigned long long)s->incarnation);
+    rn_reply_incarnation(h, s);
 }
 
 static void append_state(rn_buf *h, const rn_op *op) {
@@ -386,9 +386,103 @@ static void answer_create(stream_ctx *c, rn_op *op) {
     rn_http_respond(c->req, op->result == RN_OK_CREATED ? 201 : 200, &h, &body);
 }
 
+/* The error and headers for each engine refusal (one table for both
+ * surfaces and every subresource). */
+static rn_error refusal_error(rn_result r) {
+    switch (r) {
+    case RN_ERR_NOT_FOUND:
+        return RN_E_STREAM_NOT_FOUND;
+    case RN_ERR_CONFIG_MISMATCH:
+        return RN_E_STREAM_EXISTS_CONFLICT;
+    case RN_ERR_CLOSED:
+        return RN_E_STREAM_CLOSED;
+    case RN_ERR_CONTENT_TYPE:
+        return RN_E_CONTENT_TYPE_MISMATCH;
+    case RN_ERR_SEQ_REGRESSION:
+        return RN_E_STREAM_SEQ_CONFLICT;
+    case RN_ERR_INCARNATION:
+        return RN_E_INCARNATION_MISMATCH;
+    case RN_ERR_STALE_EPOCH:
+        return RN_E_PRODUCER_EPOCH_STALE;
+    case RN_ERR_EPOCH_SEQ:
+        return RN_E_PRODUCER_EPOCH_SEQ;
+    case RN_ERR_SEQ_GAP:
+        return RN_E_PRODUCER_SEQ_CONFLICT;
+    case RN_ERR_EMPTY_BODY:
+        return RN_E_EMPTY_APPEND;
+    case RN_ERR_JSON_INVALID:
+        return RN_E_INVALID_JSON;
+    case RN_ERR_JSON_EMPTY_ARRAY:
+        return RN_E_JSON_EMPTY_ARRAY;
+    case RN_ERR_JSON_TOO_DEEP:
+        return RN_E_JSON_TOO_DEEP;
+    case RN_ERR_GONE:
+        return RN_E_STREAM_GONE;
+    case RN_ERR_SOURCE_NOT_FOUND:
+        return RN_E_FORK_SOURCE_NOT_FOUND;
+    case RN_ERR_SOURCE_GONE:
+        return RN_E_FORK_SOURCE_GONE;
+    case RN_ERR_FORK_OFFSET:
+        return RN_E_INVALID_FORK_OFFSET;
+    case RN_ERR_SUB_OFFSET:
+        return RN_E_INVALID_SUB_OFFSET;
+    case RN_ERR_FORK_DEPTH:
+        return RN_E_FORK_TOO_DEEP;
+    case RN_ERR_OFFSET_BEYOND_TAIL:
+        return RN_E_SNAPSHOT_BEYOND_TAIL;
+    case RN_ERR_NOT_BOUNDARY:
+        return RN_E_NOT_JSON_BOUNDARY;
+    case RN_ERR_BELOW_RETAINED:
+        return RN_E_STREAM_GONE;
+    case RN_ERR_SNAPSHOT_CONFLICT:
+        return RN_E_SNAPSHOT_CONFLICT;
+    case RN_ERR_RETENTION_PAST_SNAPSHOT:
+        return RN_E_INVALID_RETENTION;
+    case RN_ERR_DISK_FULL:
+        return RN_E_WAL_DISK_PRESSURE;
+    case RN_ERR_UNAVAILABLE:
+        return RN_E_OUTCOME_UNKNOWN;
+    default:
+        return RN_E_INTERNAL; /* a success code: a caller bug */
+    }
+}
+
+void rn_reply_refusal(rn_request *req, const rn_op *op) {
+    rn_buf extra = {0};
+    const rn_stream *s = op->stream;
+    switch (op->result) {
+    case RN_ERR_CLOSED:
+        append_state(&extra, op);
+        break;
+    case RN_ERR_SEQ_REGRESSION:
+        rn_buf_append_str(&extra, "Stream-Last-Seq: ");
+        rn_buf_append(&extra, s->last_seq, s->last_seq_len);
+        rn_buf_append_str(&extra, "\r\n");
+        break;
+    case RN_ERR_STALE_EPOCH:
+        rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\n", (unsigned long long)op->current_epoch);
+        break;
+    case RN_ERR_SEQ_GAP:
+        rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\nProducer-Received-Seq: %llu\r\n",
+                       (unsigned long long)op->expected_seq, (unsigned long long)op->producer_seq);
+        break;
+    case RN_ERR_SNAPSHOT_CONFLICT:
+        rn_reply_snapshot_id(&extra, s);
+        break;
+    case RN_ERR_DISK_FULL:
+    case RN_ERR_UNAVAILABLE:
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        break;
+    default:
+        break;
+    }
+    if (s && op->result != RN_ERR_CLOSED && op->result != RN_ERR_NOT_FOUND)
+        append_incarnation(&extra, s);
+    rn_reply_error(req, refusal_error(op->result), &extra);
+}
+
 static void op_done(rn_op *op) {
     stream_ctx *c = op->arg;
-    rn_buf extra = {0};
     switch (op->result) {
     case RN_OK_CREATED:
     case RN_OK_EXISTS:
@@ -410,79 +504,8 @@ static void op_done(rn_op *op) {
         rn_http_respond(c->req, 204, &h, &body);
         break;
     }
-    case RN_ERR_NOT_FOUND:
-        rn_reply_error(c->req, RN_E_STREAM_NOT_FOUND, NULL);
-        break;
-    case RN_ERR_CONFIG_MISMATCH:
-        rn_reply_error(c->req, RN_E_STREAM_EXISTS_CONFLICT, NULL);
-        break;
-    case RN_ERR_CLOSED:
-        append_state(&extra, op);
-        rn_reply_error(c->req, RN_E_STREAM_CLOSED, &extra);
-        break;
-    case RN_ERR_CONTENT_TYPE:
-        rn_reply_error(c->req, RN_E_CONTENT_TYPE_MISMATCH, NULL);
-        break;
-    case RN_ERR_SEQ_REGRESSION:
-        rn_buf_append_str(&extra, "Stream-Last-Seq: ");
-        rn_buf_append(&extra, op->stream->last_seq, op->stream->last_seq_len);
-        rn_buf_append_str(&extra, "\r\n");
-        rn_reply_error(c->req, RN_E_STREAM_SEQ_CONFLICT, &extra);
-        break;
-    case RN_ERR_INCARNATION:
-        if (op->stream)
-            append_incarnation(&extra, op->stream);
-        rn_reply_error(c->req, RN_E_INCARNATION_MISMATCH, &extra);
-        break;
-    case RN_ERR_STALE_EPOCH:
-        rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\n", (unsigned long long)op->current_epoch);
-        rn_reply_error(c->req, RN_E_PRODUCER_EPOCH_STALE, &extra);
-        break;
-    case RN_ERR_EPOCH_SEQ:
-        rn_reply_error(c->req, RN_E_PRODUCER_EPOCH_SEQ, NULL);
-        break;
-    case RN_ERR_SEQ_GAP:
-        rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\nProducer-Received-Seq: %llu\r\n",
-                       (unsigned long long)op->expected_seq, (unsigned long long)op->producer_seq);
-        rn_reply_error(c->req, RN_E_PRODUCER_SEQ_CONFLICT, &extra);
-        break;
-    case RN_ERR_EMPTY_BODY:
-        rn_reply_error(c->req, RN_E_EMPTY_APPEND, NULL);
-        break;
-    case RN_ERR_JSON_INVALID:
-        rn_reply_error(c->req, RN_E_INVALID_JSON, NULL);
-        break;
-    case RN_ERR_JSON_EMPTY_ARRAY:
-        rn_reply_error(c->req, RN_E_JSON_EMPTY_ARRAY, NULL);
-        break;
-    case RN_ERR_JSON_TOO_DEEP:
-        rn_reply_error(c->req, RN_E_JSON_TOO_DEEP, NULL);
-        break;
-    case RN_ERR_GONE:
-        rn_reply_error(c->req, RN_E_STREAM_GONE, NULL);
-        break;
-    case RN_ERR_SOURCE_NOT_FOUND:
-        rn_reply_error(c->req, RN_E_FORK_SOURCE_NOT_FOUND, NULL);
-        break;
-    case RN_ERR_SOURCE_GONE:
-        rn_reply_error(c->req, RN_E_FORK_SOURCE_GONE, NULL);
-        break;
-    case RN_ERR_FORK_OFFSET:
-        rn_reply_error(c->req, RN_E_INVALID_FORK_OFFSET, NULL);
-        break;
-    case RN_ERR_SUB_OFFSET:
-        rn_reply_error(c->req, RN_E_INVALID_SUB_OFFSET, NULL);
-        break;
-    case RN_ERR_FORK_DEPTH:
-        rn_reply_error(c->req, RN_E_FORK_TOO_DEEP, NULL);
-        break;
-    case RN_ERR_DISK_FULL:
-        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-        rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
-        break;
-    case RN_ERR_UNAVAILABLE:
-        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-        rn_reply_error(c->req, RN_E_OUTCOME_UNKNOWN, &extra);
+    default:
+        rn_reply_refusal(c->req, op);
         break;
     }
     c->op.done = NULL;

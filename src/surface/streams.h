@@ -45,6 +45,10 @@ rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_
 void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
                        size_t key_len, const char *query, size_t query_len);
 
+/* Answers a request with the refusal an engine op ended in (any result but
+ * a success), with the headers that refusal carries. */
+void rn_reply_refusal(rn_request *req, const rn_op *op);
+
 /* Answers every parked live read as if it had timed out (shutdown). */
 void rn_surface_end_live_reads(rn_surface *sf);
 /* Number of live reads (long-poll and SSE) in progress. */

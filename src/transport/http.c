@@ -11,11 +11,13 @@
 #include "util/text.h"
 
 #include <llhttp.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define INPUT_PAUSE_BYTES (256 * 1024) /* stop reading past this much pipelined input */
+#define FILE_PIECE_BYTES (256 * 1024)  /* rn_http_respond_file reads this much at a time */
 
 enum { ST_IDLE, ST_READING, ST_HANDLING, ST_CLOSING };
 
@@ -56,11 +58,13 @@ struct rn_conn {
     size_t pending_writes;
 };
 
-typedef struct {
+struct write_req {
     uv_write_t w;
     rn_conn *conn;
     rn_buf head, body;
-} write_req;
+    int file_piece; /* a piece of rn_http_respond_file: send the next one when done */
+};
+typedef struct write_req write_req;
 
 static llhttp_settings_t parser_settings;
 
@@ -69,7 +73,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void conn_close(rn_conn *c);
 static void process_input(rn_conn *c);
-static void conn_write(rn_conn *c, rn_buf *head, rn_buf *body);
+static struct write_req *conn_write(rn_conn *c, rn_buf *head, rn_buf *body);
 
 /* ---- requests ---- */
 
@@ -77,6 +81,7 @@ static rn_request *request_new(rn_conn *c) {
     rn_request *r = rn_xcalloc(1, sizeof *r);
     r->conn = c;
     r->refs = 1;
+    r->file_fd = -1;
     return r;
 }
 
@@ -89,6 +94,9 @@ void rn_request_release(rn_request *req) {
         return;
     rn_buf_free(&req->body);
     rn_buf_free(&req->raw);
+    rn_buf_free(&req->file_suffix);
+    if (req->file_fd >= 0)
+        close(req->file_fd);
     free(req->headers);
     free(req);
 }
@@ -294,15 +302,22 @@ static int on_message_complete(llhttp_t *p) {
 
 /* ---- writing ---- */
 
+static void file_pump(rn_conn *c);
+
 static void on_written(uv_write_t *w, int status) {
     write_req *wr = (write_req *)w;
     rn_conn *c = wr->conn;
+    int file_piece = wr->file_piece;
     rn_buf_free(&wr->head);
     rn_buf_free(&wr->body);
     free(wr);
     c->pending_writes--;
     if (status < 0) {
         conn_close(c);
+        return;
+    }
+    if (file_piece && !c->closed) {
+        file_pump(c);
         return;
     }
     rn_request *r = c->req;
@@ -313,7 +328,9 @@ static void on_written(uv_write_t *w, int status) {
         conn_close(c);
 }
 
-static void conn_write(rn_conn *c, rn_buf *head, rn_buf *body) {
+/* Queues head then body (may be NULL) on the socket; takes both over.
+ * Returns the write request (NULL when the connection failed). */
+static write_req *conn_write(rn_conn *c, rn_buf *head, rn_buf *body) {
     write_req *wr = rn_xcalloc(1, sizeof *wr);
     wr->conn = c;
     wr->head = *head;
@@ -332,7 +349,9 @@ static void conn_write(rn_conn *c, rn_buf *head, rn_buf *body) {
         rn_buf_free(&wr->body);
         free(wr);
         conn_close(c);
+        return NULL;
     }
+    return wr;
 }
 
 static const char *reason(int status) {
@@ -434,6 +453,75 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
     conn_write(c, &out, no_body ? NULL : body);
     if (req->conn)
         response_finished(c);
+}
+
+/* Sends the next piece of a file body, or the suffix and the end of the
+ * response once the file is sent. One piece is in flight at a time. */
+static void file_pump(rn_conn *c) {
+    rn_request *r = c->req;
+    if (!r || r->file_fd < 0)
+        return;
+    if (r->file_left == 0) {
+        close(r->file_fd);
+        r->file_fd = -1;
+        if (r->file_suffix.len)
+            conn_write(c, &r->file_suffix, NULL);
+        if (r->conn)
+            response_finished(c);
+        return;
+    }
+    size_t n = r->file_left < FILE_PIECE_BYTES ? (size_t)r->file_left : FILE_PIECE_BYTES;
+    rn_buf piece = {0};
+    rn_buf_reserve(&piece, n);
+    ssize_t got = pread(r->file_fd, piece.data, n, (off_t)r->file_off);
+    if (got <= 0) {
+        /* The body was promised with its length: a short file can only end
+         * the connection. */
+        rn_buf_free(&piece);
+        conn_close(c);
+        return;
+    }
+    piece.len = (size_t)got;
+    r->file_off += (uint64_t)got;
+    r->file_left -= (uint64_t)got;
+    write_req *wr = conn_write(c, &piece, NULL);
+    if (wr)
+        wr->file_piece = 1;
+}
+
+void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
+                          uint64_t off, uint64_t len, rn_buf *suffix) {
+    rn_conn *c = req->conn;
+    if (!c || req->responding || req->method == RN_HTTP_HEAD) {
+        if (c && !req->responding) {
+            /* HEAD: the headers of the whole answer, no body. */
+            close(fd);
+            rn_buf_free(prefix);
+            rn_buf_free(suffix);
+            rn_buf empty = {0};
+            rn_http_respond(req, status, head, &empty);
+            return;
+        }
+        close(fd);
+        rn_buf_free(head);
+        rn_buf_free(prefix);
+        rn_buf_free(suffix);
+        return;
+    }
+    req->responding = 1;
+    char framing[64];
+    snprintf(framing, sizeof framing, "Content-Length: %llu\r\n",
+             (unsigned long long)(prefix->len + len + suffix->len));
+    rn_buf out = {0};
+    build_head(&out, req, status, head, framing);
+    req->file_fd = fd;
+    req->file_off = off;
+    req->file_left = len;
+    req->file_suffix = *suffix;
+    *suffix = (rn_buf){0};
+    if (!conn_write(c, &out, prefix))
+        return;
+    file_pump(c);
 }
 
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {

@@ -67,7 +67,10 @@ struct rn_request {
     int refs;
     int responding; /* a response (or stream) was started */
     int streaming;  /* chunked response in progress */
-    rn_buf raw;     /* storage for target and header bytes */
+    int file_fd;    /* rn_http_respond_file: body file, or -1 */
+    uint64_t file_off, file_left;
+    rn_buf file_suffix;
+    rn_buf raw; /* storage for target and header bytes */
     size_t raw_header_len;
 };
 
@@ -110,6 +113,14 @@ void rn_request_release(rn_request *req);
  * is added from the body except on answers to HEAD and on statuses without a
  * body (204, 304). Both buffers are taken over (left empty). */
 void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body);
+
+/* Sends a response whose body is prefix, then len bytes of fd from off,
+ * then suffix (prefix and suffix may be empty). The file is read and sent
+ * piece by piece as the socket drains, so a large body costs no more than
+ * one piece of memory. Takes over head, prefix, suffix and fd (closed when
+ * done or when the connection goes away). */
+void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
+                          uint64_t off, uint64_t len, rn_buf *suffix);
 
 /* Starts a chunked streaming response (SSE). */
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head);

@@ -1,0 +1,150 @@
+/*
+ * blobs.c — local-directory object store. See blobs.h.
+ */
+#include "tiers/blobs.h"
+#include "util/buf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct rn_blobs {
+    char *root;
+};
+
+static int make_dirs(char *path) {
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        int rc = mkdir(path, 0755);
+        *p = '/';
+        if (rc < 0 && errno != EEXIST)
+            return -errno;
+    }
+    return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+rn_blobs *rn_blobs_open(const char *dir) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    if (make_dirs(path) < 0)
+        return NULL;
+    rn_blobs *b = rn_xcalloc(1, sizeof *b);
+    b->root = rn_xstrdup(dir);
+    return b;
+}
+
+void rn_blobs_close(rn_blobs *b) {
+    if (!b)
+        return;
+    free(b->root);
+    free(b);
+}
+
+static void key_path(const rn_blobs *b, const char *key, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%s", b->root, key);
+}
+
+static int fsync_parent(const char *path) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return 0;
+    *slash = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    key_path(b, key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = 0;
+        int rc = make_dirs(dir);
+        if (rc < 0)
+            return rc;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    const uint8_t *p = data;
+    int rc = 0;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = -errno;
+            break;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = fsync_parent(path);
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+int rn_blobs_open_read(rn_blobs *b, const char *key) {
+    char path[PATH_MAX];
+    key_path(b, key, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int64_t rn_blobs_size(rn_blobs *b, const char *key) {
+    char path[PATH_MAX];
+    key_path(b, key, path, sizeof path);
+    struct stat st;
+    return stat(path, &st) < 0 ? -errno : (int64_t)st.st_size;
+}
+
+int rn_blobs_delete(rn_blobs *b, const char *key) {
+    char path[PATH_MAX];
+    key_path(b, key, path, sizeof path);
+    return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int rn_blobs_list(rn_blobs *b, const char *prefix, int (*fn)(const char *key, void *arg),
+                  void *arg) {
+    char path[PATH_MAX];
+    key_path(b, prefix, path, sizeof path);
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (de->d_name[0] == '.' || (n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0))
+            continue;
+        char key[PATH_MAX];
+        snprintf(key, sizeof key, "%s%s", prefix, de->d_name);
+        rc = fn(key, arg);
+    }
+    closedir(d);
+    return rc > 0 ? 0 : rc;
+}

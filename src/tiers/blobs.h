@@ -1,0 +1,38 @@
+/*
+ * blobs.h — immutable named objects in a local directory: the embedded
+ * backend of the cold store (and the home of snapshot bodies below the cold
+ * threshold). An object is written once under a temporary name, synced,
+ * renamed into place and its directory synced, so a key either names a whole
+ * durable object or nothing. Keys are relative paths of [A-Za-z0-9._-] and
+ * "/". The S3 backend will implement the same calls.
+ *
+ * rn_blobs_put* and rn_blobs_delete block: call them from a worker thread
+ * (uv_queue_work) when the object is large.
+ */
+#ifndef RN_BLOBS_H
+#define RN_BLOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct rn_blobs rn_blobs;
+
+/* Opens (creating) the store rooted at dir. Returns NULL on failure. */
+rn_blobs *rn_blobs_open(const char *dir);
+void rn_blobs_close(rn_blobs *b);
+
+/* Stores data under key durably. Returns 0 or -errno. */
+int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len);
+/* Opens key for reading; returns an fd (caller closes) or -errno. */
+int rn_blobs_open_read(rn_blobs *b, const char *key);
+/* Size of key's object, or -errno. */
+int64_t rn_blobs_size(rn_blobs *b, const char *key);
+/* Removes key (missing is fine). Returns 0 or -errno. */
+int rn_blobs_delete(rn_blobs *b, const char *key);
+/* Calls fn for every key under prefix ("dir/" style, may be ""). fn returns
+ * non-zero to stop. Returns 0 or -errno. */
+int rn_blobs_list(rn_blobs *b, const char *prefix, int (*fn)(const char *key, void *arg),
+                  void *arg);
+
+#endif
