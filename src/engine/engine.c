@@ -563,10 +563,13 @@ static void on_logged(rn_wal_entry *entry, int status) {
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
         [RN_OP_REWRITE] = RN_OK_REWRITTEN,
     };
+    /* done() may free the op (and the command in it): read what follows
+     * from it first. */
+    rn_stream_event ev = c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED;
     finish(op, applied[op->kind], s);
     s = rn_map_get(&e->by_id, &id, sizeof id);
     if (s)
-        notify(e, s, c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED);
+        notify(e, s, ev);
     drain_queue(e, id);
 }
 
