@@ -10,7 +10,10 @@ data=$(mktemp -d)
 log=$(mktemp)
 port=$(free_port)
 LONG_POLL_MS=1000
-start_server "$build/runnel" "$data" "$port" "$log" --long-poll-timeout-ms "$LONG_POLL_MS" || exit 1
+# --webhook-allow-loopback: the subscription tests' webhook receivers listen
+# on 127.0.0.1.
+start_server "$build/runnel" "$data" "$port" "$log" --long-poll-timeout-ms "$LONG_POLL_MS" \
+  --webhook-allow-loopback || exit 1
 (cd tests/conformance &&
   NO_COLOR=1 RUNNEL_URL="http://127.0.0.1:$port" RUNNEL_LONG_POLL_TIMEOUT_MS=$LONG_POLL_MS \
     npx vitest run)

@@ -64,6 +64,7 @@ struct rn_engine {
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
     uint64_t blob_serial; /* makes blob keys unique within a millisecond */
+    rn_map buckets;       /* bucket ids a stream was ever created in -> its id */
     int ops_in_log;       /* mutations submitted, not yet applied */
 };
 
@@ -234,6 +235,29 @@ static int stream_expired(const rn_stream *s, int64_t now) {
     return 0;
 }
 
+/* ---- buckets ---- */
+
+/* Length of key's bucket part (before its first "/"), or 0 without one. */
+static size_t bucket_part(const char *key, size_t len) {
+    const char *slash = memchr(key, '/', len);
+    return slash && slash > key ? (size_t)(slash - key) : 0;
+}
+
+/* Remembers the bucket of a created stream: buckets exist from their first
+ * stream on (extensions §1.2), also after their streams are gone. */
+static void note_bucket(rn_engine *e, const char *key, size_t len) {
+    size_t n = bucket_part(key, len);
+    if (n && !rn_map_get(&e->buckets, key, n)) {
+        char *id = rn_xstrndup(key, n);
+        rn_map_put(&e->buckets, id, n, id);
+    }
+}
+
+int rn_engine_bucket_exists(rn_engine *e, const char *key, size_t len) {
+    size_t n = bucket_part(key, len);
+    return n && rn_map_get(&e->buckets, key, n) != NULL;
+}
+
 /* ---- apply: the state machine (shared by live commits and replay) ---- */
 
 /* Makes a published snapshot the latest; the superseded body is deleted
@@ -338,6 +362,7 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
             src->refcount++;
         }
         s->pending_create = 0;
+        note_bucket(e, s->path, s->path_len);
         s->incarnation = c->incarnation;
         s->ttl_s = c->ttl_s;
         s->expires_at_ms = c->expires_at_ms;
@@ -1003,7 +1028,7 @@ void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *
     void *v;
     while (rn_map_next(&e->by_path, &i, &v)) {
         rn_stream *s = v;
-        if (!s->pending_create && !stream_expired(s, now))
+        if (!s->pending_create && !s->soft_deleted && !stream_expired(s, now))
             fn(s, arg);
     }
 }
@@ -1268,6 +1293,15 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
                 if (!loaded[k])
                     break;
             }
+            uint64_t nbuckets = rn_read_u64(&r);
+            for (uint64_t j = 0; j < nbuckets && !r.failed; j++) {
+                size_t n;
+                const char *id = (const char *)rn_read_lstr(&r, &n);
+                if (id && n && !rn_map_get(&e->buckets, id, n)) {
+                    char *copy = rn_xstrndup(id, n);
+                    rn_map_put(&e->buckets, copy, n, copy);
+                }
+            }
             if (k == count && !r.failed && link_forks(e, loaded, sources, count) == 0) {
                 result = (int64_t)segment;
                 *streams = count;
@@ -1357,6 +1391,10 @@ static checkpoint_job *snapshot(rn_engine *e) {
     }
     for (int k = 0; k < 8; k++)
         b->data[count_at + k] = (uint8_t)(count >> (8 * k));
+    rn_buf_append_u64(b, e->buckets.count);
+    i = 0;
+    while (rn_map_next(&e->buckets, &i, &v))
+        rn_buf_append_lstr(b, v, strlen(v));
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
     e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
     return job;
@@ -1507,6 +1545,10 @@ void rn_engine_close(rn_engine *e) {
         stream_free(v);
     rn_map_free(&e->by_path);
     rn_map_free(&e->by_id);
+    i = 0;
+    while (rn_map_next(&e->buckets, &i, &v))
+        free(v);
+    rn_map_free(&e->buckets);
     rn_wal_close(e->wal);
     rn_store_close(e->store);
     rn_blobs_close(e->snapshots);

@@ -251,8 +251,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
  * subscriptions). Observers run on the loop thread in registration order. */
 void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg);
 
-/* Calls fn for every visible stream (applied, not expired). fn must not
- * mutate the engine. */
+/* Calls fn for every visible stream (applied, not soft-deleted, not
+ * expired). fn must not mutate the engine. */
 void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg);
 
 /* Starts a mutation; op->done is called exactly once, possibly before this
@@ -272,6 +272,10 @@ struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold);
 #define RN_SNAPSHOT_PREFIX "snapshots/"
 #define RN_BLOB_KEY_MAX 64
 void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]);
+
+/* True when a stream was ever created in the bucket of key (its part
+ * before the first "/"): buckets are implicit (extensions §1.2). */
+int rn_engine_bucket_exists(rn_engine *e, const char *key, size_t len);
 
 /* True when a stream at path exists but is soft-deleted (answers 410). */
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);

@@ -373,6 +373,12 @@ int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, 
         unlink(path);
         n--;
     }
+    /* Segments are created one after the other, the first one after a
+     * checkpoint being from_segment itself (1 without one): a missing number
+     * is a lost segment, acknowledged records and all. */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (segs[i] != (i ? segs[i - 1] + 1 : from_segment ? from_segment : 1))
+            rc = RN_WAL_CORRUPT;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char path[PATH_MAX];
         segment_path(dir, segs[i], path, sizeof path);

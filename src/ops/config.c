@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { KIND_U64, KIND_LISTEN, KIND_PATH, KIND_TEXT } setting_kind;
+typedef enum { KIND_U64, KIND_LISTEN, KIND_PATH, KIND_TEXT, KIND_URL, KIND_FLAG } setting_kind;
 
 typedef struct {
     const char *flag; /* without the leading -- */
@@ -16,7 +16,7 @@ typedef struct {
     setting_kind kind;
     size_t field; /* offset in rn_config */
     uint64_t def, min, max;
-    const char *def_text; /* default for LISTEN/PATH */
+    const char *def_text; /* default for LISTEN/PATH/TEXT/URL */
     const char *help;
 } setting;
 
@@ -30,6 +30,14 @@ static const setting SETTINGS[] = {
      "./runnel-data", "directory of the embedded store (created if missing)"},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
      "Ursula-Cluster-Id to send (default: generated once, kept in the data dir)"},
+    {"public-url", "RUNNEL_PUBLIC_URL", KIND_URL, offsetof(rn_config, public_url), 0, 0, 0, "",
+     "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
+     "(default: http://LISTEN)"},
+    {"webhook-allow-loopback", "RUNNEL_WEBHOOK_ALLOW_LOOPBACK", KIND_FLAG,
+     offsetof(rn_config, webhook_allow_loopback), 0, 0, 0, NULL,
+     "development only: allow webhook URLs on http(s)://localhost and 127.0.0.x"},
+    U64("webhook-timeout-ms", "RUNNEL_WEBHOOK_TIMEOUT_MS", webhook_timeout_ms, 10000, 100, 600000,
+        "how long one webhook delivery attempt may take before it counts as failed"),
     U64("long-poll-timeout-ms", "RUNNEL_LONG_POLL_TIMEOUT_MS", long_poll_timeout_ms, 30000, 1,
         3600000, "how long a long-poll waits for data before 204"),
     U64("sse-max-duration-ms", "RUNNEL_SSE_MAX_DURATION_MS", sse_max_duration_ms, 60000, 1,
@@ -58,6 +66,13 @@ static const setting SETTINGS[] = {
         "stream data files kept open"),
     U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
         "interval of the sweep that deletes expired streams"),
+    U64("cold-store", "RUNNEL_COLD_STORE", cold_store, 1, 0, 1,
+        "1: keep large snapshot bodies and snapshot parts in the local cold store; 0: no cold "
+        "store (parts answer 501)"),
+    U64("parts-grace-ms", "RUNNEL_PARTS_GRACE_MS", parts_grace_ms, 86400000, 1000, 1ull << 40,
+        "staged snapshot parts no commit used are deleted after this long"),
+    U64("test-hooks", "RUNNEL_TEST_HOOKS", test_hooks, 0, 0, 1,
+        "1: enable /__runnel/test/ endpoints (history rewrites); never in production"),
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),
 };
@@ -92,6 +107,29 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         snprintf((char *)cfg + s->field, sizeof cfg->cluster_id, "%s", v);
         return 0;
     }
+    case KIND_URL: {
+        size_t n = strlen(v);
+        while (n && v[n - 1] == '/')
+            n--;
+        if (n >= sizeof cfg->public_url ||
+            (n && !rn_iprefix(v, n, "http://") && !rn_iprefix(v, n, "https://"))) {
+            snprintf(err, errcap, "%s: %s must be an http:// or https:// URL (got \"%s\")", source,
+                     s->flag, v);
+            return -1;
+        }
+        snprintf((char *)cfg + s->field, sizeof cfg->public_url, "%.*s", (int)n, v);
+        return 0;
+    }
+    case KIND_FLAG: {
+        int on = !*v || strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
+        if (!on && strcmp(v, "0") != 0 && strcmp(v, "false") != 0) {
+            snprintf(err, errcap, "%s: %s takes no value, or true/false/1/0 (got \"%s\")", source,
+                     s->flag, v);
+            return -1;
+        }
+        *(int *)((char *)cfg + s->field) = on;
+        return 0;
+    }
     case KIND_LISTEN: {
         const char *colon = strrchr(v, ':');
         uint64_t port;
@@ -122,7 +160,9 @@ void rn_config_usage(void) {
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
         char def[64];
-        if (s->def_text)
+        if (s->kind == KIND_FLAG)
+            snprintf(def, sizeof def, "off (a flag)");
+        else if (s->def_text)
             snprintf(def, sizeof def, "%s", s->def_text);
         else
             snprintf(def, sizeof def, "%llu", (unsigned long long)s->def);
@@ -137,6 +177,8 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         const setting *s = &SETTINGS[i];
         if (s->kind == KIND_U64)
             *(uint64_t *)((char *)cfg + s->field) = s->def;
+        else if (s->kind == KIND_FLAG)
+            *(int *)((char *)cfg + s->field) = (int)s->def;
         else if (set_value(cfg, s, s->def_text, "default", err, errcap))
             return -1;
     }
@@ -168,7 +210,10 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
                      (int)name_len + 2, arg);
             return -1;
         }
-        const char *value = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
+        const char *value = eq                     ? eq + 1
+                            : s->kind == KIND_FLAG ? ""
+                            : a + 1 < argc         ? argv[++a]
+                                                   : NULL;
         if (!value) {
             snprintf(err, errcap, "option --%s needs a value", s->flag);
             return -1;
@@ -190,5 +235,7 @@ void rn_config_describe(const rn_config *cfg, char *out, size_t cap) {
             n += (size_t)snprintf(
                 out + n, cap - n, " %s=%llu", s->flag,
                 (unsigned long long)*(const uint64_t *)((const char *)cfg + s->field));
+        else if (s->kind == KIND_FLAG && *(const int *)((const char *)cfg + s->field))
+            n += (size_t)snprintf(out + n, cap - n, " %s", s->flag);
     }
 }

@@ -14,6 +14,9 @@ typedef struct {
     int listen_port;
     char data_dir[4096];
     char cluster_id[128]; /* empty: generated once and kept in the data dir */
+    char public_url[512]; /* empty: http://<listen> */
+    int webhook_allow_loopback;
+    uint64_t webhook_timeout_ms;
     uint64_t long_poll_timeout_ms;
     uint64_t sse_max_duration_ms;
     uint64_t max_body_bytes;
@@ -29,6 +32,9 @@ typedef struct {
     uint64_t max_open_files;
     uint64_t expiry_sweep_ms;
     uint64_t shutdown_grace_ms;
+    uint64_t cold_store; /* 1: the local-directory cold store; 0: none */
+    uint64_t test_hooks; /* 1: enable /__runnel/test/ (history rewrites) */
+    uint64_t parts_grace_ms;
 } rn_config;
 
 /* Fills cfg from defaults, the environment and argv (the arguments after

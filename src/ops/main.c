@@ -4,13 +4,16 @@
  * loop, and runs it until SIGTERM/SIGINT, then drains and exits 0.
  *
  * Shutdown: stop accepting, close idle connections, answer parked live reads,
- * wait (bounded by --shutdown-grace-ms) until no request is in progress and
- * the log is idle, then close the engine, which writes a final checkpoint.
+ * stop subscription deliveries, wait (bounded by --shutdown-grace-ms) until
+ * no request is in progress and the log is idle, then write the final
+ * subscription state and close the engine, which writes a final checkpoint.
  */
 #include "engine/engine.h"
 #include "live/live.h"
 #include "ops/config.h"
+#include "subs/subs.h"
 #include "surface/router.h"
+#include "surface/parts.h"
 #include "surface/reply.h"
 #include "surface/streams.h"
 #include "transport/http.h"
@@ -38,6 +41,8 @@ typedef struct {
     rn_config cfg;
     rn_engine *engine;
     rn_surface *surface;
+    rn_subs *subs;
+    rn_parts *parts;
     rn_router router;
     rn_http_server *http;
     uv_signal_t sigterm, sigint;
@@ -149,6 +154,8 @@ static void finish_shutdown(server *s) {
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
+    rn_subs_stop(s->subs);
+    rn_parts_close(s->parts);
     rn_http_close(s->http);
 }
 
@@ -170,8 +177,19 @@ static void on_signal(uv_signal_t *sig, int signum) {
     log_line("received %s; draining", signum == SIGTERM ? "SIGTERM" : "SIGINT");
     rn_http_stop_accepting(s->http);
     rn_surface_end_live_reads(s->surface);
+    rn_subs_quiesce(s->subs);
     s->drain_deadline = rn_mono_ms() + s->cfg.shutdown_grace_ms;
     uv_timer_start(&s->drain, on_drain_tick, 0, 10);
+}
+
+/* The URL clients reach the server at: --public-url, else http://<listen>. */
+static void public_url(const rn_config *cfg, char *out, size_t cap) {
+    if (cfg->public_url[0])
+        snprintf(out, cap, "%s", cfg->public_url);
+    else if (strchr(cfg->listen_host, ':'))
+        snprintf(out, cap, "http://[%s]:%d", cfg->listen_host, cfg->listen_port);
+    else
+        snprintf(out, cap, "http://%s:%d", cfg->listen_host, cfg->listen_port);
 }
 
 static int serve(int argc, char **argv) {
@@ -198,6 +216,7 @@ static int serve(int argc, char **argv) {
 
     uint64_t t0 = rn_mono_ms();
     rn_engine_config ec = {.data_dir = s.cfg.data_dir,
+                           .cold_store = (int)s.cfg.cold_store,
                            .wal_segment_bytes = s.cfg.wal_segment_bytes,
                            .checkpoint_bytes = s.cfg.checkpoint_bytes,
                            .max_open_files = (int)s.cfg.max_open_files};
@@ -214,13 +233,32 @@ static int serve(int argc, char **argv) {
              (unsigned long long)(rn_mono_ms() - t0));
 
     rn_engine_observe(s.engine, rn_live_observer, NULL);
+    char url[sizeof s.cfg.public_url + sizeof s.cfg.listen_host + 16];
+    public_url(&s.cfg, url, sizeof url);
+    rn_subs_config subc = {.data_dir = s.cfg.data_dir,
+                           .public_url = url,
+                           .allow_loopback = s.cfg.webhook_allow_loopback,
+                           .webhook_timeout_ms = s.cfg.webhook_timeout_ms,
+                           .user_agent = "runnel/" RUNNEL_VERSION};
+    s.subs = rn_subs_open(s.loop, s.engine, &subc, err, sizeof err);
+    if (!s.subs) {
+        log_line("%s", err);
+        rn_engine_close(s.engine);
+        return 1;
+    }
     rn_surface_config sc = {.long_poll_timeout_ms = s.cfg.long_poll_timeout_ms,
                             .sse_max_duration_ms = s.cfg.sse_max_duration_ms,
                             .max_read_bytes = s.cfg.max_read_bytes,
                             .sse_queue_bytes = s.cfg.sse_queue_bytes,
-                            .max_body_bytes = s.cfg.max_body_bytes};
+                            .max_body_bytes = s.cfg.max_body_bytes,
+                            .cold_store = (int)s.cfg.cold_store};
     s.surface = rn_surface_new(s.loop, s.engine, &sc);
-    s.router = (rn_router){.streams = s.surface, .max_body_bytes = s.cfg.max_body_bytes};
+    s.parts = rn_parts_new(s.surface, s.cfg.parts_grace_ms);
+    rn_surface_set_parts(s.surface, s.parts);
+    s.router = (rn_router){.streams = s.surface,
+                           .subs = s.subs,
+                           .max_body_bytes = s.cfg.max_body_bytes,
+                           .test_hooks = (int)s.cfg.test_hooks};
     rn_http_config hc = {.host = s.cfg.listen_host,
                          .port = s.cfg.listen_port,
                          .max_body_bytes = s.cfg.max_body_bytes,
@@ -232,6 +270,9 @@ static int serve(int argc, char **argv) {
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
     if (!s.http) {
         log_line("%s", err);
+        rn_subs_stop(s.subs);
+        uv_run(s.loop, UV_RUN_NOWAIT); /* let the subscription handles close */
+        rn_subs_close(s.subs);
         rn_engine_close(s.engine);
         return 1;
     }
@@ -251,6 +292,7 @@ static int serve(int argc, char **argv) {
 
     uv_run(s.loop, UV_RUN_DEFAULT);
 
+    rn_subs_close(s.subs);
     rn_engine_close(s.engine);
     rn_surface_free(s.surface);
     rn_http_free(s.http);

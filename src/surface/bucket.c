@@ -2,12 +2,21 @@
  * bucket.c — routing and id rules of the bucket surface. See bucket.h.
  */
 #include "surface/bucket.h"
+#include "surface/bootstrap.h"
+#include "surface/parts.h"
 #include "surface/reply.h"
+#include "surface/snapshots.h"
 #include "util/text.h"
 
 #include <string.h>
 
 #define MAX_KEY_BYTES 122 /* §1.1: bucket_id "/" stream_id */
+
+rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len) {
+    if (rn_engine_is_gone(e, key, len))
+        return RN_E_STREAM_GONE;
+    return rn_engine_bucket_exists(e, key, len) ? RN_E_STREAM_NOT_FOUND : RN_E_BUCKET_NOT_FOUND;
+}
 
 int rn_bucket_id_valid(const char *id, size_t len) {
     if (len < 4 || len > 64 || (id[0] == '_' && id[1] == '_'))
@@ -50,6 +59,68 @@ static void bucket_only(rn_request *req, const char *id, size_t len) {
     rn_http_respond(req, 201, &h, &body);
 }
 
+/* A path segment: [p, p+len). */
+typedef struct {
+    const char *p;
+    size_t len;
+} segment;
+
+static int seg_is(segment s, const char *lit) {
+    return s.len == strlen(lit) && memcmp(s.p, lit, s.len) == 0;
+}
+
+static void method_not_allowed(rn_request *req, const char *allow) {
+    rn_buf extra = {0};
+    rn_buf_appendf(&extra, "Allow: %s\r\n", allow);
+    rn_reply_error(req, RN_E_METHOD_NOT_ALLOWED, &extra);
+}
+
+/* Dispatches {stream}/<sub...> (ext §2–§4); 404 for anything else (§1.6). */
+static void subresource(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                        const segment *seg, int n, size_t query_len) {
+    int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
+    if (n == 1 && seg_is(seg[0], "bootstrap")) {
+        if (req->method == RN_HTTP_GET)
+            rn_bootstrap(sf, req, key, key_len, query_len);
+        else
+            method_not_allowed(req, "GET, OPTIONS");
+    } else if (n == 2 && seg_is(seg[0], "snapshot") && seg_is(seg[1], "parts") &&
+               req->method == RN_HTTP_DELETE) {
+        rn_parts_discard(rn_surface_parts(sf), req, key, key_len);
+    } else if (n == 3 && seg_is(seg[0], "snapshot") && seg_is(seg[2], "parts")) {
+        if (req->method == RN_HTTP_POST)
+            rn_parts_stage(rn_surface_parts(sf), req, key, key_len, seg[1].p, seg[1].len);
+        else
+            method_not_allowed(req, "POST, OPTIONS");
+    } else if (n == 2 && seg_is(seg[0], "snapshot")) {
+        if (req->method == RN_HTTP_PUT && rn_request_header(req, "stream-snapshot-parts", NULL))
+            rn_parts_commit(rn_surface_parts(sf), req, key, key_len, seg[1].p, seg[1].len);
+        else if (req->method == RN_HTTP_PUT)
+            rn_snapshot_publish(sf, req, key, key_len, seg[1].p, seg[1].len);
+        else if (get)
+            rn_snapshot_read(sf, req, key, key_len, seg[1].p, seg[1].len, NULL, 0);
+        else
+            method_not_allowed(req, "GET, HEAD, PUT, OPTIONS");
+    } else if (n == 2 && seg_is(seg[0], "retention")) {
+        if (req->method == RN_HTTP_PUT)
+            rn_retention_set(sf, req, key, key_len, seg[1].p, seg[1].len);
+        else
+            method_not_allowed(req, "PUT, OPTIONS");
+    } else if (n == 4 && seg_is(seg[0], "incarnation") &&
+               (seg_is(seg[2], "chunk") || seg_is(seg[2], "snapshot"))) {
+        if (!get)
+            method_not_allowed(req, "GET, HEAD, OPTIONS");
+        else if (query_len)
+            rn_reply_error(req, RN_E_QUERY_NOT_ACCEPTED, NULL);
+        else if (seg_is(seg[2], "chunk"))
+            rn_chunk_read(sf, req, key, key_len, seg[1].p, seg[1].len, seg[3].p, seg[3].len);
+        else
+            rn_snapshot_read(sf, req, key, key_len, seg[3].p, seg[3].len, seg[1].p, seg[1].len);
+    } else {
+        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+    }
+}
+
 void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
                      const char *query, size_t query_len) {
     const char *p = path + 1, *end = path + path_len;
@@ -67,15 +138,24 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
     }
     const char *s = slash1 + 1;
     const char *slash2 = memchr(s, '/', (size_t)(end - s));
-    if (slash2) {
-        rn_reply_error(req, RN_E_NOT_FOUND, NULL); /* no subresources yet */
+    const char *stream_end = slash2 ? slash2 : end;
+    segment sub[5];
+    int nsub = 0;
+    for (const char *q = slash2; q && q < end && nsub <= 4;) {
+        const char *start = q + 1;
+        const char *next = memchr(start, '/', (size_t)(end - start));
+        sub[nsub++] = (segment){start, (size_t)((next ? next : end) - start)};
+        q = next;
+    }
+    if (slash2 && (nsub == 0 || nsub > 4)) {
+        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
         return;
     }
     if (!rn_bucket_id_valid(bucket, (size_t)blen)) {
         rn_reply_error(req, RN_E_INVALID_BUCKET_ID, NULL);
         return;
     }
-    size_t sraw = (size_t)(end - s);
+    size_t sraw = (size_t)(stream_end - s);
     long slen = sraw < sizeof stream ? rn_percent_decode(s, sraw, stream) : -1;
     if (slen < 0 || !rn_stream_id_valid(stream, (size_t)slen, (size_t)blen)) {
         rn_reply_error(req, RN_E_INVALID_STREAM_ID, NULL);
@@ -85,6 +165,9 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
     memcpy(key, bucket, (size_t)blen);
     key[blen] = '/';
     memcpy(key + blen + 1, stream, (size_t)slen);
-    rn_streams_handle(sf, req, &RN_PROFILE_BUCKET, key, (size_t)blen + 1 + (size_t)slen, query,
-                      query_len);
+    size_t key_len = (size_t)blen + 1 + (size_t)slen;
+    if (slash2)
+        subresource(sf, req, key, key_len, sub, nsub, query_len);
+    else
+        rn_streams_handle(sf, req, &RN_PROFILE_BUCKET, key, key_len, query, query_len);
 }

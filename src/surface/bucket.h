@@ -3,17 +3,24 @@
  * /{bucket_id} and /{bucket_id}/{stream_id}. Ids are percent-decoded and
  * checked against §1.1; a stream's engine key is "bucket_id/stream_id", the
  * same key /v1/stream/bucket_id/stream_id names, so both surfaces reach the
- * same streams. Paths of three or more segments are stream subresources;
- * none exists yet, so they answer 404 (§1.6).
+ * same streams. Paths of three or more segments are stream subresources
+ * (snapshot, retention, bootstrap, incarnation/{token}/chunk|snapshot);
+ * any other answers 404 (§1.6).
  */
 #ifndef RN_BUCKET_H
 #define RN_BUCKET_H
 
+#include "surface/errors.h"
 #include "surface/streams.h"
 
 /* Handles a path that starts with "/" and is not another route's. */
 void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
                      const char *query, size_t query_len);
+
+/* The answer for a stream at key that rn_engine_find did not find: 410 for
+ * a soft-deleted one, else 404 BUCKET_NOT_FOUND when no stream exists in
+ * its bucket, else 404 STREAM_NOT_FOUND. */
+rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len);
 
 /* §1.1 checks, exposed for unit tests. */
 int rn_bucket_id_valid(const char *id, size_t len);

@@ -39,6 +39,22 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_INVALID_RESOURCE] = {400, "INVALID_RESOURCE",
                                "the incarnation token or offset in the path is malformed"},
     [RN_E_QUERY_NOT_ACCEPTED] = {400, "QUERY_NOT_ACCEPTED", "this resource takes no query"},
+    [RN_E_INVALID_PARTS_COMMIT] = {400, "INVALID_PARTS_COMMIT",
+                                   "Stream-Snapshot-Parts (1..4096), Stream-Snapshot-Digest (64 "
+                                   "lowercase hex) and a body of exactly that many distinct part "
+                                   "ids, each followed by LF, are required"},
+    [RN_E_UNKNOWN_PART] = {400, "UNKNOWN_PART",
+                           "a listed part is not staged for this stream incarnation"},
+    [RN_E_SNAPSHOT_DIGEST_MISMATCH] = {400, "SNAPSHOT_DIGEST_MISMATCH",
+                                       "the assembled snapshot's digest differs from "
+                                       "Stream-Snapshot-Digest"},
+    [RN_E_SNAPSHOT_TOO_LARGE] = {413, "SNAPSHOT_TOO_LARGE",
+                                 "the assembled snapshot exceeds the limit"},
+    [RN_E_STAGED_PARTS_LIMIT] = {429, "STAGED_PARTS_LIMIT",
+                                 "the stream holds as many staged parts as it may"},
+    [RN_E_NO_COLD_STORE] = {501, "NO_COLD_STORE", "this server has no cold store for parts"},
+    [RN_E_SNAPSHOT_COMMIT_IN_PROGRESS] = {503, "SNAPSHOT_COMMIT_IN_PROGRESS",
+                                          "a commit or discard of this stream runs; retry"},
     [RN_E_INVALID_QUERY_LIVE] = {400, "INVALID_QUERY", "live must be long-poll or sse"},
     [RN_E_INVALID_QUERY_OFFSET_REQUIRED] = {400, "INVALID_QUERY", "live reads require an offset"},
     [RN_E_INVALID_PRODUCER] = {400, "INVALID_PRODUCER",
@@ -106,6 +122,7 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_PRODUCER_EPOCH_STALE] = {403, "PRODUCER_EPOCH_STALE",
                                    "the producer epoch is older than the current one"},
     [RN_E_STREAM_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the stream does not exist"},
+    [RN_E_BUCKET_NOT_FOUND] = {404, "BUCKET_NOT_FOUND", "no stream exists in this bucket"},
     [RN_E_FORK_SOURCE_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the fork source does not exist"},
     [RN_E_NOT_FOUND] = {404, "NOT_FOUND", "no such route"},
     [RN_E_SUB_NOT_FOUND] = {404, "SUBSCRIPTION_NOT_FOUND", "the subscription does not exist"},
@@ -115,6 +132,8 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
                                "the fork source was deleted and only its forks keep it"},
     [RN_E_STREAM_GONE] = {410, "STREAM_GONE", "the stream was deleted"},
+    [RN_E_OFFSET_RETAINED_AWAY] = {410, "STREAM_GONE",
+                                   "the offset is below the stream's retained offset"},
     [RN_E_SNAPSHOT_BEYOND_TAIL] = {409, "SNAPSHOT_CONFLICT",
                                    "the snapshot offset is past the stream's tail"},
     [RN_E_SNAPSHOT_CONFLICT] = {409, "SNAPSHOT_CONFLICT", "another snapshot is the latest"},
@@ -149,6 +168,7 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_OUTCOME_UNKNOWN] = {503, "OUTCOME_UNKNOWN",
                               "the write could not be made durable; retry it"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
+    [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the snapshot store failed; retry"},
 };
 
 int rn_error_status(rn_error e) {
@@ -164,6 +184,11 @@ void rn_error_body(rn_error e, rn_buf *out) {
         rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\"}}", TABLE[e].code);
         return;
     }
-    rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", TABLE[e].code,
-                   TABLE[e].message);
+    rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"", TABLE[e].code);
+    for (const char *m = TABLE[e].message; *m; m++) { /* fixed text: escape " and \ */
+        if (*m == '"' || *m == '\\')
+            rn_buf_append_byte(out, '\\');
+        rn_buf_append_byte(out, (uint8_t)*m);
+    }
+    rn_buf_append_str(out, "\"}}");
 }

@@ -2,13 +2,32 @@
  * router.c — request routing. See router.h.
  */
 #include "surface/router.h"
+#include "surface/admin.h"
 #include "surface/bucket.h"
 #include "surface/reply.h"
 #include "surface/v1.h"
+#include "util/text.h"
 
 #include <string.h>
 
 #define V1_PREFIX "/v1/stream/"
+#define ADMIN_PREFIX "/__runnel/"
+#define RESERVED_SEGMENT "__ds"
+
+/* Length of the first segment of path when it names the reserved __ds
+ * prefix (percent-encoded or not: the v1 surface decodes paths, so an
+ * encoded "__ds" must not reach it either), else 0. */
+static size_t reserved_prefix(const char *path, size_t len) {
+    const char *slash = memchr(path, '/', len);
+    size_t seg = slash ? (size_t)(slash - path) : len;
+    char decoded[16];
+    if (seg >= sizeof decoded)
+        return 0;
+    long n = rn_percent_decode(path, seg, decoded);
+    return n == sizeof RESERVED_SEGMENT - 1 && memcmp(decoded, RESERVED_SEGMENT, (size_t)n) == 0
+               ? seg
+               : 0;
+}
 
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
@@ -29,10 +48,21 @@ void rn_router_handle(rn_request *req, void *arg) {
     }
     size_t plen = sizeof V1_PREFIX - 1;
     if (path_len > plen && memcmp(target, V1_PREFIX, plen) == 0) {
-        rn_v1_route(rt->streams, req, target + plen, path_len - plen, query, query_len);
+        const char *rest = target + plen;
+        size_t rest_len = path_len - plen, seg = reserved_prefix(rest, rest_len);
+        if (seg)
+            rn_subs_handle(rt->subs, req, rest + seg, rest_len - seg);
+        else
+            rn_v1_route(rt->streams, req, rest, rest_len, query, query_len);
         return;
     }
-    if (path_len < 1 || target[0] != '/' || (path_len >= 3 && memcmp(target, "/__", 3) == 0)) {
+    size_t alen = sizeof ADMIN_PREFIX - 1;
+    if (path_len > alen && memcmp(target, ADMIN_PREFIX, alen) == 0) {
+        rn_admin_handle(rt->streams, req, rt->test_hooks, target + alen, path_len - alen, query,
+                        query_len);
+        return;
+    }
+    if (path_len < 1 || target[0] != '/') {
         rn_reply_error(req, RN_E_NOT_FOUND, NULL);
         return;
     }

@@ -11,6 +11,7 @@
  */
 #include "surface/streams.h"
 #include "live/live.h"
+#include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
 #include "util/clock.h"
@@ -31,7 +32,8 @@ const rn_profile RN_PROFILE_BUCKET = {.name = "bucket",
                                       .ndjson_reads = 1,
                                       .read_parameters = 1,
                                       .sse_error_events = 1,
-                                      .offset_past_tail_416 = 1};
+                                      .offset_past_tail_416 = 1,
+                                      .bucket_not_found = 1};
 
 typedef enum { READ_CATCHUP, READ_LONG_POLL, READ_SSE } read_mode;
 
@@ -65,6 +67,7 @@ struct rn_surface {
     rn_engine *engine;
     rn_surface_config cfg;
     stream_ctx *live; /* live reads in progress */
+    struct rn_parts *parts;
     size_t live_count;
 };
 
@@ -74,6 +77,26 @@ rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_
     sf->engine = engine;
     sf->cfg = *cfg;
     return sf;
+}
+
+rn_engine *rn_surface_engine(const rn_surface *sf) {
+    return sf->engine;
+}
+
+struct rn_parts *rn_surface_parts(const rn_surface *sf) {
+    return sf->parts;
+}
+
+void rn_surface_set_parts(rn_surface *sf, struct rn_parts *p) {
+    sf->parts = p;
+}
+
+uv_loop_t *rn_surface_loop(const rn_surface *sf) {
+    return sf->loop;
+}
+
+const rn_surface_config *rn_surface_cfg(const rn_surface *sf) {
+    return &sf->cfg;
 }
 
 void rn_surface_free(rn_surface *sf) {
@@ -183,6 +206,7 @@ static void json_array_from_messages(rn_buf *out, const uint8_t *text, size_t le
 /* ---- mutations ---- */
 
 static void op_done(rn_op *op);
+static rn_error missing_error(const stream_ctx *c);
 
 static stream_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
     stream_ctx *c = rn_xcalloc(1, sizeof *c);
@@ -433,7 +457,7 @@ static rn_error refusal_error(rn_result r) {
     case RN_ERR_NOT_BOUNDARY:
         return RN_E_NOT_JSON_BOUNDARY;
     case RN_ERR_BELOW_RETAINED:
-        return RN_E_STREAM_GONE;
+        return RN_E_OFFSET_RETAINED_AWAY;
     case RN_ERR_SNAPSHOT_CONFLICT:
         return RN_E_SNAPSHOT_CONFLICT;
     case RN_ERR_RETENTION_PAST_SNAPSHOT:
@@ -504,6 +528,9 @@ static void op_done(rn_op *op) {
         rn_http_respond(c->req, 204, &h, &body);
         break;
     }
+    case RN_ERR_NOT_FOUND:
+        rn_reply_error(c->req, missing_error(c), NULL);
+        break;
     default:
         rn_reply_refusal(c->req, op);
         break;
@@ -514,12 +541,20 @@ static void op_done(rn_op *op) {
 
 /* ---- reads ---- */
 
+/* The answer for a stream the engine did not find: 410 when soft-deleted,
+ * else 404 (on the bucket surface, BUCKET_NOT_FOUND for an empty bucket). */
+static rn_error missing_error(const stream_ctx *c) {
+    if (c->prof->bucket_not_found)
+        return rn_bucket_missing_error(c->sf->engine, c->path, c->path_len);
+    return rn_engine_is_gone(c->sf->engine, c->path, c->path_len) ? RN_E_STREAM_GONE
+                                                                  : RN_E_STREAM_NOT_FOUND;
+}
+
 /* Answers 404, or 410 for a soft-deleted stream, when s is NULL. */
 static int answer_missing(stream_ctx *c, const rn_stream *s) {
     if (s)
         return 0;
-    int gone = rn_engine_is_gone(c->sf->engine, c->path, c->path_len);
-    reply_and_finish(c, gone ? RN_E_STREAM_GONE : RN_E_STREAM_NOT_FOUND, NULL);
+    reply_and_finish(c, missing_error(c), NULL);
     return 1;
 }
 
@@ -546,8 +581,16 @@ static void handle_head(stream_ctx *c) {
     if (s->closed)
         rn_buf_append_str(&h, "Stream-Closed: true\r\n");
     append_incarnation(&h, s);
-    rn_reply_offset(&h, "Stream-Retained-Offset", 0);
+    rn_reply_offset(&h, "Stream-Retained-Offset", s->retained);
+    rn_reply_snapshot_id(&h, s);
+    if (s->has_previous) {
+        rn_buf_appendf(&h, "Stream-Previous-Incarnation: %llu\r\n",
+                       (unsigned long long)s->previous_incarnation);
+        rn_reply_offset(&h, "Stream-Inherited-Offset", s->inherited_offset);
+    }
     rn_buf_appendf(&h, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
+    if (c->sf->cfg.cold_store)
+        rn_buf_append_str(&h, "Ursula-Max-Snapshot-Bytes: 1073741824\r\n");
     rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
     rn_http_respond(c->req, 200, &h, &body);
     ctx_finish(c);
@@ -916,6 +959,12 @@ static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
     if (answer_missing(c, s))
         return;
     rn_engine_touch(e, s);
+    if (c->offset_kind != RN_OFFSET_NOW && c->offset < s->retained) {
+        rn_buf extra = {0};
+        append_incarnation(&extra, s);
+        reply_and_finish(c, RN_E_OFFSET_RETAINED_AWAY, &extra);
+        return;
+    }
     if (c->offset_kind == RN_OFFSET_NOW) {
         c->offset = s->tail;
     } else if (c->offset_kind == RN_OFFSET_POSITION && c->offset > s->tail &&
@@ -973,20 +1022,24 @@ static void handle_delete(stream_ctx *c) {
     submit(c);
 }
 
+int rn_request_incarnation(const rn_request *req, int *present, uint64_t *token) {
+    size_t count;
+    const rn_header *h = rn_request_header(req, "stream-incarnation", &count);
+    *present = h != NULL;
+    if (!h)
+        return 0;
+    if (count != 1 || rn_parse_strict_u64(h->value, h->value_len, RN_INCARNATION_MAX, token) ||
+        *token < RN_INCARNATION_MIN)
+        return -1;
+    return 0;
+}
+
 /* Parses a Stream-Incarnation request header into the op. Returns -1 when
  * absent or valid, else the error (malformed or repeated: 400). */
 static int parse_incarnation(stream_ctx *c) {
-    size_t count;
-    const rn_header *h = rn_request_header(c->req, "stream-incarnation", &count);
-    if (!h)
-        return -1;
-    uint64_t v;
-    if (count != 1 || rn_parse_strict_u64(h->value, h->value_len, RN_INCARNATION_MAX, &v) ||
-        v < RN_INCARNATION_MIN)
-        return RN_E_INVALID_INCARNATION;
-    c->op.has_incarnation = 1;
-    c->op.incarnation = v;
-    return -1;
+    return rn_request_incarnation(c->req, &c->op.has_incarnation, &c->op.incarnation)
+               ? RN_E_INVALID_INCARNATION
+               : -1;
 }
 
 void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,

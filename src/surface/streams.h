@@ -25,6 +25,7 @@ typedef struct {
     int read_parameters;      /* honour timeout_ms, consistency and max_bytes (ext §9) */
     int sse_error_events;     /* a live SSE read ending in error sends an error event */
     int offset_past_tail_416; /* a read offset past the tail answers 416, not 400 */
+    int bucket_not_found;     /* 404s name an empty bucket BUCKET_NOT_FOUND */
 } rn_profile;
 
 extern const rn_profile RN_PROFILE_V1;
@@ -36,9 +37,20 @@ typedef struct {
     size_t max_read_bytes;         /* per catch-up response and per SSE event */
     size_t sse_queue_bytes;        /* pause an SSE reader with this much unsent */
     size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
+    int cold_store;                /* snapshots in parts are accepted */
 } rn_surface_config;
 
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg);
+rn_engine *rn_surface_engine(const rn_surface *sf);
+/* The snapshot-parts service (parts.h) the bucket surface routes to. */
+struct rn_parts *rn_surface_parts(const rn_surface *sf);
+void rn_surface_set_parts(rn_surface *sf, struct rn_parts *p);
+uv_loop_t *rn_surface_loop(const rn_surface *sf);
+const rn_surface_config *rn_surface_cfg(const rn_surface *sf);
+
+/* Parses a request's Stream-Incarnation header. Returns 0 when absent (and
+ * sets *present = 0) or valid, -1 when malformed or repeated (answer 400). */
+int rn_request_incarnation(const rn_request *req, int *present, uint64_t *token);
 
 /* Handles a request for the stream whose engine key (its path: the v1 path,
  * or "bucket_id/stream_id") is key. The query is the raw query string. */

@@ -67,10 +67,10 @@ static int fsync_parent(const char *path) {
     return rc;
 }
 
-int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-    key_path(b, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+/* Opens the temporary file for key (creating its directories). */
+static int open_tmp(rn_blobs *b, const char *key, char *path, size_t cap, char *tmp, size_t tcap) {
+    key_path(b, key, path, cap);
+    snprintf(tmp, tcap, "%s.tmp", path);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -81,21 +81,12 @@ int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
             return rc;
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    const uint8_t *p = data;
-    int rc = 0;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = -errno;
-            break;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
+    return fd < 0 ? -errno : fd;
+}
+
+/* Syncs and closes fd, then renames tmp into place durably (or removes it
+ * when rc already reports a failure). */
+static int finish_tmp(int fd, int rc, const char *tmp, const char *path) {
     if (rc == 0 && fdatasync(fd) < 0)
         rc = -errno;
     close(fd);
@@ -106,6 +97,100 @@ int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
     if (rc < 0)
         unlink(tmp);
     return rc;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len) {
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int rn_blobs_concat(rn_blobs *b, const char *key, const char *const *src, size_t n,
+                    void (*observe)(void *arg, const uint8_t *data, size_t len), void *arg) {
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    int fd = open_tmp(b, key, path, sizeof path, tmp, sizeof tmp);
+    if (fd < 0)
+        return fd;
+    enum { PIECE = 1 << 20 };
+    uint8_t *buf = rn_xmalloc(PIECE);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int in = rn_blobs_open_read(b, src[i]);
+        if (in < 0) {
+            rc = in;
+            break;
+        }
+        for (;;) {
+            ssize_t got = read(in, buf, PIECE);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0) {
+                rc = got < 0 ? -errno : 0;
+                break;
+            }
+            if (observe)
+                observe(arg, buf, (size_t)got);
+            rc = write_all(fd, buf, (size_t)got);
+            if (rc)
+                break;
+        }
+        close(in);
+    }
+    free(buf);
+    return finish_tmp(fd, rc, tmp, path);
+}
+
+typedef struct {
+    rn_blobs *b;
+    int64_t older_than;
+    long removed;
+} sweep_state;
+
+static int sweep_one(const char *key, void *arg);
+
+static int sweep_dir(rn_blobs *b, const char *prefix, sweep_state *st) {
+    return rn_blobs_list(b, prefix, sweep_one, st);
+}
+
+static int sweep_one(const char *key, void *arg) {
+    sweep_state *st = arg;
+    char path[PATH_MAX];
+    key_path(st->b, key, path, sizeof path);
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return 0;
+    if (S_ISDIR(sb.st_mode)) {
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/", key);
+        sweep_dir(st->b, sub, st);
+        rmdir(path); /* only succeeds once empty */
+        return 0;
+    }
+    if ((int64_t)sb.st_mtime < st->older_than && unlink(path) == 0)
+        st->removed++;
+    return 0;
+}
+
+long rn_blobs_sweep(rn_blobs *b, const char *prefix, int64_t older_than) {
+    sweep_state st = {b, older_than, 0};
+    int rc = sweep_dir(b, prefix, &st);
+    return rc < 0 ? rc : st.removed;
+}
+
+int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    int fd = open_tmp(b, key, path, sizeof path, tmp, sizeof tmp);
+    if (fd < 0)
+        return fd;
+    return finish_tmp(fd, write_all(fd, data, len), tmp, path);
 }
 
 int rn_blobs_open_read(rn_blobs *b, const char *key) {

@@ -24,6 +24,14 @@ void rn_blobs_close(rn_blobs *b);
 
 /* Stores data under key durably. Returns 0 or -errno. */
 int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len);
+/* Stores the concatenation of the objects src[0..n) under key durably,
+ * passing every byte to observe (may be NULL) on the way, e.g. to hash it.
+ * Returns 0, -ENOENT when a source is missing, or another -errno. */
+int rn_blobs_concat(rn_blobs *b, const char *key, const char *const *src, size_t n,
+                    void (*observe)(void *arg, const uint8_t *data, size_t len), void *arg);
+/* Removes objects under prefix ("dir/" style) whose last change is older
+ * than `older_than` (Unix seconds); returns how many, or -errno. */
+long rn_blobs_sweep(rn_blobs *b, const char *prefix, int64_t older_than);
 /* Opens key for reading; returns an fd (caller closes) or -errno. */
 int rn_blobs_open_read(rn_blobs *b, const char *key);
 /* Size of key's object, or -errno. */

@@ -1,0 +1,180 @@
+/*
+ * sc_fanout.c — the `fanout` scenario: one stream, --subscribers SSE readers
+ * (`?offset=now&live=sse`), one writer appending --rate events/s for
+ * --duration seconds. Every payload carries its send time (monotonic clock;
+ * writer and readers share this process), so each delivery to each
+ * subscriber gives one publish-to-receive latency.
+ *
+ * Phases: create the stream; open all subscriptions and wait until every
+ * one has its response headers (at most 10 s, then go on and report how
+ * many were ready); write; then wait up to 3 s for the deliveries still in
+ * flight. expected = acknowledged appends × ready subscribers.
+ * An SSE response that ends early is reopened at offset=now and counted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "hist.h"
+#include "report.h"
+#include "run.h"
+#include "scenarios.h"
+#include "sse.h"
+#include "util/buf.h"
+
+typedef struct {
+    bn_conn *c;
+    bn_sse sse;
+    int ready;
+} sub;
+
+static struct {
+    char *path;
+    char sse_path[600];
+    sub *subs;
+    int ready;
+    bn_conn *writer;
+    bn_hist lat, append_lat;
+    bn_pacer pacer;
+    char *payload;
+    int writing;
+    uint64_t seq, acked, delivered, reopened;
+    uint64_t t_subscribe_ns, t_ready_ns, t_drain_ns;
+} s;
+
+static void on_stamp(void *arg, uint64_t ns) {
+    bn_hist_add(&s.lat, (uv_hrtime() - ns) / 1000);
+    s.delivered++;
+}
+
+static void on_data_line(void *arg, const char *line, size_t n) {
+    bn_stamp_scan(line, n, on_stamp, arg);
+}
+
+static void sub_headers(bn_conn *c) {
+    sub *u = bn_conn_user(c);
+    if (bn_conn_resp(c)->status == 200 && !u->ready) {
+        u->ready = 1;
+        s.ready++;
+    }
+}
+
+static void sub_body(bn_conn *c, const char *at, size_t n) {
+    sub *u = bn_conn_user(c);
+    bn_sse_feed(&u->sse, at, n);
+}
+
+static void sub_done(bn_conn *c, int err) {
+    static const int ok[] = {200, 0};
+    if (!bn_expect(c, err, "SSE subscription (GET live=sse)", ok))
+        return;
+    s.reopened++;
+    bn_conn_request(c, "GET", s.sse_path, NULL, NULL, 0);
+}
+
+static void finish(void) {
+    uint64_t data_events = 0, control_events = 0;
+    if (s.acked == 0)
+        bn_report_error("no append was acknowledged during the %.0f s of writing", bn_o.duration);
+    for (int i = 0; i < bn_o.subscribers; i++) {
+        data_events += s.subs[i].sse.data_events;
+        control_events += s.subs[i].sse.control_events;
+    }
+    bn_report_str("scenario", "fanout");
+    bn_report_int("subscribers", bn_o.subscribers);
+    bn_report_int("subscribers_ready", s.ready);
+    bn_report_real("rate_target", bn_o.rate);
+    bn_report_int("payload_bytes", (int64_t)bn_o.payload);
+    bn_report_real("duration_s", bn_o.duration);
+    bn_report_int("appends", (int64_t)s.acked);
+    bn_report_int("expected", (int64_t)(s.acked * (uint64_t)s.ready));
+    bn_report_int("delivered", (int64_t)s.delivered);
+    bn_report_int("sse_data_events", (int64_t)data_events);
+    bn_report_int("sse_control_events", (int64_t)control_events);
+    bn_report_int("sse_reopened", (int64_t)s.reopened);
+    bn_report_hist("delivery_latency", &s.lat);
+    bn_report_hist("append_latency", &s.append_lat);
+    bn_report_int("server_rss_kib", bn_server_rss_kib());
+    bn_run_stop();
+}
+
+static void send_event(void) {
+    char h[512];
+    uint64_t now = uv_hrtime();
+    bn_stamp(s.payload, bn_o.payload, now);
+    s.pacer.issued++;
+    bn_conn_request(s.writer, "POST", s.path, bn_append_headers(h, sizeof h, 0, s.seq), s.payload,
+                    bn_o.payload);
+}
+
+static void on_append(bn_conn *c, int err) {
+    static const int ok[] = {200, 204, 0};
+    if (!bn_expect(c, err, "append (POST)", ok))
+        return;
+    bn_hist_add(&s.append_lat, (uv_hrtime() - bn_conn_resp(c)->t_start_ns) / 1000);
+    s.seq++;
+    s.acked++;
+    if (s.writing && bn_pacer_due(&s.pacer, uv_hrtime()) > 0)
+        send_event();
+}
+
+/* 1 ms tick: paces the writer while writing, then ends the drain once every
+ * delivery arrived or 3 s passed. */
+static void on_tick(uv_timer_t *t) {
+    uint64_t now = uv_hrtime();
+    if (s.writing) {
+        if (bn_secs(s.pacer.t0_ns, now) >= bn_o.duration) {
+            s.writing = 0;
+            s.t_drain_ns = now;
+        } else if (!bn_conn_busy(s.writer) && bn_pacer_due(&s.pacer, now) > 0) {
+            send_event();
+        }
+        return;
+    }
+    if (bn_conn_busy(s.writer))
+        return;
+    if (s.delivered >= s.acked * (uint64_t)s.ready || bn_secs(s.t_drain_ns, now) > 3.0)
+        finish();
+}
+
+/* 10 ms poll while subscribing: writing starts 200 ms after the last
+ * subscription got its headers (or after 10 s). */
+static void on_wait_ready(uv_timer_t *t) {
+    uint64_t now = uv_hrtime();
+    if (!s.t_ready_ns) {
+        if (s.ready < bn_o.subscribers && bn_secs(s.t_subscribe_ns, now) < 10.0)
+            return;
+        s.t_ready_ns = now;
+    }
+    if (bn_secs(s.t_ready_ns, now) < 0.2)
+        return;
+    uv_timer_stop(t);
+    s.writing = 1;
+    s.pacer = (bn_pacer){.rate = bn_o.rate, .t0_ns = now};
+    bn_timer(on_tick, 1, 1);
+}
+
+static void subscribe(void) {
+    static const bn_handlers sh = {
+        .on_headers = sub_headers, .on_body = sub_body, .on_done = sub_done};
+    static const bn_handlers wh = {.on_done = on_append};
+    s.writer = bn_conn_new(bn_cl, &wh, NULL);
+    s.t_subscribe_ns = uv_hrtime();
+    for (int i = 0; i < bn_o.subscribers; i++) {
+        sub *u = &s.subs[i];
+        bn_sse_init(&u->sse, on_data_line, u);
+        u->c = bn_conn_new(bn_cl, &sh, u);
+        bn_conn_request(u->c, "GET", s.sse_path, NULL, NULL, 0);
+    }
+    bn_timer(on_wait_ready, 10, 10);
+}
+
+void bn_fanout_start(void) {
+    bn_hist_init(&s.lat);
+    bn_hist_init(&s.append_lat);
+    s.subs = rn_xcalloc((size_t)bn_o.subscribers, sizeof *s.subs);
+    s.payload = rn_xmalloc(bn_o.payload);
+    char **paths = bn_stream_paths("f", 1);
+    s.path = paths[0];
+    snprintf(s.sse_path, sizeof s.sse_path, "%s?offset=now&live=sse", s.path);
+    bn_create_streams(paths, 1, subscribe);
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Smoke test of the benchmark tools (not a speed test): starts runnel from
+# BUILD_DIR, runs every runnel-bench scenario for about a second at tiny
+# sizes, and the two micro-benchmarks briefly. A case passes when the tool
+# exits 0 and the figure that proves work was done is non-zero.
+# Usage: bench/smoke.sh BUILD_DIR        Ends with "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+build=${1:-build}
+bench="$build/bench/runnel-bench"
+data=$(mktemp -d)
+log=$(mktemp)
+out=$(mktemp)
+port=$(free_port)
+passed=0
+failed=0
+
+# check NAME KEY CMD...: runs CMD (JSON on stdout); passes when it exits 0
+# and the JSON has "KEY":<non-zero number>.
+check() {
+  local name=$1 key=$2
+  shift 2
+  timeout 120 "$@" >"$out" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 0 ] && grep -qE "\"$key\":[1-9]" "$out"; then
+    passed=$((passed + 1))
+    echo "ok   $name"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name (exit $rc, expected non-zero $key)"
+    sed 's/^/     /' "$out" | head -30
+  fi
+}
+
+start_server "$build/runnel" "$data" "$port" "$log" --long-poll-timeout-ms 2000 || exit 1
+base="http://127.0.0.1:$port"
+pid=$SERVER_PID
+check writes appends "$bench" writes --base "$base" --streams 4 --duration 1 --json
+check writes-paced appends "$bench" writes --base "$base" --streams 4 --rate 200 --duration 1 --json
+check writes-json appends "$bench" writes --base "$base" --streams 2 --duration 1 \
+  --content-type application/json --payload 64 --json
+check fanout delivered "$bench" fanout --base "$base" --subscribers 5 --rate 50 --duration 1 --json
+check catchup many_requests "$bench" catchup --base "$base" --bytes 8M --append-bytes 1M \
+  --clients 2 --json
+check longpoll wakes "$bench" longpoll --base "$base" --readers 20 --streams 4 --rate 50 \
+  --duration 1 --server-pid "$pid" --json
+check bootstrap replay_bytes "$bench" bootstrap --base "$base" --clients 4 --events 50 \
+  --event-bytes 100 --json
+check micro-json mb_per_s "$build/bench/runnel-micro-json" --seconds 0.2 --json
+check micro-wal records "$build/bench/runnel-micro-wal" --dir "$data" --concurrency 8 \
+  --seconds 0.5 --json
+stop_server "$log" || { echo "FAIL server did not shut down cleanly"; failed=$((failed + 1)); }
+rm -rf "$data" "$log" "$out"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,236 @@
+/*
+ * subs.c — the subscription module's life cycle and its engine observer.
+ * See subs.h; the data model is described in subs_int.h.
+ *
+ * Start: keys, then the state file, then reconciliation with the engine's
+ * streams (links whose stream vanished or was re-created while the state
+ * file lagged behind the log, and pattern matches created meanwhile), then
+ * the observer, then resumption of wakes. Engine events:
+ *   created  pattern-matching subscriptions gain a glob link at the new
+ *            stream's start (everything written to it is news — this is how
+ *            a stream created with data, or discovered by its first append,
+ *            is linked before that data for wake purposes); links to a path
+ *            that held another stream start over there too. A fork's start
+ *            is its fork offset: the bytes it shares with its source are
+ *            not news.
+ *   changed  each link to the path may wake its subscription
+ *   removed  glob-only links go away; explicit links stay, reset to 0
+ * A stream event touching no subscription costs one map lookup.
+ */
+#include "subs/subs_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Where a link to a stream that just appeared starts. */
+static uint64_t stream_start(const rn_stream *s) {
+    return s ? s->fork_offset : 0;
+}
+
+static void reset_link(rn_sub_link *l, const rn_stream *s) {
+    l->acked = stream_start(s);
+    l->stream_id = s ? s->id : 0;
+    l->snapshot = -1;
+}
+
+static void on_created(rn_subs *S, rn_stream *s) {
+    int dirty = 0;
+    size_t i = 0;
+    void *v;
+    while (S->pattern_subs && rn_map_next(&S->subs, &i, &v)) {
+        rn_sub *sub = v;
+        if (!rn_sub_matches(sub, s->path, s->path_len))
+            continue;
+        rn_sub_link *l = rn_sub_link_get(sub, s->path, s->path_len);
+        if (!l)
+            l = rn_sub_link_add(S, sub, s->path, s->path_len, stream_start(s), s->id);
+        l->is_glob = 1;
+        dirty = 1;
+    }
+    rn_watch *w = rn_watch_get(S, s->path, s->path_len);
+    for (rn_sub_link *l = w ? w->head : NULL; l; l = l->watch_next) {
+        if (l->stream_id != s->id) {
+            reset_link(l, s);
+            dirty = 1;
+        }
+    }
+    if (dirty)
+        rn_durable_changed(S->state);
+    for (rn_sub_link *l = w ? w->head : NULL; l; l = l->watch_next)
+        rn_wake_maybe(S, l->sub, l, s->tail);
+}
+
+static void on_removed(rn_subs *S, rn_stream *s) {
+    rn_watch *w = rn_watch_get(S, s->path, s->path_len);
+    if (!w)
+        return;
+    for (rn_sub_link *l = w->head, *next; l; l = next) {
+        next = l->watch_next;
+        if (l->is_explicit)
+            reset_link(l, NULL);
+        else
+            rn_sub_link_remove(S, l);
+    }
+    rn_durable_changed(S->state);
+}
+
+static void on_stream(rn_stream *s, rn_stream_event ev, void *arg) {
+    rn_subs *S = arg;
+    if (S->subs.count == 0)
+        return;
+    if (ev == RN_STREAM_CREATED) {
+        on_created(S, s);
+    } else if (ev == RN_STREAM_REMOVED) {
+        on_removed(S, s);
+    } else {
+        rn_watch *w = rn_watch_get(S, s->path, s->path_len);
+        for (rn_sub_link *l = w ? w->head : NULL; l; l = l->watch_next)
+            rn_wake_maybe(S, l->sub, l, s->tail);
+    }
+}
+
+typedef struct {
+    rn_subs *S;
+    rn_sub *sub;
+    int dirty;
+} reconcile_ctx;
+
+static void link_missed(rn_stream *s, void *arg) {
+    reconcile_ctx *c = arg;
+    if (rn_sub_matches(c->sub, s->path, s->path_len) &&
+        !rn_sub_link_get(c->sub, s->path, s->path_len)) {
+        rn_sub_link_add(c->S, c->sub, s->path, s->path_len, stream_start(s), s->id)->is_glob = 1;
+        c->dirty = 1;
+    }
+}
+
+/* Brings links in line with the engine after a restart (see the top). */
+static void reconcile(rn_subs *S) {
+    reconcile_ctx c = {S, NULL, 0};
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&S->subs, &i, &v)) {
+        c.sub = v;
+        rn_sub_link **all = rn_sub_links_sorted(c.sub);
+        size_t n = c.sub->links.count;
+        for (size_t k = 0; k < n; k++) {
+            rn_sub_link *l = all[k];
+            rn_stream *s = rn_engine_find(S->engine, l->path, l->path_len);
+            if (!s && !l->is_explicit) {
+                rn_sub_link_remove(S, l);
+                c.dirty = 1;
+            } else if (l->stream_id != (s ? s->id : 0)) {
+                reset_link(l, s);
+                c.dirty = 1;
+            }
+        }
+        free(all);
+        if (c.sub->cfg.pattern)
+            rn_engine_foreach(S->engine, link_missed, &c);
+    }
+    if (c.dirty)
+        rn_durable_changed(S->state);
+}
+
+static void free_subs(rn_subs *S) {
+    size_t n = 0, i = 0;
+    void *v;
+    rn_sub **all = rn_xcalloc(S->subs.count ? S->subs.count : 1, sizeof *all);
+    while (rn_map_next(&S->subs, &i, &v))
+        all[n++] = v;
+    for (size_t k = 0; k < n; k++)
+        rn_sub_remove(S, all[k]);
+    free(all);
+    rn_map_free(&S->subs);
+    rn_map_free(&S->watch);
+}
+
+static void free_module(rn_subs *S) {
+    free_subs(S);
+    rn_subs_keys_free(S->keys);
+    rn_outbound_free(S->out);
+    free(S->dir);
+    free(S->public_url);
+    free(S);
+}
+
+/* Creates <data>/subs and loads keys and state: everything that can fail,
+ * before any handle exists. */
+static int load(rn_subs *S, const rn_subs_config *cfg, char *err, size_t errcap) {
+    rn_buf dir = {0};
+    rn_buf_appendf(&dir, "%s/subs", cfg->data_dir);
+    rn_buf_append_byte(&dir, 0);
+    S->dir = (char *)rn_buf_steal(&dir, NULL);
+    if (mkdir(S->dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errcap, "cannot create %s: %s", S->dir, strerror(errno));
+        return -1;
+    }
+    if (!(S->keys = rn_subs_keys_open(S->dir, err, errcap)))
+        return -1;
+    rn_buf state = {0};
+    int rc = rn_read_file(S->dir, RN_SUBS_STATE_FILE, &state);
+    if (rc == 0)
+        rc = rn_state_load(S, state.data, state.len, err, errcap);
+    else if (rc == -ENOENT)
+        rc = 0;
+    else
+        snprintf(err, errcap, "cannot read %s/%s: %s", S->dir, RN_SUBS_STATE_FILE, strerror(-rc));
+    rn_buf_free(&state);
+    return rc < 0 ? -1 : 0;
+}
+
+rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *cfg, char *err,
+                      size_t errcap) {
+    rn_subs *S = rn_xcalloc(1, sizeof *S);
+    S->loop = loop;
+    S->engine = engine;
+    S->public_url = rn_xstrdup(cfg->public_url);
+    S->allow_loopback = cfg->allow_loopback;
+    S->webhook_timeout_ms = cfg->webhook_timeout_ms;
+    if (load(S, cfg, err, errcap) < 0) {
+        free_module(S);
+        return NULL;
+    }
+    S->state =
+        rn_durable_open(loop, S->dir, RN_SUBS_STATE_FILE, rn_state_encode, rn_wake_on_written, S);
+    S->out = rn_outbound_new(loop, cfg->allow_loopback, cfg->user_agent);
+    uv_timer_init(loop, &S->timer);
+    S->timer.data = S;
+    reconcile(S);
+    rn_engine_observe(engine, on_stream, S);
+    rn_wake_resume(S);
+    return S;
+}
+
+void rn_subs_quiesce(rn_subs *S) {
+    if (S->quiesced)
+        return;
+    S->quiesced = 1;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&S->subs, &i, &v)) {
+        rn_sub *sub = v;
+        if (sub->fetch) {
+            rn_fetch_cancel(sub->fetch);
+            sub->fetch = NULL;
+        }
+    }
+    uv_timer_stop(&S->timer);
+    rn_outbound_stop(S->out);
+}
+
+void rn_subs_stop(rn_subs *S) {
+    rn_subs_quiesce(S);
+    rn_durable_stop(S->state);
+    uv_close((uv_handle_t *)&S->timer, NULL);
+}
+
+void rn_subs_close(rn_subs *S) {
+    if (rn_durable_close(S->state) < 0)
+        fprintf(stderr, "runnel: the final subscriptions state write failed; changes since the "
+                        "last successful write are lost\n");
+    free_module(S);
+}

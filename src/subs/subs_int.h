@@ -1,0 +1,198 @@
+/*
+ * subs_int.h — the subscription module's shared state, private to
+ * src/subs/. subs.h is the public face; this header is what the files of
+ * the module (registry, wake, webhook, wakestream, view, state, api) share.
+ *
+ * Data model. A subscription (rn_sub) has a configuration, a set of links
+ * (one per stream path it follows, rn_sub_link, keyed by path in
+ * sub->links) and its wake state. Every link is also on a per-path list in
+ * the module's watch index (rn_watch), so an engine event for a path finds
+ * the links to it with one map lookup and costs nothing for unwatched
+ * streams.
+ *
+ * Offsets are byte positions (the engine's tails); acked = N means
+ * everything before position N was processed, i.e. the next read starts at
+ * the offset token of N — the protocol's "last processed, inclusive" for
+ * our position-between-bytes tokens. A link records the engine id of the
+ * stream its acked position belongs to, so a stream that is deleted and
+ * created again under the same path starts over at 0.
+ *
+ * Wake state (persisted unless marked runtime):
+ *   no wake          wake_id[0] == 0
+ *   webhook wake     next_attempt_ms > 0: a delivery attempt is due (or in
+ *                    flight: fetch != NULL); attempts counts failed ones;
+ *                    lease_expires_ms > 0: the receiver accepted it (2xx
+ *                    or a callback) and holds it until then
+ *   pull-wake wake   announced: its wake event was written to the wake
+ *                    stream; holder != NULL: claimed, lease_expires_ms set
+ * Side effects that reveal a wake (the webhook request, the wake event)
+ * happen only after the state that issued it is on disk: a new wake joins
+ * the announce list and rn_wake_on_written() releases it.
+ */
+#ifndef RN_SUBS_INT_H
+#define RN_SUBS_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "subs/durable.h"
+#include "subs/keys.h"
+#include "subs/outbound.h"
+#include "subs/sub_config.h"
+#include "subs/subs.h"
+#include "subs/token.h"
+#include "surface/errors.h"
+#include "util/map.h"
+
+#define RN_TOKEN_TTL_S 3600 /* backstop expiry of callback and claim tokens */
+#define RN_SUBS_STATE_FILE "state.json"
+
+typedef struct rn_sub rn_sub;
+typedef struct rn_sub_link rn_sub_link;
+
+struct rn_sub_link {
+    char *path; /* key in sub->links and in the watch index */
+    size_t path_len;
+    rn_sub *sub;
+    int is_explicit, is_glob;
+    uint64_t acked;
+    uint64_t stream_id; /* engine id of the stream `acked` belongs to; 0: none */
+    int64_t snapshot;   /* tail sent with the current wake; -1: none */
+    rn_sub_link *watch_prev, *watch_next;
+};
+
+/* All links to one stream path. */
+typedef struct {
+    char *path;
+    size_t path_len;
+    rn_sub_link *head;
+} rn_watch;
+
+struct rn_sub {
+    rn_subs *owner;
+    char *id; /* key in owner->subs */
+    size_t id_len;
+    rn_sub_config cfg;
+    uint8_t hash[32];
+    int64_t created_ms;
+    rn_map links; /* path -> rn_sub_link */
+    /* wake state */
+    uint64_t generation;
+    char wake_id[RN_WAKE_ID_MAX];
+    char *trigger; /* stream named by the wake (pull-wake event) */
+    int announced;
+    char *holder;
+    int64_t lease_expires_ms;
+    uint32_t attempts;
+    int64_t next_attempt_ms;
+    /* runtime only */
+    int announcing; /* on the announce list, waiting for announce_seq */
+    uint64_t announce_seq;
+    rn_sub *announce_prev, *announce_next;
+    rn_fetch *fetch;
+};
+
+struct rn_subs {
+    uv_loop_t *loop;
+    rn_engine *engine;
+    char *dir; /* <data>/subs */
+    char *public_url;
+    int allow_loopback;
+    uint64_t webhook_timeout_ms;
+    rn_subs_keys *keys;
+    rn_durable *state;
+    rn_outbound *out;
+    rn_map subs;          /* id -> rn_sub */
+    rn_map watch;         /* path -> rn_watch */
+    size_t pattern_subs;  /* subscriptions with a pattern */
+    uv_timer_t timer;     /* leases and delivery retries */
+    int64_t timer_due_ms; /* 0: not armed */
+    rn_sub *announce_head;
+    int quiesced;
+};
+
+/* ---- registry.c: subscriptions, links and the watch index ---- */
+
+rn_sub *rn_sub_find(rn_subs *S, const char *id, size_t len);
+/* Adds a subscription without links; takes over cfg. */
+rn_sub *rn_sub_add(rn_subs *S, const char *id, size_t id_len, rn_sub_config *cfg,
+                   int64_t created_ms);
+/* Removes and frees a subscription: cancels its delivery, drops its links. */
+void rn_sub_remove(rn_subs *S, rn_sub *sub);
+rn_sub_link *rn_sub_link_get(const rn_sub *sub, const char *path, size_t len);
+/* Adds a link with no link type set; the path must not be linked yet. */
+rn_sub_link *rn_sub_link_add(rn_subs *S, rn_sub *sub, const char *path, size_t len, uint64_t acked,
+                             uint64_t stream_id);
+void rn_sub_link_remove(rn_subs *S, rn_sub_link *l);
+/* Links path (explicit or glob) at the stream's current tail (0 when it
+ * does not exist); an existing link only gains the link type. */
+rn_sub_link *rn_sub_link_at_tail(rn_subs *S, rn_sub *sub, const char *path, size_t len, int glob);
+/* Glob-links every existing stream the pattern matches, at its tail. */
+void rn_sub_backfill(rn_subs *S, rn_sub *sub);
+/* True when the subscription's pattern covers path (never its own wake
+ * stream, which would wake itself with every wake event). */
+int rn_sub_matches(const rn_sub *sub, const char *path, size_t len);
+rn_watch *rn_watch_get(rn_subs *S, const char *path, size_t len);
+/* The stream's current tail, 0 when it does not exist. */
+uint64_t rn_link_tail(rn_subs *S, const rn_sub_link *l);
+/* The first link (in path order) with data past its acked position. */
+rn_sub_link *rn_sub_first_pending(rn_subs *S, const rn_sub *sub);
+/* The links sorted by path; the caller frees the array. */
+rn_sub_link **rn_sub_links_sorted(const rn_sub *sub);
+
+/* ---- wake.c: wakes, leases, retries, fencing, acks ---- */
+
+/* Issues a wake if sub is idle and has pending work. With a trigger link,
+ * pending means trigger_tail > trigger->acked (no stream lookups: safe
+ * inside engine observers); without one, all links are checked. */
+void rn_wake_maybe(rn_subs *S, rn_sub *sub, const rn_sub_link *trigger, uint64_t trigger_tail);
+/* Ends the current wake (done, release, lease expiry) and issues the next
+ * one if work is pending. Returns 1 when it did. */
+int rn_wake_finish(rn_subs *S, rn_sub *sub);
+/* Records a webhook attempt's outcome for the current wake. */
+void rn_wake_delivered(rn_subs *S, rn_sub *sub, int done);
+void rn_wake_delivery_failed(rn_subs *S, rn_sub *sub);
+/* Checks a callback/ack/release request against the current wake: token
+ * (401), then generation and wake id (409 FENCED). Returns RN_E_COUNT when
+ * it may proceed. */
+rn_error rn_wake_check(rn_subs *S, rn_sub *sub, const char *token, size_t token_len,
+                       const char *wake_id, uint64_t generation);
+/* Applies acks (already shape-checked: an array of {stream|path, offset}
+ * string pairs), then ends the wake (done) or extends its lease. Nothing
+ * is applied when an ack is invalid (RN_E_SUB_ACK_INVALID). */
+rn_error rn_wake_progress(rn_subs *S, rn_sub *sub, const json_t *acks, int done, int *next_wake);
+/* Pull-wake claim by worker. Returns RN_E_COUNT on success. */
+rn_error rn_wake_claim(rn_subs *S, rn_sub *sub, const char *worker);
+/* Durable-write hook: announces the wakes whose state is now on disk. */
+void rn_wake_on_written(void *arg);
+/* Restart: re-arms leases and retries, re-announces unannounced wakes,
+ * wakes subscriptions with pending work. */
+void rn_wake_resume(rn_subs *S);
+/* Removes sub from the announce list (if on it). */
+void rn_wake_unannounce(rn_subs *S, rn_sub *sub);
+
+/* ---- webhook.c / wakestream.c: announcing a wake ---- */
+
+/* Starts a delivery attempt of sub's current wake. */
+void rn_webhook_deliver(rn_subs *S, rn_sub *sub);
+/* Appends sub's current wake event to its wake stream. */
+void rn_wakestream_announce(rn_subs *S, rn_sub *sub);
+
+/* ---- view.c: JSON renderings ---- */
+
+/* The subscription as GET returns it (§6.3). */
+json_t *rn_view_sub(rn_subs *S, const rn_sub *sub);
+/* The streams array of a wake or claim (§7.1, §7.2); records each link's
+ * tail as its snapshot. */
+json_t *rn_view_wake_streams(rn_subs *S, rn_sub *sub);
+/* A new string with the URL of a subscription action (e.g. "callback"). */
+char *rn_view_action_url(const rn_subs *S, const rn_sub *sub, const char *action);
+
+/* ---- state.c: the state file ---- */
+
+void rn_state_encode(void *arg, rn_buf *out);
+/* Loads the state file's content into S. Returns 0, or -1 with a message. */
+int rn_state_load(rn_subs *S, const uint8_t *data, size_t len, char *err, size_t errcap);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * admin.c — operator routes under /__runnel/. See admin.h.
+ */
+#include "surface/admin.h"
+#include "surface/offset.h"
+#include "surface/reply.h"
+#include "util/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define REWRITE_PREFIX "test/rewrite/"
+
+typedef struct {
+    rn_request *req;
+    char *key;
+    rn_op op;
+} rewrite_ctx;
+
+static void rewrite_done(rn_op *op) {
+    rewrite_ctx *c = op->arg;
+    if (op->result == RN_OK_REWRITTEN) {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        rn_reply_incarnation(&h, op->stream);
+        rn_reply_offset(&h, "Stream-Next-Offset", op->stream->tail);
+        rn_http_respond(c->req, 204, &h, &body);
+    } else {
+        rn_reply_refusal(c->req, op);
+    }
+    rn_buf_free(&c->op.head);
+    rn_request_release(c->req);
+    free(c->key);
+    free(c);
+}
+
+/* POST test/rewrite/{key}?keep=<offset>: a history rewrite keeping the
+ * bytes below keep (default: all of them). */
+static void rewrite(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                    const char *query, size_t query_len) {
+    uint64_t keep = UINT64_MAX;
+    if (query_len > 5 && memcmp(query, "keep=", 5) == 0) {
+        rn_offset_kind kind;
+        if (rn_offset_parse(query + 5, query_len - 5, &kind, &keep) || kind != RN_OFFSET_POSITION) {
+            rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
+            return;
+        }
+    }
+    rewrite_ctx *c = rn_xcalloc(1, sizeof *c);
+    c->req = req;
+    rn_request_hold(req);
+    c->key = rn_xstrndup(key, key_len);
+    rn_stream *s = rn_engine_find(rn_surface_engine(sf), c->key, key_len);
+    c->op.kind = RN_OP_REWRITE;
+    c->op.path = c->key;
+    c->op.path_len = key_len;
+    c->op.ttl_s = c->op.expires_at_ms = -1;
+    c->op.target_offset = keep != UINT64_MAX ? keep : s ? s->tail : 0;
+    c->op.arg = c;
+    c->op.done = rewrite_done;
+    rn_engine_submit(rn_surface_engine(sf), &c->op);
+}
+
+void rn_admin_handle(rn_surface *sf, rn_request *req, int test_hooks, const char *path,
+                     size_t path_len, const char *query, size_t query_len) {
+    size_t n = sizeof REWRITE_PREFIX - 1;
+    if (test_hooks && req->method == RN_HTTP_POST && path_len > n &&
+        memcmp(path, REWRITE_PREFIX, n) == 0) {
+        char key[1024];
+        long klen = path_len - n < sizeof key ? rn_percent_decode(path + n, path_len - n, key) : -1;
+        if (klen > 0) {
+            rewrite(sf, req, key, (size_t)klen, query, query_len);
+            return;
+        }
+    }
+    rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+}

@@ -1,0 +1,28 @@
+/*
+ * parts.h — snapshot upload in parts (extensions.txt §2.2): staging parts in
+ * the cold store, discarding them, and committing a snapshot made of them.
+ * `key` is the stream's engine key; offsets are raw path segments.
+ */
+#ifndef RN_PARTS_H
+#define RN_PARTS_H
+
+#include "surface/streams.h"
+
+typedef struct rn_parts rn_parts;
+
+/* Starts the parts service; parts older than grace_ms that no commit used
+ * are swept. */
+rn_parts *rn_parts_new(rn_surface *sf, uint64_t grace_ms);
+/* Stops the sweep timer; the object is freed once it closed. */
+void rn_parts_close(rn_parts *p);
+
+/* POST {stream}/snapshot/{offset}/parts */
+void rn_parts_stage(rn_parts *p, rn_request *req, const char *key, size_t key_len,
+                    const char *offset, size_t offset_len);
+/* DELETE {stream}/snapshot/parts */
+void rn_parts_discard(rn_parts *p, rn_request *req, const char *key, size_t key_len);
+/* PUT {stream}/snapshot/{offset} with Stream-Snapshot-Parts */
+void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_len,
+                     const char *offset, size_t offset_len);
+
+#endif

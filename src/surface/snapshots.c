@@ -1,0 +1,358 @@
+/*
+ * snapshots.c — snapshot publish and read, retention, and the immutable
+ * snapshot resource (extensions.txt §2.2, §2.5, §4.1). See snapshots.h.
+ *
+ * Publish: the body is hashed (BLAKE3 of the content type's length, the
+ * content type and the body) on the loop, written durably as a blob on a
+ * worker thread (the cold store for bodies of RN_COLD_THRESHOLD and more when
+ * one is configured, else the local snapshot store), and only then submitted
+ * to the engine, which validates against the stream's state at that moment
+ * and logs the publish. Appends are never held up: the stream is busy only
+ * for the log sync of the small PUBLISH command. A blob the engine did not
+ * adopt is deleted.
+ *
+ * Reads stream the body from its blob file (rn_http_respond_file), so a
+ * range of a large snapshot reads only that range.
+ */
+#include "surface/snapshots.h"
+#include "surface/bucket.h"
+#include "surface/offset.h"
+#include "surface/reply.h"
+#include "tiers/blobs.h"
+#include "util/blake3.h"
+#include "util/text.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RN_COLD_THRESHOLD (1u << 20)
+static const char DEFAULT_SNAPSHOT_TYPE[] = "application/octet-stream";
+
+typedef struct {
+    rn_surface *sf;
+    rn_request *req;
+    char *key;
+    size_t key_len;
+    char *content_type;
+    rn_op op;
+    uv_work_t work;
+    int status; /* blob write result (worker) */
+    rn_blobs *blobs;
+    char blob_key[RN_BLOB_KEY_MAX];
+} snap_ctx;
+
+static snap_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
+    snap_ctx *c = rn_xcalloc(1, sizeof *c);
+    c->sf = sf;
+    c->req = req;
+    rn_request_hold(req);
+    c->key = rn_xstrndup(key, key_len);
+    c->key_len = key_len;
+    c->op.path = c->key;
+    c->op.path_len = key_len;
+    c->op.ttl_s = -1;
+    c->op.expires_at_ms = -1;
+    c->op.arg = c;
+    return c;
+}
+
+static void ctx_free(snap_ctx *c) {
+    rn_buf_free(&c->op.head);
+    rn_buf_free(&c->op.stored);
+    rn_request_release(c->req);
+    free(c->key);
+    free(c->content_type);
+    free(c);
+}
+
+/* Parses an offset path segment (percent-encoded, ext §8) into a position.
+ * Returns 0, or -1 for anything but a position token. */
+static int parse_position(const char *seg, size_t len, uint64_t *pos) {
+    char buf[64];
+    long n = len < sizeof buf ? rn_percent_decode(seg, len, buf) : -1;
+    rn_offset_kind kind;
+    if (n < 0 || rn_offset_parse(buf, (size_t)n, &kind, pos) || kind != RN_OFFSET_POSITION)
+        return -1;
+    return 0;
+}
+
+/* Sets up the op's Stream-Incarnation precondition; answers 400 and returns
+ * -1 when the header is malformed. */
+static int take_precondition(snap_ctx *c) {
+    if (rn_request_incarnation(c->req, &c->op.has_incarnation, &c->op.incarnation) == 0)
+        return 0;
+    rn_reply_error(c->req, RN_E_INVALID_INCARNATION, NULL);
+    ctx_free(c);
+    return -1;
+}
+
+/* ---- publish ---- */
+
+static void publish_done(rn_op *op) {
+    snap_ctx *c = op->arg;
+    int adopted = op->result == RN_OK_PUBLISHED && !op->repeat;
+    if (!adopted)
+        rn_blobs_delete(c->blobs, c->blob_key);
+    if (op->result == RN_OK_PUBLISHED) {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        rn_reply_snapshot_id(&h, op->stream);
+        rn_reply_incarnation(&h, op->stream);
+        rn_http_respond(c->req, 204, &h, &body);
+    } else {
+        rn_reply_refusal(c->req, op);
+    }
+    ctx_free(c);
+}
+
+static void write_blob(uv_work_t *w) {
+    snap_ctx *c = w->data;
+    c->status = rn_blobs_put(c->blobs, c->blob_key, c->req->body.data, c->req->body.len);
+}
+
+static void blob_written(uv_work_t *w, int status) {
+    snap_ctx *c = w->data;
+    if (status || c->status) {
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(
+            c->req, c->status == -ENOSPC ? RN_E_WAL_DISK_PRESSURE : RN_E_COLD_STORE_FAILED, &extra);
+        ctx_free(c);
+        return;
+    }
+    c->op.done = publish_done;
+    rn_engine_submit(rn_surface_engine(c->sf), &c->op);
+}
+
+/* The snapshot digest of ext §2.2: BLAKE3 of the content type's length (u64
+ * little-endian), the content type and the body. */
+static void snapshot_digest(const char *ct, size_t ct_len, const uint8_t *body, size_t len,
+                            uint8_t out[32]) {
+    uint8_t n[8];
+    for (int i = 0; i < 8; i++)
+        n[i] = (uint8_t)((uint64_t)ct_len >> (8 * i));
+    rn_blake3 h;
+    rn_blake3_init(&h);
+    rn_blake3_update(&h, n, 8);
+    rn_blake3_update(&h, ct, ct_len);
+    rn_blake3_update(&h, body, len);
+    rn_blake3_final(&h, out);
+}
+
+void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                         const char *offset, size_t offset_len) {
+    snap_ctx *c = ctx_new(sf, req, key, key_len);
+    if (take_precondition(c))
+        return;
+    if (parse_position(offset, offset_len, &c->op.target_offset)) {
+        rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
+        ctx_free(c);
+        return;
+    }
+    rn_engine *e = rn_surface_engine(sf);
+    rn_stream *s = rn_engine_find(e, key, key_len);
+    if (!s) {
+        rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
+        ctx_free(c);
+        return;
+    }
+    const rn_header *ct = rn_request_header(req, "content-type", NULL);
+    c->content_type = ct && ct->value_len ? rn_xstrndup(ct->value, ct->value_len)
+                                          : rn_xstrdup(DEFAULT_SNAPSHOT_TYPE);
+    c->op.kind = RN_OP_PUBLISH;
+    c->op.content_type = c->content_type;
+    c->op.content_type_len = strlen(c->content_type);
+    c->op.blob_size = req->body.len;
+    snapshot_digest(c->op.content_type, c->op.content_type_len, req->body.data, req->body.len,
+                    c->op.digest);
+    c->op.blob_cold = rn_surface_cfg(sf)->cold_store && req->body.len >= RN_COLD_THRESHOLD;
+    c->blobs = rn_engine_blobs(e, c->op.blob_cold);
+    rn_engine_blob_key(e, s, c->blob_key);
+    c->op.blob_key = c->blob_key;
+    c->op.blob_key_len = strlen(c->blob_key);
+    c->work.data = c;
+    uv_queue_work(rn_surface_loop(sf), &c->work, write_blob, blob_written);
+}
+
+/* ---- retention ---- */
+
+static void retain_done(rn_op *op) {
+    snap_ctx *c = op->arg;
+    if (op->result == RN_OK_RETAINED) {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        rn_reply_offset(&h, "Stream-Retained-Offset", op->stream->retained);
+        rn_reply_incarnation(&h, op->stream);
+        rn_http_respond(c->req, 204, &h, &body);
+    } else {
+        rn_reply_refusal(c->req, op);
+    }
+    ctx_free(c);
+}
+
+void rn_retention_set(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                      const char *offset, size_t offset_len) {
+    snap_ctx *c = ctx_new(sf, req, key, key_len);
+    if (take_precondition(c))
+        return;
+    if (parse_position(offset, offset_len, &c->op.target_offset)) {
+        rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
+        ctx_free(c);
+        return;
+    }
+    c->op.kind = RN_OP_RETAIN;
+    c->op.done = retain_done;
+    rn_engine_submit(rn_surface_engine(sf), &c->op);
+}
+
+/* ---- read ---- */
+
+/* A single byte range of RFC 9110 against a body of `total` bytes: 1 when
+ * parsed (first/last set, possibly unsatisfiable: first >= total), 0 when
+ * the header is absent or not one range we honour (serve the whole body). */
+static int parse_range(const rn_request *req, uint64_t total, uint64_t *first, uint64_t *last) {
+    size_t count;
+    const rn_header *h = rn_request_header(req, "range", &count);
+    if (!h || count != 1 || rn_request_header(req, "if-range", NULL) ||
+        !rn_iprefix(h->value, h->value_len, "bytes="))
+        return 0;
+    const char *p = h->value + 6, *end = h->value + h->value_len;
+    const char *dash = memchr(p, '-', (size_t)(end - p));
+    if (!dash || memchr(p, ',', (size_t)(end - p)))
+        return 0;
+    uint64_t a, b;
+    int has_a = dash > p, has_b = dash + 1 < end;
+    if (has_a && rn_parse_strict_u64(p, (size_t)(dash - p), UINT64_MAX / 2, &a))
+        return 0;
+    if (has_b && rn_parse_strict_u64(dash + 1, (size_t)(end - dash - 1), UINT64_MAX / 2, &b))
+        return 0;
+    if (has_a) {
+        if (has_b && b < a)
+            return 0;
+        *first = a;
+        *last = has_b && b < total ? b : total - 1;
+        return 1;
+    }
+    if (!has_b || b == 0)
+        return 0;
+    *first = b >= total ? 0 : total - b; /* suffix range (empty body: unsatisfiable) */
+    *last = total ? total - 1 : 0;
+    return 1;
+}
+
+/* Snapshot headers shared by 200, 206 and 304 answers. */
+static void snapshot_headers(rn_buf *h, const rn_stream *s, int immutable) {
+    rn_reply_common(h);
+    rn_buf_append_str(h, "Content-Type: ");
+    rn_buf_append(h, s->snapshot.content_type, s->snapshot.content_type_len);
+    rn_buf_append_str(h, "\r\n");
+    rn_reply_snapshot_id(h, s);
+    rn_reply_offset(h, "Stream-Next-Offset", s->snapshot.offset);
+    if (!immutable && s->snapshot.offset == s->tail)
+        rn_buf_append_str(h, "Stream-Up-To-Date: true\r\n");
+    if (immutable)
+        rn_buf_append_str(h, "Stream-Immutable: true\r\n");
+    rn_reply_incarnation(h, s);
+    rn_buf_append_str(h, "ETag: \"");
+    for (int i = 0; i < 32; i++)
+        rn_buf_appendf(h, "%02x", s->snapshot.digest[i]);
+    rn_buf_append_str(h, "\"\r\nAccept-Ranges: bytes\r\nCache-Control: no-store\r\n");
+}
+
+/* If-None-Match naming the snapshot's ETag (compared weakly). */
+static int snapshot_not_modified(const rn_request *req, const rn_stream *s) {
+    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
+    if (!h)
+        return 0;
+    char tag[65];
+    rn_blake3_hex(s->snapshot.digest, tag);
+    const char *p = h->value, *end = h->value + h->value_len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
+            p += 2;
+        if (p < end && *p == '*')
+            return 1;
+        if (end - p >= 66 && p[0] == '"' && memcmp(p + 1, tag, 64) == 0 && p[65] == '"')
+            return 1;
+        while (p < end && *p != ',')
+            p++;
+    }
+    return 0;
+}
+
+void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                      const char *offset, size_t offset_len, const char *token, size_t token_len) {
+    int immutable = token != NULL;
+    uint64_t pos, want_token = 0;
+    int has_token = 0;
+    if (immutable) {
+        char buf[32];
+        long n = token_len < sizeof buf ? rn_percent_decode(token, token_len, buf) : -1;
+        if (n <= 0 || rn_parse_strict_u64(buf, (size_t)n, RN_INCARNATION_MAX, &want_token) ||
+            want_token < RN_INCARNATION_MIN || parse_position(offset, offset_len, &pos)) {
+            rn_reply_error(req, RN_E_INVALID_RESOURCE, NULL);
+            return;
+        }
+        has_token = 1;
+    } else {
+        if (rn_request_incarnation(req, &has_token, &want_token)) {
+            rn_reply_error(req, RN_E_INVALID_INCARNATION, NULL);
+            return;
+        }
+        if (parse_position(offset, offset_len, &pos)) {
+            rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
+            return;
+        }
+    }
+    rn_engine *e = rn_surface_engine(sf);
+    rn_stream *s = rn_engine_find(e, key, key_len);
+    if (!s) {
+        rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
+        return;
+    }
+    rn_buf extra = {0};
+    rn_reply_incarnation(&extra, s);
+    if (pos < s->retained) {
+        rn_reply_error(req, RN_E_OFFSET_RETAINED_AWAY, &extra);
+        return;
+    }
+    if (!s->snapshot.present || s->snapshot.offset != pos) {
+        rn_reply_error(req, RN_E_SNAPSHOT_NOT_FOUND, &extra);
+        return;
+    }
+    uint64_t total = s->snapshot.size, first = 0, last = total ? total - 1 : 0;
+    int not_modified = snapshot_not_modified(req, s);
+    int ranged = !not_modified && parse_range(req, total, &first, &last);
+    if (ranged && first >= total) {
+        rn_buf_appendf(&extra, "Content-Range: bytes */%llu\r\n", (unsigned long long)total);
+        rn_reply_error(req, RN_E_RANGE_NOT_SATISFIABLE, &extra);
+        return;
+    }
+    if (has_token && want_token != s->incarnation) {
+        rn_reply_error(req, RN_E_INCARNATION_MISMATCH, &extra);
+        return;
+    }
+    rn_buf_free(&extra);
+    rn_buf h = {0}, empty = {0}, suffix = {0};
+    snapshot_headers(&h, s, immutable);
+    if (not_modified) {
+        rn_http_respond(req, 304, &h, &empty);
+        return;
+    }
+    int fd = rn_blobs_open_read(rn_engine_blobs(e, s->snapshot.cold), s->snapshot.key);
+    if (fd < 0) {
+        rn_buf_free(&h);
+        rn_reply_error(req, RN_E_COLD_STORE_FAILED, NULL);
+        return;
+    }
+    if (ranged)
+        rn_buf_appendf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)first,
+                       (unsigned long long)last, (unsigned long long)total);
+    uint64_t len = total ? last - first + 1 : 0;
+    rn_http_respond_file(req, ranged ? 206 : 200, &h, &empty, fd, first, len, &suffix);
+}
