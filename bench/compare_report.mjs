@@ -186,7 +186,7 @@ for (const [k, label] of Object.entries(JSON_INPUTS))
 for (const k of [1, 64, 512])
   L.push(`| WAL appends, 256 B records, ${k} in flight, root disk with fdatasync (records/s) | ${cell(mstat(micro(`micro-wal-disk-k${k}-`).map((r) => r.records_per_s)))} |`);
 L.push(`| WAL appends, 256 B records, 64 in flight, tmpfs /dev/shm — same code, fdatasync nearly free, **not** a no-sync mode (records/s) | ${cell(mstat(micro("micro-wal-shm-k64-").map((r) => r.records_per_s)))} |`);
-L.push("| BLAKE3 hashing | TODO: no BLAKE3 in Runnel yet; add a micro-benchmark when it lands |", "");
+L.push("| BLAKE3 hashing | TODO: no BLAKE3 micro-benchmark yet |", "");
 
 // Targets of issue 7.
 const S = (sc, server, g) => stats(sc, server, g).med;

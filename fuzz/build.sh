@@ -3,31 +3,36 @@
 # -fsanitize=fuzzer,address,undefined, UBSan non-recoverable. The project
 # sources are compiled directly (the runnel_core list is read from the main
 # CMakeLists.txt, so this follows whatever the main build compiles), llhttp
-# from /usr/share/llhttp, libuv through pkg-config. The main (gcc) build is
+# from /usr/share/llhttp, and the libraries the main build takes from
+# pkg-config (libuv, ...) likewise. The main (gcc) build is
 # not touched. Objects are rebuilt only when a source or a header it includes
 # changed. Usage: fuzz/build.sh [harness...]   (default: every fuzz/fuzz_*.c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CC=${CC:-clang}
+CC=${CC:-$(command -v clang || command -v clang-14 || echo clang)}
 OUT=${FUZZ_BUILD_DIR:-build-fuzz}
 LLHTTP_DIR=/usr/share/llhttp
 LLHTTP_INCLUDE=/usr/share/include/llhttp
 
-command -v "$CC" >/dev/null || { echo "fuzz/build: $CC not found (apt-get install clang)" >&2; exit 1; }
+command -v "$CC" >/dev/null || { echo "fuzz/build: clang not found (apt-get install clang-14)" >&2; exit 1; }
 if ! "$CC" -print-file-name=libclang_rt.fuzzer-x86_64.a | grep -q /; then
   echo "fuzz/build: libFuzzer runtime missing (apt-get install libclang-rt-14-dev)" >&2
   exit 1
 fi
 
+# The libraries the main build finds with pkg_check_modules (libuv, ...).
+pkg_modules=$(sed -nE 's/^pkg_check_modules\([A-Za-z0-9_]+ REQUIRED IMPORTED_TARGET ([^ )]+)\).*/\1/p' CMakeLists.txt)
+[ -n "$pkg_modules" ] || { echo "fuzz/build: no pkg_check_modules in CMakeLists.txt" >&2; exit 1; }
+
 SAN=(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
      -fno-omit-frame-pointer)
-BASE=(-std=gnu17 -O1 -g "${SAN[@]}" -Isrc -I"$LLHTTP_INCLUDE" $(pkg-config --cflags libuv))
+BASE=(-std=gnu17 -O1 -g "${SAN[@]}" -Isrc -I"$LLHTTP_INCLUDE" $(pkg-config --cflags $pkg_modules))
 # Project sources get the project's warnings but not -Werror: clang warns about
 # things gcc does not, and that must not break fuzzing of someone else's code.
 SRC_FLAGS=("${BASE[@]}" -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter)
 HARNESS_FLAGS=("${BASE[@]}" -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes)
-LIBS=($(pkg-config --libs libuv) -lpthread)
+LIBS=($(pkg-config --libs $pkg_modules) -lpthread)
 
 mkdir -p "$OUT/obj"
 

@@ -48,9 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---- UTF-8 tables built by encoding every scalar value ---- */
 
-static uint8_t lead_len[256];        /* sequence length for a valid lead byte, else 0 */
-static uint8_t prefix2[256 * 256];   /* 2-byte prefixes of valid 3/4-byte sequences */
-static uint8_t prefix3[1u << 24];    /* 3-byte prefixes of valid 4-byte sequences */
+static uint8_t lead_len[256];      /* sequence length for a valid lead byte, else 0 */
+static uint8_t prefix2[256 * 256]; /* 2-byte prefixes of valid 3/4-byte sequences */
+static uint8_t prefix3[1u << 24];  /* 3-byte prefixes of valid 4-byte sequences */
 
 static size_t encode_cp(uint32_t cp, uint8_t *o) {
     if (cp < 0x80) {
@@ -146,8 +146,8 @@ static int ref_utf8(ref *r) {
                 cp = cp << 6 | (q[j] & 0x3F);
             }
             uint8_t e[4];
-            ok = ok && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF &&
-                 encode_cp(cp, e) == n && memcmp(e, q, n) == 0;
+            ok = ok && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF && encode_cp(cp, e) == n &&
+                 memcmp(e, q, n) == 0;
         } else if (k == 1) {
             ok = prefix2[c << 8 | r->s[at]];
         } else {

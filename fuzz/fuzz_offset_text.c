@@ -91,8 +91,8 @@ static void check_offset(const char *s, size_t n, uint64_t salt) {
     rn_offset_format(p, tok);
     if (strlen(tok) != RN_OFFSET_LEN || rn_offset_parse(tok, RN_OFFSET_LEN, &kind, &pos) != 0 ||
         kind != RN_OFFSET_POSITION || pos != p)
-        FAIL("position %llu formats as \"%s\", which does not parse back",
-             (unsigned long long)p, tok);
+        FAIL("position %llu formats as \"%s\", which does not parse back", (unsigned long long)p,
+             tok);
 }
 
 /* ---- strict u64 ---- */

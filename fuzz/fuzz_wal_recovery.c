@@ -8,19 +8,20 @@
  *    32-byte header {magic "RNWAL\0\0\1", u64 segment, u64 previous
  *    segment's valid length, u32 crc32c of the first 24 bytes, u32 0}, then
  *    records {u32 len, u32 crc32c(len bytes || payload), payload}, all
- *    little-endian, every record acknowledged (each header records the full
- *    length of its predecessor). Payloads are pseudo-random, distinct per
- *    record. CRCs come from a bitwise CRC-32C written here, not from
- *    util/crc32c.c. At start-up the harness checks once that this format is
- *    byte for byte what the real writer (rn_wal_open + rn_wal_submit on a
- *    libuv loop) produces.
+ *    little-endian, every record acknowledged (each header records the
+ *    length of its predecessor's records). Optionally every segment ends in
+ *    zeros, like one written into a preallocated spare file. Payloads are
+ *    pseudo-random and distinct per record. CRCs come from a bitwise CRC-32C
+ *    written here, not from util/crc32c.c. At start-up the harness checks
+ *    once that this format is byte for byte what the real writer
+ *    (rn_wal_open + rn_wal_submit on a libuv loop) produces.
  *  - Up to 16 damage operations from the input are applied: XOR a byte, set
  *    a byte, truncate a segment, append input bytes to a segment, append a
  *    well-formed record of input bytes (like a failed batch whose bytes
  *    reached the disk past the successor's recorded valid end), delete a
- *    segment file. Recovery starts
- *    at segment 0 (no checkpoint: the log starts at segment 1), or, as after
- *    a checkpoint, at the log's first segment or its second.
+ *    segment file. Recovery starts at segment 0 (no checkpoint: the log
+ *    starts at segment 1) or, as after a checkpoint, at the log's first or
+ *    second segment.
  *  - The files are written to a directory under /dev/shm (one per process,
  *    emptied before each run and removed at exit) and rn_wal_recover runs.
  *
@@ -28,15 +29,17 @@
  *  1. No crash, no ASan/UBSan report, no leak.
  *  2. The outcome equals a reference model of the documented recovery
  *     written here over the in-memory images: trailing segments whose header
- *     is bad are dropped; each segment replays its records until its
- *     successor's recorded valid length, where a bad record or a different
- *     end is RN_WAL_CORRUPT, and so is a gap in the segment numbers (a lost
- *     segment: numbering starts at the starting segment, or 1); the newest
- *     segment replays until its first bad record and its torn tail is cut. Compared: the return code (0 or
- *     RN_WAL_CORRUPT; nothing else can happen on tmpfs), every replayed
- *     payload in order (so only records whose CRC matches are replayed), the
- *     recovery figures, and the files afterwards (dropped segments unlinked,
- *     the newest truncated, nothing else changed).
+ *     is bad are dropped; a gap in the segment numbers (a lost segment:
+ *     numbering starts at the starting segment, or 1) is RN_WAL_CORRUPT;
+ *     each segment replays its records until its successor's recorded valid
+ *     length, where a bad record or a different end is RN_WAL_CORRUPT; the
+ *     newest segment replays until its first bad record and its tail is cut,
+ *     trailing zeros counted as unused preallocation, the rest as torn.
+ *     Compared: the return code (0 or RN_WAL_CORRUPT; nothing else can
+ *     happen on tmpfs), every replayed payload in order (so only records
+ *     whose CRC matches are replayed), the recovery figures, and the files
+ *     afterwards (dropped segments unlinked, the newest cut, nothing else
+ *     changed).
  *  3. Independently of the model: the replayed records, up to the first one
  *     that the damage touched, are exactly the written records from the
  *     starting segment on, in order (a prefix; never a record that was not
@@ -81,6 +84,7 @@ static void remove_dir(void);
 #define MAX_RECS_PER_SEG 4
 #define MAX_OPS 16
 #define MAX_REPLAYED 4096
+#define PREALLOCATED 256
 #define NO_LIMIT UINT64_MAX
 
 static char dir[PATH_MAX];
@@ -367,7 +371,7 @@ typedef struct {
     int rc;
     record_loc rec[MAX_REPLAYED];
     size_t count;
-    uint64_t last_segment, last_valid_end, torn_bytes;
+    uint64_t last_segment, last_valid_end, torn_bytes, zero_bytes;
     int unlinked[MAX_SEGS];
     size_t truncated_seg; /* image cut to new_len, or MAX_SEGS */
     size_t new_len;
@@ -382,8 +386,8 @@ static void model_recover(const image *img, size_t nseg, uint64_t from, model *m
         if (img[k].exists && img[k].number >= from)
             segs[ns++] = k;
     uint64_t seg, prev;
-    while (ns > 0 && !(header_ok(&img[segs[ns - 1]], &seg, &prev) &&
-                       seg == img[segs[ns - 1]].number)) {
+    while (ns > 0 &&
+           !(header_ok(&img[segs[ns - 1]], &seg, &prev) && seg == img[segs[ns - 1]].number)) {
         m->unlinked[segs[ns - 1]] = 1;
         ns--;
     }
@@ -421,8 +425,12 @@ static void model_recover(const image *img, size_t nseg, uint64_t from, model *m
             m->rc = RN_WAL_CORRUPT;
             return;
         }
-        if (i + 1 == ns) {
-            m->torn_bytes = im->len - pos;
+        if (i + 1 == ns) { /* trailing zeros are unused preallocation, not torn */
+            size_t last = im->len;
+            while (last > pos && im->data[last - 1] == 0)
+                last--;
+            m->torn_bytes = last - pos;
+            m->zero_bytes = im->len - last;
             m->truncated_seg = segs[i];
             m->new_len = pos;
         }
@@ -491,6 +499,7 @@ static void check_prefix(const model *m, const image *img, const record_loc *ori
 static size_t build(input *in, image *img, record_loc *orig, size_t *norig, uint64_t *from) {
     uint8_t b0 = take(in);
     size_t nseg = 1 + b0 % MAX_SEGS;
+    int preallocated = b0 >> 6 & 1; /* segments end in zeros, as when written into spares */
     /* Without a checkpoint (from 0) the log starts at segment 1; after one it
      * starts at the checkpoint's segment, or later ones are replayed. */
     unsigned from_choice = (unsigned)(b0 >> 4) % 3;
@@ -521,8 +530,12 @@ static size_t build(input *in, image *img, record_loc *orig, size_t *norig, uint
             orig[(*norig)++] = (record_loc){k, im->len, len};
             append_record(im, payload, len);
         }
+        prev_end = im->len; /* the acknowledged end, before any preallocated zeros */
+        if (preallocated) {
+            static const uint8_t zeros[PREALLOCATED];
+            img_append(im, zeros, PREALLOCATED);
+        }
         im->orig_len = im->len;
-        prev_end = im->len;
     }
     for (int op = 0; op < MAX_OPS && in->n > 0; op++) {
         uint8_t code = take(in);
@@ -607,19 +620,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc != 0)
         return 0;
     if (rec.records != m.count || rec.last_segment != m.last_segment ||
-        rec.last_valid_end != m.last_valid_end || rec.torn_bytes != m.torn_bytes)
-        FAIL("recovery figures: records %llu last_segment %llu last_valid_end %llu torn %llu; "
-             "model %zu %llu %llu %llu",
+        rec.last_valid_end != m.last_valid_end || rec.torn_bytes != m.torn_bytes ||
+        rec.zero_bytes != m.zero_bytes)
+        FAIL("recovery figures: records %llu last_segment %llu last_valid_end %llu torn %llu "
+             "zeros %llu; model %zu %llu %llu %llu %llu",
              (unsigned long long)rec.records, (unsigned long long)rec.last_segment,
-             (unsigned long long)rec.last_valid_end, (unsigned long long)rec.torn_bytes, m.count,
-             (unsigned long long)m.last_segment, (unsigned long long)m.last_valid_end,
-             (unsigned long long)m.torn_bytes);
+             (unsigned long long)rec.last_valid_end, (unsigned long long)rec.torn_bytes,
+             (unsigned long long)rec.zero_bytes, m.count, (unsigned long long)m.last_segment,
+             (unsigned long long)m.last_valid_end, (unsigned long long)m.torn_bytes,
+             (unsigned long long)m.zero_bytes);
 
     /* Recovering again changes nothing. */
     rn_wal_recovery again;
     rc = rn_wal_recover(dir, from, on_replay, &log, &again);
-    if (rc != 0 || again.torn_bytes != 0 || again.last_segment != rec.last_segment ||
-        again.last_valid_end != rec.last_valid_end)
+    if (rc != 0 || again.torn_bytes != 0 || again.zero_bytes != 0 ||
+        again.last_segment != rec.last_segment || again.last_valid_end != rec.last_valid_end)
         FAIL("second recovery: rc %d torn %llu", rc, (unsigned long long)again.torn_bytes);
     check_replay(&log, &m, img, "second recovery");
     replay_log_free(&log);

@@ -12,7 +12,13 @@ for kind in "$@"; do
     *) echo "build: unknown kind $kind" >&2; exit 2 ;;
   esac
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-  cmake --build "$dir" -j "$(nproc)" 2>&1 | grep -Ev '^\[|^make|^Consolidate|^Scanning|^-- ' || true
-  test -x "$dir/runnel" || { echo "build: $dir/runnel missing" >&2; exit 1; }
+  log=$(mktemp)
+  if ! cmake --build "$dir" -j "$(nproc)" >"$log" 2>&1; then
+    grep -Ev '^\[|^make|^Consolidate|^Scanning|^-- ' "$log" >&2
+    rm -f "$log"
+    echo "build: $dir failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
   echo "build: $dir ok"
 done

@@ -11,7 +11,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # libcurl (webhook deliveries), libssl (Ed25519, SHA-256, HMAC) and jansson
 # (subscription request bodies and state) serve src/subs/.
 APT_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp libcmocka-dev
-  libcurl4-openssl-dev libssl-dev libjansson-dev)
+  libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev
+  b3sum clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -59,6 +59,21 @@ run_blackbox() {
   count "black-box tests ($build)" "${p:-0}" "${f:-0}" "$status"
 }
 
+# run_script LABEL LOG CMD...: runs a script that ends with "N passed, M
+# failed" and counts it.
+run_script() {
+  local label=$1 log="$logdir/$2.log"
+  shift 2
+  "$@" >"$log" 2>&1
+  local status=$?
+  local line p f
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  p=$(echo "$line" | awk '{print $1}')
+  f=$(echo "$line" | awk '{print $3}')
+  [ "$status" -eq 0 ] || tail -40 "$log"
+  count "$label" "${p:-0}" "${f:-0}" "$status"
+}
+
 run_crash() {
   local build=$1 log="$logdir/crash-$1.log"
   shift
@@ -80,6 +95,10 @@ run_blackbox build
 run_blackbox build-asan
 run_crash build --rounds 6
 run_crash build-asan --rounds 3
+run_script "subscription tests (build)" subs-plain node tests/subs/subs_test.mjs --bin build/runnel
+run_script "subscription tests (build-asan)" subs-asan node tests/subs/subs_test.mjs --bin build-asan/runnel
+run_script "BLAKE3 vs b3sum (build)" b3sum tests/unit/blake3_vs_b3sum.sh build
+run_script "benchmark smoke (build)" bench-smoke bench/smoke.sh build
 
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"

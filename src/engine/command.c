@@ -29,6 +29,9 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
             rn_buf_append_lstr(b, c->producer_id, c->producer_id_len);
             rn_buf_append_u64(b, c->producer_epoch);
             rn_buf_append_u64(b, c->producer_seq);
+            rn_buf_append_u8(b, c->has_digest);
+            if (c->has_digest)
+                rn_buf_append(b, c->producer_digest, 32);
         }
         rn_buf_append_u8(b, c->has_seq);
         if (c->has_seq)
@@ -49,6 +52,10 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
     case RN_CMD_REWRITE:
         rn_buf_append_u64(b, c->serial);
         rn_buf_append_u64(b, c->offset);
+        break;
+    case RN_CMD_EXPIRE_PRODUCERS:
+        rn_buf_append_u64(b, c->producer_ids_len);
+        rn_buf_append(b, c->producer_ids, c->producer_ids_len);
         break;
     default:
         break;
@@ -82,6 +89,9 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
             c->producer_id = (const char *)rn_read_lstr(&r, &c->producer_id_len);
             c->producer_epoch = rn_read_u64(&r);
             c->producer_seq = rn_read_u64(&r);
+            c->has_digest = rn_read_u8(&r);
+            if (c->has_digest)
+                c->producer_digest = rn_read_bytes(&r, 32);
         }
         c->has_seq = rn_read_u8(&r);
         if (c->has_seq)
@@ -104,6 +114,10 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     case RN_CMD_REWRITE:
         c->serial = rn_read_u64(&r);
         c->offset = rn_read_u64(&r);
+        break;
+    case RN_CMD_EXPIRE_PRODUCERS:
+        c->producer_ids_len = rn_read_u64(&r);
+        c->producer_ids = rn_read_bytes(&r, c->producer_ids_len);
         break;
     default:
         return -1;

@@ -13,7 +13,10 @@
  *           (0: not a fork), u64 offset (fork offset: where the stream's
  *           own data starts), u64 data length
  *   APPEND: u64 offset, u8 close, u8 has_producer [lstr id, u64 epoch,
- *           u64 seq], u8 has_seq [lstr seq], u64 data length
+ *           u64 seq, u8 has_digest [32-byte Producer-Digest]], u8 has_seq
+ *           [lstr seq], u64 data length
+ *   EXPIRE_PRODUCERS: u64 list length, then the list: one lstr per
+ *           producer id whose state is discarded (ext §5.4)
  *   DELETE: nothing
  *   PUBLISH: u64 snapshot offset, lstr content type, 32-byte digest,
  *            u64 size, u8 cold, lstr object key
@@ -38,6 +41,7 @@ enum {
     RN_CMD_PUBLISH = 4,
     RN_CMD_RETAIN = 5,
     RN_CMD_REWRITE = 6,
+    RN_CMD_EXPIRE_PRODUCERS = 7,
 };
 
 typedef struct {
@@ -67,6 +71,8 @@ typedef struct {
     size_t producer_id_len;
     uint64_t producer_epoch;
     uint64_t producer_seq;
+    uint8_t has_digest;             /* the write's identity (ext §5.2) ... */
+    const uint8_t *producer_digest; /* ... its Producer-Digest, 32 bytes */
     uint8_t has_seq;
     const char *seq;
     size_t seq_len;
@@ -76,6 +82,9 @@ typedef struct {
     uint8_t cold; /* the body is in the cold store, not the local snapshot store */
     const char *object_key;
     size_t object_key_len;
+    /* EXPIRE_PRODUCERS: the encoded list of producer ids (lstr each) */
+    const uint8_t *producer_ids;
+    size_t producer_ids_len;
 } rn_cmd;
 
 /* Encodes everything but the data bytes into out (appending). The record is

@@ -18,9 +18,11 @@
  * before the rotation are dropped.
  */
 #include "engine/engine.h"
+#include "util/fault.h"
 #include "engine/command.h"
 #include "engine/store.h"
 #include "tiers/blobs.h"
+#include "util/blake3.h"
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/json_text.h"
@@ -35,7 +37,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '1'};
+static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'};
+
+#define PRODUCER_TTL_DEFAULT_MS (7 * 24 * 3600 * 1000ull) /* ext §5.4 */
+#define PRODUCER_CAP_DEFAULT 4096
+#define PRODUCER_CROWDED_TTL_MS (3600 * 1000ull) /* kept at least this long when crowded */
+#define EXPIRE_LIST_MAX_BYTES (1u << 20)         /* producer ids per EXPIRE_PRODUCERS record */
 
 typedef struct {
     uv_work_t req;
@@ -142,18 +149,19 @@ static rn_stream *stream_new(rn_engine *e, uint64_t id, const char *path, size_t
     return s;
 }
 
+static void producer_free(rn_producer *p) {
+    free(p->id);
+    free(p);
+}
+
 static void stream_free(rn_stream *s) {
     size_t i = 0;
     void *v;
-    while (rn_map_next(&s->producers, &i, &v)) {
-        rn_producer *p = v;
-        free(p->id);
-        free(p);
-    }
+    while (rn_map_next(&s->producers, &i, &v))
+        producer_free(v);
     rn_map_free(&s->producers);
     free(s->path);
     free(s->content_type);
-    free(s->close_producer_id);
     free(s->last_seq);
     free(s->snapshot.content_type);
     free(s->snapshot.key);
@@ -185,9 +193,13 @@ static void stream_destroy(rn_engine *e, rn_stream *s, int remove_files) {
     rn_map_remove(&e->by_id, &s->id, sizeof s->id);
     if (!s->pending_create && !s->soft_deleted)
         notify(e, s, RN_STREAM_REMOVED);
-    if (remove_files)
+    if (remove_files) {
+        rn_fault_point("delete-before-remove");
         rn_store_remove(e->store, s->id);
+    }
     snapshot_drop(e, s, remove_files);
+    if (remove_files)
+        rn_fault_point("delete-after-remove");
     rn_op *q = s->queue_head;
     rn_stream *source = s->source;
     stream_free(s);
@@ -211,18 +223,13 @@ static void stream_delete(rn_engine *e, rn_stream *s) {
     stream_destroy(e, s, 1);
 }
 
-static void set_producer(rn_stream *s, const char *id, size_t len, uint64_t epoch, uint64_t seq,
-                         int64_t ms) {
-    rn_producer *p = rn_map_get(&s->producers, id, len);
-    if (!p) {
-        p = rn_xcalloc(1, sizeof *p);
-        p->id = rn_xstrndup(id, len);
-        p->id_len = len;
-        rn_map_put(&s->producers, p->id, p->id_len, p);
-    }
-    p->epoch = epoch;
-    p->last_seq = seq;
-    p->last_ms = ms;
+/* Adds empty state for producer id (which must be absent). */
+static rn_producer *producer_add(rn_stream *s, const char *id, size_t len) {
+    rn_producer *p = rn_xcalloc(1, sizeof *p);
+    p->id = rn_xstrndup(id, len);
+    p->id_len = len;
+    rn_map_put(&s->producers, p->id, p->id_len, p);
+    return p;
 }
 
 static int stream_expired(const rn_stream *s, int64_t now) {
@@ -282,11 +289,97 @@ static void apply_publish(rn_engine *e, rn_stream *s, const rn_cmd *c) {
 static void apply_retain(rn_engine *e, rn_stream *s, uint64_t offset) {
     if (offset <= s->retained)
         return;
+    rn_fault_point("retain-before-punch");
     if (s->refcount == 0 && offset > s->fork_offset) {
         uint64_t from = s->retained > s->fork_offset ? s->retained : s->fork_offset;
         rn_store_punch(e->store, s->id, from, offset - from);
     }
+    rn_fault_point("retain-after-punch");
     s->retained = offset;
+}
+
+/* ---- producer state (ext §5) ---- */
+
+static int epoch_above_floor(const rn_stream *s, uint64_t epoch) {
+    return !s->has_floor || epoch > s->epoch_floor;
+}
+
+static void identity_from_cmd(rn_write_identity *id, const rn_cmd *c) {
+    id->has_digest = c->has_digest;
+    if (c->has_digest)
+        memcpy(id->digest, c->producer_digest, 32);
+    else
+        memset(id->digest, 0, 32);
+}
+
+/* Records an applied producer write: a claim of a new epoch (seq 0) closes
+ * the previous one (reported only when the server can vouch for it: state
+ * above the floor, and not lost to a rewrite), then the write becomes the
+ * newest, with its identity and range. */
+static void apply_producer(rn_stream *s, const rn_cmd *c) {
+    rn_producer *p = rn_map_get(&s->producers, c->producer_id, c->producer_id_len);
+    int claim = !p || c->producer_epoch != p->epoch;
+    if (!p) {
+        p = producer_add(s, c->producer_id, c->producer_id_len);
+    } else if (claim) {
+        p->closes_epoch = p->above_floor && p->history != RN_EPOCH_LOST;
+        p->closed_epoch = p->epoch;
+        p->closed_seq = p->history == RN_EPOCH_REWRITTEN ? p->history_seq : p->last_seq;
+    }
+    if (claim) {
+        p->above_floor = p->above_floor || epoch_above_floor(s, c->producer_epoch);
+        p->epoch = c->producer_epoch;
+        p->history = RN_EPOCH_OPEN;
+        identity_from_cmd(&p->claim, c);
+    }
+    p->last_seq = c->producer_seq;
+    p->last_ms = c->time_ms;
+    identity_from_cmd(&p->newest, c);
+    p->newest_start = c->offset;
+    p->newest_end = c->offset + c->data_len;
+    p->newest_closed = c->close;
+}
+
+/* Discards the state of the listed producers and raises the stream's epoch
+ * floor to the highest epoch discarded. */
+static void apply_expire_producers(rn_stream *s, const rn_cmd *c) {
+    rn_reader r;
+    rn_reader_init(&r, c->producer_ids, c->producer_ids_len);
+    while (r.p < r.end) {
+        size_t n;
+        const char *id = (const char *)rn_read_lstr(&r, &n);
+        rn_producer *p = id ? rn_map_get(&s->producers, id, n) : NULL;
+        if (!p)
+            continue;
+        if (!s->has_floor || p->epoch > s->epoch_floor)
+            s->epoch_floor = p->epoch;
+        s->has_floor = 1;
+        rn_map_remove(&s->producers, p->id, p->id_len);
+        producer_free(p);
+    }
+}
+
+/* A rewrite keeping the bytes below `keep` closes every producer's current
+ * epoch (ext §2.4). Only the newest write's range is known, so the highest
+ * surviving seq is last_seq when that write survived, last_seq - 1 when the
+ * cut falls inside it (the earlier writes end before it), and unknown when
+ * the cut is below it. Closure reports of older epochs are dropped: what
+ * they said applied may be gone. */
+static void close_epochs_by_rewrite(rn_stream *s, uint64_t keep) {
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&s->producers, &i, &v)) {
+        rn_producer *p = v;
+        p->closes_epoch = 0;
+        int known = p->newest_end <= keep || (keep >= p->newest_start && p->last_seq > 0);
+        uint64_t seq = p->newest_end <= keep ? p->last_seq : p->last_seq - 1;
+        if (!known || p->history == RN_EPOCH_LOST) {
+            p->history = RN_EPOCH_LOST;
+        } else if (p->history == RN_EPOCH_OPEN || seq < p->history_seq) {
+            p->history = RN_EPOCH_REWRITTEN;
+            p->history_seq = seq;
+        }
+    }
 }
 
 /* A history rewrite: a new incarnation that keeps the bytes below the kept
@@ -297,12 +390,14 @@ static void apply_rewrite(rn_engine *e, rn_stream *s, const rn_cmd *c) {
         s->has_previous = 1;
         s->previous_incarnation = s->incarnation;
         s->inherited_offset = c->offset;
+    } else if (c->offset < s->inherited_offset) {
+        s->inherited_offset = c->offset; /* what survived both rewrites */
     }
     s->incarnation = incarnation_for(c->serial);
     if (c->serial >= e->next_id)
         e->next_id = c->serial + 1; /* never issue the serial again */
     s->written_since_rewrite = 0;
-    s->history_closed_epochs++;
+    close_epochs_by_rewrite(s, c->offset);
     if (c->offset < s->tail) {
         s->tail = c->offset;
         s->closed = 0;
@@ -330,6 +425,7 @@ static void apply_rewrite(rn_engine *e, rn_stream *s, const rn_cmd *c) {
 static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c) {
     if (!c->data_len)
         return 0;
+    rn_fault_point("apply-before-store");
     int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
     if (rc == 0)
         rc = rn_store_index_set(e->store, s->id, s->appends, c->offset + c->data_len);
@@ -383,24 +479,14 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
         s->touched = 1;
         s->written_since_rewrite = 1;
         if (c->has_producer)
-            set_producer(s, c->producer_id, c->producer_id_len, c->producer_epoch, c->producer_seq,
-                         c->time_ms);
+            apply_producer(s, c);
         if (c->has_seq) {
             free(s->last_seq);
             s->last_seq = rn_xstrndup(c->seq, c->seq_len);
             s->last_seq_len = c->seq_len;
         }
-        if (c->close && !s->closed) {
+        if (c->close)
             s->closed = 1;
-            if (c->has_producer) {
-                s->closed_by_producer = 1;
-                free(s->close_producer_id);
-                s->close_producer_id = rn_xstrndup(c->producer_id, c->producer_id_len);
-                s->close_producer_id_len = c->producer_id_len;
-                s->close_epoch = c->producer_epoch;
-                s->close_seq = c->producer_seq;
-            }
-        }
         return 0;
     }
     case RN_CMD_DELETE: {
@@ -411,7 +497,8 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
     }
     case RN_CMD_PUBLISH:
     case RN_CMD_RETAIN:
-    case RN_CMD_REWRITE: {
+    case RN_CMD_REWRITE:
+    case RN_CMD_EXPIRE_PRODUCERS: {
         rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
         if (!s)
             return -ENOENT;
@@ -419,8 +506,10 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
             apply_publish(e, s, c);
         else if (c->type == RN_CMD_RETAIN)
             apply_retain(e, s, c->offset);
-        else
+        else if (c->type == RN_CMD_REWRITE)
             apply_rewrite(e, s, c);
+        else
+            apply_expire_producers(s, c);
         return 0;
     }
     }
@@ -484,14 +573,146 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
 
 /* ---- the mutation pipeline ---- */
 
-static void finish(rn_op *op, rn_result result, rn_stream *s) {
+/* Sets the op's outcome: result, stream and the stream's state. */
+static void set_outcome(rn_op *op, rn_result result, rn_stream *s) {
     op->result = result;
     op->stream = s;
     if (s) {
         op->next_offset = s->tail;
         op->stream_closed = s->closed;
     }
+}
+
+static void finish(rn_op *op, rn_result result, rn_stream *s) {
+    set_outcome(op, result, s);
     op->done(op);
+}
+
+/* ---- producer rules (ext §5.3, §5.4) ---- */
+
+#define APPLIES (-1) /* producer_rules(): the write would apply */
+
+/* How long a producer of a stream that holds producer_cap of them must
+ * have been idle before one more producer may displace it. */
+static uint64_t crowded_ttl(const rn_engine *e) {
+    uint64_t ttl = e->cfg.producer_ttl_ms;
+    return ttl < PRODUCER_CROWDED_TTL_MS ? ttl : PRODUCER_CROWDED_TTL_MS;
+}
+
+static int idle_for(const rn_producer *p, int64_t now, uint64_t ms) {
+    return now - p->last_ms >= (int64_t)ms;
+}
+
+/* The closure a claim reported, for its answer and its repeats. */
+static void report_closure(rn_op *op, const rn_producer *p) {
+    op->closes_epoch = p->closes_epoch;
+    op->closed_epoch = p->closed_epoch;
+    op->closed_seq = p->closed_seq;
+}
+
+/* Fills the answer of an applied producer write: its receipt, the epoch's
+ * highest seq and, for a claim, the closure it reported. */
+static void answer_applied(rn_op *op, const rn_producer *p) {
+    op->ack_epoch = p->epoch;
+    op->ack_seq = p->last_seq;
+    op->receipt = 1;
+    op->receipt_start = p->newest_start;
+    op->receipt_end = p->newest_end;
+    op->receipt_closed = p->newest_closed;
+    if (op->producer_seq == 0)
+        report_closure(op, p);
+}
+
+static int identity_matches(const rn_write_identity *held, const rn_op *op) {
+    return held->has_digest == (op->has_producer_digest != 0) &&
+           (!held->has_digest || memcmp(held->digest, op->producer_digest, 32) == 0);
+}
+
+/* A write (p->epoch, seq <= the epoch's highest surviving seq) repeats one
+ * that applied. Where the server still holds that write's identity (the
+ * newest write, or the claim) another identity is a key conflict; else the
+ * answer is a repeat: the newest write's receipt, or one marked evicted. */
+static int answer_repeat(rn_op *op, const rn_producer *p) {
+    uint64_t seq = op->producer_seq;
+    const rn_write_identity *held = seq == p->last_seq ? &p->newest : seq == 0 ? &p->claim : NULL;
+    if (held && !identity_matches(held, op)) {
+        op->current_epoch = p->epoch;
+        return RN_ERR_KEY_CONFLICT;
+    }
+    int rewritten = p->history == RN_EPOCH_REWRITTEN;
+    if (seq == p->last_seq && (!rewritten || p->history_seq == p->last_seq)) {
+        answer_applied(op, p);
+        return RN_OK_DUPLICATE;
+    }
+    op->ack_epoch = p->epoch;
+    op->ack_seq = rewritten ? p->history_seq : p->last_seq;
+    if (seq == 0)
+        report_closure(op, p);
+    return RN_OK_DUPLICATE;
+}
+
+/* The producer rules of ext §5.3 for an append with producer headers,
+ * against the applied state of s, from the headers alone (the body is never
+ * consulted). Returns APPLIES, or the answer (a repeat or a refusal) with
+ * its fields set in op. Changes nothing. */
+static int producer_rules(const rn_stream *s, rn_op *op) {
+    const rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
+    uint64_t epoch = op->producer_epoch, seq = op->producer_seq;
+    /* The floor binds writes that carry Stream-Incarnation (§5.4). */
+    int floor_binds = op->has_incarnation && s->has_floor;
+    int lifts = seq == 0 && p && epoch > p->epoch && epoch_above_floor(s, epoch);
+    if (floor_binds && (p ? !p->above_floor && !lifts : epoch <= s->epoch_floor)) {
+        op->current_epoch = s->epoch_floor;
+        return RN_ERR_PRODUCER_EXPIRED;
+    }
+    if (!p) {
+        if (seq == 0)
+            return APPLIES;
+        op->expected_seq = 0;
+        return RN_ERR_SEQ_GAP;
+    }
+    op->current_epoch = p->epoch;
+    if (epoch < p->epoch) {
+        if (!p->closes_epoch || epoch != p->closed_epoch)
+            return RN_ERR_STALE_EPOCH;
+        report_closure(op, p);
+        return RN_ERR_EPOCH_CLOSED;
+    }
+    if (epoch > p->epoch) {
+        if (seq == 0)
+            return APPLIES;
+        op->expected_seq = 0;
+        return RN_ERR_EPOCH_SEQ;
+    }
+    if (p->history == RN_EPOCH_LOST)
+        return RN_ERR_STALE_EPOCH;
+    if (p->history == RN_EPOCH_REWRITTEN && seq > p->history_seq) {
+        op->closes_epoch = 1;
+        op->closed_by_history = 1;
+        op->closed_epoch = p->epoch;
+        op->closed_seq = p->history_seq;
+        return RN_ERR_EPOCH_CLOSED;
+    }
+    if (seq <= p->last_seq)
+        return answer_repeat(op, p);
+    if (seq == p->last_seq + 1)
+        return APPLIES;
+    op->expected_seq = p->last_seq + 1;
+    return RN_ERR_SEQ_GAP;
+}
+
+/* The producer that a new one displaces from a stream holding producer_cap
+ * of them: the least recently written one. */
+static rn_producer *least_recent_producer(const rn_stream *s) {
+    rn_producer *lru = NULL;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&s->producers, &i, &v)) {
+        rn_producer *p = v;
+        if (!lru || p->last_ms < lru->last_ms)
+            lru = p;
+    }
+    return lru;
 }
 
 static void on_logged(rn_wal_entry *entry, int status);
@@ -586,14 +807,17 @@ static void on_logged(rn_wal_entry *entry, int status) {
     static const rn_result applied[] = {
         [RN_OP_CREATE] = RN_OK_CREATED,    [RN_OP_APPEND] = RN_OK_APPENDED,
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
-        [RN_OP_REWRITE] = RN_OK_REWRITTEN,
+        [RN_OP_REWRITE] = RN_OK_REWRITTEN, [RN_OP_EXPIRE_PRODUCERS] = RN_OK_PRODUCERS_EXPIRED,
     };
     /* done() may free the op (and the command in it): read what follows
-     * from it first. */
+     * from it first. Discarding producer state changes nothing readers see. */
     rn_stream_event ev = c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED;
+    int quiet = c->type == RN_CMD_EXPIRE_PRODUCERS;
+    if (c->type == RN_CMD_APPEND && c->has_producer)
+        answer_applied(op, rn_map_get(&s->producers, c->producer_id, c->producer_id_len));
     finish(op, applied[op->kind], s);
     s = rn_map_get(&e->by_id, &id, sizeof id);
-    if (s)
+    if (s && !quiet)
         notify(e, s, ev);
     drain_queue(e, id);
 }
@@ -608,12 +832,14 @@ static void enqueue(rn_stream *s, rn_op *op) {
     s->queue_tail = op;
 }
 
-/* Starts the deletion of an expired stream (an internal mutation). */
+/* Frees an internal mutation: an expiry of a stream or of producer state. */
 static void expire_done(rn_op *op) {
     rn_buf_free(&op->head);
+    rn_buf_free(&op->stored);
     free(op);
 }
 
+/* Starts the deletion of an expired stream (an internal mutation). */
 static void start_expiry(rn_engine *e, rn_stream *s) {
     if (s->busy)
         return;
@@ -621,6 +847,22 @@ static void start_expiry(rn_engine *e, rn_stream *s) {
     op->kind = RN_OP_DELETE;
     op->done = expire_done;
     rn_cmd c = {.type = RN_CMD_DELETE, .stream_id = s->id};
+    log_command(e, op, s, &c);
+}
+
+/* Starts discarding the state of n producers of s (an internal mutation;
+ * s must not be busy). The ids travel in the op's `stored` buffer. */
+static void start_producer_expiry(rn_engine *e, rn_stream *s, rn_producer *const *victims,
+                                  size_t n) {
+    rn_op *op = rn_xcalloc(1, sizeof *op);
+    op->kind = RN_OP_EXPIRE_PRODUCERS;
+    op->done = expire_done;
+    for (size_t k = 0; k < n; k++)
+        rn_buf_append_lstr(&op->stored, victims[k]->id, victims[k]->id_len);
+    rn_cmd c = {.type = RN_CMD_EXPIRE_PRODUCERS,
+                .stream_id = s->id,
+                .producer_ids = op->stored.data,
+                .producer_ids_len = op->stored.len};
     log_command(e, op, s, &c);
 }
 
@@ -788,63 +1030,64 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     log_command(e, op, s, &c);
 }
 
-static int producer_matches_close(const rn_stream *s, const rn_op *op) {
-    return op->has_producer && s->closed_by_producer &&
-           s->close_producer_id_len == op->producer_id_len &&
-           memcmp(s->close_producer_id, op->producer_id, op->producer_id_len) == 0 &&
-           s->close_epoch == op->producer_epoch && s->close_seq == op->producer_seq;
+/* Admits a producer the stream holds no state for. A stream holding
+ * producer_cap producers displaces the least recently written one once it
+ * has been idle for crowded_ttl(): returns 1 after queueing op behind that
+ * discard. Returns 0 to go on, or 2 after refusing with PRODUCER_LIMIT. */
+static int admit_producer(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
+    if (s->producers.count < e->cfg.producer_cap ||
+        rn_map_get(&s->producers, op->producer_id, op->producer_id_len))
+        return 0;
+    rn_producer *lru = least_recent_producer(s);
+    if (idle_for(lru, now, crowded_ttl(e))) {
+        enqueue(s, op);
+        start_producer_expiry(e, s, &lru, 1);
+        return 1;
+    }
+    int64_t wait_ms = lru->last_ms + (int64_t)crowded_ttl(e) - now;
+    op->retry_after_s = (uint64_t)(wait_ms + 999) / 1000;
+    finish(op, RN_ERR_PRODUCER_LIMIT, s);
+    return 2;
 }
 
+/* An append or close, in the order of ext §5.3 after the stream checks of
+ * run_op(): idle producer state is discarded first (a logged step the op
+ * waits for), then the producer rules, closure, content (type, emptiness,
+ * Stream-Seq, JSON text, Producer-Digest last), and admission of a new
+ * producer; a write that passes is logged. */
 static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
+    int64_t now = rn_now_ms();
+    if (op->has_producer) {
+        rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
+        if (p && idle_for(p, now, e->cfg.producer_ttl_ms)) {
+            enqueue(s, op);
+            start_producer_expiry(e, s, &p, 1);
+            return;
+        }
+        int answer = producer_rules(s, op);
+        if (answer != APPLIES) {
+            finish(op, (rn_result)answer, s);
+            return;
+        }
+    }
+    if (s->closed) {
+        /* Close-only without producer headers is idempotent (PROTOCOL §5.2). */
+        int repeat = !op->has_producer && !op->body_len && op->close;
+        finish(op, repeat ? RN_OK_DUPLICATE : RN_ERR_CLOSED, s);
+        return;
+    }
     if (!op->body_len && !op->close) {
         finish(op, RN_ERR_EMPTY_BODY, s);
         return;
     }
-    if (s->closed) {
-        if (producer_matches_close(s, op)) {
-            op->ack_epoch = op->producer_epoch;
-            op->ack_seq = op->producer_seq;
-            finish(op, RN_OK_DUPLICATE, s);
-        } else {
-            finish(op, !op->body_len && op->close ? RN_OK_DUPLICATE : RN_ERR_CLOSED, s);
-        }
+    if (op->body_len && !op->content_type) {
+        finish(op, RN_ERR_MISSING_CONTENT_TYPE, s);
         return;
     }
-    if (op->body_len &&
-        (!op->content_type || !rn_content_type_equal(s->content_type, s->content_type_len,
-                                                     op->content_type, op->content_type_len))) {
+    if (op->body_len && !rn_content_type_equal(s->content_type, s->content_type_len,
+                                               op->content_type, op->content_type_len)) {
         finish(op, RN_ERR_CONTENT_TYPE, s);
         return;
-    }
-    if (op->has_producer) {
-        rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
-        if (p && op->producer_epoch < p->epoch) {
-            op->current_epoch = p->epoch;
-            finish(op, RN_ERR_STALE_EPOCH, s);
-            return;
-        }
-        if ((!p || op->producer_epoch > p->epoch) && op->producer_seq != 0) {
-            if (p) {
-                finish(op, RN_ERR_EPOCH_SEQ, s);
-            } else {
-                op->expected_seq = 0;
-                finish(op, RN_ERR_SEQ_GAP, s);
-            }
-            return;
-        }
-        if (p && op->producer_epoch == p->epoch) {
-            if (op->producer_seq <= p->last_seq) {
-                op->ack_epoch = p->epoch;
-                op->ack_seq = p->last_seq;
-                finish(op, RN_OK_DUPLICATE, s);
-                return;
-            }
-            if (op->producer_seq != p->last_seq + 1) {
-                op->expected_seq = p->last_seq + 1;
-                finish(op, RN_ERR_SEQ_GAP, s);
-                return;
-            }
-        }
     }
     if (op->has_seq && s->last_seq) {
         size_t n = op->seq_len < s->last_seq_len ? op->seq_len : s->last_seq_len;
@@ -861,8 +1104,16 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, (rn_result)refuse, s);
         return;
     }
-    op->ack_epoch = op->producer_epoch;
-    op->ack_seq = op->producer_seq;
+    if (op->has_producer_digest) {
+        uint8_t digest[32];
+        rn_blake3_hash(op->body, op->body_len, digest);
+        if (memcmp(digest, op->producer_digest, 32) != 0) {
+            finish(op, RN_ERR_DIGEST_MISMATCH, s);
+            return;
+        }
+    }
+    if (op->has_producer && admit_producer(e, op, s, now))
+        return;
     rn_cmd c = {.type = RN_CMD_APPEND,
                 .stream_id = s->id,
                 .offset = s->tail,
@@ -874,6 +1125,8 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
                 .producer_id_len = op->producer_id_len,
                 .producer_epoch = op->producer_epoch,
                 .producer_seq = op->producer_seq,
+                .has_digest = (uint8_t)(op->has_producer && op->has_producer_digest),
+                .producer_digest = op->producer_digest,
                 .has_seq = (uint8_t)op->has_seq,
                 .seq = op->seq,
                 .seq_len = op->seq_len};
@@ -1009,6 +1262,27 @@ void rn_engine_submit(rn_engine *e, rn_op *op) {
     run_op(e, op);
 }
 
+int rn_engine_answer_early(rn_engine *e, rn_op *op) {
+    if (op->kind != RN_OP_APPEND || !op->has_producer || !op->has_incarnation)
+        return 0;
+    int64_t now = rn_now_ms();
+    rn_stream *s = rn_map_get(&e->by_path, op->path, op->path_len);
+    if (!s || s->busy || s->pending_create || s->soft_deleted || stream_expired(s, now) ||
+        s->incarnation != op->incarnation)
+        return 0;
+    const rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
+    if (p && idle_for(p, now, e->cfg.producer_ttl_ms))
+        return 0; /* its discard is a logged step that comes first */
+    rn_op probe = *op;
+    int answer = producer_rules(s, &probe);
+    if (answer != RN_OK_DUPLICATE && answer != RN_ERR_KEY_CONFLICT)
+        return 0;
+    *op = probe;
+    rn_engine_touch(e, s);
+    set_outcome(op, (rn_result)answer, s);
+    return 1;
+}
+
 /* ---- reads ---- */
 
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
@@ -1065,19 +1339,54 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int
         if (rc < 0)
             return rc;
         out->len = start + want;
-        if (!s->json || !whole_messages || want == avail)
+        if (!s->json || !whole_messages || (want == avail && want <= max))
             return (long)want;
-        /* Cut at the last message end; grow if one message exceeds max. */
-        size_t cut = want;
-        while (cut > 0 && out->data[start + cut - 1] != '\n')
-            cut--;
-        if (cut > 0) {
-            out->len = start + cut;
-            return (long)cut;
+        /* Within max: cut at the last message end. A first message longer
+         * than max comes alone: the read grows until its end. */
+        size_t cut = 0;
+        if (want <= max) {
+            cut = want;
+            while (cut > 0 && out->data[start + cut - 1] != '\n')
+                cut--;
+        } else {
+            const uint8_t *lf = memchr(out->data + start + max, '\n', want - max);
+            cut = lf ? (size_t)(lf - (out->data + start)) + 1 : 0;
+        }
+        if (cut > 0 || want == avail) { /* stored messages end in LF: cut > 0 here */
+            out->len = start + (cut ? cut : want);
+            return (long)(cut ? cut : want);
         }
         want = want * 2 < avail ? want * 2 : (size_t)avail;
         out->len = start;
     }
+}
+
+/* Discards, with one logged command per stream, the state of producers
+ * that wrote nothing for producer_ttl_ms (at most EXPIRE_LIST_MAX_BYTES of
+ * ids per stream and sweep; the rest go in the next sweep). */
+static void sweep_producers(rn_engine *e, int64_t now) {
+    rn_producer **idle = NULL;
+    size_t cap = 0, i = 0;
+    void *v;
+    while (rn_map_next(&e->by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count)
+            continue;
+        size_t n = 0, bytes = 0, j = 0;
+        void *pv;
+        while (rn_map_next(&s->producers, &j, &pv) && bytes < EXPIRE_LIST_MAX_BYTES) {
+            rn_producer *p = pv;
+            if (!idle_for(p, now, e->cfg.producer_ttl_ms))
+                continue;
+            if (n == cap)
+                idle = rn_xrealloc(idle, (cap = cap ? cap * 2 : 16) * sizeof *idle);
+            idle[n++] = p;
+            bytes += p->id_len + 4;
+        }
+        if (n)
+            start_producer_expiry(e, s, idle, n);
+    }
+    free(idle);
 }
 
 void rn_engine_sweep_expired(rn_engine *e) {
@@ -1096,9 +1405,69 @@ void rn_engine_sweep_expired(rn_engine *e) {
     for (size_t k = 0; k < n; k++)
         start_expiry(e, victims[k]);
     free(victims);
+    sweep_producers(e, now);
 }
 
 /* ---- checkpoints ---- */
+
+static void encode_identity(const rn_write_identity *id, rn_buf *b) {
+    rn_buf_append_u8(b, id->has_digest);
+    if (id->has_digest)
+        rn_buf_append(b, id->digest, 32);
+}
+
+static void decode_identity(rn_reader *r, rn_write_identity *id) {
+    id->has_digest = rn_read_u8(r);
+    const uint8_t *d = id->has_digest ? rn_read_bytes(r, 32) : NULL;
+    if (d)
+        memcpy(id->digest, d, 32);
+}
+
+/* A producer's state: lstr id, u64 epoch, last_seq, last_ms, the newest
+ * write (identity, u64 start, u64 end, u8 closed), the claim's identity,
+ * u8 above_floor, u8 closes_epoch, u64 closed_epoch, closed_seq, u8
+ * history, u64 history_seq. An identity is u8 has_digest [32 bytes]. */
+static void encode_producer(const rn_producer *p, rn_buf *b) {
+    rn_buf_append_lstr(b, p->id, p->id_len);
+    rn_buf_append_u64(b, p->epoch);
+    rn_buf_append_u64(b, p->last_seq);
+    rn_buf_append_u64(b, (uint64_t)p->last_ms);
+    encode_identity(&p->newest, b);
+    rn_buf_append_u64(b, p->newest_start);
+    rn_buf_append_u64(b, p->newest_end);
+    rn_buf_append_u8(b, p->newest_closed);
+    encode_identity(&p->claim, b);
+    rn_buf_append_u8(b, p->above_floor);
+    rn_buf_append_u8(b, p->closes_epoch);
+    rn_buf_append_u64(b, p->closed_epoch);
+    rn_buf_append_u64(b, p->closed_seq);
+    rn_buf_append_u8(b, p->history);
+    rn_buf_append_u64(b, p->history_seq);
+}
+
+/* Decodes one producer into s; returns 0, or -1 for a malformed record. */
+static int decode_producer(rn_reader *r, rn_stream *s) {
+    size_t n;
+    const char *id = (const char *)rn_read_lstr(r, &n);
+    if (!id || rn_map_get(&s->producers, id, n))
+        return -1;
+    rn_producer *p = producer_add(s, id, n);
+    p->epoch = rn_read_u64(r);
+    p->last_seq = rn_read_u64(r);
+    p->last_ms = (int64_t)rn_read_u64(r);
+    decode_identity(r, &p->newest);
+    p->newest_start = rn_read_u64(r);
+    p->newest_end = rn_read_u64(r);
+    p->newest_closed = rn_read_u8(r);
+    decode_identity(r, &p->claim);
+    p->above_floor = rn_read_u8(r);
+    p->closes_epoch = rn_read_u8(r);
+    p->closed_epoch = rn_read_u64(r);
+    p->closed_seq = rn_read_u64(r);
+    p->history = rn_read_u8(r);
+    p->history_seq = rn_read_u64(r);
+    return r->failed || p->history > RN_EPOCH_LOST ? -1 : 0;
+}
 
 static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_lstr(b, s->path, s->path_len);
@@ -1127,27 +1496,17 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_u64(b, s->previous_incarnation);
     rn_buf_append_u64(b, s->inherited_offset);
     rn_buf_append_u8(b, (uint8_t)s->written_since_rewrite);
-    rn_buf_append_u64(b, s->history_closed_epochs);
     rn_buf_append_u8(b, (uint8_t)s->closed);
-    rn_buf_append_u8(b, (uint8_t)s->closed_by_producer);
-    if (s->closed_by_producer) {
-        rn_buf_append_lstr(b, s->close_producer_id, s->close_producer_id_len);
-        rn_buf_append_u64(b, s->close_epoch);
-        rn_buf_append_u64(b, s->close_seq);
-    }
     rn_buf_append_u8(b, s->last_seq != NULL);
     if (s->last_seq)
         rn_buf_append_lstr(b, s->last_seq, s->last_seq_len);
+    rn_buf_append_u8(b, (uint8_t)s->has_floor);
+    rn_buf_append_u64(b, s->epoch_floor);
     rn_buf_append_u32(b, (uint32_t)s->producers.count);
     size_t i = 0;
     void *v;
-    while (rn_map_next(&s->producers, &i, &v)) {
-        rn_producer *p = v;
-        rn_buf_append_lstr(b, p->id, p->id_len);
-        rn_buf_append_u64(b, p->epoch);
-        rn_buf_append_u64(b, p->last_seq);
-        rn_buf_append_u64(b, (uint64_t)p->last_ms);
-    }
+    while (rn_map_next(&s->producers, &i, &v))
+        encode_producer(v, b);
 }
 
 /* Decodes one stream, or returns NULL for a malformed record; its fork
@@ -1191,32 +1550,19 @@ static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_
     s->previous_incarnation = rn_read_u64(r);
     s->inherited_offset = rn_read_u64(r);
     s->written_since_rewrite = rn_read_u8(r);
-    s->history_closed_epochs = rn_read_u64(r);
     s->closed = rn_read_u8(r);
-    s->closed_by_producer = rn_read_u8(r);
-    if (s->closed_by_producer) {
-        size_t n;
-        const char *p = (const char *)rn_read_lstr(r, &n);
-        s->close_producer_id = rn_xstrndup(p ? p : "", n);
-        s->close_producer_id_len = n;
-        s->close_epoch = rn_read_u64(r);
-        s->close_seq = rn_read_u64(r);
-    }
     if (rn_read_u8(r)) {
         size_t n;
         const char *q = (const char *)rn_read_lstr(r, &n);
         s->last_seq = rn_xstrndup(q ? q : "", n);
         s->last_seq_len = n;
     }
+    s->has_floor = rn_read_u8(r);
+    s->epoch_floor = rn_read_u64(r);
     uint32_t np = rn_read_u32(r);
-    for (uint32_t k = 0; k < np && !r->failed; k++) {
-        size_t n;
-        const char *pid = (const char *)rn_read_lstr(r, &n);
-        uint64_t epoch = rn_read_u64(r), seq = rn_read_u64(r);
-        int64_t ms = (int64_t)rn_read_u64(r);
-        if (!r->failed)
-            set_producer(s, pid, n, epoch, seq, ms);
-    }
+    for (uint32_t k = 0; k < np && !r->failed; k++)
+        if (decode_producer(r, s))
+            r->failed = 1;
     return r->failed ? NULL : s;
 }
 
@@ -1320,6 +1666,7 @@ static void checkpoint_work(uv_work_t *req) {
     job->status = rn_store_sync(e->store);
     if (job->status)
         return;
+    rn_fault_point("checkpoint-after-syncfs");
     char tmp[PATH_MAX], final[PATH_MAX];
     checkpoint_path(e, tmp, sizeof tmp, ".tmp");
     checkpoint_path(e, final, sizeof final, "");
@@ -1342,6 +1689,7 @@ static void checkpoint_work(uv_work_t *req) {
     if (!job->status && fdatasync(fd) < 0)
         job->status = -errno;
     close(fd);
+    rn_fault_point("checkpoint-before-rename");
     if (!job->status && rename(tmp, final) < 0)
         job->status = -errno;
     if (!job->status) {
@@ -1357,9 +1705,10 @@ static void checkpoint_work(uv_work_t *req) {
 static void checkpoint_done(uv_work_t *req, int status) {
     checkpoint_job *job = req->data;
     rn_engine *e = job->engine;
-    if (status == 0 && job->status == 0)
+    if (status == 0 && job->status == 0) {
+        rn_fault_point("checkpoint-before-drop");
         rn_wal_drop_before(e->wal, job->segment);
-    else
+    } else
         fprintf(stderr, "runnel: checkpoint failed: %s\n",
                 strerror(-(status ? status : job->status)));
     rn_buf_free(&job->image);
@@ -1480,6 +1829,10 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         rn_engine_close(e);
         return NULL;
     }
+    if (!e->cfg.producer_ttl_ms)
+        e->cfg.producer_ttl_ms = PRODUCER_TTL_DEFAULT_MS;
+    if (!e->cfg.producer_cap)
+        e->cfg.producer_cap = PRODUCER_CAP_DEFAULT;
     int64_t from = load_checkpoint(e, &stats->checkpoint_streams);
     if (from < 0) {
         snprintf(err, errcap, "checkpoint file in %s is damaged; refusing to start", cfg->data_dir);
@@ -1508,7 +1861,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     stats->streams = e->by_path.count;
     stats->records_replayed = rec.records;
     stats->torn_bytes = rec.torn_bytes;
-    rn_wal_options wo = {.segment_bytes = cfg->wal_segment_bytes};
+    rn_wal_options wo = {.segment_bytes = cfg->wal_segment_bytes, .preallocate = 1};
     e->wal = rn_wal_open(loop, cfg->data_dir, &rec, &wo, &rc);
     if (!e->wal) {
         snprintf(err, errcap, "cannot open the log in %s: %s", cfg->data_dir, strerror(-rc));

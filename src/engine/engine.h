@@ -31,12 +31,41 @@
 typedef struct rn_engine rn_engine;
 typedef struct rn_op rn_op;
 
+/* A producer write's identity (ext §5.2): its Producer-Digest, or none.
+ * Two writes with one key are the same write only when their identities
+ * are equal. */
+typedef struct {
+    uint8_t has_digest;
+    uint8_t digest[32];
+} rn_write_identity;
+
+/* How a producer's current epoch stands against history rewrites
+ * (ext §2.4: a rewrite closes every epoch claimed before it). */
+typedef enum {
+    RN_EPOCH_OPEN,      /* no rewrite since the epoch was claimed */
+    RN_EPOCH_REWRITTEN, /* closed by a rewrite; history_seq survived */
+    RN_EPOCH_LOST,      /* closed by a rewrite; which seqs survived is unknown */
+} rn_epoch_history;
+
+/* One idempotent producer's state in a stream (PROTOCOL §5.2.1, ext §5).
+ * Everything here is changed only by apply(), so log replay rebuilds it. */
 typedef struct rn_producer {
     char *id;
     size_t id_len;
-    uint64_t epoch;
-    uint64_t last_seq;
-    int64_t last_ms;
+    uint64_t epoch;    /* the current epoch */
+    uint64_t last_seq; /* its highest applied seq */
+    int64_t last_ms;   /* log time of the newest applied write (expiry, §5.4) */
+    /* The newest applied write, (epoch, last_seq): identity and receipt. */
+    rn_write_identity newest;
+    uint64_t newest_start, newest_end; /* where its bytes start and end */
+    uint8_t newest_closed;             /* it closed the stream */
+    rn_write_identity claim;           /* the write (epoch, 0) that opened the epoch */
+    uint8_t above_floor;               /* opened or lifted above the stream's epoch floor */
+    /* The claim closed closed_epoch: every seq up to closed_seq applied. */
+    uint8_t closes_epoch;
+    uint64_t closed_epoch, closed_seq;
+    uint8_t history;      /* rn_epoch_history of the current epoch */
+    uint64_t history_seq; /* RN_EPOCH_REWRITTEN: the highest seq that survived */
 } rn_producer;
 
 /* A stream. Fields are read-only outside the engine. */
@@ -56,14 +85,13 @@ typedef struct rn_stream {
     int64_t last_access_ms; /* TTL window start (not persisted; see ARCHITECTURE) */
     uint64_t tail;          /* bytes stored; the next append's offset */
     int closed;
-    /* The producer write that closed the stream, for idempotent repeats. */
-    int closed_by_producer;
-    char *close_producer_id;
-    size_t close_producer_id_len;
-    uint64_t close_epoch, close_seq;
     char *last_seq; /* Stream-Seq of the last append carrying one, or NULL */
     size_t last_seq_len;
     rn_map producers; /* id -> rn_producer */
+    /* Epoch floor (ext §5.4): the highest epoch of any producer state
+     * discarded from this stream, when any was. */
+    int has_floor;
+    uint64_t epoch_floor;
     /* Forks: bytes below fork_offset are the source's (read through it,
      * never copied); the stream's own bytes start at fork_offset. */
     struct rn_stream *source; /* NULL unless a fork */
@@ -91,7 +119,6 @@ typedef struct rn_stream {
     uint64_t previous_incarnation;
     uint64_t inherited_offset;
     int written_since_rewrite;
-    uint64_t history_closed_epochs; /* rewrites so far (closes older epochs) */
     /* engine-private */
     int pending_create; /* created in the log, not yet applied: invisible */
     int busy;           /* a mutation of this stream is in the log */
@@ -107,7 +134,8 @@ typedef enum {
     RN_OP_DELETE,
     RN_OP_PUBLISH, /* snapshot whose body is already durable as a blob */
     RN_OP_RETAIN,
-    RN_OP_REWRITE, /* history rewrite (operator action; test hook today) */
+    RN_OP_REWRITE,          /* history rewrite (operator action; test hook today) */
+    RN_OP_EXPIRE_PRODUCERS, /* internal: discards idle producer state */
 } rn_op_kind;
 
 typedef enum {
@@ -119,15 +147,22 @@ typedef enum {
     RN_OK_PUBLISHED, /* snapshot now the latest (or a repeat of it: see repeat) */
     RN_OK_RETAINED,  /* retention applied or already there: see stream->retained */
     RN_OK_REWRITTEN,
+    RN_OK_PRODUCERS_EXPIRED,
     RN_ERR_NOT_FOUND,
-    RN_ERR_CONFIG_MISMATCH, /* create: existing stream differs */
-    RN_ERR_CLOSED,          /* append to a closed stream */
-    RN_ERR_CONTENT_TYPE,    /* append content type differs */
-    RN_ERR_SEQ_REGRESSION,  /* Stream-Seq not above the last one */
-    RN_ERR_STALE_EPOCH,     /* producer epoch below the current one */
-    RN_ERR_EPOCH_SEQ,       /* new epoch must start at seq 0 */
-    RN_ERR_SEQ_GAP,         /* producer seq skipped ahead */
-    RN_ERR_EMPTY_BODY,      /* append without data and without close */
+    RN_ERR_CONFIG_MISMATCH,  /* create: existing stream differs */
+    RN_ERR_CLOSED,           /* append to a closed stream */
+    RN_ERR_CONTENT_TYPE,     /* append content type differs */
+    RN_ERR_SEQ_REGRESSION,   /* Stream-Seq not above the last one */
+    RN_ERR_STALE_EPOCH,      /* producer epoch older than the current one; nothing known of it */
+    RN_ERR_EPOCH_CLOSED,     /* the write's epoch is closed: see closed_epoch, closed_by_history */
+    RN_ERR_KEY_CONFLICT,     /* the key holds a write with another identity */
+    RN_ERR_PRODUCER_EXPIRED, /* the epoch may be one the server forgot (floor) */
+    RN_ERR_PRODUCER_LIMIT,   /* the stream holds as many producers as it may */
+    RN_ERR_EPOCH_SEQ,        /* new epoch must start at seq 0 */
+    RN_ERR_SEQ_GAP,          /* producer seq skipped ahead */
+    RN_ERR_EMPTY_BODY,       /* append without data and without close */
+    RN_ERR_MISSING_CONTENT_TYPE, /* append with data but no content type */
+    RN_ERR_DIGEST_MISMATCH,      /* the body's BLAKE3 differs from Producer-Digest */
     RN_ERR_JSON_INVALID,
     RN_ERR_JSON_EMPTY_ARRAY,
     RN_ERR_JSON_TOO_DEEP,
@@ -166,6 +201,8 @@ struct rn_op {
     size_t producer_id_len;
     uint64_t producer_epoch;
     uint64_t producer_seq;
+    int has_producer_digest; /* Producer-Digest: the write's identity (ext §5.2) */
+    uint8_t producer_digest[32];
     int has_seq;
     const char *seq;
     size_t seq_len;
@@ -198,11 +235,24 @@ struct rn_op {
      * DELETED; otherwise it may be read (not kept) inside done(). */
     rn_result result;
     rn_stream *stream;
-    uint64_t next_offset;        /* tail after the operation */
-    int stream_closed;           /* stream is closed after the operation */
-    uint64_t current_epoch;      /* STALE_EPOCH: the server's epoch */
-    uint64_t expected_seq;       /* SEQ_GAP */
-    uint64_t ack_epoch, ack_seq; /* producer success: epoch and highest seq */
+    uint64_t next_offset; /* tail after the operation */
+    int stream_closed;    /* stream is closed after the operation */
+    /* Producer answers (ext §5.3). */
+    uint64_t current_epoch;      /* producer 403s: Producer-Epoch (the floor when expired) */
+    uint64_t expected_seq;       /* SEQ_GAP and EPOCH_SEQ */
+    uint64_t ack_epoch, ack_seq; /* producer success: epoch and its highest applied seq */
+    /* Producer success: with `receipt`, the write's range and whether it
+     * closed the stream; without, its receipt was evicted. */
+    int receipt;
+    uint64_t receipt_start, receipt_end;
+    int receipt_closed;
+    /* A claim's answer, and EPOCH_CLOSED: epoch closed_epoch is closed (by
+     * a claim, or by a rewrite when closed_by_history) and every seq up to
+     * closed_seq applied (is in the current history). */
+    int closes_epoch;
+    int closed_by_history;
+    uint64_t closed_epoch, closed_seq;
+    uint64_t retry_after_s; /* PRODUCER_LIMIT */
 
     /* engine-private */
     rn_engine *engine;
@@ -220,6 +270,13 @@ typedef struct {
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes; /* checkpoint after this much log */
     int max_open_files;
+    /* Producer state (ext §5.4) is kept while its producer wrote within
+     * producer_ttl_ms (0: 7 days); a stream holds at most producer_cap
+     * producers (0: 4096), and admits another one by discarding the least
+     * recently written producer once that one is idle for an hour (or
+     * producer_ttl_ms, when shorter). */
+    uint64_t producer_ttl_ms;
+    uint64_t producer_cap;
 } rn_engine_config;
 
 /* What observers hear about applied changes (never during recovery). */
@@ -294,8 +351,18 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int
  * streams on a message boundary. */
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
 
-/* Deletes expired streams; the server calls this periodically. */
+/* Deletes expired streams and discards idle producer state (raising the
+ * streams' epoch floors); the server calls this periodically. */
 void rn_engine_sweep_expired(rn_engine *e);
+
+/* Answers an append before its body arrives (ext §5.5), when the answer
+ * depends on the headers alone: op (kind APPEND, with producer headers and
+ * Stream-Incarnation; no body) is evaluated against the applied state of an
+ * idle stream whose incarnation matches. Returns 1 and fills op's outcome
+ * (result, stream, ...; done() is not called) when it is a producer repeat
+ * (RN_OK_DUPLICATE) or a key conflict (RN_ERR_KEY_CONFLICT); returns 0 and
+ * changes nothing otherwise: the write is then submitted with its body. */
+int rn_engine_answer_early(rn_engine *e, rn_op *op);
 
 /* Fault injection for tests: the next n log syncs fail. */
 void rn_engine_inject_sync_failures(rn_engine *e, int n);

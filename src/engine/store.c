@@ -18,6 +18,7 @@
 typedef struct open_file {
     uint64_t key; /* map key: stream id * 2 + file kind */
     int fd;
+    uint64_t reserved_end;         /* blocks below this are known to be reserved */
     struct open_file *prev, *next; /* LRU: head is most recent */
 } open_file;
 
@@ -149,25 +150,43 @@ int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end) {
     return 0;
 }
 
-static int reserve(int fd, uint64_t off, uint64_t len) {
-    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0) {
-        if (errno == EOPNOTSUPP || errno == ENOSYS)
-            return 0; /* file system without preallocation: best effort */
-        return -errno;
+/* Makes sure [off, off+len) of a file has disk blocks, reserving ahead in
+ * chunks that grow with the file (64 KiB up to 4 MiB) so that appends pay a
+ * fallocate only now and then. Falls back to the exact range when the disk
+ * is too full for a chunk. */
+static int reserve(open_file *f, uint64_t off, uint64_t len) {
+    uint64_t end = off + len;
+    if (end <= f->reserved_end)
+        return 0;
+    uint64_t ahead = end < (64u << 10) ? (64u << 10) : end > (4u << 20) ? (4u << 20) : end;
+    uint64_t from = f->reserved_end > off ? f->reserved_end : off;
+    if (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(end + ahead - from)) == 0) {
+        f->reserved_end = end + ahead;
+        return 0;
     }
-    return 0;
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+        f->reserved_end = UINT64_MAX; /* file system without preallocation: best effort */
+        return 0;
+    }
+    if (errno == ENOSPC &&
+        fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(end - from)) == 0) {
+        f->reserved_end = end;
+        return 0;
+    }
+    return -errno;
 }
 
 int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k) {
     if (len == 0)
         return 0;
-    int fd = get_fd(st, id, RN_FILE_DATA, 1);
-    int rc = fd < 0 ? fd : reserve(fd, off, len);
-    if (rc == 0) {
-        fd = get_fd(st, id, RN_FILE_INDEX, 1);
-        rc = fd < 0 ? fd : reserve(fd, k * 8, 8);
-    }
-    return rc;
+    int rc = get_fd(st, id, RN_FILE_DATA, 1);
+    if (rc >= 0)
+        rc = reserve(st->head, off, len); /* get_fd leaves the file at the LRU head */
+    if (rc >= 0)
+        rc = get_fd(st, id, RN_FILE_INDEX, 1);
+    if (rc >= 0)
+        rc = reserve(st->head, k * 8, 8);
+    return rc < 0 ? rc : 0;
 }
 
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off) {
@@ -195,9 +214,11 @@ int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends)
         return fd;
     if (ftruncate(fd, (off_t)len) < 0)
         return -errno;
+    st->head->reserved_end = 0; /* truncation may free reserved blocks */
     fd = get_fd(st, id, RN_FILE_INDEX, 1);
     if (fd < 0)
         return fd;
+    st->head->reserved_end = 0;
     return ftruncate(fd, (off_t)(appends * 8)) < 0 ? -errno : 0;
 }
 

@@ -7,8 +7,10 @@
  * fdatasync). The loop thread never touches the job while it is in flight.
  */
 #include "log/wal.h"
+#include "util/fault.h"
 #include "util/buf.h"
 #include "util/crc32c.h"
+#include "util/metrics.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,10 +37,13 @@ typedef struct {
     uint64_t open_segment;
     uint64_t open_prev_valid_end;
     int opened;        /* the worker created open_segment */
+    int use_spare;     /* create open_segment from the prepared spare */
     uint64_t sealed;   /* after a failure, the segment the worker moved to (0: none) */
     int status;        /* 0 or negative errno, set by the worker */
     uint64_t bytes;    /* bytes the batch appended */
     int fail_injected; /* test hook: report EIO without syncing */
+    uint64_t records;  /* entries in the batch */
+    uint64_t write_us; /* time of the write and its fdatasync */
 } wal_job;
 
 struct rn_wal {
@@ -56,7 +61,21 @@ struct rn_wal {
     int in_flight;
     rn_wal_batch_hook hook;
     void *hook_arg;
+    /* The spare: a zero-filled, synced file the next segment is renamed
+     * from, so fdatasync of a segment never has to journal block
+     * allocations (see prepare_spare). */
+    uv_work_t spare_work;
+    int spare_state;  /* SPARE_NONE, SPARE_PREPARING or SPARE_READY */
+    int preallocate;  /* use spares at all (rn_wal_options) */
+    int preallocated; /* the current segment came from a spare */
+    int spare_status;
 };
+
+enum { SPARE_NONE, SPARE_PREPARING, SPARE_READY };
+
+static void spare_path(const char *dir, char *out, size_t cap) {
+    snprintf(out, cap, "%s/wal/spare.tmp", dir);
+}
 
 static void segment_path(const char *dir, uint64_t n, char *out, size_t cap) {
     snprintf(out, cap, "%s/wal/%020llu.log", dir, (unsigned long long)n);
@@ -94,12 +113,20 @@ static int fsync_dir(const char *path) {
     return rc;
 }
 
-/* Creates segment n with its header, durably (file and directory synced).
- * Returns the fd or a negative errno. Runs on the worker thread or at open. */
-static int create_segment(const char *dir, uint64_t n, uint64_t prev_end) {
-    char path[PATH_MAX];
+/* Creates segment n with its header, durably (file and directory synced),
+ * from the prepared spare when use_spare is set. Returns the fd or a
+ * negative errno. Runs on the worker thread or at open. */
+static int create_segment(const char *dir, uint64_t n, uint64_t prev_end, int use_spare) {
+    char path[PATH_MAX], spare[PATH_MAX];
     segment_path(dir, n, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    spare_path(dir, spare, sizeof spare);
+    int fd = -1;
+    if (use_spare && rename(spare, path) == 0) {
+        rn_fault_point("wal-after-spare-rename");
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+    }
+    if (fd < 0)
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     uint8_t h[HEADER_BYTES];
@@ -155,7 +182,8 @@ static void batch_work(uv_work_t *req) {
     job->opened = 0;
     job->sealed = 0;
     if (job->open_segment) {
-        int fd = create_segment(wal->dir, job->open_segment, job->open_prev_valid_end);
+        int fd =
+            create_segment(wal->dir, job->open_segment, job->open_prev_valid_end, job->use_spare);
         if (fd < 0) {
             job->status = fd;
             return;
@@ -164,9 +192,13 @@ static void batch_work(uv_work_t *req) {
         wal->valid_end = HEADER_BYTES;
         job->opened = 1;
     }
+    uint64_t t0 = uv_hrtime();
     size_t count = 0;
-    for (rn_wal_entry *e = job->head; e; e = e->next)
+    job->records = 0;
+    for (rn_wal_entry *e = job->head; e; e = e->next) {
         count += 1 + (size_t)e->pieces;
+        job->records++;
+    }
     struct iovec *iov = rn_xmalloc(count * sizeof *iov);
     size_t k = 0;
     for (rn_wal_entry *e = job->head; e; e = e->next) {
@@ -179,10 +211,13 @@ static void batch_work(uv_work_t *req) {
     }
     int rc = write_all(wal->fd, iov, (int)count, wal->valid_end);
     free(iov);
+    rn_fault_point("wal-after-write");
     if (rc == 0 && job->fail_injected)
         rc = -EIO;
     if (rc == 0 && fdatasync(wal->fd) < 0)
         rc = -errno;
+    rn_fault_point("wal-after-sync");
+    job->write_us = (uv_hrtime() - t0) / 1000;
     job->status = rc;
     if (rc != 0) {
         /* Bytes of the failed batch may be on disk, and recovery replays the
@@ -193,7 +228,7 @@ static void batch_work(uv_work_t *req) {
          * the next batch opens the segment (the failed records are then only
          * ignored once a later batch got that far). */
         uint64_t cur = job->opened ? job->open_segment : wal->segment;
-        int fd = create_segment(wal->dir, cur + 1, wal->valid_end);
+        int fd = create_segment(wal->dir, cur + 1, wal->valid_end, 0);
         if (fd >= 0) {
             close(wal->fd);
             wal->fd = fd;
@@ -205,22 +240,78 @@ static void batch_work(uv_work_t *req) {
 
 static void start_batch(rn_wal *wal);
 
+/* Zero-fills and syncs the spare file on a worker thread. A segment renamed
+ * from it already owns written blocks for its whole length, so the appends'
+ * fdatasync only flushes data: no block allocation or size change has to
+ * be journaled, and (on ext4 with data=ordered) no journal commit drags the
+ * stream files' dirty pages into every sync. */
+static void spare_work(uv_work_t *w) {
+    rn_wal *wal = w->data;
+    char path[PATH_MAX];
+    spare_path(wal->dir, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        wal->spare_status = -errno;
+        return;
+    }
+    enum { PIECE = 1 << 20 };
+    uint8_t *zeros = rn_xcalloc(1, PIECE);
+    int rc = 0;
+    for (uint64_t off = 0; rc == 0 && off < wal->segment_bytes; off += PIECE) {
+        size_t n = wal->segment_bytes - off < PIECE ? (size_t)(wal->segment_bytes - off) : PIECE;
+        if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
+            rc = errno ? -errno : -EIO;
+    }
+    free(zeros);
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc < 0)
+        unlink(path);
+    wal->spare_status = rc;
+}
+
+static void spare_done(uv_work_t *w, int status) {
+    rn_wal *wal = w->data;
+    wal->spare_state = status == 0 && wal->spare_status == 0 ? SPARE_READY : SPARE_NONE;
+}
+
+/* Starts preparing the spare unless one exists or is being prepared. */
+static void prepare_spare(rn_wal *wal) {
+    if (!wal->preallocate || wal->spare_state != SPARE_NONE)
+        return;
+    wal->spare_state = SPARE_PREPARING;
+    wal->spare_work.data = wal;
+    uv_queue_work(wal->loop, &wal->spare_work, spare_work, spare_done);
+}
+
 static void batch_done(uv_work_t *req, int uv_status) {
     wal_job *job = req->data;
     rn_wal *wal = job->wal;
     int status = uv_status ? uv_status : job->status;
     wal->in_flight = 0;
-    if (job->opened)
+    if (job->opened) {
         wal->segment = job->open_segment;
-    if (job->sealed)
+        wal->preallocated = job->use_spare;
+    }
+    if (job->sealed) {
         wal->segment = job->sealed;
+        wal->preallocated = 0;
+    }
+    rn_metric.wal_batches++;
+    rn_metric.wal_records += job->records;
+    rn_metric_sync(job->write_us);
     if (status == 0) {
+        rn_metric.wal_bytes += job->bytes;
         wal->valid_end += job->bytes;
         wal->total_written += job->bytes;
-    } else if (!job->sealed && wal->fd >= 0) {
-        /* The segment's tail is now unknown: never append to it again. */
-        close(wal->fd);
-        wal->fd = -1;
+    } else {
+        rn_metric.wal_sync_failures++;
+        if (!job->sealed && wal->fd >= 0) {
+            /* The segment's tail is now unknown: never append to it again. */
+            close(wal->fd);
+            wal->fd = -1;
+        }
     }
     rn_wal_entry *e = job->head;
     job->head = NULL;
@@ -231,6 +322,7 @@ static void batch_done(uv_work_t *req, int uv_status) {
     }
     if (wal->hook)
         wal->hook(wal->hook_arg);
+    prepare_spare(wal);
     start_batch(wal);
 }
 
@@ -241,13 +333,17 @@ static void start_batch(rn_wal *wal) {
     job->head = wal->queue_head;
     wal->queue_head = wal->queue_tail = NULL;
     job->open_segment = 0;
-    if (wal->fd < 0 || wal->rotate_requested || wal->valid_end >= wal->segment_bytes) {
+    if (wal->fd < 0 || wal->rotate_requested || wal->valid_end >= wal->segment_bytes ||
+        (!wal->preallocated && wal->spare_state == SPARE_READY)) {
         if (wal->fd >= 0) {
             close(wal->fd);
             wal->fd = -1;
         }
         job->open_segment = wal->segment + 1;
         job->open_prev_valid_end = wal->valid_end;
+        job->use_spare = wal->spare_state == SPARE_READY;
+        if (job->use_spare)
+            wal->spare_state = SPARE_NONE; /* the batch consumes it */
         wal->rotate_requested = 0;
     }
     job->fail_injected = 0;
@@ -425,7 +521,13 @@ int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, 
             if (rc == 0 && limit != UINT64_MAX && end != limit)
                 rc = RN_WAL_CORRUPT;
             if (rc == 0 && i + 1 == n) {
-                out->torn_bytes = size - end;
+                /* Zeros past the records are the segment's preallocation,
+                 * not a torn write: count only what lies before them. */
+                size_t last = size;
+                while (last > end && map[last - 1] == 0)
+                    last--;
+                out->torn_bytes = last - end;
+                out->zero_bytes = size - last;
                 if (end < size && (ftruncate(fd, (off_t)end) < 0 || fsync(fd) < 0))
                     rc = -errno;
             }
@@ -446,10 +548,11 @@ rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec
     wal->loop = loop;
     wal->dir = rn_xstrdup(dir);
     wal->segment_bytes = opts->segment_bytes;
+    wal->preallocate = opts->preallocate;
     wal->job.wal = wal;
     wal->job.req.data = &wal->job;
     uint64_t seg = rec->last_segment + 1;
-    int fd = create_segment(dir, seg, rec->last_segment ? rec->last_valid_end : 0);
+    int fd = create_segment(dir, seg, rec->last_segment ? rec->last_valid_end : 0, 0);
     if (fd < 0) {
         *err = fd;
         free(wal->dir);
@@ -459,6 +562,7 @@ rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec
     wal->fd = fd;
     wal->segment = seg;
     wal->valid_end = HEADER_BYTES;
+    prepare_spare(wal); /* the first batch after it is ready switches to it */
     return wal;
 }
 
@@ -490,7 +594,7 @@ void rn_wal_drop_before(rn_wal *wal, uint64_t segment) {
 }
 
 int rn_wal_busy(const rn_wal *wal) {
-    return wal->in_flight || wal->queue_head != NULL;
+    return wal->in_flight || wal->queue_head != NULL || wal->spare_state == SPARE_PREPARING;
 }
 
 uint64_t rn_wal_bytes_written(const rn_wal *wal) {
@@ -504,6 +608,8 @@ void rn_wal_inject_sync_failures(rn_wal *wal, int n) {
 void rn_wal_close(rn_wal *wal) {
     if (!wal)
         return;
+    while (wal->spare_state == SPARE_PREPARING) /* its worker still uses wal */
+        uv_run(wal->loop, UV_RUN_ONCE);
     if (wal->fd >= 0)
         close(wal->fd);
     free(wal->dir);

@@ -47,6 +47,9 @@ struct rn_wal_entry {
 
 typedef struct {
     uint64_t segment_bytes; /* rotate to a new segment past this size */
+    /* Write segments into zero-filled, synced files prepared in the
+     * background, so syncs journal no block allocations (see wal.c). */
+    int preallocate;
 } rn_wal_options;
 
 /* Result of recovery: where the log continues. */
@@ -54,7 +57,8 @@ typedef struct {
     uint64_t last_segment;   /* highest segment number replayed (0: none) */
     uint64_t last_valid_end; /* valid length of that segment */
     uint64_t records;        /* records replayed */
-    uint64_t torn_bytes;     /* bytes cut from the tail of the last segment */
+    uint64_t torn_bytes;     /* non-zero bytes cut from the tail of the last segment */
+    uint64_t zero_bytes;     /* trailing zero bytes cut (unused preallocation) */
 } rn_wal_recovery;
 
 /* Called for each valid record during recovery, in log order. Returning
@@ -106,7 +110,8 @@ uint64_t rn_wal_bytes_written(const rn_wal *wal);
  * returned EIO (nothing of them is acknowledged). */
 void rn_wal_inject_sync_failures(rn_wal *wal, int n);
 
-/* Closes files; the log must not be busy. */
+/* Closes files. No batch may be in flight; a spare segment still being
+ * prepared is waited for (running the loop). */
 void rn_wal_close(rn_wal *wal);
 
 #endif

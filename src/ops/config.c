@@ -4,11 +4,20 @@
 #include "ops/config.h"
 #include "util/text.h"
 
+#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { KIND_U64, KIND_LISTEN, KIND_PATH, KIND_TEXT, KIND_URL, KIND_FLAG } setting_kind;
+typedef enum {
+    KIND_U64,
+    KIND_LISTEN,
+    KIND_PATH,
+    KIND_TEXT,
+    KIND_URL,
+    KIND_FLAG,
+    KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
+} setting_kind;
 
 typedef struct {
     const char *flag; /* without the leading -- */
@@ -16,26 +25,39 @@ typedef struct {
     setting_kind kind;
     size_t field; /* offset in rn_config */
     uint64_t def, min, max;
-    const char *def_text; /* default for LISTEN/PATH/TEXT/URL */
+    const char *def_text; /* default for LISTEN/PATH/TEXT/URL/CHOICE */
     const char *help;
+    const char *choices; /* KIND_CHOICE */
 } setting;
 
 #define U64(name, env, field, def, min, max, help)                                                 \
-    { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help }
+    { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help, NULL }
 
 static const setting SETTINGS[] = {
+    {"config", "RUNNEL_CONFIG", KIND_PATH, offsetof(rn_config, config_file), 0, 0, 0, NULL,
+     "configuration file: lines of `key = value` with the options' names as keys", NULL},
+    {"print-config", "RUNNEL_PRINT_CONFIG", KIND_FLAG, offsetof(rn_config, print_config), 0, 0, 0,
+     NULL, "print the effective configuration and exit", NULL},
+    {"log-format", "RUNNEL_LOG_FORMAT", KIND_CHOICE, offsetof(rn_config, log_format), 0, 0, 0,
+     "text", "log lines as text or json", "text|json"},
+    {"log-level", "RUNNEL_LOG_LEVEL", KIND_CHOICE, offsetof(rn_config, log_level), 0, 0, 0, "info",
+     "lowest level logged", "debug|info|warn|error"},
+    U64("access-log", "RUNNEL_ACCESS_LOG", access_log, 0, 0, 1,
+        "1: log one line per answered request (method, path without query, status, bytes, "
+        "microseconds)"),
     {"listen", "RUNNEL_LISTEN", KIND_LISTEN, 0, 0, 0, 0, "127.0.0.1:4437",
-     "HOST:PORT to listen on (IPv6 as [::1]:PORT)"},
+     "HOST:PORT to listen on (IPv6 as [::1]:PORT)", NULL},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
-     "./runnel-data", "directory of the embedded store (created if missing)"},
+     "./runnel-data", "directory of the embedded store (created if missing)", NULL},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
-     "Ursula-Cluster-Id to send (default: generated once, kept in the data dir)"},
+     "Ursula-Cluster-Id to send (default: generated once, kept in the data dir)", NULL},
     {"public-url", "RUNNEL_PUBLIC_URL", KIND_URL, offsetof(rn_config, public_url), 0, 0, 0, "",
      "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
-     "(default: http://LISTEN)"},
+     "(default: http://LISTEN)",
+     NULL},
     {"webhook-allow-loopback", "RUNNEL_WEBHOOK_ALLOW_LOOPBACK", KIND_FLAG,
      offsetof(rn_config, webhook_allow_loopback), 0, 0, 0, NULL,
-     "development only: allow webhook URLs on http(s)://localhost and 127.0.0.x"},
+     "development only: allow webhook URLs on http(s)://localhost and 127.0.0.x", NULL},
     U64("webhook-timeout-ms", "RUNNEL_WEBHOOK_TIMEOUT_MS", webhook_timeout_ms, 10000, 100, 600000,
         "how long one webhook delivery attempt may take before it counts as failed"),
     U64("long-poll-timeout-ms", "RUNNEL_LONG_POLL_TIMEOUT_MS", long_poll_timeout_ms, 30000, 1,
@@ -69,6 +91,12 @@ static const setting SETTINGS[] = {
     U64("cold-store", "RUNNEL_COLD_STORE", cold_store, 1, 0, 1,
         "1: keep large snapshot bodies and snapshot parts in the local cold store; 0: no cold "
         "store (parts answer 501)"),
+    U64("producer-ttl-ms", "RUNNEL_PRODUCER_TTL_MS", producer_ttl_ms, 604800000, 100, 1ull << 40,
+        "a producer's state is kept while it wrote within this long; idle state is discarded and "
+        "raises the stream's epoch floor"),
+    U64("producer-cap", "RUNNEL_PRODUCER_CAP", producer_cap, 4096, 1, 1000000,
+        "producers a stream holds; one more displaces the least recently written one once it is "
+        "idle for an hour (or --producer-ttl-ms when shorter), else gets 429"),
     U64("parts-grace-ms", "RUNNEL_PARTS_GRACE_MS", parts_grace_ms, 86400000, 1000, 1ull << 40,
         "staged snapshot parts no commit used are deleted after this long"),
     U64("test-hooks", "RUNNEL_TEST_HOOKS", test_hooks, 0, 0, 1,
@@ -91,7 +119,27 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         *(uint64_t *)((char *)cfg + s->field) = n;
         return 0;
     }
+    case KIND_CHOICE: {
+        size_t n = strlen(v);
+        const char *c = s->choices;
+        while (c && *c) {
+            const char *bar = strchr(c, '|');
+            size_t len = bar ? (size_t)(bar - c) : strlen(c);
+            if (len == n && memcmp(c, v, n) == 0 && n < 8) {
+                memcpy((char *)cfg + s->field, v, n + 1);
+                return 0;
+            }
+            c = bar ? bar + 1 : NULL;
+        }
+        snprintf(err, errcap, "%s: %s must be one of %s (got \"%s\")", source, s->flag, s->choices,
+                 v);
+        return -1;
+    }
     case KIND_PATH: {
+        if (!*v && s->field == offsetof(rn_config, config_file)) {
+            cfg->config_file[0] = 0;
+            return 0;
+        }
         if (!*v || strlen(v) >= sizeof cfg->data_dir) {
             snprintf(err, errcap, "%s: %s must be a non-empty path", source, s->flag);
             return -1;
@@ -156,7 +204,8 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
 void rn_config_usage(void) {
     printf("usage: runnel serve [options]\n\n"
            "Starts a Durable Streams server on an embedded durable store.\n"
-           "Every option can also be set by its environment variable; flags win.\n\n");
+           "Every option can also be set by its environment variable or, by its name, in the\n"
+           "configuration file; flags win over the environment, which wins over the file.\n\n");
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
         char def[64];
@@ -171,6 +220,68 @@ void rn_config_usage(void) {
     printf("  --%-24s %s\n", "help", "show this text");
 }
 
+static const setting *find_setting(const char *name, size_t len) {
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (strlen(SETTINGS[i].flag) == len && strncmp(SETTINGS[i].flag, name, len) == 0)
+            return &SETTINGS[i];
+    return NULL;
+}
+
+typedef struct {
+    rn_config *cfg;
+    const char *path;
+    char *err;
+    size_t errcap;
+    int failed;
+} file_load;
+
+static int on_ini_entry(void *user, const char *section, const char *name, const char *value) {
+    file_load *l = user;
+    if (l->failed)
+        return 0;
+    const setting *s = find_setting(name, strlen(name));
+    char source[4200];
+    snprintf(source, sizeof source, "%s: key %s", l->path, name);
+    if (section[0] || !s || s->field == offsetof(rn_config, config_file)) {
+        snprintf(l->err, l->errcap,
+                 "%s: unknown key \"%s%s%s\" (keys are the option names of "
+                 "runnel serve --help, outside any [section])",
+                 source, section, section[0] ? "." : "", name);
+        l->failed = 1;
+        return 0;
+    }
+    if (set_value(l->cfg, s, value, source, l->err, l->errcap))
+        l->failed = 1;
+    return !l->failed;
+}
+
+/* Applies the configuration file named by --config or RUNNEL_CONFIG. */
+static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
+    const char *path = getenv("RUNNEL_CONFIG");
+    for (int a = 0; a < argc; a++) {
+        if (strncmp(argv[a], "--config=", 9) == 0)
+            path = argv[a] + 9;
+        else if (strcmp(argv[a], "--config") == 0 && a + 1 < argc)
+            path = argv[++a];
+    }
+    if (!path || !*path)
+        return 0;
+    file_load l = {cfg, path, err, errcap, 0};
+    int rc = ini_parse(path, on_ini_entry, &l);
+    if (l.failed)
+        return -1;
+    if (rc < 0) {
+        snprintf(err, errcap, "cannot read configuration file %s", path);
+        return -1;
+    }
+    if (rc > 0) {
+        snprintf(err, errcap, "%s:%d: not a `key = value` line", path, rc);
+        return -1;
+    }
+    snprintf(cfg->config_file, sizeof cfg->config_file, "%s", path);
+    return 0;
+}
+
 int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NSETTINGS; i++) {
@@ -179,9 +290,17 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
             *(uint64_t *)((char *)cfg + s->field) = s->def;
         else if (s->kind == KIND_FLAG)
             *(int *)((char *)cfg + s->field) = (int)s->def;
-        else if (set_value(cfg, s, s->def_text, "default", err, errcap))
+        else if (s->def_text && set_value(cfg, s, s->def_text, "default", err, errcap))
             return -1;
     }
+    for (int a = 0; a < argc; a++) {
+        if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+            rn_config_usage();
+            return 1;
+        }
+    }
+    if (load_file(cfg, argc, argv, err, errcap))
+        return -1;
     for (size_t i = 0; i < NSETTINGS; i++) {
         const char *v = getenv(SETTINGS[i].env);
         if (v && set_value(cfg, &SETTINGS[i], v, SETTINGS[i].env, err, errcap))
@@ -189,10 +308,6 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
     }
     for (int a = 0; a < argc; a++) {
         const char *arg = argv[a];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            rn_config_usage();
-            return 1;
-        }
         if (strncmp(arg, "--", 2) != 0) {
             snprintf(err, errcap, "unexpected argument \"%s\" (see runnel serve --help)", arg);
             return -1;
@@ -200,11 +315,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        const setting *s = NULL;
-        for (size_t i = 0; i < NSETTINGS; i++)
-            if (strlen(SETTINGS[i].flag) == name_len &&
-                strncmp(SETTINGS[i].flag, name, name_len) == 0)
-                s = &SETTINGS[i];
+        const setting *s = find_setting(name, name_len);
         if (!s) {
             snprintf(err, errcap, "unknown option \"%.*s\" (see runnel serve --help)",
                      (int)name_len + 2, arg);
@@ -226,16 +337,28 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
     return 0;
 }
 
-void rn_config_describe(const rn_config *cfg, char *out, size_t cap) {
-    size_t n = (size_t)snprintf(out, cap, "listen=%s:%d data-dir=%s", cfg->listen_host,
-                                cfg->listen_port, cfg->data_dir);
+void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = 0;
     for (size_t i = 0; i < NSETTINGS && n < cap; i++) {
         const setting *s = &SETTINGS[i];
-        if (s->kind == KIND_U64)
-            n += (size_t)snprintf(
-                out + n, cap - n, " %s=%llu", s->flag,
-                (unsigned long long)*(const uint64_t *)((const char *)cfg + s->field));
-        else if (s->kind == KIND_FLAG && *(const int *)((const char *)cfg + s->field))
-            n += (size_t)snprintf(out + n, cap - n, " %s", s->flag);
+        const char *field = (const char *)cfg + s->field;
+        const char *lead = i ? sep : "";
+        switch (s->kind) {
+        case KIND_U64:
+            n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu", lead, s->flag,
+                                  (unsigned long long)*(const uint64_t *)field);
+            break;
+        case KIND_FLAG:
+            n += (size_t)snprintf(out + n, cap - n, "%s%s=%d", lead, s->flag, *(const int *)field);
+            break;
+        case KIND_LISTEN:
+            n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, cfg->listen_host,
+                                  cfg->listen_port);
+            break;
+        default:
+            n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag, field);
+            break;
+        }
     }
 }

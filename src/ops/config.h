@@ -1,7 +1,8 @@
 /*
  * config.h — runnel serve's settings: one table defines every setting's
- * flag, environment variable, default, bounds and help text. Precedence:
- * flags > environment > defaults.
+ * flag, environment variable, configuration-file key (the flag's name),
+ * default, bounds and help text. Precedence: flags > environment >
+ * configuration file (--config / RUNNEL_CONFIG) > defaults.
  */
 #ifndef RN_CONFIG_H
 #define RN_CONFIG_H
@@ -35,6 +36,13 @@ typedef struct {
     uint64_t cold_store; /* 1: the local-directory cold store; 0: none */
     uint64_t test_hooks; /* 1: enable /__runnel/test/ (history rewrites) */
     uint64_t parts_grace_ms;
+    uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
+    uint64_t producer_cap;    /* producers per stream */
+    char config_file[4096];   /* empty: none */
+    int print_config;         /* print the effective configuration and exit */
+    char log_format[8];       /* "text" or "json" */
+    char log_level[8];        /* "debug", "info", "warn" or "error" */
+    uint64_t access_log;      /* 1: one log line per answered request */
 } rn_config;
 
 /* Fills cfg from defaults, the environment and argv (the arguments after
@@ -43,7 +51,8 @@ typedef struct {
 int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap);
 /* Prints the --help text. */
 void rn_config_usage(void);
-/* Writes the effective configuration as one line of key=value pairs. */
-void rn_config_describe(const rn_config *cfg, char *out, size_t cap);
+/* Writes the effective configuration as key=value pairs separated by sep
+ * (" " for a log line, "\n" for --print-config). */
+void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap);
 
 #endif

@@ -8,6 +8,7 @@
  * them is a walk from the head.
  */
 #include "subs/durable.h"
+#include "ops/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -143,8 +144,8 @@ static void write_done(uv_work_t *req, int status) {
         answer_waiters(d, covers, 0);
         schedule(d, 0);
     } else {
-        fprintf(stderr, "runnel: writing %s/%s failed: %s; retrying\n", d->dir, d->name,
-                strerror(-rc));
+        rn_log(RN_LOG_ERROR, "state_write_failed", "writing %s/%s failed: %s; retrying in 1 s",
+               d->dir, d->name, strerror(-rc));
         answer_waiters(d, covers, rc);
         schedule(d, RETRY_MS);
     }

@@ -4,6 +4,7 @@
 #include "subs/keys.h"
 #include "subs/b64url.h"
 #include "subs/durable.h"
+#include "ops/log.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -147,7 +148,7 @@ void rn_subs_keys_sign_webhook(const rn_subs_keys *k, int64_t ts, const uint8_t 
     if (!ctx || EVP_DigestSignInit(ctx, NULL, NULL, NULL, k->signing) != 1 ||
         EVP_DigestSign(ctx, sig, &sig_len, msg.data, msg.len) != 1) {
         /* Ed25519 signing of a buffer cannot fail short of memory exhaustion. */
-        fprintf(stderr, "runnel: fatal: Ed25519 signing failed\n");
+        rn_log(RN_LOG_ERROR, "fatal", "Ed25519 signing failed");
         abort();
     }
     EVP_MD_CTX_free(ctx);

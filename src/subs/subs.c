@@ -18,6 +18,7 @@
  * A stream event touching no subscription costs one map lookup.
  */
 #include "subs/subs_int.h"
+#include "ops/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -230,7 +231,7 @@ void rn_subs_stop(rn_subs *S) {
 
 void rn_subs_close(rn_subs *S) {
     if (rn_durable_close(S->state) < 0)
-        fprintf(stderr, "runnel: the final subscriptions state write failed; changes since the "
-                        "last successful write are lost\n");
+        rn_log(RN_LOG_ERROR, "subs_state_write",
+               "the final write failed; changes since the last successful write are lost");
     free_module(S);
 }

@@ -11,9 +11,9 @@
  * failure is logged and the wake stays claimable.
  */
 #include "subs/subs_int.h"
+#include "ops/log.h"
 #include "util/clock.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,8 +38,9 @@ static void mark_announced(rn_subs *S, const char *id, const char *wake_id) {
 static void on_appended(rn_op *op) {
     wake_append *wa = op->arg;
     if (op->result != RN_OK_APPENDED)
-        fprintf(stderr, "runnel: wake event of subscription %s to %s refused (result %d)\n",
-                wa->sub_id, wa->path, (int)op->result);
+        rn_log(RN_LOG_WARN, "wake_event_refused",
+               "subscription %s: the append to %s failed (result %d)", wa->sub_id, wa->path,
+               (int)op->result);
     mark_announced(wa->S, wa->sub_id, wa->wake_id);
     rn_buf_free(&op->head);
     rn_buf_free(&op->stored);
@@ -54,8 +55,8 @@ void rn_wakestream_announce(rn_subs *S, rn_sub *sub) {
     const char *path = sub->cfg.wake_stream;
     rn_stream *ws = rn_engine_find(S->engine, path, strlen(path));
     if (!ws) {
-        fprintf(stderr, "runnel: wake stream %s of subscription %s does not exist\n", path,
-                sub->id);
+        rn_log(RN_LOG_WARN, "wake_event_refused", "subscription %s: wake stream %s does not exist",
+               sub->id, path);
         mark_announced(S, sub->id, sub->wake_id);
         return;
     }

@@ -12,9 +12,9 @@
  * attempt and is retried with backoff.
  */
 #include "subs/subs_int.h"
+#include "ops/log.h"
 #include "util/clock.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +35,12 @@ static void on_result(void *arg, const rn_fetch_result *r) {
         return;
     }
     if (r->status)
-        fprintf(stderr, "runnel: webhook of subscription %s answered %ld (attempt %u)\n", sub->id,
-                r->status, sub->attempts + 1);
+        rn_log(RN_LOG_WARN, "webhook_failed",
+               "subscription %s: the receiver answered %ld (attempt %u)", sub->id, r->status,
+               sub->attempts + 1);
     else
-        fprintf(stderr, "runnel: webhook of subscription %s failed: %s (attempt %u)\n", sub->id,
-                r->error, sub->attempts + 1);
+        rn_log(RN_LOG_WARN, "webhook_failed", "subscription %s: %s (attempt %u)", sub->id, r->error,
+               sub->attempts + 1);
     rn_wake_delivery_failed(S, sub);
 }
 

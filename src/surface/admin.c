@@ -61,8 +61,28 @@ static void rewrite(rn_surface *sf, rn_request *req, const char *key, size_t key
     rn_engine_submit(rn_surface_engine(sf), &c->op);
 }
 
+/* POST test/fail-syncs?n=N: the next N log batches fail as if fdatasync
+ * had returned EIO (their writes are answered 503 and never apply). */
+static void fail_syncs(rn_surface *sf, rn_request *req, const char *query, size_t query_len) {
+    uint64_t n;
+    if (query_len < 3 || memcmp(query, "n=", 2) != 0 ||
+        rn_parse_strict_u64(query + 2, query_len - 2, 1000000, &n)) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    rn_engine_inject_sync_failures(rn_surface_engine(sf), (int)n);
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_http_respond(req, 204, &h, &body);
+}
+
 void rn_admin_handle(rn_surface *sf, rn_request *req, int test_hooks, const char *path,
                      size_t path_len, const char *query, size_t query_len) {
+    if (test_hooks && req->method == RN_HTTP_POST && path_len == 15 &&
+        memcmp(path, "test/fail-syncs", 15) == 0) {
+        fail_syncs(sf, req, query, query_len);
+        return;
+    }
     size_t n = sizeof REWRITE_PREFIX - 1;
     if (test_hooks && req->method == RN_HTTP_POST && path_len > n &&
         memcmp(path, REWRITE_PREFIX, n) == 0) {

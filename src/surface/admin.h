@@ -1,8 +1,9 @@
 /*
- * admin.h — operator routes under /__runnel/. Today: the test hook that
- * rewrites a stream's history (POST /__runnel/test/rewrite/{key}?keep=
- * <offset>), standing in for the operator actions (restore, accepted loss)
- * that will trigger rewrites later. It exists only with --test-hooks 1.
+ * admin.h — test hooks under /__runnel/test/, which exist only with
+ * --test-hooks 1: POST test/rewrite/{key}?keep=<offset> rewrites a stream's
+ * history (standing in for the operator actions, restore and accepted loss,
+ * that will trigger rewrites later); POST test/fail-syncs?n=N makes the next
+ * N log syncs fail (fault injection).
  */
 #ifndef RN_ADMIN_H
 #define RN_ADMIN_H

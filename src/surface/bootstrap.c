@@ -41,11 +41,10 @@ static void content_type_line(rn_buf *b, const char *ct, size_t len) {
     rn_buf_append_str(b, "\r\n");
 }
 
-void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
-                  size_t query_len) {
+void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_len, int has_query) {
     int has_token;
     uint64_t token;
-    if (query_len) {
+    if (has_query) {
         rn_reply_error(req, RN_E_QUERY_NOT_ACCEPTED, NULL);
         return;
     }

@@ -8,9 +8,8 @@
 
 #include "surface/streams.h"
 
-/* GET {stream}/bootstrap; query_len > 0 is refused (the resource takes none). */
-void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
-                  size_t query_len);
+/* GET {stream}/bootstrap; a query component is refused (it takes none). */
+void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_len, int has_query);
 /* GET|HEAD {stream}/incarnation/{token}/chunk/{offset}. */
 void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                    const char *token, size_t token_len, const char *offset, size_t offset_len);

@@ -6,6 +6,7 @@
 #include "surface/parts.h"
 #include "surface/reply.h"
 #include "surface/snapshots.h"
+#include "util/metrics.h"
 #include "util/text.h"
 
 #include <string.h>
@@ -77,11 +78,11 @@ static void method_not_allowed(rn_request *req, const char *allow) {
 
 /* Dispatches {stream}/<sub...> (ext §2–§4); 404 for anything else (§1.6). */
 static void subresource(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
-                        const segment *seg, int n, size_t query_len) {
+                        const segment *seg, int n, int has_query) {
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     if (n == 1 && seg_is(seg[0], "bootstrap")) {
         if (req->method == RN_HTTP_GET)
-            rn_bootstrap(sf, req, key, key_len, query_len);
+            rn_bootstrap(sf, req, key, key_len, has_query);
         else
             method_not_allowed(req, "GET, OPTIONS");
     } else if (n == 2 && seg_is(seg[0], "snapshot") && seg_is(seg[1], "parts") &&
@@ -110,7 +111,7 @@ static void subresource(rn_surface *sf, rn_request *req, const char *key, size_t
                (seg_is(seg[2], "chunk") || seg_is(seg[2], "snapshot"))) {
         if (!get)
             method_not_allowed(req, "GET, HEAD, OPTIONS");
-        else if (query_len)
+        else if (has_query)
             rn_reply_error(req, RN_E_QUERY_NOT_ACCEPTED, NULL);
         else if (seg_is(seg[2], "chunk"))
             rn_chunk_read(sf, req, key, key_len, seg[1].p, seg[1].len, seg[3].p, seg[3].len);
@@ -121,53 +122,77 @@ static void subresource(rn_surface *sf, rn_request *req, const char *key, size_t
     }
 }
 
-void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
-                     const char *query, size_t query_len) {
+/* A parsed /{bucket_id}[/{stream_id}[/sub...]] path. */
+typedef struct {
+    char bucket[MAX_KEY_BYTES * 3 + 1];
+    size_t bucket_len;
+    char key[MAX_KEY_BYTES + 1]; /* "bucket_id/stream_id" */
+    size_t key_len;
+    segment sub[5]; /* subresource segments (none for the stream itself) */
+    int nsub;
+} bucket_path;
+
+#define BUCKET_ONLY (-2) /* parse_path(): /{bucket_id} alone */
+
+/* Parses a path that starts with "/". Returns -1 for a stream path (key
+ * and sub set), BUCKET_ONLY (bucket set, not yet validated), or the error
+ * to answer. */
+static int parse_path(const char *path, size_t path_len, bucket_path *bp) {
     const char *p = path + 1, *end = path + path_len;
     const char *slash1 = memchr(p, '/', (size_t)(end - p));
-    char bucket[MAX_KEY_BYTES * 3 + 1], stream[MAX_KEY_BYTES * 3 + 1];
+    char stream[MAX_KEY_BYTES * 3 + 1];
     size_t braw = (size_t)((slash1 ? slash1 : end) - p);
-    long blen = braw < sizeof bucket ? rn_percent_decode(p, braw, bucket) : -1;
-    if (blen <= 0) {
-        rn_reply_error(req, blen == 0 ? RN_E_NOT_FOUND : RN_E_INVALID_BUCKET_ID, NULL);
-        return;
-    }
-    if (!slash1 || slash1 + 1 == end) {
-        bucket_only(req, bucket, (size_t)blen);
-        return;
-    }
+    long blen = braw < sizeof bp->bucket ? rn_percent_decode(p, braw, bp->bucket) : -1;
+    if (blen <= 0)
+        return blen == 0 ? RN_E_NOT_FOUND : RN_E_INVALID_BUCKET_ID;
+    bp->bucket_len = (size_t)blen;
+    if (!slash1 || slash1 + 1 == end)
+        return BUCKET_ONLY;
     const char *s = slash1 + 1;
     const char *slash2 = memchr(s, '/', (size_t)(end - s));
     const char *stream_end = slash2 ? slash2 : end;
-    segment sub[5];
-    int nsub = 0;
-    for (const char *q = slash2; q && q < end && nsub <= 4;) {
+    bp->nsub = 0;
+    for (const char *q = slash2; q && q < end && bp->nsub <= 4;) {
         const char *start = q + 1;
         const char *next = memchr(start, '/', (size_t)(end - start));
-        sub[nsub++] = (segment){start, (size_t)((next ? next : end) - start)};
+        bp->sub[bp->nsub++] = (segment){start, (size_t)((next ? next : end) - start)};
         q = next;
     }
-    if (slash2 && (nsub == 0 || nsub > 4)) {
-        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
-        return;
-    }
-    if (!rn_bucket_id_valid(bucket, (size_t)blen)) {
-        rn_reply_error(req, RN_E_INVALID_BUCKET_ID, NULL);
-        return;
-    }
+    if (slash2 && (bp->nsub == 0 || bp->nsub > 4))
+        return RN_E_NOT_FOUND;
+    if (!rn_bucket_id_valid(bp->bucket, (size_t)blen))
+        return RN_E_INVALID_BUCKET_ID;
     size_t sraw = (size_t)(stream_end - s);
     long slen = sraw < sizeof stream ? rn_percent_decode(s, sraw, stream) : -1;
-    if (slen < 0 || !rn_stream_id_valid(stream, (size_t)slen, (size_t)blen)) {
-        rn_reply_error(req, RN_E_INVALID_STREAM_ID, NULL);
-        return;
+    if (slen < 0 || !rn_stream_id_valid(stream, (size_t)slen, (size_t)blen))
+        return RN_E_INVALID_STREAM_ID;
+    memcpy(bp->key, bp->bucket, (size_t)blen);
+    bp->key[blen] = '/';
+    memcpy(bp->key + blen + 1, stream, (size_t)slen);
+    bp->key_len = (size_t)blen + 1 + (size_t)slen;
+    return -1;
+}
+
+void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
+                     const char *query, size_t query_len) {
+    bucket_path bp;
+    int r = parse_path(path, path_len, &bp);
+    if (r == BUCKET_ONLY) {
+        bucket_only(req, bp.bucket, bp.bucket_len);
+    } else if (r >= 0) {
+        rn_reply_error(req, (rn_error)r, NULL);
+    } else if (bp.nsub) {
+        req->route = RN_ROUTE_SUBRESOURCE;
+        /* These resources refuse any query component, even an empty one. */
+        int has_query = memchr(req->target, '?', req->target_len) != NULL;
+        subresource(sf, req, bp.key, bp.key_len, bp.sub, bp.nsub, has_query);
+    } else {
+        rn_streams_handle(sf, req, &RN_PROFILE_BUCKET, bp.key, bp.key_len, query, query_len);
     }
-    char key[MAX_KEY_BYTES + 1];
-    memcpy(key, bucket, (size_t)blen);
-    key[blen] = '/';
-    memcpy(key + blen + 1, stream, (size_t)slen);
-    size_t key_len = (size_t)blen + 1 + (size_t)slen;
-    if (slash2)
-        subresource(sf, req, key, key_len, sub, nsub, query_len);
-    else
-        rn_streams_handle(sf, req, &RN_PROFILE_BUCKET, key, key_len, query, query_len);
+}
+
+void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
+    bucket_path bp;
+    if (parse_path(path, path_len, &bp) == -1 && bp.nsub == 0)
+        rn_streams_answer_early(sf, req, bp.key, bp.key_len);
 }

@@ -52,6 +52,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                                  "the assembled snapshot exceeds the limit"},
     [RN_E_STAGED_PARTS_LIMIT] = {429, "STAGED_PARTS_LIMIT",
                                  "the stream holds as many staged parts as it may"},
+    [RN_E_PRODUCER_LIMIT] = {429, "PRODUCER_LIMIT",
+                             "the stream holds as many producers as it may; retry after "
+                             "Retry-After"},
     [RN_E_NO_COLD_STORE] = {501, "NO_COLD_STORE", "this server has no cold store for parts"},
     [RN_E_SNAPSHOT_COMMIT_IN_PROGRESS] = {503, "SNAPSHOT_COMMIT_IN_PROGRESS",
                                           "a commit or discard of this stream runs; retry"},
@@ -62,6 +65,14 @@ static const error_row TABLE[RN_E_COUNT] = {
                                "with a non-empty id and integers up to 2^53-1"},
     [RN_E_PRODUCER_EPOCH_SEQ] = {400, "INVALID_PRODUCER",
                                  "a new producer epoch must start at seq 0"},
+    [RN_E_PRODUCER_ON_CREATE] = {400, "INVALID_PRODUCER",
+                                 "a create takes no producer headers: create the stream, then "
+                                 "claim an epoch"},
+    [RN_E_INVALID_PRODUCER_DIGEST] = {400, "INVALID_PRODUCER",
+                                      "Producer-Digest must be one value of 64 lowercase hex "
+                                      "digits, on a write with the producer headers"},
+    [RN_E_PRODUCER_DIGEST_MISMATCH] = {400, "PRODUCER_DIGEST_MISMATCH",
+                                       "the body's BLAKE3-256 differs from Producer-Digest"},
     [RN_E_MISSING_CONTENT_TYPE] = {400, "MISSING_CONTENT_TYPE",
                                    "an append with a body needs a "
                                    "Content-Type"},
@@ -121,6 +132,13 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_FORK_TOO_DEEP] = {400, "INVALID_REQUEST", "the fork chain is too deep"},
     [RN_E_PRODUCER_EPOCH_STALE] = {403, "PRODUCER_EPOCH_STALE",
                                    "the producer epoch is older than the current one"},
+    [RN_E_PRODUCER_EPOCH_CLOSED] = {403, "PRODUCER_EPOCH_CLOSED",
+                                    "the producer epoch is closed; see Producer-Closed-Seq"},
+    [RN_E_PRODUCER_KEY_CONFLICT] = {403, "PRODUCER_KEY_CONFLICT",
+                                    "a write with another identity holds this producer key"},
+    [RN_E_PRODUCER_EXPIRED] = {403, "PRODUCER_EXPIRED",
+                               "the producer epoch may be one whose state the server discarded; "
+                               "claim an epoch above Producer-Epoch"},
     [RN_E_STREAM_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the stream does not exist"},
     [RN_E_BUCKET_NOT_FOUND] = {404, "BUCKET_NOT_FOUND", "no stream exists in this bucket"},
     [RN_E_FORK_SOURCE_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the fork source does not exist"},
@@ -167,6 +185,8 @@ static const error_row TABLE[RN_E_COUNT] = {
                                 "the server's disk is full; nothing was written"},
     [RN_E_OUTCOME_UNKNOWN] = {503, "OUTCOME_UNKNOWN",
                               "the write could not be made durable; retry it"},
+    [RN_E_RECOVERING] = {503, "GROUP_RESTARTING",
+                         "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
     [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the snapshot store failed; retry"},
 };

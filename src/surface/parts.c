@@ -15,6 +15,7 @@
  * swept after --parts-grace-ms.
  */
 #include "surface/parts.h"
+#include "util/fault.h"
 #include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
@@ -401,6 +402,7 @@ static void assembled(uv_work_t *w, int status) {
         commit_finish(c); /* the copy used the parts up */
         return;
     }
+    rn_fault_point("commit-after-assemble");
     c->op.done = commit_published;
     rn_engine_submit(rn_surface_engine(c->parts->sf), &c->op);
 }

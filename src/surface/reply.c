@@ -12,7 +12,8 @@ static const char COMMON[] =
     "Access-Control-Allow-Origin: *\r\n"
     "Access-Control-Expose-Headers: Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, "
     "Stream-Closed, Stream-TTL, Stream-Expires-At, Stream-SSE-Data-Encoding, Producer-Epoch, "
-    "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, ETag, Content-Type, Location, "
+    "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Producer-Outcome, "
+    "Producer-Closed-Epoch, Producer-Closed-Seq, Stream-Offset, ETag, Content-Type, Location, "
     "Stream-Incarnation, Stream-Retained-Offset, Stream-Last-Seq, Stream-Data-Content-Type, "
     "Ursula-Protocol, Ursula-Cluster-Id, Ursula-Max-Request-Bytes\r\n";
 
@@ -69,7 +70,8 @@ void rn_reply_preflight(rn_request *req) {
                       "Access-Control-Allow-Methods: GET, POST, PUT, DELETE, HEAD, OPTIONS\r\n"
                       "Access-Control-Allow-Headers: content-type, authorization, if-none-match, "
                       "stream-seq, stream-ttl, stream-expires-at, stream-closed, producer-id, "
-                      "producer-epoch, producer-seq, stream-forked-from, stream-fork-offset, "
+                      "producer-epoch, producer-seq, producer-digest, stream-forked-from, "
+                      "stream-fork-offset, "
                       "stream-fork-sub-offset, stream-incarnation\r\n"
                       "Access-Control-Max-Age: 86400\r\n");
     rn_http_respond(req, 204, &h, &body);

@@ -2,10 +2,10 @@
  * router.c — request routing. See router.h.
  */
 #include "surface/router.h"
-#include "surface/admin.h"
 #include "surface/bucket.h"
 #include "surface/reply.h"
 #include "surface/v1.h"
+#include "util/metrics.h"
 #include "util/text.h"
 
 #include <string.h>
@@ -29,6 +29,26 @@ static size_t reserved_prefix(const char *path, size_t len) {
                : 0;
 }
 
+void rn_router_answer_early(rn_request *req, void *arg) {
+    rn_router *rt = arg;
+    if (!rt->ready || req->method != RN_HTTP_POST)
+        return;
+    const char *target = req->target;
+    const char *q = memchr(target, '?', req->target_len);
+    size_t path_len = q ? (size_t)(q - target) : req->target_len;
+    size_t plen = sizeof V1_PREFIX - 1, alen = sizeof ADMIN_PREFIX - 1;
+    if (path_len > plen && memcmp(target, V1_PREFIX, plen) == 0) {
+        if (reserved_prefix(target + plen, path_len - plen))
+            return;
+        req->route = RN_ROUTE_V1;
+        rn_v1_answer_early(rt->streams, req, target + plen, path_len - plen);
+    } else if (path_len > 1 && target[0] == '/' &&
+               !(path_len > alen && memcmp(target, ADMIN_PREFIX, alen) == 0)) {
+        req->route = RN_ROUTE_BUCKET;
+        rn_bucket_answer_early(rt->streams, req, target, path_len);
+    }
+}
+
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
     if (req->body_too_large) {
@@ -46,25 +66,33 @@ void rn_router_handle(rn_request *req, void *arg) {
         rn_reply_preflight(req);
         return;
     }
+    size_t alen = sizeof ADMIN_PREFIX - 1;
+    if (path_len > alen && memcmp(target, ADMIN_PREFIX, alen) == 0) {
+        req->route = RN_ROUTE_OPS;
+        rt->ops_handler(req, target + alen, path_len - alen, query, query_len, rt->ops_arg);
+        return;
+    }
+    if (!rt->ready) {
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(req, RN_E_RECOVERING, &extra);
+        return;
+    }
     size_t plen = sizeof V1_PREFIX - 1;
     if (path_len > plen && memcmp(target, V1_PREFIX, plen) == 0) {
         const char *rest = target + plen;
         size_t rest_len = path_len - plen, seg = reserved_prefix(rest, rest_len);
+        req->route = seg ? RN_ROUTE_SUBS : RN_ROUTE_V1;
         if (seg)
             rn_subs_handle(rt->subs, req, rest + seg, rest_len - seg);
         else
             rn_v1_route(rt->streams, req, rest, rest_len, query, query_len);
         return;
     }
-    size_t alen = sizeof ADMIN_PREFIX - 1;
-    if (path_len > alen && memcmp(target, ADMIN_PREFIX, alen) == 0) {
-        rn_admin_handle(rt->streams, req, rt->test_hooks, target + alen, path_len - alen, query,
-                        query_len);
-        return;
-    }
     if (path_len < 1 || target[0] != '/') {
         rn_reply_error(req, RN_E_NOT_FOUND, NULL);
         return;
     }
+    req->route = RN_ROUTE_BUCKET;
     rn_bucket_route(rt->streams, req, target, path_len, query, query_len);
 }

@@ -1,9 +1,11 @@
 /*
  * router.h — the first stop of every request: refuses oversized bodies,
  * answers CORS preflights, and hands the request to the surface that owns
- * its path: /v1/stream/__ds/... (the reserved subscription APIs, subs.h),
- * /v1/stream/... (v1.c), /__... (operational routes; none yet: 404),
- * everything else the bucket surface (bucket.c).
+ * its path: /__runnel/... (operational routes, handled by ops_handler),
+ * /v1/stream/__ds/... (the reserved subscription APIs, subs.h),
+ * /v1/stream/... (v1.c), everything else the bucket surface (bucket.c).
+ * Until `ready` (the store is still recovering) every route but the
+ * operational ones answers 503.
  */
 #ifndef RN_ROUTER_H
 #define RN_ROUTER_H
@@ -12,12 +14,22 @@
 #include "surface/streams.h"
 #include "transport/http.h"
 
+typedef void (*rn_ops_handler)(rn_request *req, const char *path, size_t path_len,
+                               const char *query, size_t query_len, void *arg);
+
 typedef struct {
     rn_surface *streams;
     rn_subs *subs;
-    size_t max_body_bytes; /* reported with 413 answers */
-    int test_hooks;        /* /__runnel/test/ routes exist */
+    size_t max_body_bytes;      /* reported with 413 answers */
+    int ready;                  /* recovery finished: streams and subs are set */
+    rn_ops_handler ops_handler; /* /__runnel/ (path after the prefix) */
+    void *ops_arg;
 } rn_router;
+
+/* The transport's on_headers hook; arg is an rn_router. Offers a POST to a
+ * stream of either surface, whose body is not read yet, to the early
+ * answers of ext §5.5 (streams.h); answers nothing otherwise. */
+void rn_router_answer_early(rn_request *req, void *arg);
 
 /* rn_request_fn for the transport; arg is an rn_router. */
 void rn_router_handle(rn_request *req, void *arg);

@@ -15,6 +15,7 @@
  * range of a large snapshot reads only that range.
  */
 #include "surface/snapshots.h"
+#include "util/fault.h"
 #include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
@@ -123,6 +124,7 @@ static void blob_written(uv_work_t *w, int status) {
         ctx_free(c);
         return;
     }
+    rn_fault_point("publish-after-blob");
     c->op.done = publish_done;
     rn_engine_submit(rn_surface_engine(c->sf), &c->op);
 }
@@ -236,8 +238,12 @@ static int parse_range(const rn_request *req, uint64_t total, uint64_t *first, u
         *last = has_b && b < total ? b : total - 1;
         return 1;
     }
-    if (!has_b || b == 0)
+    if (!has_b)
         return 0;
+    if (b == 0) { /* bytes=-0: a suffix of nothing cannot be satisfied */
+        *first = *last = total;
+        return 1;
+    }
     *first = b >= total ? 0 : total - b; /* suffix range (empty body: unsatisfiable) */
     *last = total ? total - 1 : 0;
     return 1;

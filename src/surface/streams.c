@@ -15,6 +15,8 @@
 #include "surface/offset.h"
 #include "surface/reply.h"
 #include "util/clock.h"
+#include "util/json_text.h"
+#include "util/metrics.h"
 #include "util/text.h"
 
 #include <stdio.h>
@@ -71,6 +73,18 @@ struct rn_surface {
     size_t live_count;
 };
 
+/* The last SSE data event built, with what it was built from. After an
+ * append, every reader parked at the old tail wants the same event: they
+ * share one read of the stream and one encoding (fan-out costs a copy per
+ * reader, not a pread and a base64 pass). Bounded by one event's size. */
+static struct {
+    uint64_t stream_id, incarnation, offset, tail;
+    size_t max_bytes;
+    const rn_profile *prof;
+    long got;
+    rn_buf event;
+} shared_event;
+
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg) {
     rn_surface *sf = rn_xcalloc(1, sizeof *sf);
     sf->loop = loop;
@@ -100,6 +114,7 @@ const rn_surface_config *rn_surface_cfg(const rn_surface *sf) {
 }
 
 void rn_surface_free(rn_surface *sf) {
+    rn_buf_free(&shared_event.event);
     free(sf);
 }
 
@@ -272,8 +287,24 @@ static int parse_fork(stream_ctx *c) {
     return -1;
 }
 
+/* True when the request carries any producer header. */
+static int has_producer_headers(const rn_request *req) {
+    static const char *const names[] = {"producer-id", "producer-epoch", "producer-seq",
+                                        "producer-digest"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (rn_request_header(req, names[i], NULL))
+            return 1;
+    return 0;
+}
+
+/* A create. Producer headers are refused (ext §5.1): a create has no
+ * producer key; the producer claims an epoch once the stream exists. */
 static void handle_put(stream_ctx *c) {
     rn_request *req = c->req;
+    if (has_producer_headers(req)) {
+        reply_and_finish(c, RN_E_PRODUCER_ON_CREATE, NULL);
+        return;
+    }
     int err = parse_fork(c);
     if (err >= 0) {
         reply_and_finish(c, (rn_error)err, NULL);
@@ -313,17 +344,38 @@ static void handle_put(stream_ctx *c) {
     submit(c);
 }
 
-/* Parses the three producer headers; returns 0 (absent or valid) or -1. */
-static int parse_producer(stream_ctx *c) {
-    rn_request *req = c->req;
+/* Parses Producer-Digest (64 lowercase hex digits, sent once) into op.
+ * Returns -1 when absent or valid, else the error. */
+static int parse_digest(const rn_request *req, rn_op *op) {
+    size_t count;
+    const rn_header *h = rn_request_header(req, "producer-digest", &count);
+    if (!h)
+        return -1;
+    if (count != 1 || h->value_len != 64 || !op->has_producer)
+        return RN_E_INVALID_PRODUCER_DIGEST;
+    for (size_t i = 0; i < 64; i++) {
+        char ch = h->value[i];
+        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (v < 0)
+            return RN_E_INVALID_PRODUCER_DIGEST;
+        op->producer_digest[i / 2] = (uint8_t)(i % 2 ? op->producer_digest[i / 2] | v : v << 4);
+    }
+    op->has_producer_digest = 1;
+    return -1;
+}
+
+/* Parses the producer headers (the three of PROTOCOL §5.2.1 and
+ * Producer-Digest) into op. Returns -1 when absent or valid, else the
+ * error. */
+static int parse_producer(const rn_request *req, rn_op *op) {
     const rn_header *id = rn_request_header(req, "producer-id", NULL);
     const rn_header *ep = rn_request_header(req, "producer-epoch", NULL);
     const rn_header *sq = rn_request_header(req, "producer-seq", NULL);
     if (!id && !ep && !sq)
-        return 0;
+        return parse_digest(req, op);
     const uint64_t max = (1ull << 53) - 1;
     if (!id || !ep || !sq || id->value_len == 0)
-        return -1;
+        return RN_E_INVALID_PRODUCER;
     /* Accept leading zeros in integers ("007") but nothing non-numeric. */
     uint64_t v[2];
     const rn_header *nums[2] = {ep, sq};
@@ -335,36 +387,40 @@ static int parse_producer(stream_ctx *c) {
             n--;
         }
         if (rn_parse_strict_u64(s, n, max, &v[k]))
-            return -1;
+            return RN_E_INVALID_PRODUCER;
     }
-    c->op.has_producer = 1;
-    c->op.producer_id = id->value;
-    c->op.producer_id_len = id->value_len;
-    c->op.producer_epoch = v[0];
-    c->op.producer_seq = v[1];
-    return 0;
+    op->has_producer = 1;
+    op->producer_id = id->value;
+    op->producer_id_len = id->value_len;
+    op->producer_epoch = v[0];
+    op->producer_seq = v[1];
+    return parse_digest(req, op);
 }
 
+/* An append or close. Shape errors answer at once; without producer
+ * headers the content faults may too (ext §5.3 lets them come before the
+ * stream); with them, every other check is the engine's, in §5.3's order. */
 static void handle_post(stream_ctx *c) {
     rn_request *req = c->req;
-    if (parse_producer(c)) {
-        reply_and_finish(c, RN_E_INVALID_PRODUCER, NULL);
+    int err = parse_producer(req, &c->op);
+    if (err >= 0) {
+        reply_and_finish(c, (rn_error)err, NULL);
         return;
     }
     c->op.kind = RN_OP_APPEND;
     c->op.close = header_is_true(req, "stream-closed");
     c->op.body = req->body.data;
     c->op.body_len = req->body.len;
-    if (!c->op.body_len && !c->op.close) {
+    const rn_header *ct = rn_request_header(req, "content-type", NULL);
+    if (!c->op.has_producer && !c->op.body_len && !c->op.close) {
         reply_and_finish(c, RN_E_EMPTY_APPEND, NULL);
         return;
     }
-    const rn_header *ct = rn_request_header(req, "content-type", NULL);
-    if (c->op.body_len && (!ct || !ct->value_len)) {
+    if (!c->op.has_producer && c->op.body_len && (!ct || !ct->value_len)) {
         reply_and_finish(c, RN_E_MISSING_CONTENT_TYPE, NULL);
         return;
     }
-    if (ct) {
+    if (ct && ct->value_len) {
         c->op.content_type = ct->value;
         c->op.content_type_len = ct->value_len;
     }
@@ -377,10 +433,29 @@ static void handle_post(stream_ctx *c) {
     submit(c);
 }
 
-static void append_producer_ack(rn_buf *h, const rn_op *op) {
-    if (op->has_producer)
-        rn_buf_appendf(h, "Producer-Epoch: %llu\r\nProducer-Seq: %llu\r\n",
-                       (unsigned long long)op->ack_epoch, (unsigned long long)op->ack_seq);
+/* Producer-Closed-Epoch and -Seq, when the answer reports a closed epoch. */
+static void append_closure(rn_buf *h, const rn_op *op) {
+    if (op->closes_epoch)
+        rn_buf_appendf(h, "Producer-Closed-Epoch: %llu\r\nProducer-Closed-Seq: %llu\r\n",
+                       (unsigned long long)op->closed_epoch, (unsigned long long)op->closed_seq);
+}
+
+/* The answer of an applied or repeated producer write (ext §5.3): the
+ * write's receipt (Stream-Offset, Stream-Next-Offset, Stream-Closed when it
+ * closed the stream) or Producer-Outcome: receipt-evicted, the epoch and its
+ * highest seq, and a claim's closure report. */
+static void append_producer_receipt(rn_buf *h, const rn_op *op) {
+    if (op->receipt) {
+        rn_reply_offset(h, "Stream-Offset", op->receipt_start);
+        rn_reply_offset(h, "Stream-Next-Offset", op->receipt_end);
+        if (op->receipt_closed)
+            rn_buf_append_str(h, "Stream-Closed: true\r\n");
+    } else {
+        rn_buf_append_str(h, "Producer-Outcome: receipt-evicted\r\n");
+    }
+    rn_buf_appendf(h, "Producer-Epoch: %llu\r\nProducer-Seq: %llu\r\n",
+                   (unsigned long long)op->ack_epoch, (unsigned long long)op->ack_seq);
+    append_closure(h, op);
 }
 
 static void append_incarnation(rn_buf *h, const rn_stream *s) {
@@ -428,6 +503,18 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_INCARNATION_MISMATCH;
     case RN_ERR_STALE_EPOCH:
         return RN_E_PRODUCER_EPOCH_STALE;
+    case RN_ERR_EPOCH_CLOSED:
+        return RN_E_PRODUCER_EPOCH_CLOSED;
+    case RN_ERR_KEY_CONFLICT:
+        return RN_E_PRODUCER_KEY_CONFLICT;
+    case RN_ERR_PRODUCER_EXPIRED:
+        return RN_E_PRODUCER_EXPIRED;
+    case RN_ERR_PRODUCER_LIMIT:
+        return RN_E_PRODUCER_LIMIT;
+    case RN_ERR_MISSING_CONTENT_TYPE:
+        return RN_E_MISSING_CONTENT_TYPE;
+    case RN_ERR_DIGEST_MISMATCH:
+        return RN_E_PRODUCER_DIGEST_MISMATCH;
     case RN_ERR_EPOCH_SEQ:
         return RN_E_PRODUCER_EPOCH_SEQ;
     case RN_ERR_SEQ_GAP:
@@ -471,6 +558,20 @@ static rn_error refusal_error(rn_result r) {
     }
 }
 
+/* The Producer-Outcome token (RFC 9651) of a producer 403. */
+static const char *producer_outcome(const rn_op *op) {
+    switch (op->result) {
+    case RN_ERR_EPOCH_CLOSED:
+        return op->closed_by_history ? "epoch-closed;by=history" : "epoch-closed;by=claim";
+    case RN_ERR_KEY_CONFLICT:
+        return "key-conflict";
+    case RN_ERR_PRODUCER_EXPIRED:
+        return "producer-expired";
+    default:
+        return "stale-epoch";
+    }
+}
+
 void rn_reply_refusal(rn_request *req, const rn_op *op) {
     rn_buf extra = {0};
     const rn_stream *s = op->stream;
@@ -484,11 +585,24 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
         rn_buf_append_str(&extra, "\r\n");
         break;
     case RN_ERR_STALE_EPOCH:
-        rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\n", (unsigned long long)op->current_epoch);
+    case RN_ERR_EPOCH_CLOSED:
+    case RN_ERR_KEY_CONFLICT:
+    case RN_ERR_PRODUCER_EXPIRED:
+        /* Every producer 403 names the epoch and exactly one outcome. */
+        rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\nProducer-Outcome: %s\r\n",
+                       (unsigned long long)op->current_epoch, producer_outcome(op));
+        append_closure(&extra, op);
+        break;
+    case RN_ERR_EPOCH_SEQ:
+        rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\n",
+                       (unsigned long long)op->expected_seq);
         break;
     case RN_ERR_SEQ_GAP:
         rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\nProducer-Received-Seq: %llu\r\n",
                        (unsigned long long)op->expected_seq, (unsigned long long)op->producer_seq);
+        break;
+    case RN_ERR_PRODUCER_LIMIT:
+        rn_buf_appendf(&extra, "Retry-After: %llu\r\n", (unsigned long long)op->retry_after_s);
         break;
     case RN_ERR_SNAPSHOT_CONFLICT:
         rn_reply_snapshot_id(&extra, s);
@@ -505,6 +619,26 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     rn_reply_error(req, refusal_error(op->result), &extra);
 }
 
+/* Answers an append or close: applied, repeated or refused. A producer
+ * write answers 200 when it applied a body, else 204 (a close-only write
+ * too, PROTOCOL §5.2), with its receipt. */
+static void answer_append(rn_request *req, const rn_op *op) {
+    if (op->result != RN_OK_APPENDED && op->result != RN_OK_DUPLICATE) {
+        rn_reply_refusal(req, op);
+        return;
+    }
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    if (op->has_producer) {
+        append_producer_receipt(&h, op);
+        append_incarnation(&h, op->stream);
+    } else {
+        append_state(&h, op);
+    }
+    int status = op->result == RN_OK_APPENDED && op->has_producer && op->body_len ? 200 : 204;
+    rn_http_respond(req, status, &h, &body);
+}
+
 static void op_done(rn_op *op) {
     stream_ctx *c = op->arg;
     switch (op->result) {
@@ -514,12 +648,13 @@ static void op_done(rn_op *op) {
         break;
     case RN_OK_APPENDED:
     case RN_OK_DUPLICATE: {
-        rn_buf h = {0}, body = {0};
-        rn_reply_common(&h);
-        append_state(&h, op);
-        append_producer_ack(&h, op);
-        int status = op->result == RN_OK_APPENDED && op->has_producer && op->body_len ? 200 : 204;
-        rn_http_respond(c->req, status, &h, &body);
+        if (op->result == RN_OK_APPENDED && op->cmd.data_len) {
+            rn_metric.appends++;
+            rn_metric.append_bytes += op->cmd.data_len;
+            rn_metric.append_messages +=
+                op->stream->json ? rn_json_count_messages(op->cmd.data, op->cmd.data_len) : 1;
+        }
+        answer_append(c->req, op);
         break;
     }
     case RN_OK_DELETED: {
@@ -532,7 +667,7 @@ static void op_done(rn_op *op) {
         rn_reply_error(c->req, missing_error(c), NULL);
         break;
     default:
-        rn_reply_refusal(c->req, op);
+        answer_append(c->req, op);
         break;
     }
     c->op.done = NULL;
@@ -642,6 +777,10 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
     }
     uint64_t end = start + (uint64_t)got;
     int at_tail = end == s->tail;
+    if (got > 0) {
+        rn_metric.reads++;
+        rn_metric.read_bytes += (uint64_t)got;
+    }
     rn_reply_common(&h);
     if (reads_ndjson(c, s))
         rn_buf_append_str(&h, "Content-Type: application/x-ndjson\r\n");
@@ -773,6 +912,38 @@ static void sse_fail(stream_ctx *c, rn_error e) {
 /* Sends every event available from c->offset; ends the response on
  * closure. `force_control` sends a control even without new data (the
  * first one of a response). */
+
+/* Appends the data event at c->offset to ev; returns the stream bytes it
+ * covers (<= 0 on a read failure). */
+static long sse_next_event(stream_ctx *c, rn_stream *s, rn_buf *ev) {
+    if (!(shared_event.event.len && shared_event.stream_id == s->id &&
+          shared_event.incarnation == s->incarnation && shared_event.offset == c->offset &&
+          shared_event.tail == s->tail && shared_event.max_bytes == c->max_bytes &&
+          shared_event.prof == c->prof)) {
+        rn_buf data = {0};
+        long got =
+            rn_engine_read(c->sf->engine, s, c->offset, c->max_bytes, !reads_ndjson(c, s), &data);
+        if (got <= 0) {
+            rn_buf_free(&data);
+            return got;
+        }
+        shared_event.event.len = 0;
+        sse_data_event(&shared_event.event, c, s, data.data, data.len);
+        rn_buf_free(&data);
+        shared_event.stream_id = s->id;
+        shared_event.incarnation = s->incarnation;
+        shared_event.offset = c->offset;
+        shared_event.tail = s->tail;
+        shared_event.max_bytes = c->max_bytes;
+        shared_event.prof = c->prof;
+        shared_event.got = got;
+    }
+    rn_buf_append(ev, shared_event.event.data, shared_event.event.len);
+    rn_metric.sse_events++;
+    rn_metric.sse_bytes += (uint64_t)shared_event.got;
+    return shared_event.got;
+}
+
 static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
     for (;;) {
         if (c->offset >= s->tail) {
@@ -785,16 +956,13 @@ static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
                 sse_end(c);
             return;
         }
-        rn_buf data = {0}, ev = {0};
-        long got =
-            rn_engine_read(c->sf->engine, s, c->offset, c->max_bytes, !reads_ndjson(c, s), &data);
+        rn_buf ev = {0};
+        long got = sse_next_event(c, s, &ev);
         if (got <= 0) {
-            rn_buf_free(&data);
+            rn_buf_free(&ev);
             sse_fail(c, RN_E_INTERNAL);
             return;
         }
-        sse_data_event(&ev, c, s, data.data, data.len);
-        rn_buf_free(&data);
         c->offset += (uint64_t)got;
         int at_tail = c->offset == s->tail;
         sse_control_event(&ev, c, s, at_tail);
@@ -1077,6 +1245,17 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
         break;
     }
     }
+}
+
+int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
+    rn_op op = {.kind = RN_OP_APPEND, .path = key, .path_len = key_len};
+    if (req->method != RN_HTTP_POST || parse_producer(req, &op) >= 0 || !op.has_producer ||
+        rn_request_incarnation(req, &op.has_incarnation, &op.incarnation) || !op.has_incarnation)
+        return 0; /* not eligible; a shape error is answered with the body */
+    if (!rn_engine_answer_early(sf->engine, &op))
+        return 0;
+    answer_append(req, &op);
+    return 1;
 }
 
 void rn_surface_end_live_reads(rn_surface *sf) {

@@ -57,6 +57,14 @@ int rn_request_incarnation(const rn_request *req, int *present, uint64_t *token)
 void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
                        size_t key_len, const char *query, size_t query_len);
 
+/* Answers a producer write before its body is read (ext §5.5), when the
+ * answer depends on its headers alone: req is a POST to the stream whose
+ * engine key is key, with producer headers and Stream-Incarnation, and the
+ * engine finds it a repeat (204 with its receipt) or a key conflict (403).
+ * Returns 1 when it answered; 0 (nothing sent) when the request goes on to
+ * rn_streams_handle() with its body. */
+int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len);
+
 /* Answers a request with the refusal an engine op ended in (any result but
  * a success), with the headers that refusal carries. */
 void rn_reply_refusal(rn_request *req, const rn_op *op);

@@ -6,8 +6,18 @@
  * HANDLING (request handed to the handler; parser paused; socket still read
  * for EOF and pipelined bytes), IDLE (keep-alive, idle timer armed) and
  * CLOSING. Parse errors and limit violations answer 4xx and close.
+ *
+ * Answers before the body: a request whose body is still to come, from a
+ * client that waits for 100 Continue or declared at least
+ * RN_HTTP_EARLY_BODY_BYTES, is first shown to the on_headers hook (state
+ * EARLY). When the hook answers, no 100 Continue is sent: after Expect the
+ * connection closes (its client sends no body); otherwise the body is read
+ * and dropped (DISCARDING) within DISCARD_IDLE_MS of silence and
+ * DISCARD_TOTAL_MS in all, or the connection closes. Otherwise the body is
+ * read as usual, after a 100 Continue when the client asked for one.
  */
 #include "transport/http.h"
+#include "util/metrics.h"
 #include "util/text.h"
 
 #include <llhttp.h>
@@ -18,8 +28,10 @@
 
 #define INPUT_PAUSE_BYTES (256 * 1024) /* stop reading past this much pipelined input */
 #define FILE_PIECE_BYTES (256 * 1024)  /* rn_http_respond_file reads this much at a time */
+#define DISCARD_IDLE_MS 5000           /* an answered body may pause this long ... */
+#define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
 
-enum { ST_IDLE, ST_READING, ST_HANDLING, ST_CLOSING };
+enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_HANDLING, ST_CLOSING };
 
 struct rn_http_server {
     uv_loop_t *loop;
@@ -46,8 +58,9 @@ struct rn_conn {
     int state;
     int reading; /* uv_read_start active */
     int close_after_response;
-    int closed;     /* uv_close called */
-    int processing; /* process_input is on the stack */
+    uint64_t discard_deadline; /* DISCARDING: uv_now() past which the connection closes */
+    int closed;                /* uv_close called */
+    int processing;            /* process_input is on the stack */
     int handles_open;
     rn_buf input; /* received bytes not yet parsed (while HANDLING) */
     size_t input_off;
@@ -164,6 +177,7 @@ static void arm_timer(rn_conn *c, uint64_t ms) {
 static int on_message_begin(llhttp_t *p) {
     rn_conn *c = p->data;
     c->req = request_new(c);
+    c->req->start_ns = uv_hrtime();
     c->span_count = 0;
     c->last_was_value = 0;
     if (c->state == ST_IDLE) {
@@ -186,8 +200,17 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
     return 0;
 }
 
+/* Trailer fields of a chunked body arrive through the same callbacks after
+ * on_headers_complete: they are ignored, never appended to req->raw, which
+ * req->target and req->headers already point into. */
+static int in_trailer(const rn_conn *c) {
+    return c->req->headers != NULL;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
+    if (in_trailer(c))
+        return 0;
     if (!header_budget_ok(c, len))
         return -1;
     if (c->span_count == 0 || c->last_was_value) {
@@ -207,6 +230,8 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
 
 static int on_header_value(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
+    if (in_trailer(c))
+        return 0;
     if (!header_budget_ok(c, len))
         return -1;
     header_span *h = &c->spans[c->span_count - 1];
@@ -244,6 +269,30 @@ static void dispatch(rn_conn *c) {
     c->srv->on_request(c->req, c->srv->arg);
 }
 
+/* Shows a request whose body is still to come to the on_headers hook when
+ * its client waits for 100 Continue or declared at least
+ * RN_HTTP_EARLY_BODY_BYTES. Returns 1 when the hook answered: the
+ * connection is then closing (after Expect: 100-continue, whose client sends
+ * no body, or when it was to close anyway) or DISCARDING the body. Returns
+ * 0 when the body is to be read as usual. */
+static int early_answer(rn_conn *c, llhttp_t *p, int wants_continue) {
+    rn_http_server *srv = c->srv;
+    int declared = (p->flags & F_CONTENT_LENGTH) != 0;
+    int body_follows = declared ? p->content_length > 0 : (p->flags & F_CHUNKED) != 0;
+    if (!srv->cfg.on_headers || !body_follows ||
+        !(wants_continue || (declared && p->content_length >= RN_HTTP_EARLY_BODY_BYTES)))
+        return 0;
+    int close_after = c->close_after_response;
+    c->close_after_response = close_after || wants_continue;
+    c->state = ST_EARLY;
+    srv->cfg.on_headers(c->req, srv->arg); /* may answer: see response_finished() */
+    if (c->state != ST_EARLY)
+        return 1;
+    c->state = ST_READING;
+    c->close_after_response = close_after;
+    return 0;
+}
+
 static int on_headers_complete(llhttp_t *p) {
     rn_conn *c = p->data;
     rn_request *r = c->req;
@@ -269,10 +318,13 @@ static int on_headers_complete(llhttp_t *p) {
         dispatch(c);
         return HPE_PAUSED;
     }
+    const rn_header *expect = rn_request_header(r, "expect", NULL);
+    int wants_continue = expect && rn_ieq(expect->value, expect->value_len, "100-continue");
+    if (early_answer(c, p, wants_continue))
+        return c->state == ST_DISCARDING ? 0 : HPE_PAUSED;
     if (p->flags & F_CONTENT_LENGTH)
         rn_buf_reserve(&r->body, (size_t)p->content_length);
-    const rn_header *expect = rn_request_header(r, "expect", NULL);
-    if (expect && rn_ieq(expect->value, expect->value_len, "100-continue")) {
+    if (wants_continue) {
         rn_buf cont = {0};
         rn_buf_append_str(&cont, "HTTP/1.1 100 Continue\r\n\r\n");
         conn_write(c, &cont, NULL);
@@ -282,6 +334,8 @@ static int on_headers_complete(llhttp_t *p) {
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
+    if (c->state == ST_DISCARDING)
+        return 0;
     rn_request *r = c->req;
     if (r->body.len + len > c->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
@@ -296,6 +350,11 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
 
 static int on_message_complete(llhttp_t *p) {
     rn_conn *c = p->data;
+    if (c->state == ST_DISCARDING) { /* an answered body ended: next request */
+        c->state = ST_IDLE;
+        arm_timer(c, c->srv->cfg.idle_timeout_ms);
+        return 0;
+    }
     dispatch(c);
     return HPE_PAUSED;
 }
@@ -407,6 +466,9 @@ static const char *reason(int status) {
 static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
                        const char *framing) {
     rn_conn *c = req->conn;
+    req->status = status;
+    if (status > 0 && status < RN_STATUS_SLOTS && req->route >= 0 && req->route < RN_ROUTE_COUNT)
+        rn_metric.http_requests[req->route][req->method][status]++;
     rn_buf_appendf(out, "HTTP/1.1 %d %s\r\n", status, reason(status));
     rn_buf_append(out, head->data, head->len);
     if (framing)
@@ -417,8 +479,12 @@ static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
     rn_buf_free(head);
 }
 
-/* Called when the current request's response has been fully queued. */
+/* Called when the current request's response has been fully queued. An
+ * answer given before the body (state EARLY) leaves the parser inside the
+ * request: it closes the connection or goes on DISCARDING the body. */
 static void response_finished(rn_conn *c) {
+    if (c->srv->cfg.on_complete && c->req)
+        c->srv->cfg.on_complete(c->req);
     detach_request(c, 0);
     if (c->close_after_response || c->srv->stopping) {
         c->state = ST_CLOSING;
@@ -426,6 +492,12 @@ static void response_finished(rn_conn *c) {
         c->reading = 0;
         if (c->pending_writes == 0)
             conn_close(c);
+        return;
+    }
+    if (c->state == ST_EARLY) {
+        c->state = ST_DISCARDING;
+        c->discard_deadline = uv_now(c->srv->loop) + DISCARD_TOTAL_MS;
+        arm_timer(c, DISCARD_IDLE_MS);
         return;
     }
     c->state = ST_IDLE;
@@ -450,6 +522,8 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
     build_head(&out, req, status, head, framing);
     if (no_body)
         rn_buf_free(body);
+    if (!no_body)
+        req->bytes_out = body->len;
     conn_write(c, &out, no_body ? NULL : body);
     if (req->conn)
         response_finished(c);
@@ -514,6 +588,7 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
              (unsigned long long)(prefix->len + len + suffix->len));
     rn_buf out = {0};
     build_head(&out, req, status, head, framing);
+    req->bytes_out = prefix->len + len + suffix->len;
     req->file_fd = fd;
     req->file_off = off;
     req->file_left = len;
@@ -543,6 +618,7 @@ size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
         rn_buf_free(chunk);
         return 0;
     }
+    req->bytes_out += chunk->len;
     rn_buf frame = {0};
     rn_buf_appendf(&frame, "%zx\r\n", chunk->len);
     rn_buf_append(chunk, "\r\n", 2);
@@ -631,6 +707,15 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         return;
     }
     c->input.len += (size_t)n;
+    if (c->state == ST_DISCARDING) {
+        uint64_t now = uv_now(c->srv->loop);
+        if (now >= c->discard_deadline) {
+            conn_close(c);
+            return;
+        }
+        uint64_t left = c->discard_deadline - now;
+        arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
+    }
     if (c->state == ST_HANDLING || c->state == ST_CLOSING) {
         if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading) {
             uv_read_stop(s);
@@ -756,6 +841,10 @@ void rn_http_stop_accepting(rn_http_server *srv) {
         if (c->state == ST_IDLE)
             conn_close(c);
     }
+}
+
+size_t rn_http_connections(const rn_http_server *srv) {
+    return srv->conn_count;
 }
 
 size_t rn_http_active_connections(const rn_http_server *srv) {

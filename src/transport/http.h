@@ -60,6 +60,7 @@ struct rn_request {
     void (*on_abort)(rn_request *req);
     /* Called when a streamed response's socket queue has emptied. */
     void (*on_drain)(rn_request *req);
+    int route; /* rn_route, set by the router (metrics and logs) */
     void *handler_data;
 
     /* transport-private */
@@ -72,6 +73,9 @@ struct rn_request {
     rn_buf file_suffix;
     rn_buf raw; /* storage for target and header bytes */
     size_t raw_header_len;
+    uint64_t start_ns;  /* when its first byte arrived */
+    int status;         /* of the response, once started */
+    uint64_t bytes_out; /* body bytes queued */
 };
 
 typedef struct {
@@ -83,7 +87,20 @@ typedef struct {
     uint64_t request_timeout_ms; /* to receive a whole request */
     uint64_t idle_timeout_ms;    /* between keep-alive requests */
     int max_connections;
+    /* Called when a response is complete (access log); may be NULL. */
+    void (*on_complete)(const rn_request *req);
+    /* Called, with the on_request arg, with a request whose body is not
+     * read yet when its client waits for 100 Continue or declared a body of
+     * at least RN_HTTP_EARLY_BODY_BYTES. It may answer at once from the
+     * headers (rn_http_respond; the request must not be kept): no 100
+     * Continue is sent, and the transport closes the connection (after
+     * Expect) or reads and drops the body within bounds. When it does not
+     * answer, the body is read (after a 100 Continue when asked for) and
+     * the request goes to on_request as usual. May be NULL. */
+    void (*on_headers)(rn_request *req, void *arg);
 } rn_http_config;
+
+#define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
 
 typedef void (*rn_request_fn)(rn_request *req, void *arg);
 
@@ -128,6 +145,8 @@ void rn_http_stream_start(rn_request *req, int status, rn_buf *head);
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk);
 /* Ends the streamed response. */
 void rn_http_stream_end(rn_request *req);
+/* Open client connections. */
+size_t rn_http_connections(const rn_http_server *srv);
 /* True when the request's connection is gone. */
 int rn_request_gone(const rn_request *req);
 

@@ -22,9 +22,11 @@
  *    Before a CV whose first chunk is c is pushed, the stack is merged (top
  *    two entries replaced by their PARENT compression) until it has popcount(c)
  *    entries — the binary decomposition of chunks [0, c), all final because
- *    input follows them. The last entries are left unmerged (lazily) because
- *    the topmost parent must carry ROOT and is only known at finalization,
- *    which folds the stack from the top onto the last chunk's output.
+ *    input follows them. Merging is lazy because the topmost parent must
+ *    carry ROOT, known only at finalization: whenever an update leaves bytes
+ *    in the current chunk the stack is merged for it, and finalization folds
+ *    the stack from the top onto the last chunk's output (or, if the input
+ *    ended exactly on a subtree pushed as a pair, onto that pair's parent).
  *  - Bulk: when an update holds more than a chunk of input at a chunk
  *    boundary, it takes the largest power-of-two run of whole chunks that is
  *    aligned to the chunk counter (so it is a subtree of the final tree) and
@@ -157,17 +159,21 @@ static inline void g(uint32_t v[16], int a, int b, int c, int d, uint32_t x, uin
 static void compress_state(uint32_t v[16], const uint32_t cv[8], const uint8_t block[64],
                            uint8_t block_len, uint64_t counter, uint8_t flags) {
     uint32_t m[16];
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i++)
         m[i] = load32(block + 4 * i);
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++)
         v[i] = cv[i];
+#pragma GCC unroll 16
     for (int i = 0; i < 4; i++)
         v[8 + i] = IV[i];
     v[12] = (uint32_t)counter;
     v[13] = (uint32_t)(counter >> 32);
     v[14] = block_len;
     v[15] = flags;
-    _Pragma("GCC unroll 7") for (int r = 0; r < 7; r++) {
+#pragma GCC unroll 7
+    for (int r = 0; r < 7; r++) {
         const uint8_t *s = SCHEDULE[r];
         g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
         g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
@@ -184,6 +190,7 @@ static void portable_compress_cv(uint32_t cv[8], const uint8_t block[64], uint8_
                                  uint64_t counter, uint8_t flags) {
     uint32_t v[16];
     compress_state(v, cv, block, block_len, counter, flags);
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++)
         cv[i] = v[i] ^ v[i + 8];
 }
@@ -192,6 +199,7 @@ static void portable_compress_xof(const uint32_t cv[8], const uint8_t block[64],
                                   uint64_t counter, uint8_t flags, uint8_t out[64]) {
     uint32_t v[16];
     compress_state(v, cv, block, block_len, counter, flags);
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++) {
         store32(out + 4 * i, v[i] ^ v[i + 8]);
         store32(out + 32 + 4 * i, v[i + 8] ^ cv[i]);
@@ -238,11 +246,11 @@ TGT_SSE41 static inline __m128i rot7_4(__m128i x) {
 /* G on the four columns (or, after diagonalizing, diagonals) at once. */
 TGT_SSE41 static inline void g_rows(__m128i *a, __m128i *b, __m128i *c, __m128i *d, __m128i x,
                                     __m128i y) {
-    *a = _mm_add_epi32(_mm_add_epi32(*a, *b), x);
+    *a = _mm_add_epi32(_mm_add_epi32(*a, x), *b);
     *d = rot16_4(_mm_xor_si128(*d, *a));
     *c = _mm_add_epi32(*c, *d);
     *b = rot12_4(_mm_xor_si128(*b, *c));
-    *a = _mm_add_epi32(_mm_add_epi32(*a, *b), y);
+    *a = _mm_add_epi32(_mm_add_epi32(*a, y), *b);
     *d = rot8_4(_mm_xor_si128(*d, *a));
     *c = _mm_add_epi32(*c, *d);
     *b = rot7_4(_mm_xor_si128(*b, *c));
@@ -267,7 +275,8 @@ TGT_SSE41 static inline void sse41_rounds(__m128i row[4], const uint32_t cv[8],
     __m128i y = _mm_castps_si128(_mm_shuffle_ps(m0, m1, _MM_SHUFFLE(3, 1, 3, 1)));
     __m128i z = _mm_castps_si128(_mm_shuffle_ps(m2, m3, _MM_SHUFFLE(2, 0, 2, 0)));
     __m128i w = _mm_castps_si128(_mm_shuffle_ps(m2, m3, _MM_SHUFFLE(3, 1, 3, 1)));
-    _Pragma("GCC unroll 7") for (int r = 0; r < 7; r++) {
+#pragma GCC unroll 7
+    for (int r = 0; r < 7; r++) {
         g_rows(&a, &b, &c, &d, x, y);
         b = LANES(b, 1, 2, 3, 0); /* diagonals into columns */
         c = LANES(c, 2, 3, 0, 1);
@@ -365,9 +374,11 @@ TGT_SSE41 static void sse41_hash4(const uint8_t *in, size_t stride, size_t block
                                   const uint32_t key[8], uint64_t counter, int increment,
                                   uint8_t flags, uint8_t start, uint8_t end, uint8_t *out) {
     __m128i h[8];
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++)
         h[i] = _mm_set1_epi32((int)key[i]);
     uint32_t lo[4], hi[4];
+#pragma GCC unroll 16
     for (int i = 0; i < 4; i++) {
         uint64_t c = counter + (increment ? (uint64_t)i : 0);
         lo[i] = (uint32_t)c;
@@ -382,27 +393,35 @@ TGT_SSE41 static void sse41_hash4(const uint8_t *in, size_t stride, size_t block
         if (b + 1 == blocks)
             f |= end;
         __m128i m[16];
+#pragma GCC unroll 16
         for (int q = 0; q < 4; q++) {
+#pragma GCC unroll 16
             for (int i = 0; i < 4; i++)
                 m[4 * q + i] = _mm_loadu_si128(
                     (const __m128i *)(const void *)(in + i * stride + b * BLOCK_LEN + 16 * q));
             transpose4(m + 4 * q);
         }
         __m128i v[16];
+#pragma GCC unroll 16
         for (int i = 0; i < 8; i++)
             v[i] = h[i];
+#pragma GCC unroll 16
         for (int i = 0; i < 4; i++)
             v[8 + i] = _mm_set1_epi32((int)IV[i]);
         v[12] = ctr_lo;
         v[13] = ctr_hi;
         v[14] = _mm_set1_epi32(BLOCK_LEN);
         v[15] = _mm_set1_epi32(f);
-        _Pragma("GCC unroll 7") for (int r = 0; r < 7; r++) round4(v, m, r);
+#pragma GCC unroll 7
+        for (int r = 0; r < 7; r++)
+            round4(v, m, r);
+#pragma GCC unroll 16
         for (int i = 0; i < 8; i++)
             h[i] = _mm_xor_si128(v[i], v[i + 8]);
     }
     transpose4(h);
     transpose4(h + 4);
+#pragma GCC unroll 16
     for (int i = 0; i < 4; i++) {
         _mm_storeu_si128((__m128i *)(void *)(out + 32 * i), h[i]);
         _mm_storeu_si128((__m128i *)(void *)(out + 32 * i + 16), h[4 + i]);
@@ -467,18 +486,21 @@ TGT_AVX2 static inline void round8(__m256i v[16], const __m256i m[16], int r) {
 /* In place 8 x 8 transpose of 32-bit elements: lane j of r[i] = element (i, j). */
 TGT_AVX2 static inline void transpose8(__m256i r[8]) {
     __m256i t[8], u[8];
+#pragma GCC unroll 16
     for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
     }
     /* Per 128-bit half, t[0] = (r0[0], r1[0], r0[1], r1[1]), t[1] = (r0[2], r1[2], r0[3], r1[3]),
      * t[2], t[3] the same for r2, r3, ... */
+#pragma GCC unroll 16
     for (int k = 0; k < 2; k++) {
         u[4 * k + 0] = _mm256_unpacklo_epi64(t[4 * k + 0], t[4 * k + 2]); /* column 0 | 4 */
         u[4 * k + 1] = _mm256_unpackhi_epi64(t[4 * k + 0], t[4 * k + 2]); /* column 1 | 5 */
         u[4 * k + 2] = _mm256_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]); /* column 2 | 6 */
         u[4 * k + 3] = _mm256_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]); /* column 3 | 7 */
     }
+#pragma GCC unroll 16
     for (int j = 0; j < 4; j++) {
         r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
         r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
@@ -489,9 +511,11 @@ TGT_AVX2 static void avx2_hash8(const uint8_t *in, size_t stride, size_t blocks,
                                 const uint32_t key[8], uint64_t counter, int increment,
                                 uint8_t flags, uint8_t start, uint8_t end, uint8_t *out) {
     __m256i h[8];
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++)
         h[i] = _mm256_set1_epi32((int)key[i]);
     uint32_t lo[8], hi[8];
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++) {
         uint64_t c = counter + (increment ? (uint64_t)i : 0);
         lo[i] = (uint32_t)c;
@@ -506,26 +530,34 @@ TGT_AVX2 static void avx2_hash8(const uint8_t *in, size_t stride, size_t blocks,
         if (b + 1 == blocks)
             f |= end;
         __m256i m[16];
+#pragma GCC unroll 16
         for (int half = 0; half < 2; half++) {
+#pragma GCC unroll 16
             for (int i = 0; i < 8; i++)
                 m[8 * half + i] = _mm256_loadu_si256(
                     (const __m256i *)(const void *)(in + i * stride + b * BLOCK_LEN + 32 * half));
             transpose8(m + 8 * half);
         }
         __m256i v[16];
+#pragma GCC unroll 16
         for (int i = 0; i < 8; i++)
             v[i] = h[i];
+#pragma GCC unroll 16
         for (int i = 0; i < 4; i++)
             v[8 + i] = _mm256_set1_epi32((int)IV[i]);
         v[12] = ctr_lo;
         v[13] = ctr_hi;
         v[14] = _mm256_set1_epi32(BLOCK_LEN);
         v[15] = _mm256_set1_epi32(f);
-        _Pragma("GCC unroll 7") for (int r = 0; r < 7; r++) round8(v, m, r);
+#pragma GCC unroll 7
+        for (int r = 0; r < 7; r++)
+            round8(v, m, r);
+#pragma GCC unroll 16
         for (int i = 0; i < 8; i++)
             h[i] = _mm256_xor_si256(v[i], v[i + 8]);
     }
     transpose8(h);
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++)
         _mm256_storeu_si256((__m256i *)(void *)(out + 32 * i), h[i]);
 }

@@ -50,7 +50,7 @@ const USAGE =
 const REQUEST_TIMEOUT_MS = 10_000;   // every HTTP request
 const READY_TIMEOUT_MS = 10_000;     // server start/restart until it answers
 const EXIT_TIMEOUT_MS = 10_000;      // SIGKILL/SIGTERM until the process exits
-const PROBE_PATH = '/v1/stream/__ready_probe';
+const PROBE_PATH = '/__runnel/readyz'; // 200 once recovery finished
 const KILL_DELAY_MIN_MS = 200;
 const KILL_DELAY_MAX_MS = 1500;
 const TAIL_AFTER_LAST_ROUND_MS = 300; // writers keep going this long after the last restart
@@ -232,15 +232,16 @@ class ServerCtl {
     this.notify();
   }
 
-  // waitReady() -> ms it took, or null if no HTTP answer to HEAD PROBE_PATH
-  // came within READY_TIMEOUT_MS (or the process died). Any status counts.
+  // waitReady() -> ms it took, or null if HEAD PROBE_PATH did not answer 200
+  // within READY_TIMEOUT_MS (or the process died).
   async waitReady() {
     const t0 = Date.now();
     while (Date.now() - t0 < READY_TIMEOUT_MS) {
       if (this.fatal) return null;
       try {
-        await http(this.base, 'HEAD', PROBE_PATH);
+        const res = await http(this.base, 'HEAD', PROBE_PATH);
         if (this.fatal) return null;
+        if (res.status !== 200) { await sleep(20); continue; }
         this.gen++;
         this.up = true;
         this.notify();

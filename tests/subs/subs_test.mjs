@@ -74,18 +74,34 @@ function freePort() {
   });
 }
 
-// req(method, url, {body, headers}) -> {status, headers, text, json}
-async function req(method, url, { body, headers = {} } = {}) {
-  const init = { method, headers: { ...headers }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) };
+// req(method, url, {body, headers}) -> {status, headers, text, json}. Each
+// request opens its own connection (no keep-alive pool), so no request can
+// land on a connection to a server process that a restart killed. Throws
+// (with method, URL and cause) when no answer arrives in REQUEST_TIMEOUT_MS.
+function req(method, url, { body, headers = {} } = {}) {
+  const h = { ...headers };
+  let payload;
   if (body !== undefined) {
-    init.body = typeof body === 'string' ? body : JSON.stringify(body);
-    if (!init.headers['content-type']) init.headers['content-type'] = 'application/json';
+    payload = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+    if (!h['content-type']) h['content-type'] = 'application/json';
+    h['content-length'] = String(payload.length);
   }
-  const res = await fetch(url, init);
-  const text = await res.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
-  return { status: res.status, headers: res.headers, text, json };
+  return new Promise((resolve, reject) => {
+    const rq = http.request(url, { method, headers: h, agent: false, timeout: REQUEST_TIMEOUT_MS }, (rs) => {
+      const chunks = [];
+      rs.on('data', (c) => chunks.push(c));
+      rs.on('error', (err) => reject(new Error(`${method} ${url}: ${err.code ?? err.message}`)));
+      rs.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json = null;
+        try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+        resolve({ status: rs.statusCode, headers: { get: (n) => rs.headers[n.toLowerCase()] ?? null }, text, json });
+      });
+    });
+    rq.on('timeout', () => rq.destroy(new Error('timed out')));
+    rq.on('error', (err) => reject(new Error(`${method} ${url}: ${err.code ?? err.message}`)));
+    rq.end(payload);
+  });
 }
 
 // waitFor(what, predicate, timeoutMs) -> the predicate's first truthy value;
@@ -136,11 +152,19 @@ class Runnel {
       '--webhook-allow-loopback', '--webhook-timeout-ms', String(WEBHOOK_TIMEOUT_MS)],
     { stdio: ['ignore', log, log] });
     fs.closeSync(log);
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    this.expectExit = false;
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
+      if (!this.expectExit) console.log(`# the server exited unexpectedly (code ${code}, signal ${signal})`);
+      resolve({ code, signal });
+    }));
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (this.child.exitCode !== null) throw new Error(`server exited at start (code ${this.child.exitCode})`);
-      try { await req('GET', `${this.base}/v1/stream/__ds/jwks.json`); return; } catch { await sleep(50); }
+      // 200 only once recovery finished (the server answers 503 before).
+      try {
+        if ((await req('GET', `${this.base}/v1/stream/__ds/jwks.json`)).status === 200) return;
+      } catch { /* not listening yet */ }
+      await sleep(50);
     }
     throw new Error('server did not answer within 10 s');
   }
@@ -148,6 +172,7 @@ class Runnel {
   // stop(signal) -> {code, signal}; SIGKILLs after EXIT_TIMEOUT_MS.
   async stop(signal) {
     if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
+    this.expectExit = true;
     this.child.kill(signal);
     const ex = await Promise.race([this.exited, sleep(EXIT_TIMEOUT_MS).then(() => null)]);
     if (ex) return ex;
@@ -156,7 +181,12 @@ class Runnel {
   }
 
   killNow() {
-    try { if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL'); } catch { /* gone */ }
+    try {
+      if (this.child && this.child.exitCode === null) {
+        this.expectExit = true;
+        this.child.kill('SIGKILL');
+      }
+    } catch { /* gone */ }
   }
 
   url(p) { return `${this.base}/v1/stream/${p}`; }

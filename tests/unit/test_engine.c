@@ -40,6 +40,7 @@
 #include <uv.h>
 
 #include "engine/engine.h"
+#include "util/blake3.h"
 #include "util/clock.h"
 
 /* ------------------------------------------------------------------------ */
@@ -52,6 +53,8 @@ typedef struct {
     rn_engine *e;
     uint64_t segment_bytes;
     uint64_t checkpoint_bytes;
+    uint64_t producer_ttl_ms;       /* 0: the default */
+    uint64_t producer_cap;          /* 0: the default */
     rn_recovery_stats stats;        /* of the last open */
     int creates, changes, removals; /* observer calls */
 } fx;
@@ -75,6 +78,8 @@ static rn_engine *open_at(fx *f, const char *dir) {
         .wal_segment_bytes = f->segment_bytes,
         .checkpoint_bytes = f->checkpoint_bytes,
         .max_open_files = 3, /* small, so the descriptor cache evicts */
+        .producer_ttl_ms = f->producer_ttl_ms,
+        .producer_cap = f->producer_cap,
     };
     char err[256] = "";
     rn_engine *e = rn_engine_open(&f->loop, &cfg, &f->stats, err, sizeof err);
@@ -204,6 +209,8 @@ typedef struct {
     uint64_t next_offset;
     int closed;
     uint64_t current_epoch, expected_seq, ack_epoch, ack_seq;
+    int receipt, receipt_closed, closes_epoch, closed_by_history;
+    uint64_t receipt_start, receipt_end, closed_epoch, closed_seq, retry_after_s;
 } outcome;
 
 typedef struct {
@@ -223,6 +230,15 @@ static void req_done(rn_op *op) {
     r->out.expected_seq = op->expected_seq;
     r->out.ack_epoch = op->ack_epoch;
     r->out.ack_seq = op->ack_seq;
+    r->out.receipt = op->receipt;
+    r->out.receipt_start = op->receipt_start;
+    r->out.receipt_end = op->receipt_end;
+    r->out.receipt_closed = op->receipt_closed;
+    r->out.closes_epoch = op->closes_epoch;
+    r->out.closed_by_history = op->closed_by_history;
+    r->out.closed_epoch = op->closed_epoch;
+    r->out.closed_seq = op->closed_seq;
+    r->out.retry_after_s = op->retry_after_s;
 }
 
 static void req_init(req *r, rn_op_kind kind, const char *path) {
@@ -362,10 +378,15 @@ static void expect_bytes(fx *f, const char *path, const char *want) {
     expect_bytes_from(f, path, 0, want, strlen(want));
 }
 
-static void expect_producer(rn_stream *s, const char *id, uint64_t epoch, uint64_t last_seq) {
+static rn_producer *producer(rn_stream *s, const char *id) {
     rn_producer *p = rn_map_get(&s->producers, id, strlen(id));
     if (!p)
         fail_msg("producer %s missing", id);
+    return p;
+}
+
+static void expect_producer(rn_stream *s, const char *id, uint64_t epoch, uint64_t last_seq) {
+    rn_producer *p = producer(s, id);
     assert_int_equal(p->epoch, epoch);
     assert_int_equal(p->last_seq, last_seq);
 }
@@ -512,7 +533,7 @@ static void test_append_refusals_change_nothing(void **state) {
     assert_int_equal(o.stream_id, 0);
     assert_int_equal(create(f, "/s", "text/plain", "abc").result, RN_OK_CREATED);
     assert_int_equal(append_ct(f, "/s", OCTET, "x", 0).result, RN_ERR_CONTENT_TYPE);
-    assert_int_equal(append_ct(f, "/s", NULL, "x", 0).result, RN_ERR_CONTENT_TYPE);
+    assert_int_equal(append_ct(f, "/s", NULL, "x", 0).result, RN_ERR_MISSING_CONTENT_TYPE);
     assert_int_equal(append_ct(f, "/s", "text/plain", "", 0).result, RN_ERR_EMPTY_BODY);
     /* Content type parameters and case do not matter. */
     o = append_ct(f, "/s", "Text/Plain; charset=utf-8", "d", 0);
@@ -690,12 +711,22 @@ static void test_producer_sequence_rules(void **state) {
     assert_int_equal(o.result, RN_OK_APPENDED);
     assert_int_equal(o.ack_epoch, 1);
     assert_int_equal(o.ack_seq, 0);
-    /* The old epoch is now stale. */
+    /* The old epoch is now closed by the claim, up to its seq 2. */
+    o = append_prod(f, "/p", OCTET, "x", "w1", 0, 3, 0);
+    assert_int_equal(o.result, RN_ERR_EPOCH_CLOSED);
+    assert_int_equal(o.current_epoch, 1);
+    assert_int_equal(o.closed_by_history, 0);
+    assert_int_equal(o.closed_epoch, 0);
+    assert_int_equal(o.closed_seq, 2);
+    /* Epochs may jump; the jump closes epoch 1, and epoch 0 is now stale. */
+    o = append_prod(f, "/p", OCTET, "E", "w1", 7, 0, 0);
+    assert_int_equal(o.result, RN_OK_APPENDED);
+    assert_int_equal(o.closes_epoch, 1);
+    assert_int_equal(o.closed_epoch, 1);
+    assert_int_equal(o.closed_seq, 0);
     o = append_prod(f, "/p", OCTET, "x", "w1", 0, 3, 0);
     assert_int_equal(o.result, RN_ERR_STALE_EPOCH);
-    assert_int_equal(o.current_epoch, 1);
-    /* Epochs may jump. */
-    assert_int_equal(append_prod(f, "/p", OCTET, "E", "w1", 7, 0, 0).result, RN_OK_APPENDED);
+    assert_int_equal(o.current_epoch, 7);
     /* Producers are independent of each other. */
     assert_int_equal(append_prod(f, "/p", OCTET, "F", "w2", 0, 0, 0).result, RN_OK_APPENDED);
     assert_int_equal(append_prod(f, "/p", OCTET, "G", "w2", 0, 1, 0).result, RN_OK_APPENDED);
@@ -790,19 +821,25 @@ static void test_closing_producer_repeat_is_duplicate(void **state) {
     assert_int_equal(o.result, RN_OK_APPENDED);
     assert_int_equal(o.closed, 1);
     rn_stream *s = find(f, "/c");
-    assert_int_equal(s->closed_by_producer, 1);
-    assert_int_equal(s->close_epoch, 2);
-    assert_int_equal(s->close_seq, 1);
-    /* The same tuple again (a retry of the closing write) is a duplicate. */
+    expect_producer(s, "w", 2, 1);
+    assert_int_equal(producer(s, "w")->newest_closed, 1);
+    /* The same tuple again (a retry of the closing write) is a duplicate
+     * carrying the write's receipt. */
     o = append_prod(f, "/c", OCTET, "b", "w", 2, 1, 1);
     assert_int_equal(o.result, RN_OK_DUPLICATE);
     assert_int_equal(o.ack_epoch, 2);
     assert_int_equal(o.ack_seq, 1);
     assert_int_equal(o.closed, 1);
-    /* Another seq, epoch or producer is refused. */
+    assert_int_equal(o.receipt, 1);
+    assert_int_equal(o.receipt_start, 1);
+    assert_int_equal(o.receipt_end, 2);
+    assert_int_equal(o.receipt_closed, 1);
+    /* Any write that would apply is refused for the closure; the producer
+     * rules come first (ext §5.3), so an unknown producer's seq 1 is a gap. */
     assert_int_equal(append_prod(f, "/c", OCTET, "c", "w", 2, 2, 0).result, RN_ERR_CLOSED);
     assert_int_equal(append_prod(f, "/c", OCTET, "c", "w", 3, 0, 0).result, RN_ERR_CLOSED);
-    assert_int_equal(append_prod(f, "/c", OCTET, "c", "v", 2, 1, 0).result, RN_ERR_CLOSED);
+    assert_int_equal(append_prod(f, "/c", OCTET, "c", "v", 2, 0, 0).result, RN_ERR_CLOSED);
+    assert_int_equal(append_prod(f, "/c", OCTET, "c", "v", 2, 1, 0).result, RN_ERR_SEQ_GAP);
     expect_bytes(f, "/c", "ab");
 }
 
@@ -814,6 +851,248 @@ static void test_producer_close_only_records_closing_tuple(void **state) {
     assert_int_equal(o.closed, 1);
     assert_int_equal(append_prod(f, "/c", OCTET, NULL, "w", 0, 0, 1).result, RN_OK_DUPLICATE);
     expect_bytes(f, "/c", "x");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Producer identity, receipts, closures, history, floor (ext §5)           */
+
+/* A producer write with Producer-Digest `digest_of` (its BLAKE3 need not
+ * match the body for repeats and conflicts, which never read the body), or
+ * without one when digest_of is NULL, and an optional Stream-Incarnation. */
+static outcome write_id(fx *f, const char *path, const char *body, const char *pid, uint64_t epoch,
+                        uint64_t seq, const char *digest_of, uint64_t incarnation) {
+    req r;
+    req_init(&r, RN_OP_APPEND, path);
+    req_text(&r, OCTET, body);
+    req_producer(&r, pid, epoch, seq);
+    if (digest_of) {
+        r.op.has_producer_digest = 1;
+        rn_blake3_hash(digest_of, strlen(digest_of), r.op.producer_digest);
+    }
+    if (incarnation) {
+        r.op.has_incarnation = 1;
+        r.op.incarnation = incarnation;
+    }
+    return run_req(f, &r);
+}
+
+static void expect_receipt(outcome o, rn_result result, uint64_t start, uint64_t end,
+                           uint64_t ack_seq) {
+    assert_int_equal(o.result, result);
+    assert_int_equal(o.receipt, 1);
+    assert_int_equal(o.receipt_start, start);
+    assert_int_equal(o.receipt_end, end);
+    assert_int_equal(o.ack_seq, ack_seq);
+}
+
+static void test_producer_identity_and_receipts(void **state) {
+    fx *f = *state;
+    create(f, "/i", NULL, NULL);
+    expect_receipt(write_id(f, "/i", "aa", "w", 0, 0, "aa", 0), RN_OK_APPENDED, 0, 2, 0);
+    expect_receipt(write_id(f, "/i", "bbb", "w", 0, 1, "bbb", 0), RN_OK_APPENDED, 2, 5, 1);
+    /* The newest write repeats with its receipt; another identity conflicts. */
+    expect_receipt(write_id(f, "/i", "bbb", "w", 0, 1, "bbb", 0), RN_OK_DUPLICATE, 2, 5, 1);
+    outcome o = write_id(f, "/i", "bbb", "w", 0, 1, "zzz", 0);
+    assert_int_equal(o.result, RN_ERR_KEY_CONFLICT);
+    assert_int_equal(o.current_epoch, 0);
+    assert_int_equal(write_id(f, "/i", "bbb", "w", 0, 1, NULL, 0).result, RN_ERR_KEY_CONFLICT);
+    /* The claim's identity is held; its receipt is not. */
+    assert_int_equal(write_id(f, "/i", "aa", "w", 0, 0, "zz", 0).result, RN_ERR_KEY_CONFLICT);
+    o = write_id(f, "/i", "aa", "w", 0, 0, "aa", 0);
+    assert_int_equal(o.result, RN_OK_DUPLICATE);
+    assert_int_equal(o.receipt, 0);
+    assert_int_equal(o.ack_seq, 1);
+    /* A wrong digest refuses a write that would apply, last, applying nothing. */
+    assert_int_equal(write_id(f, "/i", "cc", "w", 0, 2, "cd", 0).result, RN_ERR_DIGEST_MISMATCH);
+    expect_bytes(f, "/i", "aabbb");
+    expect_receipt(write_id(f, "/i", "cc", "w", 0, 2, "cc", 0), RN_OK_APPENDED, 5, 7, 2);
+    /* A claim closes the epoch before; its repeats report it too. */
+    o = write_id(f, "/i", "dd", "w", 3, 0, "dd", 0);
+    expect_receipt(o, RN_OK_APPENDED, 7, 9, 0);
+    assert_int_equal(o.closes_epoch, 1);
+    assert_int_equal(o.closed_epoch, 0);
+    assert_int_equal(o.closed_seq, 2);
+    o = write_id(f, "/i", "dd", "w", 3, 0, "dd", 0);
+    assert_int_equal(o.result, RN_OK_DUPLICATE);
+    assert_int_equal(o.closes_epoch, 1);
+    o = write_id(f, "/i", "x", "w", 0, 1, NULL, 0);
+    assert_int_equal(o.result, RN_ERR_EPOCH_CLOSED);
+    assert_int_equal(o.closed_by_history, 0);
+    assert_int_equal(o.closed_seq, 2);
+    rn_producer *p = producer(find(f, "/i"), "w");
+    assert_int_equal(p->claim.has_digest, 1);
+    assert_int_equal(p->above_floor, 1);
+}
+
+/* Producer state after a clean restart (checkpoint) and after a crash (log
+ * replay) answers as before. */
+static void test_producer_state_survives_restarts(void **state) {
+    fx *f = *state;
+    create(f, "/r", NULL, NULL);
+    write_id(f, "/r", "ab", "w", 1, 0, "ab", 0);
+    write_id(f, "/r", "cd", "w", 2, 0, "cd", 0);
+    write_id(f, "/r", "ef", "w", 2, 1, "ef", 0);
+    for (int round = 0; round < 2; round++) {
+        if (round == 0)
+            restart_clean(f);
+        else
+            restart_crash(f, "crash", drop_stream_files);
+        expect_receipt(write_id(f, "/r", "ef", "w", 2, 1, "ef", 0), RN_OK_DUPLICATE, 4, 6, 1);
+        assert_int_equal(write_id(f, "/r", "ef", "w", 2, 1, "xx", 0).result, RN_ERR_KEY_CONFLICT);
+        assert_int_equal(write_id(f, "/r", "cd", "w", 2, 0, "xx", 0).result, RN_ERR_KEY_CONFLICT);
+        outcome o = write_id(f, "/r", "zz", "w", 1, 1, NULL, 0);
+        assert_int_equal(o.result, RN_ERR_EPOCH_CLOSED);
+        assert_int_equal(o.closed_epoch, 1);
+        assert_int_equal(o.closed_seq, 0);
+    }
+}
+
+static outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
+    req r;
+    req_init(&r, RN_OP_REWRITE, path);
+    r.op.target_offset = keep;
+    return run_req(f, &r);
+}
+
+static void test_rewrite_closes_producer_epochs(void **state) {
+    fx *f = *state;
+    create(f, "/h", NULL, NULL);
+    for (uint64_t seq = 0; seq < 3; seq++)
+        write_id(f, "/h", "abcd", "kept", 0, seq, NULL, 0); /* newest [8, 12) */
+    for (uint64_t seq = 0; seq < 2; seq++)
+        write_id(f, "/h", "abcd", "cut", 0, seq, NULL, 0); /* newest [16, 20) */
+    write_id(f, "/h", "abcd", "lost", 0, 0, NULL, 0);      /* [20, 24) */
+    assert_int_equal(rewrite_to(f, "/h", 18).result, RN_OK_REWRITTEN);
+    rn_stream *s = find(f, "/h");
+    assert_int_equal(producer(s, "kept")->history, RN_EPOCH_REWRITTEN);
+    assert_int_equal(producer(s, "kept")->history_seq, 2);
+    assert_int_equal(producer(s, "cut")->history_seq, 0);
+    assert_int_equal(producer(s, "lost")->history, RN_EPOCH_LOST);
+    outcome o = write_id(f, "/h", "x", "kept", 0, 3, NULL, 0);
+    assert_int_equal(o.result, RN_ERR_EPOCH_CLOSED);
+    assert_int_equal(o.closed_by_history, 1);
+    assert_int_equal(o.closed_seq, 2);
+    expect_receipt(write_id(f, "/h", "abcd", "kept", 0, 2, NULL, 0), RN_OK_DUPLICATE, 8, 12, 2);
+    o = write_id(f, "/h", "abcd", "cut", 0, 1, NULL, 0);
+    assert_int_equal(o.result, RN_ERR_EPOCH_CLOSED);
+    assert_int_equal(o.closed_seq, 0);
+    assert_int_equal(write_id(f, "/h", "abcd", "lost", 0, 0, NULL, 0).result, RN_ERR_STALE_EPOCH);
+    /* A claim after the rewrite closes the epoch at its surviving seq. */
+    o = write_id(f, "/h", "n", "cut", 1, 0, NULL, 0);
+    assert_int_equal(o.result, RN_OK_APPENDED);
+    assert_int_equal(o.closes_epoch, 1);
+    assert_int_equal(o.closed_seq, 0);
+    restart_clean(f);
+    assert_int_equal(producer(find(f, "/h"), "kept")->history_seq, 2);
+}
+
+static void test_idle_producers_expire_and_raise_the_floor(void **state) {
+    fx *f = *state;
+    f->producer_ttl_ms = 100;
+    restart_clean(f);
+    create(f, "/x", NULL, NULL);
+    uint64_t inc = find(f, "/x")->incarnation;
+    write_id(f, "/x", "a", "old", 5, 0, NULL, 0);
+    usleep(150 * 1000);
+    rn_engine_sweep_expired(f->e);
+    run(f);
+    rn_stream *s = find(f, "/x");
+    assert_int_equal(s->producers.count, 0);
+    assert_int_equal(s->has_floor, 1);
+    assert_int_equal(s->epoch_floor, 5);
+    outcome o = write_id(f, "/x", "b", "new", 5, 0, NULL, inc);
+    assert_int_equal(o.result, RN_ERR_PRODUCER_EXPIRED);
+    assert_int_equal(o.current_epoch, 5);
+    /* Without the incarnation: a new producer, opened below the floor. */
+    assert_int_equal(write_id(f, "/x", "b", "new", 2, 0, NULL, 0).result, RN_OK_APPENDED);
+    assert_int_equal(producer(find(f, "/x"), "new")->above_floor, 0);
+    assert_int_equal(write_id(f, "/x", "c", "new", 2, 1, NULL, inc).result,
+                     RN_ERR_PRODUCER_EXPIRED);
+    o = write_id(f, "/x", "c", "new", 6, 0, NULL, inc);
+    assert_int_equal(o.result, RN_OK_APPENDED);
+    assert_int_equal(o.closes_epoch, 0);
+    assert_int_equal(producer(find(f, "/x"), "new")->above_floor, 1);
+    /* On access: the writer's own idle state goes before its write is judged. */
+    usleep(150 * 1000);
+    o = write_id(f, "/x", "d", "new", 6, 1, NULL, 0);
+    assert_int_equal(o.result, RN_ERR_SEQ_GAP);
+    assert_int_equal(find(f, "/x")->epoch_floor, 6);
+    restart_crash(f, "crash", NULL);
+    assert_int_equal(find(f, "/x")->epoch_floor, 6);
+    assert_int_equal(write_id(f, "/x", "d", "other", 6, 0, NULL, inc).result,
+                     RN_ERR_PRODUCER_EXPIRED);
+}
+
+static void test_producer_cap_displaces_only_idle_producers(void **state) {
+    fx *f = *state;
+    f->producer_ttl_ms = 100;
+    f->producer_cap = 2;
+    restart_clean(f);
+    create(f, "/cap", NULL, NULL);
+    write_id(f, "/cap", "a", "A", 3, 0, NULL, 0);
+    write_id(f, "/cap", "b", "B", 0, 0, NULL, 0);
+    outcome o = write_id(f, "/cap", "c", "C", 0, 0, NULL, 0);
+    assert_int_equal(o.result, RN_ERR_PRODUCER_LIMIT);
+    assert_int_equal(o.retry_after_s, 1);
+    usleep(150 * 1000);
+    assert_int_equal(write_id(f, "/cap", "c", "C", 0, 0, NULL, 0).result, RN_OK_APPENDED);
+    rn_stream *s = find(f, "/cap");
+    assert_int_equal(s->producers.count, 2);
+    assert_null(rn_map_get(&s->producers, "A", 1));
+    assert_int_equal(s->epoch_floor, 3);
+    expect_bytes(f, "/cap", "abc");
+}
+
+static void test_answer_early_only_for_repeats_and_conflicts(void **state) {
+    fx *f = *state;
+    create(f, "/e", NULL, NULL);
+    uint64_t inc = find(f, "/e")->incarnation;
+    write_id(f, "/e", "abc", "w", 0, 0, "abc", 0);
+    struct {
+        uint64_t seq;
+        const char *digest_of;
+        uint64_t incarnation;
+        int early;
+        rn_result result;
+    } cases[] = {
+        {0, "abc", inc, 1, RN_OK_DUPLICATE},
+        {0, "xyz", inc, 1, RN_ERR_KEY_CONFLICT},
+        {1, "abc", inc, 0, 0},
+        {0, "abc", inc + 1, 0, 0},
+        {0, "abc", 0, 0, 0},
+        {5, "abc", inc, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        rn_op op = {.kind = RN_OP_APPEND, .path = "/e", .path_len = 2};
+        op.has_producer = 1;
+        op.producer_id = "w";
+        op.producer_id_len = 1;
+        op.producer_seq = cases[k].seq;
+        op.has_producer_digest = 1;
+        rn_blake3_hash(cases[k].digest_of, 3, op.producer_digest);
+        op.has_incarnation = cases[k].incarnation != 0;
+        op.incarnation = cases[k].incarnation;
+        assert_int_equal(rn_engine_answer_early(f->e, &op), cases[k].early);
+        if (cases[k].early)
+            assert_int_equal(op.result, cases[k].result);
+    }
+    /* While a write of the stream is in the log, nothing is answered early. */
+    req r;
+    req_init(&r, RN_OP_APPEND, "/e");
+    req_text(&r, OCTET, "d");
+    rn_engine_submit(f->e, &r.op);
+    rn_op op = {.kind = RN_OP_APPEND,
+                .path = "/e",
+                .path_len = 2,
+                .has_producer = 1,
+                .producer_id = "w",
+                .producer_id_len = 1,
+                .has_incarnation = 1,
+                .incarnation = inc};
+    assert_int_equal(rn_engine_answer_early(f->e, &op), 0);
+    run(f);
+    req_release(&r);
+    expect_bytes(f, "/e", "abcd");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1295,18 +1574,15 @@ static void check_population(fx *f, const population *p) {
     assert_non_null(s);
     assert_int_equal(s->id, p->closed);
     assert_int_equal(s->closed, 1);
-    assert_int_equal(s->closed_by_producer, 1);
-    assert_int_equal(s->close_producer_id_len, 1);
-    assert_memory_equal(s->close_producer_id, "c", 1);
-    assert_int_equal(s->close_epoch, 2);
-    assert_int_equal(s->close_seq, 0);
+    expect_producer(s, "c", 2, 0);
+    assert_int_equal(producer(s, "c")->newest_closed, 1);
     expect_bytes(f, "/closed", "bye");
 
     s = find(f, "/closed2");
     assert_non_null(s);
     assert_int_equal(s->id, p->closed2);
     assert_int_equal(s->closed, 1);
-    assert_int_equal(s->closed_by_producer, 0);
+    assert_int_equal(s->producers.count, 0);
     expect_bytes(f, "/closed2", "final");
 
     s = find(f, "/ttl");
@@ -1403,22 +1679,56 @@ static void test_restart_after_crash_rebuilds_stream_files_from_the_log(void **s
     check_population_behaviour(f);
 }
 
+/* The newest log segment of dir and where its records end (segments are
+ * preallocated with zeros, so the file's size says nothing). */
+static void newest_segment_end(const char *dir, char *path, size_t cap, off_t *end) {
+    char wdir[PATH_MAX];
+    snprintf(wdir, sizeof wdir, "%s/wal", dir);
+    DIR *d = opendir(wdir);
+    assert_non_null(d);
+    char best[256] = "";
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strlen(de->d_name) == 24 && strcmp(de->d_name + 20, ".log") == 0 &&
+            strcmp(de->d_name, best) > 0)
+            snprintf(best, sizeof best, "%s", de->d_name);
+    closedir(d);
+    assert_true(best[0]);
+    int n = snprintf(path, cap, "%s/%s", wdir, best);
+    assert_true(n > 0 && (size_t)n < cap);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    off_t pos = 32; /* segment header */
+    uint8_t frame[8];
+    while (pread(fd, frame, 8, pos) == 8) {
+        uint32_t len = (uint32_t)frame[0] | (uint32_t)frame[1] << 8 | (uint32_t)frame[2] << 16 |
+                       (uint32_t)frame[3] << 24;
+        uint32_t crc = (uint32_t)frame[4] | (uint32_t)frame[5] << 8 | (uint32_t)frame[6] << 16 |
+                       (uint32_t)frame[7] << 24;
+        if (len == 0 && crc == 0)
+            break;
+        pos += 8 + len;
+    }
+    close(fd);
+    *end = pos;
+}
+
 static void test_restart_after_crash_cuts_a_torn_log_tail(void **state) {
     fx *f = *state;
     population p = populate(f);
     run(f);
-    /* Garbage after the last record of the newest segment, as left by a
-     * write that was in progress at the crash. The engine opened segment 1
-     * on the fresh directory and nothing rotated since. */
+    /* Garbage right after the last record of the newest segment, as left by
+     * a write that was in progress at the crash. */
     char seg[PATH_MAX];
-    snprintf(seg, sizeof seg, "%s/wal/%020d.log", f->dir, 1);
-    int fd = open(seg, O_WRONLY | O_APPEND);
+    off_t end;
+    newest_segment_end(f->dir, seg, sizeof seg, &end);
+    int fd = open(seg, O_WRONLY);
     assert_true(fd >= 0);
     const uint8_t garbage[21] = {9, 0, 0, 0, 1, 2, 3, 4, 'g', 'a', 'r', 'b', 'a', 'g', 'e'};
-    assert_int_equal(write(fd, garbage, sizeof garbage), (ssize_t)sizeof garbage);
+    assert_int_equal(pwrite(fd, garbage, sizeof garbage, end), (ssize_t)sizeof garbage);
     close(fd);
     restart_crash(f, "crash", NULL);
-    assert_int_equal(f->stats.torn_bytes, sizeof garbage);
+    assert_int_equal(f->stats.torn_bytes, 15); /* the garbage's last non-zero byte ends it */
     check_population(f, &p);
     check_population_behaviour(f);
 }
@@ -1615,6 +1925,12 @@ int main(void) {
         T(test_close_only_closes_without_data),
         T(test_closing_producer_repeat_is_duplicate),
         T(test_producer_close_only_records_closing_tuple),
+        T(test_producer_identity_and_receipts),
+        T(test_producer_state_survives_restarts),
+        T(test_rewrite_closes_producer_epochs),
+        T(test_idle_producers_expire_and_raise_the_floor),
+        T(test_producer_cap_displaces_only_idle_producers),
+        T(test_answer_early_only_for_repeats_and_conflicts),
         T(test_delete_then_recreate_gives_new_id_and_empty_data),
         T(test_stream_ids_are_never_reused),
         T(test_create_submitted_from_delete_callback_sees_stream_deleted),

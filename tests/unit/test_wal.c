@@ -679,13 +679,22 @@ static void test_torn_tail_of_garbage_bytes_is_cut(void **state) {
     expect_cut(f, TORN_N, sizeof garbage, size);
 }
 
-static void test_torn_tail_of_zero_bytes_is_cut(void **state) {
+/* Zeros after the records (a preallocated segment's unused part, or a torn
+ * write of zeros) are cut too, but counted apart from torn bytes. */
+static void test_zero_tail_is_cut_and_counted_apart(void **state) {
     fx *f = *state;
     write_torn_fixture(f);
     uint64_t size = seg_size(f, 1);
     uint8_t zeros[4096] = {0};
     append_bytes(f, 1, zeros, sizeof zeros);
-    expect_cut(f, TORN_N, sizeof zeros, size);
+    recs r = {0};
+    rn_wal_recovery rec;
+    assert_int_equal(recover(f, 0, &r, &rec), 0);
+    expect_range(&r, 0, TORN_N);
+    assert_int_equal(rec.torn_bytes, 0);
+    assert_int_equal(rec.zero_bytes, sizeof zeros);
+    assert_int_equal(seg_size(f, 1), size);
+    recs_free(&r);
 }
 
 static void test_torn_tail_partial_frame_is_cut(void **state) {
@@ -1064,7 +1073,7 @@ int main(void) {
         T(test_torn_tail_cut_inside_last_frame_header),
         T(test_torn_tail_cut_on_record_boundary_loses_nothing_else),
         T(test_torn_tail_of_garbage_bytes_is_cut),
-        T(test_torn_tail_of_zero_bytes_is_cut),
+        T(test_zero_tail_is_cut_and_counted_apart),
         T(test_torn_tail_partial_frame_is_cut),
         T(test_torn_tail_frame_with_bad_crc_is_cut),
         T(test_torn_tail_whole_good_frame_appended_is_replayed),

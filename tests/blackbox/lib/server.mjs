@@ -47,8 +47,9 @@ export class Server {
     this.exited = new Promise((resolve) => this.proc.on("exit", (code, signal) => resolve({ code, signal })));
     for (let i = 0; i < 100; i++) {
       try {
-        await fetch(`${this.url}/v1/stream/__ready_probe`, { method: "HEAD", signal: AbortSignal.timeout(1000) });
-        return this;
+        const res = await fetch(`${this.url}/__runnel/readyz`, { signal: AbortSignal.timeout(1000) });
+        if (res.status === 200) return this; // recovery finished
+        await sleep(20);
       } catch {
         await sleep(100);
       }

@@ -1,0 +1,155 @@
+/*
+ * endpoints.c — /__runnel/livez, /__runnel/readyz, /__runnel/metrics and
+ * the test hooks. See endpoints.h.
+ *
+ * Metrics are rendered in the Prometheus text format from the counters of
+ * util/metrics.h plus gauges read at scrape time (streams, producers and
+ * stored bytes come from one walk over the engine's streams, so a scrape
+ * costs O(streams); it takes no lock and changes nothing).
+ */
+#include "ops/endpoints.h"
+#include "live/live.h"
+#include "surface/admin.h"
+#include "surface/reply.h"
+#include "util/metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void answer_text(rn_request *req, int status, const char *content_type, rn_buf *body) {
+    rn_buf h = {0};
+    rn_reply_common(&h);
+    rn_buf_appendf(&h, "Content-Type: %s\r\nCache-Control: no-store\r\n", content_type);
+    rn_http_respond(req, status, &h, body);
+}
+
+typedef struct {
+    uint64_t streams, producers, hot_bytes, cold_bytes, snapshot_bytes;
+} store_gauges;
+
+static void add_stream(rn_stream *s, void *arg) {
+    store_gauges *g = arg;
+    g->streams++;
+    g->producers += s->producers.count;
+    g->hot_bytes += s->tail - s->fork_offset -
+                    (s->retained > s->fork_offset ? s->retained - s->fork_offset : 0);
+    if (s->snapshot.present) {
+        if (s->snapshot.cold)
+            g->cold_bytes += s->snapshot.size;
+        else
+            g->snapshot_bytes += s->snapshot.size;
+    }
+}
+
+static void metric(rn_buf *b, const char *name, const char *type, const char *help, uint64_t v) {
+    rn_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+                   (unsigned long long)v);
+}
+
+static uint64_t resident_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%llu %llu", &size, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void render(rn_buf *b, const rn_endpoints *ep) {
+    static const char *const routes[RN_ROUTE_COUNT] = {
+        "other", "v1", "bucket", "subresource", "subscriptions", "ops"};
+    static const char *const methods[RN_METHOD_SLOTS] = {"OTHER", "GET",    "HEAD",   "POST",
+                                                         "PUT",   "DELETE", "OPTIONS"};
+    rn_buf_append_str(b, "# HELP runnel_http_requests_total Answered requests by route, method "
+                         "and status.\n# TYPE runnel_http_requests_total counter\n");
+    for (int r = 0; r < RN_ROUTE_COUNT; r++)
+        for (int m = 0; m < RN_METHOD_SLOTS; m++)
+            for (int st = 0; st < RN_STATUS_SLOTS; st++)
+                if (rn_metric.http_requests[r][m][st])
+                    rn_buf_appendf(b,
+                                   "runnel_http_requests_total{route=\"%s\",method=\"%s\","
+                                   "status=\"%d\"} %llu\n",
+                                   routes[r], methods[m], st,
+                                   (unsigned long long)rn_metric.http_requests[r][m][st]);
+    metric(b, "runnel_appends_total", "counter", "Applied appends (with data).", rn_metric.appends);
+    metric(b, "runnel_append_bytes_total", "counter", "Stored bytes of applied appends.",
+           rn_metric.append_bytes);
+    metric(b, "runnel_append_messages_total", "counter",
+           "Messages of applied appends (JSON messages; one per append otherwise).",
+           rn_metric.append_messages);
+    metric(b, "runnel_reads_total", "counter", "Catch-up and long-poll responses with data.",
+           rn_metric.reads);
+    metric(b, "runnel_read_bytes_total", "counter", "Stream bytes sent by catch-up and long-poll.",
+           rn_metric.read_bytes);
+    metric(b, "runnel_sse_events_total", "counter", "SSE data events sent.", rn_metric.sse_events);
+    metric(b, "runnel_sse_bytes_total", "counter", "Stream bytes sent in SSE data events.",
+           rn_metric.sse_bytes);
+    metric(b, "runnel_wal_batches_total", "counter", "Log group-commit batches.",
+           rn_metric.wal_batches);
+    metric(b, "runnel_wal_records_total", "counter",
+           "Log records written (records / batches = batch size).", rn_metric.wal_records);
+    metric(b, "runnel_wal_bytes_total", "counter", "Log bytes made durable.", rn_metric.wal_bytes);
+    metric(b, "runnel_wal_sync_failures_total", "counter",
+           "Log batches whose write or sync failed.", rn_metric.wal_sync_failures);
+    rn_buf_append_str(b, "# HELP runnel_wal_sync_seconds Time of a batch's write and fdatasync.\n"
+                         "# TYPE runnel_wal_sync_seconds histogram\n");
+    uint64_t cum = 0, count = 0;
+    for (int k = 0; k < RN_SYNC_BUCKETS; k++)
+        count += rn_metric.wal_sync_le[k];
+    for (int k = 0; k < RN_SYNC_BUCKETS; k++) {
+        cum += rn_metric.wal_sync_le[k];
+        if (k == RN_SYNC_BUCKETS - 1)
+            rn_buf_appendf(b, "runnel_wal_sync_seconds_bucket{le=\"+Inf\"} %llu\n",
+                           (unsigned long long)cum);
+        else
+            rn_buf_appendf(b, "runnel_wal_sync_seconds_bucket{le=\"%.6f\"} %llu\n",
+                           (double)(64ull << k) / 1e6, (unsigned long long)cum);
+    }
+    rn_buf_appendf(b, "runnel_wal_sync_seconds_sum %.6f\nrunnel_wal_sync_seconds_count %llu\n",
+                   (double)rn_metric.wal_sync_us_sum / 1e6, (unsigned long long)count);
+    metric(b, "runnel_subscription_deliveries_total", "counter", "Webhook deliveries answered 2xx.",
+           rn_metric.sub_deliveries);
+    metric(b, "runnel_subscription_delivery_failures_total", "counter",
+           "Webhook delivery attempts that failed.", rn_metric.sub_delivery_failures);
+    store_gauges g = {0};
+    if (ep->ready)
+        rn_engine_foreach(ep->engine, add_stream, &g);
+    metric(b, "runnel_streams", "gauge", "Visible streams.", g.streams);
+    metric(b, "runnel_producers", "gauge", "Idempotent producers with state.", g.producers);
+    metric(b, "runnel_hot_bytes", "gauge", "Retained stream bytes in local stream files.",
+           g.hot_bytes);
+    metric(b, "runnel_snapshot_bytes", "gauge", "Snapshot bodies in the local snapshot store.",
+           g.snapshot_bytes);
+    metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g.cold_bytes);
+    metric(b, "runnel_live_readers", "gauge", "Parked long-poll and SSE readers.",
+           ep->ready ? rn_surface_live_reads(ep->surface) : 0);
+    metric(b, "runnel_open_connections", "gauge", "Open client connections.",
+           rn_http_connections(ep->http));
+    metric(b, "runnel_process_resident_bytes", "gauge", "Resident memory of the process.",
+           resident_bytes());
+    metric(b, "runnel_ready", "gauge", "1 once recovery finished.", (uint64_t)ep->ready);
+}
+
+void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,
+                         size_t query_len, void *arg) {
+    rn_endpoints *ep = arg;
+    rn_buf body = {0};
+    int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
+    if (get && path_len == 5 && memcmp(path, "livez", 5) == 0) {
+        rn_buf_append_str(&body, "ok\n");
+        answer_text(req, 200, "text/plain", &body);
+    } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
+        rn_buf_append_str(&body, ep->ready ? "ready\n" : "recovering\n");
+        answer_text(req, ep->ready ? 200 : 503, "text/plain", &body);
+    } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
+        render(&body, ep);
+        answer_text(req, 200, "text/plain; version=0.0.4", &body);
+    } else if (ep->ready) {
+        rn_admin_handle(ep->surface, req, ep->test_hooks, path, path_len, query, query_len);
+    } else {
+        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+    }
+}

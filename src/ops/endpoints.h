@@ -1,0 +1,25 @@
+/*
+ * endpoints.h — the operational routes under /__runnel/: liveness,
+ * readiness, Prometheus metrics, and (with --test-hooks 1) the test hooks
+ * of surface/admin.c.
+ */
+#ifndef RN_ENDPOINTS_H
+#define RN_ENDPOINTS_H
+
+#include "engine/engine.h"
+#include "surface/streams.h"
+#include "transport/http.h"
+
+typedef struct {
+    int ready;      /* recovery finished (engine and surface are set) */
+    int test_hooks; /* /__runnel/test/ routes exist */
+    rn_engine *engine;
+    rn_surface *surface;
+    rn_http_server *http;
+} rn_endpoints;
+
+/* rn_ops_handler for the router; arg is an rn_endpoints. */
+void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,
+                         size_t query_len, void *arg);
+
+#endif

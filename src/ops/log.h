@@ -1,0 +1,31 @@
+/*
+ * log.h — the server's log: one line per event on stderr, human text or
+ * JSON (--log-format), filtered by --log-level, plus an optional access log
+ * line per answered request. Lines never carry request bodies, query
+ * strings or credentials: callers pass only what is safe to show.
+ */
+#ifndef RN_LOG_H
+#define RN_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { RN_LOG_DEBUG, RN_LOG_INFO, RN_LOG_WARN, RN_LOG_ERROR } rn_log_level;
+
+/* Sets the format (json = 0: text) and the lowest level written. */
+void rn_log_setup(int json, rn_log_level min_level);
+
+/* Writes one event: `event` is a short snake_case name, the message is
+ * printf-formatted free text. */
+void rn_log(rn_log_level level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Writes one access-log line (request method, path without its query,
+ * status, body bytes sent, duration in microseconds). */
+void rn_log_access(const char *method, const char *path, size_t path_len, int status,
+                   uint64_t bytes, uint64_t micros);
+
+/* Parses "debug", "info", "warn" or "error"; returns -1 for anything else. */
+int rn_log_level_parse(const char *s);
+
+#endif

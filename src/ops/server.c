@@ -1,0 +1,278 @@
+/*
+ * server.c — `runnel serve`: the process's lifecycle. See server.h.
+ *
+ * Start: configuration, data-directory lock, cluster id, then the listener
+ * at once, so health probes answer while the store recovers: recovery
+ * (checkpoint load and log replay) runs on a worker thread, and until it has
+ * finished every route but /__runnel/ answers 503. When it finishes, the
+ * live-read observer, the subscriptions, the surfaces and the parts service
+ * are wired to the engine and the server turns ready.
+ *
+ * Shutdown (SIGTERM/SIGINT): stop accepting, close idle connections, answer
+ * parked live reads, quiesce subscription deliveries, wait (bounded by
+ * --shutdown-grace-ms) until no request is in progress and the log is idle,
+ * then close everything; closing the engine writes a final checkpoint.
+ */
+#include "ops/server.h"
+#include "util/fault.h"
+#include "engine/engine.h"
+#include "live/live.h"
+#include "ops/config.h"
+#include "ops/datadir.h"
+#include "ops/endpoints.h"
+#include "ops/log.h"
+#include "subs/subs.h"
+#include "surface/parts.h"
+#include "surface/reply.h"
+#include "surface/router.h"
+#include "surface/streams.h"
+#include "transport/http.h"
+#include "util/clock.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef RUNNEL_VERSION
+#define RUNNEL_VERSION "dev"
+#endif
+
+typedef struct {
+    uv_loop_t *loop;
+    rn_config cfg;
+    char public_url[1024];
+    rn_engine *engine;
+    rn_surface *surface;
+    rn_subs *subs;
+    rn_parts *parts;
+    rn_router router;
+    rn_endpoints endpoints;
+    rn_http_server *http;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t sweep, drain;
+    uv_work_t recovery;
+    rn_recovery_stats stats;
+    char recovery_err[512];
+    uint64_t recovery_started;
+    uint64_t drain_deadline;
+    int stopping;
+    int exit_code;
+} server;
+
+static void on_sweep(uv_timer_t *t) {
+    server *s = t->data;
+    rn_engine_sweep_expired(s->engine);
+}
+
+static void close_handles(server *s) {
+    uv_timer_stop(&s->drain);
+    uv_close((uv_handle_t *)&s->drain, NULL);
+    uv_close((uv_handle_t *)&s->sweep, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    if (s->subs)
+        rn_subs_stop(s->subs);
+    if (s->parts)
+        rn_parts_close(s->parts);
+    rn_http_close(s->http);
+}
+
+static void on_drain_tick(uv_timer_t *t) {
+    server *s = t->data;
+    int idle =
+        rn_http_active_connections(s->http) == 0 && (!s->engine || !rn_engine_busy(s->engine));
+    int recovering = s->router.ready == 0 && s->exit_code == 0;
+    if (recovering)
+        return; /* the recovery job holds the engine; wait for it */
+    if (idle || rn_mono_ms() >= s->drain_deadline) {
+        if (!idle)
+            rn_log(RN_LOG_WARN, "shutdown", "grace period over with requests still in progress");
+        close_handles(s);
+    }
+}
+
+/* Begins the drain (signal, or a failed start). */
+static void begin_shutdown(server *s) {
+    if (s->stopping)
+        return;
+    s->stopping = 1;
+    rn_http_stop_accepting(s->http);
+    if (s->surface)
+        rn_surface_end_live_reads(s->surface);
+    if (s->subs)
+        rn_subs_quiesce(s->subs);
+    s->drain_deadline = rn_mono_ms() + s->cfg.shutdown_grace_ms;
+    uv_timer_start(&s->drain, on_drain_tick, 0, 10);
+}
+
+static void on_signal(uv_signal_t *sig, int signum) {
+    server *s = sig->data;
+    rn_log(RN_LOG_INFO, "shutdown", "received %s; draining",
+           signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    begin_shutdown(s);
+}
+
+/* The URL clients reach the server at: --public-url, else http://<listen>. */
+static void public_url(const rn_config *cfg, char *out, size_t cap) {
+    if (cfg->public_url[0])
+        snprintf(out, cap, "%s", cfg->public_url);
+    else if (strchr(cfg->listen_host, ':'))
+        snprintf(out, cap, "http://[%s]:%d", cfg->listen_host, cfg->listen_port);
+    else
+        snprintf(out, cap, "http://%s:%d", cfg->listen_host, cfg->listen_port);
+}
+
+static void access_line(const rn_request *req) {
+    const char *q = memchr(req->target, '?', req->target_len);
+    size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
+    rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
+                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000);
+}
+
+/* ---- recovery ---- */
+
+static void recover(uv_work_t *w) {
+    server *s = w->data;
+    rn_engine_config ec = {.data_dir = s->cfg.data_dir,
+                           .cold_store = (int)s->cfg.cold_store,
+                           .wal_segment_bytes = s->cfg.wal_segment_bytes,
+                           .checkpoint_bytes = s->cfg.checkpoint_bytes,
+                           .max_open_files = (int)s->cfg.max_open_files,
+                           .producer_ttl_ms = s->cfg.producer_ttl_ms,
+                           .producer_cap = s->cfg.producer_cap};
+    s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
+}
+
+/* Wires everything that needs the recovered engine, or gives up. */
+static void recovered(uv_work_t *w, int status) {
+    server *s = w->data;
+    char err[512];
+    if (status || !s->engine) {
+        rn_log(RN_LOG_ERROR, "recovery", "%s", s->recovery_err);
+        s->exit_code = 1;
+        begin_shutdown(s);
+        return;
+    }
+    rn_log(RN_LOG_INFO, "recovery",
+           "recovered %llu streams (checkpoint %llu, %llu log records replayed, %llu torn bytes "
+           "cut) in %llu ms",
+           (unsigned long long)s->stats.streams, (unsigned long long)s->stats.checkpoint_streams,
+           (unsigned long long)s->stats.records_replayed, (unsigned long long)s->stats.torn_bytes,
+           (unsigned long long)(rn_mono_ms() - s->recovery_started));
+    rn_engine_observe(s->engine, rn_live_observer, NULL);
+    rn_subs_config subc = {.data_dir = s->cfg.data_dir,
+                           .public_url = s->public_url,
+                           .allow_loopback = s->cfg.webhook_allow_loopback,
+                           .webhook_timeout_ms = s->cfg.webhook_timeout_ms,
+                           .user_agent = "runnel/" RUNNEL_VERSION};
+    s->subs = rn_subs_open(s->loop, s->engine, &subc, err, sizeof err);
+    if (!s->subs) {
+        rn_log(RN_LOG_ERROR, "start", "%s", err);
+        s->exit_code = 1;
+        begin_shutdown(s);
+        return;
+    }
+    rn_surface_config sc = {.long_poll_timeout_ms = s->cfg.long_poll_timeout_ms,
+                            .sse_max_duration_ms = s->cfg.sse_max_duration_ms,
+                            .max_read_bytes = s->cfg.max_read_bytes,
+                            .sse_queue_bytes = s->cfg.sse_queue_bytes,
+                            .max_body_bytes = s->cfg.max_body_bytes,
+                            .cold_store = (int)s->cfg.cold_store};
+    s->surface = rn_surface_new(s->loop, s->engine, &sc);
+    s->parts = rn_parts_new(s->surface, s->cfg.parts_grace_ms);
+    rn_surface_set_parts(s->surface, s->parts);
+    s->router.streams = s->surface;
+    s->router.subs = s->subs;
+    s->endpoints.engine = s->engine;
+    s->endpoints.surface = s->surface;
+    uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
+    s->router.ready = 1;
+    s->endpoints.ready = 1;
+    rn_log(RN_LOG_INFO, "ready", "serving on %s", s->public_url);
+    if (s->stopping) /* a signal arrived during recovery */
+        uv_timer_start(&s->drain, on_drain_tick, 0, 10);
+}
+
+int rn_serve(int argc, char **argv) {
+    static server s; /* the process's one server; static keeps it off the stack */
+    memset(&s, 0, sizeof s);
+    char err[512];
+    int rc = rn_config_load(&s.cfg, argc, argv, err, sizeof err);
+    if (rc == 1)
+        return 0;
+    if (rc < 0) {
+        fprintf(stderr, "runnel: %s\n", err);
+        return 2;
+    }
+    char desc[8192];
+    if (s.cfg.print_config) {
+        rn_config_describe(&s.cfg, "\n", desc, sizeof desc);
+        printf("%s\n", desc);
+        return 0;
+    }
+    rn_log_setup(strcmp(s.cfg.log_format, "json") == 0, rn_log_level_parse(s.cfg.log_level));
+    if (s.cfg.test_hooks)
+        rn_fault_setup();
+    signal(SIGPIPE, SIG_IGN);
+    int lock_fd = rn_datadir_lock(s.cfg.data_dir);
+    if (lock_fd < 0)
+        return 1;
+    char cluster_id[65];
+    if (rn_datadir_cluster_id(&s.cfg, cluster_id) != 0)
+        return 1;
+    rn_reply_set_cluster_id(cluster_id);
+    public_url(&s.cfg, s.public_url, sizeof s.public_url);
+    s.loop = uv_default_loop();
+    srand((unsigned)(rn_now_ms() ^ getpid()));
+
+    s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks};
+    s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
+                           .ops_handler = rn_endpoints_handle,
+                           .ops_arg = &s.endpoints};
+    rn_http_config hc = {.host = s.cfg.listen_host,
+                         .port = s.cfg.listen_port,
+                         .max_body_bytes = s.cfg.max_body_bytes,
+                         .max_header_bytes = s.cfg.max_header_bytes,
+                         .max_headers = s.cfg.max_headers,
+                         .request_timeout_ms = s.cfg.request_timeout_ms,
+                         .idle_timeout_ms = s.cfg.idle_timeout_ms,
+                         .max_connections = (int)s.cfg.max_connections,
+                         .on_complete = s.cfg.access_log ? access_line : NULL,
+                         .on_headers = rn_router_answer_early};
+    s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
+    if (!s.http) {
+        rn_log(RN_LOG_ERROR, "start", "%s", err);
+        return 1;
+    }
+    s.endpoints.http = s.http;
+    rn_config_describe(&s.cfg, " ", desc, sizeof desc);
+    rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
+
+    uv_signal_init(s.loop, &s.sigterm);
+    uv_signal_init(s.loop, &s.sigint);
+    s.sigterm.data = s.sigint.data = &s;
+    uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&s.sigint, on_signal, SIGINT);
+    uv_timer_init(s.loop, &s.sweep);
+    uv_timer_init(s.loop, &s.drain);
+    s.sweep.data = s.drain.data = &s;
+    s.recovery.data = &s;
+    s.recovery_started = rn_mono_ms();
+    uv_queue_work(s.loop, &s.recovery, recover, recovered);
+
+    uv_run(s.loop, UV_RUN_DEFAULT);
+
+    if (s.subs)
+        rn_subs_close(s.subs);
+    if (s.engine)
+        rn_engine_close(s.engine);
+    if (s.surface)
+        rn_surface_free(s.surface);
+    rn_http_free(s.http);
+    uv_loop_close(s.loop);
+    close(lock_fd);
+    rn_log(RN_LOG_INFO, "stopped", "exit code %d", s.exit_code);
+    return s.exit_code;
+}

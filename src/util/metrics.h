@@ -1,0 +1,45 @@
+/*
+ * metrics.h — the process's counters, for the Prometheus endpoint
+ * (ops/metrics.c renders them). Every counter is written only by the loop
+ * thread (the log's worker reports sync times through the loop), so plain
+ * increments suffice: no lock and no shared cache line with other threads
+ * on the request path.
+ */
+#ifndef RN_METRICS_H
+#define RN_METRICS_H
+
+#include <stdint.h>
+
+/* Request routes, as the router classifies them. */
+typedef enum {
+    RN_ROUTE_OTHER,
+    RN_ROUTE_V1,
+    RN_ROUTE_BUCKET,      /* /{bucket}/{stream} */
+    RN_ROUTE_SUBRESOURCE, /* snapshot, retention, bootstrap, immutable reads */
+    RN_ROUTE_SUBS,        /* /v1/stream/__ds/ */
+    RN_ROUTE_OPS,         /* /__runnel/ */
+    RN_ROUTE_COUNT
+} rn_route;
+
+#define RN_METHOD_SLOTS 7   /* rn_http_method values */
+#define RN_STATUS_SLOTS 600 /* status codes 0..599 */
+#define RN_SYNC_BUCKETS 16  /* sync latency: le 2^k * 64 us, k = 0..14, then +Inf */
+
+typedef struct {
+    uint64_t http_requests[RN_ROUTE_COUNT][RN_METHOD_SLOTS][RN_STATUS_SLOTS];
+    uint64_t append_bytes, appends, append_messages; /* applied, with JSON messages counted */
+    uint64_t read_bytes, reads;                      /* catch-up and long-poll bodies */
+    uint64_t sse_bytes, sse_events;
+    uint64_t wal_batches, wal_records, wal_bytes;
+    uint64_t wal_sync_le[RN_SYNC_BUCKETS]; /* per bucket (not cumulative) */
+    uint64_t wal_sync_us_sum;
+    uint64_t wal_sync_failures;
+    uint64_t sub_deliveries, sub_delivery_failures;
+} rn_metrics;
+
+extern rn_metrics rn_metric;
+
+/* Records one log sync that took `us` microseconds. */
+void rn_metric_sync(uint64_t us);
+
+#endif
