@@ -63,12 +63,13 @@ struct bn_conn {
     int dying;    /* bn_conn_close called: free after the socket closed */
     int reused;   /* this socket already completed a response */
     int complete; /* on_message_complete seen for the current response */
+    int head;     /* the request in flight is a HEAD: its answer has no body */
     size_t got;   /* response bytes received for the current request */
     outreq *out;  /* the request in flight */
     bn_resp resp;
     char hf[32]; /* current header field (truncated) */
     size_t hf_len;
-    char hv[96]; /* current header value (truncated) */
+    char hv[160]; /* current header value (truncated) */
     size_t hv_len;
 };
 
@@ -105,14 +106,25 @@ static int is_field(const bn_conn *c, const char *name) {
     return c->hf_len == strlen(name) && strncasecmp(c->hf, name, c->hf_len) == 0;
 }
 
+/* Copies the current header value into dst[cap], truncated to fit. */
+static void copy_value(char *dst, size_t cap, const bn_conn *c) {
+    size_t n = c->hv_len < cap - 1 ? c->hv_len : cap - 1;
+    memcpy(dst, c->hv, n);
+    dst[n] = 0;
+}
+
 static int on_header_value_complete(llhttp_t *p) {
     bn_conn *c = p->data;
     if (is_field(c, "stream-next-offset"))
-        memcpy(c->resp.next_offset, c->hv, c->hv_len + 1);
+        copy_value(c->resp.next_offset, sizeof c->resp.next_offset, c);
     else if (is_field(c, "stream-up-to-date"))
         c->resp.up_to_date = strcasecmp(c->hv, "true") == 0;
     else if (is_field(c, "stream-closed"))
         c->resp.closed = strcasecmp(c->hv, "true") == 0;
+    else if (is_field(c, "stream-snapshot-offset"))
+        copy_value(c->resp.snapshot_offset, sizeof c->resp.snapshot_offset, c);
+    else if (is_field(c, "content-type"))
+        copy_value(c->resp.content_type, sizeof c->resp.content_type, c);
     c->hf_len = c->hv_len = 0;
     c->hf[0] = c->hv[0] = 0;
     return 0;
@@ -123,7 +135,7 @@ static int on_headers_complete(llhttp_t *p) {
     c->resp.status = p->status_code;
     if (c->h->on_headers)
         c->h->on_headers(c);
-    return 0;
+    return c->head ? 1 : 0; /* 1: llhttp expects no body (answer to HEAD) */
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
@@ -423,6 +435,7 @@ void bn_conn_request(bn_conn *c, const char *method, const char *path, const cha
         memcpy(o->data + n, body, body_len);
     o->len = (size_t)n + body_len;
     c->out = o;
+    c->head = strcmp(method, "HEAD") == 0;
     memset(&c->resp, 0, sizeof c->resp);
     c->resp.t_start_ns = uv_hrtime();
     if (c->state == UP)

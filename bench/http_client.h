@@ -10,9 +10,11 @@
  * Connects are gated (at most 128 in progress) so thousands of connections
  * can be opened without overflowing the server's listen backlog.
  *
- * Of the response only the status, the protocol headers the scenarios
- * follow (Stream-Next-Offset, Stream-Up-To-Date, Stream-Closed) and the body
- * length are kept; body bytes can be streamed to a callback (SSE).
+ * Of the response only the status, the headers the scenarios follow
+ * (Stream-Next-Offset, Stream-Up-To-Date, Stream-Closed,
+ * Stream-Snapshot-Offset, Content-Type) and the body length are kept; body
+ * bytes can be streamed to a callback (SSE, bootstrap). The answer to a HEAD
+ * request is read without a body, whatever its framing headers say.
  * Every connection shares one read buffer, so an idle connection costs only
  * its libuv handle and parser.
  */
@@ -36,6 +38,8 @@ typedef struct {
     char next_offset[96]; /* Stream-Next-Offset, "" when absent */
     int up_to_date;       /* Stream-Up-To-Date: true */
     int closed;           /* Stream-Closed: true */
+    char snapshot_offset[96]; /* Stream-Snapshot-Offset, "" when absent */
+    char content_type[160];   /* Content-Type, "" when absent (truncated) */
     uint64_t body_bytes;
     uint64_t t_start_ns; /* uv_hrtime() when the request was issued */
 } bn_resp;

@@ -2,7 +2,8 @@
  * runnel_bench.c — the `runnel-bench` command: parses the scenario and its
  * options, prepares the run and prints the report.
  *
- *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap> --base http://127.0.0.1:PORT [options]
+ *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill> --base http://127.0.0.1:PORT
+ *                [options]
  *
  * Every scenario is a closed-loop (or paced) HTTP/1.1 load generator on one
  * libuv loop; see the sc_*.c files. Exit status: 0 when the run finished
@@ -35,8 +36,15 @@ static const char USAGE[] =
     "  longpoll   --readers [1000] parked long-polls on --streams [100] streams, writers at\n"
     "             --rate [100] appends/s of --payload [64] B for --duration [10] s\n"
     "  bootstrap  --clients [100] streams of --events [1000] x --event-bytes [256] B\n"
-    "             (pre-filled --batch [10] events per append), replayed by all clients at once;\n"
-    "             --mode replay|bootstrap [replay] (bootstrap: not implemented yet)\n"
+    "             (pre-filled --batch [10] events per append), read by all clients at once:\n"
+    "             --mode replay [default]: each replays its stream from offset -1;\n"
+    "             --mode bootstrap (needs --surface bucket): a --snapshot-bytes [64K] snapshot\n"
+    "             is published at the tail (offset from HEAD), then --after-events [0] more\n"
+    "             events; each client does GET {stream}/bootstrap and checks the answer\n"
+    "  create     --streams [100] empty streams created with PUT over --clients [64]\n"
+    "             connections (idle-stream capacity; progress on stderr every 10 s)\n"
+    "  fill       --streams [100] streams filled with --bytes [256M] in total, in\n"
+    "             --append-bytes [1M] appends, one connection per stream\n"
     "\n"
     "common options:\n"
     "  --surface v1|bucket      URL shape: {base}/v1/stream/{name} | {base}/{bucket}/{name}\n"
@@ -66,6 +74,8 @@ enum {
     O_EVENT_BYTES,
     O_BATCH,
     O_MODE,
+    O_SNAPSHOT_BYTES,
+    O_AFTER_EVENTS,
     O_PID,
     O_TIMEOUT,
     O_JSON,
@@ -91,6 +101,8 @@ static const struct option OPTS[] = {
     {"event-bytes", 1, 0, O_EVENT_BYTES},
     {"batch", 1, 0, O_BATCH},
     {"mode", 1, 0, O_MODE},
+    {"snapshot-bytes", 1, 0, O_SNAPSHOT_BYTES},
+    {"after-events", 1, 0, O_AFTER_EVENTS},
     {"server-pid", 1, 0, O_PID},
     {"timeout", 1, 0, O_TIMEOUT},
     {"json", 0, 0, O_JSON},
@@ -129,6 +141,13 @@ static int positive_int(const char *s) {
     return (int)v;
 }
 
+static int count_int(const char *s) {
+    double v = number(s, 0);
+    if (v > 1e6 || v != (int)v)
+        usage_error("must be an integer in 0..1000000", s);
+    return (int)v;
+}
+
 /* Scenario defaults; options given on the command line override them. */
 static void defaults(const char *sc) {
     bn_o.scenario = sc;
@@ -144,6 +163,7 @@ static void defaults(const char *sc) {
     bn_o.event_bytes = 256;
     bn_o.batch = 10;
     bn_o.replay_mode = 1;
+    bn_o.snapshot_bytes = 64u << 10;
     bn_o.bytes = 256u << 20;
     bn_o.append_bytes = 1u << 20;
     if (strcmp(sc, "fanout") == 0) {
@@ -154,6 +174,8 @@ static void defaults(const char *sc) {
         bn_o.payload = 64;
     } else if (strcmp(sc, "bootstrap") == 0) {
         bn_o.clients = 100;
+    } else if (strcmp(sc, "create") == 0) {
+        bn_o.clients = 64;
     }
 }
 
@@ -173,7 +195,9 @@ int main(int argc, char **argv) {
                      {"fanout", bn_fanout_start},
                      {"catchup", bn_catchup_start},
                      {"longpoll", bn_longpoll_start},
-                     {"bootstrap", bn_bootstrap_start}};
+                     {"bootstrap", bn_bootstrap_start},
+                     {"create", bn_create_start},
+                     {"fill", bn_fill_scenario_start}};
     if (argc < 2 || argv[1][0] == '-') {
         fputs(USAGE, argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
@@ -257,6 +281,12 @@ int main(int argc, char **argv) {
                 usage_error("--mode must be replay or bootstrap", optarg);
             bn_o.replay_mode = strcmp(optarg, "replay") == 0;
             break;
+        case O_SNAPSHOT_BYTES:
+            bn_o.snapshot_bytes = (size_t)number(optarg, 1);
+            break;
+        case O_AFTER_EVENTS:
+            bn_o.after_events = count_int(optarg);
+            break;
         case O_JSON:
             bn_o.json = 1;
             break;
@@ -280,13 +310,20 @@ int main(int argc, char **argv) {
         usage_error("appends must be 1 B .. 32 MiB", NULL);
     if (bn_o.duration <= 0 || bn_o.timeout <= 0)
         usage_error("--duration and --timeout must be positive", NULL);
-    if (!bn_o.replay_mode)
-        usage_error("--mode bootstrap needs the bucket surface's snapshot+bootstrap read, "
-                    "which Runnel does not have yet; use --mode replay",
+    bn_o.surface_bucket = strstr(tmpl, "/v1/stream/") == NULL;
+    if (start == bn_bootstrap_start && !bn_o.replay_mode && !bn_o.surface_bucket)
+        usage_error("--mode bootstrap needs the bucket surface (--surface bucket): snapshots and "
+                    "/bootstrap are stream subresources there (extensions.txt §2-3)",
                     NULL);
+    if (bn_o.snapshot_bytes > (32u << 20))
+        usage_error("--snapshot-bytes must be at most 32 MiB (one request)", NULL);
+    if (start == bn_fill_scenario_start && bn_o.bytes < (uint64_t)bn_o.streams)
+        usage_error("--bytes must be at least one byte per stream", NULL);
     int json_stream = strncmp(bn_o.content_type, "application/json", 16) == 0;
-    if (json_stream && (start == bn_catchup_start || start == bn_bootstrap_start))
-        usage_error("catchup and bootstrap verify byte counts: use a non-JSON --content-type",
+    if (json_stream &&
+        (start == bn_catchup_start || start == bn_bootstrap_start || start == bn_fill_scenario_start))
+        usage_error("catchup, bootstrap and fill send and verify raw bytes: use a non-JSON "
+                    "--content-type",
                     NULL);
     if (start == bn_longpoll_start && bn_o.readers < bn_o.streams)
         usage_error("--readers must be >= --streams", NULL);

@@ -11,5 +11,7 @@ void bn_fanout_start(void);
 void bn_catchup_start(void);
 void bn_longpoll_start(void);
 void bn_bootstrap_start(void);
+void bn_create_start(void);
+void bn_fill_scenario_start(void);
 
 #endif

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of the benchmark tools (not a speed test): starts runnel from
 # BUILD_DIR, runs every runnel-bench scenario for about a second at tiny
-# sizes, and the two micro-benchmarks briefly. A case passes when the tool
+# sizes (bootstrap in both modes, the bootstrap mode also with events after
+# the snapshot and with an answer past the server's 8 MiB cap, so that the
+# partial form and its follow-up reads are exercised), and the three
+# micro-benchmarks briefly. A case passes when the tool
 # exits 0 and the figure that proves work was done is non-zero.
 # Usage: bench/smoke.sh BUILD_DIR        Ends with "N passed, M failed".
 set -uo pipefail
@@ -47,7 +50,20 @@ check longpoll wakes "$bench" longpoll --base "$base" --readers 20 --streams 4 -
   --duration 1 --server-pid "$pid" --json
 check bootstrap replay_bytes "$bench" bootstrap --base "$base" --clients 4 --events 50 \
   --event-bytes 100 --json
+check bootstrap-mode complete_answers "$bench" bootstrap --mode bootstrap --surface bucket \
+  --base "$base" --clients 4 --events 50 --event-bytes 1K --snapshot-bytes 64K --json
+check bootstrap-mode-after complete_answers "$bench" bootstrap --mode bootstrap --surface bucket \
+  --base "$base" --clients 3 --events 10 --event-bytes 1K --snapshot-bytes 1K --after-events 20 \
+  --json
+check bootstrap-mode-partial follow_up_bytes "$bench" bootstrap --mode bootstrap --surface bucket \
+  --base "$base" --clients 1 --events 1 --event-bytes 64K --snapshot-bytes 1K --after-events 130 \
+  --batch 16 --json
+check create creates_per_s "$bench" create --base "$base" --surface bucket --streams 200 \
+  --clients 8 --server-pid "$pid" --json
+check fill fill_mb_per_s "$bench" fill --base "$base" --streams 3 --bytes 3M --append-bytes 256K \
+  --json
 check micro-json mb_per_s "$build/bench/runnel-micro-json" --seconds 0.2 --json
+check micro-blake3 1m_mb_per_s "$build/bench/runnel-micro-blake3" --seconds 0.05 --json
 check micro-wal records "$build/bench/runnel-micro-wal" --dir "$data" --concurrency 8 \
   --seconds 0.5 --json
 stop_server "$log" || { echo "FAIL server did not shut down cleanly"; failed=$((failed + 1)); }

@@ -49,10 +49,10 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <llhttp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sanitizer/common_interface_defs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +311,34 @@ static int client_drain(int fd, checker *c) {
     }
 }
 
+/* Connects a non-blocking client socket to the server. The kernel completes
+ * the handshake from the listen backlog, so this needs no loop run; signals
+ * (libFuzzer's timeout timer) may interrupt the waits. */
+static int client_connect(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        FAIL("socket: %s", strerror(errno));
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno != EINPROGRESS &&
+        errno != EINTR)
+        FAIL("connect to 127.0.0.1:%d: %s", port, strerror(errno));
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    uint64_t deadline = now_ms() + CLOSE_WAIT_MS;
+    while (poll(&pfd, 1, 10) <= 0) {
+        if (now_ms() > deadline)
+            FAIL("connect to 127.0.0.1:%d did not complete", port);
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+        FAIL("connect to 127.0.0.1:%d: %s", port, strerror(err));
+    /* Abortive close at the end: no TIME_WAIT pile-up over millions of runs. */
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    return fd;
+}
+
 /* ---- libFuzzer entry points ---- */
 
 static uv_timer_t tick;
@@ -343,16 +371,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static checker chk;
     checker_init(&chk, data, size);
 
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
-        FAIL("connect to 127.0.0.1:%d: %s", port, strerror(errno));
-    /* Abortive close at the end: no TIME_WAIT pile-up over millions of runs. */
-    struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
-        FAIL("O_NONBLOCK: %s", strerror(errno));
+    int fd = client_connect();
 
     uv_timer_init(&loop, &tick);
     uv_timer_start(&tick, on_tick, 1, 1); /* UV_RUN_ONCE returns at least every 1 ms */

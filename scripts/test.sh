@@ -74,18 +74,6 @@ run_script() {
   count "$label" "${p:-0}" "${f:-0}" "$status"
 }
 
-run_crash() {
-  local build=$1 log="$logdir/crash-$1.log"
-  shift
-  node tests/crash/crash_test.mjs --bin "$build/runnel" "$@" >"$log" 2>&1
-  local status=$?
-  local line p f
-  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-  p=$(echo "$line" | awk '{print $1}')
-  f=$(echo "$line" | awk '{print $3}')
-  [ "$status" -eq 0 ] || tail -40 "$log"
-  count "crash test ($build)" "${p:-0}" "${f:-0}" "$status"
-}
 
 run_unit build
 run_unit build-asan
@@ -93,8 +81,8 @@ run_conformance build
 run_conformance build-asan
 run_blackbox build
 run_blackbox build-asan
-run_crash build --rounds 6
-run_crash build-asan --rounds 3
+run_script "crash test (build)" crash-plain node tests/crash/crash_test.mjs --bin build/runnel --rounds 6
+run_script "crash test (build-asan)" crash-asan node tests/crash/crash_test.mjs --bin build-asan/runnel --rounds 3
 run_script "subscription tests (build)" subs-plain node tests/subs/subs_test.mjs --bin build/runnel
 run_script "subscription tests (build-asan)" subs-asan node tests/subs/subs_test.mjs --bin build-asan/runnel
 run_script "BLAKE3 vs b3sum (build)" b3sum tests/unit/blake3_vs_b3sum.sh build

@@ -26,6 +26,7 @@
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/json_text.h"
+#include "util/log.h"
 #include "util/text.h"
 
 #include <errno.h>
@@ -772,7 +773,9 @@ static void on_logged(rn_wal_entry *entry, int status) {
         uint64_t id = s->id;
         int pending = s->pending_create;
         s->busy = 0;
-        finish(op, RN_ERR_UNAVAILABLE, pending ? NULL : s);
+        /* Nothing written (no room for the next segment): a refusal. */
+        finish(op, status == RN_WAL_NOT_WRITTEN_FULL ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE,
+               pending ? NULL : s);
         if (pending)
             stream_destroy(e, s, 1);
         else
@@ -799,8 +802,7 @@ static void on_logged(rn_wal_entry *entry, int status) {
         /* Durable in the log but the stream file could not be written: the
          * log still holds the data and recovery rewrites it. Serving reads
          * from a short file would be wrong, so stop here. */
-        fprintf(stderr, "runnel: fatal: stream file write failed after log sync: %s\n",
-                strerror(-rc));
+        rn_log(RN_LOG_ERROR, "fatal", "stream file write failed after log sync: %s", strerror(-rc));
         abort();
     }
     uint64_t id = s->id;
@@ -1709,8 +1711,8 @@ static void checkpoint_done(uv_work_t *req, int status) {
         rn_fault_point("checkpoint-before-drop");
         rn_wal_drop_before(e->wal, job->segment);
     } else
-        fprintf(stderr, "runnel: checkpoint failed: %s\n",
-                strerror(-(status ? status : job->status)));
+        rn_log(RN_LOG_ERROR, "checkpoint", "checkpoint failed: %s",
+               strerror(-(status ? status : job->status)));
     rn_buf_free(&job->image);
     free(job);
     e->checkpoint = NULL;

@@ -126,6 +126,7 @@ typedef struct rn_stream {
     rn_op *queue_head, *queue_tail;
     /* owned by the live-read module */
     void *waiters;
+    uint32_t live_readers; /* waiters registered */
 } rn_stream;
 
 typedef enum {

@@ -17,6 +17,7 @@ void rn_live_add(rn_stream *s, rn_waiter *w, rn_waiter_fn fn) {
     if (w->next)
         w->next->prev = w;
     s->waiters = w;
+    s->live_readers++;
     waiter_count++;
 }
 
@@ -29,6 +30,7 @@ void rn_live_remove(rn_waiter *w) {
         w->stream->waiters = w->next;
     if (w->next)
         w->next->prev = w->prev;
+    w->stream->live_readers--;
     w->stream = NULL;
     w->prev = w->next = NULL;
     waiter_count--;

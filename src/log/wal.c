@@ -185,7 +185,9 @@ static void batch_work(uv_work_t *req) {
         int fd =
             create_segment(wal->dir, job->open_segment, job->open_prev_valid_end, job->use_spare);
         if (fd < 0) {
-            job->status = fd;
+            /* Nothing of the batch was written: on a full disk that is a
+             * refusal, not an unknown outcome. */
+            job->status = fd; /* -ENOSPC is RN_WAL_NOT_WRITTEN_FULL */
             return;
         }
         wal->fd = fd; /* the loop thread does not read fd while a job runs */
@@ -216,6 +218,8 @@ static void batch_work(uv_work_t *req) {
         rc = -EIO;
     if (rc == 0 && fdatasync(wal->fd) < 0)
         rc = -errno;
+    if (rc == RN_WAL_NOT_WRITTEN_FULL)
+        rc = -EIO; /* some of the batch may be on disk: its outcome is unknown */
     rn_fault_point("wal-after-sync");
     job->write_us = (uv_hrtime() - t0) / 1000;
     job->status = rc;

@@ -21,6 +21,7 @@
 #ifndef RN_WAL_H
 #define RN_WAL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -28,12 +29,16 @@
 
 #define RN_WAL_MAX_PIECES 4
 #define RN_WAL_MAX_RECORD (64u << 20)
+#define RN_WAL_NOT_WRITTEN_FULL (-ENOSPC)
 
 typedef struct rn_wal rn_wal;
 typedef struct rn_wal_entry rn_wal_entry;
 
 /* Called on the loop thread once the entry's batch is durable (status 0) or
- * failed (negative errno). The entry may be freed inside the callback. */
+ * failed (negative errno). RN_WAL_NOT_WRITTEN_FULL says that nothing of the
+ * batch was written (the disk was too full to open the next segment), so
+ * no recovery can ever replay it; any other failure may have left bytes
+ * behind. The entry may be freed inside the callback. */
 typedef void (*rn_wal_done_fn)(rn_wal_entry *entry, int status);
 
 struct rn_wal_entry {

@@ -4,10 +4,12 @@
 #include "ops/config.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef enum {
     KIND_U64,
@@ -76,12 +78,23 @@ static const setting SETTINGS[] = {
         "time to receive a whole request (408 beyond)"),
     U64("idle-timeout-ms", "RUNNEL_IDLE_TIMEOUT_MS", idle_timeout_ms, 60000, 100, 3600000,
         "keep-alive connections idle this long are closed"),
+    U64("max-body-bytes-in-flight", "RUNNEL_MAX_BODY_BYTES_IN_FLIGHT", max_body_bytes_in_flight,
+        536870912, 1048576, 1ull << 40,
+        "request body bytes held in memory at once (declared lengths of bodies being received "
+        "and bodies not yet answered); a request past it gets 503 "
+        "INGRESS_BODY_BYTES_LIMIT_REACHED unread"),
+    U64("max-live-reads", "RUNNEL_MAX_LIVE_READS", max_live_reads, 8192, 1, 10000000,
+        "parked long-polls and SSE readers in all; one more gets 503 LIVE_READ_BACKPRESSURE"),
+    U64("max-live-reads-per-stream", "RUNNEL_MAX_LIVE_READS_PER_STREAM", max_live_reads_per_stream,
+        4096, 1, 10000000,
+        "parked long-polls and SSE readers of one stream; one more gets 429 "
+        "LIVE_READS_EXHAUSTED"),
     U64("max-read-bytes", "RUNNEL_MAX_READ_BYTES", max_read_bytes, 4194304, 1024, 67108864,
         "most stream bytes in one read response or SSE event"),
     U64("sse-queue-bytes", "RUNNEL_SSE_QUEUE_BYTES", sse_queue_bytes, 4194304, 65536, 1073741824,
         "unsent bytes at which an SSE reader is paused until its socket drains"),
     U64("wal-segment-bytes", "RUNNEL_WAL_SEGMENT_BYTES", wal_segment_bytes, 67108864, 1048576,
-        1ull << 40, "log segment size before rotation"),
+        1ull << 30, "log segment size before rotation (each is preallocated with zeros)"),
     U64("checkpoint-bytes", "RUNNEL_CHECKPOINT_BYTES", checkpoint_bytes, 268435456, 1048576,
         1ull << 40, "log bytes between checkpoints (bounds restart time)"),
     U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 1024, 16, 1000000,
@@ -211,10 +224,10 @@ void rn_config_usage(void) {
         char def[64];
         if (s->kind == KIND_FLAG)
             snprintf(def, sizeof def, "off (a flag)");
-        else if (s->def_text)
-            snprintf(def, sizeof def, "%s", s->def_text);
-        else
+        else if (s->kind == KIND_U64)
             snprintf(def, sizeof def, "%llu", (unsigned long long)s->def);
+        else
+            snprintf(def, sizeof def, "%s", s->def_text && *s->def_text ? s->def_text : "none");
         printf("  --%-24s %s\n  %-26s env %s, default %s\n", s->flag, s->help, "", s->env, def);
     }
     printf("  --%-24s %s\n", "help", "show this text");
@@ -233,6 +246,7 @@ typedef struct {
     char *err;
     size_t errcap;
     int failed;
+    unsigned char seen[NSETTINGS]; /* keys already given */
 } file_load;
 
 static int on_ini_entry(void *user, const char *section, const char *name, const char *value) {
@@ -247,6 +261,15 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
                  "%s: unknown key \"%s%s%s\" (keys are the option names of "
                  "runnel serve --help, outside any [section])",
                  source, section, section[0] ? "." : "", name);
+        l->failed = 1;
+        return 0;
+    }
+    /* A key given twice is refused rather than silently last-wins; inih
+     * also reports an indented line as more value of the key above it. */
+    if (l->seen[s - SETTINGS]++) {
+        snprintf(l->err, l->errcap,
+                 "%s: given twice (or continued by an indented line; keys start their line)",
+                 source);
         l->failed = 1;
         return 0;
     }
@@ -266,7 +289,14 @@ static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t er
     }
     if (!path || !*path)
         return 0;
-    file_load l = {cfg, path, err, errcap, 0};
+    struct stat st; /* fopen() opens a directory and inih reads it as an empty file */
+    int stat_rc = stat(path, &st);
+    if (stat_rc != 0 || S_ISDIR(st.st_mode)) {
+        snprintf(err, errcap, "cannot read configuration file %s: %s", path,
+                 stat_rc != 0 ? strerror(errno) : "a directory");
+        return -1;
+    }
+    file_load l = {.cfg = cfg, .path = path, .err = err, .errcap = errcap};
     int rc = ini_parse(path, on_ini_entry, &l);
     if (l.failed)
         return -1;

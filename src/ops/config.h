@@ -26,6 +26,9 @@ typedef struct {
     uint64_t max_connections;
     uint64_t request_timeout_ms;
     uint64_t idle_timeout_ms;
+    uint64_t max_body_bytes_in_flight;  /* request body bytes buffered at once (503 beyond) */
+    uint64_t max_live_reads;            /* parked long-polls + SSE readers (503 beyond) */
+    uint64_t max_live_reads_per_stream; /* the same per stream (429 beyond) */
     uint64_t max_read_bytes;
     uint64_t sse_queue_bytes;
     uint64_t wal_segment_bytes;

@@ -3,7 +3,7 @@
  * server out, and the cluster id kept across restarts. See datadir.h.
  */
 #include "ops/datadir.h"
-#include "ops/log.h"
+#include "util/log.h"
 
 #include <ctype.h>
 #include <errno.h>

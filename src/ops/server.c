@@ -20,7 +20,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
-#include "ops/log.h"
+#include "util/log.h"
 #include "subs/subs.h"
 #include "surface/parts.h"
 #include "surface/reply.h"
@@ -179,6 +179,8 @@ static void recovered(uv_work_t *w, int status) {
                             .max_read_bytes = s->cfg.max_read_bytes,
                             .sse_queue_bytes = s->cfg.sse_queue_bytes,
                             .max_body_bytes = s->cfg.max_body_bytes,
+                            .max_live_reads = s->cfg.max_live_reads,
+                            .max_live_reads_per_stream = s->cfg.max_live_reads_per_stream,
                             .cold_store = (int)s->cfg.cold_store};
     s->surface = rn_surface_new(s->loop, s->engine, &sc);
     s->parts = rn_parts_new(s->surface, s->cfg.parts_grace_ms);
@@ -239,6 +241,7 @@ int rn_serve(int argc, char **argv) {
                          .request_timeout_ms = s.cfg.request_timeout_ms,
                          .idle_timeout_ms = s.cfg.idle_timeout_ms,
                          .max_connections = (int)s.cfg.max_connections,
+                         .max_body_bytes_in_flight = s.cfg.max_body_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);

@@ -8,7 +8,7 @@
  * them is a walk from the head.
  */
 #include "subs/durable.h"
-#include "ops/log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 #include "subs/keys.h"
 #include "subs/b64url.h"
 #include "subs/durable.h"
-#include "ops/log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

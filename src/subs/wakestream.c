@@ -11,7 +11,7 @@
  * failure is logged and the wake stays claimable.
  */
 #include "subs/subs_int.h"
-#include "ops/log.h"
+#include "util/log.h"
 #include "util/clock.h"
 
 #include <stdlib.h>

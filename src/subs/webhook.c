@@ -12,8 +12,9 @@
  * attempt and is retried with backoff.
  */
 #include "subs/subs_int.h"
-#include "ops/log.h"
+#include "util/log.h"
 #include "util/clock.h"
+#include "util/metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,11 @@ static void on_result(void *arg, const rn_fetch_result *r) {
     rn_subs *S = sub->owner;
     sub->fetch = NULL;
     if (r->status >= 200 && r->status < 300) {
+        rn_metric.sub_deliveries++;
         rn_wake_delivered(S, sub, answer_done(r));
         return;
     }
+    rn_metric.sub_delivery_failures++;
     if (r->status)
         rn_log(RN_LOG_WARN, "webhook_failed",
                "subscription %s: the receiver answered %ld (attempt %u)", sub->id, r->status,

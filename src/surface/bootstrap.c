@@ -148,26 +148,6 @@ static void chunk_etag(const rn_stream *s, uint64_t off, uint64_t end, int end_k
     out[34] = 0;
 }
 
-/* If-None-Match lists tag, compared weakly (RFC 9110). */
-static int tag_listed(const rn_request *req, const char *tag) {
-    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
-    if (!h)
-        return 0;
-    size_t n = strlen(tag);
-    const char *p = h->value, *end = h->value + h->value_len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == ','))
-            p++;
-        if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
-            p += 2;
-        if ((p < end && *p == '*') || ((size_t)(end - p) >= n && memcmp(p, tag, n) == 0))
-            return 1;
-        while (p < end && *p != ',')
-            p++;
-    }
-    return 0;
-}
-
 void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                    const char *token, size_t token_len, const char *offset, size_t offset_len) {
     char tb[32], ob[64];
@@ -232,7 +212,7 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
     if (marked)
         rn_buf_append_str(&h, "Stream-Immutable: true\r\n");
     rn_buf_appendf(&h, "ETag: %s\r\nCache-Control: no-store\r\n", etag);
-    if (tag_listed(req, etag)) {
+    if (rn_if_none_match(req, etag)) {
         rn_buf_free(&body);
         rn_http_respond(req, 304, &h, &body);
         return;

@@ -189,6 +189,15 @@ static const error_row TABLE[RN_E_COUNT] = {
                          "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
     [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the snapshot store failed; retry"},
+    [RN_E_INGRESS_BODY_BYTES] = {503, "INGRESS_BODY_BYTES_LIMIT_REACHED",
+                                 "too many request body bytes are in flight; nothing was applied, "
+                                 "retry after Retry-After"},
+    [RN_E_LIVE_READ_BACKPRESSURE] = {503, "LIVE_READ_BACKPRESSURE",
+                                     "the server holds its maximum of live reads; retry after "
+                                     "Retry-After"},
+    [RN_E_LIVE_READS_EXHAUSTED] = {429, "LIVE_READS_EXHAUSTED",
+                                   "the stream holds its maximum of live reads; retry after "
+                                   "Retry-After"},
 };
 
 int rn_error_status(rn_error e) {

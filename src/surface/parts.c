@@ -19,6 +19,7 @@
 #include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
+#include "surface/snapshots.h"
 #include "tiers/blobs.h"
 #include "util/blake3.h"
 #include "util/map.h"
@@ -353,18 +354,7 @@ static void commit_finish(part_ctx *c) {
 
 static void commit_published(rn_op *op) {
     part_ctx *c = op->arg;
-    int adopted = op->result == RN_OK_PUBLISHED && !op->repeat;
-    if (!adopted)
-        rn_blobs_delete(cold(c->parts), c->blob_key);
-    if (op->result == RN_OK_PUBLISHED) {
-        rn_buf h = {0}, body = {0};
-        rn_reply_common(&h);
-        rn_reply_snapshot_id(&h, op->stream);
-        rn_reply_incarnation(&h, op->stream);
-        rn_http_respond(c->req, 204, &h, &body);
-    } else {
-        rn_reply_refusal(c->req, op);
-    }
+    rn_snapshot_answer_publish(c->req, op, cold(c->parts), c->blob_key);
     commit_finish(c);
 }
 

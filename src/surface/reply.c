@@ -5,6 +5,7 @@
 #include "surface/offset.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char COMMON[] =
     "X-Content-Type-Options: nosniff\r\n"
@@ -35,6 +36,30 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position) {
     char tok[RN_OFFSET_LEN + 1];
     rn_offset_format(position, tok);
     rn_buf_appendf(h, "%s: %s\r\n", name, tok);
+}
+
+int rn_if_none_match(const rn_request *req, const char *etag) {
+    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
+    if (!h)
+        return 0;
+    size_t n = strlen(etag);
+    const char *p = h->value, *end = h->value + h->value_len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *q = p;
+        while (q < end && *q != ',')
+            q++;
+        const char *e = q;
+        while (e > p && e[-1] == ' ')
+            e--;
+        if (e - p >= 2 && p[0] == 'W' && p[1] == '/')
+            p += 2; /* weak comparison: W/"x" matches "x" */
+        if (((size_t)(e - p) == n && memcmp(p, etag, n) == 0) || (e - p == 1 && *p == '*'))
+            return 1;
+        p = q;
+    }
+    return 0;
 }
 
 void rn_reply_incarnation(rn_buf *h, const rn_stream *s) {

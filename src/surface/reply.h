@@ -24,6 +24,9 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);
 /* Sends the error answer e; `extra` (may be NULL) holds more header lines and
  * is taken over. */
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra);
+/* True when the request's If-None-Match lists etag (a quoted strong tag) or
+ * "*", compared weakly as RFC 9110 §13.1.2 requires. */
+int rn_if_none_match(const rn_request *req, const char *etag);
 /* Appends "Stream-Incarnation: <token>\r\n". */
 void rn_reply_incarnation(rn_buf *h, const rn_stream *s);
 /* Appends Stream-Snapshot-Offset and Stream-Snapshot-Digest of the stream's

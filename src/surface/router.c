@@ -57,6 +57,12 @@ void rn_router_handle(rn_request *req, void *arg) {
         rn_reply_error(req, RN_E_REQUEST_TOO_LARGE, &extra);
         return;
     }
+    if (req->body_over_budget) { /* admission: nothing was read or applied */
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(req, RN_E_INGRESS_BODY_BYTES, &extra);
+        return;
+    }
     const char *target = req->target;
     const char *q = memchr(target, '?', req->target_len);
     size_t path_len = q ? (size_t)(q - target) : req->target_len;

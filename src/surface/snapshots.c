@@ -92,20 +92,24 @@ static int take_precondition(snap_ctx *c) {
 
 /* ---- publish ---- */
 
-static void publish_done(rn_op *op) {
-    snap_ctx *c = op->arg;
-    int adopted = op->result == RN_OK_PUBLISHED && !op->repeat;
-    if (!adopted)
-        rn_blobs_delete(c->blobs, c->blob_key);
+void rn_snapshot_answer_publish(rn_request *req, const rn_op *op, rn_blobs *blobs,
+                                const char *blob_key) {
+    if (!(op->result == RN_OK_PUBLISHED && !op->repeat))
+        rn_blobs_delete(blobs, blob_key); /* the engine did not adopt it */
     if (op->result == RN_OK_PUBLISHED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
         rn_reply_snapshot_id(&h, op->stream);
         rn_reply_incarnation(&h, op->stream);
-        rn_http_respond(c->req, 204, &h, &body);
+        rn_http_respond(req, 204, &h, &body);
     } else {
-        rn_reply_refusal(c->req, op);
+        rn_reply_refusal(req, op);
     }
+}
+
+static void publish_done(rn_op *op) {
+    snap_ctx *c = op->arg;
+    rn_snapshot_answer_publish(c->req, op, c->blobs, c->blob_key);
     ctx_free(c);
 }
 
@@ -144,16 +148,27 @@ static void snapshot_digest(const char *ct, size_t ct_len, const uint8_t *body, 
     rn_blake3_final(&h, out);
 }
 
-void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
-                         const char *offset, size_t offset_len) {
+/* A context for a write addressed to an offset of the stream: its
+ * Stream-Incarnation precondition and offset parsed into the op. Returns
+ * NULL after answering 400 for a malformed header or offset. */
+static snap_ctx *offset_write(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                              const char *offset, size_t offset_len) {
     snap_ctx *c = ctx_new(sf, req, key, key_len);
     if (take_precondition(c))
-        return;
+        return NULL;
     if (parse_position(offset, offset_len, &c->op.target_offset)) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
-        return;
+        return NULL;
     }
+    return c;
+}
+
+void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                         const char *offset, size_t offset_len) {
+    snap_ctx *c = offset_write(sf, req, key, key_len, offset, offset_len);
+    if (!c)
+        return;
     rn_engine *e = rn_surface_engine(sf);
     rn_stream *s = rn_engine_find(e, key, key_len);
     if (!s) {
@@ -197,14 +212,9 @@ static void retain_done(rn_op *op) {
 
 void rn_retention_set(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                       const char *offset, size_t offset_len) {
-    snap_ctx *c = ctx_new(sf, req, key, key_len);
-    if (take_precondition(c))
+    snap_ctx *c = offset_write(sf, req, key, key_len, offset, offset_len);
+    if (!c)
         return;
-    if (parse_position(offset, offset_len, &c->op.target_offset)) {
-        rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
-        ctx_free(c);
-        return;
-    }
     c->op.kind = RN_OP_RETAIN;
     c->op.done = retain_done;
     rn_engine_submit(rn_surface_engine(sf), &c->op);
@@ -268,29 +278,6 @@ static void snapshot_headers(rn_buf *h, const rn_stream *s, int immutable) {
     rn_buf_append_str(h, "\"\r\nAccept-Ranges: bytes\r\nCache-Control: no-store\r\n");
 }
 
-/* If-None-Match naming the snapshot's ETag (compared weakly). */
-static int snapshot_not_modified(const rn_request *req, const rn_stream *s) {
-    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
-    if (!h)
-        return 0;
-    char tag[65];
-    rn_blake3_hex(s->snapshot.digest, tag);
-    const char *p = h->value, *end = h->value + h->value_len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == ','))
-            p++;
-        if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
-            p += 2;
-        if (p < end && *p == '*')
-            return 1;
-        if (end - p >= 66 && p[0] == '"' && memcmp(p + 1, tag, 64) == 0 && p[65] == '"')
-            return 1;
-        while (p < end && *p != ',')
-            p++;
-    }
-    return 0;
-}
-
 void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                       const char *offset, size_t offset_len, const char *token, size_t token_len) {
     int immutable = token != NULL;
@@ -332,7 +319,10 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
         return;
     }
     uint64_t total = s->snapshot.size, first = 0, last = total ? total - 1 : 0;
-    int not_modified = snapshot_not_modified(req, s);
+    char etag[68] = "\"";
+    rn_blake3_hex(s->snapshot.digest, etag + 1);
+    strcat(etag, "\"");
+    int not_modified = rn_if_none_match(req, etag);
     int ranged = !not_modified && parse_range(req, total, &first, &last);
     if (ranged && first >= total) {
         rn_buf_appendf(&extra, "Content-Range: bytes */%llu\r\n", (unsigned long long)total);

@@ -731,31 +731,6 @@ static void handle_head(stream_ctx *c) {
     ctx_finish(c);
 }
 
-/* True when the request's If-None-Match lists etag. */
-static int etag_matches(const rn_request *req, const char *etag) {
-    const rn_header *h = rn_request_header(req, "if-none-match", NULL);
-    if (!h)
-        return 0;
-    size_t n = strlen(etag);
-    const char *p = h->value, *end = h->value + h->value_len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == ','))
-            p++;
-        const char *q = p;
-        while (q < end && *q != ',')
-            q++;
-        const char *e = q;
-        while (e > p && e[-1] == ' ')
-            e--;
-        if ((size_t)(e - p) == n && memcmp(p, etag, n) == 0)
-            return 1;
-        if (e - p == 1 && *p == '*')
-            return 1;
-        p = q;
-    }
-    return 0;
-}
-
 /* Answers a read with the data at c->offset (possibly none): catch-up 200,
  * or a long-poll 200 with a cursor. */
 /* True when this read renders the stream's JSON message text as NDJSON. */
@@ -808,7 +783,7 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
                  (unsigned long long)start, (unsigned long long)end, c->prof->name,
                  at_tail && s->closed ? ":c" : "");
         rn_buf_appendf(&h, "ETag: %s\r\n", etag);
-        if (etag_matches(c->req, etag))
+        if (rn_if_none_match(c->req, etag))
             status = 304;
     }
     if (status == 200) {
@@ -991,17 +966,20 @@ static void on_sse_drain(rn_request *req) {
 
 /* --- parking --- */
 
-static void on_live_timer(uv_timer_t *t) {
-    stream_ctx *c = t->data;
+/* Ends a live read as its time is up: an SSE response ends, a long-poll
+ * answers 204. */
+static void end_live_read(stream_ctx *c) {
     rn_stream *s = c->waiter.stream;
-    if (c->mode == READ_SSE || !s) {
-        if (c->mode == READ_SSE)
-            sse_end(c);
-        else
-            ctx_finish(c);
-        return;
-    }
-    answer_poll_timeout(c, s);
+    if (c->mode == READ_SSE)
+        sse_end(c);
+    else if (s)
+        answer_poll_timeout(c, s);
+    else
+        ctx_finish(c);
+}
+
+static void on_live_timer(uv_timer_t *t) {
+    end_live_read(t->data);
 }
 
 static void on_live_event(rn_waiter *w, rn_live_event ev) {
@@ -1111,6 +1089,28 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
     return -1;
 }
 
+/* Refuses a live read that would park past the server's or the stream's
+ * bound (a long-poll that can answer at once is not refused). Returns 1
+ * when it answered. */
+static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
+    if (c->mode == READ_CATCHUP ||
+        (c->mode == READ_LONG_POLL && (c->offset < s->tail || s->closed)))
+        return 0;
+    rn_error e;
+    if (c->sf->cfg.max_live_reads && c->sf->live_count >= c->sf->cfg.max_live_reads)
+        e = RN_E_LIVE_READ_BACKPRESSURE;
+    else if (c->sf->cfg.max_live_reads_per_stream &&
+             s->live_readers >= c->sf->cfg.max_live_reads_per_stream)
+        e = RN_E_LIVE_READS_EXHAUSTED;
+    else
+        return 0;
+    rn_buf extra = {0};
+    rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+    append_incarnation(&extra, s);
+    reply_and_finish(c, e, &extra);
+    return 1;
+}
+
 static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
     int has_offset;
     int err = parse_query(c, query, query_len, &has_offset);
@@ -1148,6 +1148,8 @@ static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
         return;
     }
     if (answer_precondition(c, s))
+        return;
+    if (answer_live_limit(c, s))
         return;
     switch (c->mode) {
     case READ_CATCHUP:
@@ -1259,16 +1261,6 @@ int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, si
 }
 
 void rn_surface_end_live_reads(rn_surface *sf) {
-    while (sf->live) {
-        stream_ctx *c = sf->live;
-        rn_stream *s = c->waiter.stream;
-        if (c->mode == READ_SSE || !s) {
-            if (c->mode == READ_SSE)
-                sse_end(c);
-            else
-                ctx_finish(c);
-        } else {
-            answer_poll_timeout(c, s);
-        }
-    }
+    while (sf->live)
+        end_live_read(sf->live);
 }

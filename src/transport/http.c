@@ -30,6 +30,7 @@
 #define FILE_PIECE_BYTES (256 * 1024)  /* rn_http_respond_file reads this much at a time */
 #define DISCARD_IDLE_MS 5000           /* an answered body may pause this long ... */
 #define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
+#define LINGER_MS 2000                 /* closing: read and drop input this long */
 
 enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_HANDLING, ST_CLOSING };
 
@@ -60,6 +61,7 @@ struct rn_conn {
     int close_after_response;
     uint64_t discard_deadline; /* DISCARDING: uv_now() past which the connection closes */
     int closed;                /* uv_close called */
+    int lingering;             /* response sent, write side shut: dropping input */
     int processing;            /* process_input is on the stack */
     int handles_open;
     rn_buf input; /* received bytes not yet parsed (while HANDLING) */
@@ -68,6 +70,8 @@ struct rn_conn {
     header_span *spans;
     size_t span_count, span_cap;
     int last_was_value;
+    int url_too_long;      /* the request line passed max_header_bytes (414) */
+    int headers_too_large; /* header bytes or count passed their limit (431) */
     size_t pending_writes;
 };
 
@@ -81,10 +85,37 @@ typedef struct write_req write_req;
 
 static llhttp_settings_t parser_settings;
 
+/* Request body bytes held, counted against max_body_bytes_in_flight. A
+ * request can outlive its connection (a handler holds it until the log
+ * answers), so the count belongs to the module; only the loop thread
+ * touches it. */
+static uint64_t body_bytes_held;
+
+/* Counts n more body bytes for the connection's current request. Returns
+ * -1 (nothing counted) when that would pass the server's bound. Bodies
+ * under RN_HTTP_EARLY_BODY_BYTES may use a reserve of an eighth more, so
+ * that clients stalling large uploads cannot starve small writes. */
+static int body_charge(rn_conn *c, uint64_t n) {
+    uint64_t cap = c->srv->cfg.max_body_bytes_in_flight;
+    if (cap && c->req->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
+        cap += cap / 8;
+    if (cap && (n > cap || body_bytes_held > cap - n))
+        return -1;
+    body_bytes_held += n;
+    c->req->body_charged += n;
+    return 0;
+}
+
+static void body_uncharge(rn_request *r) {
+    body_bytes_held -= r->body_charged;
+    r->body_charged = 0;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void conn_close(rn_conn *c);
+static void conn_finish(rn_conn *c);
 static void process_input(rn_conn *c);
 static struct write_req *conn_write(rn_conn *c, rn_buf *head, rn_buf *body);
 
@@ -105,6 +136,7 @@ void rn_request_hold(rn_request *req) {
 void rn_request_release(rn_request *req) {
     if (--req->refs > 0)
         return;
+    body_uncharge(req);
     rn_buf_free(&req->body);
     rn_buf_free(&req->raw);
     rn_buf_free(&req->file_suffix);
@@ -180,6 +212,8 @@ static int on_message_begin(llhttp_t *p) {
     c->req->start_ns = uv_hrtime();
     c->span_count = 0;
     c->last_was_value = 0;
+    c->url_too_long = 0;
+    c->headers_too_large = 0;
     if (c->state == ST_IDLE) {
         c->state = ST_READING;
         arm_timer(c, c->srv->cfg.request_timeout_ms);
@@ -188,13 +222,18 @@ static int on_message_begin(llhttp_t *p) {
 }
 
 static int header_budget_ok(rn_conn *c, size_t more) {
-    return c->req->raw.len + more <= c->srv->cfg.max_header_bytes;
+    if (c->req->raw.len + more <= c->srv->cfg.max_header_bytes)
+        return 1;
+    c->headers_too_large = 1;
+    return 0;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
-    if (!header_budget_ok(c, len))
+    if (!header_budget_ok(c, len)) {
+        c->url_too_long = 1;
         return -1;
+    }
     rn_buf_append(&c->req->raw, at, len);
     c->req->target_len += len;
     return 0;
@@ -214,8 +253,10 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
     if (!header_budget_ok(c, len))
         return -1;
     if (c->span_count == 0 || c->last_was_value) {
-        if (c->span_count >= c->srv->cfg.max_headers)
+        if (c->span_count >= c->srv->cfg.max_headers) {
+            c->headers_too_large = 1;
             return -1;
+        }
         if (c->span_count == c->span_cap) {
             c->span_cap = c->span_cap ? c->span_cap * 2 : 16;
             c->spans = rn_xrealloc(c->spans, c->span_cap * sizeof *c->spans);
@@ -322,6 +363,15 @@ static int on_headers_complete(llhttp_t *p) {
     int wants_continue = expect && rn_ieq(expect->value, expect->value_len, "100-continue");
     if (early_answer(c, p, wants_continue))
         return c->state == ST_DISCARDING ? 0 : HPE_PAUSED;
+    /* Load comes after size and the early answer (ext §5.5): a body that
+     * would pass the in-flight bound is refused unread. */
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0 &&
+        body_charge(c, p->content_length)) {
+        r->body_over_budget = 1;
+        c->close_after_response = 1;
+        dispatch(c);
+        return HPE_PAUSED;
+    }
     if (p->flags & F_CONTENT_LENGTH)
         rn_buf_reserve(&r->body, (size_t)p->content_length);
     if (wants_continue) {
@@ -340,6 +390,17 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     if (r->body.len + len > c->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
         rn_buf_free(&r->body);
+        body_uncharge(r);
+        c->close_after_response = 1;
+        dispatch(c);
+        return HPE_PAUSED;
+    }
+    /* A chunked body is counted as it arrives (a declared one was counted
+     * whole from its headers). */
+    if (!(p->flags & F_CONTENT_LENGTH) && body_charge(c, len)) {
+        r->body_over_budget = 1;
+        rn_buf_free(&r->body);
+        body_uncharge(r);
         c->close_after_response = 1;
         dispatch(c);
         return HPE_PAUSED;
@@ -384,7 +445,7 @@ static void on_written(uv_write_t *w, int status) {
         uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
         r->on_drain(r);
     if (c->state == ST_CLOSING && c->pending_writes == 0)
-        conn_close(c);
+        conn_finish(c);
 }
 
 /* Queues head then body (may be NULL) on the socket; takes both over.
@@ -445,6 +506,8 @@ static const char *reason(int status) {
         return "Precondition Failed";
     case 413:
         return "Content Too Large";
+    case 414:
+        return "URI Too Long";
     case 416:
         return "Range Not Satisfiable";
     case 429:
@@ -491,7 +554,7 @@ static void response_finished(rn_conn *c) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = 0;
         if (c->pending_writes == 0)
-            conn_close(c);
+            conn_finish(c);
         return;
     }
     if (c->state == ST_EARLY) {
@@ -674,8 +737,7 @@ static void process_input(rn_conn *c) {
             if (c->state != ST_HANDLING && c->state != ST_CLOSING)
                 llhttp_resume(&c->parser); /* answered already: go on */
         } else {
-            int header_overflow = c->req && c->req->raw.len >= c->srv->cfg.max_header_bytes;
-            reject_raw(c, header_overflow ? 431 : 400);
+            reject_raw(c, c->url_too_long ? 414 : c->headers_too_large ? 431 : 400);
             break;
         }
     }
@@ -702,6 +764,12 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     rn_conn *c = s->data;
     (void)buf;
+    if (c->lingering) { /* the answer is out: drop input until EOF or LINGER_MS */
+        if (n < 0)
+            conn_close(c);
+        c->input.len = c->input_off = 0;
+        return;
+    }
     if (n < 0) {
         conn_close(c);
         return;
@@ -750,9 +818,42 @@ static void conn_close(rn_conn *c) {
         return;
     c->closed = 1;
     c->state = ST_CLOSING;
+    /* A response under way (SSE, a chunked body) that ends with the
+     * connection was still answered: report it like a finished one. */
+    if (c->req && c->req->status > 0 && c->srv->cfg.on_complete)
+        c->srv->cfg.on_complete(c->req);
     detach_request(c, 1);
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *sr, int status) {
+    rn_conn *c = sr->data;
+    free(sr);
+    if (status < 0)
+        conn_close(c); /* idempotent; also runs (ECANCELED) before a close completes */
+}
+
+/* Ends a connection whose last response is written: shuts the write side
+ * and reads (and drops) what the client still sends until it closes or
+ * LINGER_MS pass. Closing with unread input would make the kernel send a
+ * reset, and the client could lose the response it was sent (a 413, 431 or
+ * 400 to a client still sending). */
+static void conn_finish(rn_conn *c) {
+    if (c->closed || c->lingering)
+        return;
+    c->lingering = 1;
+    uv_shutdown_t *sr = rn_xcalloc(1, sizeof *sr);
+    sr->data = c;
+    if (uv_shutdown(sr, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
+        free(sr);
+        conn_close(c);
+        return;
+    }
+    c->input.len = c->input_off = 0;
+    arm_timer(c, LINGER_MS); /* on_timeout closes: the state is ST_CLOSING */
+    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = 1;
 }
 
 static void on_connection(uv_stream_t *listener, int status) {

@@ -56,6 +56,10 @@ struct rn_request {
     /* Set when the declared or received body exceeded the limit: the body was
      * not read, and the connection closes after the response. */
     int body_too_large;
+    /* Set when accepting the body would pass max_body_bytes_in_flight: the
+     * body was not read (or not all of it), and the connection closes
+     * after the response (503, retry later). */
+    int body_over_budget;
     /* Called once if the connection goes away while the request is held. */
     void (*on_abort)(rn_request *req);
     /* Called when a streamed response's socket queue has emptied. */
@@ -73,9 +77,10 @@ struct rn_request {
     rn_buf file_suffix;
     rn_buf raw; /* storage for target and header bytes */
     size_t raw_header_len;
-    uint64_t start_ns;  /* when its first byte arrived */
-    int status;         /* of the response, once started */
-    uint64_t bytes_out; /* body bytes queued */
+    uint64_t start_ns;     /* when its first byte arrived */
+    int status;            /* of the response, once started */
+    uint64_t bytes_out;    /* body bytes queued */
+    uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
 };
 
 typedef struct {
@@ -87,6 +92,12 @@ typedef struct {
     uint64_t request_timeout_ms; /* to receive a whole request */
     uint64_t idle_timeout_ms;    /* between keep-alive requests */
     int max_connections;
+    /* Request body bytes held at once, over all requests: a body's declared
+     * Content-Length from its headers (or its bytes as they arrive, when
+     * chunked) until the request is released. Bodies under
+     * RN_HTTP_EARLY_BODY_BYTES may go an eighth past it (a reserve for
+     * small writes). 0: no bound. */
+    uint64_t max_body_bytes_in_flight;
     /* Called when a response is complete (access log); may be NULL. */
     void (*on_complete)(const rn_request *req);
     /* Called, with the on_request arg, with a request whose body is not

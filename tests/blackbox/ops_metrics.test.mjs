@@ -5,10 +5,12 @@
 // messages (JSON batches count their messages); read bytes; SSE events and
 // bytes; log batches and records and the sync-latency histogram (cumulative
 // buckets, +Inf = _count = batches); log sync failures (test hook); the
-// streams, producers, hot-bytes, live-reader and open-connection gauges;
-// subscription deliveries and failures; resident memory; and that the
-// whole exposition parses (HELP/TYPE before samples, `name{labels} value`).
+// streams, producers, hot, snapshot and cold bytes, live-reader and
+// open-connection gauges; subscription deliveries and failures; resident
+// memory; and that the whole exposition parses (HELP/TYPE before samples,
+// `name{labels} value`).
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { Server } from "./lib/server.mjs";
@@ -19,6 +21,7 @@ const server = new Server({ args: ["--test-hooks", "1", "--webhook-allow-loopbac
 before(() => server.start());
 after(async () => {
   await server.stop();
+  fs.rmSync(server.dataDir, { recursive: true, force: true });
 });
 
 const TEXT = "text/plain";
@@ -39,7 +42,8 @@ async function tailBytes(url) {
   return bytePos(r.headers.get("stream-next-offset"));
 }
 
-// Waits until the scraped value satisfies pred; returns the last scrape.
+// Waits until a scrape satisfies pred; returns that scrape. `what` (text
+// or a function giving it) names the wait in the failure message.
 async function waitMetric(pred, what, timeoutMs = 5000) {
   const deadline = Date.now() + timeoutMs;
   let m;
@@ -48,7 +52,7 @@ async function waitMetric(pred, what, timeoutMs = 5000) {
     if (pred(m)) return m;
     await sleep(20);
   }
-  assert.fail(`timed out waiting for ${what}; last scrape:\n${m?.text}`);
+  assert.fail(`timed out waiting for ${typeof what === "function" ? what() : what}; last scrape:\n${m?.text}`);
 }
 
 describe("exposition format", () => {
@@ -79,6 +83,7 @@ describe("exposition format", () => {
       runnel_streams: "gauge",
       runnel_producers: "gauge",
       runnel_hot_bytes: "gauge",
+      runnel_snapshot_bytes: "gauge",
       runnel_cold_bytes: "gauge",
       runnel_live_readers: "gauge",
       runnel_open_connections: "gauge",
@@ -225,10 +230,21 @@ describe("counters after a known workload", () => {
     assert.equal(buckets.at(-1).value, count, "+Inf bucket equals _count");
     assert.equal(count, m1.get("runnel_wal_batches_total"), "_count equals the batches");
     assert.equal(d("runnel_wal_sync_seconds_count"), d("runnel_wal_batches_total"));
-    assert.ok(m1.get("runnel_wal_sync_seconds_sum") > 0);
-    // the _sum is consistent with the buckets: at most count * the largest finite bound... or in +Inf
+    const sum = m1.get("runnel_wal_sync_seconds_sum");
+    assert.ok(sum > 0);
+    // the sum is consistent with the buckets: each sync counted under le=b
+    // took at most b seconds, so the finite buckets bound the sum from
+    // above unless some syncs fell in +Inf
     const finite = buckets.slice(0, -1);
-    assert.ok(finite.at(-1).value <= count);
+    if (finite.at(-1).value === count) {
+      let bound = 0;
+      let prev = 0;
+      for (const b of finite) {
+        bound += (b.value - prev) * Number(b.labels.le);
+        prev = b.value;
+      }
+      assert.ok(sum <= bound + 1e-6, `_sum ${sum} <= ${bound}`);
+    }
   });
 
   test("gauges: streams, producers, hot bytes, resident memory, ready", () => {
@@ -239,6 +255,27 @@ describe("counters after a known workload", () => {
     assert.ok(rss > 1 << 20 && rss < 16 * 2 ** 30, `resident bytes ${rss}`);
     assert.equal(m1.get("runnel_ready"), 1);
     assert.equal(m1.get("runnel_live_readers"), 0);
+  });
+});
+
+describe("snapshot and cold-store bytes", () => {
+  test("a small snapshot counts in runnel_snapshot_bytes, one of 1 MiB or more in runnel_cold_bytes", async () => {
+    const a = await scrape(server.url);
+    const publish = async (url, size) => {
+      assert.equal((await put(url)).status, 201);
+      assert.equal((await post(url, "abcdef")).status, 204);
+      const h = await req(url, { method: "HEAD" });
+      const at = encodeURIComponent(h.headers.get("stream-next-offset"));
+      const r = await req(`${url}/snapshot/${at}`, { method: "PUT", headers: { "content-type": "application/octet-stream" }, body: Buffer.alloc(size, 7) });
+      assert.equal(r.status, 204, `publish: ${r.status} ${r.text}`);
+    };
+    await publish(`${server.url}/mxsnap/small`, 1000);
+    await publish(`${server.url}/mxsnap/large`, (1 << 20) + 5);
+    const b = await scrape(server.url);
+    assert.equal(b.get("runnel_snapshot_bytes") - a.get("runnel_snapshot_bytes"), 1000);
+    assert.equal(b.get("runnel_cold_bytes") - a.get("runnel_cold_bytes"), (1 << 20) + 5);
+    assert.equal(b.get("runnel_hot_bytes") - a.get("runnel_hot_bytes"), 12);
+    assert.equal(b.get(reqKey("subresource", "PUT", 204)) - a.get(reqKey("subresource", "PUT", 204)), 2);
   });
 });
 
@@ -281,10 +318,9 @@ describe("live readers and open connections", () => {
     assert.equal(m3.get("runnel_open_connections"), conns0);
   });
 
-  test("a long-poll that times out leaves the gauge (204)", async () => {
+  test("a long-poll the client aborts leaves the gauge", async () => {
     const url = v1("mx/live2");
     assert.equal((await put(url)).status, 201);
-    // the server's long-poll timeout is 30 s; abort from the client instead
     const p = park(`${url}?offset=now&live=long-poll`);
     await waitMetric((s) => s.get("runnel_live_readers") === 1, "1 parked reader");
     p.rq.destroy();
@@ -351,12 +387,15 @@ describe("subscription deliveries and failures", () => {
         });
         assert.equal(r.status, 201, `subscription ${id}: ${r.status} ${r.text}`);
       }
-      assert.equal((await put(v1("subok/a"))).status, 201);
-      assert.equal((await put(v1("subbad/a"))).status, 201);
+      // a stream with data wakes the subscription matching it
+      for (const p of ["subok/a", "subbad/a"]) {
+        assert.equal((await put(v1(p))).status, 201);
+        assert.equal((await post(v1(p), "event")).status, 204);
+      }
       const b = await waitMetric(
         (s) => s.get("runnel_subscription_deliveries_total") - a.get("runnel_subscription_deliveries_total") >= 1 &&
           s.get("runnel_subscription_delivery_failures_total") - a.get("runnel_subscription_delivery_failures_total") >= 1,
-        "one delivery and one failure",
+        () => `one delivery and one failure (receivers saw ${good.seen.length} and ${bad.seen.length})\n${server.log}`,
       );
       const del = b.get("runnel_subscription_deliveries_total") - a.get("runnel_subscription_deliveries_total");
       const fail = b.get("runnel_subscription_delivery_failures_total") - a.get("runnel_subscription_delivery_failures_total");

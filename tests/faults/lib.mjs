@@ -84,6 +84,19 @@ export function parseArgs(argv, defaults, usage) {
   return opts;
 }
 
+// Every server process started here, killed when this process exits (also
+// on an interrupt), so no server outlives its test.
+const LIVE = new Set();
+let exitHooked = false;
+function hookExit() {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.on("exit", () => { for (const s of LIVE) s.killNow(); });
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+    if (process.listenerCount(sig) === 0) process.on(sig, () => { console.log(`# interrupted by ${sig}`); process.exit(1); });
+  }
+}
+
 // One server process. start() resolves once /__runnel/readyz answers 200
 // (within readyMs), or rejects with the log tail. The server's output is
 // appended to logPath.
@@ -105,7 +118,9 @@ export class Server {
     );
     fs.closeSync(fd);
     const proc = this.proc;
-    this.exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
+    hookExit();
+    LIVE.add(this);
+    this.exited = new Promise((resolve) => proc.once("exit", (code, signal) => { if (this.proc === proc) LIVE.delete(this); resolve({ code, signal }); }));
     this.exitInfo = null;
     this.exited.then((x) => { this.exitInfo = x; });
     if (!waitReady) return this;

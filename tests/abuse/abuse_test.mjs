@@ -1,0 +1,422 @@
+#!/usr/bin/env node
+// abuse_test.mjs - abusive clients against one server with short limits,
+// while a probe client keeps working.
+//
+// WHAT IT PROVES (limits set by flags so it runs fast: request timeout 1 s,
+// idle timeout 1 s, 200 connections, 8 KiB of request line + headers, 32
+// headers, 1 MiB bodies, 4 MiB of bodies in flight, 50 live reads, 20 per
+// stream):
+//   slowloris        headers dribbled a byte per 100 ms: 408 and close within
+//                    the request timeout (+ slack)
+//   slow body        a body dribbled: 408 and close in time, nothing applied
+//   idle flood       connections that send nothing are closed at the idle
+//                    timeout; past --max-connections they are closed at accept
+//   smuggling        Content-Length with Transfer-Encoding (both orders),
+//                    two differing Content-Lengths, obfuscated chunked,
+//                    chunked not last: 400 and close, exactly one answer, and
+//                    the request hidden in the body is never executed
+//   chunk sizes      a chunk size that overflows: 400; a chunk past the body
+//                    limit: 413 and close; nothing applied
+//   header floods    too many headers, one huge header: 431; a huge request
+//                    line: 414; many at once
+//   garbage          garbage after a valid request: the request answered, then
+//                    400 and close; garbage alone: 400 and close; a pipeline
+//                    of 100 requests then garbage: 100 answers then 400
+//   body memory      bodies declared past the in-flight bound: 503
+//                    INGRESS_BODY_BYTES_LIMIT_REACHED with Retry-After,
+//                    unread; bodies under 64 KiB pass on a reserve of an
+//                    eighth; the budget returns when the holders time out
+//   live reads       past the per-stream bound 429 LIVE_READS_EXHAUSTED,
+//                    past the global bound 503 LIVE_READ_BACKPRESSURE, both
+//                    with Retry-After; a long-poll that can answer at once is
+//                    not refused; capacity returns when they are answered
+//   probe            during every attack a client on its own keep-alive
+//                    connection alternates a catch-up read and an append:
+//                    every probe request must succeed, and the p99 latency
+//                    over each attack must stay within --p99-ms (default 200
+//                    ms; the sanitizer build is given 600 ms).
+//
+// OUTPUT: "FAIL ..." lines, "# ..." figures, last line "N passed, M failed".
+import http from "node:http";
+import net from "node:net";
+import path from "node:path";
+import fs from "node:fs";
+import { Checks, Server, percentile, parseArgs, readAll, scratchDir, sleep } from "../faults/lib.mjs";
+
+const USAGE = "usage: node tests/abuse/abuse_test.mjs --bin build/runnel [--p99-ms 200]";
+const opts = parseArgs(process.argv.slice(2), { bin: "build/runnel", p99Ms: 200 }, USAGE);
+const checks = new Checks();
+
+const LIMITS = {
+  requestTimeoutMs: 1000, idleTimeoutMs: 1000, maxConnections: 200, maxHeaderBytes: 8192, maxHeaders: 32,
+  maxBodyBytes: 1 << 20, inFlight: 4 << 20, liveReads: 50, liveReadsPerStream: 20,
+};
+const SLACK_MS = 700; // timer granularity, scheduling on 2 cores, sanitizer builds
+
+// ---------------------------------------------------------------- raw connections
+
+// A raw TCP client: collects everything received and when the server closed.
+class Raw {
+  constructor(port) {
+    this.data = "";
+    this.closedAt = null;
+    this.openedAt = Date.now();
+    this.error = null;
+    this.sock = net.connect(port, "127.0.0.1");
+    this.sock.setNoDelay(true);
+    this.sock.on("data", (d) => { this.data += d.toString("latin1"); });
+    this.sock.on("error", (e) => { this.error = e.code; });
+    this.sock.on("close", () => { this.closedAt = Date.now(); });
+    this.connected = new Promise((r) => { this.sock.once("connect", r); this.sock.once("close", r); });
+  }
+  send(s) { if (!this.sock.destroyed) this.sock.write(typeof s === "string" ? Buffer.from(s, "latin1") : s); }
+  statuses() { return [...this.data.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])); }
+  async closed(ms) {
+    const t0 = Date.now();
+    while (this.closedAt === null && Date.now() - t0 < ms) await sleep(10);
+    return this.closedAt !== null;
+  }
+  destroy() { this.sock.destroy(); }
+}
+
+// Sends `text` as one piece and waits for the server to close (bounded).
+async function oneShot(port, text, waitMs = 3000) {
+  const c = new Raw(port);
+  await c.connected;
+  c.send(text);
+  const closed = await c.closed(waitMs);
+  c.destroy();
+  return { statuses: c.statuses(), closed, data: c.data };
+}
+
+// ---------------------------------------------------------------- the probe
+
+class Probe {
+  constructor(srv) {
+    this.srv = srv;
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    this.lat = [];
+    this.errors = [];
+    this.running = false;
+    this.n = 0;
+  }
+  request(method, p, body) {
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: this.srv.port, method, path: p, agent: this.agent,
+        headers: body ? { "content-type": "text/plain", "content-length": Buffer.byteLength(body) } : {} }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode));
+      });
+      req.setTimeout(5000, () => req.destroy(new Error("probe timeout")));
+      req.on("error", reject);
+      if (body) req.write(body);
+      req.end();
+    });
+  }
+  start() {
+    this.running = true;
+    this.lat = [];
+    this.loop = (async () => {
+      while (this.running) {
+        const append = this.n++ % 2 === 1;
+        const t0 = performance.now();
+        try {
+          const st = append ? await this.request("POST", "/v1/stream/abuse/probe", `p${this.n};`)
+            : await this.request("GET", "/v1/stream/abuse/probe?offset=-1");
+          if (st !== (append ? 204 : 200)) this.errors.push(`${append ? "append" : "read"} answered ${st}`);
+        } catch (e) {
+          this.errors.push(`${append ? "append" : "read"}: ${e.message}`);
+        }
+        this.lat.push(performance.now() - t0);
+        await sleep(20);
+      }
+    })();
+  }
+  async stop() {
+    this.running = false;
+    await this.loop;
+    const s = this.lat.slice().sort((a, b) => a - b);
+    return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), max: s[s.length - 1] ?? 0, errors: this.errors.splice(0) };
+  }
+}
+
+const figures = [];
+// attack(name, fn): runs fn with the probe running; checks the probe.
+async function attack(name, probe, fn) {
+  probe.start();
+  await sleep(60);
+  try {
+    await fn();
+  } catch (e) {
+    checks.check(`${name}: ran`, false, e.stack);
+  }
+  const p = await probe.stop();
+  figures.push(`${name}: probe ${p.n} requests, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms, max ${p.max.toFixed(1)} ms`);
+  checks.check(`${name}: probe requests all succeed`, p.errors, "");
+  checks.check(`${name}: probe p99 ${p.p99.toFixed(1)} ms <= ${opts.p99Ms} ms`, p.p99 <= opts.p99Ms, `p99 ${p.p99.toFixed(1)} ms (max ${p.max.toFixed(1)})`);
+  return p;
+}
+
+// ---------------------------------------------------------------- attacks
+
+const H = (lines) => lines.join("\r\n") + "\r\n\r\n";
+
+async function main() {
+  const t0 = Date.now();
+  const root = scratchDir("runnel-abuse-");
+  const srv = new Server({
+    bin: opts.bin, dataDir: path.join(root, "data"), logPath: path.join(root, "server.log"),
+    args: ["--request-timeout-ms", String(LIMITS.requestTimeoutMs), "--idle-timeout-ms", String(LIMITS.idleTimeoutMs),
+      "--max-connections", String(LIMITS.maxConnections), "--max-header-bytes", String(LIMITS.maxHeaderBytes),
+      "--max-headers", String(LIMITS.maxHeaders), "--max-body-bytes", String(LIMITS.maxBodyBytes),
+      "--max-body-bytes-in-flight", String(LIMITS.inFlight), "--max-live-reads", String(LIMITS.liveReads),
+      "--max-live-reads-per-stream", String(LIMITS.liveReadsPerStream), "--long-poll-timeout-ms", "4000"],
+  });
+  const port = () => srv.port;
+  const base = () => srv.url;
+  const streamContent = async (name) => (await readAll(`${base()}/v1/stream/abuse/${name}`)).body.toString("latin1");
+  try {
+    await srv.start();
+    for (const s of ["probe", "target", "smuggle", "chunks", "bodies", "lp0", "lp1", "lp2", "lp3", "lp4"]) {
+      const r = await fetch(`${base()}/v1/stream/abuse/${s}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+      if (r.status !== 201) throw new Error(`create ${s}: ${r.status}`);
+    }
+    const probe = new Probe(srv);
+
+    await attack("slowloris", probe, async () => {
+      const conns = [];
+      for (let i = 0; i < 50; i++) {
+        const c = new Raw(port());
+        conns.push(c);
+      }
+      await Promise.all(conns.map((c) => c.connected));
+      const header = "GET /v1/stream/abuse/target?offset=-1 HTTP/1.1\r\nHost: x\r\nX-Slow: " + "a".repeat(200);
+      const start = Date.now();
+      for (let k = 0; k < header.length && Date.now() - start < LIMITS.requestTimeoutMs + SLACK_MS + 500; k++) {
+        for (const c of conns) c.send(header[k]);
+        await sleep(100);
+        if (conns.every((c) => c.closedAt !== null)) break;
+      }
+      await Promise.all(conns.map((c) => c.closed(SLACK_MS)));
+      const late = conns.filter((c) => c.closedAt === null || c.closedAt - start > LIMITS.requestTimeoutMs + SLACK_MS);
+      const not408 = conns.filter((c) => !(c.statuses().length === 1 && c.statuses()[0] === 408));
+      checks.check("slowloris: 50 dribbling connections closed within the request timeout", late.length === 0,
+        `${late.length} closed late or not at all`);
+      checks.check("slowloris: each answered 408 once", not408.length === 0, `${not408.length} not: ${not408[0]?.data.slice(0, 80)}`);
+      conns.forEach((c) => c.destroy());
+    });
+
+    await attack("slow body", probe, async () => {
+      const conns = [];
+      for (let i = 0; i < 20; i++) {
+        const c = new Raw(port());
+        conns.push(c);
+      }
+      await Promise.all(conns.map((c) => c.connected));
+      const start = Date.now();
+      for (const c of conns) c.send(H(["POST /v1/stream/abuse/bodies HTTP/1.1", "Host: x", "Content-Type: text/plain", "Content-Length: 1000"]));
+      while (Date.now() - start < LIMITS.requestTimeoutMs + SLACK_MS && conns.some((c) => c.closedAt === null)) {
+        for (const c of conns) c.send("SLOWBODY!!");
+        await sleep(100);
+      }
+      await Promise.all(conns.map((c) => c.closed(SLACK_MS)));
+      const late = conns.filter((c) => c.closedAt === null || c.closedAt - start > LIMITS.requestTimeoutMs + SLACK_MS);
+      checks.check("slow body: 20 dribbled bodies cut within the request timeout", late.length === 0, `${late.length} late`);
+      checks.check("slow body: each answered 408", conns.every((c) => c.statuses().join() === "408"), conns.map((c) => c.statuses().join()).join(" "));
+      checks.check("slow body: nothing applied", (await streamContent("bodies")) === "", "bodies stream not empty");
+      conns.forEach((c) => c.destroy());
+    });
+
+    await attack("idle flood", probe, async () => {
+      const n = LIMITS.maxConnections - 20;
+      const idle = [];
+      for (let i = 0; i < n; i++) idle.push(new Raw(port()));
+      await Promise.all(idle.map((c) => c.connected));
+      const start = Date.now();
+      await sleep(100);
+      // past the cap: closed at accept, no answer
+      const extra = [];
+      for (let i = 0; i < 60; i++) extra.push(new Raw(port()));
+      await Promise.all(extra.map((c) => c.connected));
+      await sleep(300);
+      const closedAtAccept = extra.filter((c) => c.closedAt !== null && c.data === "");
+      checks.check("idle flood: connections past --max-connections are closed at accept", closedAtAccept.length >= 60 - 20,
+        `${closedAtAccept.length} of 60 closed (cap ${LIMITS.maxConnections}, ${n} idle + probe open)`);
+      await Promise.all([...idle, ...extra].map((c) => c.closed(LIMITS.idleTimeoutMs + SLACK_MS + 500)));
+      const late = idle.filter((c) => c.closedAt === null || c.closedAt - start > LIMITS.idleTimeoutMs + SLACK_MS);
+      checks.check(`idle flood: ${n} idle connections closed at the idle timeout`, late.length === 0, `${late.length} late`);
+      checks.check("idle flood: no answer was sent to idle connections", idle.every((c) => c.data === ""));
+      [...idle, ...extra].forEach((c) => c.destroy());
+      // capacity is back
+      const r = await fetch(`${base()}/v1/stream/abuse/probe?offset=-1`);
+      checks.check("idle flood: new connections are served afterwards", r.status === 200, String(r.status));
+    });
+
+    await attack("request smuggling", probe, async () => {
+      const hidden = H(["POST /v1/stream/abuse/smuggle HTTP/1.1", "Host: x", "Content-Type: text/plain", "Content-Length: 8"]) + "SMUGGLED";
+      const variants = {
+        "CL then TE": ["Content-Length: 5", "Transfer-Encoding: chunked"],
+        "TE then CL": ["Transfer-Encoding: chunked", "Content-Length: 5"],
+        "two Content-Lengths": ["Content-Length: 5", "Content-Length: 200"],
+        "TE chunked not last": ["Transfer-Encoding: chunked, identity", "Content-Length: 5"],
+        "TE obfuscated": ["Transfer-Encoding: xchunked", "Content-Length: 5"],
+        "TE with space before colon": ["Transfer-Encoding : chunked", "Content-Length: 5"],
+        "CL with sign": ["Content-Length: +5"],
+      };
+      for (const [name, hdrs] of Object.entries(variants)) {
+        const req = H(["POST /v1/stream/abuse/smuggle HTTP/1.1", "Host: x", "Content-Type: text/plain", ...hdrs]) + "0\r\n\r\n" + hidden;
+        const r = await oneShot(port(), req);
+        checks.check(`smuggling (${name}): one answer, 400, connection closed`, r.closed && r.statuses.length === 1 && r.statuses[0] === 400,
+          `statuses ${r.statuses.join(",")}, closed ${r.closed}`);
+      }
+      await sleep(200);
+      const content = await streamContent("smuggle");
+      checks.check("smuggling: the hidden request was never executed, nothing appended", content === "", JSON.stringify(content.slice(0, 80)));
+    });
+
+    await attack("chunk sizes", probe, async () => {
+      const head = H(["POST /v1/stream/abuse/chunks HTTP/1.1", "Host: x", "Content-Type: text/plain", "Transfer-Encoding: chunked"]);
+      let r = await oneShot(port(), head + "FFFFFFFFFFFFFFFFFFFF\r\nabc\r\n0\r\n\r\n");
+      checks.check("chunk sizes: an overflowing chunk size answers 400 and closes", r.closed && r.statuses.join() === "400", `${r.statuses} closed ${r.closed}`);
+      // a chunk past the body limit: 413 before it is read
+      const c = new Raw(port());
+      await c.connected;
+      c.send(head + (LIMITS.maxBodyBytes * 2).toString(16) + "\r\n");
+      const piece = Buffer.alloc(64 * 1024, 0x41);
+      for (let i = 0; i < 40 && c.closedAt === null; i++) { c.send(piece); await sleep(5); }
+      await c.closed(LIMITS.requestTimeoutMs + SLACK_MS);
+      checks.check("chunk sizes: a chunk past the body limit answers 413 and closes", c.closedAt !== null && c.statuses().join() === "413", `${c.statuses()} closed ${c.closedAt !== null}`);
+      c.destroy();
+      r = await oneShot(port(), head + "zz\r\nabc\r\n0\r\n\r\n");
+      checks.check("chunk sizes: a non-hex chunk size answers 400 and closes", r.closed && r.statuses.join() === "400", `${r.statuses} closed ${r.closed}`);
+      checks.check("chunk sizes: nothing applied", (await streamContent("chunks")) === "");
+    });
+
+    await attack("header floods", probe, async () => {
+      const many = Array.from({ length: LIMITS.maxHeaders + 10 }, (_, i) => `X-H${i}: v`);
+      let r = await oneShot(port(), H(["GET /v1/stream/abuse/target?offset=-1 HTTP/1.1", "Host: x", ...many]));
+      checks.check("header floods: too many headers answer 431 and close", r.closed && r.statuses.join() === "431", `${r.statuses} closed ${r.closed}`);
+      r = await oneShot(port(), H(["GET /v1/stream/abuse/target?offset=-1 HTTP/1.1", "Host: x", `X-Big: ${"b".repeat(LIMITS.maxHeaderBytes + 100)}`]));
+      checks.check("header floods: a header past the byte limit answers 431 and closes", r.closed && r.statuses.join() === "431", `${r.statuses} closed ${r.closed}`);
+      r = await oneShot(port(), H([`GET /v1/stream/abuse/${"u".repeat(LIMITS.maxHeaderBytes + 100)} HTTP/1.1`, "Host: x"]));
+      checks.check("header floods: a request line past the limit answers 414 and closes", r.closed && r.statuses.join() === "414", `${r.statuses} closed ${r.closed}`);
+      // endless headers, streamed: cut once past the limit
+      const c = new Raw(port());
+      await c.connected;
+      c.send("GET / HTTP/1.1\r\n");
+      for (let i = 0; i < 2000 && c.closedAt === null; i++) { c.send(`X-Flood-${i}: ${"f".repeat(50)}\r\n`); if (i % 50 === 0) await sleep(1); }
+      await c.closed(2000);
+      checks.check("header floods: an endless header stream is cut with 431", c.closedAt !== null && c.statuses().join() === "431", `${c.statuses()} closed ${c.closedAt !== null}`);
+      c.destroy();
+      const rs = await Promise.all(Array.from({ length: 30 }, () => oneShot(port(), H(["GET / HTTP/1.1", "Host: x", ...many]))));
+      checks.check("header floods: 30 at once all answered 431", rs.every((x) => x.statuses.join() === "431" && x.closed));
+    });
+
+    await attack("pipelined garbage", probe, async () => {
+      const get = H(["GET /v1/stream/abuse/probe?offset=-1 HTTP/1.1", "Host: x"]);
+      let r = await oneShot(port(), get + "\x00\x01\x02GARBAGE \xff\r\n\r\n");
+      checks.check("garbage: a valid request then garbage: 200 then 400, closed", r.closed && r.statuses.join() === "200,400", `${r.statuses} closed ${r.closed}`);
+      r = await oneShot(port(), "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage-tls-hello\r\n\r\n");
+      checks.check("garbage: garbage alone: 400, closed", r.closed && r.statuses.join() === "400", `${r.statuses} closed ${r.closed}`);
+      r = await oneShot(port(), get.repeat(100) + "NOT HTTP AT ALL\r\n\r\n", 5000);
+      checks.check("garbage: 100 pipelined requests then garbage: 100 answers then 400, closed",
+        r.closed && r.statuses.length === 101 && r.statuses.slice(0, 100).every((s) => s === 200) && r.statuses[100] === 400,
+        `${r.statuses.length} answers, last ${r.statuses.slice(-2)}, closed ${r.closed}`);
+      r = await oneShot(port(), "GET /v1/stream/abuse/probe?offset=-1 HTTP/9.9\r\nHost: x\r\n\r\n");
+      checks.check("garbage: an unknown HTTP version: 400 or 505, closed", r.closed && [400, 505].includes(r.statuses[0]), `${r.statuses} closed ${r.closed}`);
+    });
+
+    await attack("body memory", probe, async () => {
+      // each holder declares a 1 MiB body, sends a little and stalls
+      const holders = [];
+      const start = Date.now();
+      for (let i = 0; i < 6; i++) {
+        const c = new Raw(port());
+        await c.connected;
+        c.send(H(["POST /v1/stream/abuse/bodies HTTP/1.1", "Host: x", "Content-Type: text/plain", `Content-Length: ${LIMITS.maxBodyBytes}`]) + "partial");
+        holders.push(c);
+        await sleep(30);
+      }
+      await sleep(200);
+      const refused = holders.filter((c) => c.statuses().join() === "503");
+      const admitted = LIMITS.inFlight / LIMITS.maxBodyBytes;
+      // (a probe append in flight at that moment may take a little of the
+      // budget, so one more holder may be refused)
+      checks.check(`body memory: past ${LIMITS.inFlight >> 20} MiB declared in flight, bodies are refused at once`,
+        refused.length >= holders.length - admitted && refused.length <= holders.length - admitted + 1, `${refused.length} of ${holders.length} refused: ${holders.map((c) => c.statuses().join() || "-").join(" ")}`);
+      checks.check("body memory: the refusal is INGRESS_BODY_BYTES_LIMIT_REACHED with Retry-After, and closes",
+        refused.length > 0 && refused.every((c) => /INGRESS_BODY_BYTES_LIMIT_REACHED/.test(c.data) && /Retry-After: \d+/i.test(c.data) && c.closedAt !== null));
+      // with the budget used up, another large body is refused; small ones
+      // (< 64 KiB) still pass on the reserve (the probe's appends too)
+      const mid = await fetch(`${base()}/v1/stream/abuse/bodies`, { method: "POST", headers: { "content-type": "text/plain" }, body: "x".repeat(100 * 1024) });
+      const midBody = await mid.text();
+      checks.check("body memory: with the budget used up a 100 KiB body gets 503", mid.status === 503 && /INGRESS_BODY_BYTES_LIMIT_REACHED/.test(midBody), `${mid.status}`);
+      const small = await fetch(`${base()}/v1/stream/abuse/bodies`, { method: "POST", headers: { "content-type": "text/plain" }, body: "s".repeat(1000) });
+      await small.arrayBuffer();
+      checks.check("body memory: a small body passes on the reserve", small.status === 204, `${small.status}`);
+      // the holders time out (408), which gives the budget back
+      await Promise.all(holders.map((c) => c.closed(LIMITS.requestTimeoutMs + SLACK_MS)));
+      checks.check("body memory: stalled bodies are cut at the request timeout", holders.every((c) => c.closedAt !== null && c.closedAt - start <= LIMITS.requestTimeoutMs + SLACK_MS + 300));
+      await sleep(50);
+      const big = await fetch(`${base()}/v1/stream/abuse/bodies`, { method: "POST", headers: { "content-type": "text/plain" }, body: "y".repeat(LIMITS.maxBodyBytes) });
+      checks.check("body memory: the budget returns once they are gone (a 1 MiB body is accepted)", big.status === 204, String(big.status));
+      await big.arrayBuffer();
+      const content = await streamContent("bodies");
+      checks.check("body memory: only the accepted bodies applied", content === "s".repeat(1000) + "y".repeat(LIMITS.maxBodyBytes), `${content.length} bytes`);
+    });
+
+    await attack("live reads", probe, async () => {
+      const tail = (await fetch(`${base()}/v1/stream/abuse/target`, { method: "HEAD" })).headers.get("stream-next-offset");
+      const lp = (name) => fetch(`${base()}/v1/stream/abuse/${name}?offset=${tail === null ? "now" : "now"}&live=long-poll`, { signal: AbortSignal.timeout(8000) })
+        .then(async (r) => ({ status: r.status, retry: r.headers.get("retry-after"), body: await r.text() }))
+        .catch((e) => ({ status: 0, body: e.message }));
+      const parked = [];
+      for (let i = 0; i < LIMITS.liveReadsPerStream; i++) parked.push(lp("target"));
+      await sleep(300);
+      let r = await lp("target");
+      checks.check("live reads: past the per-stream bound 429 LIVE_READS_EXHAUSTED with Retry-After",
+        r.status === 429 && /LIVE_READS_EXHAUSTED/.test(r.body) && r.retry !== null, `${r.status} ${r.body.slice(0, 100)}`);
+      const sse = await fetch(`${base()}/v1/stream/abuse/target?offset=-1&live=sse`, { signal: AbortSignal.timeout(8000) });
+      checks.check("live reads: an SSE reader counts against the same bound (429)", sse.status === 429, String(sse.status));
+      await sse.arrayBuffer().catch(() => {});
+      const catchup = await fetch(`${base()}/v1/stream/abuse/target?offset=-1`);
+      checks.check("live reads: catch-up reads of the stream are not limited", catchup.status === 200, String(catchup.status));
+      await catchup.arrayBuffer();
+      // other streams fill the global bound
+      for (let i = 0; i < LIMITS.liveReads - LIMITS.liveReadsPerStream; i++) parked.push(lp("lp" + (i % 5)));
+      await sleep(300);
+      r = await lp("chunks");
+      checks.check("live reads: past the global bound 503 LIVE_READ_BACKPRESSURE with Retry-After",
+        r.status === 503 && /LIVE_READ_BACKPRESSURE/.test(r.body) && r.retry !== null, `${r.status} ${r.body.slice(0, 100)}`);
+      // wake the first 20 with an append: capacity returns
+      await fetch(`${base()}/v1/stream/abuse/target`, { method: "POST", headers: { "content-type": "text/plain" }, body: "wake" });
+      const woken = await Promise.all(parked.slice(0, LIMITS.liveReadsPerStream));
+      checks.check("live reads: the parked long-polls are woken with the data", woken.every((x) => x.status === 200 && x.body === "wake"),
+        woken.map((x) => x.status).join(","));
+      r = await fetch(`${base()}/v1/stream/abuse/target?offset=-1&live=long-poll`, { signal: AbortSignal.timeout(8000) });
+      checks.check("live reads: a long-poll that can answer at once is never refused", r.status === 200, String(r.status));
+      await r.arrayBuffer();
+      const again = lp("target");
+      await sleep(100);
+      await fetch(`${base()}/v1/stream/abuse/target`, { method: "POST", headers: { "content-type": "text/plain" }, body: "again" });
+      r = await again;
+      checks.check("live reads: capacity returns after they were answered", r.status === 200 && r.body === "again", `${r.status}`);
+      const rest = await Promise.all(parked.slice(LIMITS.liveReadsPerStream));
+      checks.check("live reads: the others time out normally (204)",
+        rest.every((x) => x.status === 204), [...new Set(rest.map((x) => x.status))].join(","));
+    });
+
+    const ex = await srv.stop("SIGTERM");
+    checks.check("server stops gracefully after all attacks", ex.code === 0, JSON.stringify(ex));
+  } catch (e) {
+    checks.check("internal error", false, e.stack);
+    srv.killNow();
+  }
+  for (const f of figures) console.log(`# ${f}`);
+  console.log(`# runtime ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  if (checks.failed === 0) fs.rmSync(root, { recursive: true, force: true });
+  else console.log(`# kept ${root}`);
+  process.exit(checks.summary());
+}
+
+main();
