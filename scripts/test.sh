@@ -87,6 +87,7 @@ run_script "subscription tests (build)" subs-plain node tests/subs/subs_test.mjs
 run_script "subscription tests (build-asan)" subs-asan node tests/subs/subs_test.mjs --bin build-asan/runnel
 run_script "BLAKE3 vs b3sum (build)" b3sum tests/unit/blake3_vs_b3sum.sh build
 run_script "benchmark smoke (build)" bench-smoke bench/smoke.sh build
+run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
 
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"

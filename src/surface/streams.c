@@ -470,6 +470,22 @@ static void append_state(rn_buf *h, const rn_op *op) {
         append_incarnation(h, op->stream);
 }
 
+/* Appends a request path for a header: llhttp accepts request-targets with
+ * bytes a header value must not carry (controls such as form feed, DEL,
+ * non-ASCII); those are percent-encoded, which names the same stream. */
+static void append_uri_path(rn_buf *h, const char *p, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = (uint8_t)p[i];
+        if (b > 0x20 && b < 0x7F) {
+            rn_buf_append_byte(h, b);
+        } else {
+            char e[3] = {'%', hex[b >> 4], hex[b & 15]};
+            rn_buf_append(h, e, 3);
+        }
+    }
+}
+
 static void answer_create(stream_ctx *c, rn_op *op) {
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
@@ -479,8 +495,10 @@ static void answer_create(stream_ctx *c, rn_op *op) {
         const rn_header *host = rn_request_header(c->req, "host", NULL);
         const char *q = memchr(c->req->target, '?', c->req->target_len);
         size_t tlen = q ? (size_t)(q - c->req->target) : c->req->target_len;
-        rn_buf_appendf(&h, "Location: http://%.*s%.*s\r\n", host ? (int)host->value_len : 9,
-                       host ? host->value : "localhost", (int)tlen, c->req->target);
+        rn_buf_appendf(&h, "Location: http://%.*s", host ? (int)host->value_len : 9,
+                       host ? host->value : "localhost");
+        append_uri_path(&h, c->req->target, tlen);
+        rn_buf_append_str(&h, "\r\n");
     }
     rn_http_respond(c->req, op->result == RN_OK_CREATED ? 201 : 200, &h, &body);
 }

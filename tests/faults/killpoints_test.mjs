@@ -21,7 +21,11 @@
 //       either wholly applied or not at all (the state equals the model
 //       without it or with it), so an unacknowledged write appears at most
 //       once;
-//     - the recovered server accepts writes again and stops gracefully.
+//     - the recovered server accepts writes again and stops gracefully;
+//     - a second crash during recovery (the replay of a log left by a
+//       SIGKILL: apply before the stream-file write, retention before/after
+//       the hole punch, delete before/after the file removal) loses nothing
+//       either: the next recovery yields the same acknowledged state.
 //
 // HOW
 //   For each operation kind a template data directory is prepared once by an
@@ -32,7 +36,8 @@
 //   appending 64 KiB records (log volume, so segment rotations and
 //   checkpoints happen: --wal-segment-bytes and --checkpoint-bytes are 1 MiB).
 //   Every client keeps a model of its own streams and at most one request in
-//   flight. Data directories live in /dev/shm when possible: a SIGKILL keeps
+//   flight. The "recovery" cases start from a template left by SIGKILL with
+//   every operation still in the log (no checkpoint) and arm the replay. Data directories live in /dev/shm when possible: a SIGKILL keeps
 //   the page cache, so tmpfs proves the same as a disk, faster.
 //
 // OUTPUT: "FAIL ..." per failed case, a "# ..." summary, and the last line
@@ -57,6 +62,10 @@ const BUCKET = "kpts";
 const SERVER_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576", "--test-hooks", "1",
   "--long-poll-timeout-ms", "1000"];
 const ACTORS = 3;
+// The recovery template: everything stays in the log (no checkpoint), so a
+// restart replays it all through the apply path's kill points.
+const RECOVERY_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", String(1 << 30), "--test-hooks", "1"];
+const RECOVERY_MIX = [["delete", 0, 1000], ["retention", 1, 30], ["publish", 2, 12], ["append", 0, 60]];
 
 // ---------------------------------------------------------------- the matrix
 
@@ -78,6 +87,16 @@ function matrix() {
     cases.push({ op: "delete", point: "delete-after-remove", n });
   }
   for (const n of [1, 2, 3, 4]) cases.push({ op: "publish", point: "commit-after-assemble", n });
+  // a second crash during the replay of an unclean stop
+  for (const n of [1, 10, 30, 60, 90]) cases.push({ op: "recovery", point: "apply-before-store", n });
+  for (const n of [1, 4, 9]) {
+    cases.push({ op: "recovery", point: "retain-before-punch", n });
+    cases.push({ op: "recovery", point: "retain-after-punch", n });
+  }
+  for (const n of [1, 10, 25]) {
+    cases.push({ op: "recovery", point: "delete-before-remove", n });
+    cases.push({ op: "recovery", point: "delete-after-remove", n });
+  }
   let out = cases;
   if (opts.only) out = out.filter((c) => c.point === opts.only);
   if (opts.ops) out = out.filter((c) => opts.ops.split(",").includes(c.op));
@@ -397,7 +416,43 @@ function diff(name, o, st) {
 const root = scratchDir("runnel-kp-");
 const templates = new Map(); // op -> {dir, models: [Map per actor], filler: Map}
 
+function* take(gen, n) {
+  for (const x of gen) {
+    if (n-- <= 0) return;
+    yield x;
+  }
+}
+
+// The recovery template: the RECOVERY_MIX workloads run to completion
+// (acknowledged), then SIGKILL, so the next start replays the whole log.
+async function buildRecoveryTemplate() {
+  const dir = path.join(root, "template-recovery");
+  fs.mkdirSync(dir);
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(dir, "data"), args: RECOVERY_ARGS, logPath: path.join(dir, "server.log") });
+  const models = [];
+  const filler = new Map();
+  try {
+    await srv.start();
+    for (const [kind, a, steps] of RECOVERY_MIX) {
+      const m = new Map();
+      await WORKLOADS[kind].setup(srv, a, m);
+      const r = await runClient(srv, m, take(WORKLOADS[kind].ops(a), steps), { stop: false });
+      if (r.inDoubt || r.issues.length) throw new Error(`recovery template (${kind}): ${r.issues.join("; ") || "a request failed"}`);
+      models.push(m);
+    }
+    await FILLER.setup(srv, filler);
+    const r = await runClient(srv, filler, take(FILLER.ops(), 20), { stop: false });
+    if (r.inDoubt || r.issues.length) throw new Error(`recovery template (filler): ${r.issues.join("; ")}`);
+  } catch (e) {
+    srv.killNow();
+    throw e;
+  }
+  await srv.stop("SIGKILL");
+  templates.set("recovery", { dir, models, filler, args: RECOVERY_ARGS });
+}
+
 async function buildTemplate(op) {
+  if (op === "recovery") return buildRecoveryTemplate();
   const dir = path.join(root, `template-${op}`);
   fs.mkdirSync(dir);
   const srv = new Server({ bin: opts.bin, dataDir: path.join(dir, "data"), args: SERVER_ARGS, logPath: path.join(dir, "server.log") });
@@ -464,25 +519,29 @@ async function runCase(c, idx) {
   const issues = [];
   const models = tpl.models.map(cloneModel);
   const filler = cloneModel(tpl.filler);
-  let srv = new Server({ bin: opts.bin, dataDir, args: SERVER_ARGS, logPath, env: { RUNNEL_FAULT_KILL_AT: `${c.point}:${c.n}` } });
+  const args = tpl.args ?? SERVER_ARGS;
+  let srv = new Server({ bin: opts.bin, dataDir, args, logPath, env: { RUNNEL_FAULT_KILL_AT: `${c.point}:${c.n}` } });
   let reached = false;
   try {
     try {
       await srv.start();
     } catch (e) {
-      if (srv.exitInfo?.signal === "SIGKILL") reached = true; // killed during start (recovery)
-      else throw e;
+      if (srv.exitInfo?.signal !== "SIGKILL") throw e;
+      reached = true; // killed during start (recovery)
+      if (!fs.readFileSync(logPath, "utf8").includes("killed at a kill point")) issues.push("server died by SIGKILL without the kill-point message");
     }
     let results = [];
     if (!reached) {
       const ctx = { stop: false };
       const timer = setTimeout(() => { ctx.stop = true; }, opts.caseMs);
-      const clients = models.map((m, a) => runClient(srv, m, WORKLOADS[c.op].ops(a), ctx));
-      clients.push(runClient(srv, filler, FILLER.ops(), ctx));
+      const clients = c.op === "recovery" ? [] : models.map((m, a) => runClient(srv, m, WORKLOADS[c.op].ops(a), ctx));
+      if (c.op !== "recovery") clients.push(runClient(srv, filler, FILLER.ops(), ctx));
       results = await Promise.all(clients);
       clearTimeout(timer);
       for (const r of results) issues.push(...r.issues);
-      const ex = await Promise.race([srv.exited, sleep(10000).then(() => null)]);
+      // a request without an answer means the server is dying: give it time
+      const dying = results.some((r) => r.inDoubt);
+      const ex = await Promise.race([srv.exited, sleep(dying ? 10000 : 300).then(() => null)]);
       if (ex === null) {
         // the point was not reached: stop and still verify (nothing in doubt)
         const stopEx = await srv.stop("SIGTERM");
@@ -495,9 +554,9 @@ async function runCase(c, idx) {
       }
     }
     // restart without the kill point and verify every client's streams
-    srv = new Server({ bin: opts.bin, dataDir, args: SERVER_ARGS, logPath, port: srv.port });
+    srv = new Server({ bin: opts.bin, dataDir, args, logPath, port: srv.port });
     await srv.start();
-    const all = [...models.map((m, a) => ({ m, inDoubt: results[a]?.inDoubt })), { m: filler, inDoubt: results[ACTORS]?.inDoubt }];
+    const all = [...models.map((m, a) => ({ m, inDoubt: results[a]?.inDoubt })), { m: filler, inDoubt: results[models.length]?.inDoubt }];
     let applied = 0;
     for (const { m, inDoubt } of all) {
       const names = new Set(m.keys());
