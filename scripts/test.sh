@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Sets everything up, builds (plain and ASan+UBSan), and runs every test:
 # unit tests (ctest/cmocka), the official conformance suite, the black-box
-# tests (node --test tests/blackbox) and the crash test, each against both
-# builds. Ends with "N passed, M failed" over all
-# test cases; exits non-zero on any failure.
+# tests (node --test tests/blackbox), the crash, subscription, fault-injection
+# (failed syncs, full disk, kill points) and abuse tests, each against both
+# builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
+# smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
+# on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
@@ -87,6 +89,12 @@ run_script "subscription tests (build)" subs-plain node tests/subs/subs_test.mjs
 run_script "subscription tests (build-asan)" subs-asan node tests/subs/subs_test.mjs --bin build-asan/runnel
 run_script "BLAKE3 vs b3sum (build)" b3sum tests/unit/blake3_vs_b3sum.sh build
 run_script "benchmark smoke (build)" bench-smoke bench/smoke.sh build
+run_script "fault injection (build)" faults-plain node tests/faults/fault_test.mjs --bin build/runnel
+run_script "fault injection (build-asan)" faults-asan node tests/faults/fault_test.mjs --bin build-asan/runnel
+run_script "kill points (build)" kill-plain node tests/faults/killpoints_test.mjs --bin build/runnel
+run_script "kill points (build-asan)" kill-asan node tests/faults/killpoints_test.mjs --bin build-asan/runnel --quick
+run_script "abuse resistance (build)" abuse-plain node tests/abuse/abuse_test.mjs --bin build/runnel
+run_script "abuse resistance (build-asan)" abuse-asan node tests/abuse/abuse_test.mjs --bin build-asan/runnel
 run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
 
 rm -rf "$logdir"
