@@ -13,14 +13,17 @@
 #                 stream in 4 MiB appends; 1,000 streams in 16 KiB appends),
 #                 then restarts timed from process start (just before exec)
 #                 to the first 200 of /__runnel/readyz (polled every 10 ms):
-#                 after SIGKILL (log replay since the last checkpoint) and
+#                 after SIGKILL (log replay since the last checkpoint; always
+#                 the first recovery after that crash, one fill each) and
 #                 after SIGTERM (final checkpoint), each with the data
 #                 directory's pages in the page cache (warm) and evicted
 #                 (cold: every file of the data directory fsync'ed and then
 #                 dropped from the cache with POSIX_FADV_DONTNEED via
-#                 `dd iflag=nocache`, which touches no other process's cache).
+#                 `dd iflag=nocache`, which touches no other process's cache),
+#                 with what the server read from storage (/proc/PID/io).
 #                 After the restarts the stored bytes must still all be
-#                 there (runnel_hot_bytes).
+#                 there (runnel_hot_bytes). A third fill is recovered under
+#                 `strace -f -T` (restart-*-sigkill.strace.txt).
 #
 # Before each experiment the script waits for a quiet machine (bench/quiet.sh)
 # and records the load average at its start and end.
@@ -106,6 +109,7 @@ term_stop() {
 kill_stop() {
   kill -KILL "$SERVER_PID"
   wait "$SERVER_PID" 2>/dev/null
+  return 0
 }
 
 # drop_cache DIR: writes back and evicts the page cache of DIR's files only.
@@ -155,6 +159,9 @@ recovery_line() { grep -o 'recovered [0-9]* streams.*' "$1" | tail -1 | sed 's/"
 
 metric() { curl -s --max-time 10 "http://127.0.0.1:$PORT/__runnel/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
+# read_kib: KiB the server read from storage so far (/proc/PID/io read_bytes).
+read_kib() { awk '$1 == "read_bytes:" { printf "%d", $2 / 1024 }' "/proc/$SERVER_PID/io"; }
+
 # ---- 1. idle streams ------------------------------------------------------------
 idle() {
   local data="$work/idle" log="$out/idle.server.log" tag="$out/idle"
@@ -179,6 +186,8 @@ idle() {
   launch "$data" "$log"
   local kill_ms kill_rss kill_line
   kill_ms=$(until_ready)
+  local kill_read
+  kill_read=$(read_kib)
   sleep 2
   kill_rss=$(status_kib VmRSS)
   kill_line=$(recovery_line "$log")
@@ -197,7 +206,7 @@ idle() {
   cat >"$out/idle.json" <<EOF
 {"streams": $streams, "create_exit": $rc, "streams_gauge": ${count:-null},
  "rss_empty_kib": ${rss_empty:-null}, "rss_kib": ${rss:-null}, "hwm_kib": ${hwm:-null}, "rss_anon_kib": ${anon:-null},
- "sigkill_ready_ms": ${kill_ms:-null}, "sigkill_rss_kib": ${kill_rss:-null}, "sigkill_recovery": "$kill_line",
+ "sigkill_ready_ms": ${kill_ms:-null}, "sigkill_read_kib": ${kill_read:-null}, "sigkill_rss_kib": ${kill_rss:-null}, "sigkill_recovery": "$kill_line",
  "shutdown_ms": ${shut_ms:-null}, "sigterm_ready_ms": ${term_ms:-null}, "sigterm_rss_kib": ${term_rss:-null},
  "sigterm_recovery": "$term_line", "streams_after_restarts": ${term_count:-null},
  "files_after_create": $files_created, "files_after_sigkill_recovery": $files_recovered,
@@ -208,66 +217,82 @@ EOF
 }
 
 # ---- 2. restart with stored data ------------------------------------------------
-# restart NAME STREAMS APPEND_BYTES
+# fill_and_kill NAME N APPEND DATA LOG: a fresh server on DATA stores
+# --data-bytes in N streams, then is killed with SIGKILL (sets FILL_RC, STORED).
+fill_and_kill() {
+  local name=$1 n=$2 append=$3 data=$4 log=$5
+  rm -rf "$data"
+  mkdir -p "$data"
+  launch "$data" "$log"
+  until_ready >/dev/null || { echo "capacity: runnel did not start"; cat "$log"; return 1; }
+  "$bin/runnel-bench" fill --streams "$n" --bytes "$bytes" --append-bytes "$append" \
+    --base "http://127.0.0.1:$PORT" --timeout 1800 --json >"$out/restart-$name-fill.json" \
+    2>"$out/restart-$name-fill.txt"
+  FILL_RC=$?
+  STORED=$(metric runnel_hot_bytes)
+  kill_stop
+}
+
+# timed_restart DATA LOG: starts the server on DATA, times it to ready and
+# stops it with SIGTERM, leaving READY_MS, RECOVERY (the server's recovery
+# line), READ_KIB (read from storage until ready), STORED_AFTER
+# (runnel_hot_bytes) and SHUT_MS.
+timed_restart() {
+  launch "$1" "$2"
+  READY_MS=$(until_ready)
+  RECOVERY=$(recovery_line "$2")
+  READ_KIB=$(read_kib)
+  STORED_AFTER=$(metric runnel_hot_bytes)
+  term_stop
+}
+
+# restart NAME STREAMS APPEND_BYTES. Every SIGKILL figure is the first
+# recovery after the crash (a repeat would find the stream files already
+# cut to the recovered tail), so each needs its own fill: (A) SIGKILL, warm
+# restart, then the SIGTERM restarts; (B) SIGKILL, pages evicted, cold
+# restart; (C) SIGKILL, restart under strace (not timed).
 restart() {
   local name=$1 n=$2 append
   append=$(numfmt --from=iec "$3")
   local data="$work/$name" log="$out/restart-$name.server.log" tag="$out/restart-$name"
-  mkdir -p "$data"
   run_begin "$tag"
-  launch "$data" "$log"
-  until_ready >/dev/null || { echo "capacity: runnel did not start"; cat "$log"; return 1; }
-  echo "capacity: storing $data_bytes in $n stream(s) ($name)"
-  "$bin/runnel-bench" fill --streams "$n" --bytes "$bytes" --append-bytes "$append" \
-    --base "http://127.0.0.1:$PORT" --timeout 1800 --json >"$out/restart-$name-fill.json" \
-    2>"$out/restart-$name-fill.txt"
-  local rc=$?
-  local stored
-  stored=$(metric runnel_hot_bytes)
-  kill_stop
-  local du_kib
+  echo "capacity: storing $data_bytes in $n stream(s) ($name), 3 times"
+  # (A)
+  fill_and_kill "$name" "$n" "$append" "$data" "$log" || return 1
+  local rc=$FILL_RC stored=$STORED du_kib
   du_kib=$(du -sk "$data" | cut -f1)
+  timed_restart "$data" "$log"
+  local kill_warm=$READY_MS kill_warm_line=$RECOVERY kill_warm_read=$READ_KIB
+  local shut_ms=$SHUT_MS
+  timed_restart "$data" "$log"
+  local term_warm=$READY_MS term_warm_line=$RECOVERY
+  drop_cache "$data"
+  timed_restart "$data" "$log"
+  local term_cold=$READY_MS term_cold_line=$RECOVERY term_cold_read=$READ_KIB after=$STORED_AFTER
+  # (B)
+  fill_and_kill "$name" "$n" "$append" "$data" "$log" || return 1
   drop_cache "$data"
   local cold_cached
   cold_cached=$(cached_kib "$data")
-  launch "$data" "$log"
-  local kill_cold kill_cold_line
-  kill_cold=$(until_ready)
-  kill_cold_line=$(recovery_line "$log")
-  kill_stop
-  drop_cache "$data"
-  profile_restart "$data" "$log" "$out/restart-$name-sigkill-cold.strace.txt"
-  launch "$data" "$log"
-  local kill_warm kill_warm_line
-  kill_warm=$(until_ready)
-  kill_warm_line=$(recovery_line "$log")
-  term_stop
-  local shut_ms=$SHUT_MS
-  launch "$data" "$log"
-  local term_warm term_warm_line
-  term_warm=$(until_ready)
-  term_warm_line=$(recovery_line "$log")
-  term_stop
-  drop_cache "$data"
-  launch "$data" "$log"
-  local term_cold term_cold_line after
-  term_cold=$(until_ready)
-  term_cold_line=$(recovery_line "$log")
-  after=$(metric runnel_hot_bytes)
-  term_stop
+  timed_restart "$data" "$log"
+  local kill_cold=$READY_MS kill_cold_line=$RECOVERY kill_cold_read=$READ_KIB after_cold=$STORED_AFTER
   run_end "$tag"
+  # (C)
+  fill_and_kill "$name" "$n" "$append" "$data" "$log" || return 1
+  profile_restart "$data" "$log" "$out/restart-$name-sigkill.strace.txt"
   cat >"$out/restart-$name.json" <<EOF
 {"name": "$name", "streams": $n, "append_bytes": $append, "bytes": $bytes, "fill_exit": $rc,
- "stored_bytes": ${stored:-null}, "stored_bytes_after_restarts": ${after:-null}, "data_dir_kib": $du_kib,
+ "stored_bytes": ${stored:-null}, "stored_bytes_after_restarts": ${after:-null},
+ "stored_bytes_after_cold_sigkill": ${after_cold:-null}, "data_dir_kib": $du_kib,
  "cached_kib_after_drop": ${cold_cached:-null},
- "sigkill_cold_ready_ms": ${kill_cold:-null}, "sigkill_cold_recovery": "$kill_cold_line",
- "sigkill_warm_ready_ms": ${kill_warm:-null}, "sigkill_warm_recovery": "$kill_warm_line",
+ "sigkill_warm_ready_ms": ${kill_warm:-null}, "sigkill_warm_recovery": "$kill_warm_line", "sigkill_warm_read_kib": ${kill_warm_read:-null},
+ "sigkill_cold_ready_ms": ${kill_cold:-null}, "sigkill_cold_recovery": "$kill_cold_line", "sigkill_cold_read_kib": ${kill_cold_read:-null},
  "shutdown_ms": ${shut_ms:-null},
  "sigterm_warm_ready_ms": ${term_warm:-null}, "sigterm_warm_recovery": "$term_warm_line",
- "sigterm_cold_ready_ms": ${term_cold:-null}, "sigterm_cold_recovery": "$term_cold_line"}
+ "sigterm_cold_ready_ms": ${term_cold:-null}, "sigterm_cold_recovery": "$term_cold_line", "sigterm_cold_read_kib": ${term_cold_read:-null}}
 EOF
   rm -rf "$data"
-  echo "capacity: restart $name done: SIGKILL ${kill_cold}/${kill_warm} ms (cold/warm), SIGTERM ${term_cold}/${term_warm} ms"
+  echo "capacity: restart $name done: SIGKILL ${kill_warm}/${kill_cold} ms (warm/cold), SIGTERM ${term_warm}/${term_cold} ms"
 }
 
 # A small idle-stream recovery under strace (a million would take long).

@@ -62,8 +62,10 @@ function runEnv(tag) {
   const s0 = stat(tag + ".stat0"), s1 = stat(tag + ".stat1");
   if (s0 && s1) {
     const d = s1.map((v, i) => (v - s0[i]) / CLK_TCK);
-    // user nice system idle iowait irq softirq steal
-    env.busy_s = d[0] + d[1] + d[2];
+    // user nice system idle iowait irq softirq steal: busy counts irq and
+    // softirq time too (loopback TCP delivery runs there and is charged to
+    // the interrupted task's own CPU time as well).
+    env.busy_s = d[0] + d[1] + d[2] + d[5] + d[6];
     env.steal_s = d[7] ?? 0;
     env.iowait_s = d[4];
     env.total_s = d.slice(0, 8).reduce((x, y) => x + y, 0);
@@ -227,6 +229,7 @@ L.push(
 L.push("## Machine", "");
 for (const k of ["date", "runnel", "runnel-src-changes", "reference", "node", "nproc", "cpu", "memory", "kernel", "disk", "rounds", "quiet"])
   L.push(`- ${k}: ${get(k)}`);
+for (const l of machine.filter((l) => l.startsWith("rerun:"))) L.push(`- ${l}`);
 L.push("", "## Commands", "", "```sh", "bench/compare            # this whole page (bench/capacity.sh included)");
 const cmds = read("commands.txt").trim().split("\n").map((l) => l.split("|"));
 for (const [name, server, cmd] of cmds) {
@@ -242,7 +245,7 @@ L.push(
   "bench/capacity.sh        # idle streams, restart times (commands in its header)",
   "```",
   "",
-  "Runnel is started as `runnel serve --max-connections 12000 --long-poll-timeout-ms 30000` (other settings",
+  "Runnel is started as `runnel serve --max-connections 12000 --max-live-reads 12000 --long-poll-timeout-ms 30000` (other settings",
   "default; `bench/capacity.sh` uses all defaults); the reference as `node bench/reference/start.mjs PORT",
   "DATA_DIR 30000 1024`: file-backed store with its pool of open stream files raised from the package's 100",
   "to 1,024 (with 100, appends to more than 100 streams at once get 404 when a handle is evicted between",
@@ -285,8 +288,9 @@ if (failures.length || missingRuns.length)
 // Run conditions.
 L.push("### Run conditions", "",
   "Per run: seconds waited for quiet (✓ reached load < 1.0, ✗ gave up), 1-minute load average at the start →",
-  "end, and CPU-seconds used by *other* processes during the run (machine user+system time minus the server's",
-  "and the load generator's; includes the harness's own curl/node, ~0.1 s).", "",
+  "end, and CPU-seconds used by *other* processes during the run: the machine's user+system+irq time from",
+  "/proc/stat minus the server's and the load generator's own CPU time. Approximate: the two are accounted",
+  "differently, so values within about ±1 s of zero mean nothing else ran (the harness's own curl/node is ~0.1 s).", "",
   "| scenario | server | round 1 | round 2 | round 3 |", "|---|---|---|---|---|");
 const condCell = (e) =>
   !e ? "n/a" : `${e.waited_s}s ${e.quiet ? "✓" : "✗"}, load ${fmt(e.load_start)}→${fmt(e.load_end)}, other ${fmt(e.other_s)} s`;
@@ -371,7 +375,7 @@ if (idle || shapes.length) {
       `| server RSS with all streams, 5 s after the last create: VmRSS (MiB) | ${fmt(idle.rss_kib / 1024)} |`,
       `| … VmHWM (peak) / RssAnon (MiB) | ${fmt(idle.hwm_kib / 1024)} / ${fmt(idle.rss_anon_kib / 1024)} |`,
       `| … per stream (bytes, (VmRSS − empty) / streams) | ${fmt(((idle.rss_kib - idle.rss_empty_kib) * 1024) / idle.streams)} |`,
-      `| restart after SIGKILL: ready after (ms) | ${fmt(idle.sigkill_ready_ms)} — ${idle.sigkill_recovery} |`,
+      `| restart after SIGKILL: ready after (ms) | ${fmt(idle.sigkill_ready_ms)} — ${idle.sigkill_recovery}${Number.isFinite(idle.sigkill_read_kib) ? `; read ${fmt(idle.sigkill_read_kib / 1024)} MiB from storage` : ""} |`,
       `| … RSS after that restart (MiB) | ${fmt(idle.sigkill_rss_kib / 1024)} |`,
       `| files in the data directory after the creates / after the SIGKILL recovery | ${fmt(idle.files_after_create)} / ${fmt(idle.files_after_sigkill_recovery)} |`,
       `| graceful stop (SIGTERM → exit, final checkpoint) (ms) | ${fmt(idle.shutdown_ms)} |`,
@@ -382,20 +386,26 @@ if (idle || shapes.length) {
   if (shapes.length) {
     L.push("### Restart with 1 GiB stored", "",
       "Time from process start (just before exec) to the first 200 of `/__runnel/readyz` (polled every 10 ms).",
-      "Warm: the data directory's pages in the page cache; cold: every file of the data directory fsync'ed and",
-      "evicted with POSIX_FADV_DONTNEED first (only our files; the VM's disk cache below is not ours to drop).", "",
-      "| shape | stored | fill MB/s | SIGKILL cold | SIGKILL warm | graceful stop | SIGTERM warm | SIGTERM cold | bytes intact after restarts | load start → end |",
+      "After SIGKILL: the first recovery after the crash (each SIGKILL figure has its own fill; a second recovery",
+      "would find the stream files already cut to the recovered tail). Warm: the data directory's pages in the",
+      "page cache; cold: every file of the data directory fsync'ed and evicted with POSIX_FADV_DONTNEED first (only",
+      "our files; the VM's disk cache below is not ours to drop). \"read\": what the server read from storage until",
+      "ready (/proc/PID/io read_bytes).", "",
+      "| shape | stored | fill MB/s | SIGKILL warm | SIGKILL cold (read) | graceful stop | SIGTERM warm | SIGTERM cold (read) | bytes intact after restarts | load start → end |",
       "|---|---|---|---|---|---|---|---|---|---|");
-    for (const { n, r, fill, env } of shapes)
-      L.push(`| ${n === "1x1g" ? "1 stream, 4 MiB appends" : "1,000 streams × 1 MiB, 16 KiB appends"} | ${fmt(r.stored_bytes / 2 ** 20)} MiB | ${fmt(fill?.fill_mb_per_s)} | ${fmt(r.sigkill_cold_ready_ms)} ms | ${fmt(r.sigkill_warm_ready_ms)} ms | ${fmt(r.shutdown_ms)} ms | ${fmt(r.sigterm_warm_ready_ms)} ms | ${fmt(r.sigterm_cold_ready_ms)} ms | ${r.stored_bytes_after_restarts === r.bytes ? "yes" : `**no** (${r.stored_bytes_after_restarts})`} | ${fmt(env?.load_start)} → ${fmt(env?.load_end)} |`);
+    const mib = (kib) => (Number.isFinite(kib) ? `${fmt(kib / 1024)} MiB` : "n/a");
+    for (const { n, r, fill, env } of shapes) {
+      const intact = r.stored_bytes_after_restarts === r.bytes && (r.stored_bytes_after_cold_sigkill ?? r.bytes) === r.bytes;
+      L.push(`| ${n === "1x1g" ? "1 stream, 4 MiB appends" : "1,000 streams × 1 MiB, 16 KiB appends"} | ${fmt(r.stored_bytes / 2 ** 20)} MiB | ${fmt(fill?.fill_mb_per_s)} | ${fmt(r.sigkill_warm_ready_ms)} ms | ${fmt(r.sigkill_cold_ready_ms)} ms (${mib(r.sigkill_cold_read_kib)}) | ${fmt(r.shutdown_ms)} ms | ${fmt(r.sigterm_warm_ready_ms)} ms | ${fmt(r.sigterm_cold_ready_ms)} ms (${mib(r.sigterm_cold_read_kib)}) | ${intact ? "yes" : `**no** (${r.stored_bytes_after_restarts}, ${r.stored_bytes_after_cold_sigkill})`} | ${fmt(env?.load_start)} → ${fmt(env?.load_end)} |`);
+    }
     L.push("", "Recovery as the server logged it:", "");
     for (const { n, r } of shapes)
-      for (const k of ["sigkill_cold", "sigkill_warm", "sigterm_warm", "sigterm_cold"]) L.push(`- ${n}, ${k.replace("_", " ")}: ${r[k + "_recovery"]}`);
+      for (const k of ["sigkill_warm", "sigkill_cold", "sigterm_warm", "sigterm_cold"]) L.push(`- ${n}, ${k.replace("_", " ")}: ${r[k + "_recovery"]}`);
     L.push("");
   }
   const straces = existsSync(join(dir, "capacity")) ? readdirSync(join(dir, "capacity")).filter((f) => f.endsWith(".strace.txt")).sort() : [];
   if (straces.length) {
-    L.push("Recoveries under `strace -f -T` (untimed extra restarts; blocking waits left out):", "");
+    L.push("Recoveries after SIGKILL under `strace -f -T` (extra, untimed first recoveries of their own fill, page cache warm; blocking waits left out):", "");
     for (const f of straces)
       L.push(`${f.replace(".strace.txt", "")}:`, "", "```", readFileSync(join(dir, "capacity", f), "utf8").trimEnd(), "```", "");
   }
@@ -480,6 +490,10 @@ if (profiled.length) {
     }
     const comms = tbl(`${p}-comms.txt`, 8);
     if (comms) L.push("CPU samples by process (system-wide, both cores; `swapper` = idle):", "", "```", ...comms, "```", "");
+    const cpus = tbl(`${p}-cpus.txt`, 10);
+    if (cpus)
+      L.push("… by CPU and process (on this VM the two vCPUs do not produce equal numbers of cpu-clock samples, so read",
+        "shares within one CPU):", "", "```", ...cpus, "```", "");
     const threads = tbl(`${p}-threads.txt`, 8);
     if (threads) L.push("Runnel's samples by thread (the thread whose id is the PID is the loop):", "", "```", ...threads, "```", "");
     const syms = tbl(`${p}-syms.txt`, 25);

@@ -3,9 +3,10 @@
  * checkpoints. See engine.h for the model.
  *
  * Mutation path: rn_engine_submit() -> validate_*() against applied state ->
- * either finish() at once, or log_command() (encode, reserve file space,
- * rn_wal_submit) -> on_logged() after the sync -> apply() -> finish() ->
- * drain the stream's queue.
+ * either finish() at once, or log_command() (encode, reserve file space and
+ * pin the stream's files, rn_wal_submit) -> the log's worker writes the data
+ * into the stream files after the sync (write_stream_files) -> on_logged()
+ * -> apply() -> finish() -> drain the stream's queue.
  *
  * Recovery: load_checkpoint() restores every stream as of a snapshot, then
  * rn_wal_recover() replays later records through the same apply(); streams
@@ -421,23 +422,28 @@ static void apply_rewrite(rn_engine *e, rn_stream *s, const rn_cmd *c) {
         s->retained = s->tail;
 }
 
-/* Writes a command's data at c->offset, records the append in the index and
- * advances the tail. */
-static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c) {
+/* Records a command's data: at replay writes it at c->offset and records
+ * the append in the index (live, the log's worker did that after the sync:
+ * write_stream_files); then advances the tail. */
+static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c, int replay) {
     if (!c->data_len)
         return 0;
-    rn_fault_point("apply-before-store");
-    int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
-    if (rc == 0)
-        rc = rn_store_index_set(e->store, s->id, s->appends, c->offset + c->data_len);
-    if (rc < 0)
-        return rc;
+    if (replay) {
+        rn_fault_point("apply-before-store");
+        int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
+        if (rc == 0)
+            rc = rn_store_index_set(e->store, s->id, s->appends, c->offset + c->data_len);
+        if (rc < 0)
+            return rc;
+    }
     s->appends++;
     s->tail = c->offset + c->data_len;
     return 0;
 }
 
-static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
+/* Applies a durable command to the state. `replay` says it comes from
+ * recovery, which also writes the stream files (see store_data()). */
+static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending, int replay) {
     switch (c->type) {
     case RN_CMD_CREATE: {
         rn_stream *s = pending;
@@ -468,13 +474,13 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending) {
         s->closed = c->close;
         s->touched = 1;
         s->tail = c->offset;
-        return store_data(e, s, c);
+        return store_data(e, s, c, replay);
     }
     case RN_CMD_APPEND: {
         rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
         if (!s)
             return -ENOENT;
-        int rc = store_data(e, s, c);
+        int rc = store_data(e, s, c, replay);
         if (rc < 0)
             return rc;
         s->touched = 1;
@@ -718,6 +724,15 @@ static rn_producer *least_recent_producer(const rn_stream *s) {
 
 static void on_logged(rn_wal_entry *entry, int status);
 
+/* The log's after_sync hook, on its worker thread: writes the command's
+ * data and index entry through the files pinned at submission. */
+static int write_stream_files(rn_wal_entry *entry) {
+    rn_op *op = entry->arg;
+    rn_fault_point("apply-before-store");
+    return rn_store_write_pinned(&op->pin, op->cmd.data, op->cmd.data_len, op->cmd.offset,
+                                 op->index_entry);
+}
+
 /* Encodes the command, reserves file space and submits it to the log. The
  * stream is busy until on_logged() runs. */
 static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd) {
@@ -726,8 +741,12 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd
     c->time_ms = rn_now_ms();
     op->head.len = 0;
     rn_cmd_encode_head(c, &op->head);
+    op->wal.after_sync = NULL;
+    op->pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
     if (c->data_len) {
-        int rc = rn_store_reserve(e->store, s->id, c->offset, c->data_len, s->appends);
+        int rc = rn_store_pin_append(e->store, s->id, c->offset, c->data_len, s->appends, &op->pin);
+        op->index_entry = s->appends;
+        op->wal.after_sync = write_stream_files;
         if (rc < 0) {
             int pending = s->pending_create; /* s is freed below when pending */
             if (pending)
@@ -767,6 +786,7 @@ static void on_logged(rn_wal_entry *entry, int status) {
     rn_op *op = entry->arg;
     rn_engine *e = op->engine;
     e->ops_in_log--;
+    rn_store_unpin(&op->pin);
     rn_stream *s = rn_map_get(&e->by_id, &op->stream_id, sizeof op->stream_id);
     const rn_cmd *c = &op->cmd;
     if (status != 0) {
@@ -789,14 +809,16 @@ static void on_logged(rn_wal_entry *entry, int status) {
         /* Apply before answering: done() may submit the next request (the
          * HTTP layer parses a pipelined one while answering), which must see
          * the stream deleted, not mutate one about to be freed. */
-        apply(e, &del, NULL);
+        apply(e, &del, NULL, 0);
         op->result = RN_OK_DELETED;
         op->stream = NULL;
         op->done(op);
         drain_queue(e, id); /* a soft-deleted stream stays; its waiters now see 410 */
         return;
     }
-    int rc = apply(e, c, s->pending_create ? s : NULL);
+    int rc = entry->after_sync_status;
+    if (rc == 0)
+        rc = apply(e, c, s->pending_create ? s : NULL, 0);
     s->busy = 0;
     if (rc < 0) {
         /* Durable in the log but the stream file could not be written: the
@@ -1806,7 +1828,7 @@ static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     rn_cmd c;
     if (rn_cmd_decode(rec, len, &c) != 0)
         return RN_WAL_CORRUPT;
-    int rc = apply(e, &c, NULL);
+    int rc = apply(e, &c, NULL, 1);
     return rc == -ENOENT ? 0 : rc;
 }
 

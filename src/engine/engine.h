@@ -14,7 +14,9 @@
  * after it applied (so producer and Stream-Seq checks always see the state
  * the previous write left). Mutations of different streams share log syncs.
  *
- * Everything here runs on the loop thread that opened the engine.
+ * Everything here runs on the loop thread that opened the engine, except
+ * the stream-file writes of live appends, which the log's worker thread
+ * does after the sync (see log_command() in engine.c).
  */
 #ifndef RN_ENGINE_H
 #define RN_ENGINE_H
@@ -24,6 +26,7 @@
 #include <uv.h>
 
 #include "engine/command.h"
+#include "engine/store.h"
 #include "log/wal.h"
 #include "util/buf.h"
 #include "util/map.h"
@@ -259,9 +262,11 @@ struct rn_op {
     rn_engine *engine;
     rn_op *next_queued;
     uint64_t stream_id;
-    rn_cmd cmd;    /* the command in the log, applied after its sync */
-    rn_buf head;   /* encoded command head */
-    rn_buf stored; /* JSON message text of the body */
+    rn_cmd cmd;           /* the command in the log, applied after its sync */
+    rn_buf head;          /* encoded command head */
+    rn_store_pin pin;     /* the stream files the log's worker writes the data to */
+    uint64_t index_entry; /* the append's number in the stream's index */
+    rn_buf stored;        /* JSON message text of the body */
     rn_wal_entry wal;
 };
 

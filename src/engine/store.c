@@ -7,6 +7,7 @@
 #include "util/buf.h"
 #include "util/map.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,6 +20,7 @@ typedef struct open_file {
     uint64_t key; /* map key: stream id * 2 + file kind */
     int fd;
     uint64_t reserved_end;         /* blocks below this are known to be reserved */
+    int pins;                      /* pinned files are never evicted */
     struct open_file *prev, *next; /* LRU: head is most recent */
 } open_file;
 
@@ -69,6 +71,7 @@ static void lru_push(rn_store *st, open_file *f) {
 }
 
 static void forget(rn_store *st, open_file *f) {
+    assert(f->pins == 0); /* a pinned file belongs to an append in the log */
     lru_unlink(st, f);
     rn_map_remove(&st->open, &f->key, sizeof f->key);
     close(f->fd);
@@ -95,14 +98,24 @@ static int get_fd(rn_store *st, uint64_t id, rn_file_kind kind, int create) {
     }
     if (fd < 0)
         return -errno;
-    if ((int)st->open.count >= st->max_open && st->tail)
-        forget(st, st->tail);
+    if ((int)st->open.count >= st->max_open) {
+        open_file *victim = st->tail;
+        while (victim && victim->pins)
+            victim = victim->prev;
+        if (victim)
+            forget(st, victim);
+    }
     f = rn_xcalloc(1, sizeof *f);
     f->key = key;
     f->fd = fd;
     rn_map_put(&st->open, &f->key, sizeof f->key, f);
     lru_push(st, f);
     return fd;
+}
+
+static void encode_u64(uint8_t b[8], uint64_t v) {
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
 }
 
 static int write_at(int fd, const void *data, size_t len, uint64_t off) {
@@ -131,8 +144,7 @@ int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end) {
     if (fd < 0)
         return fd;
     uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(end >> (8 * i));
+    encode_u64(b, end);
     return write_at(fd, b, 8, k * 8);
 }
 
@@ -176,17 +188,45 @@ static int reserve(open_file *f, uint64_t off, uint64_t len) {
     return -errno;
 }
 
-int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k) {
-    if (len == 0)
-        return 0;
-    int rc = get_fd(st, id, RN_FILE_DATA, 1);
-    if (rc >= 0)
-        rc = reserve(st->head, off, len); /* get_fd leaves the file at the LRU head */
-    if (rc >= 0)
-        rc = get_fd(st, id, RN_FILE_INDEX, 1);
-    if (rc >= 0)
-        rc = reserve(st->head, k * 8, 8);
-    return rc < 0 ? rc : 0;
+int rn_store_pin_append(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
+                        rn_store_pin *pin) {
+    *pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
+    int fd = get_fd(st, id, RN_FILE_DATA, 1);
+    if (fd < 0)
+        return fd;
+    open_file *data = st->head; /* get_fd leaves the file at the LRU head */
+    int rc = reserve(data, off, len);
+    if (rc < 0)
+        return rc;
+    data->pins++; /* before get_fd below, which may evict */
+    fd = get_fd(st, id, RN_FILE_INDEX, 1);
+    open_file *index = fd < 0 ? NULL : st->head;
+    rc = fd < 0 ? fd : reserve(index, k * 8, 8);
+    if (rc < 0) {
+        data->pins--;
+        return rc;
+    }
+    index->pins++;
+    *pin = (rn_store_pin){data->fd, index->fd, data, index};
+    return 0;
+}
+
+int rn_store_write_pinned(const rn_store_pin *pin, const void *data, size_t len, uint64_t off,
+                          uint64_t k) {
+    int rc = write_at(pin->data_fd, data, len, off);
+    if (rc < 0)
+        return rc;
+    uint8_t b[8];
+    encode_u64(b, off + len);
+    return write_at(pin->index_fd, b, 8, k * 8);
+}
+
+void rn_store_unpin(rn_store_pin *pin) {
+    if (pin->data)
+        pin->data->pins--;
+    if (pin->index)
+        pin->index->pins--;
+    *pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
 }
 
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off) {

@@ -7,7 +7,8 @@
  * holding a position can be found by binary search (fork sub-offsets).
  *
  * The log is the source of truth; these files are the read-optimized copy
- * that the engine writes after a command is durable in the log, and that
+ * that is written after a command is durable in the log (by the log's
+ * worker thread, through a pin; by the loop thread at replay), and that
  * checkpoints make durable with syncfs() before the log segments they replace
  * are dropped. Files live at <data>/streams/<xx>/<id>.dat, where <id> is the
  * stream's 16-hex-digit internal id and <xx> its low byte, spreading files over 256
@@ -32,12 +33,29 @@ typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
 int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off);
 /* Sets index entry k (the end offset of append k). Returns 0 or -errno. */
 int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end);
+
+/* An append whose files stay open until rn_store_unpin(): the descriptors
+ * of the stream's data and index files, for a worker thread to write. */
+typedef struct {
+    int data_fd, index_fd;
+    struct open_file *data, *index; /* store-private */
+} rn_store_pin;
+/* Reserves disk blocks for data [off, off+len) and for index entry k
+ * without changing file sizes, so that writing them later cannot fail for
+ * lack of space, and pins both files open (the descriptor cache may then
+ * hold more than its bound for a while). Returns 0 or -errno (-ENOSPC when
+ * the disk is full; nothing is pinned then). Loop thread only. */
+int rn_store_pin_append(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
+                        rn_store_pin *pin);
+/* Writes data at off and index entry k = off + len through a pin. Touches
+ * no store state: safe on any thread while the pin is held. Returns 0 or
+ * -errno. */
+int rn_store_write_pinned(const rn_store_pin *pin, const void *data, size_t len, uint64_t off,
+                          uint64_t k);
+/* Releases a pin (no-op on a zeroed one). Loop thread only. */
+void rn_store_unpin(rn_store_pin *pin);
 /* Reads index entry k into *end. Returns 0 or -errno (-EIO when absent). */
 int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end);
-/* Reserves disk blocks for data [off, off+len) and for index entry k without
- * changing file sizes, so that the writes after the log sync cannot fail for
- * lack of space. Returns 0 or -errno (-ENOSPC when the disk is full). */
-int rn_store_reserve(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k);
 /* Reads up to len bytes at off. Returns bytes read or -errno. */
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off);
 /* Sets the data file's length to len and the index to `appends` entries

@@ -223,6 +223,8 @@ static void batch_work(uv_work_t *req) {
     rn_fault_point("wal-after-sync");
     job->write_us = (uv_hrtime() - t0) / 1000;
     job->status = rc;
+    for (rn_wal_entry *e = job->head; e; e = e->next)
+        e->after_sync_status = rc == 0 && e->after_sync ? e->after_sync(e) : 0;
     if (rc != 0) {
         /* Bytes of the failed batch may be on disk, and recovery replays the
          * newest segment up to its first bad record. Start the next segment

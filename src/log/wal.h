@@ -48,6 +48,12 @@ struct rn_wal_entry {
     int pieces;
     rn_wal_done_fn done;
     void *arg; /* for the caller */
+    /* Optional: runs on the worker thread once the batch holding the entry
+     * is durable, before any callback of the batch; it may only touch what
+     * the entry owns (the engine writes the stream files here). Its result
+     * is left in after_sync_status for done() (0 when it did not run). */
+    int (*after_sync)(rn_wal_entry *entry);
+    int after_sync_status;
 };
 
 typedef struct {

@@ -97,7 +97,7 @@ static const setting SETTINGS[] = {
         1ull << 30, "log segment size before rotation (each is preallocated with zeros)"),
     U64("checkpoint-bytes", "RUNNEL_CHECKPOINT_BYTES", checkpoint_bytes, 268435456, 1048576,
         1ull << 40, "log bytes between checkpoints (bounds restart time)"),
-    U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 1024, 16, 1000000,
+    U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 4096, 16, 1000000,
         "stream data files kept open"),
     U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
         "interval of the sweep that deletes expired streams"),

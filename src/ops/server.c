@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #ifndef RUNNEL_VERSION
@@ -115,6 +116,25 @@ static void on_signal(uv_signal_t *sig, int signum) {
 }
 
 /* The URL clients reach the server at: --public-url, else http://<listen>. */
+/* Raises the soft limit on open descriptors (up to the hard one) so that
+ * --max-connections sockets and --max-open-files stream files fit, plus a
+ * reserve for the log, checkpoints, blobs and outbound requests; warns
+ * when the hard limit is lower. */
+static void fit_descriptor_limit(const rn_config *cfg) {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return;
+    rlim_t need = (rlim_t)(cfg->max_connections + cfg->max_open_files + 256);
+    if (lim.rlim_cur >= need)
+        return;
+    lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max >= need ? need : lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < need)
+        rn_log(RN_LOG_WARN, "start",
+               "open-descriptor limit %llu is below the %llu that --max-connections and "
+               "--max-open-files need; connections beyond it will be refused",
+               (unsigned long long)lim.rlim_cur, (unsigned long long)need);
+}
+
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
     if (cfg->public_url[0])
         snprintf(out, cap, "%s", cfg->public_url);
@@ -218,6 +238,7 @@ int rn_serve(int argc, char **argv) {
     if (s.cfg.test_hooks)
         rn_fault_setup();
     signal(SIGPIPE, SIG_IGN);
+    fit_descriptor_limit(&s.cfg);
     int lock_fd = rn_datadir_lock(s.cfg.data_dir);
     if (lock_fd < 0)
         return 1;

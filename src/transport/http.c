@@ -117,7 +117,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void conn_close(rn_conn *c);
 static void conn_finish(rn_conn *c);
 static void process_input(rn_conn *c);
-static struct write_req *conn_write(rn_conn *c, rn_buf *head, rn_buf *body);
+static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
 
 /* ---- requests ---- */
 
@@ -377,7 +377,7 @@ static int on_headers_complete(llhttp_t *p) {
     if (wants_continue) {
         rn_buf cont = {0};
         rn_buf_append_str(&cont, "HTTP/1.1 100 Continue\r\n\r\n");
-        conn_write(c, &cont, NULL);
+        conn_write(c, &cont, NULL, 0);
     }
     return 0;
 }
@@ -424,18 +424,9 @@ static int on_message_complete(llhttp_t *p) {
 
 static void file_pump(rn_conn *c);
 
-static void on_written(uv_write_t *w, int status) {
-    write_req *wr = (write_req *)w;
-    rn_conn *c = wr->conn;
-    int file_piece = wr->file_piece;
-    rn_buf_free(&wr->head);
-    rn_buf_free(&wr->body);
-    free(wr);
-    c->pending_writes--;
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
+/* What follows a completed write: the next file piece, a drained streaming
+ * response's hook, or the end of a closing connection. */
+static void after_write(rn_conn *c, int file_piece) {
     if (file_piece && !c->closed) {
         file_pump(c);
         return;
@@ -448,30 +439,75 @@ static void on_written(uv_write_t *w, int status) {
         conn_finish(c);
 }
 
-/* Queues head then body (may be NULL) on the socket; takes both over.
- * Returns the write request (NULL when the connection failed). */
-static write_req *conn_write(rn_conn *c, rn_buf *head, rn_buf *body) {
+static void on_written(uv_write_t *w, int status) {
+    write_req *wr = (write_req *)w;
+    rn_conn *c = wr->conn;
+    int file_piece = wr->file_piece;
+    rn_buf_free(&wr->head);
+    rn_buf_free(&wr->body);
+    free(wr);
+    c->pending_writes--;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    after_write(c, file_piece);
+}
+
+/* Sends head then body (may be NULL) on the socket; takes both over. When
+ * nothing is queued on the socket the bytes are first written at once
+ * (uv_try_write): a write the socket takes whole needs no request, no
+ * callback and no change to the poll set. Whatever remains is queued with
+ * uv_write. A file piece is always queued, so that its completion pumps the
+ * next one. Returns -1 when the connection failed, else 0. */
+static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
+    uv_buf_t bufs[2] = {
+        uv_buf_init((char *)head->data, (unsigned)head->len),
+        uv_buf_init(body ? (char *)body->data : NULL, body ? (unsigned)body->len : 0)};
+    size_t total = bufs[0].len + bufs[1].len;
+    size_t sent = 0;
+    if (!file_piece && c->pending_writes == 0 && !c->closed) {
+        int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, bufs[1].len ? 2 : 1);
+        sent = w > 0 ? (size_t)w : 0; /* errors surface through uv_write below */
+        if (sent == total) {
+            rn_buf_free(head);
+            if (body)
+                rn_buf_free(body);
+            if (c->state == ST_CLOSING)
+                conn_finish(c);
+            return 0;
+        }
+    }
     write_req *wr = rn_xcalloc(1, sizeof *wr);
     wr->conn = c;
+    wr->file_piece = file_piece;
     wr->head = *head;
     *head = (rn_buf){0};
     if (body) {
         wr->body = *body;
         *body = (rn_buf){0};
     }
-    uv_buf_t bufs[2] = {uv_buf_init((char *)wr->head.data, (unsigned)wr->head.len),
-                        uv_buf_init((char *)wr->body.data, (unsigned)wr->body.len)};
+    size_t skip_head = sent < wr->head.len ? sent : wr->head.len;
+    size_t skip_body = sent - skip_head;
+    uv_buf_t rest[2];
+    int n = 0;
+    if (skip_head < wr->head.len)
+        rest[n++] =
+            uv_buf_init((char *)wr->head.data + skip_head, (unsigned)(wr->head.len - skip_head));
+    if (skip_body < wr->body.len)
+        rest[n++] =
+            uv_buf_init((char *)wr->body.data + skip_body, (unsigned)(wr->body.len - skip_body));
     c->pending_writes++;
-    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, wr->body.len ? 2 : 1, on_written);
+    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, rest, (unsigned)n, on_written);
     if (rc < 0) {
         c->pending_writes--;
         rn_buf_free(&wr->head);
         rn_buf_free(&wr->body);
         free(wr);
         conn_close(c);
-        return NULL;
+        return -1;
     }
-    return wr;
+    return 0;
 }
 
 static const char *reason(int status) {
@@ -587,7 +623,7 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
         rn_buf_free(body);
     if (!no_body)
         req->bytes_out = body->len;
-    conn_write(c, &out, no_body ? NULL : body);
+    conn_write(c, &out, no_body ? NULL : body, 0);
     if (req->conn)
         response_finished(c);
 }
@@ -602,7 +638,7 @@ static void file_pump(rn_conn *c) {
         close(r->file_fd);
         r->file_fd = -1;
         if (r->file_suffix.len)
-            conn_write(c, &r->file_suffix, NULL);
+            conn_write(c, &r->file_suffix, NULL, 0);
         if (r->conn)
             response_finished(c);
         return;
@@ -621,9 +657,7 @@ static void file_pump(rn_conn *c) {
     piece.len = (size_t)got;
     r->file_off += (uint64_t)got;
     r->file_left -= (uint64_t)got;
-    write_req *wr = conn_write(c, &piece, NULL);
-    if (wr)
-        wr->file_piece = 1;
+    conn_write(c, &piece, NULL, 1);
 }
 
 void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
@@ -657,7 +691,7 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
     req->file_left = len;
     req->file_suffix = *suffix;
     *suffix = (rn_buf){0};
-    if (!conn_write(c, &out, prefix))
+    if (conn_write(c, &out, prefix, 0) < 0)
         return;
     file_pump(c);
 }
@@ -672,7 +706,7 @@ void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
     req->streaming = 1;
     rn_buf out = {0};
     build_head(&out, req, status, head, "Transfer-Encoding: chunked\r\n");
-    conn_write(c, &out, NULL);
+    conn_write(c, &out, NULL, 0);
 }
 
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
@@ -685,7 +719,7 @@ size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
     rn_buf frame = {0};
     rn_buf_appendf(&frame, "%zx\r\n", chunk->len);
     rn_buf_append(chunk, "\r\n", 2);
-    conn_write(c, &frame, chunk);
+    conn_write(c, &frame, chunk, 0);
     return req->conn ? uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) : 0;
 }
 
@@ -696,7 +730,7 @@ void rn_http_stream_end(rn_request *req) {
     req->streaming = 0;
     rn_buf end = {0};
     rn_buf_append_str(&end, "0\r\n\r\n");
-    conn_write(c, &end, NULL);
+    conn_write(c, &end, NULL, 0);
     if (req->conn)
         response_finished(c);
 }
@@ -715,7 +749,7 @@ static void reject_raw(rn_conn *c, int status) {
     c->state = ST_CLOSING;
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = 0;
-    conn_write(c, &head, NULL);
+    conn_write(c, &head, NULL, 0);
 }
 
 /* Feeds buffered input to the parser until a request is dispatched. A call

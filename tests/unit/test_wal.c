@@ -279,10 +279,13 @@ typedef struct {
     int id;
     uint8_t *payload;
     size_t len;
-    int done;   /* callbacks received */
-    int status; /* last status */
-    int order;  /* position among completions */
-    int batch;  /* batch hooks run before this callback */
+    int done;                   /* callbacks received */
+    int status;                 /* last status */
+    int order;                  /* position among completions */
+    int batch;                  /* batch hooks run before this callback */
+    int after_sync_runs;        /* times the after_sync hook ran */
+    int after_sync_before_done; /* the hook ran before the callback */
+    int after_sync_status;      /* what the callback found in the entry */
 } item;
 
 struct tracker {
@@ -296,6 +299,15 @@ static void item_done(rn_wal_entry *e, int status) {
     it->status = status;
     it->order = it->t->completed++;
     it->batch = it->t->batches;
+    it->after_sync_status = e->after_sync_status;
+}
+
+/* An after_sync hook that fails for payload id 3. */
+static int item_after_sync(rn_wal_entry *e) {
+    item *it = e->arg;
+    it->after_sync_runs++;
+    it->after_sync_before_done = it->done == 0;
+    return it->id == 3 ? -EIO : 0;
 }
 
 static void count_batch(void *arg) {
@@ -447,6 +459,36 @@ static void test_submitted_records_are_replayed_in_order_byte_exact(void **state
     assert_int_equal(rec.last_valid_end, HEADER + bytes);
     assert_int_equal(seg_size(f, 1), HEADER + bytes);
     recs_free(&r);
+}
+
+static void test_after_sync_runs_once_per_durable_entry_before_its_callback(void **state) {
+    fx *f = *state;
+    tracker t = {0};
+    rn_wal *w = open_log(f, 64u << 20, &t);
+    enum { N = 8 };
+    item *lead = items_new(&t, 100, 2);
+    item *v = items_new(&t, 0, 2 * N);
+    for (int i = 0; i < 2 * N; i++)
+        v[i].entry.after_sync = item_after_sync;
+    lead[0].entry.after_sync = lead[1].entry.after_sync = item_after_sync;
+    submit_one_batch(f, w, &lead[0], v, N, 0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(v[i].status, 0);
+        assert_int_equal(v[i].after_sync_runs, 1);
+        assert_true(v[i].after_sync_before_done);
+        assert_int_equal(v[i].after_sync_status, v[i].id == 3 ? -EIO : 0);
+    }
+    /* A failed batch: nothing is durable, so the hook does not run. */
+    submit_one_batch(f, w, &lead[1], v + N, N, 1);
+    for (int i = N; i < 2 * N; i++) {
+        assert_true(v[i].status < 0);
+        assert_int_equal(v[i].after_sync_runs, 0);
+        assert_int_equal(v[i].after_sync_status, 0);
+    }
+    assert_int_equal(lead[1].after_sync_runs, 1);
+    rn_wal_close(w);
+    items_free(v, 2 * N);
+    items_free(lead, 2);
 }
 
 static void test_concurrent_submits_share_batches_and_complete_in_order(void **state) {
@@ -1062,6 +1104,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_recover_of_empty_directory_finds_nothing),
         T(test_submitted_records_are_replayed_in_order_byte_exact),
+        T(test_after_sync_runs_once_per_durable_entry_before_its_callback),
         T(test_concurrent_submits_share_batches_and_complete_in_order),
         T(test_records_of_successive_sessions_are_replayed_in_order),
         T(test_segment_rotation_spreads_records_and_replays_all),
