@@ -35,9 +35,9 @@ typedef struct bn_conn bn_conn;
 
 typedef struct {
     int status;
-    char next_offset[96]; /* Stream-Next-Offset, "" when absent */
-    int up_to_date;       /* Stream-Up-To-Date: true */
-    int closed;           /* Stream-Closed: true */
+    char next_offset[96];     /* Stream-Next-Offset, "" when absent */
+    int up_to_date;           /* Stream-Up-To-Date: true */
+    int closed;               /* Stream-Closed: true */
     char snapshot_offset[96]; /* Stream-Snapshot-Offset, "" when absent */
     char content_type[160];   /* Content-Type, "" when absent (truncated) */
     uint64_t body_bytes;

@@ -35,7 +35,8 @@ static const struct {
 static const struct {
     const char *name;
     size_t len, piece;
-} INPUTS[] = {{"1m", 1u << 20, 1u << 20}, {"64k", 64u << 10, 64u << 10}, {"1m_in_4k", 1u << 20, 4096}};
+} INPUTS[] = {
+    {"1m", 1u << 20, 1u << 20}, {"64k", 64u << 10, 64u << 10}, {"1m_in_4k", 1u << 20, 4096}};
 #define N_INPUTS 3
 
 static void hash(const uint8_t *in, size_t len, size_t piece, uint8_t out[32]) {

@@ -23,26 +23,26 @@ typedef struct {
     const char *scenario;
     bn_target target;
     const char *content_type;
-    int streams;     /* writes, longpoll, create, fill */
-    int subscribers; /* fanout */
-    int readers;     /* longpoll */
-    int clients;     /* catchup (concurrent phase), bootstrap, create (connections) */
-    int events;      /* bootstrap: events per stream */
-    int batch;       /* bootstrap: events per pre-fill append */
-    int replay_mode; /* bootstrap: 1 replay, 0 bootstrap (snapshot + GET /bootstrap) */
+    int streams;      /* writes, longpoll, create, fill */
+    int subscribers;  /* fanout */
+    int readers;      /* longpoll */
+    int clients;      /* catchup (concurrent phase), bootstrap, create (connections) */
+    int events;       /* bootstrap: events per stream */
+    int batch;        /* bootstrap: events per pre-fill append */
+    int replay_mode;  /* bootstrap: 1 replay, 0 bootstrap (snapshot + GET /bootstrap) */
     int after_events; /* bootstrap mode: events appended after the snapshot */
-    int server_pid;  /* sample this process's VmRSS (0: don't) */
+    int server_pid;   /* sample this process's VmRSS (0: don't) */
     int json;
-    double rate;         /* requests or events per second; 0: closed loop */
-    double duration;     /* seconds of measurement */
-    double timeout;      /* hard deadline of the whole run, seconds */
-    size_t payload;      /* bytes per append (writes, fanout, longpoll) */
-    size_t event_bytes;  /* bootstrap */
+    double rate;           /* requests or events per second; 0: closed loop */
+    double duration;       /* seconds of measurement */
+    double timeout;        /* hard deadline of the whole run, seconds */
+    size_t payload;        /* bytes per append (writes, fanout, longpoll) */
+    size_t event_bytes;    /* bootstrap */
     size_t snapshot_bytes; /* bootstrap mode */
-    size_t append_bytes; /* catchup pre-fill and fill: append size */
-    uint64_t bytes;      /* catchup pre-fill total; fill: total over all streams */
-    int surface_bucket;  /* --surface bucket (or a template without /v1/) */
-    char run_id[40];     /* unique per run: prefixes stream and producer names */
+    size_t append_bytes;   /* catchup pre-fill and fill: append size */
+    uint64_t bytes;        /* catchup pre-fill total; fill: total over all streams */
+    int surface_bucket;    /* --surface bucket (or a template without /v1/) */
+    char run_id[40];       /* unique per run: prefixes stream and producer names */
 } bn_opts;
 
 extern bn_opts bn_o;

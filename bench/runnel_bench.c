@@ -2,8 +2,8 @@
  * runnel_bench.c — the `runnel-bench` command: parses the scenario and its
  * options, prepares the run and prints the report.
  *
- *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill> --base http://127.0.0.1:PORT
- *                [options]
+ *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill> --base
+ * http://127.0.0.1:PORT [options]
  *
  * Every scenario is a closed-loop (or paced) HTTP/1.1 load generator on one
  * libuv loop; see the sc_*.c files. Exit status: 0 when the run finished
@@ -191,12 +191,9 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         void (*start)(void);
-    } SCENARIOS[] = {{"writes", bn_writes_start},
-                     {"fanout", bn_fanout_start},
-                     {"catchup", bn_catchup_start},
-                     {"longpoll", bn_longpoll_start},
-                     {"bootstrap", bn_bootstrap_start},
-                     {"create", bn_create_start},
+    } SCENARIOS[] = {{"writes", bn_writes_start},       {"fanout", bn_fanout_start},
+                     {"catchup", bn_catchup_start},     {"longpoll", bn_longpoll_start},
+                     {"bootstrap", bn_bootstrap_start}, {"create", bn_create_start},
                      {"fill", bn_fill_scenario_start}};
     if (argc < 2 || argv[1][0] == '-') {
         fputs(USAGE, argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
@@ -320,8 +317,8 @@ int main(int argc, char **argv) {
     if (start == bn_fill_scenario_start && bn_o.bytes < (uint64_t)bn_o.streams)
         usage_error("--bytes must be at least one byte per stream", NULL);
     int json_stream = strncmp(bn_o.content_type, "application/json", 16) == 0;
-    if (json_stream &&
-        (start == bn_catchup_start || start == bn_bootstrap_start || start == bn_fill_scenario_start))
+    if (json_stream && (start == bn_catchup_start || start == bn_bootstrap_start ||
+                        start == bn_fill_scenario_start))
         usage_error("catchup, bootstrap and fill send and verify raw bytes: use a non-JSON "
                     "--content-type",
                     NULL);

@@ -53,12 +53,12 @@ typedef struct {
     bn_replay replay;
     int i;
     enum stage stage;
-    char snap_offset[96]; /* where the snapshot was published */
-    char tail[96];        /* the stream's tail before the release */
-    rn_buf body;          /* the bootstrap answer's body */
-    char ctype[160];      /* ... its Content-Type */
-    char answer_snap[96]; /* ... its Stream-Snapshot-Offset */
-    char final_next[96];  /* Stream-Next-Offset of the answer that completed the state */
+    char snap_offset[96];  /* where the snapshot was published */
+    char tail[96];         /* the stream's tail before the release */
+    rn_buf body;           /* the bootstrap answer's body */
+    char ctype[160];       /* ... its Content-Type */
+    char answer_snap[96];  /* ... its Stream-Snapshot-Offset */
+    char final_next[96];   /* Stream-Next-Offset of the answer that completed the state */
     uint64_t follow_bytes; /* bytes of catch-up reads after a partial answer */
     uint64_t t_req_ns;
 } client;
@@ -140,8 +140,8 @@ static void replay_filled(bn_fill *f) {
     if (--s.pending > 0)
         return;
     report_setup("replay", "fill_s");
-    size_t expect = bn_o.snapshot_bytes + (s.after_bytes < (1u << 20) ? s.after_bytes : (1u << 20)) +
-                    16384;
+    size_t expect =
+        bn_o.snapshot_bytes + (s.after_bytes < (1u << 20) ? s.after_bytes : (1u << 20)) + 16384;
     for (int i = 0; i < bn_o.clients; i++) {
         rn_buf_reserve(&s.cl[i].body, expect);
         memset(s.cl[i].body.data, 0, expect); /* fault the pages in now, not while timing */
@@ -174,8 +174,8 @@ static void release(void) {
     report_setup("bootstrap", "prepare_s");
     bn_report_int("snapshot_bytes", (int64_t)bn_o.snapshot_bytes);
     bn_report_int("after_events", bn_o.after_events);
-    size_t expect = bn_o.snapshot_bytes + (s.after_bytes < (1u << 20) ? s.after_bytes : (1u << 20)) +
-                    16384;
+    size_t expect =
+        bn_o.snapshot_bytes + (s.after_bytes < (1u << 20) ? s.after_bytes : (1u << 20)) + 16384;
     for (int i = 0; i < bn_o.clients; i++) {
         rn_buf_reserve(&s.cl[i].body, expect);
         memset(s.cl[i].body.data, 0, expect); /* fault the pages in now, not while timing */
@@ -272,7 +272,8 @@ static int check_client(client *cl) {
         return -1;
     }
     if (update_bytes + cl->follow_bytes != s.after_bytes) {
-        fail(cl, "got %llu update bytes after the snapshot (%llu in the answer), %llu were appended",
+        fail(cl,
+             "got %llu update bytes after the snapshot (%llu in the answer), %llu were appended",
              (unsigned long long)(update_bytes + cl->follow_bytes),
              (unsigned long long)update_bytes, (unsigned long long)s.after_bytes);
         return -1;

@@ -40,7 +40,8 @@ static void filled(bn_fill *f) {
 static void created(void) {
     s.pending = bn_o.streams;
     s.t0_ns = uv_hrtime();
-    uint64_t share = bn_o.bytes / (uint64_t)bn_o.streams, extra = bn_o.bytes % (uint64_t)bn_o.streams;
+    uint64_t share = bn_o.bytes / (uint64_t)bn_o.streams,
+             extra = bn_o.bytes % (uint64_t)bn_o.streams;
     for (int i = 0; i < bn_o.streams; i++)
         bn_fill_start(&s.fills[i], bn_conn_new(bn_cl, NULL, NULL), s.paths[i], i,
                       share + ((uint64_t)i < extra), bn_o.append_bytes, s.body, filled);
