@@ -1875,10 +1875,11 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     void *v;
     while (rn_map_next(&e->by_path, &i, &v)) {
         rn_stream *s = v;
-        if (s->touched) {
+        /* Cut bytes of unrecovered records. A stream with no appends of
+         * its own has none: its files are only written for appends. */
+        if (s->touched && s->appends)
             rn_store_truncate(e->store, s->id, s->tail, s->appends);
-            s->touched = 0;
-        }
+        s->touched = 0;
         s->last_access_ms = rn_now_ms();
     }
     sweep_orphan_snapshots(e);

@@ -249,17 +249,18 @@ ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t
 }
 
 int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends) {
-    int fd = get_fd(st, id, RN_FILE_DATA, 1);
-    if (fd < 0)
-        return fd;
-    if (ftruncate(fd, (off_t)len) < 0)
-        return -errno;
-    st->head->reserved_end = 0; /* truncation may free reserved blocks */
-    fd = get_fd(st, id, RN_FILE_INDEX, 1);
-    if (fd < 0)
-        return fd;
-    st->head->reserved_end = 0;
-    return ftruncate(fd, (off_t)(appends * 8)) < 0 ? -errno : 0;
+    uint64_t lengths[2] = {[RN_FILE_DATA] = len, [RN_FILE_INDEX] = appends * 8};
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+        int fd = get_fd(st, id, (rn_file_kind)kind, 0);
+        if (fd == -ENOENT)
+            continue; /* nothing was written: nothing to cut */
+        if (fd < 0)
+            return fd;
+        if (ftruncate(fd, (off_t)lengths[kind]) < 0)
+            return -errno;
+        st->head->reserved_end = 0; /* truncation may free reserved blocks */
+    }
+    return 0;
 }
 
 int rn_store_punch(rn_store *st, uint64_t id, uint64_t off, uint64_t len) {

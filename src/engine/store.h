@@ -59,7 +59,8 @@ int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end);
 /* Reads up to len bytes at off. Returns bytes read or -errno. */
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off);
 /* Sets the data file's length to len and the index to `appends` entries
- * (recovery cuts what lies past the recovered state). */
+ * (recovery cuts what lies past the recovered state); a file that does not
+ * exist stays absent. Returns 0 or -errno. */
 int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends);
 /* Gives the disk blocks of data [off, off+len) back (retention); reads of
  * the range return zeros afterwards. Returns 0 or -errno. */
