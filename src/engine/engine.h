@@ -125,6 +125,7 @@ typedef struct rn_stream {
     /* engine-private */
     int pending_create; /* created in the log, not yet applied: invisible */
     int busy;           /* a mutation of this stream is in the log */
+    int has_files;      /* its files were made (or found) in this process */
     int touched;        /* changed by log replay (recovery truncates its file) */
     rn_op *queue_head, *queue_tail;
     /* owned by the live-read module */
@@ -265,6 +266,8 @@ struct rn_op {
     rn_cmd cmd;           /* the command in the log, applied after its sync */
     rn_buf head;          /* encoded command head */
     rn_store_pin pin;     /* the stream files the log's worker writes the data to */
+    uv_work_t files_work; /* making the stream's files before its first data */
+    int files_status;
     uint64_t index_entry; /* the append's number in the stream's index */
     rn_buf stored;        /* JSON message text of the body */
     rn_wal_entry wal;

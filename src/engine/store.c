@@ -78,15 +78,9 @@ static void forget(rn_store *st, open_file *f) {
     free(f);
 }
 
-/* Returns an open descriptor for one of id's files, creating it if asked. */
-static int get_fd(rn_store *st, uint64_t id, rn_file_kind kind, int create) {
-    uint64_t key = id * 2 + (uint64_t)kind;
-    open_file *f = rn_map_get(&st->open, &key, sizeof key);
-    if (f) {
-        lru_unlink(st, f);
-        lru_push(st, f);
-        return f->fd;
-    }
+/* Opens one of id's files read-write, creating it (and its directory) if
+ * asked. Returns the descriptor or -errno. */
+static int open_file_of(const rn_store *st, uint64_t id, rn_file_kind kind, int create) {
     char p[PATH_MAX];
     file_path(st, id, kind, p, sizeof p);
     int fd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
@@ -96,8 +90,31 @@ static int get_fd(rn_store *st, uint64_t id, rn_file_kind kind, int create) {
         mkdir(d, 0755);
         fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     }
+    return fd < 0 ? -errno : fd;
+}
+
+int rn_store_ensure_files(const rn_store *st, uint64_t id) {
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+        int fd = open_file_of(st, id, (rn_file_kind)kind, 1);
+        if (fd < 0)
+            return fd;
+        close(fd);
+    }
+    return 0;
+}
+
+/* Returns an open descriptor for one of id's files, creating it if asked. */
+static int get_fd(rn_store *st, uint64_t id, rn_file_kind kind, int create) {
+    uint64_t key = id * 2 + (uint64_t)kind;
+    open_file *f = rn_map_get(&st->open, &key, sizeof key);
+    if (f) {
+        lru_unlink(st, f);
+        lru_push(st, f);
+        return f->fd;
+    }
+    int fd = open_file_of(st, id, kind, create);
     if (fd < 0)
-        return -errno;
+        return fd;
     if ((int)st->open.count >= st->max_open) {
         open_file *victim = st->tail;
         while (victim && victim->pins)

@@ -29,6 +29,9 @@ void rn_store_close(rn_store *st);
 
 typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
 
+/* Creates the stream's data and index files unless they exist. Touches no
+ * store state: safe on any thread. Returns 0 or -errno. */
+int rn_store_ensure_files(const rn_store *st, uint64_t id);
 /* Writes len bytes at off of stream id's data file. Returns 0 or -errno. */
 int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off);
 /* Sets index entry k (the end offset of append k). Returns 0 or -errno. */
