@@ -3,8 +3,12 @@
  * write-ahead log. See wal.h for the format and the guarantees.
  *
  * Threading: all fields are owned by the loop thread except `job`, which is
- * handed to one libuv threadpool work item at a time (the batch write and
- * fdatasync). The loop thread never touches the job while it is in flight.
+ * handed to the log's own writer thread one batch at a time (the batch
+ * write, fdatasync and the entries' after_sync hooks; the handover fields
+ * are under `lock`), and which reports back through the `job_done` async
+ * handle. The loop thread never touches the job while it is in flight.
+ * Background work that may take long (the spare segment) runs in libuv's
+ * pool.
  */
 #define _GNU_SOURCE
 #include "log/wal.h"
@@ -17,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #ifndef IOV_MAX
 #define IOV_MAX 1024
 #endif
@@ -31,7 +36,6 @@
 static const uint8_t MAGIC[8] = {'R', 'N', 'W', 'A', 'L', 0, 0, 1};
 
 typedef struct {
-    uv_work_t req;
     rn_wal *wal;
     rn_wal_entry *head; /* the batch, in submission order */
     /* Segment to open before writing (0: keep the current one). */
@@ -60,6 +64,16 @@ struct rn_wal {
     rn_wal_entry *queue_head, *queue_tail;
     wal_job job;
     int in_flight;
+    /* The writer: a thread of its own runs the batch jobs, so a batch never
+     * waits behind other work in libuv's pool (blob writes, checkpoints,
+     * file creation). Started by the first batch, on the loop thread. */
+    int writer_started;
+    pthread_t writer;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int job_ready; /* under lock: a job waits for the writer */
+    int stopping;  /* under lock: the writer is to exit */
+    uv_async_t job_done;
     rn_wal_batch_hook hook;
     void *hook_arg;
     /* The spare: a zero-filled, synced file the next segment is renamed
@@ -175,8 +189,8 @@ static int write_all(int fd, struct iovec *iov, int cnt, uint64_t off) {
     return 0;
 }
 
-static void batch_work(uv_work_t *req) {
-    wal_job *job = req->data;
+/* Writes and syncs the job's batch (the writer thread). */
+static void batch_work(wal_job *job) {
     rn_wal *wal = job->wal;
     job->status = 0;
     job->bytes = 0;
@@ -300,11 +314,31 @@ static void prepare_spare(rn_wal *wal) {
     uv_queue_work(wal->loop, &wal->spare_work, spare_work, spare_done);
 }
 
-static void batch_done(uv_work_t *req, int uv_status) {
-    wal_job *job = req->data;
-    rn_wal *wal = job->wal;
-    int status = uv_status ? uv_status : job->status;
-    wal->in_flight = 0;
+/* The writer thread: runs each job handed over by start_batch() and
+ * reports it to the loop through job_done. */
+static void *writer_main(void *arg) {
+    rn_wal *wal = arg;
+    pthread_mutex_lock(&wal->lock);
+    for (;;) {
+        while (!wal->job_ready && !wal->stopping)
+            pthread_cond_wait(&wal->wake, &wal->lock);
+        if (wal->stopping)
+            break;
+        wal->job_ready = 0;
+        pthread_mutex_unlock(&wal->lock);
+        batch_work(&wal->job);
+        uv_async_send(&wal->job_done);
+        pthread_mutex_lock(&wal->lock);
+    }
+    pthread_mutex_unlock(&wal->lock);
+    return NULL;
+}
+
+static void batch_done(uv_async_t *async) {
+    rn_wal *wal = async->data;
+    wal_job *job = &wal->job;
+    int status = job->status;
+    uv_unref((uv_handle_t *)&wal->job_done); /* an idle log keeps no loop alive */
     if (job->opened) {
         wal->segment = job->open_segment;
         wal->preallocated = job->use_spare;
@@ -335,15 +369,21 @@ static void batch_done(uv_work_t *req, int uv_status) {
         e->done(e, status);
         e = next;
     }
+    /* Only now is the batch over: a callback may submit (an HTTP answer
+     * runs the next pipelined request), and that entry must wait for the
+     * hook, which needs no batch in flight, and for prepare_spare(), whose
+     * new spare must not truncate a spare a started batch is renaming. */
     if (wal->hook)
         wal->hook(wal->hook_arg);
     prepare_spare(wal);
+    wal->in_flight = 0;
     start_batch(wal);
 }
 
 static void start_batch(rn_wal *wal) {
     if (wal->in_flight || !wal->queue_head)
         return;
+    prepare_spare(wal); /* a later batch switches to it once it is ready */
     wal_job *job = &wal->job;
     job->head = wal->queue_head;
     wal->queue_head = wal->queue_tail = NULL;
@@ -366,8 +406,21 @@ static void start_batch(rn_wal *wal) {
         wal->pending_failures--;
         job->fail_injected = 1;
     }
+    if (!wal->writer_started) {
+        uv_async_init(wal->loop, &wal->job_done, batch_done);
+        wal->job_done.data = wal;
+        pthread_mutex_init(&wal->lock, NULL);
+        pthread_cond_init(&wal->wake, NULL);
+        if (pthread_create(&wal->writer, NULL, writer_main, wal) != 0)
+            abort(); /* no thread for the log: nothing can be made durable */
+        wal->writer_started = 1;
+    }
     wal->in_flight = 1;
-    uv_queue_work(wal->loop, &job->req, batch_work, batch_done);
+    uv_ref((uv_handle_t *)&wal->job_done);
+    pthread_mutex_lock(&wal->lock);
+    wal->job_ready = 1;
+    pthread_cond_signal(&wal->wake);
+    pthread_mutex_unlock(&wal->lock);
 }
 
 void rn_wal_submit(rn_wal *wal, rn_wal_entry *e) {
@@ -565,7 +618,6 @@ rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec
     wal->segment_bytes = opts->segment_bytes;
     wal->preallocate = opts->preallocate;
     wal->job.wal = wal;
-    wal->job.req.data = &wal->job;
     uint64_t seg = rec->last_segment + 1;
     int fd = create_segment(dir, seg, rec->last_segment ? rec->last_valid_end : 0, 0);
     if (fd < 0) {
@@ -577,8 +629,7 @@ rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec
     wal->fd = fd;
     wal->segment = seg;
     wal->valid_end = HEADER_BYTES;
-    prepare_spare(wal); /* the first batch after it is ready switches to it */
-    return wal;
+    return wal; /* the first batch starts the writer and the spare */
 }
 
 uint64_t rn_wal_current_segment(const rn_wal *wal) {
@@ -620,11 +671,28 @@ void rn_wal_inject_sync_failures(rn_wal *wal, int n) {
     wal->pending_failures = n;
 }
 
+static void on_job_done_closed(uv_handle_t *h) {
+    rn_wal *wal = h->data;
+    wal->writer_started = 0;
+}
+
 void rn_wal_close(rn_wal *wal) {
     if (!wal)
         return;
     while (wal->spare_state == SPARE_PREPARING) /* its worker still uses wal */
         uv_run(wal->loop, UV_RUN_ONCE);
+    if (wal->writer_started) {
+        pthread_mutex_lock(&wal->lock);
+        wal->stopping = 1;
+        pthread_cond_signal(&wal->wake);
+        pthread_mutex_unlock(&wal->lock);
+        pthread_join(wal->writer, NULL);
+        pthread_mutex_destroy(&wal->lock);
+        pthread_cond_destroy(&wal->wake);
+        uv_close((uv_handle_t *)&wal->job_done, on_job_done_closed);
+        while (wal->writer_started) /* libuv holds the handle until closed */
+            uv_run(wal->loop, UV_RUN_ONCE);
+    }
     if (wal->fd >= 0)
         close(wal->fd);
     free(wal->dir);

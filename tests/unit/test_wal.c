@@ -491,6 +491,48 @@ static void test_after_sync_runs_once_per_durable_entry_before_its_callback(void
     items_free(lead, 2);
 }
 
+/* A callback that submits another entry (as an HTTP answer does when it
+ * runs the next pipelined request), and a batch hook that makes the next
+ * batch fail. */
+static rn_wal *reentry_log;
+static item *reentry_next;
+static void item_done_then_submit(rn_wal_entry *e, int status) {
+    item_done(e, status);
+    if (reentry_next) {
+        rn_wal_submit(reentry_log, &reentry_next->entry);
+        reentry_next = NULL;
+    }
+}
+static int hook_fails_next;
+static void fail_next_batch(void *arg) {
+    count_batch(arg);
+    if (hook_fails_next) {
+        rn_wal_inject_sync_failures(reentry_log, 1);
+        hook_fails_next = 0;
+    }
+}
+
+static void test_an_entry_submitted_by_a_callback_waits_for_the_batch_hook(void **state) {
+    fx *f = *state;
+    tracker t = {0};
+    rn_wal *w = open_log(f, 64u << 20, NULL);
+    rn_wal_set_batch_hook(w, fail_next_batch, &t);
+    item *v = items_new(&t, 0, 2);
+    v[0].entry.done = item_done_then_submit;
+    reentry_log = w;
+    reentry_next = &v[1];
+    hook_fails_next = 1;
+    rn_wal_submit(w, &v[0].entry);
+    run(f);
+    assert_int_equal(v[0].status, 0);
+    /* The hook ran after v[0]'s callback submitted v[1]; v[1]'s batch had
+     * not started, so the failure the hook injected is v[1]'s. */
+    assert_int_equal(v[1].done, 1);
+    assert_true(v[1].status < 0);
+    rn_wal_close(w);
+    items_free(v, 2);
+}
+
 static void test_concurrent_submits_share_batches_and_complete_in_order(void **state) {
     fx *f = *state;
     tracker t = {0};
@@ -1105,6 +1147,7 @@ int main(void) {
         T(test_recover_of_empty_directory_finds_nothing),
         T(test_submitted_records_are_replayed_in_order_byte_exact),
         T(test_after_sync_runs_once_per_durable_entry_before_its_callback),
+        T(test_an_entry_submitted_by_a_callback_waits_for_the_batch_hook),
         T(test_concurrent_submits_share_batches_and_complete_in_order),
         T(test_records_of_successive_sessions_are_replayed_in_order),
         T(test_segment_rotation_spreads_records_and_replays_all),
