@@ -4,8 +4,9 @@
 // Runnel's /__runnel/metrics at the end of each run, micro-benchmark JSON,
 // perf/strace summaries, and the capacity results of bench/capacity.sh
 // (DIR/capacity). bench/previous-run.json gives the previous run's figures
-// for the comparison table. Every number printed comes from those files; a
-// figure with no data says so.
+// for the comparison table, bench/limits.md (if present) the hand-written
+// reading of what limits missed targets. Every other number printed comes
+// from those files; a figure with no data says so.
 // Usage: node bench/compare_report.mjs RESULTS_DIR > BENCHMARKS.md
 import { readFileSync, readdirSync, existsSync } from "node:fs";
 import { join, dirname } from "node:path";
@@ -445,6 +446,11 @@ for (const [label, v, op, goal, unit] of TARGETS) {
   L.push(`| ${label} | ${fmt(v)} ${unit} | ${verdict} |`);
 }
 L.push("");
+
+// What limits the targets a run missed: written by hand from the profiles
+// of the run it names (bench/limits.md), shown under the verdicts.
+const limitsFile = join(dirname(fileURLToPath(import.meta.url)), "limits.md");
+if (existsSync(limitsFile)) L.push(readFileSync(limitsFile, "utf8").trimEnd(), "");
 
 // Previous run.
 const prevFile = join(dirname(fileURLToPath(import.meta.url)), "previous-run.json");
