@@ -75,13 +75,23 @@ struct rn_conn {
     size_t pending_writes;
 };
 
+/* Bytes queued with uv_write, and what keeps them alive: owned buffers, or
+ * a reference to a shared chunk. */
 struct write_req {
     uv_write_t w;
     rn_conn *conn;
     rn_buf head, body;
+    rn_http_chunk *chunk;
     int file_piece; /* a piece of rn_http_respond_file: send the next one when done */
 };
 typedef struct write_req write_req;
+
+struct rn_http_chunk {
+    int refs;
+    size_t payload_len;
+    size_t len;      /* of bytes: size line, payload, CRLF */
+    uint8_t bytes[]; /* flexible */
+};
 
 static llhttp_settings_t parser_settings;
 
@@ -439,13 +449,19 @@ static void after_write(rn_conn *c, int file_piece) {
         conn_finish(c);
 }
 
+static void write_req_free(write_req *wr) {
+    rn_buf_free(&wr->head);
+    rn_buf_free(&wr->body);
+    if (wr->chunk)
+        rn_http_chunk_release(wr->chunk);
+    free(wr);
+}
+
 static void on_written(uv_write_t *w, int status) {
     write_req *wr = (write_req *)w;
     rn_conn *c = wr->conn;
     int file_piece = wr->file_piece;
-    rn_buf_free(&wr->head);
-    rn_buf_free(&wr->body);
-    free(wr);
+    write_req_free(wr);
     c->pending_writes--;
     if (status < 0) {
         conn_close(c);
@@ -454,32 +470,67 @@ static void on_written(uv_write_t *w, int status) {
     after_write(c, file_piece);
 }
 
-/* Sends head then body (may be NULL) on the socket; takes both over. When
- * nothing is queued on the socket the bytes are first written at once
- * (uv_try_write): a write the socket takes whole needs no request, no
- * callback and no change to the poll set. Whatever remains is queued with
- * uv_write. A file piece is always queued, so that its completion pumps the
- * next one. Returns -1 when the connection failed, else 0. */
+/* Writes bufs at once (uv_try_write) when nothing is queued on the socket:
+ * a write the socket takes whole needs no request, no callback and no
+ * change to the poll set. Returns the bytes the socket took; 0 when
+ * something is queued, the connection is closed or the write failed
+ * (errors surface through the uv_write of the rest). */
+static size_t try_now(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
+    if (c->pending_writes || c->closed)
+        return 0;
+    int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    return w > 0 ? (size_t)w : 0;
+}
+
+/* Bookkeeping of a write the socket took whole at once: a closing
+ * connection whose last bytes these were ends. */
+static void written_at_once(rn_conn *c) {
+    if (c->state == ST_CLOSING)
+        conn_finish(c);
+}
+
+/* Queues the bytes of bufs[0..n) past the first `sent` with uv_write. wr
+ * owns those bytes (its head, body or chunk) and is freed once they are
+ * written or the connection fails. Returns -1 when the connection failed,
+ * else 0. */
+static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned n, size_t sent) {
+    uv_buf_t rest[2];
+    unsigned m = 0;
+    for (unsigned i = 0; i < n; i++) {
+        size_t skip = sent < bufs[i].len ? sent : bufs[i].len;
+        sent -= skip;
+        if (skip < bufs[i].len)
+            rest[m++] = uv_buf_init(bufs[i].base + skip, (unsigned)(bufs[i].len - skip));
+    }
+    wr->conn = c;
+    c->pending_writes++;
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, rest, m, on_written) < 0) {
+        c->pending_writes--;
+        write_req_free(wr);
+        conn_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends head then body (may be NULL) on the socket; takes both over. The
+ * bytes are tried at once (try_now) and whatever remains is queued. A file
+ * piece is always queued, so that its completion pumps the next one.
+ * Returns -1 when the connection failed, else 0. */
 static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
     uv_buf_t bufs[2] = {
         uv_buf_init((char *)head->data, (unsigned)head->len),
         uv_buf_init(body ? (char *)body->data : NULL, body ? (unsigned)body->len : 0)};
-    size_t total = bufs[0].len + bufs[1].len;
-    size_t sent = 0;
-    if (!file_piece && c->pending_writes == 0 && !c->closed) {
-        int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, bufs[1].len ? 2 : 1);
-        sent = w > 0 ? (size_t)w : 0; /* errors surface through uv_write below */
-        if (sent == total) {
-            rn_buf_free(head);
-            if (body)
-                rn_buf_free(body);
-            if (c->state == ST_CLOSING)
-                conn_finish(c);
-            return 0;
-        }
+    unsigned n = bufs[1].len ? 2 : 1;
+    size_t sent = file_piece ? 0 : try_now(c, bufs, n);
+    if (sent == bufs[0].len + bufs[1].len) {
+        rn_buf_free(head);
+        if (body)
+            rn_buf_free(body);
+        written_at_once(c);
+        return 0;
     }
-    write_req *wr = rn_xcalloc(1, sizeof *wr);
-    wr->conn = c;
+    write_req *wr = rn_xcalloc(1, sizeof *wr); /* takes the bytes bufs point at */
     wr->file_piece = file_piece;
     wr->head = *head;
     *head = (rn_buf){0};
@@ -487,27 +538,23 @@ static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
         wr->body = *body;
         *body = (rn_buf){0};
     }
-    size_t skip_head = sent < wr->head.len ? sent : wr->head.len;
-    size_t skip_body = sent - skip_head;
-    uv_buf_t rest[2];
-    int n = 0;
-    if (skip_head < wr->head.len)
-        rest[n++] =
-            uv_buf_init((char *)wr->head.data + skip_head, (unsigned)(wr->head.len - skip_head));
-    if (skip_body < wr->body.len)
-        rest[n++] =
-            uv_buf_init((char *)wr->body.data + skip_body, (unsigned)(wr->body.len - skip_body));
-    c->pending_writes++;
-    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, rest, (unsigned)n, on_written);
-    if (rc < 0) {
-        c->pending_writes--;
-        rn_buf_free(&wr->head);
-        rn_buf_free(&wr->body);
-        free(wr);
-        conn_close(c);
-        return -1;
+    return queue_rest(c, wr, bufs, n, sent);
+}
+
+/* Sends a shared chunk: tried at once from its own bytes; only when the
+ * socket does not take them whole is a request made, holding a reference.
+ * Returns as conn_write. */
+static int conn_write_chunk(rn_conn *c, rn_http_chunk *ch) {
+    uv_buf_t buf = uv_buf_init((char *)ch->bytes, (unsigned)ch->len);
+    size_t sent = try_now(c, &buf, 1);
+    if (sent == ch->len) {
+        written_at_once(c);
+        return 0;
     }
-    return 0;
+    write_req *wr = rn_xcalloc(1, sizeof *wr);
+    wr->chunk = ch;
+    ch->refs++;
+    return queue_rest(c, wr, &buf, 1, sent);
 }
 
 static const char *reason(int status) {
@@ -709,6 +756,29 @@ void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
     conn_write(c, &out, NULL, 0);
 }
 
+/* Writes the size line of a chunk of n bytes ("<hex>\r\n") to out, which
+ * has room for CHUNK_LINE_MAX bytes; returns its length. */
+#define CHUNK_LINE_MAX (2 * sizeof(size_t) + 2)
+static size_t chunk_line(char *out, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    char digits[2 * sizeof(size_t)];
+    size_t k = 0;
+    do {
+        digits[k++] = hex[n & 15];
+        n >>= 4;
+    } while (n);
+    for (size_t i = 0; i < k; i++)
+        out[i] = digits[k - 1 - i];
+    out[k] = '\r';
+    out[k + 1] = '\n';
+    return k + 2;
+}
+
+/* Bytes still queued on the streamed response's socket (0 once gone). */
+static size_t stream_queued(const rn_request *req) {
+    return req->conn ? uv_stream_get_write_queue_size((uv_stream_t *)&req->conn->tcp) : 0;
+}
+
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
     rn_conn *c = req->conn;
     if (!c || !req->streaming || chunk->len == 0) {
@@ -717,10 +787,36 @@ size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
     }
     req->bytes_out += chunk->len;
     rn_buf frame = {0};
-    rn_buf_appendf(&frame, "%zx\r\n", chunk->len);
+    rn_buf_reserve(&frame, CHUNK_LINE_MAX);
+    frame.len = chunk_line((char *)frame.data, chunk->len);
     rn_buf_append(chunk, "\r\n", 2);
     conn_write(c, &frame, chunk, 0);
-    return req->conn ? uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) : 0;
+    return stream_queued(req);
+}
+
+rn_http_chunk *rn_http_chunk_new(const void *payload, size_t len) {
+    rn_http_chunk *ch = rn_xmalloc(sizeof *ch + CHUNK_LINE_MAX + len + 2);
+    ch->refs = 1;
+    ch->payload_len = len;
+    size_t n = chunk_line((char *)ch->bytes, len);
+    memcpy(ch->bytes + n, payload, len);
+    memcpy(ch->bytes + n + len, "\r\n", 2);
+    ch->len = n + len + 2;
+    return ch;
+}
+
+void rn_http_chunk_release(rn_http_chunk *ch) {
+    if (--ch->refs == 0)
+        free(ch);
+}
+
+size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
+    rn_conn *c = req->conn;
+    if (!c || !req->streaming)
+        return 0;
+    req->bytes_out += ch->payload_len;
+    conn_write_chunk(c, ch);
+    return stream_queued(req);
 }
 
 void rn_http_stream_end(rn_request *req) {

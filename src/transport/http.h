@@ -154,6 +154,23 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head);
 /* Sends one chunk (taken over). Returns bytes still queued on the socket. */
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk);
+/* A chunk of a chunked response built once and sent on many streamed
+ * responses (SSE fan-out: every reader parked at the same position gets the
+ * same bytes). It holds the complete framing: the size line, the payload and
+ * the closing CRLF. Immutable once built and reference counted; the count is
+ * touched only on the loop thread. */
+typedef struct rn_http_chunk rn_http_chunk;
+/* Builds a chunk framing a copy of len > 0 payload bytes; the caller holds
+ * the one reference. */
+rn_http_chunk *rn_http_chunk_new(const void *payload, size_t len);
+/* Drops a reference; the last one frees the chunk. */
+void rn_http_chunk_release(rn_http_chunk *ch);
+/* Sends ch on a streamed response. Its bytes are written from the chunk
+ * itself: nothing is copied or formatted per response. When the socket does
+ * not take them whole at once, the rest is queued and the queue holds a
+ * reference to ch until it is written. The caller keeps its own reference.
+ * Returns bytes still queued on the socket, as rn_http_stream_write. */
+size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch);
 /* Ends the streamed response. */
 void rn_http_stream_end(rn_request *req);
 /* Open client connections. */
