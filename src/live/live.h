@@ -28,6 +28,10 @@ void rn_live_add(rn_stream *s, rn_waiter *w, rn_waiter_fn fn);
 void rn_live_remove(rn_waiter *w);
 /* The engine observer (rn_engine_observe) that wakes waiters. */
 void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg);
+/* Hooks called with arg before and after the waiters of a changed stream
+ * are woken (the server brackets the wake-up with the transport's write
+ * batch, so that the writes it makes go out in parallel). NULL: none. */
+void rn_live_set_wake_hooks(void (*before)(void *arg), void (*after)(void *arg), void *arg);
 /* Number of registered waiters (for limits and metrics). */
 size_t rn_live_count(void);
 

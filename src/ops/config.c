@@ -1,15 +1,18 @@
 /*
  * config.c — the settings table, flag and environment parsing. See config.h.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "ops/config.h"
 #include "util/text.h"
 
 #include <errno.h>
 #include <ini.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef enum {
     KIND_U64,
@@ -19,6 +22,7 @@ typedef enum {
     KIND_URL,
     KIND_FLAG,
     KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
+    KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
 } setting_kind;
 
 typedef struct {
@@ -34,6 +38,23 @@ typedef struct {
 
 #define U64(name, env, field, def, min, max, help)                                                 \
     { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help, NULL }
+
+/* The CPUs this process may run on. */
+static uint64_t usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return (uint64_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint64_t)n : 1;
+}
+
+/* The default of a KIND_CPUS setting: usable CPUs minus its `def`, within
+ * its bounds. */
+static uint64_t cpus_default(const setting *s) {
+    uint64_t n = usable_cpus();
+    n = n > s->def ? n - s->def : 0;
+    return n < s->min ? s->min : n > s->max ? s->max : n;
+}
 
 static const setting SETTINGS[] = {
     {"config", "RUNNEL_CONFIG", KIND_PATH, offsetof(rn_config, config_file), 0, 0, 0, NULL,
@@ -93,6 +114,12 @@ static const setting SETTINGS[] = {
         "most stream bytes in one read response or SSE event"),
     U64("sse-queue-bytes", "RUNNEL_SSE_QUEUE_BYTES", sse_queue_bytes, 4194304, 65536, 1073741824,
         "unsent bytes at which an SSE reader is paused until its socket drains"),
+    {"fanout-threads", "RUNNEL_FANOUT_THREADS", KIND_CPUS, offsetof(rn_config, fanout_threads), 1,
+     0, 256, NULL,
+     "helper threads that send with the loop thread when an append wakes many live readers (64 "
+     "sockets or more); default: the CPUs this process may use, minus 1; 0: the loop thread "
+     "sends alone",
+     NULL},
     U64("wal-segment-bytes", "RUNNEL_WAL_SEGMENT_BYTES", wal_segment_bytes, 67108864, 1048576,
         1ull << 30, "log segment size before rotation (each is preallocated with zeros)"),
     U64("checkpoint-bytes", "RUNNEL_CHECKPOINT_BYTES", checkpoint_bytes, 268435456, 1048576,
@@ -122,7 +149,8 @@ static const setting SETTINGS[] = {
 static int set_value(rn_config *cfg, const setting *s, const char *v, const char *source, char *err,
                      size_t errcap) {
     switch (s->kind) {
-    case KIND_U64: {
+    case KIND_U64:
+    case KIND_CPUS: {
         uint64_t n;
         if (rn_parse_strict_u64(v, strlen(v), UINT64_MAX, &n) || n < s->min || n > s->max) {
             snprintf(err, errcap, "%s: %s must be an integer from %llu to %llu (got \"%s\")",
@@ -226,6 +254,8 @@ void rn_config_usage(void) {
             snprintf(def, sizeof def, "off (a flag)");
         else if (s->kind == KIND_U64)
             snprintf(def, sizeof def, "%llu", (unsigned long long)s->def);
+        else if (s->kind == KIND_CPUS) /* its help text says how it is computed */
+            snprintf(def, sizeof def, "%llu", (unsigned long long)cpus_default(s));
         else
             snprintf(def, sizeof def, "%s", s->def_text && *s->def_text ? s->def_text : "none");
         printf("  --%-24s %s\n  %-26s env %s, default %s\n", s->flag, s->help, "", s->env, def);
@@ -318,6 +348,8 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         const setting *s = &SETTINGS[i];
         if (s->kind == KIND_U64)
             *(uint64_t *)((char *)cfg + s->field) = s->def;
+        else if (s->kind == KIND_CPUS)
+            *(uint64_t *)((char *)cfg + s->field) = cpus_default(s);
         else if (s->kind == KIND_FLAG)
             *(int *)((char *)cfg + s->field) = (int)s->def;
         else if (s->def_text && set_value(cfg, s, s->def_text, "default", err, errcap))
@@ -376,6 +408,7 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
         const char *lead = i ? sep : "";
         switch (s->kind) {
         case KIND_U64:
+        case KIND_CPUS:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu", lead, s->flag,
                                   (unsigned long long)*(const uint64_t *)field);
             break;

@@ -31,6 +31,7 @@ typedef struct {
     uint64_t max_live_reads_per_stream; /* the same per stream (429 beyond) */
     uint64_t max_read_bytes;
     uint64_t sse_queue_bytes;
+    uint64_t fanout_threads; /* helpers of the loop thread's fan-out writes; 0: none */
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes;
     uint64_t max_open_files;

@@ -135,6 +135,16 @@ static void fit_descriptor_limit(const rn_config *cfg) {
                (unsigned long long)lim.rlim_cur, (unsigned long long)need);
 }
 
+/* The wake hooks of live.c: a stream's waiters are woken inside one write
+ * batch of the transport. */
+static void wake_begin(void *arg) {
+    rn_http_batch_begin(arg);
+}
+
+static void wake_end(void *arg) {
+    rn_http_batch_flush(arg);
+}
+
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
     if (cfg->public_url[0])
         snprintf(out, cap, "%s", cfg->public_url);
@@ -264,13 +274,15 @@ int rn_serve(int argc, char **argv) {
                          .max_connections = (int)s.cfg.max_connections,
                          .max_body_bytes_in_flight = s.cfg.max_body_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
-                         .on_headers = rn_router_answer_early};
+                         .on_headers = rn_router_answer_early,
+                         .fanout_threads = (int)s.cfg.fanout_threads};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
     if (!s.http) {
         rn_log(RN_LOG_ERROR, "start", "%s", err);
         return 1;
     }
     s.endpoints.http = s.http;
+    rn_live_set_wake_hooks(wake_begin, wake_end, s.http);
     rn_config_describe(&s.cfg, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
 
@@ -294,6 +306,7 @@ int rn_serve(int argc, char **argv) {
         rn_engine_close(s.engine);
     if (s.surface)
         rn_surface_free(s.surface);
+    rn_live_set_wake_hooks(NULL, NULL, NULL);
     rn_http_free(s.http);
     uv_loop_close(s.loop);
     close(lock_fd);

@@ -73,16 +73,25 @@ struct rn_surface {
     size_t live_count;
 };
 
-/* The last SSE data event built, with what it was built from. After an
- * append, every reader parked at the old tail wants the same event: they
- * share one read of the stream and one encoding (fan-out costs a copy per
- * reader, not a pread and a base64 pass). Bounded by one event's size. */
+/* The last SSE data event built, with what it was built from, and the
+ * chunk that carries it with its control event. After an append, every
+ * reader parked at the old tail wants the same event: they share one read
+ * of the stream and one encoding. Readers whose control event is the same
+ * too (the cursor of the current interval, the same closure) share the
+ * framed chunk as well, which the transport writes from its own bytes:
+ * fan-out then costs no formatting, allocation or copy per reader. A reader
+ * whose cursor differs (it sent one that is not behind the interval) gets
+ * its own chunk. Bounded by one event's size, plus chunks the transport
+ * still holds for sockets that did not take them at once. */
 static struct {
     uint64_t stream_id, incarnation, offset, tail;
     size_t max_bytes;
     const rn_profile *prof;
     long got;
     rn_buf event;
+    rn_http_chunk *chunk;  /* event + control event, framed; NULL until built */
+    uint64_t chunk_cursor; /* the cursor interval its control event carries */
+    int chunk_closed;      /* the stream was closed when it was built */
 } shared_event;
 
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg) {
@@ -115,6 +124,9 @@ const rn_surface_config *rn_surface_cfg(const rn_surface *sf) {
 
 void rn_surface_free(rn_surface *sf) {
     rn_buf_free(&shared_event.event);
+    if (shared_event.chunk)
+        rn_http_chunk_release(shared_event.chunk);
+    shared_event.chunk = NULL;
     free(sf);
 }
 
@@ -181,13 +193,25 @@ static void append_content_type(rn_buf *h, const rn_stream *s) {
     rn_buf_append_str(h, "\r\n");
 }
 
-static uint64_t next_cursor(const stream_ctx *c) {
+/* The current cursor interval: CURSOR_INTERVAL_MS steps since
+ * CURSOR_EPOCH_MS. */
+static uint64_t cursor_interval(void) {
     int64_t now = rn_now_ms();
-    uint64_t interval =
-        now > CURSOR_EPOCH_MS ? (uint64_t)(now - CURSOR_EPOCH_MS) / CURSOR_INTERVAL_MS : 0;
+    return now > CURSOR_EPOCH_MS ? (uint64_t)(now - CURSOR_EPOCH_MS) / CURSOR_INTERVAL_MS : 0;
+}
+
+/* The cursor to send c in the given interval: the interval, or past the
+ * client's own cursor by a random jitter when that is not behind it (so a
+ * cursor never repeats and caches along the way cannot loop). Only the
+ * jittered value differs from the interval. */
+static uint64_t cursor_after(const stream_ctx *c, uint64_t interval) {
     if (c->has_cursor && c->client_cursor >= interval)
         return c->client_cursor + 1 + (uint64_t)(rand() % 180);
     return interval;
+}
+
+static uint64_t next_cursor(const stream_ctx *c) {
+    return cursor_after(c, cursor_interval());
 }
 
 static void append_cursor(rn_buf *h, const stream_ctx *c) {
@@ -870,7 +894,10 @@ static void sse_data_event(rn_buf *out, const stream_ctx *c, const rn_stream *s,
     rn_buf_append_byte(out, '\n');
 }
 
-static void sse_control_event(rn_buf *out, stream_ctx *c, const rn_stream *s, int at_tail) {
+/* Appends the control event for c's position; `cursor` is sent unless the
+ * event reports the closure. */
+static void sse_control_event(rn_buf *out, const stream_ctx *c, const rn_stream *s, int at_tail,
+                              uint64_t cursor) {
     char tok[RN_OFFSET_LEN + 1];
     rn_offset_format(c->offset, tok);
     rn_buf_appendf(out, "event: control\ndata:{\"streamNextOffset\":\"%s\"", tok);
@@ -878,7 +905,7 @@ static void sse_control_event(rn_buf *out, stream_ctx *c, const rn_stream *s, in
         rn_buf_append_str(out, ",\"streamClosed\":true,\"upToDate\":true}\n\n");
         return;
     }
-    rn_buf_appendf(out, ",\"streamCursor\":\"%llu\"", (unsigned long long)next_cursor(c));
+    rn_buf_appendf(out, ",\"streamCursor\":\"%llu\"", (unsigned long long)cursor);
     if (at_tail)
         rn_buf_append_str(out, ",\"upToDate\":true");
     rn_buf_append_str(out, "}\n\n");
@@ -902,65 +929,88 @@ static void sse_fail(stream_ctx *c, rn_error e) {
     sse_end(c);
 }
 
+/* Makes shared_event hold the data event at c->offset (reading and
+ * encoding it unless it already does). Returns the stream bytes it covers
+ * (<= 0 on a read failure). */
+static long sse_next_event(stream_ctx *c, rn_stream *s) {
+    if (shared_event.event.len && shared_event.stream_id == s->id &&
+        shared_event.incarnation == s->incarnation && shared_event.offset == c->offset &&
+        shared_event.tail == s->tail && shared_event.max_bytes == c->max_bytes &&
+        shared_event.prof == c->prof)
+        return shared_event.got;
+    rn_buf data = {0};
+    long got =
+        rn_engine_read(c->sf->engine, s, c->offset, c->max_bytes, !reads_ndjson(c, s), &data);
+    if (got <= 0) {
+        rn_buf_free(&data);
+        return got;
+    }
+    shared_event.event.len = 0;
+    sse_data_event(&shared_event.event, c, s, data.data, data.len);
+    rn_buf_free(&data);
+    if (shared_event.chunk)
+        rn_http_chunk_release(shared_event.chunk);
+    shared_event.chunk = NULL;
+    shared_event.stream_id = s->id;
+    shared_event.incarnation = s->incarnation;
+    shared_event.offset = c->offset;
+    shared_event.tail = s->tail;
+    shared_event.max_bytes = c->max_bytes;
+    shared_event.prof = c->prof;
+    shared_event.got = got;
+    return got;
+}
+
+/* Sends shared_event's data event and then c's control event (c->offset
+ * already past the data, in cursor interval `interval`): the shared chunk
+ * when c's cursor is the interval, else a chunk of its own. Returns bytes
+ * still queued on the socket. */
+static size_t sse_send_event(stream_ctx *c, const rn_stream *s, int at_tail, uint64_t interval) {
+    uint64_t cursor = at_tail && s->closed ? interval : cursor_after(c, interval);
+    int shared = cursor == interval;
+    if (shared && shared_event.chunk && shared_event.chunk_cursor == interval &&
+        shared_event.chunk_closed == s->closed)
+        return rn_http_stream_write_chunk(c->req, shared_event.chunk);
+    rn_buf ev = {0};
+    rn_buf_append(&ev, shared_event.event.data, shared_event.event.len);
+    sse_control_event(&ev, c, s, at_tail, cursor);
+    if (!shared)
+        return rn_http_stream_write(c->req, &ev);
+    if (shared_event.chunk)
+        rn_http_chunk_release(shared_event.chunk);
+    shared_event.chunk = rn_http_chunk_new(ev.data, ev.len);
+    shared_event.chunk_cursor = interval;
+    shared_event.chunk_closed = s->closed;
+    rn_buf_free(&ev);
+    return rn_http_stream_write_chunk(c->req, shared_event.chunk);
+}
+
 /* Sends every event available from c->offset; ends the response on
  * closure. `force_control` sends a control even without new data (the
  * first one of a response). */
-
-/* Appends the data event at c->offset to ev; returns the stream bytes it
- * covers (<= 0 on a read failure). */
-static long sse_next_event(stream_ctx *c, rn_stream *s, rn_buf *ev) {
-    if (!(shared_event.event.len && shared_event.stream_id == s->id &&
-          shared_event.incarnation == s->incarnation && shared_event.offset == c->offset &&
-          shared_event.tail == s->tail && shared_event.max_bytes == c->max_bytes &&
-          shared_event.prof == c->prof)) {
-        rn_buf data = {0};
-        long got =
-            rn_engine_read(c->sf->engine, s, c->offset, c->max_bytes, !reads_ndjson(c, s), &data);
-        if (got <= 0) {
-            rn_buf_free(&data);
-            return got;
-        }
-        shared_event.event.len = 0;
-        sse_data_event(&shared_event.event, c, s, data.data, data.len);
-        rn_buf_free(&data);
-        shared_event.stream_id = s->id;
-        shared_event.incarnation = s->incarnation;
-        shared_event.offset = c->offset;
-        shared_event.tail = s->tail;
-        shared_event.max_bytes = c->max_bytes;
-        shared_event.prof = c->prof;
-        shared_event.got = got;
-    }
-    rn_buf_append(ev, shared_event.event.data, shared_event.event.len);
-    rn_metric.sse_events++;
-    rn_metric.sse_bytes += (uint64_t)shared_event.got;
-    return shared_event.got;
-}
-
 static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
     for (;;) {
         if (c->offset >= s->tail) {
             if (force_control || s->closed) {
                 rn_buf ev = {0};
-                sse_control_event(&ev, c, s, 1);
+                sse_control_event(&ev, c, s, 1, next_cursor(c));
                 rn_http_stream_write(c->req, &ev);
             }
             if (s->closed)
                 sse_end(c);
             return;
         }
-        rn_buf ev = {0};
-        long got = sse_next_event(c, s, &ev);
+        long got = sse_next_event(c, s);
         if (got <= 0) {
-            rn_buf_free(&ev);
             sse_fail(c, RN_E_INTERNAL);
             return;
         }
+        rn_metric.sse_events++;
+        rn_metric.sse_bytes += (uint64_t)got;
         c->offset += (uint64_t)got;
         int at_tail = c->offset == s->tail;
-        sse_control_event(&ev, c, s, at_tail);
         force_control = 0;
-        size_t queued = rn_http_stream_write(c->req, &ev);
+        size_t queued = sse_send_event(c, s, at_tail, cursor_interval());
         if (at_tail && s->closed) {
             sse_end(c);
             return;

@@ -109,6 +109,9 @@ typedef struct {
      * answer, the body is read (after a 100 Continue when asked for) and
      * the request goes to on_request as usual. May be NULL. */
     void (*on_headers)(rn_request *req, void *arg);
+    /* Helper threads that send large write batches with the loop thread
+     * (rn_http_batch_flush); 0: batches are off. */
+    int fanout_threads;
 } rn_http_config;
 
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
@@ -154,8 +157,43 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head);
 /* Sends one chunk (taken over). Returns bytes still queued on the socket. */
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk);
+/* A chunk of a chunked response built once and sent on many streamed
+ * responses (SSE fan-out: every reader parked at the same position gets the
+ * same bytes). It holds the complete framing: the size line, the payload and
+ * the closing CRLF. Immutable once built and reference counted; the count is
+ * touched only on the loop thread. */
+typedef struct rn_http_chunk rn_http_chunk;
+/* Builds a chunk framing a copy of len > 0 payload bytes; the caller holds
+ * the one reference. */
+rn_http_chunk *rn_http_chunk_new(const void *payload, size_t len);
+/* Drops a reference; the last one frees the chunk. */
+void rn_http_chunk_release(rn_http_chunk *ch);
+/* Sends ch on a streamed response. Its bytes are written from the chunk
+ * itself: nothing is copied or formatted per response. When the socket does
+ * not take them whole at once, the rest is queued and the queue holds a
+ * reference to ch until it is written. The caller keeps its own reference.
+ * Returns bytes still queued on the socket, as rn_http_stream_write. */
+size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch);
 /* Ends the streamed response. */
 void rn_http_stream_end(rn_request *req);
+/* Write batches, for fan-out: between rn_http_batch_begin() and
+ * rn_http_batch_flush(), a write to a connection with nothing queued (a
+ * response, a chunk; not a file piece) is collected instead of written: the
+ * transport takes its bytes over (or a reference to a chunk) as it would
+ * for a queued write, and the call returns as if the socket had taken them
+ * (rn_http_stream_write reports nothing queued). A later write to the same
+ * connection first sends what was collected for it, so bytes keep their
+ * order. The flush sends every collected write with one non-blocking
+ * send each, split between the loop thread and the helper threads when the
+ * batch is large, and blocks until all are sent; then, on the loop thread,
+ * a write taken whole is done (a closing connection ends), the rest of a
+ * partial one, or a whole one the socket refused, is queued as by any
+ * write (its failure closes the connection), and a write to a connection
+ * that closed meanwhile is dropped. Begin/flush pairs nest; only the
+ * outermost flush sends. Without fan-out threads both are no-ops. Writes
+ * made while the flush settles the batch are written at once. */
+void rn_http_batch_begin(rn_http_server *srv);
+void rn_http_batch_flush(rn_http_server *srv);
 /* Open client connections. */
 size_t rn_http_connections(const rn_http_server *srv);
 /* True when the request's connection is gone. */

@@ -115,6 +115,7 @@ describe("the configuration file", () => {
     "idle-timeout-ms": "600",
     "max-read-bytes": "2048",
     "sse-queue-bytes": "65536",
+    "fanout-threads": "5",
     "wal-segment-bytes": "2097152",
     "checkpoint-bytes": "3145728",
     "max-open-files": "64",
