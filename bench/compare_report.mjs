@@ -461,7 +461,8 @@ if (existsSync(prevFile)) {
     const now = NOW.get(label);
     L.push(`| ${label} | ${fmt(p)} | ${fmt(now)} | ${Number.isFinite(now) ? `${fmt(now / p)}×` : "n/a"} |`);
   }
-  L.push("", "Evidence the previous run recorded:", "", ...prev.evidence.map((e) => `- ${e}`), "");
+  L.push("");
+  if (prev.evidence?.length) L.push("Evidence the previous run recorded:", "", ...prev.evidence.map((e) => `- ${e}`), "");
 }
 
 // Profiles.
