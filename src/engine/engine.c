@@ -803,7 +803,9 @@ static void files_ready(uv_work_t *req, int status) {
 
 /* Encodes the command and submits it to the log (after making the
  * stream's files on a worker when this is its first data). The stream is
- * busy until on_logged() runs. */
+ * busy until on_logged() runs. A fork's create is never delayed: it was
+ * validated against its source, which is not busy and could meanwhile be
+ * deleted or rewritten by commands logged ahead of it. */
 static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd) {
     op->cmd = *cmd;
     rn_cmd *c = &op->cmd;
@@ -812,7 +814,7 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd
     rn_cmd_encode_head(c, &op->head);
     op->stream_id = s->id;
     op->engine = e;
-    if (c->data_len && !s->has_files) {
+    if (c->data_len && !s->has_files && !c->source_id) {
         s->busy = 1; /* later mutations queue meanwhile */
         e->ops_preparing++;
         op->files_work.data = op;

@@ -555,6 +555,34 @@ static void test_refusals_are_answered_before_submit_returns(void **state) {
     assert_false(rn_engine_busy(f->e));
 }
 
+/* A fork created with data (its first data makes its files) and a delete
+ * of the source submitted right after it: the create was checked against
+ * the source, so it must be logged first; the source then survives as a
+ * soft-deleted stream under its fork. */
+static void test_a_fork_create_with_data_is_logged_before_a_later_source_delete(void **state) {
+    fx *f = *state;
+    assert_int_equal(create(f, "/src", OCTET, "abc").result, RN_OK_CREATED);
+    req fork, del;
+    req_init(&fork, RN_OP_CREATE, "/fork");
+    req_text(&fork, OCTET, "def");
+    fork.op.fork_source = "/src";
+    fork.op.fork_source_len = 4;
+    req_init(&del, RN_OP_DELETE, "/src");
+    rn_engine_submit(f->e, &fork.op);
+    rn_engine_submit(f->e, &del.op);
+    run(f);
+    assert_int_equal(fork.out.result, RN_OK_CREATED);
+    assert_int_equal(del.out.result, RN_OK_DELETED);
+    assert_true(fork.out.order < del.out.order);
+    req_release(&fork);
+    req_release(&del);
+    assert_true(rn_engine_is_gone(f->e, "/src", 4));
+    expect_bytes(f, "/fork", "abcdef");
+    restart_clean(f);
+    assert_true(rn_engine_is_gone(f->e, "/src", 4));
+    expect_bytes(f, "/fork", "abcdef");
+}
+
 static void test_observers_see_applied_changes_only(void **state) {
     fx *f = *state;
     create(f, "/h", NULL, NULL);
@@ -1913,6 +1941,7 @@ int main(void) {
         T(test_append_then_read_back_bytes),
         T(test_append_refusals_change_nothing),
         T(test_refusals_are_answered_before_submit_returns),
+        T(test_a_fork_create_with_data_is_logged_before_a_later_source_delete),
         T(test_observers_see_applied_changes_only),
         T(test_json_stream_stores_minified_messages_with_lf),
         T(test_json_append_refuses_invalid_and_empty_array),
