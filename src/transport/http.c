@@ -468,6 +468,15 @@ static void file_pump(rn_conn *c);
 
 /* What follows a completed write: the next file piece, a drained streaming
  * response's hook, or the end of a closing connection. */
+/* True while answers of this connection wait unsent in its write queue: the
+ * next pipelined request is not parsed until they are out, so a client that
+ * sends requests without reading the answers holds at most one answer in
+ * the server's memory (and its input stops being read past
+ * INPUT_PAUSE_BYTES). */
+static int output_blocked(rn_conn *c) {
+    return uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0;
+}
+
 static void after_write(rn_conn *c, int file_piece) {
     if (file_piece && !c->closed) {
         file_pump(c);
@@ -479,6 +488,8 @@ static void after_write(rn_conn *c, int file_piece) {
         r->on_drain(r);
     if (c->state == ST_CLOSING && c->pending_writes == 0)
         conn_finish(c);
+    else if (!c->closed && c->state != ST_HANDLING && !output_blocked(c))
+        process_input(c); /* pipelined requests waited for the answers to go out */
 }
 
 static void write_req_free(write_req *wr) {
@@ -1042,7 +1053,8 @@ static void process_input(rn_conn *c) {
     if (c->processing)
         return;
     c->processing = 1;
-    while (c->state != ST_HANDLING && c->state != ST_CLOSING && c->input_off < c->input.len) {
+    while (c->state != ST_HANDLING && c->state != ST_CLOSING && !output_blocked(c) &&
+           c->input_off < c->input.len) {
         const char *data = (const char *)c->input.data + c->input_off;
         size_t len = c->input.len - c->input_off;
         llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
@@ -1100,7 +1112,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         uint64_t left = c->discard_deadline - now;
         arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
     }
-    if (c->state == ST_HANDLING || c->state == ST_CLOSING) {
+    if (c->state == ST_HANDLING || c->state == ST_CLOSING || output_blocked(c)) {
         if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading) {
             uv_read_stop(s);
             c->reading = 0;

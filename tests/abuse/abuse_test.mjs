@@ -22,6 +22,9 @@
 //   garbage          garbage after a valid request: the request answered, then
 //                    400 and close; garbage alone: 400 and close; a pipeline
 //                    of 100 requests then garbage: 100 answers then 400
+//   unread answers   60 pipelined 1 MiB reads whose answers are not read:
+//                    the server holds about one answer (RSS grows <= 16 MiB),
+//                    and all 60 arrive whole once the client reads
 //   body memory      bodies declared past the in-flight bound: 503
 //                    INGRESS_BODY_BYTES_LIMIT_REACHED with Retry-After,
 //                    unread; bodies under 64 KiB pass on a reserve of an
@@ -324,6 +327,32 @@ async function main() {
         `${r.statuses.length} answers, last ${r.statuses.slice(-2)}, closed ${r.closed}`);
       r = await oneShot(port(), "GET /v1/stream/abuse/probe?offset=-1 HTTP/9.9\r\nHost: x\r\n\r\n");
       checks.check("garbage: an unknown HTTP version: 400 or 505, closed", r.closed && [400, 505].includes(r.statuses[0]), `${r.statuses} closed ${r.closed}`);
+    });
+
+    await attack("unread answers", probe, async () => {
+      // one connection pipelines 60 reads of a 1 MiB stream and reads none
+      // of the answers for a while: the server parses the next request only
+      // once the previous answer is out, so it holds about one answer
+      const big = Buffer.alloc(LIMITS.maxBodyBytes, 0x61);
+      const put = await fetch(`${base()}/v1/stream/abuse/big`, { method: "PUT", headers: { "content-type": "text/plain" }, body: big });
+      checks.check("unread answers: the 1 MiB stream is created", put.status === 201, String(put.status));
+      const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.proc.pid}/status`, "utf8"))[1]);
+      const before = rss();
+      const c = new Raw(port());
+      await c.connected;
+      c.sock.pause();
+      const N = 60;
+      c.send(Array.from({ length: N }, () => "GET /v1/stream/abuse/big?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n").join(""));
+      await sleep(500);
+      const grew = rss() - before;
+      checks.check(`unread answers: server RSS grew ${grew >> 10} MiB for ${N} unread 1 MiB answers (<= 16 MiB)`, grew <= 16 << 10, `${grew} KiB`);
+      c.sock.resume();
+      const t0 = Date.now();
+      while (c.statuses().length < N && c.closedAt === null && Date.now() - t0 < 5000) await sleep(20);
+      const st = c.statuses();
+      checks.check(`unread answers: once read, all ${N} answers arrive, each 200 with the whole stream`,
+        st.length === N && st.every((x) => x === 200) && c.data.length >= N * big.length, `${st.length} answers, ${c.data.length} bytes`);
+      c.destroy();
     });
 
     await attack("body memory", probe, async () => {
