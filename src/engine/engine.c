@@ -431,9 +431,7 @@ static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c, int replay) {
         return 0;
     if (replay) {
         rn_fault_point("apply-before-store");
-        int rc = rn_store_write(e->store, s->id, c->data, c->data_len, c->offset);
-        if (rc == 0)
-            rc = rn_store_index_set(e->store, s->id, s->appends, c->offset + c->data_len);
+        int rc = rn_store_append(e->store, s->id, c->data, c->data_len, c->offset, s->appends);
         if (rc < 0)
             return rc;
     }

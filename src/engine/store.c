@@ -151,9 +151,16 @@ static int write_at(int fd, const void *data, size_t len, uint64_t off) {
     return 0;
 }
 
-int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off) {
-    int fd = get_fd(st, id, RN_FILE_DATA, 1);
-    return fd < 0 ? fd : write_at(fd, data, len, off);
+/* Writes an append: data at off of the data file, then index entry k =
+ * off + len. */
+static int write_append(int data_fd, int index_fd, const void *data, size_t len, uint64_t off,
+                        uint64_t k) {
+    int rc = write_at(data_fd, data, len, off);
+    if (rc < 0)
+        return rc;
+    uint8_t b[8];
+    encode_u64(b, off + len);
+    return write_at(index_fd, b, 8, k * 8);
 }
 
 int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end) {
@@ -205,37 +212,53 @@ static int reserve(open_file *f, uint64_t off, uint64_t len) {
     return -errno;
 }
 
-int rn_store_pin_append(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
-                        rn_store_pin *pin) {
+/* Opens (creating) both files of stream id and pins them; the data file
+ * is pinned before the index file is opened, which may evict. On failure
+ * nothing is pinned. Returns 0 or -errno. */
+static int pin_files(rn_store *st, uint64_t id, rn_store_pin *pin) {
     *pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
     int fd = get_fd(st, id, RN_FILE_DATA, 1);
     if (fd < 0)
         return fd;
     open_file *data = st->head; /* get_fd leaves the file at the LRU head */
-    int rc = reserve(data, off, len);
-    if (rc < 0)
-        return rc;
-    data->pins++; /* before get_fd below, which may evict */
+    data->pins++;
     fd = get_fd(st, id, RN_FILE_INDEX, 1);
-    open_file *index = fd < 0 ? NULL : st->head;
-    rc = fd < 0 ? fd : reserve(index, k * 8, 8);
-    if (rc < 0) {
+    if (fd < 0) {
         data->pins--;
-        return rc;
+        return fd;
     }
+    open_file *index = st->head;
     index->pins++;
     *pin = (rn_store_pin){data->fd, index->fd, data, index};
     return 0;
 }
 
+int rn_store_pin_append(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
+                        rn_store_pin *pin) {
+    int rc = pin_files(st, id, pin);
+    if (rc == 0)
+        rc = reserve(pin->data, off, len);
+    if (rc == 0)
+        rc = reserve(pin->index, k * 8, 8);
+    if (rc < 0)
+        rn_store_unpin(pin);
+    return rc;
+}
+
+int rn_store_append(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off,
+                    uint64_t k) {
+    rn_store_pin pin;
+    int rc = pin_files(st, id, &pin);
+    if (rc == 0) {
+        rc = write_append(pin.data_fd, pin.index_fd, data, len, off, k);
+        rn_store_unpin(&pin);
+    }
+    return rc;
+}
+
 int rn_store_write_pinned(const rn_store_pin *pin, const void *data, size_t len, uint64_t off,
                           uint64_t k) {
-    int rc = write_at(pin->data_fd, data, len, off);
-    if (rc < 0)
-        return rc;
-    uint8_t b[8];
-    encode_u64(b, off + len);
-    return write_at(pin->index_fd, b, 8, k * 8);
+    return write_append(pin->data_fd, pin->index_fd, data, len, off, k);
 }
 
 void rn_store_unpin(rn_store_pin *pin) {

@@ -32,8 +32,10 @@ typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
 /* Creates the stream's data and index files unless they exist. Touches no
  * store state: safe on any thread. Returns 0 or -errno. */
 int rn_store_ensure_files(const rn_store *st, uint64_t id);
-/* Writes len bytes at off of stream id's data file. Returns 0 or -errno. */
-int rn_store_write(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off);
+/* Writes an append of stream id (replay): len bytes at off of its data
+ * file, then index entry k = off + len. Returns 0 or -errno. */
+int rn_store_append(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off,
+                    uint64_t k);
 /* Sets index entry k (the end offset of append k). Returns 0 or -errno. */
 int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end);
 

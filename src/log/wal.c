@@ -371,19 +371,22 @@ static void batch_done(uv_async_t *async) {
     }
     /* Only now is the batch over: a callback may submit (an HTTP answer
      * runs the next pipelined request), and that entry must wait for the
-     * hook, which needs no batch in flight, and for prepare_spare(), whose
-     * new spare must not truncate a spare a started batch is renaming. */
+     * hook, which needs no batch in flight. */
     if (wal->hook)
         wal->hook(wal->hook_arg);
-    prepare_spare(wal);
     wal->in_flight = 0;
     start_batch(wal);
 }
 
 static void start_batch(rn_wal *wal) {
-    if (wal->in_flight || !wal->queue_head)
+    if (wal->in_flight)
         return;
-    prepare_spare(wal); /* a later batch switches to it once it is ready */
+    /* Never while a batch is in flight: the new spare would truncate the
+     * spare that batch may be renaming into a segment. A later batch
+     * switches to it once it is ready. */
+    prepare_spare(wal);
+    if (!wal->queue_head)
+        return;
     wal_job *job = &wal->job;
     job->head = wal->queue_head;
     wal->queue_head = wal->queue_tail = NULL;
