@@ -5,7 +5,9 @@
 # (failed syncs, full disk, kill points) and abuse tests, each against both
 # builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
 # smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
-# on any failure.
+# on any failure. Each step runs with TMPDIR in a fresh scratch directory that
+# is removed after it, so a run leaves no data directories behind, whatever
+# its tests forget or a crash strands.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
@@ -14,8 +16,21 @@ scripts/build.sh plain asan || exit 1
 passed=0
 failed=0
 logdir=$(mktemp -d)
+scratch=$(mktemp -d /tmp/runnel-test-XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+# in_scratch CMD...: runs CMD with TMPDIR set to a new directory, removed
+# afterwards; returns CMD's status.
+in_scratch() {
+  local dir status
+  dir=$(mktemp -d "$scratch/step-XXXXXX")
+  TMPDIR=$dir "$@"
+  status=$?
+  rm -rf "$dir"
+  return "$status"
+}
 
 # count LABEL PASSED FAILED STATUS: adds a step's counts; a step that failed
 # without reporting failures counts as one failure.
@@ -40,7 +55,7 @@ run_unit() {
 
 run_conformance() {
   local build=$1 log="$logdir/conformance-$1.log"
-  scripts/conformance.sh "$build" >"$log" 2>&1
+  in_scratch scripts/conformance.sh "$build" >"$log" 2>&1
   local status=$?
   local line p f
   line=$(grep -E '^\s+Tests\s' "$log" | tail -1)
@@ -52,12 +67,13 @@ run_conformance() {
 
 run_blackbox() {
   local build=$1 log="$logdir/blackbox-$1.log"
-  RUNNEL_BIN="$build/runnel" node --test tests/blackbox/ >"$log" 2>&1
+  RUNNEL_BIN="$build/runnel" in_scratch node --test tests/blackbox/ >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -E '^# pass [0-9]+' "$log" | awk '{print $3}')
   f=$(grep -E '^# fail [0-9]+' "$log" | awk '{print $3}')
   [ "$status" -eq 0 ] || grep -B2 -A25 'not ok' "$log" | head -80
+  grep -E '^ *ok .* # SKIP' "$log" | sed 's/^ */   skipped: /'
   count "black-box tests ($build)" "${p:-0}" "${f:-0}" "$status"
 }
 
@@ -66,7 +82,7 @@ run_blackbox() {
 run_script() {
   local label=$1 log="$logdir/$2.log"
   shift 2
-  "$@" >"$log" 2>&1
+  in_scratch "$@" >"$log" 2>&1
   local status=$?
   local line p f
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)

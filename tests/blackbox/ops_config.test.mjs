@@ -11,12 +11,11 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { tempDir } from "./lib/server.mjs";
 import { freePort, printConfig, runCli, spawnServe, waitReady } from "./lib/ops.mjs";
 
 const work = tempDir("runnel-config-");
-after(() => fs.rmSync(work, { recursive: true, force: true }));
 
 let nfile = 0;
 function confFile(text) {

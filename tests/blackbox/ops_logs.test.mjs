@@ -19,18 +19,15 @@ import { freePort, sleep, spawnServe, waitReady } from "./lib/ops.mjs";
 
 const LEVELS = ["debug", "info", "warn", "error"];
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const dirs = [];
 const children = [];
 
 after(async () => {
   for (const c of children) await c.stop("SIGKILL");
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
 // Starts a server with extra args; resolves when ready.
 async function start(extra, { dataDir } = {}) {
   const dir = dataDir ?? tempDir("runnel-logs-");
-  dirs.push(dir);
   const port = await freePort();
   const child = spawnServe(["--listen", `127.0.0.1:${port}`, "--data-dir", dir, ...extra]);
   children.push(child);

@@ -10,7 +10,6 @@
 // memory; and that the whole exposition parses (HELP/TYPE before samples,
 // `name{labels} value`).
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { Server } from "./lib/server.mjs";
@@ -19,10 +18,7 @@ import { parseExposition, rawGet, reqKey, requestDeltas, scrape, sleep } from ".
 
 const server = new Server({ args: ["--test-hooks", "1", "--webhook-allow-loopback", "--webhook-timeout-ms", "1000"] });
 before(() => server.start());
-after(async () => {
-  await server.stop();
-  fs.rmSync(server.dataDir, { recursive: true, force: true });
-});
+after(() => server.stop());
 
 const TEXT = "text/plain";
 const JSONT = "application/json";

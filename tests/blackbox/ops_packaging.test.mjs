@@ -14,14 +14,13 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { tempDir } from "./lib/server.mjs";
 import { BIN, freePort, spawnServe, waitReady } from "./lib/ops.mjs";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const buildDir = path.dirname(path.resolve(BIN));
 const prefix = tempDir("runnel-prefix-");
-after(() => fs.rmSync(prefix, { recursive: true, force: true }));
 
 function have(cmd, args = ["--version"]) {
   const r = spawnSync(cmd, args, { encoding: "utf8" });

@@ -72,7 +72,6 @@ before(async () => {
 
 after(async () => {
   if (child) await child.stop("SIGKILL");
-  fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function tail() {

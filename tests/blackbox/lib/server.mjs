@@ -1,6 +1,9 @@
 // Starts and stops a runnel server for black-box tests: a fresh data
 // directory (or a given one), a free loopback port, bounded waits. The
 // binary comes from RUNNEL_BIN (scripts/test.sh sets it per build).
+// Every directory made by tempDir() is removed when the test file's process
+// exits, after any server still running has been killed, so a run leaves
+// nothing behind and its disk use is bounded by the files running at once.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -20,8 +23,17 @@ export async function freePort() {
   });
 }
 
+const madeDirs = [];
+const running = new Set();
+process.on("exit", () => {
+  for (const proc of running) proc.kill("SIGKILL");
+  for (const dir of madeDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 export function tempDir(prefix = "runnel-bb-") {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -44,7 +56,14 @@ export class Server {
     );
     this.proc.stdout.on("data", (d) => (this.log += d));
     this.proc.stderr.on("data", (d) => (this.log += d));
-    this.exited = new Promise((resolve) => this.proc.on("exit", (code, signal) => resolve({ code, signal })));
+    const proc = this.proc;
+    running.add(proc);
+    this.exited = new Promise((resolve) =>
+      proc.on("exit", (code, signal) => {
+        running.delete(proc);
+        resolve({ code, signal });
+      }),
+    );
     for (let i = 0; i < 100; i++) {
       try {
         const res = await fetch(`${this.url}/__runnel/readyz`, { signal: AbortSignal.timeout(1000) });

@@ -220,8 +220,9 @@ export function assertAbsent(r, names, what = "") {
   for (const n of names) assert.equal(r.headers.get(n), null, `${what} carries no ${n}`);
 }
 
-// Stops the servers and removes their data directories (these tests write
-// hundreds of MiB; the Server helper keeps its temporary directories).
+// Stops the servers and removes their data directories at once (these tests
+// write hundreds of MiB; the Server helper removes its directories only when
+// the test file's process exits).
 export async function stopAndRemove(...servers) {
   for (const s of servers) {
     await s.stop();
