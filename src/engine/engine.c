@@ -1685,9 +1685,12 @@ static void checkpoint_path(const rn_engine *e, char *out, size_t cap, const cha
 }
 
 /* Loads the checkpoint if there is one; returns the first log segment to
- * replay (0 when there is no checkpoint) or -1 on a damaged checkpoint. */
+ * replay (0 when there is no checkpoint) or -1 on a damaged checkpoint.
+ * Removes the image a crash left half-written (checkpoint.tmp). */
 static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
     char path[PATH_MAX];
+    checkpoint_path(e, path, sizeof path, ".tmp");
+    unlink(path);
     checkpoint_path(e, path, sizeof path, "");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -1770,13 +1773,15 @@ static void checkpoint_work(uv_work_t *req) {
     rn_fault_point("checkpoint-before-rename");
     if (!job->status && rename(tmp, final) < 0)
         job->status = -errno;
-    if (!job->status) {
-        int dfd = open(e->dir, O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            if (fsync(dfd) < 0)
-                job->status = -errno;
-            close(dfd);
-        }
+    if (job->status) {
+        unlink(tmp); /* a partial image must not hold the space a full disk needs */
+        return;
+    }
+    int dfd = open(e->dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        if (fsync(dfd) < 0)
+            job->status = -errno;
+        close(dfd);
     }
 }
 

@@ -1,6 +1,9 @@
 /*
  * datadir.c — the data directory's own files: the LOCK that keeps a second
- * server out, and the cluster id kept across restarts. See datadir.h.
+ * server out, FORMAT naming the on-disk format, and the cluster id kept
+ * across restarts. FORMAT and cluster-id are written once, atomically
+ * (temporary file, fsync, rename, fsync of the directory), so a crash while
+ * writing them leaves either nothing or the whole file. See datadir.h.
  */
 #include "ops/datadir.h"
 #include "util/log.h"
@@ -37,6 +40,74 @@ int rn_datadir_lock(const char *dir) {
     return fd;
 }
 
+/* Writes <dir>/<name> holding text, atomically and durably. Returns 0, or -1
+ * after logging why not. */
+static int write_file_durably(const char *dir, const char *name, const char *text) {
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    size_t len = strlen(text);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    ok = ok && rename(tmp, path) == 0;
+    int dfd = ok ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    ok = ok && dfd >= 0 && fsync(dfd) == 0;
+    if (dfd >= 0)
+        close(dfd);
+    if (!ok) {
+        rn_log(RN_LOG_ERROR, "start", "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    return ok ? 0 : -1;
+}
+
+/* Reads the first line of <dir>/<name> into out (without its line end).
+ * Returns 1 when read, 0 when the file does not exist, -1 after logging why
+ * it cannot be read. */
+static int read_first_line(const char *dir, const char *name, char *out, int size) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        rn_log(RN_LOG_ERROR, "start", "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!fgets(out, size, f))
+        out[0] = 0;
+    fclose(f);
+    out[strcspn(out, "\r\n")] = 0;
+    return 1;
+}
+
+int rn_datadir_check_format(const char *dir) {
+    char line[128];
+    int got = read_first_line(dir, "FORMAT", line, sizeof line);
+    if (got < 0)
+        return -1;
+    if (got == 0) {
+        snprintf(line, sizeof line, "runnel data format %d\n", RN_DATA_FORMAT);
+        return write_file_durably(dir, "FORMAT", line);
+    }
+    int format = 0, end = 0;
+    if (sscanf(line, "runnel data format %d%n", &format, &end) != 1 || line[end] != 0) {
+        rn_log(RN_LOG_ERROR, "start", "%s/FORMAT is damaged or not runnel's; refusing to start",
+               dir);
+        return -1;
+    }
+    if (format != RN_DATA_FORMAT) {
+        rn_log(RN_LOG_ERROR, "start",
+               "%s holds data format %d and this build reads format %d; refusing to start "
+               "(run the build that wrote it)",
+               dir, format, RN_DATA_FORMAT);
+        return -1;
+    }
+    return 0;
+}
+
 static int cluster_id_valid(const char *id) {
     size_t n = strlen(id);
     if (n < 1 || n > 64)
@@ -47,9 +118,6 @@ static int cluster_id_valid(const char *id) {
     return 1;
 }
 
-/* The deployment's id (ext §10): --cluster-id when given, else the one kept
- * in <data>/cluster-id, generated (random hex) and synced at the first
- * start. Returns 0, or -1 after logging why not. */
 int rn_datadir_cluster_id(const rn_config *cfg, char out[65]) {
     if (cfg->cluster_id[0]) {
         if (!cluster_id_valid(cfg->cluster_id)) {
@@ -60,16 +128,16 @@ int rn_datadir_cluster_id(const rn_config *cfg, char out[65]) {
         memcpy(out, cfg->cluster_id, strlen(cfg->cluster_id) + 1); /* valid: at most 64 */
         return 0;
     }
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/cluster-id", cfg->data_dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        int ok = fgets(out, 65, f) != NULL;
-        fclose(f);
-        out[strcspn(out, "\r\n")] = 0;
-        if (ok && cluster_id_valid(out))
+    char line[128];
+    int got = read_first_line(cfg->data_dir, "cluster-id", line, sizeof line);
+    if (got < 0)
+        return -1;
+    if (got == 1) {
+        if (cluster_id_valid(line)) {
+            memcpy(out, line, strlen(line) + 1); /* valid: at most 64 */
             return 0;
-        rn_log(RN_LOG_ERROR, "start", "%s is damaged; refusing to start", path);
+        }
+        rn_log(RN_LOG_ERROR, "start", "%s/cluster-id is damaged; refusing to start", cfg->data_dir);
         return -1;
     }
     uint8_t raw[8];
@@ -83,13 +151,5 @@ int rn_datadir_cluster_id(const rn_config *cfg, char out[65]) {
     close(rfd);
     snprintf(out, 65, "runnel-%02x%02x%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3],
              raw[4], raw[5], raw[6], raw[7]);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    int ok = fd >= 0 && write(fd, out, strlen(out)) == (ssize_t)strlen(out) && fsync(fd) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (!ok) {
-        rn_log(RN_LOG_ERROR, "start", "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return write_file_durably(cfg->data_dir, "cluster-id", out);
 }

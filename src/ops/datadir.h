@@ -1,6 +1,6 @@
 /*
  * datadir.h — files of the data directory that belong to the process, not
- * to the store: the lock and the cluster id.
+ * to the store: the lock, the format marker and the cluster id.
  */
 #ifndef RN_DATADIR_H
 #define RN_DATADIR_H
@@ -11,6 +11,18 @@
  * fd (held for the process's life) or -1 after logging why not (another
  * runnel uses the directory, or it cannot be created). */
 int rn_datadir_lock(const char *dir);
+
+/* The on-disk format this build reads and writes. Raise it with any change
+ * a build of the previous format would misread (log records, checkpoints,
+ * file layout), and say in docs/ARCHITECTURE.md what changed. */
+#define RN_DATA_FORMAT 1
+
+/* Checks <data>/FORMAT ("runnel data format N"): 0 when N is this build's
+ * format; writes it (durably) when absent, which covers a new directory and
+ * one written before the marker existed (its checkpoint still carries its
+ * own magic). Returns -1 after logging why not when N differs or the file
+ * is damaged: the server must not start on data it would misread. */
+int rn_datadir_check_format(const char *dir);
 
 /* The deployment's id (extensions §10): --cluster-id when given, else the
  * one kept in <data>/cluster-id, generated (random hex) and synced at the

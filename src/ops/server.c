@@ -250,7 +250,7 @@ int rn_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     fit_descriptor_limit(&s.cfg);
     int lock_fd = rn_datadir_lock(s.cfg.data_dir);
-    if (lock_fd < 0)
+    if (lock_fd < 0 || rn_datadir_check_format(s.cfg.data_dir) != 0)
         return 1;
     char cluster_id[65];
     if (rn_datadir_cluster_id(&s.cfg, cluster_id) != 0)

@@ -556,6 +556,8 @@ async function runCase(c, idx) {
     // restart without the kill point and verify every client's streams
     srv = new Server({ bin: opts.bin, dataDir, args, logPath, port: srv.port });
     await srv.start();
+    // no write has run since the start, so no checkpoint is being written
+    if (fs.existsSync(path.join(dataDir, "checkpoint.tmp"))) issues.push("recovery left a half-written checkpoint.tmp behind");
     const all = [...models.map((m, a) => ({ m, inDoubt: results[a]?.inDoubt })), { m: filler, inDoubt: results[models.length]?.inDoubt }];
     let applied = 0;
     for (const { m, inDoubt } of all) {
