@@ -98,7 +98,8 @@ static const setting SETTINGS[] = {
     U64("request-timeout-ms", "RUNNEL_REQUEST_TIMEOUT_MS", request_timeout_ms, 30000, 100, 3600000,
         "time to receive a whole request (408 beyond)"),
     U64("idle-timeout-ms", "RUNNEL_IDLE_TIMEOUT_MS", idle_timeout_ms, 60000, 100, 3600000,
-        "keep-alive connections idle this long are closed"),
+        "keep-alive connections idle this long are closed, and so is one whose client takes "
+        "no byte of a waiting answer for this long"),
     U64("max-body-bytes-in-flight", "RUNNEL_MAX_BODY_BYTES_IN_FLIGHT", max_body_bytes_in_flight,
         536870912, 1048576, 1ull << 40,
         "request body bytes held in memory at once (declared lengths of bodies being received "

@@ -21,6 +21,8 @@
  * collected as batch entries instead, and the flush sends them from the
  * loop thread and the fan-out threads (fanout.c), which touch only the
  * entries: descriptor, bytes, result. Everything else is loop-thread only.
+ * While bytes stay queued, the send watch closes a client that takes none
+ * of them for a whole idle-timeout period (see output_progressed).
  */
 #include "transport/http.h"
 #include "transport/fanout.h"
@@ -28,7 +30,9 @@
 #include "util/text.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <llhttp.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +97,12 @@ struct rn_conn {
     int headers_too_large; /* header bytes or count passed their limit (431) */
     size_t pending_writes; /* uv_write requests and batch entries not yet settled */
     size_t batch_slot;     /* 1 + index of its entry in the server's batch; 0: none */
+    /* the send watch (see output_progressed) */
+    uint64_t writes_done;  /* uv_write requests completed */
+    int watching;          /* the watch_* fields hold a reading */
+    uint64_t watch_writes; /* writes_done, */
+    size_t watch_queued;   /* bytes in libuv's write queue, */
+    int watch_unsent;      /* bytes the kernel holds unacknowledged, when last read */
 };
 
 /* Bytes queued with uv_write, and what keeps them alive: owned buffers, or
@@ -159,6 +169,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void conn_close(rn_conn *c);
 static void conn_finish(rn_conn *c);
 static void process_input(rn_conn *c);
+static void arm_timer(rn_conn *c, uint64_t ms);
 static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
 
 /* ---- requests ---- */
@@ -225,8 +236,50 @@ static void detach_request(rn_conn *c, int aborted) {
 
 /* ---- timers ---- */
 
+/* ---- the send watch ----
+ * While answer bytes wait for a client (pending_writes), the connection's
+ * timer checks every idle-timeout period whether the client took any:
+ * a uv_write completed, libuv's write queue shrank, or the kernel's
+ * unacknowledged bytes (SIOCOUTQ) shrank since the last reading. A client
+ * that took nothing for a whole period is closed; a slow one that keeps
+ * reading is not, however long its answer takes. Without it a client that
+ * stops reading mid-answer held its connection (and a file piece) forever. */
+
+/* Records the current send state of c as the reference for the next check. */
+static void watch_read(rn_conn *c) {
+    int fd = -1, unsent = 0;
+    uv_fileno((const uv_handle_t *)&c->tcp, &fd);
+    if (fd < 0 || ioctl(fd, SIOCOUTQ, &unsent) < 0)
+        unsent = 0;
+    c->watch_writes = c->writes_done;
+    c->watch_queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    c->watch_unsent = unsent;
+    c->watching = 1;
+}
+
+/* True when the client took bytes since watch_read (or there was none);
+ * takes a new reading either way. */
+static int output_progressed(rn_conn *c) {
+    int had = c->watching;
+    uint64_t writes = c->watch_writes;
+    size_t queued = c->watch_queued;
+    int unsent = c->watch_unsent;
+    watch_read(c);
+    return !had || c->writes_done != writes || c->watch_queued < queued || c->watch_unsent < unsent;
+}
+
 static void on_timeout(uv_timer_t *t) {
     rn_conn *c = t->data;
+    if (c->pending_writes > 0) {
+        if (output_progressed(c))
+            arm_timer(c, c->srv->cfg.idle_timeout_ms);
+        else
+            conn_close(c); /* a whole period without taking a byte */
+        return;
+    }
+    c->watching = 0;
+    if (c->state == ST_HANDLING)
+        return; /* a send watch outlived its bytes; the handler owns the connection */
     if (c->state == ST_READING && c->req && !c->req->responding) {
         /* Slow or stalled request: answer 408 and close. */
         c->close_after_response = 1;
@@ -478,6 +531,8 @@ static int output_blocked(rn_conn *c) {
 }
 
 static void after_write(rn_conn *c, int file_piece) {
+    if (c->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
+        arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */
     if (file_piece && !c->closed) {
         file_pump(c);
         return;
@@ -506,6 +561,7 @@ static void on_written(uv_write_t *w, int status) {
     int file_piece = wr->file_piece;
     write_req_free(wr);
     c->pending_writes--;
+    c->writes_done++;
     if (status < 0) {
         conn_close(c);
         return;
@@ -553,6 +609,11 @@ static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned 
         conn_close(c);
         return -1;
     }
+    if (!uv_is_active((uv_handle_t *)&c->timer)) {
+        watch_read(c);
+        arm_timer(c, c->srv->cfg.idle_timeout_ms);
+    } else if (!c->watching)
+        watch_read(c);
     return 0;
 }
 

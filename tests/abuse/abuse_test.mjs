@@ -5,7 +5,7 @@
 // WHAT IT PROVES (limits set by flags so it runs fast: request timeout 1 s,
 // idle timeout 1 s, 200 connections, 8 KiB of request line + headers, 32
 // headers, 1 MiB bodies, 4 MiB of bodies in flight, 50 live reads, 20 per
-// stream):
+// stream, 64 MiB per read answer):
 //   slowloris        headers dribbled a byte per 100 ms: 408 and close within
 //                    the request timeout (+ slack)
 //   slow body        a body dribbled: 408 and close in time, nothing applied
@@ -25,6 +25,13 @@
 //   unread answers   60 pipelined 1 MiB reads whose answers are not read:
 //                    the server holds about one answer (RSS grows <= 16 MiB),
 //                    and all 60 arrive whole once the client reads
+//   stalled download a 48 MiB answer (far past the socket buffers), a
+//                    catch-up read built in memory and a snapshot sent from
+//                    its file, to a client that stops reading: cut (resumed after two idle
+//                    periods + slack, it gets the end of the connection
+//                    before the whole answer); a client reading 64 KiB every
+//                    10 ms keeps its connection through four periods, then
+//                    gets every byte
 //   body memory      bodies declared past the in-flight bound: 503
 //                    INGRESS_BODY_BYTES_LIMIT_REACHED with Retry-After,
 //                    unread; bodies under 64 KiB pass on a reserve of an
@@ -45,6 +52,9 @@ import net from "node:net";
 import path from "node:path";
 import fs from "node:fs";
 import { Checks, Server, percentile, parseArgs, readAll, scratchDir, sleep } from "../faults/lib.mjs";
+import { commit, createStream, enc, snapshotDigestOf, stagePart } from "../blackbox/lib/snap.mjs";
+
+const OCTET = "application/octet-stream";
 
 const USAGE = "usage: node tests/abuse/abuse_test.mjs --bin build/runnel [--p99-ms 200]";
 const opts = parseArgs(process.argv.slice(2), { bin: "build/runnel", p99Ms: 200 }, USAGE);
@@ -52,7 +62,7 @@ const checks = new Checks();
 
 const LIMITS = {
   requestTimeoutMs: 1000, idleTimeoutMs: 1000, maxConnections: 200, maxHeaderBytes: 8192, maxHeaders: 32,
-  maxBodyBytes: 1 << 20, inFlight: 4 << 20, liveReads: 50, liveReadsPerStream: 20,
+  maxBodyBytes: 1 << 20, inFlight: 4 << 20, liveReads: 50, liveReadsPerStream: 20, maxReadBytes: 64 << 20,
 };
 const SLACK_MS = 700; // timer granularity, scheduling on 2 cores, sanitizer builds
 
@@ -173,7 +183,8 @@ async function main() {
       "--max-connections", String(LIMITS.maxConnections), "--max-header-bytes", String(LIMITS.maxHeaderBytes),
       "--max-headers", String(LIMITS.maxHeaders), "--max-body-bytes", String(LIMITS.maxBodyBytes),
       "--max-body-bytes-in-flight", String(LIMITS.inFlight), "--max-live-reads", String(LIMITS.liveReads),
-      "--max-live-reads-per-stream", String(LIMITS.liveReadsPerStream), "--long-poll-timeout-ms", "4000"],
+      "--max-live-reads-per-stream", String(LIMITS.liveReadsPerStream), "--long-poll-timeout-ms", "4000",
+      "--max-read-bytes", String(LIMITS.maxReadBytes)],
   });
   const port = () => srv.port;
   const base = () => srv.url;
@@ -356,6 +367,92 @@ async function main() {
         st.length === N && st.every((x) => x === 200) && c.data.length >= N * big.length, `${st.length} answers, ${c.data.length} bytes`);
       c.destroy();
     });
+
+    // Two kinds of answer: a catch-up read (built in memory) and a snapshot
+    // (sent from its file a piece at a time), each 48 MiB.
+    const piece = Buffer.alloc(LIMITS.maxBodyBytes, 0x62);
+    const PIECES = 48;
+    const downloads = {
+      "catch-up": async () => {
+        const url = `${base()}/v1/stream/abuse/huge`;
+        const put = await fetch(url, { method: "PUT", headers: { "content-type": "text/plain" } });
+        if (put.status !== 201) throw new Error(`create: ${put.status}`);
+        for (let i = 0; i < PIECES; i++) {
+          const r = await fetch(url, { method: "POST", headers: { "content-type": "text/plain" }, body: piece });
+          if (r.status !== 204) throw new Error(`append ${i}: ${r.status}`);
+        }
+        return "/v1/stream/abuse/huge?offset=-1";
+      },
+      snapshot: async () => {
+        const url = `${base()}/abuse-b/huge`;
+        const { tail } = await createStream(url, { type: OCTET, body: Buffer.from("x") });
+        const ids = [];
+        for (let i = 0; i < PIECES; i++) ids.push(await stagePart(url, tail, piece));
+        const r = await commit(url, tail, ids, await snapshotDigestOf(OCTET, Array(PIECES).fill(piece)));
+        if (r.status !== 204) throw new Error(`commit: ${r.status} ${r.text}`);
+        return `/abuse-b/huge/snapshot/${enc(tail)}`;
+      },
+    };
+    for (const [kind, prepare] of Object.entries(downloads)) {
+      await attack(`stalled download (${kind})`, probe, async () => {
+        const target = await prepare();
+        const total = PIECES * piece.length;
+        const open = async () => {
+          const c = new Raw(port());
+          await c.connected;
+          c.sock.pause();
+          c.send(`GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+          return c;
+        };
+        // takes one 'data' event's bytes (at most 64 KiB), or nothing within 200 ms
+        const readOnce = (c) => new Promise((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            c.sock.removeListener("data", done);
+            c.sock.pause();
+            resolve();
+          };
+          const timer = setTimeout(done, 200);
+          c.sock.once("data", done);
+          c.sock.resume();
+        });
+        // a paused client sees the end of the connection only once it reads
+        // up to it, so the stalled one is resumed after two periods (+ slack):
+        // cut, it gets less than the answer and the end; never cut, it would
+        // get all of it
+        const t0 = Date.now();
+        const stalled = await open();
+        const slow = await open();
+        let stalledResumed = false;
+        while (Date.now() - t0 < 4 * LIMITS.idleTimeoutMs && slow.closedAt === null) {
+          await readOnce(slow);
+          await sleep(10);
+          if (!stalledResumed && Date.now() - t0 > 2 * LIMITS.idleTimeoutMs + SLACK_MS) {
+            stalled.sock.resume();
+            stalledResumed = true;
+          }
+        }
+        await stalled.closed(3000);
+        checks.check(`stalled download (${kind}): a client that stopped reading for two idle periods was cut`,
+          stalled.closedAt !== null && stalled.data.length < total,
+          `${stalled.closedAt === null ? "still open" : "closed"}, ${stalled.data.length} bytes received`);
+        checks.check(`stalled download (${kind}): a slow reader keeps its connection through four idle periods, its answer unfinished`,
+          slow.closedAt === null && slow.data.length < total,
+          `${slow.closedAt === null ? "open" : `closed after ${slow.closedAt - t0} ms`} having read ${slow.data.length} bytes`);
+        const readSoFar = slow.data.length;
+        figures.push(`stalled download (${kind}): the stalled client got ${(stalled.data.length / 1048576).toFixed(1)} MiB before the cut; ` +
+          `the slow one read ${(readSoFar / 1048576).toFixed(1)} MiB over four periods`);
+        slow.sock.resume();
+        const t1 = Date.now();
+        while (slow.data.length < total && slow.closedAt === null && Date.now() - t1 < 10000) await sleep(20);
+        const body = slow.data.slice(slow.data.indexOf("\r\n\r\n") + 4);
+        checks.check(`stalled download (${kind}): the slow reader then gets all ${total} bytes`,
+          slow.statuses()[0] === 200 && body.length === total && !/[^b]/.test(body),
+          `status ${slow.statuses()[0]}, ${body.length} body bytes (${readSoFar} read slowly)`);
+        stalled.destroy();
+        slow.destroy();
+      });
+    }
 
     await attack("body memory", probe, async () => {
       // each holder declares a 1 MiB body, sends a little and stalls
