@@ -96,7 +96,11 @@ static const setting SETTINGS[] = {
     U64("max-connections", "RUNNEL_MAX_CONNECTIONS", max_connections, 10000, 1, 1000000,
         "open client connections; more are closed at accept"),
     U64("request-timeout-ms", "RUNNEL_REQUEST_TIMEOUT_MS", request_timeout_ms, 30000, 100, 3600000,
-        "time to receive a whole request (408 beyond)"),
+        "time to receive a whole request (408 beyond), plus what its body earns at "
+        "--min-body-rate"),
+    U64("min-body-rate", "RUNNEL_MIN_BODY_RATE", min_body_rate, 65536, 0, 1ull << 40,
+        "bytes/s: each body byte received adds 1/rate s to the request timeout, so an upload "
+        "keeping this rate is never cut; 0: the whole request within the timeout"),
     U64("idle-timeout-ms", "RUNNEL_IDLE_TIMEOUT_MS", idle_timeout_ms, 60000, 100, 3600000,
         "keep-alive connections idle this long are closed, and so is one whose client takes "
         "no byte of a waiting answer for this long"),

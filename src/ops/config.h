@@ -25,6 +25,7 @@ typedef struct {
     uint64_t max_headers;
     uint64_t max_connections;
     uint64_t request_timeout_ms;
+    uint64_t min_body_rate; /* body bytes/s that extend the request timeout (0: none) */
     uint64_t idle_timeout_ms;
     uint64_t max_body_bytes_in_flight;  /* request body bytes buffered at once (503 beyond) */
     uint64_t max_live_reads;            /* parked long-polls + SSE readers (503 beyond) */

@@ -270,6 +270,7 @@ int rn_serve(int argc, char **argv) {
                          .max_header_bytes = s.cfg.max_header_bytes,
                          .max_headers = s.cfg.max_headers,
                          .request_timeout_ms = s.cfg.request_timeout_ms,
+                         .min_body_rate = s.cfg.min_body_rate,
                          .idle_timeout_ms = s.cfg.idle_timeout_ms,
                          .max_connections = (int)s.cfg.max_connections,
                          .max_body_bytes_in_flight = s.cfg.max_body_bytes_in_flight,

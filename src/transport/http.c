@@ -93,10 +93,11 @@ struct rn_conn {
     header_span *spans;
     size_t span_count, span_cap;
     int last_was_value;
-    int url_too_long;      /* the request line passed max_header_bytes (414) */
-    int headers_too_large; /* header bytes or count passed their limit (431) */
-    size_t pending_writes; /* uv_write requests and batch entries not yet settled */
-    size_t batch_slot;     /* 1 + index of its entry in the server's batch; 0: none */
+    int url_too_long;       /* the request line passed max_header_bytes (414) */
+    int headers_too_large;  /* header bytes or count passed their limit (431) */
+    uint64_t request_began; /* uv_now() when the current request's first byte arrived */
+    size_t pending_writes;  /* uv_write requests and batch entries not yet settled */
+    size_t batch_slot;      /* 1 + index of its entry in the server's batch; 0: none */
     /* the send watch (see output_progressed) */
     uint64_t writes_done;  /* uv_write requests completed */
     int watching;          /* the watch_* fields hold a reading */
@@ -311,6 +312,7 @@ static int on_message_begin(llhttp_t *p) {
     c->headers_too_large = 0;
     if (c->state == ST_IDLE) {
         c->state = ST_READING;
+        c->request_began = uv_now(c->srv->loop);
         arm_timer(c, c->srv->cfg.request_timeout_ms);
     }
     return 0;
@@ -477,6 +479,19 @@ static int on_headers_complete(llhttp_t *p) {
     return 0;
 }
 
+/* Moves the request timer to request_began + request timeout + received /
+ * min_body_rate: an upload that keeps that rate is never cut, a dribbled
+ * body still is (about at the timeout when it is much slower). */
+static void extend_request_timeout(rn_conn *c, uint64_t received) {
+    const rn_http_config *cfg = &c->srv->cfg;
+    if (!cfg->min_body_rate || c->state != ST_READING)
+        return;
+    uint64_t deadline =
+        c->request_began + cfg->request_timeout_ms + received * 1000 / cfg->min_body_rate;
+    uint64_t now = uv_now(c->srv->loop);
+    arm_timer(c, deadline > now ? deadline - now : 1);
+}
+
 static int on_body(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
     if (c->state == ST_DISCARDING)
@@ -501,6 +516,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
         return HPE_PAUSED;
     }
     rn_buf_append(&r->body, at, len);
+    extend_request_timeout(c, r->body.len);
     return 0;
 }
 

@@ -89,7 +89,8 @@ typedef struct {
     size_t max_body_bytes;       /* larger bodies are refused (413) unread */
     size_t max_header_bytes;     /* request line + headers */
     size_t max_headers;          /* header count */
-    uint64_t request_timeout_ms; /* to receive a whole request */
+    uint64_t request_timeout_ms; /* to receive a whole request, plus: */
+    uint64_t min_body_rate;      /* each body byte adds 1/rate s (0: nothing) */
     uint64_t idle_timeout_ms;    /* between keep-alive requests */
     int max_connections;
     /* Request body bytes held at once, over all requests: a body's declared

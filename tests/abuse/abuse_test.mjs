@@ -8,7 +8,9 @@
 // stream, 64 MiB per read answer):
 //   slowloris        headers dribbled a byte per 100 ms: 408 and close within
 //                    the request timeout (+ slack)
-//   slow body        a body dribbled: 408 and close in time, nothing applied
+//   slow body        a body dribbled: 408 and close in time, nothing applied;
+//                    a steady upload at 320 KiB/s (above --min-body-rate)
+//                    that outlasts the request timeout is applied
 //   idle flood       connections that send nothing are closed at the idle
 //                    timeout; past --max-connections they are closed at accept
 //   smuggling        Content-Length with Transfer-Encoding (both orders),
@@ -239,6 +241,27 @@ async function main() {
       checks.check("slow body: each answered 408", conns.every((c) => c.statuses().join() === "408"), conns.map((c) => c.statuses().join()).join(" "));
       checks.check("slow body: nothing applied", (await streamContent("bodies")) === "", "bodies stream not empty");
       conns.forEach((c) => c.destroy());
+
+      // a steady upload slower than the request timeout allows for its size
+      // but faster than --min-body-rate (64 KiB/s): 1 MiB at 320 KiB/s
+      const put = await fetch(`${base()}/v1/stream/abuse/steady`, { method: "PUT", headers: { "content-type": "text/plain" } });
+      checks.check("slow body: the steady upload's stream is created", put.status === 201, String(put.status));
+      const body = Buffer.alloc(LIMITS.maxBodyBytes, 0x73);
+      const up = new Raw(port());
+      await up.connected;
+      const t0 = Date.now();
+      up.send(H(["POST /v1/stream/abuse/steady HTTP/1.1", "Host: x", "Content-Type: text/plain", `Content-Length: ${body.length}`]));
+      for (let off = 0; off < body.length && up.closedAt === null; off += 64 << 10) {
+        up.send(body.subarray(off, off + (64 << 10)));
+        await sleep(200);
+      }
+      const took = Date.now() - t0;
+      const t1 = Date.now();
+      while (up.statuses().length === 0 && up.closedAt === null && Date.now() - t1 < 3000) await sleep(20);
+      checks.check(`slow body: a steady 320 KiB/s upload taking ${took} ms (> 3 request timeouts) is applied`,
+        took > 3 * LIMITS.requestTimeoutMs && up.statuses().join() === "204" && (await streamContent("steady")) === body.toString("latin1"),
+        `answers ${up.statuses().join() || "none"}${up.closedAt === null ? "" : ", closed"}`);
+      up.destroy();
     });
 
     await attack("idle flood", probe, async () => {
