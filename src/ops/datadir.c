@@ -7,6 +7,7 @@
  */
 #include "ops/datadir.h"
 #include "util/log.h"
+#include "util/text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -47,17 +48,25 @@ static int write_file_durably(const char *dir, const char *name, const char *tex
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
     size_t len = strlen(text);
+    errno = 0;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+    int err = errno ? errno : EIO; /* a short write sets no errno */
     if (fd >= 0)
         close(fd);
-    ok = ok && rename(tmp, path) == 0;
+    if (ok && rename(tmp, path) < 0) {
+        ok = 0;
+        err = errno;
+    }
     int dfd = ok ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    ok = ok && dfd >= 0 && fsync(dfd) == 0;
+    if (ok && (dfd < 0 || fsync(dfd) < 0)) {
+        ok = 0;
+        err = errno;
+    }
     if (dfd >= 0)
         close(dfd);
     if (!ok) {
-        rn_log(RN_LOG_ERROR, "start", "cannot write %s: %s", path, strerror(errno));
+        rn_log(RN_LOG_ERROR, "start", "cannot write %s: %s", path, strerror(err));
         unlink(tmp);
     }
     return ok ? 0 : -1;
@@ -92,17 +101,20 @@ int rn_datadir_check_format(const char *dir) {
         snprintf(line, sizeof line, "runnel data format %d\n", RN_DATA_FORMAT);
         return write_file_durably(dir, "FORMAT", line);
     }
-    int format = 0, end = 0;
-    if (sscanf(line, "runnel data format %d%n", &format, &end) != 1 || line[end] != 0) {
+    static const char prefix[] = "runnel data format ";
+    size_t plen = sizeof prefix - 1;
+    uint64_t format = 0;
+    if (strncmp(line, prefix, plen) != 0 ||
+        rn_parse_strict_u64(line + plen, strlen(line + plen), 1000000, &format) != 0) {
         rn_log(RN_LOG_ERROR, "start", "%s/FORMAT is damaged or not runnel's; refusing to start",
                dir);
         return -1;
     }
     if (format != RN_DATA_FORMAT) {
         rn_log(RN_LOG_ERROR, "start",
-               "%s holds data format %d and this build reads format %d; refusing to start "
+               "%s holds data format %llu and this build reads format %d; refusing to start "
                "(run the build that wrote it)",
-               dir, format, RN_DATA_FORMAT);
+               dir, (unsigned long long)format, RN_DATA_FORMAT);
         return -1;
     }
     return 0;

@@ -69,6 +69,9 @@ describe("FORMAT", () => {
     ["an empty marker", ""],
     ["a marker of something else", "sqlite format 3\n"],
     ["trailing garbage", "runnel data format 1x\n"],
+    ["a signed number", "runnel data format +1\n"],
+    ["a leading zero", "runnel data format 01\n"],
+    ["words run together", "runneldataformat1\n"],
   ]) {
     test(`${what}: refuses to start as damaged, changes nothing`, async () => {
       const { srv } = await dirWithData();
