@@ -27,9 +27,10 @@ typedef struct {
     uint64_t request_timeout_ms;
     uint64_t min_body_rate; /* body bytes/s that extend the request timeout (0: none) */
     uint64_t idle_timeout_ms;
-    uint64_t max_body_bytes_in_flight;  /* request body bytes buffered at once (503 beyond) */
-    uint64_t max_live_reads;            /* parked long-polls + SSE readers (503 beyond) */
-    uint64_t max_live_reads_per_stream; /* the same per stream (429 beyond) */
+    uint64_t max_body_bytes_in_flight;   /* request body bytes buffered at once (503 beyond) */
+    uint64_t max_answer_bytes_in_flight; /* answer bytes queued for clients (reads shrink beyond) */
+    uint64_t max_live_reads;             /* parked long-polls + SSE readers (503 beyond) */
+    uint64_t max_live_reads_per_stream;  /* the same per stream (429 beyond) */
     uint64_t max_read_bytes;
     uint64_t sse_queue_bytes;
     uint64_t fanout_threads; /* helpers of the loop thread's fan-out writes; 0: none */

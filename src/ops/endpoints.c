@@ -128,6 +128,9 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            ep->ready ? rn_surface_live_reads(ep->surface) : 0);
     metric(b, "runnel_open_connections", "gauge", "Open client connections.",
            rn_http_connections(ep->http));
+    metric(b, "runnel_answer_bytes_in_flight", "gauge",
+           "Answer bytes queued for clients that have not taken them.",
+           rn_http_answer_bytes_held(ep->http));
     metric(b, "runnel_process_resident_bytes", "gauge", "Resident memory of the process.",
            resident_bytes());
     metric(b, "runnel_ready", "gauge", "1 once recovery finished.", (uint64_t)ep->ready);

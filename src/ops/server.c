@@ -274,6 +274,7 @@ int rn_serve(int argc, char **argv) {
                          .idle_timeout_ms = s.cfg.idle_timeout_ms,
                          .max_connections = (int)s.cfg.max_connections,
                          .max_body_bytes_in_flight = s.cfg.max_body_bytes_in_flight,
+                         .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early,
                          .fanout_threads = (int)s.cfg.fanout_threads};

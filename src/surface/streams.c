@@ -780,12 +780,20 @@ static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
     return s->json && c->prof->ndjson_reads;
 }
 
+/* The most bytes this answer reads: the request's cap, shortened while
+ * answers for slow clients hold the server's answer budget (the answer is
+ * then partial, and the client continues from Stream-Next-Offset). */
+static size_t answer_cap(const stream_ctx *c) {
+    size_t room = rn_http_answer_room(c->req);
+    return room < c->max_bytes ? room : c->max_bytes;
+}
+
 static void answer_data(stream_ctx *c, rn_stream *s) {
     rn_buf data = {0}, body = {0}, h = {0};
     uint64_t start = c->offset;
     long got = 0;
     if (c->offset_kind != RN_OFFSET_NOW) {
-        got = rn_engine_read(c->sf->engine, s, start, c->max_bytes, !reads_ndjson(c, s), &data);
+        got = rn_engine_read(c->sf->engine, s, start, answer_cap(c), !reads_ndjson(c, s), &data);
         if (got < 0) {
             rn_buf_free(&data);
             reply_and_finish(c, RN_E_INTERNAL, NULL);

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <linux/sockios.h>
 #include <llhttp.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -66,6 +67,7 @@ struct rn_http_server {
     int flushing;      /* writes made meanwhile are not collected */
     batch_entry *batch;
     size_t batch_len, batch_cap;
+    uint64_t answer_bytes_held; /* owned bytes of queued writes (max_answer_bytes_in_flight) */
 };
 
 /* A header's position inside req->raw while it is being received. */
@@ -114,6 +116,7 @@ struct write_req {
     rn_buf head, body;
     rn_http_chunk *chunk;
     int file_piece; /* a piece of rn_http_respond_file: send the next one when done */
+    size_t held;    /* head and body bytes counted in answer_bytes_held */
 };
 typedef struct write_req write_req;
 
@@ -564,6 +567,8 @@ static void after_write(rn_conn *c, int file_piece) {
 }
 
 static void write_req_free(write_req *wr) {
+    if (wr->held)
+        wr->conn->srv->answer_bytes_held -= wr->held;
     rn_buf_free(&wr->head);
     rn_buf_free(&wr->body);
     if (wr->chunk)
@@ -625,6 +630,8 @@ static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned 
         conn_close(c);
         return -1;
     }
+    wr->held = wr->head.len + wr->body.len;
+    c->srv->answer_bytes_held += wr->held;
     if (!uv_is_active((uv_handle_t *)&c->timer)) {
         watch_read(c);
         arm_timer(c, c->srv->cfg.idle_timeout_ms);
@@ -964,7 +971,9 @@ static void file_pump(rn_conn *c) {
             response_finished(c);
         return;
     }
-    size_t n = r->file_left < FILE_PIECE_BYTES ? (size_t)r->file_left : FILE_PIECE_BYTES;
+    size_t piece_max =
+        rn_http_answer_room(r) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES : FILE_PIECE_BYTES;
+    size_t n = r->file_left < piece_max ? (size_t)r->file_left : piece_max;
     rn_buf piece = {0};
     rn_buf_reserve(&piece, n);
     ssize_t got = pread(r->file_fd, piece.data, n, (off_t)r->file_off);
@@ -979,6 +988,19 @@ static void file_pump(rn_conn *c) {
     r->file_off += (uint64_t)got;
     r->file_left -= (uint64_t)got;
     conn_write(c, &piece, NULL, 1);
+}
+
+uint64_t rn_http_answer_bytes_held(const rn_http_server *srv) {
+    return srv->answer_bytes_held;
+}
+
+size_t rn_http_answer_room(const rn_request *req) {
+    const rn_http_server *srv = req->conn ? req->conn->srv : NULL;
+    if (!srv || !srv->cfg.max_answer_bytes_in_flight)
+        return SIZE_MAX;
+    uint64_t held = srv->answer_bytes_held, bound = srv->cfg.max_answer_bytes_in_flight;
+    uint64_t room = held < bound ? bound - held : 0;
+    return room > RN_HTTP_SMALL_PIECE_BYTES ? (size_t)room : RN_HTTP_SMALL_PIECE_BYTES;
 }
 
 void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,

@@ -99,6 +99,12 @@ typedef struct {
      * RN_HTTP_EARLY_BODY_BYTES may go an eighth past it (a reserve for
      * small writes). 0: no bound. */
     uint64_t max_body_bytes_in_flight;
+    /* Answer bytes held at once for clients that have not taken them yet,
+     * over all connections (owned buffers queued with uv_write; shared SSE
+     * chunks are bounded per reader instead). Past it, file bodies go out
+     * in RN_HTTP_SMALL_PIECE_BYTES pieces, and the surfaces shorten reads
+     * (rn_http_answer_room). 0: no bound. */
+    uint64_t max_answer_bytes_in_flight;
     /* Called when a response is complete (access log); may be NULL. */
     void (*on_complete)(const rn_request *req);
     /* Called, with the on_request arg, with a request whose body is not
@@ -116,6 +122,7 @@ typedef struct {
 } rn_http_config;
 
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
+#define RN_HTTP_SMALL_PIECE_BYTES (64 * 1024)
 
 typedef void (*rn_request_fn)(rn_request *req, void *arg);
 
@@ -125,6 +132,15 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
 
 /* Stops accepting and closes idle connections; active requests finish. */
 void rn_http_stop_accepting(rn_http_server *srv);
+/* The most bytes a new answer to req's server should hold so that answers
+ * stay within max_answer_bytes_in_flight: what is left of it, but at least
+ * RN_HTTP_SMALL_PIECE_BYTES (every reader keeps making progress), and
+ * SIZE_MAX without a bound. A read that would be longer returns a partial
+ * answer instead. */
+size_t rn_http_answer_room(const rn_request *req);
+/* Answer bytes queued for clients that have not taken them yet (the
+ * count max_answer_bytes_in_flight bounds). */
+uint64_t rn_http_answer_bytes_held(const rn_http_server *srv);
 /* Connections still open (idle ones excluded once stopping). */
 size_t rn_http_active_connections(const rn_http_server *srv);
 /* Closes every connection and the listener (run the loop afterwards so the

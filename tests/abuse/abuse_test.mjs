@@ -5,7 +5,7 @@
 // WHAT IT PROVES (limits set by flags so it runs fast: request timeout 1 s,
 // idle timeout 1 s, 200 connections, 8 KiB of request line + headers, 32
 // headers, 1 MiB bodies, 4 MiB of bodies in flight, 50 live reads, 20 per
-// stream, 64 MiB per read answer):
+// stream, 64 MiB per read answer, 64 MiB of answers held for clients):
 //   slowloris        headers dribbled a byte per 100 ms: 408 and close within
 //                    the request timeout (+ slack)
 //   slow body        a body dribbled: 408 and close in time, nothing applied;
@@ -34,6 +34,11 @@
 //                    before the whole answer); a client reading 64 KiB every
 //                    10 ms keeps its connection through four periods, then
 //                    gets every byte
+//   answer memory    24 unread 48 MiB catch-up reads: server RSS grows by
+//                    about the answer budget, not 24 answers; answers past
+//                    the budget are partial (64 KiB, no Stream-Up-To-Date,
+//                    Stream-Next-Offset just past them), every byte correct;
+//                    once taken, a read is whole again
 //   body memory      bodies declared past the in-flight bound: 503
 //                    INGRESS_BODY_BYTES_LIMIT_REACHED with Retry-After,
 //                    unread; bodies under 64 KiB pass on a reserve of an
@@ -65,6 +70,7 @@ const checks = new Checks();
 const LIMITS = {
   requestTimeoutMs: 1000, idleTimeoutMs: 1000, maxConnections: 200, maxHeaderBytes: 8192, maxHeaders: 32,
   maxBodyBytes: 1 << 20, inFlight: 4 << 20, liveReads: 50, liveReadsPerStream: 20, maxReadBytes: 64 << 20,
+  answersInFlight: 64 << 20,
 };
 const SLACK_MS = 700; // timer granularity, scheduling on 2 cores, sanitizer builds
 
@@ -186,7 +192,7 @@ async function main() {
       "--max-headers", String(LIMITS.maxHeaders), "--max-body-bytes", String(LIMITS.maxBodyBytes),
       "--max-body-bytes-in-flight", String(LIMITS.inFlight), "--max-live-reads", String(LIMITS.liveReads),
       "--max-live-reads-per-stream", String(LIMITS.liveReadsPerStream), "--long-poll-timeout-ms", "4000",
-      "--max-read-bytes", String(LIMITS.maxReadBytes)],
+      "--max-read-bytes", String(LIMITS.maxReadBytes), "--max-answer-bytes-in-flight", String(LIMITS.answersInFlight)],
   });
   const port = () => srv.port;
   const base = () => srv.url;
@@ -443,9 +449,12 @@ async function main() {
         // up to it, so the stalled one is resumed after two periods (+ slack):
         // cut, it gets less than the answer and the end; never cut, it would
         // get all of it
+        // the slow reader asks first: its answer is whole (48 MiB); the
+        // stalled one's is then cut to what is left of the answer budget,
+        // still far more than the socket buffers hold
         const t0 = Date.now();
-        const stalled = await open();
         const slow = await open();
+        const stalled = await open();
         let stalledResumed = false;
         while (Date.now() - t0 < 4 * LIMITS.idleTimeoutMs && slow.closedAt === null) {
           await readOnce(slow);
@@ -476,6 +485,65 @@ async function main() {
         slow.destroy();
       });
     }
+
+    await attack("answer memory", probe, async () => {
+      // the catch-up stream of the stalled-download attack: 48 MiB
+      const path = "/v1/stream/abuse/huge";
+      const total = 48 * LIMITS.maxBodyBytes;
+      const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.proc.pid}/status`, "utf8"))[1]) << 10;
+      const before = rss();
+      const readers = [];
+      for (let i = 0; i < 24; i++) {
+        const c = new Raw(port());
+        await c.connected;
+        c.sock.pause();
+        c.send(`GET ${path}?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n`);
+        readers.push(c);
+      }
+      await sleep(300);
+      const grew = rss() - before;
+      const heldGauge = async () => Number(/^runnel_answer_bytes_in_flight (\d+)$/m.exec(await (await fetch(`${base()}/__runnel/metrics`)).text())?.[1]);
+      const held = await heldGauge();
+      checks.check(`answer memory: runnel_answer_bytes_in_flight shows the held answers (${held >> 20} MiB, budget ${LIMITS.answersInFlight >> 20} MiB)`,
+        held >= LIMITS.answersInFlight && held <= LIMITS.answersInFlight + total, String(held));
+      const bound = LIMITS.answersInFlight + 64 * 1048576; // the budget, plus the answer that crossed it and slack
+      checks.check(`answer memory: server RSS grew ${grew >> 20} MiB for 24 unread 48 MiB answers (<= ${bound >> 20} MiB)`, grew <= bound, `${grew >> 20} MiB`);
+      for (const c of readers) c.sock.resume();
+      // each answer: head, then Content-Length bytes
+      const parse = (c) => {
+        const end = c.data.indexOf("\r\n\r\n");
+        if (end < 0) return null;
+        const head = c.data.slice(0, end);
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? NaN);
+        if (c.data.length < end + 4 + length) return null;
+        return { head, status: Number(head.slice(9, 12)), body: c.data.slice(end + 4, end + 4 + length) };
+      };
+      const t0 = Date.now();
+      while (readers.some((c) => !parse(c) && c.closedAt === null) && Date.now() - t0 < 10000) await sleep(20);
+      const answers = readers.map(parse);
+      const bad = [];
+      let partial = 0;
+      answers.forEach((a, i) => {
+        if (!a) return bad.push(`reader ${i}: no whole answer (${readers[i].data.length} bytes)`);
+        const next = /\r\nstream-next-offset: (\S+)/i.exec(a.head)?.[1];
+        const upToDate = /\r\nstream-up-to-date: true/i.test(a.head);
+        if (a.status !== 200 || /[^b]/.test(a.body) || a.body.length === 0) bad.push(`reader ${i}: status ${a.status}, ${a.body.length} bytes`);
+        else if (next !== `0000000000000000_${String(a.body.length).padStart(16, "0")}`) bad.push(`reader ${i}: Stream-Next-Offset ${next} after ${a.body.length} bytes`);
+        else if (upToDate !== (a.body.length === total)) bad.push(`reader ${i}: ${a.body.length} bytes with Stream-Up-To-Date ${upToDate}`);
+        if (a.body.length < total) partial++;
+      });
+      checks.check("answer memory: every answer is 200 with correct bytes, Stream-Next-Offset just past them, Stream-Up-To-Date only when whole", bad, "");
+      const shortest = Math.min(...answers.filter(Boolean).map((a) => a.body.length));
+      figures.push(`answer memory: RSS grew ${grew >> 20} MiB; ${partial} of 24 answers partial, sizes ${answers.filter(Boolean).map((a) => a.body.length >> 10).join(",")} KiB`);
+      checks.check(`answer memory: answers past the budget are partial, down to 64 KiB (${partial} of 24 partial, shortest ${shortest} bytes)`,
+        partial > 0 && shortest === 65536, `${partial} partial, shortest ${shortest}`);
+      readers.forEach((c) => c.destroy());
+      const heldAfter = await heldGauge();
+      checks.check("answer memory: runnel_answer_bytes_in_flight returns to 0 once the answers are taken", heldAfter === 0, String(heldAfter));
+      const again = await fetch(`${base()}${path}?offset=-1`);
+      const whole = Buffer.from(await again.arrayBuffer());
+      checks.check("answer memory: once the answers are taken, a read is whole again", again.status === 200 && whole.length === total, `${again.status}, ${whole.length} bytes`);
+    });
 
     await attack("body memory", probe, async () => {
       // each holder declares a 1 MiB body, sends a little and stalls

@@ -83,6 +83,7 @@ describe("exposition format", () => {
       runnel_cold_bytes: "gauge",
       runnel_live_readers: "gauge",
       runnel_open_connections: "gauge",
+      runnel_answer_bytes_in_flight: "gauge",
       runnel_process_resident_bytes: "gauge",
       runnel_ready: "gauge",
     };
