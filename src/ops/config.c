@@ -95,6 +95,10 @@ static const setting SETTINGS[] = {
         "most header fields in one request"),
     U64("max-connections", "RUNNEL_MAX_CONNECTIONS", max_connections, 10000, 1, 1000000,
         "open client connections; more are closed at accept"),
+    U64("max-connections-per-ip", "RUNNEL_MAX_CONNECTIONS_PER_IP", max_connections_per_ip, 0, 0,
+        1000000,
+        "open connections from one client address; more are closed at accept (0: no bound; "
+        "behind a proxy every client has the proxy's address)"),
     U64("request-timeout-ms", "RUNNEL_REQUEST_TIMEOUT_MS", request_timeout_ms, 30000, 100, 3600000,
         "time to receive a whole request (408 beyond), plus what its body earns at "
         "--min-body-rate"),

@@ -24,6 +24,7 @@ typedef struct {
     uint64_t max_header_bytes;
     uint64_t max_headers;
     uint64_t max_connections;
+    uint64_t max_connections_per_ip; /* 0: no bound */
     uint64_t request_timeout_ms;
     uint64_t min_body_rate; /* body bytes/s that extend the request timeout (0: none) */
     uint64_t idle_timeout_ms;

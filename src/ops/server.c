@@ -273,6 +273,7 @@ int rn_serve(int argc, char **argv) {
                          .min_body_rate = s.cfg.min_body_rate,
                          .idle_timeout_ms = s.cfg.idle_timeout_ms,
                          .max_connections = (int)s.cfg.max_connections,
+                         .max_connections_per_ip = (int)s.cfg.max_connections_per_ip,
                          .max_body_bytes_in_flight = s.cfg.max_body_bytes_in_flight,
                          .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,

@@ -26,6 +26,7 @@
  */
 #include "transport/http.h"
 #include "transport/fanout.h"
+#include "util/map.h"
 #include "util/metrics.h"
 #include "util/text.h"
 
@@ -38,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -68,7 +70,14 @@ struct rn_http_server {
     batch_entry *batch;
     size_t batch_len, batch_cap;
     uint64_t answer_bytes_held; /* owned bytes of queued writes (max_answer_bytes_in_flight) */
+    rn_map peers;               /* client address -> peer (max_connections_per_ip) */
 };
+
+/* The open connections of one client address. */
+typedef struct {
+    uint8_t addr[16]; /* the map key: an IPv6 address, or an IPv4 one mapped into it */
+    int count;
+} peer;
 
 /* A header's position inside req->raw while it is being received. */
 typedef struct {
@@ -100,6 +109,7 @@ struct rn_conn {
     uint64_t request_began; /* uv_now() when the current request's first byte arrived */
     size_t pending_writes;  /* uv_write requests and batch entries not yet settled */
     size_t batch_slot;      /* 1 + index of its entry in the server's batch; 0: none */
+    peer *peer;             /* its client address's count, when max_connections_per_ip */
     /* the send watch (see output_progressed) */
     uint64_t writes_done;  /* uv_write requests completed */
     int watching;          /* the watch_* fields hold a reading */
@@ -1240,11 +1250,52 @@ static void on_handle_closed(uv_handle_t *h) {
     free(c);
 }
 
+/* Counts c against its client address; returns 0, or -1 when the address
+ * already holds max_connections_per_ip (or cannot be read). */
+static int peer_join(rn_conn *c) {
+    rn_http_server *srv = c->srv;
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) < 0)
+        return -1;
+    uint8_t addr[16] = {0};
+    if (ss.ss_family == AF_INET) {
+        addr[10] = addr[11] = 0xff; /* ::ffff:a.b.c.d */
+        memcpy(addr + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    } else {
+        memcpy(addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    }
+    peer *p = rn_map_get(&srv->peers, addr, sizeof addr);
+    if (p && p->count >= srv->cfg.max_connections_per_ip)
+        return -1;
+    if (!p) {
+        p = rn_xcalloc(1, sizeof *p);
+        memcpy(p->addr, addr, sizeof addr);
+        rn_map_put(&srv->peers, p->addr, sizeof p->addr, p);
+    }
+    p->count++;
+    c->peer = p;
+    return 0;
+}
+
+/* Uncounts c from its client address, forgetting an address left with none. */
+static void peer_leave(rn_conn *c) {
+    peer *p = c->peer;
+    if (!p)
+        return;
+    c->peer = NULL;
+    if (--p->count == 0) {
+        rn_map_remove(&c->srv->peers, p->addr, sizeof p->addr);
+        free(p);
+    }
+}
+
 static void conn_close(rn_conn *c) {
     if (c->closed)
         return;
     c->closed = 1;
     c->state = ST_CLOSING;
+    peer_leave(c);
     /* A response under way (SSE, a chunked body) that ends with the
      * connection was still answered: report it like a finished one. */
     if (c->req && c->req->status > 0 && c->srv->cfg.on_complete)
@@ -1304,7 +1355,8 @@ static void on_connection(uv_stream_t *listener, int status) {
     srv->conns = c;
     srv->conn_count++;
     if (srv->stopping ||
-        (srv->cfg.max_connections && (int)srv->conn_count > srv->cfg.max_connections)) {
+        (srv->cfg.max_connections && (int)srv->conn_count > srv->cfg.max_connections) ||
+        (srv->cfg.max_connections_per_ip && peer_join(c) < 0)) {
         conn_close(c);
         return;
     }
@@ -1395,6 +1447,7 @@ void rn_http_close(rn_http_server *srv) {
 }
 
 void rn_http_free(rn_http_server *srv) {
+    rn_map_free(&srv->peers); /* empty: every connection left its peer */
     rn_fanout_free(srv->fanout);
     free(srv->batch);
     free(srv);

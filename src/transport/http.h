@@ -93,6 +93,9 @@ typedef struct {
     uint64_t min_body_rate;      /* each body byte adds 1/rate s (0: nothing) */
     uint64_t idle_timeout_ms;    /* between keep-alive requests */
     int max_connections;
+    /* Open connections from one client address (IPv4, or IPv6); more are
+     * closed at accept like those past max_connections. 0: no bound. */
+    int max_connections_per_ip;
     /* Request body bytes held at once, over all requests: a body's declared
      * Content-Length from its headers (or its bytes as they arrive, when
      * chunked) until the request is released. Bodies under
