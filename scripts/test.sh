@@ -67,7 +67,7 @@ run_conformance() {
 
 run_blackbox() {
   local build=$1 log="$logdir/blackbox-$1.log"
-  RUNNEL_BIN="$build/runnel" in_scratch node --test tests/blackbox/ >"$log" 2>&1
+  RUNNEL_BIN="$build/runnel" RUNNEL_BB_HEAVY=1 in_scratch node --test tests/blackbox/ >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -E '^# pass [0-9]+' "$log" | awk '{print $3}')

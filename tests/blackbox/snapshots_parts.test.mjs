@@ -478,7 +478,7 @@ describe("§2.2 large snapshots in parts", () => {
 });
 
 describe("§2.2 the staged-parts bound", () => {
-  // About a minute (8193 requests): opt in with RUNNEL_BB_HEAVY=1.
+  // 8193 requests, about 20 s: opt in with RUNNEL_BB_HEAVY=1 (scripts/test.sh does).
   test("past 8192 staged parts: 429 with Ursula-Max-Staged-Parts, the token, STAGED_PARTS_LIMIT and no Retry-After; a discard lifts it", {
     skip: !process.env.RUNNEL_BB_HEAVY && "set RUNNEL_BB_HEAVY=1 to run",
     timeout: 600000,
