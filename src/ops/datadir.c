@@ -6,6 +6,7 @@
  * writing them leaves either nothing or the whole file. See datadir.h.
  */
 #include "ops/datadir.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/text.h"
 
@@ -41,55 +42,36 @@ int rn_datadir_lock(const char *dir) {
     return fd;
 }
 
-/* Writes <dir>/<name> holding text, atomically and durably. Returns 0, or -1
- * after logging why not. */
-static int write_file_durably(const char *dir, const char *name, const char *text) {
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
-    size_t len = strlen(text);
-    errno = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
-    int err = errno ? errno : EIO; /* a short write sets no errno */
-    if (fd >= 0)
-        close(fd);
-    if (ok && rename(tmp, path) < 0) {
-        ok = 0;
-        err = errno;
-    }
-    int dfd = ok ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (ok && (dfd < 0 || fsync(dfd) < 0)) {
-        ok = 0;
-        err = errno;
-    }
-    if (dfd >= 0)
-        close(dfd);
-    if (!ok) {
-        rn_log(RN_LOG_ERROR, "start", "cannot write %s: %s", path, strerror(err));
-        unlink(tmp);
-    }
-    return ok ? 0 : -1;
-}
-
-/* Reads the first line of <dir>/<name> into out (without its line end).
- * Returns 1 when read, 0 when the file does not exist, -1 after logging why
- * it cannot be read. */
-static int read_first_line(const char *dir, const char *name, char *out, int size) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT)
+/* Reads the first line of <dir>/<name> (up to its line end) into out, of
+ * cap bytes; a longer line is cut, which no valid content is. Returns 1 when
+ * read, 0 when the file does not exist, -1 after logging why it cannot be
+ * read. */
+static int read_first_line(const char *dir, const char *name, char *out, size_t cap) {
+    rn_buf b = {0};
+    int rc = rn_read_file(dir, name, &b);
+    if (rc < 0) {
+        rn_buf_free(&b);
+        if (rc == -ENOENT)
             return 0;
-        rn_log(RN_LOG_ERROR, "start", "cannot read %s: %s", path, strerror(errno));
+        rn_log(RN_LOG_ERROR, "start", "cannot read %s/%s: %s", dir, name, strerror(-rc));
         return -1;
     }
-    if (!fgets(out, size, f))
-        out[0] = 0;
-    fclose(f);
-    out[strcspn(out, "\r\n")] = 0;
+    size_t n = 0;
+    while (n < b.len && n + 1 < cap && b.data[n] != '\n' && b.data[n] != '\r')
+        n++;
+    memcpy(out, b.data, n);
+    out[n] = 0;
+    rn_buf_free(&b);
     return 1;
+}
+
+/* Writes <dir>/<name> holding text (atomically and durably). Returns 0, or
+ * -1 after logging why not. */
+static int write_marker(const char *dir, const char *name, const char *text) {
+    int rc = rn_atomic_write_file(dir, name, text, strlen(text), 0644);
+    if (rc < 0)
+        rn_log(RN_LOG_ERROR, "start", "cannot write %s/%s: %s", dir, name, strerror(-rc));
+    return rc < 0 ? -1 : 0;
 }
 
 int rn_datadir_check_format(const char *dir) {
@@ -99,7 +81,7 @@ int rn_datadir_check_format(const char *dir) {
         return -1;
     if (got == 0) {
         snprintf(line, sizeof line, "runnel data format %d\n", RN_DATA_FORMAT);
-        return write_file_durably(dir, "FORMAT", line);
+        return write_marker(dir, "FORMAT", line);
     }
     static const char prefix[] = "runnel data format ";
     size_t plen = sizeof prefix - 1;
@@ -163,5 +145,5 @@ int rn_datadir_cluster_id(const rn_config *cfg, char out[65]) {
     close(rfd);
     snprintf(out, 65, "runnel-%02x%02x%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3],
              raw[4], raw[5], raw[6], raw[7]);
-    return write_file_durably(cfg->data_dir, "cluster-id", out);
+    return write_marker(cfg->data_dir, "cluster-id", out);
 }

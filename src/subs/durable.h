@@ -26,14 +26,6 @@
 
 #include "util/buf.h"
 
-/* Writes data to dir/name atomically and durably (tmp file with mode,
- * fsync, rename, fsync dir). Returns 0 or -errno. Blocking. */
-int rn_atomic_write_file(const char *dir, const char *name, const void *data, size_t len,
-                         mode_t mode);
-/* Reads the whole file dir/name into out. Returns 0, or -errno (-ENOENT
- * when it does not exist). */
-int rn_read_file(const char *dir, const char *name, rn_buf *out);
-
 typedef struct rn_durable rn_durable;
 typedef struct rn_durable_waiter rn_durable_waiter;
 typedef void (*rn_durable_wait_fn)(rn_durable_waiter *w, int status);

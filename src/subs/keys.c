@@ -3,7 +3,7 @@
  */
 #include "subs/keys.h"
 #include "subs/b64url.h"
-#include "subs/durable.h"
+#include "util/files.h"
 #include "util/log.h"
 
 #include <errno.h>

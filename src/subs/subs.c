@@ -18,6 +18,7 @@
  * A stream event touching no subscription costs one map lookup.
  */
 #include "subs/subs_int.h"
+#include "util/files.h"
 #include "util/log.h"
 
 #include <errno.h>

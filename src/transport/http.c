@@ -48,6 +48,7 @@
 #define DISCARD_IDLE_MS 5000           /* an answered body may pause this long ... */
 #define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
 #define LINGER_MS 2000                 /* closing: read and drop input this long */
+#define EXTEND_STEP_MS 1000            /* a body's earned time moves the request timer in steps */
 #define FANOUT_MIN_BATCH 64            /* smaller write batches are sent by the loop thread */
 
 enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_HANDLING, ST_CLOSING };
@@ -248,16 +249,16 @@ static void detach_request(rn_conn *c, int aborted) {
     rn_request_release(r);
 }
 
-/* ---- timers ---- */
-
-/* ---- the send watch ----
- * While answer bytes wait for a client (pending_writes), the connection's
+/* ---- timers ----
+ * One timer per connection: the request timeout while READING, the idle
+ * timeout while IDLE, and the send watch while answer bytes wait.
+ *
+ * The send watch: while answer bytes wait for a client (pending_writes), the connection's
  * timer checks every idle-timeout period whether the client took any:
  * a uv_write completed, libuv's write queue shrank, or the kernel's
  * unacknowledged bytes (SIOCOUTQ) shrank since the last reading. A client
  * that took nothing for a whole period is closed; a slow one that keeps
- * reading is not, however long its answer takes. Without it a client that
- * stops reading mid-answer held its connection (and a file piece) forever. */
+ * reading is not, however long its answer takes. */
 
 /* Records the current send state of c as the reference for the next check. */
 static void watch_read(rn_conn *c) {
@@ -494,7 +495,9 @@ static int on_headers_complete(llhttp_t *p) {
 
 /* Moves the request timer to request_began + request timeout + received /
  * min_body_rate: an upload that keeps that rate is never cut, a dribbled
- * body still is (about at the timeout when it is much slower). */
+ * body still is (about at the timeout when it is much slower). The timer
+ * moves only once the deadline passed it by EXTEND_STEP_MS, so a small body
+ * costs no timer update. */
 static void extend_request_timeout(rn_conn *c, uint64_t received) {
     const rn_http_config *cfg = &c->srv->cfg;
     if (!cfg->min_body_rate || c->state != ST_READING)
@@ -502,7 +505,8 @@ static void extend_request_timeout(rn_conn *c, uint64_t received) {
     uint64_t deadline =
         c->request_began + cfg->request_timeout_ms + received * 1000 / cfg->min_body_rate;
     uint64_t now = uv_now(c->srv->loop);
-    arm_timer(c, deadline > now ? deadline - now : 1);
+    if (deadline >= now + uv_timer_get_due_in(&c->timer) + EXTEND_STEP_MS)
+        arm_timer(c, deadline - now);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
@@ -548,8 +552,6 @@ static int on_message_complete(llhttp_t *p) {
 
 static void file_pump(rn_conn *c);
 
-/* What follows a completed write: the next file piece, a drained streaming
- * response's hook, or the end of a closing connection. */
 /* True while answers of this connection wait unsent in its write queue: the
  * next pipelined request is not parsed until they are out, so a client that
  * sends requests without reading the answers holds at most one answer in
@@ -559,6 +561,9 @@ static int output_blocked(rn_conn *c) {
     return uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0;
 }
 
+/* What follows a completed write: the idle timer of a connection whose
+ * last answer just left, the next file piece, a drained streaming
+ * response's hook, pipelined requests, or the end of a closing connection. */
 static void after_write(rn_conn *c, int file_piece) {
     if (c->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
         arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "subs/durable.h"
+#include "util/files.h"
 
 typedef struct {
     int state;  /* the value encoded into the file */
