@@ -889,7 +889,9 @@ static void on_logged(rn_wal_entry *entry, int status) {
     };
     /* done() may free the op (and the command in it): read what follows
      * from it first. Discarding producer state changes nothing readers see. */
-    rn_stream_event ev = c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED;
+    rn_stream_event ev = c->type == RN_CMD_CREATE    ? RN_STREAM_CREATED
+                         : c->type == RN_CMD_REWRITE ? RN_STREAM_REWRITTEN
+                                                     : RN_STREAM_CHANGED;
     int quiet = c->type == RN_CMD_EXPIRE_PRODUCERS;
     if (c->type == RN_CMD_APPEND && c->has_producer)
         answer_applied(op, rn_map_get(&s->producers, c->producer_id, c->producer_id_len));

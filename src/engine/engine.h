@@ -290,9 +290,10 @@ typedef struct {
 
 /* What observers hear about applied changes (never during recovery). */
 typedef enum {
-    RN_STREAM_CREATED, /* a create was applied */
-    RN_STREAM_CHANGED, /* data appended and/or the stream closed */
-    RN_STREAM_REMOVED, /* about to disappear (deleted or expired) */
+    RN_STREAM_CREATED,   /* a create was applied */
+    RN_STREAM_CHANGED,   /* data appended and/or the stream closed */
+    RN_STREAM_REWRITTEN, /* its history was rewritten (a new incarnation) */
+    RN_STREAM_REMOVED,   /* about to disappear (deleted or expired) */
 } rn_stream_event;
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);

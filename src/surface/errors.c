@@ -161,6 +161,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                                     "the range starts at or past the end of the snapshot"},
     [RN_E_INCARNATION_MISMATCH] = {412, "INCARNATION_MISMATCH",
                                    "Stream-Incarnation names another incarnation of the stream"},
+    [RN_E_HISTORY_REWRITTEN] = {412, "INCARNATION_MISMATCH",
+                                "the stream's history was rewritten during this live read: its "
+                                "offsets may not hold under the current Stream-Incarnation"},
     [RN_E_OFFSET_OUT_OF_RANGE] = {416, "OFFSET_OUT_OF_RANGE",
                                   "the offset is past the stream's "
                                   "tail"},

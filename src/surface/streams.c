@@ -1058,16 +1058,25 @@ static void on_live_timer(uv_timer_t *t) {
     end_live_read(t->data);
 }
 
-static void on_live_event(rn_waiter *w, rn_live_event ev) {
+/* A live read ends in error when its stream goes away (404) or its
+ * history is rewritten: the read was opened under the retired incarnation
+ * and its offsets belong to the old history, so it answers 412 with the
+ * current token whether or not it carried the precondition (an SSE read
+ * sends the same error as its last event). */
+static void on_live_event(rn_waiter *w, rn_stream *s, rn_live_event ev) {
     stream_ctx *c = (stream_ctx *)((char *)w - offsetof(stream_ctx, waiter));
-    if (ev == RN_LIVE_REMOVED) {
-        if (c->mode == READ_SSE)
-            sse_fail(c, RN_E_STREAM_NOT_FOUND);
-        else
-            reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+    if (ev != RN_LIVE_CHANGED) {
+        rn_error e = ev == RN_LIVE_REMOVED ? RN_E_STREAM_NOT_FOUND : RN_E_HISTORY_REWRITTEN;
+        if (c->mode == READ_SSE) {
+            sse_fail(c, e);
+            return;
+        }
+        rn_buf extra = {0};
+        if (ev == RN_LIVE_REWRITTEN)
+            append_incarnation(&extra, s);
+        reply_and_finish(c, e, &extra);
         return;
     }
-    rn_stream *s = w->stream;
     if (c->mode == READ_SSE) {
         if (!c->sse_paused)
             sse_pump(c, s, 0);
