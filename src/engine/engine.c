@@ -1060,6 +1060,8 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
         }
         if (op->content_type &&
             !rn_content_type_equal(src->content_type, src->content_type_len, ct, ct_len)) {
+            op->conflicting_type = src->content_type;
+            op->conflicting_type_len = src->content_type_len;
             finish(op, RN_ERR_CONTENT_TYPE, NULL);
             return;
         }
@@ -1166,6 +1168,8 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     if (op->body_len && !rn_content_type_equal(s->content_type, s->content_type_len,
                                                op->content_type, op->content_type_len)) {
+        op->conflicting_type = s->content_type;
+        op->conflicting_type_len = s->content_type_len;
         finish(op, RN_ERR_CONTENT_TYPE, s);
         return;
     }

@@ -258,6 +258,10 @@ struct rn_op {
     int closed_by_history;
     uint64_t closed_epoch, closed_seq;
     uint64_t retry_after_s; /* PRODUCER_LIMIT */
+    /* CONTENT_TYPE: the type the request's differs from (the stream's, or a
+     * fork source's). */
+    const char *conflicting_type;
+    size_t conflicting_type_len;
 
     /* engine-private */
     rn_engine *engine;
