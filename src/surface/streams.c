@@ -617,15 +617,19 @@ static const char *producer_outcome(const rn_op *op) {
 }
 
 /* Appends what the message of a refusal names, from what the request
- * named: the stream's path for a missing stream or fork source, both
- * content types for a mismatch. Nothing for other refusals. */
+ * named: the stream's path for a missing stream, Stream-Forked-From for a
+ * missing fork source, both content types for a mismatch. Nothing for
+ * other refusals. */
 static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) {
+    const rn_header *from;
     switch (op->result) {
     case RN_ERR_NOT_FOUND:
         rn_reply_stream_path(out, req, op->path, op->path_len);
         break;
     case RN_ERR_SOURCE_NOT_FOUND:
-        rn_reply_stream_path(out, req, op->fork_source, op->fork_source_len);
+        from = rn_request_header(req, "stream-forked-from", NULL);
+        if (from)
+            rn_buf_append(out, from->value, from->value_len);
         break;
     case RN_ERR_CONTENT_TYPE:
         rn_buf_append_str(out, op->kind == RN_OP_CREATE ? "source: \"" : "stream: \"");

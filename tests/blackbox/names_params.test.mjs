@@ -232,6 +232,11 @@ describe("messages that name what the request named", () => {
     assert.equal((await put(`${server.url}/msgb/exists`, { body: "x" })).status, 201);
     const b = assertError(await get(`${server.url}/msgb/missing?offset=-1`), 404, "STREAM_NOT_FOUND");
     assert.ok(b.error.message.includes("/msgb/missing"), b.error.message);
+    // A missing fork source is named as Stream-Forked-From named it.
+    const fk = assertError(
+      await put(v1(`msg/fork${++n}`), { headers: { "stream-forked-from": "/v1/stream/msg/nosuch" } }),
+      404, "STREAM_NOT_FOUND");
+    assert.ok(fk.error.message.includes("/v1/stream/msg/nosuch"), fk.error.message);
     // A control byte in the name is shown percent-encoded, never raw.
     const c = assertError(await get(`${v1("msg/a%0Ab")}?offset=-1`), 404, "STREAM_NOT_FOUND");
     assert.ok(c.error.message.includes("/v1/stream/msg/a%0Ab"), c.error.message);
