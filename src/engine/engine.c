@@ -889,7 +889,9 @@ static void on_logged(rn_wal_entry *entry, int status) {
     };
     /* done() may free the op (and the command in it): read what follows
      * from it first. Discarding producer state changes nothing readers see. */
-    rn_stream_event ev = c->type == RN_CMD_CREATE ? RN_STREAM_CREATED : RN_STREAM_CHANGED;
+    rn_stream_event ev = c->type == RN_CMD_CREATE    ? RN_STREAM_CREATED
+                         : c->type == RN_CMD_REWRITE ? RN_STREAM_REWRITTEN
+                                                     : RN_STREAM_CHANGED;
     int quiet = c->type == RN_CMD_EXPIRE_PRODUCERS;
     if (c->type == RN_CMD_APPEND && c->has_producer)
         answer_applied(op, rn_map_get(&s->producers, c->producer_id, c->producer_id_len));
@@ -1058,6 +1060,8 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
         }
         if (op->content_type &&
             !rn_content_type_equal(src->content_type, src->content_type_len, ct, ct_len)) {
+            op->conflicting_type = src->content_type;
+            op->conflicting_type_len = src->content_type_len;
             finish(op, RN_ERR_CONTENT_TYPE, NULL);
             return;
         }
@@ -1164,6 +1168,8 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     if (op->body_len && !rn_content_type_equal(s->content_type, s->content_type_len,
                                                op->content_type, op->content_type_len)) {
+        op->conflicting_type = s->content_type;
+        op->conflicting_type_len = s->content_type_len;
         finish(op, RN_ERR_CONTENT_TYPE, s);
         return;
     }

@@ -258,6 +258,10 @@ struct rn_op {
     int closed_by_history;
     uint64_t closed_epoch, closed_seq;
     uint64_t retry_after_s; /* PRODUCER_LIMIT */
+    /* CONTENT_TYPE: the type the request's differs from (the stream's, or a
+     * fork source's). */
+    const char *conflicting_type;
+    size_t conflicting_type_len;
 
     /* engine-private */
     rn_engine *engine;
@@ -290,9 +294,10 @@ typedef struct {
 
 /* What observers hear about applied changes (never during recovery). */
 typedef enum {
-    RN_STREAM_CREATED, /* a create was applied */
-    RN_STREAM_CHANGED, /* data appended and/or the stream closed */
-    RN_STREAM_REMOVED, /* about to disappear (deleted or expired) */
+    RN_STREAM_CREATED,   /* a create was applied */
+    RN_STREAM_CHANGED,   /* data appended and/or the stream closed */
+    RN_STREAM_REWRITTEN, /* its history was rewritten (a new incarnation) */
+    RN_STREAM_REMOVED,   /* about to disappear (deleted or expired) */
 } rn_stream_event;
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);

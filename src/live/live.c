@@ -55,15 +55,16 @@ void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg) {
             hooks.before(hooks.arg);
         for (rn_waiter *w = s->waiters, *next; w; w = next) {
             next = w->next;
-            w->fn(w, RN_LIVE_CHANGED);
+            w->fn(w, s, RN_LIVE_CHANGED);
         }
         if (hooks.after)
             hooks.after(hooks.arg);
-    } else if (ev == RN_STREAM_REMOVED) {
+    } else if (ev == RN_STREAM_REWRITTEN || ev == RN_STREAM_REMOVED) {
+        rn_live_event lev = ev == RN_STREAM_REWRITTEN ? RN_LIVE_REWRITTEN : RN_LIVE_REMOVED;
         while (s->waiters) {
             rn_waiter *w = s->waiters;
             rn_live_remove(w);
-            w->fn(w, RN_LIVE_REMOVED);
+            w->fn(w, s, lev);
         }
     }
 }

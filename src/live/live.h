@@ -3,18 +3,25 @@
  *
  * Each stream keeps an intrusive list of waiters. rn_live_observer(),
  * registered with the engine, wakes them after an append or close is
- * applied, and tells them (and unregisters them) before a stream disappears. A waiter's
- * callback may remove itself (or leave itself registered to keep waiting).
+ * applied; it unregisters them and then tells them when the stream's history
+ * was rewritten (no read opened before may go on: its offsets belong to the
+ * old history) and before a stream disappears. A woken waiter's callback may
+ * remove itself (or leave itself registered to keep waiting).
  */
 #ifndef RN_LIVE_H
 #define RN_LIVE_H
 
 #include "engine/engine.h"
 
-typedef enum { RN_LIVE_CHANGED, RN_LIVE_REMOVED } rn_live_event;
+typedef enum {
+    RN_LIVE_CHANGED,   /* data appended and/or the stream closed; still registered */
+    RN_LIVE_REWRITTEN, /* the history was rewritten; already unregistered */
+    RN_LIVE_REMOVED,   /* the stream is about to disappear; already unregistered */
+} rn_live_event;
 
 typedef struct rn_waiter rn_waiter;
-typedef void (*rn_waiter_fn)(rn_waiter *w, rn_live_event ev);
+/* s is the stream the waiter was registered on (still valid during the call). */
+typedef void (*rn_waiter_fn)(rn_waiter *w, rn_stream *s, rn_live_event ev);
 
 struct rn_waiter {
     rn_waiter *prev, *next;

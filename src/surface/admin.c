@@ -3,6 +3,7 @@
  */
 #include "surface/admin.h"
 #include "surface/offset.h"
+#include "surface/params.h"
 #include "surface/reply.h"
 #include "util/text.h"
 
@@ -39,12 +40,17 @@ static void rewrite_done(rn_op *op) {
 static void rewrite(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                     const char *query, size_t query_len) {
     uint64_t keep = UINT64_MAX;
-    if (query_len > 5 && memcmp(query, "keep=", 5) == 0) {
-        rn_offset_kind kind;
-        if (rn_offset_parse(query + 5, query_len - 5, &kind, &keep) || kind != RN_OFFSET_POSITION) {
-            rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
-            return;
-        }
+    char val[64];
+    long n;
+    rn_param_fault f;
+    rn_offset_kind kind;
+    if (rn_param_query(query, query_len, "keep", RN_E_INVALID_OFFSET, val, sizeof val, &n, &f)) {
+        rn_reply_param_fault(req, &f);
+        return;
+    }
+    if (n >= 0 && (rn_offset_parse(val, (size_t)n, &kind, &keep) || kind != RN_OFFSET_POSITION)) {
+        rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
+        return;
     }
     rewrite_ctx *c = rn_xcalloc(1, sizeof *c);
     c->req = req;
@@ -64,10 +70,13 @@ static void rewrite(rn_surface *sf, rn_request *req, const char *key, size_t key
 /* POST test/fail-syncs?n=N: the next N log batches fail as if fdatasync
  * had returned EIO (their writes are answered 503 and never apply). */
 static void fail_syncs(rn_surface *sf, rn_request *req, const char *query, size_t query_len) {
+    char val[16];
+    long len;
     uint64_t n;
-    if (query_len < 3 || memcmp(query, "n=", 2) != 0 ||
-        rn_parse_strict_u64(query + 2, query_len - 2, 1000000, &n)) {
-        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+    rn_param_fault f;
+    if (rn_param_query(query, query_len, "n", RN_E_INVALID_REQUEST, val, sizeof val, &len, &f) ||
+        len < 0 || rn_parse_strict_u64(val, (size_t)len, 1000000, &n)) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL); /* a test hook: no detail */
         return;
     }
     rn_engine_inject_sync_failures(rn_surface_engine(sf), (int)n);

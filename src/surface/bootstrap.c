@@ -31,7 +31,7 @@ static rn_stream *find_or_answer(rn_surface *sf, rn_request *req, const char *ke
     rn_engine *e = rn_surface_engine(sf);
     rn_stream *s = rn_engine_find(e, key, key_len);
     if (!s)
-        rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
+        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, NULL);
     return s;
 }
 

@@ -1,9 +1,13 @@
 /*
  * errors.c — status, code and fixed message of every refusal. See errors.h.
- * Messages name only what the request sent; never paths, addresses or
+ * Messages, and the details that follow them, name only what the request
+ * sent (a path it named, a header's name or value); never addresses or
  * internals of the store.
  */
 #include "surface/errors.h"
+#include "util/text.h"
+
+#include <string.h>
 
 typedef struct {
     int status;
@@ -32,6 +36,15 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_INVALID_STREAM_ID] = {400, "INVALID_STREAM_ID",
                                 "a stream id is at most 122 bytes with its bucket, has no /, NUL "
                                 "or .., is not \"streams\" and does not start with $"},
+    [RN_E_INVALID_V1_NAME] = {400, "INVALID_STREAM_ID",
+                              "a stream name is 1 to 1024 bytes of UTF-8 without NUL, in segments "
+                              "separated by single slashes, none of them empty, . or .."},
+    [RN_E_HEADER_REPEATED] = {400, "INVALID_HEADER", "a protocol header may be sent only once"},
+    [RN_E_QUERY_REPEATED] = {400, "INVALID_QUERY", "a query parameter may be given only once"},
+    [RN_E_INVALID_STREAM_SEQ] = {400, "INVALID_HEADER", "Stream-Seq must not be empty"},
+    [RN_E_INVALID_CONTENT_TYPE] = {400, "INVALID_HEADER", "Content-Type must not be empty"},
+    [RN_E_INVALID_FORK_SOURCE] = {400, "INVALID_HEADER",
+                                  "Stream-Forked-From must name a stream by its path"},
     [RN_E_NOT_JSON_BOUNDARY] = {400, "NOT_JSON_BOUNDARY",
                                 "the offset is not a committed position on a message boundary"},
     [RN_E_INVALID_RETENTION] = {400, "INVALID_RETENTION",
@@ -161,6 +174,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                                     "the range starts at or past the end of the snapshot"},
     [RN_E_INCARNATION_MISMATCH] = {412, "INCARNATION_MISMATCH",
                                    "Stream-Incarnation names another incarnation of the stream"},
+    [RN_E_HISTORY_REWRITTEN] = {412, "INCARNATION_MISMATCH",
+                                "the stream's history was rewritten during this live read: its "
+                                "offsets may not hold under the current Stream-Incarnation"},
     [RN_E_OFFSET_OUT_OF_RANGE] = {416, "OFFSET_OUT_OF_RANGE",
                                   "the offset is past the stream's "
                                   "tail"},
@@ -168,6 +184,8 @@ static const error_row TABLE[RN_E_COUNT] = {
                                   "Stream-Seq must be greater than the last one"},
     [RN_E_CONTENT_TYPE_MISMATCH] = {409, "CONTENT_TYPE_MISMATCH",
                                     "the content type differs from the stream's"},
+    [RN_E_FORK_CONTENT_TYPE_MISMATCH] = {409, "CONTENT_TYPE_MISMATCH",
+                                         "the fork's content type differs from its source's"},
     [RN_E_STREAM_EXISTS_CONFLICT] = {409, "STREAM_ALREADY_EXISTS_CONFLICT",
                                      "the stream exists with another configuration"},
     [RN_E_PRODUCER_SEQ_CONFLICT] = {409, "PRODUCER_SEQ_CONFLICT",
@@ -208,16 +226,36 @@ const char *rn_error_code(rn_error e) {
     return TABLE[e].code;
 }
 
-void rn_error_body(rn_error e, rn_buf *out) {
+/* Appends text to a JSON string: " and \ escaped, control bytes (and,
+ * unless utf8, bytes past ASCII) percent-encoded, which keeps the string
+ * valid and shows such a byte the way a URL would. */
+static void append_json_text(rn_buf *out, const char *p, size_t n, int utf8) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = (uint8_t)p[i];
+        if (b < 0x20 || b == 0x7F || (b >= 0x80 && !utf8)) {
+            char e[3] = {'%', hex[b >> 4], hex[b & 15]};
+            rn_buf_append(out, e, 3);
+            continue;
+        }
+        if (b == '"' || b == '\\')
+            rn_buf_append_byte(out, '\\');
+        rn_buf_append_byte(out, b);
+    }
+}
+
+void rn_error_body(rn_error e, const char *detail, size_t detail_len, rn_buf *out) {
     if (!TABLE[e].message) {
         rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\"}}", TABLE[e].code);
         return;
     }
     rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"", TABLE[e].code);
-    for (const char *m = TABLE[e].message; *m; m++) { /* fixed text: escape " and \ */
-        if (*m == '"' || *m == '\\')
-            rn_buf_append_byte(out, '\\');
-        rn_buf_append_byte(out, (uint8_t)*m);
+    append_json_text(out, TABLE[e].message, strlen(TABLE[e].message), 0);
+    if (detail) {
+        rn_buf_append_str(out, " (");
+        append_json_text(out, detail, detail_len,
+                         rn_utf8_valid((const uint8_t *)detail, detail_len));
+        rn_buf_append_byte(out, ')');
     }
     rn_buf_append_str(out, "\"}}");
 }

@@ -1,7 +1,8 @@
 /*
  * errors.h — the one table of refusals: every 4xx/5xx a surface sends is an
  * rn_error, which fixes its status, its stable code (extensions.txt §11) and
- * its fixed message. Bodies are {"error":{"code":"...","message":"..."}};
+ * its fixed message, which a detail naming what the request named may
+ * follow. Bodies are {"error":{"code":"...","message":"..."}};
  * rows without a message (the subscription fencing codes, whose bodies
  * PROTOCOL.md §7 fixes) render as {"error":{"code":"..."}}.
  */
@@ -32,6 +33,12 @@ typedef enum {
     RN_E_NO_COLD_STORE,
     RN_E_SNAPSHOT_COMMIT_IN_PROGRESS,
     RN_E_INVALID_STREAM_ID,
+    RN_E_INVALID_V1_NAME,
+    RN_E_HEADER_REPEATED,
+    RN_E_QUERY_REPEATED,
+    RN_E_INVALID_STREAM_SEQ,
+    RN_E_INVALID_CONTENT_TYPE,
+    RN_E_INVALID_FORK_SOURCE,
     RN_E_INVALID_QUERY_LIVE,
     RN_E_INVALID_QUERY_OFFSET_REQUIRED,
     RN_E_INVALID_PRODUCER,
@@ -88,9 +95,11 @@ typedef enum {
     RN_E_SNAPSHOT_NOT_FOUND,
     RN_E_RANGE_NOT_SATISFIABLE,
     RN_E_INCARNATION_MISMATCH,
+    RN_E_HISTORY_REWRITTEN,
     RN_E_OFFSET_OUT_OF_RANGE,
     RN_E_STREAM_SEQ_CONFLICT,
     RN_E_CONTENT_TYPE_MISMATCH,
+    RN_E_FORK_CONTENT_TYPE_MISMATCH,
     RN_E_STREAM_EXISTS_CONFLICT,
     RN_E_PRODUCER_SEQ_CONFLICT,
     RN_E_SUB_EXISTS_CONFLICT,
@@ -112,7 +121,10 @@ typedef enum {
 
 int rn_error_status(rn_error e);
 const char *rn_error_code(rn_error e);
-/* Appends the JSON error body. */
-void rn_error_body(rn_error e, rn_buf *out);
+/* Appends the JSON error body. A detail (NULL: none) is what the request
+ * named that the message should repeat (ext §11: never an internal): it
+ * follows the fixed message in parentheses, with control bytes, and bytes
+ * past ASCII unless the detail is UTF-8, percent-encoded. */
+void rn_error_body(rn_error e, const char *detail, size_t detail_len, rn_buf *out);
 
 #endif

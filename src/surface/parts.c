@@ -18,6 +18,7 @@
 #include "util/fault.h"
 #include "surface/bucket.h"
 #include "surface/offset.h"
+#include "surface/params.h"
 #include "surface/reply.h"
 #include "surface/snapshots.h"
 #include "tiers/blobs.h"
@@ -158,7 +159,7 @@ static rn_stream *stream_or_answer(rn_parts *p, rn_request *req, const char *key
     rn_engine *e = rn_surface_engine(p->sf);
     rn_stream *s = rn_engine_find(e, key, key_len);
     if (!s) {
-        rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
+        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, NULL);
         return NULL;
     }
     if (has_token && token != s->incarnation) {
@@ -398,18 +399,7 @@ static void assembled(uv_work_t *w, int status) {
 }
 
 static int parse_digest(const rn_header *h, uint8_t out[32]) {
-    if (!h || h->value_len != 64)
-        return -1;
-    for (int i = 0; i < 32; i++) {
-        unsigned v;
-        char two[3] = {h->value[2 * i], h->value[2 * i + 1], 0};
-        if (!((two[0] >= '0' && two[0] <= '9') || (two[0] >= 'a' && two[0] <= 'f')) ||
-            !((two[1] >= '0' && two[1] <= '9') || (two[1] >= 'a' && two[1] <= 'f')) ||
-            sscanf(two, "%2x", &v) != 1)
-            return -1;
-        out[i] = (uint8_t)v;
-    }
-    return 0;
+    return h && h->value_len == 64 ? rn_parse_lower_hex(h->value, h->value_len, out) : -1;
 }
 
 void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_len,
@@ -421,16 +411,24 @@ void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_l
     long on = offset_len < sizeof obuf ? rn_percent_decode(offset, offset_len, obuf) : -1;
     rn_offset_kind kind;
     uint64_t pos, n;
-    const rn_header *count = rn_request_header(req, "stream-snapshot-parts", NULL);
+    int has_count;
+    const rn_header *digest, *ct;
+    rn_param_fault f;
     part_ctx *c = ctx_new(p, req, key, key_len, s);
     if (on < 0 || rn_offset_parse(obuf, (size_t)on, &kind, &pos) || kind != RN_OFFSET_POSITION) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
         return;
     }
-    if (!count || rn_parse_strict_u64(count->value, count->value_len, MAX_PARTS_PER_COMMIT, &n) ||
-        n == 0 ||
-        parse_digest(rn_request_header(req, "stream-snapshot-digest", NULL), c->want_digest)) {
+    if (rn_param_header_u64(req, "Stream-Snapshot-Parts", MAX_PARTS_PER_COMMIT,
+                            RN_E_INVALID_PARTS_COMMIT, &has_count, &n, &f) ||
+        rn_param_header(req, "Stream-Snapshot-Digest", RN_E_INVALID_PARTS_COMMIT, &digest, &f) ||
+        rn_param_header(req, "Content-Type", RN_E_INVALID_CONTENT_TYPE, &ct, &f)) {
+        rn_reply_param_fault(req, &f);
+        ctx_free(c);
+        return;
+    }
+    if (!has_count || n == 0 || parse_digest(digest, c->want_digest)) {
         rn_reply_error(req, RN_E_INVALID_PARTS_COMMIT, NULL);
         ctx_free(c);
         return;
@@ -484,9 +482,8 @@ void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_l
         return;
     }
     st->busy = 1;
-    const rn_header *ct = rn_request_header(req, "content-type", NULL);
-    c->content_type = ct && ct->value_len ? rn_xstrndup(ct->value, ct->value_len)
-                                          : rn_xstrdup("application/octet-stream");
+    c->content_type =
+        ct ? rn_xstrndup(ct->value, ct->value_len) : rn_xstrdup("application/octet-stream");
     size_t ct_len = strlen(c->content_type);
     uint8_t le[8];
     for (int i = 0; i < 8; i++)

@@ -3,6 +3,7 @@
  */
 #include "surface/reply.h"
 #include "surface/offset.h"
+#include "util/metrics.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,27 @@ void rn_reply_snapshot_id(rn_buf *h, const rn_stream *s) {
 }
 
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra) {
+    rn_reply_error_detail(req, e, extra, NULL, 0);
+}
+
+void rn_reply_stream_path(rn_buf *out, const rn_request *req, const char *key, size_t key_len) {
+    rn_buf_append_str(out, req->route == RN_ROUTE_V1 ? "/v1/stream/" : "/");
+    rn_buf_append(out, key, key_len);
+}
+
+void rn_reply_missing(rn_request *req, rn_error e, const char *key, size_t key_len, rn_buf *extra) {
+    if (e != RN_E_STREAM_NOT_FOUND) {
+        rn_reply_error(req, e, extra);
+        return;
+    }
+    rn_buf path = {0};
+    rn_reply_stream_path(&path, req, key, key_len);
+    rn_reply_error_detail(req, e, extra, (const char *)path.data, path.len);
+    rn_buf_free(&path);
+}
+
+void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                           size_t detail_len) {
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
     rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
@@ -84,7 +106,7 @@ void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra) {
         rn_buf_append(&h, extra->data, extra->len);
         rn_buf_free(extra);
     }
-    rn_error_body(e, &body);
+    rn_error_body(e, detail, detail_len, &body);
     rn_http_respond(req, rn_error_status(e), &h, &body);
 }
 

@@ -24,6 +24,19 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);
 /* Sends the error answer e; `extra` (may be NULL) holds more header lines and
  * is taken over. */
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra);
+/* The same with a detail after the fixed message (NULL: none; see
+ * rn_error_body): only what the request named. */
+void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                           size_t detail_len);
+/* Appends the path of the stream whose engine key is key, as the request's
+ * surface spells it: /v1/stream/{key} on the v1 surface, /{key} on the
+ * bucket surface. */
+void rn_reply_stream_path(rn_buf *out, const rn_request *req, const char *key, size_t key_len);
+/* Sends `e`, an answer for a stream the engine did not find (404 or 410);
+ * a 404 STREAM_NOT_FOUND names the stream's path (rn_reply_stream_path). A
+ * bucket's 404 does not: an intermediary that conceals a resource must
+ * answer exactly like it (ext §11). */
+void rn_reply_missing(rn_request *req, rn_error e, const char *key, size_t key_len, rn_buf *extra);
 /* True when the request's If-None-Match lists etag (a quoted strong tag) or
  * "*", compared weakly as RFC 9110 §13.1.2 requires. */
 int rn_if_none_match(const rn_request *req, const char *etag);

@@ -18,6 +18,7 @@
 #include "util/fault.h"
 #include "surface/bucket.h"
 #include "surface/offset.h"
+#include "surface/params.h"
 #include "surface/reply.h"
 #include "tiers/blobs.h"
 #include "util/blake3.h"
@@ -172,13 +173,19 @@ void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_
     rn_engine *e = rn_surface_engine(sf);
     rn_stream *s = rn_engine_find(e, key, key_len);
     if (!s) {
-        rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
+        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, NULL);
         ctx_free(c);
         return;
     }
-    const rn_header *ct = rn_request_header(req, "content-type", NULL);
-    c->content_type = ct && ct->value_len ? rn_xstrndup(ct->value, ct->value_len)
-                                          : rn_xstrdup(DEFAULT_SNAPSHOT_TYPE);
+    const rn_header *ct;
+    rn_param_fault f;
+    if (rn_param_header(req, "Content-Type", RN_E_INVALID_CONTENT_TYPE, &ct, &f)) {
+        rn_reply_param_fault(req, &f);
+        ctx_free(c);
+        return;
+    }
+    c->content_type =
+        ct ? rn_xstrndup(ct->value, ct->value_len) : rn_xstrdup(DEFAULT_SNAPSHOT_TYPE);
     c->op.kind = RN_OP_PUBLISH;
     c->op.content_type = c->content_type;
     c->op.content_type_len = strlen(c->content_type);
@@ -305,7 +312,7 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
     rn_engine *e = rn_surface_engine(sf);
     rn_stream *s = rn_engine_find(e, key, key_len);
     if (!s) {
-        rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
+        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, NULL);
         return;
     }
     rn_buf extra = {0};

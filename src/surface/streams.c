@@ -13,6 +13,7 @@
 #include "live/live.h"
 #include "surface/bucket.h"
 #include "surface/offset.h"
+#include "surface/params.h"
 #include "surface/reply.h"
 #include "util/clock.h"
 #include "util/json_text.h"
@@ -182,11 +183,6 @@ static void on_abort(rn_request *req) {
 
 /* ---- small helpers ---- */
 
-static int header_is_true(const rn_request *req, const char *name) {
-    const rn_header *h = rn_request_header(req, name, NULL);
-    return h && rn_ieq(h->value, h->value_len, "true");
-}
-
 static void append_content_type(rn_buf *h, const rn_stream *s) {
     rn_buf_append_str(h, "Content-Type: ");
     rn_buf_append(h, s->content_type, s->content_type_len);
@@ -274,25 +270,58 @@ static void submit(stream_ctx *c) {
     rn_engine_submit(c->sf->engine, &c->op);
 }
 
-/* Reads the fork headers of a create. Returns -1 when fine, else the error.
- * The source is named by its URL path (/v1/stream/...) or its stream path. */
-static int parse_fork(stream_ctx *c) {
+/* Answers a request that its headers or query refused (params.h). */
+static void reply_fault(stream_ctx *c, const rn_param_fault *f) {
+    rn_reply_param_fault(c->req, f);
+    ctx_finish(c);
+}
+
+#define MAX_HEADER_INT ((1ull << 53) - 1) /* PROTOCOL: integers up to 2^53-1 */
+
+/* Reads Content-Type into op (left NULL when absent). */
+static int parse_content_type(const rn_request *req, rn_op *op, rn_param_fault *f) {
+    const rn_header *ct;
+    if (rn_param_header(req, "Content-Type", RN_E_INVALID_CONTENT_TYPE, &ct, f))
+        return -1;
+    if (ct) {
+        op->content_type = ct->value;
+        op->content_type_len = ct->value_len;
+    }
+    return 0;
+}
+
+/* Reads Stream-Closed into op: only "true" (any case) closes; PROTOCOL
+ * §4.1 makes every other value, the empty one too, mean absent. */
+static int parse_closed(const rn_request *req, rn_op *op, rn_param_fault *f) {
+    const rn_header *h;
+    if (rn_param_header(req, "Stream-Closed", RN_PARAM_LENIENT, &h, f))
+        return -1;
+    op->close = h && rn_ieq(h->value, h->value_len, "true");
+    return 0;
+}
+
+/* Reads the fork headers of a create. Returns 0, or -1 with *f set. The
+ * source is named by its URL path (/v1/stream/...) or its stream path. */
+static int parse_fork(stream_ctx *c, rn_param_fault *f) {
     rn_request *req = c->req;
-    const rn_header *from = rn_request_header(req, "stream-forked-from", NULL);
-    const rn_header *off = rn_request_header(req, "stream-fork-offset", NULL);
-    const rn_header *sub = rn_request_header(req, "stream-fork-sub-offset", NULL);
-    if (sub && (!from || rn_parse_strict_u64(sub->value, sub->value_len, (1ull << 53) - 1,
-                                             &c->op.fork_sub_offset)))
-        return RN_E_INVALID_SUB_OFFSET;
+    const rn_header *from, *off;
+    int has_sub;
+    if (rn_param_header(req, "Stream-Forked-From", RN_E_INVALID_FORK_SOURCE, &from, f) ||
+        rn_param_header(req, "Stream-Fork-Offset", RN_E_INVALID_FORK_OFFSET, &off, f) ||
+        rn_param_header_u64(req, "Stream-Fork-Sub-Offset", MAX_HEADER_INT, RN_E_INVALID_SUB_OFFSET,
+                            &has_sub, &c->op.fork_sub_offset, f))
+        return -1;
+    if (has_sub && !from)
+        return rn_param_refuse(f, RN_E_INVALID_SUB_OFFSET);
     if (!from)
-        return off ? RN_E_INVALID_FORK_OFFSET : -1;
+        return off ? rn_param_refuse(f, RN_E_INVALID_FORK_OFFSET) : 0;
     if (c->op.fork_sub_offset > 0 && !off)
-        return RN_E_INVALID_SUB_OFFSET;
+        return rn_param_refuse(f, RN_E_INVALID_SUB_OFFSET);
     if (off) {
         rn_offset_kind kind;
         if (rn_offset_parse(off->value, off->value_len, &kind, &c->op.fork_offset) ||
             kind == RN_OFFSET_NOW)
-            return RN_E_INVALID_FORK_OFFSET;
+            return rn_param_refuse(f, RN_E_INVALID_FORK_OFFSET);
         c->op.has_fork_offset = 1;
     }
     const char *p = from->value;
@@ -305,10 +334,10 @@ static int parse_fork(stream_ctx *c) {
     c->fork_source = rn_xmalloc(n + 1);
     long dlen = rn_percent_decode(p, n, c->fork_source);
     if (dlen <= 0)
-        return RN_E_FORK_SOURCE_NOT_FOUND;
+        return rn_param_refuse(f, RN_E_INVALID_FORK_SOURCE);
     c->op.fork_source = c->fork_source;
     c->op.fork_source_len = (size_t)dlen;
-    return -1;
+    return 0;
 }
 
 /* True when the request carries any producer header. */
@@ -329,25 +358,24 @@ static void handle_put(stream_ctx *c) {
         reply_and_finish(c, RN_E_PRODUCER_ON_CREATE, NULL);
         return;
     }
-    int err = parse_fork(c);
-    if (err >= 0) {
-        reply_and_finish(c, (rn_error)err, NULL);
+    rn_param_fault f;
+    const rn_header *exp;
+    int has_ttl;
+    uint64_t ttl;
+    if (parse_fork(c, &f) ||
+        rn_param_header_u64(req, "Stream-TTL", MAX_HEADER_INT, RN_E_INVALID_HEADER_TTL, &has_ttl,
+                            &ttl, &f) ||
+        rn_param_header(req, "Stream-Expires-At", RN_E_INVALID_HEADER_EXPIRES, &exp, &f) ||
+        parse_content_type(req, &c->op, &f) || parse_closed(req, &c->op, &f)) {
+        reply_fault(c, &f);
         return;
     }
-    const rn_header *ttl = rn_request_header(req, "stream-ttl", NULL);
-    const rn_header *exp = rn_request_header(req, "stream-expires-at", NULL);
-    if (ttl && exp) {
+    if (has_ttl && exp) {
         reply_and_finish(c, RN_E_INVALID_HEADER_TTL_AND_EXPIRES, NULL);
         return;
     }
-    if (ttl) {
-        uint64_t v;
-        if (rn_parse_strict_u64(ttl->value, ttl->value_len, (1ull << 53) - 1, &v)) {
-            reply_and_finish(c, RN_E_INVALID_HEADER_TTL, NULL);
-            return;
-        }
-        c->op.ttl_s = (int64_t)v;
-    }
+    if (has_ttl)
+        c->op.ttl_s = (int64_t)ttl;
     if (exp) {
         int64_t ms;
         if (rn_parse_rfc3339(exp->value, exp->value_len, &ms) || ms < 0) {
@@ -356,99 +384,73 @@ static void handle_put(stream_ctx *c) {
         }
         c->op.expires_at_ms = ms;
     }
-    const rn_header *ct = rn_request_header(req, "content-type", NULL);
-    if (ct && ct->value_len) {
-        c->op.content_type = ct->value;
-        c->op.content_type_len = ct->value_len;
-    }
     c->op.kind = RN_OP_CREATE;
-    c->op.close = header_is_true(req, "stream-closed");
     c->op.body = req->body.data;
     c->op.body_len = req->body.len;
     submit(c);
 }
 
-/* Parses Producer-Digest (64 lowercase hex digits, sent once) into op.
- * Returns -1 when absent or valid, else the error. */
-static int parse_digest(const rn_request *req, rn_op *op) {
-    size_t count;
-    const rn_header *h = rn_request_header(req, "producer-digest", &count);
-    if (!h)
+/* Parses Producer-Digest (64 lowercase hex digits) into op. Returns 0, or
+ * -1 with *f set. */
+static int parse_digest(const rn_request *req, rn_op *op, rn_param_fault *f) {
+    const rn_header *h;
+    if (rn_param_header(req, "Producer-Digest", RN_E_INVALID_PRODUCER_DIGEST, &h, f))
         return -1;
-    if (count != 1 || h->value_len != 64 || !op->has_producer)
-        return RN_E_INVALID_PRODUCER_DIGEST;
-    for (size_t i = 0; i < 64; i++) {
-        char ch = h->value[i];
-        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-        if (v < 0)
-            return RN_E_INVALID_PRODUCER_DIGEST;
-        op->producer_digest[i / 2] = (uint8_t)(i % 2 ? op->producer_digest[i / 2] | v : v << 4);
-    }
+    if (!h)
+        return 0;
+    if (h->value_len != 64 || !op->has_producer ||
+        rn_parse_lower_hex(h->value, h->value_len, op->producer_digest))
+        return rn_param_refuse(f, RN_E_INVALID_PRODUCER_DIGEST);
     op->has_producer_digest = 1;
-    return -1;
+    return 0;
 }
 
 /* Parses the producer headers (the three of PROTOCOL §5.2.1 and
- * Producer-Digest) into op. Returns -1 when absent or valid, else the
- * error. */
-static int parse_producer(const rn_request *req, rn_op *op) {
-    const rn_header *id = rn_request_header(req, "producer-id", NULL);
-    const rn_header *ep = rn_request_header(req, "producer-epoch", NULL);
-    const rn_header *sq = rn_request_header(req, "producer-seq", NULL);
-    if (!id && !ep && !sq)
-        return parse_digest(req, op);
-    const uint64_t max = (1ull << 53) - 1;
-    if (!id || !ep || !sq || id->value_len == 0)
-        return RN_E_INVALID_PRODUCER;
-    /* Accept leading zeros in integers ("007") but nothing non-numeric. */
-    uint64_t v[2];
-    const rn_header *nums[2] = {ep, sq};
-    for (int k = 0; k < 2; k++) {
-        const char *s = nums[k]->value;
-        size_t n = nums[k]->value_len;
-        while (n > 1 && *s == '0') {
-            s++;
-            n--;
-        }
-        if (rn_parse_strict_u64(s, n, max, &v[k]))
-            return RN_E_INVALID_PRODUCER;
+ * Producer-Digest) into op. Returns 0, or -1 with *f set. */
+static int parse_producer(const rn_request *req, rn_op *op, rn_param_fault *f) {
+    const rn_header *id;
+    int has_epoch, has_seq;
+    if (rn_param_header(req, "Producer-Id", RN_E_INVALID_PRODUCER, &id, f) ||
+        rn_param_header_u64(req, "Producer-Epoch", MAX_HEADER_INT, RN_E_INVALID_PRODUCER,
+                            &has_epoch, &op->producer_epoch, f) ||
+        rn_param_header_u64(req, "Producer-Seq", MAX_HEADER_INT, RN_E_INVALID_PRODUCER, &has_seq,
+                            &op->producer_seq, f))
+        return -1;
+    if (id || has_epoch || has_seq) {
+        if (!id || !has_epoch || !has_seq)
+            return rn_param_refuse(f, RN_E_INVALID_PRODUCER);
+        op->has_producer = 1;
+        op->producer_id = id->value;
+        op->producer_id_len = id->value_len;
     }
-    op->has_producer = 1;
-    op->producer_id = id->value;
-    op->producer_id_len = id->value_len;
-    op->producer_epoch = v[0];
-    op->producer_seq = v[1];
-    return parse_digest(req, op);
+    return parse_digest(req, op, f);
 }
 
 /* An append or close. Shape errors answer at once; without producer
  * headers the content faults may too (ext §5.3 lets them come before the
- * stream); with them, every other check is the engine's, in §5.3's order. */
+ * stream); with them, every other check is the engine's, in §5.3's order.
+ * The Content-Type of a POST without a body is ignored (PROTOCOL §5.2). */
 static void handle_post(stream_ctx *c) {
     rn_request *req = c->req;
-    int err = parse_producer(req, &c->op);
-    if (err >= 0) {
-        reply_and_finish(c, (rn_error)err, NULL);
+    rn_param_fault f;
+    const rn_header *seq;
+    if (parse_producer(req, &c->op, &f) || parse_closed(req, &c->op, &f) ||
+        rn_param_header(req, "Stream-Seq", RN_E_INVALID_STREAM_SEQ, &seq, &f) ||
+        (req->body.len && parse_content_type(req, &c->op, &f))) {
+        reply_fault(c, &f);
         return;
     }
     c->op.kind = RN_OP_APPEND;
-    c->op.close = header_is_true(req, "stream-closed");
     c->op.body = req->body.data;
     c->op.body_len = req->body.len;
-    const rn_header *ct = rn_request_header(req, "content-type", NULL);
     if (!c->op.has_producer && !c->op.body_len && !c->op.close) {
         reply_and_finish(c, RN_E_EMPTY_APPEND, NULL);
         return;
     }
-    if (!c->op.has_producer && c->op.body_len && (!ct || !ct->value_len)) {
+    if (!c->op.has_producer && c->op.body_len && !c->op.content_type) {
         reply_and_finish(c, RN_E_MISSING_CONTENT_TYPE, NULL);
         return;
     }
-    if (ct && ct->value_len) {
-        c->op.content_type = ct->value;
-        c->op.content_type_len = ct->value_len;
-    }
-    const rn_header *seq = rn_request_header(req, "stream-seq", NULL);
     if (seq) {
         c->op.has_seq = 1;
         c->op.seq = seq->value;
@@ -614,6 +616,33 @@ static const char *producer_outcome(const rn_op *op) {
     }
 }
 
+/* Appends what the message of a refusal names, from what the request
+ * named: the stream's path for a missing stream, Stream-Forked-From for a
+ * missing fork source, both content types for a mismatch. Nothing for
+ * other refusals. */
+static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) {
+    const rn_header *from;
+    switch (op->result) {
+    case RN_ERR_NOT_FOUND:
+        rn_reply_stream_path(out, req, op->path, op->path_len);
+        break;
+    case RN_ERR_SOURCE_NOT_FOUND:
+        from = rn_request_header(req, "stream-forked-from", NULL);
+        if (from)
+            rn_buf_append(out, from->value, from->value_len);
+        break;
+    case RN_ERR_CONTENT_TYPE:
+        rn_buf_append_str(out, op->kind == RN_OP_CREATE ? "source: \"" : "stream: \"");
+        rn_buf_append(out, op->conflicting_type, op->conflicting_type_len);
+        rn_buf_append_str(out, "\", request: \"");
+        rn_buf_append(out, op->content_type, op->content_type_len);
+        rn_buf_append_str(out, "\"");
+        break;
+    default:
+        break;
+    }
+}
+
 void rn_reply_refusal(rn_request *req, const rn_op *op) {
     rn_buf extra = {0};
     const rn_stream *s = op->stream;
@@ -658,7 +687,14 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     }
     if (s && op->result != RN_ERR_CLOSED && op->result != RN_ERR_NOT_FOUND)
         append_incarnation(&extra, s);
-    rn_reply_error(req, refusal_error(op->result), &extra);
+    rn_buf detail = {0};
+    refusal_detail(&detail, req, op);
+    rn_error e = op->result == RN_ERR_CONTENT_TYPE && op->kind == RN_OP_CREATE
+                     ? RN_E_FORK_CONTENT_TYPE_MISMATCH
+                     : refusal_error(op->result);
+    rn_reply_error_detail(req, e, &extra, detail.len ? (const char *)detail.data : NULL,
+                          detail.len);
+    rn_buf_free(&detail);
 }
 
 /* Answers an append or close: applied, repeated or refused. A producer
@@ -706,7 +742,7 @@ static void op_done(rn_op *op) {
         break;
     }
     case RN_ERR_NOT_FOUND:
-        rn_reply_error(c->req, missing_error(c), NULL);
+        rn_reply_missing(c->req, missing_error(c), c->path, c->path_len, NULL);
         break;
     default:
         answer_append(c->req, op);
@@ -731,7 +767,8 @@ static rn_error missing_error(const stream_ctx *c) {
 static int answer_missing(stream_ctx *c, const rn_stream *s) {
     if (s)
         return 0;
-    reply_and_finish(c, missing_error(c), NULL);
+    rn_reply_missing(c->req, missing_error(c), c->path, c->path_len, NULL);
+    ctx_finish(c);
     return 1;
 }
 
@@ -929,8 +966,12 @@ static void sse_end(stream_ctx *c) {
 static void sse_fail(stream_ctx *c, rn_error e) {
     if (c->prof->sse_error_events) {
         rn_buf ev = {0};
+        rn_buf path = {0};
+        if (e == RN_E_STREAM_NOT_FOUND) /* named as rn_reply_missing() names it */
+            rn_reply_stream_path(&path, c->req, c->path, c->path_len);
         rn_buf_append_str(&ev, "event: error\ndata:");
-        rn_error_body(e, &ev);
+        rn_error_body(e, path.len ? (const char *)path.data : NULL, path.len, &ev);
+        rn_buf_free(&path);
         rn_buf_append_str(&ev, "\n\n");
         rn_http_stream_write(c->req, &ev);
     }
@@ -1058,16 +1099,29 @@ static void on_live_timer(uv_timer_t *t) {
     end_live_read(t->data);
 }
 
-static void on_live_event(rn_waiter *w, rn_live_event ev) {
+/* A live read ends in error when its stream goes away (404) or its
+ * history is rewritten: the read was opened under the retired incarnation
+ * and its offsets belong to the old history, so it answers 412 with the
+ * current token whether or not it carried the precondition (an SSE read
+ * sends the same error as its last event). */
+static void on_live_event(rn_waiter *w, rn_stream *s, rn_live_event ev) {
     stream_ctx *c = (stream_ctx *)((char *)w - offsetof(stream_ctx, waiter));
-    if (ev == RN_LIVE_REMOVED) {
-        if (c->mode == READ_SSE)
-            sse_fail(c, RN_E_STREAM_NOT_FOUND);
-        else
-            reply_and_finish(c, RN_E_STREAM_NOT_FOUND, NULL);
+    if (ev != RN_LIVE_CHANGED) {
+        rn_error e = ev == RN_LIVE_REMOVED ? RN_E_STREAM_NOT_FOUND : RN_E_HISTORY_REWRITTEN;
+        if (c->mode == READ_SSE) {
+            sse_fail(c, e);
+            return;
+        }
+        if (ev == RN_LIVE_REMOVED) {
+            rn_reply_missing(c->req, e, c->path, c->path_len, NULL);
+            ctx_finish(c);
+            return;
+        }
+        rn_buf extra = {0};
+        append_incarnation(&extra, s);
+        reply_and_finish(c, e, &extra);
         return;
     }
-    rn_stream *s = w->stream;
     if (c->mode == READ_SSE) {
         if (!c->sse_paused)
             sse_pump(c, s, 0);
@@ -1094,75 +1148,70 @@ static void park(stream_ctx *c, rn_stream *s, uint64_t timeout_ms) {
     uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
 }
 
-/* Applies the read-path parameters of ext §9 (timeout_ms, consistency,
- * max_bytes). Returns an error or -1 when fine. */
-static int read_parameter(stream_ctx *c, const char *name, size_t name_len, const char *val,
-                          long vlen, int *leader) {
+/* Applies the read-path parameters of ext §9: timeout_ms and max_bytes
+ * that do not parse mean the default, consistency must be local or leader
+ * (*leader). Returns 0, or -1 with *f set. */
+static int read_parameters(stream_ctx *c, const char *q, size_t len, int *leader,
+                           rn_param_fault *f) {
+    char val[32];
+    long n;
     uint64_t v;
-    int number = vlen > 0 && rn_parse_strict_u64(val, (size_t)vlen, UINT64_MAX / 2, &v) == 0;
-    if (name_len == 10 && memcmp(name, "timeout_ms", 10) == 0) {
-        if (number)
-            c->poll_timeout_ms = v < 1 ? 1 : v > BUCKET_POLL_MAX_MS ? BUCKET_POLL_MAX_MS : v;
-    } else if (name_len == 9 && memcmp(name, "max_bytes", 9) == 0) {
-        if (number && v < c->max_bytes)
-            c->max_bytes = v ? (size_t)v : 1;
-    } else if (name_len == 11 && memcmp(name, "consistency", 11) == 0) {
-        if (vlen == 6 && memcmp(val, "leader", 6) == 0)
-            *leader = 1; /* one node: every read is linearizable */
-        else if (!(vlen == 5 && memcmp(val, "local", 5) == 0))
-            return RN_E_INVALID_QUERY_CONSISTENCY;
-    }
-    return -1;
+    if (rn_param_query(q, len, "timeout_ms", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+        return -1;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0)
+        c->poll_timeout_ms = v < 1 ? 1 : v > BUCKET_POLL_MAX_MS ? BUCKET_POLL_MAX_MS : v;
+    if (rn_param_query(q, len, "max_bytes", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+        return -1;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0 && v < c->max_bytes)
+        c->max_bytes = v ? (size_t)v : 1;
+    if (rn_param_query(q, len, "consistency", RN_E_INVALID_QUERY_CONSISTENCY, val, sizeof val, &n,
+                       f))
+        return -1;
+    if (n == 6 && memcmp(val, "leader", 6) == 0)
+        *leader = 1; /* one node: every read is linearizable */
+    else if (n >= 0 && !(n == 5 && memcmp(val, "local", 5) == 0))
+        return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
+    return 0;
 }
 
-/* Parses the query: offset (once at most), live, cursor, and the profile's
- * read parameters. Unknown names are ignored. Returns an error or -1. */
-static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset) {
-    *has_offset = 0;
+/* Parses the query: offset, live, cursor (an echo: one this server could
+ * not have sent is ignored), and the profile's read parameters; each at
+ * most once (params.h). Unknown names are ignored. Returns 0, or -1 with
+ * *f set. */
+static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset,
+                       rn_param_fault *f) {
+    char val[256];
+    long n;
     int leader = 0;
     c->offset_kind = RN_OFFSET_START;
     c->mode = READ_CATCHUP;
-    const char *p = q, *end = q + len;
-    while (p < end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        const char *pe = amp ? amp : end;
-        const char *eq = memchr(p, '=', (size_t)(pe - p));
-        const char *name = p;
-        size_t name_len = (size_t)((eq ? eq : pe) - p);
-        const char *raw = eq ? eq + 1 : pe;
-        size_t raw_len = (size_t)(pe - raw);
-        char val[256];
-        long vlen = raw_len < sizeof val ? rn_percent_decode(raw, raw_len, val) : -1;
-        if (name_len == 6 && memcmp(name, "offset", 6) == 0) {
-            if (*has_offset || vlen < 0 ||
-                rn_offset_parse(val, (size_t)vlen, &c->offset_kind, &c->offset))
-                return RN_E_INVALID_OFFSET;
-            *has_offset = 1;
-        } else if (name_len == 4 && memcmp(name, "live", 4) == 0) {
-            if (vlen == 9 && memcmp(val, "long-poll", 9) == 0)
-                c->mode = READ_LONG_POLL;
-            else if (vlen == 3 && memcmp(val, "sse", 3) == 0)
-                c->mode = READ_SSE;
-            else
-                return RN_E_INVALID_QUERY_LIVE;
-        } else if (name_len == 6 && memcmp(name, "cursor", 6) == 0) {
-            uint64_t v;
-            if (vlen > 0 && rn_parse_strict_u64(val, (size_t)vlen, UINT64_MAX / 2, &v) == 0) {
-                c->has_cursor = 1;
-                c->client_cursor = v;
-            }
-        } else if (c->prof->read_parameters) {
-            int err = read_parameter(c, name, name_len, val, vlen, &leader);
-            if (err >= 0)
-                return err;
-        }
-        p = pe + 1;
+    if (rn_param_query(q, len, "offset", RN_E_INVALID_OFFSET, val, sizeof val, &n, f))
+        return -1;
+    *has_offset = n >= 0;
+    if (n >= 0 && rn_offset_parse(val, (size_t)n, &c->offset_kind, &c->offset))
+        return rn_param_refuse(f, RN_E_INVALID_OFFSET);
+    if (rn_param_query(q, len, "live", RN_E_INVALID_QUERY_LIVE, val, sizeof val, &n, f))
+        return -1;
+    if (n == 9 && memcmp(val, "long-poll", 9) == 0)
+        c->mode = READ_LONG_POLL;
+    else if (n == 3 && memcmp(val, "sse", 3) == 0)
+        c->mode = READ_SSE;
+    else if (n >= 0)
+        return rn_param_refuse(f, RN_E_INVALID_QUERY_LIVE);
+    if (rn_param_query(q, len, "cursor", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+        return -1;
+    uint64_t v;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0) {
+        c->has_cursor = 1;
+        c->client_cursor = v;
     }
+    if (c->prof->read_parameters && read_parameters(c, q, len, &leader, f))
+        return -1;
     if (leader && c->mode != READ_CATCHUP)
-        return RN_E_INVALID_QUERY_CONSISTENCY;
+        return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
     if (c->mode == READ_SSE && c->max_bytes < 4)
         c->max_bytes = 4; /* room for one UTF-8 character in a text event */
-    return -1;
+    return 0;
 }
 
 /* Refuses a live read that would park past the server's or the stream's
@@ -1189,9 +1238,9 @@ static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
 
 static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
     int has_offset;
-    int err = parse_query(c, query, query_len, &has_offset);
-    if (err >= 0) {
-        reply_and_finish(c, (rn_error)err, NULL);
+    rn_param_fault f;
+    if (parse_query(c, query, query_len, &has_offset, &f)) {
+        reply_fault(c, &f);
         return;
     }
     if (c->mode != READ_CATCHUP && !has_offset) {
@@ -1269,23 +1318,11 @@ static void handle_delete(stream_ctx *c) {
 }
 
 int rn_request_incarnation(const rn_request *req, int *present, uint64_t *token) {
-    size_t count;
-    const rn_header *h = rn_request_header(req, "stream-incarnation", &count);
-    *present = h != NULL;
-    if (!h)
-        return 0;
-    if (count != 1 || rn_parse_strict_u64(h->value, h->value_len, RN_INCARNATION_MAX, token) ||
-        *token < RN_INCARNATION_MIN)
+    rn_param_fault f;
+    if (rn_param_header_u64(req, "Stream-Incarnation", RN_INCARNATION_MAX, RN_E_INVALID_INCARNATION,
+                            present, token, &f))
         return -1;
-    return 0;
-}
-
-/* Parses a Stream-Incarnation request header into the op. Returns -1 when
- * absent or valid, else the error (malformed or repeated: 400). */
-static int parse_incarnation(stream_ctx *c) {
-    return rn_request_incarnation(c->req, &c->op.has_incarnation, &c->op.incarnation)
-               ? RN_E_INVALID_INCARNATION
-               : -1;
+    return *present && *token < RN_INCARNATION_MIN ? -1 : 0;
 }
 
 void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
@@ -1295,9 +1332,8 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
     c->max_bytes = prof->read_parameters ? BUCKET_READ_CAP : sf->cfg.max_read_bytes;
     c->poll_timeout_ms =
         prof->read_parameters ? BUCKET_POLL_DEFAULT_MS : sf->cfg.long_poll_timeout_ms;
-    int err = parse_incarnation(c);
-    if (err >= 0) {
-        reply_and_finish(c, (rn_error)err, NULL);
+    if (rn_request_incarnation(req, &c->op.has_incarnation, &c->op.incarnation)) {
+        reply_and_finish(c, RN_E_INVALID_INCARNATION, NULL);
         return;
     }
     switch (req->method) {
@@ -1327,7 +1363,8 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
 
 int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
     rn_op op = {.kind = RN_OP_APPEND, .path = key, .path_len = key_len};
-    if (req->method != RN_HTTP_POST || parse_producer(req, &op) >= 0 || !op.has_producer ||
+    rn_param_fault f;
+    if (req->method != RN_HTTP_POST || parse_producer(req, &op, &f) || !op.has_producer ||
         rn_request_incarnation(req, &op.has_incarnation, &op.incarnation) || !op.has_incarnation)
         return 0; /* not eligible; a shape error is answered with the body */
     if (!rn_engine_answer_early(sf->engine, &op))

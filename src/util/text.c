@@ -4,6 +4,7 @@
  */
 #include "util/text.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -161,6 +162,18 @@ static int hexval(char c) {
     if (c >= 'a' && c <= 'f')
         return c - 'a' + 10;
     return -1;
+}
+
+int rn_parse_lower_hex(const char *s, size_t len, uint8_t *out) {
+    assert(len % 2 == 0);
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return -1;
+        int v = hexval(c);
+        out[i / 2] = (uint8_t)(i % 2 ? out[i / 2] | v : v << 4);
+    }
+    return 0;
 }
 
 long rn_percent_decode(const char *s, size_t len, char *out) {

@@ -36,6 +36,10 @@ void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len);
  * past U+10FFFF). */
 int rn_utf8_valid(const uint8_t *s, size_t len);
 
+/* Parses len (even) lowercase hex digits into len / 2 bytes of out.
+ * Returns 0, or -1 for any other character. */
+int rn_parse_lower_hex(const char *s, size_t len, uint8_t *out);
+
 /* Percent-decodes s into out (capacity >= len). Returns the decoded length, or
  * -1 for a malformed escape. */
 long rn_percent_decode(const char *s, size_t len, char *out);
