@@ -755,6 +755,11 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     rn_cmd *c = &op->cmd;
     op->wal.after_sync = NULL;
     op->pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
+    int refused = rn_fault_fail("log-reserve");
+    if (refused) {
+        refuse_unlogged(e, op, s, refused);
+        return;
+    }
     if (c->data_len) {
         int rc = rn_store_pin_append(e->store, s->id, c->offset, c->data_len, s->appends, &op->pin);
         if (rc < 0) {
@@ -1401,7 +1406,8 @@ int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     if (!s->json || offset == 0 || offset == s->tail)
         return 1;
     uint8_t c;
-    return read_range(e, s, offset - 1, 1, &c) == 0 && c == '\n';
+    return rn_fault_fail("boundary-read") == 0 && read_range(e, s, offset - 1, 1, &c) == 0 &&
+           c == '\n';
 }
 
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
