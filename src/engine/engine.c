@@ -1403,8 +1403,8 @@ void rn_engine_touch(rn_engine *e, rn_stream *s) {
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     if (offset > s->tail)
         return 0;
-    if (!s->json || offset == 0 || offset == s->tail)
-        return 1;
+    if (!s->json || offset == 0 || offset == s->tail || offset == s->retained)
+        return 1; /* the retained offset: retention cleared the byte before it */
     uint8_t c;
     return rn_fault_fail("boundary-read") == 0 && read_range(e, s, offset - 1, 1, &c) == 0 &&
            c == '\n';
