@@ -984,8 +984,9 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
  * source tail) plus the sub-offset. Returns 0, or the result to refuse with. */
 static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t *pos) {
     uint64_t base = op->has_fork_offset ? op->fork_offset : src->tail;
-    if (base > src->tail || !rn_engine_offset_valid(e, src, base))
-        return RN_ERR_FORK_OFFSET;
+    int valid = base <= src->tail ? rn_engine_offset_valid(e, src, base) : 0;
+    if (valid <= 0)
+        return valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_FORK_OFFSET;
     uint64_t n = op->fork_sub_offset;
     if (n == 0) {
         *pos = base;
@@ -1229,8 +1230,9 @@ static void run_publish(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, RN_ERR_OFFSET_BEYOND_TAIL, s);
         return;
     }
-    if (!rn_engine_offset_valid(e, s, off)) {
-        finish(op, RN_ERR_NOT_BOUNDARY, s);
+    int valid = rn_engine_offset_valid(e, s, off);
+    if (valid <= 0) {
+        finish(op, valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_NOT_BOUNDARY, s);
         return;
     }
     if (s->snapshot.present && off <= s->snapshot.offset) {
@@ -1260,8 +1262,9 @@ static void run_retain(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, RN_OK_RETAINED, s);
         return;
     }
-    if (off > s->tail || !rn_engine_offset_valid(e, s, off)) {
-        finish(op, RN_ERR_NOT_BOUNDARY, s);
+    int valid = off <= s->tail ? rn_engine_offset_valid(e, s, off) : 0;
+    if (valid <= 0) {
+        finish(op, valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_NOT_BOUNDARY, s);
         return;
     }
     if (!s->snapshot.present || off > s->snapshot.offset) {
@@ -1406,8 +1409,10 @@ int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     if (!s->json || offset == 0 || offset == s->tail || offset == s->retained)
         return 1; /* the retained offset: retention cleared the byte before it */
     uint8_t c;
-    return rn_fault_fail("boundary-read") == 0 && read_range(e, s, offset - 1, 1, &c) == 0 &&
-           c == '\n';
+    int rc = rn_fault_fail("boundary-read");
+    if (rc == 0)
+        rc = read_range(e, s, offset - 1, 1, &c);
+    return rc < 0 ? rc : c == '\n';
 }
 
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,

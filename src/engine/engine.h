@@ -184,6 +184,7 @@ typedef enum {
     RN_ERR_FORK_DEPTH,              /* fork chain too deep */
     RN_ERR_OFFSET_BEYOND_TAIL,      /* snapshot offset past the tail (409 naming none) */
     RN_ERR_NOT_BOUNDARY,            /* JSON offset not a message boundary, or not committed */
+    RN_ERR_BOUNDARY_UNVERIFIED,     /* JSON boundary unknown: the byte before it was unreadable */
     RN_ERR_BELOW_RETAINED,          /* offset below the retained offset (410) */
     RN_ERR_SNAPSHOT_CONFLICT,       /* another snapshot is the latest (409 naming it) */
     RN_ERR_RETENTION_PAST_SNAPSHOT, /* retention newer than the latest snapshot */
@@ -360,9 +361,12 @@ void rn_engine_touch(rn_engine *e, rn_stream *s);
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
                     rn_buf *out);
 
-/* True when offset is a valid position for reads and for snapshot,
- * retention and fork offsets: <= tail and, for JSON streams, on a message
- * boundary (the retained offset is one without a read: see `retained`). */
+/* Whether offset is a valid position for reads and for snapshot, retention
+ * and fork offsets: <= tail and, for JSON streams, on a message boundary
+ * (the retained offset is one without a read: see `retained`). Returns 1
+ * when it is, 0 when it is not, or -errno when the byte before it could not
+ * be read: the boundary is then unverified, which callers answer with a
+ * retryable refusal, never as "not a boundary". */
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
 
 /* Deletes expired streams and discards idle producer state (raising the
