@@ -164,6 +164,8 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
     rn_stream *s = find_or_answer(sf, req, key, key_len);
     if (!s)
         return;
+    if (req->method == RN_HTTP_GET)
+        rn_engine_touch(rn_surface_engine(sf), s); /* a read renews the TTL window, HEAD does not */
     rn_buf extra = {0};
     rn_reply_incarnation(&extra, s);
     if (off < s->retained) {

@@ -308,6 +308,8 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
         rn_reply_error(req, rn_bucket_missing_error(e, key, key_len), NULL);
         return;
     }
+    if (req->method == RN_HTTP_GET)
+        rn_engine_touch(e, s); /* a read renews the TTL window, HEAD does not */
     rn_buf extra = {0};
     rn_reply_incarnation(&extra, s);
     if (pos < s->retained) {
