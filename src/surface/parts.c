@@ -178,13 +178,10 @@ static rn_stream *stream_or_answer(rn_parts *p, rn_request *req, const char *key
     return NULL;
 }
 
+/* True when a part's offset segment is an offset: checked, then ignored. */
 static int offset_ok(const char *seg, size_t len) {
-    char buf[64];
-    long n = len < sizeof buf ? rn_percent_decode(seg, len, buf) : -1;
-    rn_offset_kind kind;
     uint64_t pos;
-    return n >= 0 && rn_offset_parse(buf, (size_t)n, &kind, &pos) == 0 &&
-           kind == RN_OFFSET_POSITION;
+    return rn_offset_parse_segment(seg, len, &pos) == 0;
 }
 
 static void answer_busy(rn_request *req, const rn_stream *s) {
@@ -466,13 +463,10 @@ void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_l
     rn_stream *s = stream_or_answer(p, req, key, key_len);
     if (!s)
         return;
-    char obuf[64];
-    long on = offset_len < sizeof obuf ? rn_percent_decode(offset, offset_len, obuf) : -1;
-    rn_offset_kind kind;
     uint64_t pos, n;
     const rn_header *count = rn_request_header(req, "stream-snapshot-parts", NULL);
     part_ctx *c = ctx_new(p, req, key, key_len, s);
-    if (on < 0 || rn_offset_parse(obuf, (size_t)on, &kind, &pos) || kind != RN_OFFSET_POSITION) {
+    if (rn_offset_parse_segment(offset, offset_len, &pos)) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
         return;

@@ -69,17 +69,6 @@ static void ctx_free(snap_ctx *c) {
     free(c);
 }
 
-/* Parses an offset path segment (percent-encoded, ext §8) into a position.
- * Returns 0, or -1 for anything but a position token. */
-static int parse_position(const char *seg, size_t len, uint64_t *pos) {
-    char buf[64];
-    long n = len < sizeof buf ? rn_percent_decode(seg, len, buf) : -1;
-    rn_offset_kind kind;
-    if (n < 0 || rn_offset_parse(buf, (size_t)n, &kind, pos) || kind != RN_OFFSET_POSITION)
-        return -1;
-    return 0;
-}
-
 /* Sets up the op's Stream-Incarnation precondition; answers 400 and returns
  * -1 when the header is malformed. */
 static int take_precondition(snap_ctx *c) {
@@ -156,7 +145,7 @@ static snap_ctx *offset_write(rn_surface *sf, rn_request *req, const char *key, 
     snap_ctx *c = ctx_new(sf, req, key, key_len);
     if (take_precondition(c))
         return NULL;
-    if (parse_position(offset, offset_len, &c->op.target_offset)) {
+    if (rn_offset_parse_segment(offset, offset_len, &c->op.target_offset)) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
         return NULL;
@@ -298,10 +287,8 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
     uint64_t pos, want_token = 0;
     int has_token = 0;
     if (immutable) {
-        char buf[32];
-        long n = token_len < sizeof buf ? rn_percent_decode(token, token_len, buf) : -1;
-        if (n <= 0 || rn_parse_strict_u64(buf, (size_t)n, RN_INCARNATION_MAX, &want_token) ||
-            want_token < RN_INCARNATION_MIN || parse_position(offset, offset_len, &pos)) {
+        if (rn_token_parse_segment(token, token_len, &want_token) ||
+            rn_offset_parse_segment(offset, offset_len, &pos)) {
             refuse_read(req, RN_E_INVALID_RESOURCE, NULL, NULL);
             return;
         }
@@ -311,7 +298,7 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
             refuse_read(req, RN_E_INVALID_INCARNATION, NULL, NULL);
             return;
         }
-        if (parse_position(offset, offset_len, &pos)) {
+        if (rn_offset_parse_segment(offset, offset_len, &pos)) {
             refuse_read(req, RN_E_INVALID_OFFSET, NULL, NULL);
             return;
         }
