@@ -993,8 +993,10 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
         return 0;
     }
     uint64_t start, end;
-    if (base >= src->tail || find_append(e, src, base, &start, &end) != 0)
+    if (base >= src->tail)
         return RN_ERR_SUB_OFFSET;
+    if (find_append(e, src, base, &start, &end) != 0)
+        return RN_ERR_BOUNDARY_UNVERIFIED; /* the append index was unreadable */
     if (!src->json) {
         if (n > end - base)
             return RN_ERR_SUB_OFFSET;
@@ -1003,7 +1005,9 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
     }
     /* JSON: n whole messages of the append, counted from base. */
     uint8_t *text = rn_xmalloc((size_t)(end - base));
-    int rc = read_range(e, src, base, (size_t)(end - base), text);
+    int rc = rn_fault_fail("boundary-read");
+    if (rc == 0)
+        rc = read_range(e, src, base, (size_t)(end - base), text);
     uint64_t p = base;
     for (size_t i = 0; rc == 0 && n > 0 && i < end - base; i++) {
         if (text[i] == '\n') {
@@ -1013,7 +1017,7 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
     }
     free(text);
     if (rc != 0 || n > 0)
-        return RN_ERR_SUB_OFFSET;
+        return rc != 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_SUB_OFFSET;
     *pos = p;
     return 0;
 }

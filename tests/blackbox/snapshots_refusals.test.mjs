@@ -117,6 +117,24 @@ describe("§2.2 a JSON boundary that cannot be read is unverified: 503, nothing 
     assert.equal((await put(fork, { type: JSON_TYPE, headers })).status, 201, "the repeat creates the fork");
   });
 
+  test("a fork whose Stream-Fork-Sub-Offset counts unreadable messages answers 503 JSON_BOUNDARY_UNVERIFIED", async () => {
+    const url = `${server.url}/refusals/j${++n}`;
+    await createStream(url, { type: JSON_TYPE, body: '[{"m":1},{"m":2},{"m":3}]' }); // one append, three messages
+    const first = h(await head(url), "stream-retained-offset");
+    const fork = server.stream(`refusals/fork${++n}`);
+    const headers = {
+      "stream-forked-from": `/v1/stream/${new URL(url).pathname.slice(1)}`,
+      "stream-fork-offset": first,
+      "stream-fork-sub-offset": "2",
+    };
+    await failPoint("boundary-read", 1);
+    assert503(await put(fork, { type: JSON_TYPE, headers }), "JSON_BOUNDARY_UNVERIFIED", "fork with a sub-offset");
+    assert.equal((await head(fork)).status, 404, "no fork was created");
+    const r = await put(fork, { type: JSON_TYPE, headers });
+    assert.equal(r.status, 201, `the repeat answered ${r.status} ${r.text}`);
+    assert.deepEqual(JSON.parse((await get(`${fork}?offset=-1`)).text), [{ m: 1 }, { m: 2 }]);
+  });
+
   test("a v1 read from the boundary answers 503 JSON_BOUNDARY_UNVERIFIED, never 400", async () => {
     const { key, mid } = await jsonStream();
     await failPoint("boundary-read", 1);
