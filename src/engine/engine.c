@@ -755,6 +755,11 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     rn_cmd *c = &op->cmd;
     op->wal.after_sync = NULL;
     op->pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
+    int refused = rn_fault_fail("log-reserve");
+    if (refused) {
+        refuse_unlogged(e, op, s, refused);
+        return;
+    }
     if (c->data_len) {
         int rc = rn_store_pin_append(e->store, s->id, c->offset, c->data_len, s->appends, &op->pin);
         if (rc < 0) {
@@ -981,16 +986,19 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
  * source tail) plus the sub-offset. Returns 0, or the result to refuse with. */
 static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t *pos) {
     uint64_t base = op->has_fork_offset ? op->fork_offset : src->tail;
-    if (base > src->tail || !rn_engine_offset_valid(e, src, base))
-        return RN_ERR_FORK_OFFSET;
+    int valid = base <= src->tail ? rn_engine_offset_valid(e, src, base) : 0;
+    if (valid <= 0)
+        return valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_FORK_OFFSET;
     uint64_t n = op->fork_sub_offset;
     if (n == 0) {
         *pos = base;
         return 0;
     }
     uint64_t start, end;
-    if (base >= src->tail || find_append(e, src, base, &start, &end) != 0)
+    if (base >= src->tail)
         return RN_ERR_SUB_OFFSET;
+    if (find_append(e, src, base, &start, &end) != 0)
+        return RN_ERR_BOUNDARY_UNVERIFIED; /* the append index was unreadable */
     if (!src->json) {
         if (n > end - base)
             return RN_ERR_SUB_OFFSET;
@@ -999,7 +1007,9 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
     }
     /* JSON: n whole messages of the append, counted from base. */
     uint8_t *text = rn_xmalloc((size_t)(end - base));
-    int rc = read_range(e, src, base, (size_t)(end - base), text);
+    int rc = rn_fault_fail("boundary-read");
+    if (rc == 0)
+        rc = read_range(e, src, base, (size_t)(end - base), text);
     uint64_t p = base;
     for (size_t i = 0; rc == 0 && n > 0 && i < end - base; i++) {
         if (text[i] == '\n') {
@@ -1009,7 +1019,7 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
     }
     free(text);
     if (rc != 0 || n > 0)
-        return RN_ERR_SUB_OFFSET;
+        return rc != 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_SUB_OFFSET;
     *pos = p;
     return 0;
 }
@@ -1230,8 +1240,9 @@ static void run_publish(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, RN_ERR_OFFSET_BEYOND_TAIL, s);
         return;
     }
-    if (!rn_engine_offset_valid(e, s, off)) {
-        finish(op, RN_ERR_NOT_BOUNDARY, s);
+    int valid = rn_engine_offset_valid(e, s, off);
+    if (valid <= 0) {
+        finish(op, valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_NOT_BOUNDARY, s);
         return;
     }
     if (s->snapshot.present && off <= s->snapshot.offset) {
@@ -1261,8 +1272,9 @@ static void run_retain(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, RN_OK_RETAINED, s);
         return;
     }
-    if (off > s->tail || !rn_engine_offset_valid(e, s, off)) {
-        finish(op, RN_ERR_NOT_BOUNDARY, s);
+    int valid = off <= s->tail ? rn_engine_offset_valid(e, s, off) : 0;
+    if (valid <= 0) {
+        finish(op, valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_NOT_BOUNDARY, s);
         return;
     }
     if (!s->snapshot.present || off > s->snapshot.offset) {
@@ -1404,10 +1416,13 @@ void rn_engine_touch(rn_engine *e, rn_stream *s) {
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     if (offset > s->tail)
         return 0;
-    if (!s->json || offset == 0 || offset == s->tail)
-        return 1;
+    if (!s->json || offset == 0 || offset == s->tail || offset == s->retained)
+        return 1; /* the retained offset: retention cleared the byte before it */
     uint8_t c;
-    return read_range(e, s, offset - 1, 1, &c) == 0 && c == '\n';
+    int rc = rn_fault_fail("boundary-read");
+    if (rc == 0)
+        rc = read_range(e, s, offset - 1, 1, &c);
+    return rc < 0 ? rc : c == '\n';
 }
 
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,

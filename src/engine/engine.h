@@ -103,7 +103,11 @@ typedef struct rn_stream {
     uint32_t refcount;        /* forks whose source this stream is */
     int soft_deleted;         /* deleted while forks still read it: 410 */
     uint64_t appends;         /* entries in the append index (store.h) */
-    /* Retention (ext §2.2): reads below `retained` answer 410. */
+    /* Retention (ext §2.2): reads below `retained` answer 410. On a JSON
+     * stream it is always a message boundary, known without reading the
+     * cleared byte before it: a retention offset is verified before it is
+     * logged, a fork starts at its source's retained offset or its verified
+     * fork offset, and a rewrite lowers it to the tail. */
     uint64_t retained;
     /* The latest visible snapshot (ext §2), when present. */
     struct {
@@ -180,6 +184,7 @@ typedef enum {
     RN_ERR_FORK_DEPTH,              /* fork chain too deep */
     RN_ERR_OFFSET_BEYOND_TAIL,      /* snapshot offset past the tail (409 naming none) */
     RN_ERR_NOT_BOUNDARY,            /* JSON offset not a message boundary, or not committed */
+    RN_ERR_BOUNDARY_UNVERIFIED,     /* JSON boundary unknown: the byte before it was unreadable */
     RN_ERR_BELOW_RETAINED,          /* offset below the retained offset (410) */
     RN_ERR_SNAPSHOT_CONFLICT,       /* another snapshot is the latest (409 naming it) */
     RN_ERR_RETENTION_PAST_SNAPSHOT, /* retention newer than the latest snapshot */
@@ -361,8 +366,12 @@ void rn_engine_touch(rn_engine *e, rn_stream *s);
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
                     rn_buf *out);
 
-/* True when offset is a valid position for reads: <= tail, and for JSON
- * streams on a message boundary. */
+/* Whether offset is a valid position for reads and for snapshot, retention
+ * and fork offsets: <= tail and, for JSON streams, on a message boundary
+ * (the retained offset is one without a read: see `retained`). Returns 1
+ * when it is, 0 when it is not, or -errno when the byte before it could not
+ * be read: the boundary is then unverified, which callers answer with a
+ * retryable refusal, never as "not a boundary". */
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
 
 /* Deletes expired streams and discards idle producer state (raising the

@@ -3,7 +3,8 @@
  * --test-hooks 1: POST test/rewrite/{key}?keep=<offset> rewrites a stream's
  * history (standing in for the operator actions, restore and accepted loss,
  * that will trigger rewrites later); POST test/fail-syncs?n=N makes the next
- * N log syncs fail (fault injection).
+ * N log syncs fail, and POST test/fail?point=NAME&n=N[&errno=EIO|ENOSPC] the
+ * next N passes of a failure point of util/fault.h (fault injection).
  */
 #ifndef RN_ADMIN_H
 #define RN_ADMIN_H

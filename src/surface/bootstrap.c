@@ -150,20 +150,17 @@ static void chunk_etag(const rn_stream *s, uint64_t off, uint64_t end, int end_k
 
 void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                    const char *token, size_t token_len, const char *offset, size_t offset_len) {
-    char tb[32], ob[64];
-    long tn = token_len < sizeof tb ? rn_percent_decode(token, token_len, tb) : -1;
-    long on = offset_len < sizeof ob ? rn_percent_decode(offset, offset_len, ob) : -1;
     uint64_t want, off;
-    rn_offset_kind kind;
-    if (tn <= 0 || rn_parse_strict_u64(tb, (size_t)tn, RN_INCARNATION_MAX, &want) ||
-        want < RN_INCARNATION_MIN || on < 0 || rn_offset_parse(ob, (size_t)on, &kind, &off) ||
-        kind != RN_OFFSET_POSITION) {
+    if (rn_token_parse_segment(token, token_len, &want) ||
+        rn_offset_parse_segment(offset, offset_len, &off)) {
         rn_reply_error(req, RN_E_INVALID_RESOURCE, NULL);
         return;
     }
     rn_stream *s = find_or_answer(sf, req, key, key_len);
     if (!s)
         return;
+    if (req->method == RN_HTTP_GET)
+        rn_engine_touch(rn_surface_engine(sf), s); /* a read renews the TTL window, HEAD does not */
     rn_buf extra = {0};
     rn_reply_incarnation(&extra, s);
     if (off < s->retained) {

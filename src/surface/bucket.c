@@ -80,7 +80,13 @@ static void method_not_allowed(rn_request *req, const char *allow) {
 static void subresource(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                         const segment *seg, int n, int has_query) {
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
-    if (n == 1 && seg_is(seg[0], "bootstrap")) {
+    if (n == 1 && seg_is(seg[0], "snapshot")) {
+        /* The removed latest-snapshot path (ext §11): HEAD the stream for
+         * Stream-Snapshot-Offset, then read {stream}/snapshot/{offset}. */
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Allow: OPTIONS\r\n");
+        rn_reply_error(req, RN_E_LATEST_SNAPSHOT_PATH, &extra);
+    } else if (n == 1 && seg_is(seg[0], "bootstrap")) {
         if (req->method == RN_HTTP_GET)
             rn_bootstrap(sf, req, key, key_len, has_query);
         else
@@ -193,6 +199,13 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
 
 void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
     bucket_path bp;
-    if (parse_path(path, path_len, &bp) == -1 && bp.nsub == 0)
+    if (parse_path(path, path_len, &bp) != -1)
+        return;
+    if (bp.nsub == 0)
         rn_streams_answer_early(sf, req, bp.key, bp.key_len);
+    else if (bp.nsub == 3 && seg_is(bp.sub[0], "snapshot") && seg_is(bp.sub[2], "parts")) {
+        req->route = RN_ROUTE_SUBRESOURCE;
+        rn_parts_answer_early(rn_surface_parts(sf), req, bp.key, bp.key_len, bp.sub[1].p,
+                              bp.sub[1].len);
+    }
 }

@@ -18,7 +18,8 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
                      const char *query, size_t query_len);
 
 /* Offers a request for a path that starts with "/" (its body not read
- * yet) to rn_streams_answer_early() when the path names a stream. */
+ * yet) to rn_streams_answer_early() when the path names a stream, and to
+ * rn_parts_answer_early() when it stages a snapshot part. */
 void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, size_t path_len);
 
 /* The answer for a stream at key that rn_engine_find did not find: 410 for

@@ -158,6 +158,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_NOT_FOUND] = {404, "NOT_FOUND", "no such route"},
     [RN_E_SUB_NOT_FOUND] = {404, "SUBSCRIPTION_NOT_FOUND", "the subscription does not exist"},
     [RN_E_METHOD_NOT_ALLOWED] = {405, "METHOD_NOT_ALLOWED", "the method is not allowed here"},
+    [RN_E_LATEST_SNAPSHOT_PATH] = {405, "UNSUPPORTED",
+                                   "the latest-snapshot path was removed: HEAD the stream for "
+                                   "Stream-Snapshot-Offset, then read {stream}/snapshot/{offset}"},
     [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW", "the request was not received in time"},
     [RN_E_STREAM_CLOSED] = {409, "STREAM_CLOSED", "the stream is closed"},
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
@@ -203,6 +206,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                                 "the server's disk is full; nothing was written"},
     [RN_E_OUTCOME_UNKNOWN] = {503, "OUTCOME_UNKNOWN",
                               "the write could not be made durable; retry it"},
+    [RN_E_JSON_BOUNDARY_UNVERIFIED] = {503, "JSON_BOUNDARY_UNVERIFIED",
+                                       "the offset could not be verified as a message boundary; "
+                                       "nothing was applied, retry"},
     [RN_E_RECOVERING] = {503, "GROUP_RESTARTING",
                          "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},

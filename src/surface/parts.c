@@ -37,6 +37,7 @@
 #define MAX_STAGED_PARTS 8192
 #define MAX_STAGED_BYTES (2ull << 30)
 #define MAX_SNAPSHOT_BYTES (1ull << 30)
+#define MAX_PART_BYTES (32ull << 20) /* the request limit (ext §10) */
 #define PART_ID_LEN 32
 
 /* Staged parts of one stream incarnation. */
@@ -143,41 +144,45 @@ static staged *ctx_staged(part_ctx *c) {
     return rn_map_get(&c->parts->staged, key, sizeof key);
 }
 
-/* Finds the stream and applies the Stream-Incarnation precondition, or
- * answers (400, 404, 410, 412, 501) and returns NULL. */
-static rn_stream *stream_or_answer(rn_parts *p, rn_request *req, const char *key, size_t key_len) {
-    if (!cold(p)) {
-        rn_reply_error(req, RN_E_NO_COLD_STORE, NULL);
-        return NULL;
-    }
+/* Finds the stream of a parts request and applies its Stream-Incarnation
+ * precondition. Returns -1 with *out set, or the refusal (400, 404, 410,
+ * 412, 501; *out is the stream for 412). */
+static int find_stream(rn_parts *p, const rn_request *req, const char *key, size_t key_len,
+                       rn_stream **out) {
+    *out = NULL;
+    if (!cold(p))
+        return RN_E_NO_COLD_STORE;
     int has_token;
     uint64_t token;
-    if (rn_request_incarnation(req, &has_token, &token)) {
-        rn_reply_error(req, RN_E_INVALID_INCARNATION, NULL);
-        return NULL;
-    }
+    if (rn_request_incarnation(req, &has_token, &token))
+        return RN_E_INVALID_INCARNATION;
     rn_engine *e = rn_surface_engine(p->sf);
-    rn_stream *s = rn_engine_find(e, key, key_len);
-    if (!s) {
-        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, NULL);
-        return NULL;
-    }
-    if (has_token && token != s->incarnation) {
-        rn_buf extra = {0};
-        rn_reply_incarnation(&extra, s);
-        rn_reply_error(req, RN_E_INCARNATION_MISMATCH, &extra);
-        return NULL;
-    }
-    return s;
+    *out = rn_engine_find(e, key, key_len);
+    if (!*out)
+        return rn_bucket_missing_error(e, key, key_len);
+    return has_token && token != (*out)->incarnation ? RN_E_INCARNATION_MISMATCH : -1;
 }
 
+/* find_stream(), answering its refusal; NULL when it answered. A request
+ * that reaches the stream renews its TTL window (PROTOCOL §5.1). */
+static rn_stream *stream_or_answer(rn_parts *p, rn_request *req, const char *key, size_t key_len) {
+    rn_stream *s;
+    int refusal = find_stream(p, req, key, key_len, &s);
+    if (s)
+        rn_engine_touch(rn_surface_engine(p->sf), s);
+    if (refusal < 0)
+        return s;
+    rn_buf extra = {0};
+    if (s)
+        rn_reply_incarnation(&extra, s);
+    rn_reply_missing(req, (rn_error)refusal, key, key_len, &extra); /* names a missing stream */
+    return NULL;
+}
+
+/* True when a part's offset segment is an offset: checked, then ignored. */
 static int offset_ok(const char *seg, size_t len) {
-    char buf[64];
-    long n = len < sizeof buf ? rn_percent_decode(seg, len, buf) : -1;
-    rn_offset_kind kind;
     uint64_t pos;
-    return n >= 0 && rn_offset_parse(buf, (size_t)n, &kind, &pos) == 0 &&
-           kind == RN_OFFSET_POSITION;
+    return rn_offset_parse_segment(seg, len, &pos) == 0;
 }
 
 static void answer_busy(rn_request *req, const rn_stream *s) {
@@ -215,6 +220,36 @@ static void stage_done(uv_work_t *w, int status) {
     ctx_free(c);
 }
 
+/* Answers 429 STAGED_PARTS_LIMIT and returns 1 when a part of part_bytes
+ * would pass a bound of s's staged parts (ext §2.2); else returns 0. */
+static int answer_staged_limit(rn_parts *p, rn_request *req, const rn_stream *s,
+                               uint64_t part_bytes) {
+    const staged *st = staged_for(p, s);
+    rn_buf extra = {0};
+    if (st->count >= MAX_STAGED_PARTS)
+        rn_buf_appendf(&extra, "Ursula-Max-Staged-Parts: %d\r\n", MAX_STAGED_PARTS);
+    else if (st->bytes + part_bytes > MAX_STAGED_BYTES)
+        rn_buf_appendf(&extra, "Ursula-Max-Staged-Bytes: %llu\r\n", MAX_STAGED_BYTES);
+    if (!extra.len)
+        return 0;
+    rn_reply_incarnation(&extra, s);
+    rn_reply_error(req, RN_E_STAGED_PARTS_LIMIT, &extra);
+    return 1;
+}
+
+void rn_parts_answer_early(rn_parts *p, rn_request *req, const char *key, size_t key_len,
+                           const char *offset, size_t offset_len) {
+    rn_stream *s;
+    if (!offset_ok(offset, offset_len) || find_stream(p, req, key, key_len, &s) >= 0)
+        return; /* refused the usual way, once the body is in */
+    size_t count;
+    const rn_header *cl = rn_request_header(req, "content-length", &count);
+    uint64_t declared;
+    if (!cl || count != 1 || rn_parse_strict_u64(cl->value, cl->value_len, UINT64_MAX, &declared))
+        declared = MAX_PART_BYTES; /* a part without a length counts as the largest */
+    answer_staged_limit(p, req, s, declared);
+}
+
 void rn_parts_stage(rn_parts *p, rn_request *req, const char *key, size_t key_len,
                     const char *offset, size_t offset_len) {
     if (!offset_ok(offset, offset_len)) {
@@ -222,19 +257,9 @@ void rn_parts_stage(rn_parts *p, rn_request *req, const char *key, size_t key_le
         return;
     }
     rn_stream *s = stream_or_answer(p, req, key, key_len);
-    if (!s)
+    if (!s || answer_staged_limit(p, req, s, req->body.len))
         return;
     staged *st = staged_for(p, s);
-    rn_buf extra = {0};
-    if (st->count >= MAX_STAGED_PARTS)
-        rn_buf_appendf(&extra, "Ursula-Max-Staged-Parts: %d\r\n", MAX_STAGED_PARTS);
-    else if (st->bytes + req->body.len > MAX_STAGED_BYTES)
-        rn_buf_appendf(&extra, "Ursula-Max-Staged-Bytes: %llu\r\n", MAX_STAGED_BYTES);
-    if (extra.len) {
-        rn_reply_incarnation(&extra, s);
-        rn_reply_error(req, RN_E_STAGED_PARTS_LIMIT, &extra);
-        return;
-    }
     part_ctx *c = ctx_new(p, req, key, key_len, s);
     uint8_t rnd[PART_ID_LEN / 2];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
@@ -248,9 +273,19 @@ void rn_parts_stage(rn_parts *p, rn_request *req, const char *key, size_t key_le
 
 /* ---- discard ---- */
 
+/* Deletes one part; a failure stops the listing and is its result. */
 static int delete_key(const char *key, void *arg) {
-    rn_blobs_delete(arg, key);
-    return 0;
+    return rn_blobs_delete(arg, key);
+}
+
+/* Forgets the counts of the context's stream incarnation: its next use
+ * lists the parts again (after a commit used some, or a discard failed). */
+static void forget_staged(part_ctx *c) {
+    staged *st = ctx_staged(c);
+    if (!st)
+        return;
+    rn_map_remove(&c->parts->staged, st->key, sizeof st->key);
+    free(st);
 }
 
 static void discard_work(uv_work_t *w) {
@@ -261,14 +296,16 @@ static void discard_work(uv_work_t *w) {
 static void discard_done(uv_work_t *w, int status) {
     part_ctx *c = w->data;
     staged *st = ctx_staged(c);
-    if (st) {
-        st->busy = 0;
-        st->count = 0;
-        st->bytes = 0;
-    }
     if (status || c->status) {
+        /* Some parts may remain: never 204 (ext §2.2); count them anew. */
+        forget_staged(c);
         rn_reply_error(c->req, RN_E_COLD_STORE_FAILED, NULL);
     } else {
+        if (st) {
+            st->busy = 0;
+            st->count = 0;
+            st->bytes = 0;
+        }
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
         rn_buf_appendf(&h, "Stream-Incarnation: %llu\r\n", (unsigned long long)c->incarnation);
@@ -336,27 +373,39 @@ static void delete_parts_work(uv_work_t *w) {
 static void delete_parts_done(uv_work_t *w, int status) {
     part_ctx *c = w->data;
     (void)status;
-    staged *st = ctx_staged(c);
-    if (st) {
-        st->busy = 0;
-        st->count = st->count > c->nids ? st->count - c->nids : 0;
-        st->bytes = 0; /* re-counted from sizes on the next listing */
-        rn_map_remove(&c->parts->staged, st->key, sizeof st->key);
-        free(st);
-    }
+    forget_staged(c); /* the next use counts what is left */
     ctx_free(c);
 }
 
-/* Ends a commit: the answer is final, so its parts go. */
+/* Ends a commit whose answer is final: its parts go. */
 static void commit_finish(part_ctx *c) {
     c->work.data = c;
     uv_queue_work(rn_surface_loop(c->parts->sf), &c->work, delete_parts_work, delete_parts_done);
 }
 
+/* Ends a commit refused with a retryable answer: its parts stay for the
+ * repeat (ext §2.2). */
+static void commit_keep_parts(part_ctx *c) {
+    staged *st = ctx_staged(c);
+    if (st)
+        st->busy = 0;
+    ctx_free(c);
+}
+
+/* True when a publish's result is a final answer for the commit's key (ext
+ * §2.2: 204, 400, 404, 409, 410, 412); the 503s of a full disk, a failed log
+ * sync and an unverified JSON boundary are repeated with the same parts. */
+static int publish_final(rn_result r) {
+    return r != RN_ERR_DISK_FULL && r != RN_ERR_UNAVAILABLE && r != RN_ERR_BOUNDARY_UNVERIFIED;
+}
+
 static void commit_published(rn_op *op) {
     part_ctx *c = op->arg;
     rn_snapshot_answer_publish(c->req, op, cold(c->parts), c->blob_key);
-    commit_finish(c);
+    if (publish_final(op->result))
+        commit_finish(c);
+    else
+        commit_keep_parts(c);
 }
 
 static void assemble_work(uv_work_t *w) {
@@ -378,12 +427,9 @@ static void assemble_work(uv_work_t *w) {
 static void assembled(uv_work_t *w, int status) {
     part_ctx *c = w->data;
     if (status || c->status) {
-        staged *st = ctx_staged(c);
-        if (st)
-            st->busy = 0;
         rn_reply_error(c->req, c->status == -ENOENT ? RN_E_UNKNOWN_PART : RN_E_COLD_STORE_FAILED,
                        NULL);
-        ctx_free(c);
+        commit_keep_parts(c); /* the copy used nothing up */
         return;
     }
     rn_blake3_final(&c->hash, c->op.digest);
@@ -407,15 +453,12 @@ void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_l
     rn_stream *s = stream_or_answer(p, req, key, key_len);
     if (!s)
         return;
-    char obuf[64];
-    long on = offset_len < sizeof obuf ? rn_percent_decode(offset, offset_len, obuf) : -1;
-    rn_offset_kind kind;
     uint64_t pos, n;
     int has_count;
     const rn_header *digest, *ct;
     rn_param_fault f;
     part_ctx *c = ctx_new(p, req, key, key_len, s);
-    if (on < 0 || rn_offset_parse(obuf, (size_t)on, &kind, &pos) || kind != RN_OFFSET_POSITION) {
+    if (rn_offset_parse_segment(offset, offset_len, &pos)) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
         return;

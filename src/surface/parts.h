@@ -19,6 +19,13 @@ void rn_parts_close(rn_parts *p);
 /* POST {stream}/snapshot/{offset}/parts */
 void rn_parts_stage(rn_parts *p, rn_request *req, const char *key, size_t key_len,
                     const char *offset, size_t offset_len);
+/* POST {stream}/snapshot/{offset}/parts before its body is read (the
+ * transport's on_headers hook): answers 429 STAGED_PARTS_LIMIT when the
+ * part, counted at its Content-Length (32 MiB without one), would pass a
+ * bound; answers nothing otherwise, and every other refusal waits for the
+ * body. */
+void rn_parts_answer_early(rn_parts *p, rn_request *req, const char *key, size_t key_len,
+                           const char *offset, size_t offset_len);
 /* DELETE {stream}/snapshot/parts */
 void rn_parts_discard(rn_parts *p, rn_request *req, const char *key, size_t key_len);
 /* PUT {stream}/snapshot/{offset} with Stream-Snapshot-Parts */

@@ -70,17 +70,6 @@ static void ctx_free(snap_ctx *c) {
     free(c);
 }
 
-/* Parses an offset path segment (percent-encoded, ext §8) into a position.
- * Returns 0, or -1 for anything but a position token. */
-static int parse_position(const char *seg, size_t len, uint64_t *pos) {
-    char buf[64];
-    long n = len < sizeof buf ? rn_percent_decode(seg, len, buf) : -1;
-    rn_offset_kind kind;
-    if (n < 0 || rn_offset_parse(buf, (size_t)n, &kind, pos) || kind != RN_OFFSET_POSITION)
-        return -1;
-    return 0;
-}
-
 /* Sets up the op's Stream-Incarnation precondition; answers 400 and returns
  * -1 when the header is malformed. */
 static int take_precondition(snap_ctx *c) {
@@ -157,7 +146,7 @@ static snap_ctx *offset_write(rn_surface *sf, rn_request *req, const char *key, 
     snap_ctx *c = ctx_new(sf, req, key, key_len);
     if (take_precondition(c))
         return NULL;
-    if (parse_position(offset, offset_len, &c->op.target_offset)) {
+    if (rn_offset_parse_segment(offset, offset_len, &c->op.target_offset)) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
         return NULL;
@@ -285,44 +274,58 @@ static void snapshot_headers(rn_buf *h, const rn_stream *s, int immutable) {
     rn_buf_append_str(h, "\"\r\nAccept-Ranges: bytes\r\nCache-Control: no-store\r\n");
 }
 
+/* Answers a snapshot read with refusal e. Every answer of a snapshot read
+ * says that byte ranges are honoured (ext §2.5); one about an existing
+ * stream s (else NULL) names its token; `line` (may be NULL) is one more
+ * header line. */
+static void refuse_read(rn_request *req, rn_error e, const rn_stream *s, const char *line) {
+    rn_buf extra = {0};
+    rn_buf_append_str(&extra, "Accept-Ranges: bytes\r\n");
+    if (s)
+        rn_reply_incarnation(&extra, s);
+    if (line)
+        rn_buf_append_str(&extra, line);
+    rn_reply_error(req, e, &extra);
+}
+
 void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
                       const char *offset, size_t offset_len, const char *token, size_t token_len) {
     int immutable = token != NULL;
     uint64_t pos, want_token = 0;
     int has_token = 0;
     if (immutable) {
-        char buf[32];
-        long n = token_len < sizeof buf ? rn_percent_decode(token, token_len, buf) : -1;
-        if (n <= 0 || rn_parse_strict_u64(buf, (size_t)n, RN_INCARNATION_MAX, &want_token) ||
-            want_token < RN_INCARNATION_MIN || parse_position(offset, offset_len, &pos)) {
-            rn_reply_error(req, RN_E_INVALID_RESOURCE, NULL);
+        if (rn_token_parse_segment(token, token_len, &want_token) ||
+            rn_offset_parse_segment(offset, offset_len, &pos)) {
+            refuse_read(req, RN_E_INVALID_RESOURCE, NULL, NULL);
             return;
         }
         has_token = 1;
     } else {
         if (rn_request_incarnation(req, &has_token, &want_token)) {
-            rn_reply_error(req, RN_E_INVALID_INCARNATION, NULL);
+            refuse_read(req, RN_E_INVALID_INCARNATION, NULL, NULL);
             return;
         }
-        if (parse_position(offset, offset_len, &pos)) {
-            rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
+        if (rn_offset_parse_segment(offset, offset_len, &pos)) {
+            refuse_read(req, RN_E_INVALID_OFFSET, NULL, NULL);
             return;
         }
     }
     rn_engine *e = rn_surface_engine(sf);
     rn_stream *s = rn_engine_find(e, key, key_len);
     if (!s) {
-        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, NULL);
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Accept-Ranges: bytes\r\n");
+        rn_reply_missing(req, rn_bucket_missing_error(e, key, key_len), key, key_len, &extra);
         return;
     }
-    rn_buf extra = {0};
-    rn_reply_incarnation(&extra, s);
+    if (req->method == RN_HTTP_GET)
+        rn_engine_touch(e, s); /* a read renews the TTL window, HEAD does not */
     if (pos < s->retained) {
-        rn_reply_error(req, RN_E_OFFSET_RETAINED_AWAY, &extra);
+        refuse_read(req, RN_E_OFFSET_RETAINED_AWAY, s, NULL);
         return;
     }
     if (!s->snapshot.present || s->snapshot.offset != pos) {
-        rn_reply_error(req, RN_E_SNAPSHOT_NOT_FOUND, &extra);
+        refuse_read(req, RN_E_SNAPSHOT_NOT_FOUND, s, NULL);
         return;
     }
     uint64_t total = s->snapshot.size, first = 0, last = total ? total - 1 : 0;
@@ -332,15 +335,16 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
     int not_modified = rn_if_none_match(req, etag);
     int ranged = !not_modified && parse_range(req, total, &first, &last);
     if (ranged && first >= total) {
-        rn_buf_appendf(&extra, "Content-Range: bytes */%llu\r\n", (unsigned long long)total);
-        rn_reply_error(req, RN_E_RANGE_NOT_SATISFIABLE, &extra);
+        char content_range[64];
+        snprintf(content_range, sizeof content_range, "Content-Range: bytes */%llu\r\n",
+                 (unsigned long long)total);
+        refuse_read(req, RN_E_RANGE_NOT_SATISFIABLE, s, content_range);
         return;
     }
     if (has_token && want_token != s->incarnation) {
-        rn_reply_error(req, RN_E_INCARNATION_MISMATCH, &extra);
+        refuse_read(req, RN_E_INCARNATION_MISMATCH, s, NULL);
         return;
     }
-    rn_buf_free(&extra);
     rn_buf h = {0}, empty = {0}, suffix = {0};
     snapshot_headers(&h, s, immutable);
     if (not_modified) {
@@ -350,7 +354,7 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
     int fd = rn_blobs_open_read(rn_engine_blobs(e, s->snapshot.cold), s->snapshot.key);
     if (fd < 0) {
         rn_buf_free(&h);
-        rn_reply_error(req, RN_E_COLD_STORE_FAILED, NULL);
+        refuse_read(req, RN_E_COLD_STORE_FAILED, s, NULL);
         return;
     }
     if (ranged)

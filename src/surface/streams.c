@@ -587,6 +587,8 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_SNAPSHOT_BEYOND_TAIL;
     case RN_ERR_NOT_BOUNDARY:
         return RN_E_NOT_JSON_BOUNDARY;
+    case RN_ERR_BOUNDARY_UNVERIFIED:
+        return RN_E_JSON_BOUNDARY_UNVERIFIED;
     case RN_ERR_BELOW_RETAINED:
         return RN_E_OFFSET_RETAINED_AWAY;
     case RN_ERR_SNAPSHOT_CONFLICT:
@@ -680,6 +682,7 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
         break;
     case RN_ERR_DISK_FULL:
     case RN_ERR_UNAVAILABLE:
+    case RN_ERR_BOUNDARY_UNVERIFIED:
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         break;
     default:
@@ -1266,11 +1269,18 @@ static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
         append_incarnation(&extra, s);
         reply_and_finish(c, RN_E_OFFSET_OUT_OF_RANGE, &extra);
         return;
-    } else if (c->offset_kind == RN_OFFSET_POSITION &&
-               (c->offset > s->tail ||
-                (!reads_ndjson(c, s) && !rn_engine_offset_valid(e, s, c->offset)))) {
-        reply_and_finish(c, RN_E_INVALID_OFFSET, NULL);
-        return;
+    } else if (c->offset_kind == RN_OFFSET_POSITION) {
+        int valid = c->offset > s->tail  ? 0
+                    : reads_ndjson(c, s) ? 1
+                                         : rn_engine_offset_valid(e, s, c->offset);
+        if (valid <= 0) { /* unverified (< 0): a failed read, retryable */
+            rn_buf extra = {0};
+            if (valid < 0)
+                rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+            reply_and_finish(c, valid < 0 ? RN_E_JSON_BOUNDARY_UNVERIFIED : RN_E_INVALID_OFFSET,
+                             &extra);
+            return;
+        }
     }
     if (answer_precondition(c, s))
         return;

@@ -3,6 +3,7 @@
  */
 #include "tiers/blobs.h"
 #include "util/buf.h"
+#include "util/fault.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -208,6 +209,9 @@ int64_t rn_blobs_size(rn_blobs *b, const char *key) {
 }
 
 int rn_blobs_delete(rn_blobs *b, const char *key) {
+    int injected = rn_fault_fail("blob-delete");
+    if (injected)
+        return injected;
     char path[PATH_MAX];
     key_path(b, key, path, sizeof path);
     return unlink(path) < 0 && errno != ENOENT ? -errno : 0;

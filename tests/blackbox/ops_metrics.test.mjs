@@ -139,7 +139,7 @@ describe("counters after a known workload", () => {
     assert.equal((await post(`${server.url}/mxbk/s1`, "abc", "text/plain")).status, 204);
     const pr = await post(`${server.url}/mxbk/s1`, "xyz", "text/plain", { "producer-id": "p1", "producer-epoch": "0", "producer-seq": "0" });
     assert.equal(pr.status, 200, `producer append ${pr.status} ${pr.text}`);
-    assert.equal((await req(`${server.url}/mxbk/s1/snapshot`)).status, 404);
+    assert.equal((await req(`${server.url}/mxbk/s1/snapshot`)).status, 405); // the removed latest-snapshot path
     assert.equal((await req(`${server.url}/mxbk/s1`, { method: "OPTIONS" })).status, 204);
     // SSE: the catch-up event, then one live event for a 2-byte append
     const sse = await openSse(`${v1("mx/txt")}?offset=-1&live=sse`);
@@ -175,7 +175,7 @@ describe("counters after a known workload", () => {
       "bucket PUT 201": 1,
       "bucket POST 204": 1,
       "bucket POST 200": 1,
-      "subresource GET 404": 1,
+      "subresource GET 405": 1,
       "other OPTIONS 204": 1,
       "ops GET 404": 1, // an unknown /__runnel/ path
       "ops GET 200": opsGets,

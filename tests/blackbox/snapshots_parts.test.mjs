@@ -479,7 +479,7 @@ describe("§2.2 large snapshots in parts", () => {
 
 describe("§2.2 the staged-parts bound", () => {
   // 8193 requests, about 20 s: opt in with RUNNEL_BB_HEAVY=1 (scripts/test.sh does).
-  test("past 8192 staged parts: 429 with Ursula-Max-Staged-Parts, the token, STAGED_PARTS_LIMIT and no Retry-After; a discard lifts it", {
+  test("past 8192 staged parts: 429 with Ursula-Max-Staged-Parts, the token, STAGED_PARTS_LIMIT and no Retry-After, decided from the head; a discard lifts it", {
     skip: !process.env.RUNNEL_BB_HEAVY && "set RUNNEL_BB_HEAVY=1 to run",
     timeout: 600000,
   }, async () => {
@@ -496,6 +496,17 @@ describe("§2.2 the staged-parts bound", () => {
     assert.equal(h(r, "ursula-max-staged-parts"), "8192");
     assert.equal(tok(r), token);
     assert.equal(h(r, "retry-after"), null);
+    // Decided from the head, before the body is read: a part that declares
+    // 1 MiB gets the 429 without sending a byte of it, and a client waiting
+    // for 100 Continue gets the 429 instead.
+    const p = new URL(partsUrl(url, tail)).pathname;
+    const headOnly = `POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${OCTET}\r\nContent-Length: ${MiB}`;
+    const early = await raw(server.port, headOnly, { timeoutMs: 5000 });
+    assertError(rawAsResponse(early), 429, "STAGED_PARTS_LIMIT", { what: "a part refused from its head" });
+    assert.equal(early.header("ursula-max-staged-parts"), "8192");
+    assert.equal(early.header("stream-incarnation"), token);
+    const expecting = await raw(server.port, `${headOnly}\r\nExpect: 100-continue`, { timeoutMs: 5000 });
+    assert.equal(expecting.status, 429, "no 100 Continue: the refusal comes first");
     assert.equal((await discard(url)).status, 204);
     assert.equal((await postPart(url, tail, "p")).status, 201, "the discard lifted the bound");
   });

@@ -1,6 +1,7 @@
 /*
  * test_offset_text.c - unit tests for the small text and data helpers:
- * offset tokens (src/surface/offset.c), strict integers, RFC 3339 dates,
+ * offset tokens and the path segments that carry offsets and incarnation
+ * tokens (src/surface/offset.c), strict integers, RFC 3339 dates,
  * base64 and percent-decoding (src/util/text.c), CRC-32C
  * (src/util/crc32c.c) and the hash map (src/util/map.c).
  *
@@ -500,6 +501,90 @@ static void test_percent_decode_decodes_escapes_and_rejects_bad_ones(void **stat
 }
 
 /* ------------------------------------------------------------------------ */
+/* Offsets and tokens in path segments (percent-decoded first)              */
+
+/* Escapes the characters of s whose bit is set in mask (bit i: character i,
+ * cycled), with upper or lower case hex. */
+static void escape(const char *s, uint64_t mask, int lower, char *out) {
+    for (size_t i = 0; s[i]; i++) {
+        if (mask >> (i % 64) & 1)
+            out += sprintf(out, lower ? "%%%02x" : "%%%02X", (unsigned char)s[i]);
+        else
+            *out++ = s[i];
+    }
+    *out = 0;
+}
+
+static void test_offset_segments_decode_any_escapes(void **state) {
+    (void)state;
+    rng_seed(42);
+    for (int i = 0; i < 2000; i++) {
+        uint64_t want = rng_below(10000000000000000ull), got = 0;
+        char token[RN_OFFSET_LEN + 1], seg[3 * RN_OFFSET_LEN + 1];
+        rn_offset_format(want, token);
+        uint64_t mask = i == 0 ? ~0ull : i == 1 ? 0 : rng_next();
+        escape(token, mask, (int)(i & 1), seg);
+        if (rn_offset_parse_segment(seg, strlen(seg), &got) != 0 || got != want)
+            fail_msg("\"%s\" did not parse as %llu", seg, (unsigned long long)want);
+    }
+}
+
+static void test_offset_segments_reject_what_is_no_position(void **state) {
+    (void)state;
+    const char *bad[] = {
+        "",
+        "-1",
+        "now",
+        "%2D1",
+        "%6E%6F%77",
+        "0000000000000000_000000000000000%", /* lone % */
+        "0000000000000000_00000000000000%3",
+        "%zz00000000000000_0000000000000000",
+        "0000000000000000%2F0000000000000000",
+        "0000000000000000_00000000000000001",
+        "0000000000000001_0000000000000000",
+        "%300000000000000000_0000000000000000",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t pos;
+        if (rn_offset_parse_segment(bad[i], strlen(bad[i]), &pos) != -1)
+            fail_msg("accepted \"%s\"", bad[i]);
+    }
+    /* Longer than any escaped token: refused without decoding. */
+    char seg[3 * RN_OFFSET_LEN + 2];
+    escape("0000000000000000_0000000000000000", ~0ull, 0, seg);
+    strcat(seg, "0");
+    uint64_t pos;
+    assert_int_equal(rn_offset_parse_segment(seg, strlen(seg), &pos), -1);
+}
+
+static void test_token_segments_decode_and_check_the_range(void **state) {
+    (void)state;
+    static const struct {
+        const char *seg;
+        uint64_t want; /* 0: refused */
+    } cases[] = {
+        {"4503599627370496", 1ull << 52},
+        {"%34%35%30%33%35%39%39%36%32%37%33%37%30%34%39%36", 1ull << 52},
+        {"9007199254740991", (1ull << 53) - 1},
+        {"90071992547409%391", (1ull << 53) - 1},
+        {"4503599627370495", 0}, /* 2^52 - 1 */
+        {"9007199254740992", 0}, /* 2^53 */
+        {"04503599627370496", 0},
+        {"%30%34%35%30%33%35%39%39%36%32%37%33%37%30%34%39%36", 0}, /* too long */
+        {"", 0},
+        {"%", 0},
+        {"45035996273704%zz", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t got = 0;
+        int rc = rn_token_parse_segment(cases[i].seg, strlen(cases[i].seg), &got);
+        if (cases[i].want ? rc != 0 || got != cases[i].want : rc != -1)
+            fail_msg("\"%s\": rc %d, token %llu", cases[i].seg, rc, (unsigned long long)got);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* CRC-32C                                                                   */
 
 /* Bitwise reference: reflected Castagnoli polynomial, one bit at a time. */
@@ -757,6 +842,9 @@ int main(void) {
         cmocka_unit_test(test_offset_parse_rejects_malformed_tokens),
         cmocka_unit_test(test_offset_parse_rejects_positions_above_maximum),
         cmocka_unit_test(test_offset_byte_order_matches_numeric_order),
+        cmocka_unit_test(test_offset_segments_decode_any_escapes),
+        cmocka_unit_test(test_offset_segments_reject_what_is_no_position),
+        cmocka_unit_test(test_token_segments_decode_and_check_the_range),
         cmocka_unit_test(test_strict_u64_accepts_canonical_decimals),
         cmocka_unit_test(test_strict_u64_rejects_noncanonical_forms),
         cmocka_unit_test(test_strict_u64_rejects_overflow_and_values_above_max),
