@@ -47,6 +47,7 @@ void consensus_params_default(consensus_params *p) {
         .heartbeat_ms = 100,
         .snapshot_threshold = 1024,
         .snapshot_trailing = 128,
+        .install_snapshot_timeout_ms = 5000,
         .segment_bytes = 1u << 20,
         .snapshot_compression = false,
         .pre_vote = true,
@@ -304,6 +305,7 @@ static int start_group(consensus *c, cs_group *g, const char *raft_dir) {
     raft_set_heartbeat_timeout(&g->raft, p->heartbeat_ms);
     raft_set_snapshot_threshold(&g->raft, p->snapshot_threshold);
     raft_set_snapshot_trailing(&g->raft, p->snapshot_trailing);
+    raft_set_install_snapshot_timeout(&g->raft, p->install_snapshot_timeout_ms);
     raft_set_pre_vote(&g->raft, p->pre_vote);
     raft_set_max_catch_up_rounds(&g->raft, p->catch_up_rounds);
     raft_set_max_catch_up_round_duration(&g->raft, p->catch_up_round_ms);

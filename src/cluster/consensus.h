@@ -62,23 +62,26 @@ const char *consensus_status_name(consensus_status s);
 
 /* Engine parameters; consensus_params_default fills the defaults shown. */
 typedef struct {
-    unsigned election_timeout_ms;  /* 1000: a follower without a leader's word for 1-2x this
-                                      starts an election; a leader without a majority's word
-                                      for this long steps down */
-    unsigned heartbeat_ms;         /* 100 */
-    unsigned snapshot_threshold;   /* 1024 applied entries between snapshots */
-    unsigned snapshot_trailing;    /* 128 entries kept in the log behind a snapshot */
-    size_t segment_bytes;          /* 1 MiB: size of each preallocated log segment */
-    bool snapshot_compression;     /* false: snapshots (manifests) stored uncompressed */
-    bool pre_vote;                 /* true: a node cut off cannot depose a working leader */
-    bool tcp_nodelay;              /* true; false only to measure Nagle's cost */
-    unsigned connect_retry_ms;     /* 250: delay between connection attempts to a peer */
-    unsigned peer_timeout_ms;      /* 10000: TCP_USER_TIMEOUT and keepalive bound (mux.h) */
-    unsigned max_inflight_entries; /* 8192 proposals per group awaiting their outcome */
-    size_t max_inflight_bytes;     /* 256 MiB of proposal bytes per group awaiting it */
-    unsigned max_read_waiters;     /* 65536 read barriers per group waiting */
-    unsigned catch_up_rounds;      /* 10: promotion gives up after this many rounds ... */
-    unsigned catch_up_round_ms;    /* 5000: ... each at most this long */
+    unsigned election_timeout_ms;         /* 1000: a follower without a leader's word for 1-2x this
+                                             starts an election; a leader without a majority's word
+                                             for this long steps down */
+    unsigned heartbeat_ms;                /* 100 */
+    unsigned snapshot_threshold;          /* 1024 applied entries between snapshots */
+    unsigned snapshot_trailing;           /* 128 entries kept in the log behind a snapshot */
+    unsigned install_snapshot_timeout_ms; /* 5000: a leader resends a snapshot that got no
+                                             answer after this (libraft's default is 30 s, and a
+                                             follower busy taking its own snapshot drops one) */
+    size_t segment_bytes;                 /* 1 MiB: size of each preallocated log segment */
+    bool snapshot_compression;            /* false: snapshots (manifests) stored uncompressed */
+    bool pre_vote;                        /* true: a node cut off cannot depose a working leader */
+    bool tcp_nodelay;                     /* true; false only to measure Nagle's cost */
+    unsigned connect_retry_ms;            /* 250: delay between connection attempts to a peer */
+    unsigned peer_timeout_ms;             /* 10000: TCP_USER_TIMEOUT and keepalive bound (mux.h) */
+    unsigned max_inflight_entries;        /* 8192 proposals per group awaiting their outcome */
+    size_t max_inflight_bytes;            /* 64 MiB of proposal bytes per group awaiting it */
+    unsigned max_read_waiters;            /* 65536 read barriers per group waiting */
+    unsigned catch_up_rounds;             /* 10: promotion gives up after this many rounds ... */
+    unsigned catch_up_round_ms;           /* 5000: ... each at most this long */
 } consensus_params;
 
 void consensus_params_default(consensus_params *p);

@@ -200,7 +200,7 @@ export class Cluster {
   async waitConverged(ms = 30000, nodes = this.live()) {
     let infos = [];
     const describe = () => infos.map((i, k) => `node ${nodes[k].id}: ` + i.map((g) =>
-      `${g.state[0]}${g.leader}/${g.term} c${g.commit} a${g.applied} n${g.count}`).join(" ")).join("; ");
+      `${g.state[0]}${g.leader}/${g.term} c${g.commit} a${g.applied} l${g.last} s${g.snapshot} n${g.count}`).join(" ")).join("; ");
     return waitFor("replicas to converge", async () => {
       infos = await Promise.all(nodes.map((n) => n.info()));
       for (let g = 0; g < this.groups; g++) {

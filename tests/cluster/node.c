@@ -5,7 +5,8 @@
  * by CMake, never installed.
  *
  *   runnel-consensus-node --id N --address IP:PORT --data DIR --groups G
- *       [--peers ID=IP:PORT,...] [--join] [--no-nodelay] [--cluster-id S]
+ *       [--peers ID=IP:PORT,...] [--join] [--no-nodelay] [--snapshot-compression]
+ *       [--cluster-id S]
  *       [--snapshot-threshold N] [--snapshot-trailing N] [--segment-bytes N]
  *       [--election-timeout MS] [--heartbeat MS]
  *
@@ -155,6 +156,10 @@ static void parse_args(int argc, char **argv, consensus_config *cfg) {
         }
         if (strcmp(a, "--no-nodelay") == 0) {
             cfg->params.tcp_nodelay = false;
+            continue;
+        }
+        if (strcmp(a, "--snapshot-compression") == 0) {
+            cfg->params.snapshot_compression = true;
             continue;
         }
         if (v == NULL)
