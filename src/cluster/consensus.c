@@ -108,7 +108,10 @@ void cs_enqueue(consensus *c, cs_completion *item) {
     else
         c->queue = item;
     c->queue_tail = item;
-    uv_idle_start(&c->idle, on_idle);
+    if (!uv_is_closing((uv_handle_t *)&c->idle))
+        uv_idle_start(&c->idle, on_idle);
+    /* else the node is closing its last handles: own_handle_closed
+     * delivers what is still queued */
 }
 
 static void op_fire(cs_completion *item) {
@@ -378,10 +381,8 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
     c->check.data = c;
     uv_check_start(&c->check, on_check);
     uv_unref((uv_handle_t *)&c->check);
-    if (check_config(c, cfg) != 0) {
-        c->cfg.loop = cfg->loop;
+    if (check_config(c, cfg) != 0)
         return -1;
-    }
     copy_config(c, cfg);
     c->groups = rn_xcalloc(cfg->groups, sizeof *c->groups);
     for (unsigned i = 0; i < cfg->groups; i++) {
@@ -420,6 +421,8 @@ static void own_handle_closed(uv_handle_t *h) {
     consensus *c = h->data;
     if (++c->handles_closed < 2)
         return;
+    while (c->queue) /* what callbacks queued since the groups closed */
+        deliver(c);
     void (*done)(void *) = c->stop_done;
     void *arg = c->stop_arg;
     for (unsigned i = 0; i < c->cfg.n_peers && c->peers; i++)
@@ -435,8 +438,6 @@ static void own_handle_closed(uv_handle_t *h) {
 
 static void mux_closed(void *arg) {
     consensus *c = arg;
-    deliver(c); /* the outcomes raft_close failed */
-    assert(c->queue == NULL);
     uv_close((uv_handle_t *)&c->idle, own_handle_closed);
     uv_close((uv_handle_t *)&c->check, own_handle_closed);
 }

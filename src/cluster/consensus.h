@@ -153,7 +153,9 @@ const char *consensus_error(const consensus *c);
 /* Stops every group: pending proposals report OUTCOME_UNKNOWN, pending
  * reads NOT_LEADER, pending changes OUTCOME_UNKNOWN and transfers
  * TIMED_OUT; then every handle and file is closed and done(arg) runs on
- * the loop thread. c is freed before done runs. Call once. */
+ * the loop thread. Every outcome is delivered before done; calls made
+ * until done are refused NOT_PROPOSED (a caller must not retry those
+ * forever). c is freed before done runs. Call once. */
 void consensus_stop(consensus *c, void (*done)(void *arg), void *arg);
 
 /* --- writes --------------------------------------------------------------- */
