@@ -141,7 +141,7 @@ void cs_op_refuse(consensus *c, consensus_done_cb cb, void *arg, consensus_statu
 /* --- queries -------------------------------------------------------------- */
 
 static bool group_running(const cs_group *g) {
-    return g->stage == CS_RAFT_READY;
+    return g->stage == CS_RAFT_READY || g->stage == CS_DRAINING;
 }
 
 void consensus_group_info_get(const consensus *c, unsigned group, consensus_group_info *out) {
@@ -222,11 +222,34 @@ const char *consensus_error(const consensus *c) {
 
 /* --- the leader watch ----------------------------------------------------- */
 
+static void close_group(cs_group *g);
+
+/* Closes the draining groups whose leader appends are done (all of them
+ * once the deadline passed: a stuck disk must not hold the stop). */
+static void close_drained(consensus *c) {
+    bool late = uv_now(c->cfg.loop) >= c->drain_deadline;
+    for (unsigned i = 0; i < c->cfg.groups; i++) {
+        cs_group *g = &c->groups[i];
+        if (g->stage != CS_DRAINING || (g->leader_appends > 0 && !late))
+            continue;
+        if (g->leader_appends > 0)
+            rn_log(RN_LOG_WARN, "cluster_stop_late",
+                   "group %u: closing with %llu leader writes in flight", g->index,
+                   (unsigned long long)g->leader_appends);
+        close_group(g);
+    }
+}
+
 /* After each loop turn's I/O: delivers queued outcomes, starts a new
- * leader's no-op, and reports changes of leader, term or readiness. */
+ * leader's no-op, and reports changes of leader, term or readiness; while
+ * stopping, closes the groups that drained. */
 static void on_check(uv_check_t *h) {
     consensus *c = h->data;
     deliver(c);
+    if (c->stopping) {
+        close_drained(c);
+        return;
+    }
     for (unsigned i = 0; i < c->cfg.groups && !c->stopping; i++) {
         cs_group *g = &c->groups[i];
         if (!group_running(g))
@@ -299,6 +322,7 @@ static int start_group(consensus *c, cs_group *g, const char *raft_dir) {
     if (raft_uv_set_snapshot_compression(&g->io, p->snapshot_compression) != 0)
         return fail(c, "snapshot compression asked for, and libraft has no lz4");
     cs_fsm_setup(g);
+    cs_appends_wrap(g);
     rv = raft_init(&g->raft, &g->io, &g->fsm, c->cfg.self_id, c->self_address);
     if (rv != 0)
         return fail(c, "group %u: raft_init: %s", g->index, raft_errmsg(&g->raft));
@@ -466,25 +490,30 @@ static void group_closed(struct raft *r) {
         groups_closed(c);
 }
 
+static void close_group(cs_group *g) {
+    assert(g->stage == CS_DRAINING);
+    g->stage = CS_CLOSING;
+    raft_close(&g->raft, group_closed);
+}
+
 void consensus_stop(consensus *c, void (*done)(void *arg), void *arg) {
     assert(c != NULL && !c->stopping && !c->in_fsm);
     c->stopping = true;
     c->stop_done = done;
     c->stop_arg = arg;
     c->closing_groups = 0;
-    for (unsigned i = 0; c->groups && i < c->cfg.groups; i++)
-        if (c->groups[i].stage == CS_RAFT_READY)
-            c->closing_groups++;
+    for (unsigned i = 0; c->groups && i < c->cfg.groups; i++) {
+        cs_group *g = &c->groups[i];
+        if (g->stage != CS_RAFT_READY)
+            continue;
+        g->stage = CS_DRAINING;
+        cs_reads_stop(g);
+        c->closing_groups++;
+    }
     if (c->closing_groups == 0) {
         groups_closed(c);
         return;
     }
-    for (unsigned i = 0; i < c->cfg.groups; i++) {
-        cs_group *g = &c->groups[i];
-        if (g->stage != CS_RAFT_READY)
-            continue;
-        g->stage = CS_CLOSING;
-        cs_reads_stop(g);
-        raft_close(&g->raft, group_closed);
-    }
+    c->drain_deadline = uv_now(c->cfg.loop) + 10000;
+    close_drained(c); /* the rest close from the check phase, after their writes */
 }

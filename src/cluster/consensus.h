@@ -150,9 +150,13 @@ int consensus_start(const consensus_config *cfg, consensus **out);
 /* A human-readable reason for the last failure of consensus_start. */
 const char *consensus_error(const consensus *c);
 
-/* Stops every group: pending proposals report OUTCOME_UNKNOWN, pending
- * reads NOT_LEADER, pending changes OUTCOME_UNKNOWN and transfers
- * TIMED_OUT; then every handle and file is closed and done(arg) runs on
+/* Stops every group. New calls are refused NOT_PROPOSED and waiting reads
+ * fail at once; a group first finishes the log writes it started as
+ * leader (10 s at most: libraft 0.15 corrupts its log when it cancels
+ * more than one, see appends.c), so proposals may still complete OK; then
+ * pending proposals report OUTCOME_UNKNOWN, reads NOT_LEADER, changes
+ * OUTCOME_UNKNOWN and transfers TIMED_OUT; every handle and file is
+ * closed and done(arg) runs on
  * the loop thread. Every outcome is delivered before done; calls made
  * until done are refused NOT_PROPOSED (a caller must not retry those
  * forever). c is freed before done runs. Call once. */

@@ -12,7 +12,8 @@
  *
  * Files: consensus.c (lifecycle, queries, leader watch, the queue),
  * propose.c (proposals and the state machine adapter), reads.c (read
- * barriers and the leader's first entry), members.c (transfer, membership).
+ * barriers and the leader's first entry), members.c (transfer, membership),
+ * appends.c (the leader appends in flight, which a stop drains).
  */
 #ifndef RN_CLUSTER_CONSENSUS_INT_H
 #define RN_CLUSTER_CONSENSUS_INT_H
@@ -66,7 +67,10 @@ typedef struct cs_op {
     consensus_status status;
 } cs_op;
 
-typedef enum { CS_NONE, CS_IO_READY, CS_RAFT_READY, CS_CLOSING, CS_CLOSED } cs_stage;
+/* A group's life: io initialized, raft initialized (running once started),
+ * draining (stopping: waits for its leader appends, see appends.c),
+ * closing (raft_close called), closed. */
+typedef enum { CS_NONE, CS_IO_READY, CS_RAFT_READY, CS_DRAINING, CS_CLOSING, CS_CLOSED } cs_stage;
 
 struct cs_group {
     consensus *node;
@@ -75,6 +79,9 @@ struct cs_group {
     struct raft_io io;
     struct raft_fsm fsm;
     struct raft raft;
+    int (*real_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
+                       unsigned, raft_io_append_cb); /* libraft's, wrapped by appends.c */
+    uint64_t leader_appends; /* appends submitted while leading, in flight */
     /* proposals awaiting their outcome, oldest (lowest index) first */
     cs_proposal *proposals, *proposals_tail;
     uint64_t inflight_entries;
@@ -118,6 +125,7 @@ struct consensus {
     bool in_fsm; /* inside a state machine callback */
     bool stopping;
     unsigned closing_groups; /* raft_close callbacks still due */
+    uint64_t drain_deadline; /* loop time after which draining groups close anyway */
     unsigned handles_closed; /* of idle and check, once stopping */
     void (*stop_done)(void *arg);
     void *stop_arg;
@@ -138,6 +146,9 @@ consensus_status cs_refusal_status(int raft_rv);
 
 /* propose.c */
 void cs_fsm_setup(cs_group *g);
+
+/* appends.c: wraps g->io's append (after raft_uv_init, before raft_start). */
+void cs_appends_wrap(cs_group *g);
 
 /* reads.c: from the leader watch, each loop turn: appends the leader's
  * no-op in a term this node leads and has not proposed one in, starts the
