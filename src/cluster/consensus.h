@@ -156,10 +156,9 @@ const char *consensus_error(const consensus *c);
  * more than one, see appends.c), so proposals may still complete OK; then
  * pending proposals report OUTCOME_UNKNOWN, reads NOT_LEADER, changes
  * OUTCOME_UNKNOWN and transfers TIMED_OUT; every handle and file is
- * closed and done(arg) runs on
- * the loop thread. Every outcome is delivered before done; calls made
- * until done are refused NOT_PROPOSED (a caller must not retry those
- * forever). c is freed before done runs. Call once. */
+ * closed and done(arg) runs on the loop thread. Every outcome is delivered
+ * before done; calls made until done are refused NOT_PROPOSED (a caller
+ * must not retry those forever). c is freed before done runs. Call once. */
 void consensus_stop(consensus *c, void (*done)(void *arg), void *arg);
 
 /* --- writes --------------------------------------------------------------- */
