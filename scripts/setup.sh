@@ -9,9 +9,10 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # libcurl (webhook deliveries), libssl (Ed25519, SHA-256, HMAC) and jansson
-# (subscription request bodies and state) serve src/subs/.
+# (subscription request bodies and state) serve src/subs/; libraft
+# (Canonical's C Raft on libuv) serves src/cluster/.
 APT_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp libcmocka-dev
-  libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev
+  libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev libraft-dev
   b3sum clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

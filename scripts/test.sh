@@ -49,6 +49,9 @@ run_unit() {
   local p f
   p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
   f=$(grep -oE '\[  FAILED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
+  # node --test files registered with ctest (tests/cluster) report TAP totals
+  p=$((p + $(grep -oE '^[0-9]+: # pass [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
+  f=$((f + $(grep -oE '^[0-9]+: # fail [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   [ "$status" -eq 0 ] || tail -50 "$log"
   count "unit tests ($build)" "$p" "$f" "$status"
 }

@@ -1,0 +1,162 @@
+/*
+ * consensus_int.h — what the consensus layer's files share: the node and
+ * group structures around libraft, and the completion queue through which
+ * every outcome reaches its caller outside libraft's call stack.
+ *
+ * Why a queue: libraft reports failures from deep inside its own state
+ * changes (a leader stepping down fails its requests while it still reads
+ * as leader and its progress array is already freed); a callback that
+ * proposed again from there would corrupt it. So libraft's callbacks only
+ * record outcomes; cs_deliver runs the callers' callbacks from the loop's
+ * idle and check phases.
+ *
+ * Files: consensus.c (lifecycle, queries, leader watch, the queue),
+ * propose.c (proposals and the state machine adapter), reads.c (read
+ * barriers and the leader's first entry), members.c (transfer, membership),
+ * appends.c (the leader appends in flight, which a stop drains).
+ */
+#ifndef RN_CLUSTER_CONSENSUS_INT_H
+#define RN_CLUSTER_CONSENSUS_INT_H
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "cluster/consensus.h"
+#include "cluster/mux.h"
+
+typedef struct cs_group cs_group;
+typedef struct cs_completion cs_completion;
+
+/* One outcome waiting to be delivered; fire runs the caller's callback and
+ * releases what the item owns. */
+struct cs_completion {
+    cs_completion *next;
+    void (*fire)(cs_completion *item);
+};
+
+/* A proposal from consensus_propose until its callback. */
+typedef struct cs_proposal {
+    cs_completion done;
+    struct raft_apply req;    /* referenced by libraft until its callback */
+    struct cs_proposal *next; /* the group's proposals in index order */
+    cs_group *group;
+    size_t len;
+    consensus_propose_cb cb;
+    void *arg;
+    consensus_status status;
+    uint64_t index;
+    void *result;
+    bool has_result; /* apply ran and left result here */
+} cs_proposal;
+
+/* A read barrier waiter. */
+typedef struct cs_reader {
+    cs_completion done;
+    struct cs_reader *next;
+    consensus_read_cb cb;
+    void *arg;
+    consensus_status status;
+    uint64_t applied;
+} cs_reader;
+
+/* A membership change or transfer's caller. */
+typedef struct cs_op {
+    cs_completion done;
+    consensus_done_cb cb;
+    void *arg;
+    consensus_status status;
+} cs_op;
+
+/* A group's life: io initialized, raft initialized (running once started),
+ * draining (stopping: waits for its leader appends, see appends.c),
+ * closing (raft_close called), closed. */
+typedef enum { CS_NONE, CS_IO_READY, CS_RAFT_READY, CS_DRAINING, CS_CLOSING, CS_CLOSED } cs_stage;
+
+struct cs_group {
+    consensus *node;
+    unsigned index;
+    cs_stage stage;
+    struct raft_io io;
+    struct raft_fsm fsm;
+    struct raft raft;
+    int (*real_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
+                       unsigned, raft_io_append_cb); /* libraft's, wrapped by appends.c */
+    uint64_t leader_appends; /* appends submitted while leading, in flight */
+    /* proposals awaiting their outcome, oldest (lowest index) first */
+    cs_proposal *proposals, *proposals_tail;
+    uint64_t inflight_entries;
+    size_t inflight_bytes;
+    /* read barriers: waiting for the next round, and covered by the round in flight */
+    cs_reader *readers_waiting, *readers_waiting_tail;
+    unsigned n_waiting;
+    cs_reader *readers_confirming;
+    bool read_round_active;
+    struct raft_barrier read_req;
+    /* the leader's first entry of a term (Raft's no-op) */
+    bool noop_active;
+    uint64_t noop_term;
+    struct raft_barrier noop_req;
+    uint64_t ready_term; /* term whose entry applied here while leading */
+    /* membership change and transfer (one of each at a time); the libraft
+     * request structs live here so libraft may keep pointers to them */
+    struct raft_change change_req;
+    cs_op *change_op;
+    struct raft_transfer transfer_req;
+    cs_op *transfer_op;
+    uint64_t transfer_target;
+    /* what leader_changed last reported */
+    uint64_t seen_leader, seen_term;
+    bool seen_ready;
+    /* counters */
+    uint64_t leader_changes, snapshots, last_snapshot_bytes, restores, read_barriers;
+    uint64_t applied_seen; /* last index the adapter applied or restored */
+};
+
+struct consensus {
+    consensus_config cfg; /* strings copied below */
+    char *self_address;
+    char *data_dir;
+    consensus_peer *peers;
+    rn_mux *mux;
+    cs_group *groups;
+    uv_idle_t idle;
+    uv_check_t check;
+    cs_completion *queue, *queue_tail;
+    bool in_fsm; /* inside a state machine callback */
+    bool stopping;
+    unsigned closing_groups; /* raft_close callbacks still due */
+    uint64_t drain_deadline; /* loop time after which draining groups close anyway */
+    unsigned handles_closed; /* of idle and check, once stopping */
+    void (*stop_done)(void *arg);
+    void *stop_arg;
+    char error[512];
+};
+
+/* Queues an outcome for delivery outside libraft. */
+void cs_enqueue(consensus *c, cs_completion *item);
+
+/* A membership or transfer caller's record (status to be set). */
+cs_op *cs_op_new(consensus_done_cb cb, void *arg);
+
+/* Queues a nothing-happened outcome for an operation's caller. */
+void cs_op_refuse(consensus *c, consensus_done_cb cb, void *arg, consensus_status status);
+
+/* Maps a libraft error returned before anything was appended. */
+consensus_status cs_refusal_status(int raft_rv);
+
+/* propose.c */
+void cs_fsm_setup(cs_group *g);
+
+/* appends.c: wraps g->io's append (after raft_uv_init, before raft_start). */
+void cs_appends_wrap(cs_group *g);
+
+/* reads.c: from the leader watch, each loop turn: appends the leader's
+ * no-op in a term this node leads and has not proposed one in, starts the
+ * next read round for waiting readers, or fails them once not leading. */
+void cs_leader_duties(cs_group *g);
+
+/* reads.c: fails the readers waiting for a round (the node is stopping;
+ * the round in flight, if any, is failed by raft_close). */
+void cs_reads_stop(cs_group *g);
+
+#endif

@@ -1,0 +1,501 @@
+/*
+ * mux.c — one TCP port per node for every Raft group: libraft's transport
+ * interface per group over one listener, with the hello of wire.h. See mux.h.
+ *
+ * Handle ownership: the mux owns its listener, its sweep timer, its idle
+ * handle (which fires transports' close callbacks outside libraft's call)
+ * and every accepted connection until its hello is complete. A group owns
+ * its outgoing connection attempts until libraft's connect callback. A
+ * stream handed to libraft is libraft's from then on.
+ */
+#include "cluster/mux.h"
+
+#include <assert.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <raft.h>
+#include <raft/uv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cluster/wire.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+typedef struct mux_group mux_group;
+typedef struct mux_connect mux_connect;
+typedef struct mux_incoming mux_incoming;
+
+struct mux_group {
+    struct raft_uv_transport transport; /* impl points back here */
+    rn_mux *mux;
+    unsigned index;
+    bool initialized; /* libraft called init */
+    raft_id id;
+    char address[RN_WIRE_MAX_ADDRESS + 1];
+    raft_uv_accept_cb accept_cb; /* set by listen; NULL: refuse incoming */
+    bool closing;
+    raft_uv_transport_close_cb close_cb;
+    mux_connect *connects;  /* outgoing attempts not yet reported */
+    mux_group *next_closed; /* on mux->closed: close_cb is due */
+};
+
+struct mux_connect {
+    mux_connect *next;
+    mux_group *group;
+    struct raft_uv_connect *req;
+    raft_uv_connect_cb cb;
+    uv_tcp_t *tcp; /* raft_malloc'd: libraft frees it once handed over */
+    uv_connect_t connect;
+    uv_write_t write;
+    rn_buf hello;
+    bool closing;
+    int status; /* reported when the handle is closed */
+};
+
+struct mux_incoming {
+    mux_incoming *next;
+    rn_mux *mux;
+    uv_tcp_t *tcp; /* raft_malloc'd, see mux_connect */
+    uint64_t accepted_ms;
+    size_t got;      /* hello bytes read */
+    bool fixed_done; /* the fixed part is decoded into hello */
+    rn_wire_hello hello;
+    uint8_t bytes[RN_WIRE_MAX_HELLO + 1];
+};
+
+struct rn_mux {
+    rn_mux_options o;
+    char listen_address[RN_WIRE_MAX_ADDRESS + 1];
+    uv_tcp_t listener;
+    uv_timer_t sweep;
+    uv_idle_t defer;
+    mux_group *groups;
+    mux_incoming *incoming;
+    unsigned n_incoming;
+    mux_group *closed;
+    bool closing;
+    unsigned open_handles; /* the mux's own handles still open while closing */
+    void (*done)(void *arg);
+    void *done_arg;
+    rn_mux_stats stats;
+};
+
+/* --- sockets --------------------------------------------------------------- */
+
+/* Applies the mux's socket options to a connected TCP handle. Failures are
+ * ignored: a socket without them still works, only slower or with the
+ * kernel's slower failure detection. */
+static void tune_socket(rn_mux *m, uv_tcp_t *tcp) {
+    (void)uv_tcp_nodelay(tcp, m->o.tcp_nodelay ? 1 : 0);
+    if (m->o.peer_timeout_ms == 0)
+        return;
+    unsigned half_s = m->o.peer_timeout_ms / 2000 ? m->o.peer_timeout_ms / 2000 : 1;
+    (void)uv_tcp_keepalive(tcp, 1, half_s);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)tcp, &fd) != 0)
+        return;
+    int interval = 1, count = (int)half_s;
+    unsigned user_timeout = m->o.peer_timeout_ms;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+static void free_raft_handle(uv_handle_t *h) {
+    raft_free(h);
+}
+
+/* --- closing ------------------------------------------------------------- */
+
+static void mux_maybe_done(rn_mux *m) {
+    if (!m->closing || m->open_handles > 0)
+        return;
+    void (*done)(void *) = m->done;
+    void *arg = m->done_arg;
+    free(m->groups);
+    free(m);
+    if (done)
+        done(arg);
+}
+
+static void mux_handle_closed(uv_handle_t *h) {
+    rn_mux *m = h->data;
+    assert(m->open_handles > 0);
+    m->open_handles--;
+    mux_maybe_done(m);
+}
+
+/* Fires the close callbacks of transports whose connections are all gone. */
+static void on_defer(uv_idle_t *idle) {
+    rn_mux *m = idle->data;
+    uv_idle_stop(idle);
+    mux_group *list = m->closed;
+    m->closed = NULL;
+    while (list) {
+        mux_group *g = list;
+        list = g->next_closed;
+        raft_uv_transport_close_cb cb = g->close_cb;
+        g->close_cb = NULL;
+        if (cb)
+            cb(&g->transport);
+    }
+}
+
+static void group_maybe_closed(mux_group *g) {
+    if (!g->closing || g->connects != NULL || g->close_cb == NULL)
+        return;
+    g->next_closed = g->mux->closed;
+    g->mux->closed = g;
+    uv_idle_start(&g->mux->defer, on_defer);
+}
+
+/* --- incoming ------------------------------------------------------------ */
+
+static void unlink_incoming(rn_mux *m, mux_incoming *in) {
+    for (mux_incoming **p = &m->incoming; *p; p = &(*p)->next) {
+        if (*p == in) {
+            *p = in->next;
+            m->n_incoming--;
+            return;
+        }
+    }
+    assert(!"incoming connection not on the list");
+}
+
+static void incoming_closed(uv_handle_t *h) {
+    mux_incoming *in = h->data;
+    rn_mux *m = in->mux;
+    raft_free(in->tcp);
+    free(in);
+    assert(m->open_handles > 0);
+    m->open_handles--;
+    mux_maybe_done(m);
+}
+
+/* Closes an accepted connection that did not complete a valid hello. */
+static void refuse_incoming(mux_incoming *in, const char *why) {
+    rn_mux *m = in->mux;
+    unlink_incoming(m, in);
+    m->stats.refused++;
+    if (why)
+        rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
+    uv_close((uv_handle_t *)in->tcp, incoming_closed);
+}
+
+static size_t hello_needed(const mux_incoming *in) {
+    return RN_WIRE_FIXED_BYTES + (in->fixed_done ? in->hello.address_len : 0);
+}
+
+static void alloc_hello(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    mux_incoming *in = h->data;
+    size_t need = hello_needed(in);
+    assert(in->got < need);
+    buf->base = (char *)in->bytes + in->got;
+    buf->len = need - in->got;
+}
+
+/* Hands a completed hello's stream to its group, or refuses it. */
+static void dispatch_incoming(mux_incoming *in) {
+    rn_mux *m = in->mux;
+    mux_group *g = &m->groups[in->hello.group];
+    if (g->accept_cb == NULL || g->closing) {
+        refuse_incoming(in, NULL); /* the group is not listening (yet, or any more) */
+        return;
+    }
+    uv_read_stop((uv_stream_t *)in->tcp);
+    in->bytes[RN_WIRE_FIXED_BYTES + in->hello.address_len] = '\0';
+    unlink_incoming(m, in);
+    m->open_handles--;
+    m->stats.dispatched++;
+    uv_tcp_t *tcp = in->tcp;
+    tcp->data = NULL;
+    raft_id sender = in->hello.sender_id;
+    char address[RN_WIRE_MAX_ADDRESS + 1];
+    memcpy(address, in->bytes + RN_WIRE_FIXED_BYTES, (size_t)in->hello.address_len + 1);
+    free(in);
+    g->accept_cb(&g->transport, sender, address, (uv_stream_t *)tcp);
+}
+
+static void read_hello(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    mux_incoming *in = s->data;
+    if (nread == 0)
+        return;
+    if (nread < 0) {
+        refuse_incoming(in, NULL); /* the peer went away mid-hello */
+        return;
+    }
+    in->got += (size_t)nread;
+    assert(in->got <= hello_needed(in));
+    if (!in->fixed_done && in->got == RN_WIRE_FIXED_BYTES) {
+        rn_wire_status st =
+            rn_wire_hello_decode(in->bytes, in->mux->o.groups, in->mux->o.cluster_tag, &in->hello);
+        if (st != RN_WIRE_OK) {
+            refuse_incoming(in, rn_wire_status_name(st));
+            return;
+        }
+        in->fixed_done = true;
+    }
+    if (in->fixed_done && in->got == hello_needed(in))
+        dispatch_incoming(in);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+    rn_mux *m = server->data;
+    if (status < 0) {
+        rn_log(RN_LOG_WARN, "cluster_accept_failed", "%s", uv_strerror(status));
+        return;
+    }
+    uv_tcp_t *tcp = raft_malloc(sizeof *tcp);
+    if (tcp == NULL)
+        abort();
+    uv_tcp_init(m->o.loop, tcp);
+    if (uv_accept(server, (uv_stream_t *)tcp) != 0 || m->closing ||
+        m->n_incoming >= m->o.max_handshakes) {
+        m->stats.refused++;
+        uv_close((uv_handle_t *)tcp, free_raft_handle);
+        return;
+    }
+    m->stats.accepted++;
+    mux_incoming *in = rn_xcalloc(1, sizeof *in);
+    in->mux = m;
+    in->tcp = tcp;
+    in->accepted_ms = uv_now(m->o.loop);
+    tcp->data = in;
+    in->next = m->incoming;
+    m->incoming = in;
+    m->n_incoming++;
+    m->open_handles++;
+    tune_socket(m, tcp);
+    uv_read_start((uv_stream_t *)tcp, alloc_hello, read_hello);
+}
+
+/* Closes connections whose hello did not arrive in time. */
+static void on_sweep(uv_timer_t *t) {
+    rn_mux *m = t->data;
+    uint64_t now = uv_now(m->o.loop);
+    mux_incoming *in = m->incoming;
+    while (in) {
+        mux_incoming *next = in->next;
+        if (now - in->accepted_ms >= m->o.handshake_timeout_ms)
+            refuse_incoming(in, "no hello in time");
+        in = next;
+    }
+}
+
+/* --- outgoing ------------------------------------------------------------ */
+
+static void unlink_connect(mux_group *g, mux_connect *c) {
+    for (mux_connect **p = &g->connects; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+    }
+    assert(!"connect attempt not on the list");
+}
+
+static void connect_closed(uv_handle_t *h) {
+    mux_connect *c = h->data;
+    mux_group *g = c->group;
+    raft_free(c->tcp);
+    unlink_connect(g, c);
+    g->mux->stats.connect_failed++;
+    struct raft_uv_connect *req = c->req;
+    raft_uv_connect_cb cb = c->cb;
+    int status = c->status;
+    rn_buf_free(&c->hello);
+    free(c);
+    cb(req, NULL, status);
+    group_maybe_closed(g);
+}
+
+static void fail_connect(mux_connect *c, int status) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    c->status = status;
+    uv_close((uv_handle_t *)c->tcp, connect_closed);
+}
+
+static void hello_written(uv_write_t *w, int status) {
+    mux_connect *c = w->data;
+    if (status == UV_ECANCELED || c->closing)
+        return; /* closing: connect_closed reports it */
+    if (status < 0) {
+        fail_connect(c, RAFT_NOCONNECTION);
+        return;
+    }
+    mux_group *g = c->group;
+    unlink_connect(g, c);
+    g->mux->stats.connected++;
+    uv_tcp_t *tcp = c->tcp;
+    tcp->data = NULL;
+    struct raft_uv_connect *req = c->req;
+    raft_uv_connect_cb cb = c->cb;
+    rn_buf_free(&c->hello);
+    free(c);
+    cb(req, (uv_stream_t *)tcp, 0);
+}
+
+static void connected(uv_connect_t *creq, int status) {
+    mux_connect *c = creq->data;
+    if (status == UV_ECANCELED || c->closing)
+        return;
+    if (status < 0) {
+        fail_connect(c, RAFT_NOCONNECTION);
+        return;
+    }
+    tune_socket(c->group->mux, c->tcp);
+    uv_buf_t b = uv_buf_init((char *)c->hello.data, (unsigned)c->hello.len);
+    c->write.data = c;
+    if (uv_write(&c->write, (uv_stream_t *)c->tcp, &b, 1, hello_written) != 0)
+        fail_connect(c, RAFT_NOCONNECTION);
+}
+
+/* --- the raft_uv_transport interface ------------------------------------ */
+
+static int t_init(struct raft_uv_transport *t, raft_id id, const char *address) {
+    mux_group *g = t->impl;
+    assert(!g->initialized && id > 0);
+    if (strcmp(address, g->mux->listen_address) != 0) {
+        snprintf(t->errmsg, sizeof t->errmsg, "address %.100s is not the listener's %.100s",
+                 address, g->mux->listen_address);
+        return RAFT_INVALID;
+    }
+    g->initialized = true;
+    g->id = id;
+    snprintf(g->address, sizeof g->address, "%s", address);
+    return 0;
+}
+
+static int t_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb) {
+    mux_group *g = t->impl;
+    assert(g->initialized && !g->closing && cb != NULL);
+    g->accept_cb = cb;
+    return 0;
+}
+
+static int t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+                     const char *address, raft_uv_connect_cb cb) {
+    (void)id;
+    mux_group *g = t->impl;
+    rn_mux *m = g->mux;
+    assert(g->initialized && !g->closing);
+    struct sockaddr_storage addr;
+    if (rn_wire_parse_address(address, &addr) != 0) {
+        snprintf(t->errmsg, sizeof t->errmsg, "address %.200s is not numeric ip:port", address);
+        return RAFT_NOCONNECTION;
+    }
+    mux_connect *c = rn_xcalloc(1, sizeof *c);
+    c->group = g;
+    c->req = req;
+    c->cb = cb;
+    if (rn_wire_hello_encode(&c->hello, g->index, g->id, m->o.cluster_tag, g->address) != 0)
+        abort(); /* t_init accepted the address, and the mux parsed it */
+    c->tcp = raft_malloc(sizeof *c->tcp);
+    if (c->tcp == NULL)
+        abort();
+    uv_tcp_init(m->o.loop, c->tcp);
+    c->tcp->data = c;
+    c->connect.data = c;
+    int rv = uv_tcp_connect(&c->connect, c->tcp, (struct sockaddr *)&addr, connected);
+    if (rv != 0) {
+        snprintf(t->errmsg, sizeof t->errmsg, "connect: %s", uv_strerror(rv));
+        uv_close((uv_handle_t *)c->tcp, free_raft_handle);
+        rn_buf_free(&c->hello);
+        free(c);
+        return RAFT_NOCONNECTION;
+    }
+    c->next = g->connects;
+    g->connects = c;
+    return 0;
+}
+
+static void t_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb) {
+    mux_group *g = t->impl;
+    assert(g->initialized && !g->closing);
+    g->closing = true;
+    g->accept_cb = NULL;
+    g->close_cb = cb;
+    for (mux_connect *c = g->connects; c; c = c->next)
+        fail_connect(c, RAFT_CANCELED);
+    group_maybe_closed(g);
+}
+
+/* --- the mux ------------------------------------------------------------- */
+
+int rn_mux_open(const rn_mux_options *o, rn_mux **out) {
+    assert(o != NULL && out != NULL && o->loop != NULL && o->groups > 0);
+    assert(o->max_handshakes > 0 && o->handshake_timeout_ms > 0);
+    struct sockaddr_storage addr;
+    if (strlen(o->listen_address) > RN_WIRE_MAX_ADDRESS ||
+        rn_wire_parse_address(o->listen_address, &addr) != 0)
+        return UV_EINVAL;
+    rn_mux *m = rn_xcalloc(1, sizeof *m);
+    m->o = *o;
+    snprintf(m->listen_address, sizeof m->listen_address, "%s", o->listen_address);
+    m->o.listen_address = m->listen_address;
+    uv_tcp_init(o->loop, &m->listener);
+    m->listener.data = m;
+    int rv = uv_tcp_bind(&m->listener, (struct sockaddr *)&addr, 0);
+    if (rv == 0)
+        rv = uv_listen((uv_stream_t *)&m->listener, 128, on_connection);
+    if (rv != 0) {
+        m->closing = true;
+        m->open_handles = 1;
+        uv_close((uv_handle_t *)&m->listener, mux_handle_closed);
+        return rv;
+    }
+    uv_timer_init(o->loop, &m->sweep);
+    m->sweep.data = m;
+    uint64_t every = o->handshake_timeout_ms / 2 ? o->handshake_timeout_ms / 2 : 1;
+    uv_timer_start(&m->sweep, on_sweep, every, every);
+    uv_idle_init(o->loop, &m->defer);
+    m->defer.data = m;
+    m->open_handles = 3;
+    m->groups = rn_xcalloc(o->groups, sizeof *m->groups);
+    for (unsigned i = 0; i < o->groups; i++) {
+        mux_group *g = &m->groups[i];
+        g->mux = m;
+        g->index = i;
+        g->transport.impl = g;
+        g->transport.init = t_init;
+        g->transport.listen = t_listen;
+        g->transport.connect = t_connect;
+        g->transport.close = t_close;
+    }
+    *out = m;
+    return 0;
+}
+
+struct raft_uv_transport *rn_mux_transport(rn_mux *m, unsigned group) {
+    assert(m != NULL && group < m->o.groups && !m->closing);
+    return &m->groups[group].transport;
+}
+
+void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg) {
+    assert(m != NULL && !m->closing);
+    for (unsigned i = 0; i < m->o.groups; i++) {
+        const mux_group *g = &m->groups[i];
+        assert(!g->initialized || (g->closing && g->connects == NULL && g->close_cb == NULL));
+        (void)g;
+    }
+    m->closing = true;
+    m->done = done;
+    m->done_arg = arg;
+    while (m->incoming)
+        refuse_incoming(m->incoming, NULL);
+    uv_close((uv_handle_t *)&m->listener, mux_handle_closed);
+    uv_close((uv_handle_t *)&m->sweep, mux_handle_closed);
+    uv_close((uv_handle_t *)&m->defer, mux_handle_closed);
+}
+
+void rn_mux_get_stats(const rn_mux *m, rn_mux_stats *out) {
+    assert(m != NULL && out != NULL);
+    *out = m->stats;
+}

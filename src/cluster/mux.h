@@ -1,0 +1,67 @@
+/*
+ * mux.h — one TCP port per node for every Raft group.
+ *
+ * libraft wants one `struct raft_uv_transport` per Raft instance; its stock
+ * TCP transport gives each its own listening port and never sets
+ * TCP_NODELAY. This module implements that interface once per group over a
+ * single shared listener: a connecting side writes the hello of wire.h (the
+ * group, its id and address, the cluster tag) and then hands the stream to
+ * libraft; the listening side reads exactly the hello and hands the stream
+ * to that group's accept callback. Every connection, both sides, gets
+ * TCP_NODELAY (unless turned off for measurements), keepalive probes and
+ * TCP_USER_TIMEOUT, so a peer that vanishes without a reset (a blackholed
+ * route) is noticed within peer_timeout_ms instead of the kernel's ~15
+ * minutes, during which libuv's write queue would keep growing.
+ *
+ * Everything runs on the loop thread. Streams handed to libraft are
+ * allocated with raft_malloc, since libraft releases them with raft_free.
+ */
+#ifndef RN_CLUSTER_MUX_H
+#define RN_CLUSTER_MUX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct raft_uv_transport;
+
+typedef struct rn_mux rn_mux;
+
+typedef struct {
+    uv_loop_t *loop;
+    const char *listen_address;    /* this node's Raft address, numeric (wire.h) */
+    unsigned groups;               /* groups 0..groups-1 */
+    uint64_t cluster_tag;          /* rn_wire_cluster_tag of the cluster id */
+    bool tcp_nodelay;              /* set TCP_NODELAY on every connection */
+    unsigned peer_timeout_ms;      /* TCP_USER_TIMEOUT and keepalive bound; 0: kernel defaults */
+    unsigned handshake_timeout_ms; /* an accepted connection silent this long is closed */
+    unsigned max_handshakes;       /* accepted connections still in their hello; more are closed */
+} rn_mux_options;
+
+typedef struct {
+    uint64_t accepted;   /* connections accepted by the listener */
+    uint64_t dispatched; /* ... handed to a group after a valid hello */
+    uint64_t refused; /* ... closed: bad hello, timeout, over max_handshakes, group not listening */
+    uint64_t connected;      /* outgoing connections handed to libraft */
+    uint64_t connect_failed; /* outgoing attempts that failed (refused, reset, canceled) */
+} rn_mux_stats;
+
+/* Binds and listens on o->listen_address. Returns 0 and *out, or a negative
+ * libuv error code (UV_EINVAL for an address wire.h cannot parse) with
+ * nothing left open. */
+int rn_mux_open(const rn_mux_options *o, rn_mux **out);
+
+/* The transport for group g, to pass to raft_uv_init. It stays valid until
+ * rn_mux_close's callback. libraft calls its init, listen, connect and close;
+ * incoming connections for g are refused until libraft called listen. */
+struct raft_uv_transport *rn_mux_transport(rn_mux *m, unsigned group);
+
+/* Closes the listener and every connection still in its handshake, then
+ * runs done(arg) on the loop thread once every handle is closed; m is freed
+ * before done runs. Precondition: every group's transport that libraft
+ * initialized has been closed by libraft (raft_close completed). */
+void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg);
+
+void rn_mux_get_stats(const rn_mux *m, rn_mux_stats *out);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * test_cluster_wire.c — the cluster transport's hello and addresses
+ * (src/cluster/wire.c): round trips, every refusal, and the parser's edges.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "cluster/wire.h"
+#include "util/buf.h"
+
+static void encode(rn_buf *b, uint32_t group, uint64_t id, uint64_t tag, const char *addr) {
+    b->len = 0;
+    assert_int_equal(rn_wire_hello_encode(b, group, id, tag, addr), 0);
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    rn_buf b = {0};
+    encode(&b, 7, 42, 0x1122334455667788ull, "127.0.0.1:7001");
+    assert_int_equal(b.len, RN_WIRE_FIXED_BYTES + strlen("127.0.0.1:7001"));
+    rn_wire_hello h;
+    assert_int_equal(rn_wire_hello_decode(b.data, 8, 0x1122334455667788ull, &h), RN_WIRE_OK);
+    assert_int_equal(h.group, 7);
+    assert_int_equal(h.sender_id, 42);
+    assert_int_equal(h.address_len, strlen("127.0.0.1:7001"));
+    assert_memory_equal(b.data + RN_WIRE_FIXED_BYTES, "127.0.0.1:7001", h.address_len);
+    rn_buf_free(&b);
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    rn_buf b = {0};
+    rn_wire_hello h;
+    encode(&b, 8, 1, 5, "127.0.0.1:1");
+    assert_int_equal(rn_wire_hello_decode(b.data, 8, 5, &h), RN_WIRE_BAD_GROUP);
+    assert_int_equal(rn_wire_hello_decode(b.data, 9, 5, &h), RN_WIRE_OK);
+    assert_int_equal(rn_wire_hello_decode(b.data, 9, 6, &h), RN_WIRE_BAD_CLUSTER);
+    encode(&b, 0, 1, 0, "127.0.0.1:1");
+    b.data[0] ^= 1;
+    assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_MAGIC);
+    encode(&b, 0, 1, 0, "127.0.0.1:1");
+    b.data[4] = 2;
+    assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_VERSION);
+    encode(&b, 0, 1, 0, "127.0.0.1:1");
+    b.data[12] = 1; /* reserved */
+    assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_VERSION);
+    encode(&b, 0, 1, 0, "127.0.0.1:1");
+    b.data[6] = 0; /* address length 0 */
+    assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_ADDRESS);
+    b.data[6] = 0;
+    b.data[7] = 1; /* 256 */
+    assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_ADDRESS);
+    encode(&b, 0, 1, 0, "127.0.0.1:1");
+    memset(b.data + 16, 0, 8); /* sender 0 */
+    assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_SENDER);
+    char long_addr[300];
+    memset(long_addr, '1', sizeof long_addr - 1);
+    long_addr[sizeof long_addr - 1] = '\0';
+    b.len = 0;
+    assert_int_equal(rn_wire_hello_encode(&b, 0, 1, 0, long_addr), -1);
+    assert_int_equal(rn_wire_hello_encode(&b, 0, 1, 0, ""), -1);
+    assert_int_equal(b.len, 0);
+    rn_buf_free(&b);
+}
+
+static void test_cluster_tag(void **state) {
+    (void)state;
+    assert_int_equal(rn_wire_cluster_tag(NULL), 0);
+    assert_int_equal(rn_wire_cluster_tag(""), 0);
+    assert_int_not_equal(rn_wire_cluster_tag("a"), 0);
+    assert_int_not_equal(rn_wire_cluster_tag("a"), rn_wire_cluster_tag("b"));
+    assert_int_equal(rn_wire_cluster_tag("prod"), rn_wire_cluster_tag("prod"));
+}
+
+static void test_addresses(void **state) {
+    (void)state;
+    struct sockaddr_storage sa;
+    assert_int_equal(rn_wire_parse_address("127.0.0.1:7001", &sa), 0);
+    assert_int_equal(sa.ss_family, AF_INET);
+    assert_int_equal(ntohs(((struct sockaddr_in *)&sa)->sin_port), 7001);
+    assert_int_equal(rn_wire_parse_address("[::1]:65535", &sa), 0);
+    assert_int_equal(sa.ss_family, AF_INET6);
+    assert_int_equal(ntohs(((struct sockaddr_in6 *)&sa)->sin6_port), 65535);
+    const char *bad[] = {
+        "127.0.0.1",    "127.0.0.1:",     "127.0.0.1:0",  "127.0.0.1:65536", "127.0.0.1:07",
+        "127.0.0.1:7a", "localhost:7001", "[::1]7001",    "[::1]:",          "::1:7001",
+        ":7001",        "1.2.3:4",        "127.0.0.1:-1", "[127.0.0.1]:80",  ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (rn_wire_parse_address(bad[i], &sa) == 0)
+            fail_msg("accepted %s", bad[i]);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cluster_tag),
+        cmocka_unit_test(test_addresses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
