@@ -158,6 +158,7 @@ static void ctx_finish(stream_ctx *c) {
     rn_live_remove(&c->waiter);
     c->req->on_abort = NULL;
     c->req->on_drain = NULL;
+    c->req->on_input_end = NULL;
     if (c->timer_started) {
         rn_surface *sf = c->sf;
         if (c->live_prev)
@@ -1058,6 +1059,11 @@ static void on_live_timer(uv_timer_t *t) {
     end_live_read(t->data);
 }
 
+/* The client half-closed (or left): end the read now, as its time would. */
+static void on_live_input_end(rn_request *req) {
+    end_live_read(req->handler_data);
+}
+
 static void on_live_event(rn_waiter *w, rn_live_event ev) {
     stream_ctx *c = (stream_ctx *)((char *)w - offsetof(stream_ctx, waiter));
     if (ev == RN_LIVE_REMOVED) {
@@ -1092,6 +1098,7 @@ static void park(stream_ctx *c, rn_stream *s, uint64_t timeout_ms) {
     sf->live_count++;
     rn_live_add(s, &c->waiter, on_live_event);
     uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
+    c->req->on_input_end = on_live_input_end;
 }
 
 /* Applies the read-path parameters of ext §9 (timeout_ms, consistency,

@@ -7,6 +7,10 @@
  * for EOF and pipelined bytes), IDLE (keep-alive, idle timer armed) and
  * CLOSING. Parse errors and limit violations answer 4xx and close.
  *
+ * EOF (a half-close) stops reading; what was received is still served in
+ * order (a held request is told through on_input_end), then the connection
+ * closes (input_exhausted). A read error closes it at once.
+ *
  * Answers before the body: a request whose body is still to come, from a
  * client that waits for 100 Continue or declared at least
  * RN_HTTP_EARLY_BODY_BYTES, is first shown to the on_headers hook (state
@@ -97,6 +101,7 @@ struct rn_conn {
     uint64_t discard_deadline; /* DISCARDING: uv_now() past which the connection closes */
     int closed;                /* uv_close called */
     int lingering;             /* response sent, write side shut: dropping input */
+    int input_ended;           /* EOF read: the client sends nothing more */
     int processing;            /* process_input is on the stack */
     int handles_open;
     rn_buf input; /* received bytes not yet parsed (while HANDLING) */
@@ -1159,6 +1164,50 @@ static void reject_raw(rn_conn *c, int status) {
     conn_write(c, &head, NULL, 0);
 }
 
+/* Called once the input of a connection whose client ended it is all
+ * parsed. Between requests the connection closes once its answers are out;
+ * inside a request (cut short: nothing of it was handed on) it answers 400,
+ * unless it was answered from its head (DISCARDING). */
+static void input_exhausted(rn_conn *c) {
+    switch (c->state) {
+    case ST_READING:
+        reject_raw(c, 400);
+        return;
+    case ST_IDLE:
+    case ST_DISCARDING:
+        c->state = ST_CLOSING;
+        if (c->pending_writes == 0)
+            conn_close(c);
+        return;
+    default:
+        return;
+    }
+}
+
+/* The client shut its sending side: reading stops, and what was received
+ * is served (see the top of this file). A held request is told through its
+ * on_input_end hook. */
+static void input_end(rn_conn *c) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+    c->input_ended = 1;
+    if (c->state == ST_CLOSING) {
+        if (c->pending_writes == 0)
+            conn_close(c);
+        return;
+    }
+    if (c->state == ST_HANDLING) {
+        rn_request *r = c->req;
+        void (*fn)(rn_request *) = r->on_input_end;
+        r->on_input_end = NULL;
+        if (fn)
+            fn(r);
+        return;
+    }
+    if (!output_blocked(c))
+        process_input(c);
+}
+
 /* Feeds buffered input to the parser until a request is dispatched. A call
  * made while an outer call is on the stack (a handler answered at once and
  * the next pipelined request follows) returns and lets the outer loop go on,
@@ -1187,8 +1236,10 @@ static void process_input(rn_conn *c) {
     if (c->input_off == c->input.len) {
         c->input.len = 0;
         c->input_off = 0;
+        if (c->input_ended && !c->closed)
+            input_exhausted(c);
     }
-    if (!c->reading && !c->closed && c->state != ST_CLOSING &&
+    if (!c->reading && !c->closed && !c->input_ended && c->state != ST_CLOSING &&
         c->input.len - c->input_off < INPUT_PAUSE_BYTES) {
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
         c->reading = 1;
@@ -1210,6 +1261,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         if (n < 0)
             conn_close(c);
         c->input.len = c->input_off = 0;
+        return;
+    }
+    if (n == UV_EOF) {
+        input_end(c);
         return;
     }
     if (n < 0) {
@@ -1319,12 +1374,17 @@ static void on_shutdown(uv_shutdown_t *sr, int status) {
 
 /* Ends a connection whose last response is written: shuts the write side
  * and reads (and drops) what the client still sends until it closes or
- * LINGER_MS pass. Closing with unread input would make the kernel send a
- * reset, and the client could lose the response it was sent (a 413, 431 or
- * 400 to a client still sending). */
+ * LINGER_MS pass; closes at once when the client's input ended. Closing
+ * with unread input would make the kernel send a reset, and the client
+ * could lose the response it was sent (a 413, 431 or 400 to a client still
+ * sending). */
 static void conn_finish(rn_conn *c) {
     if (c->closed || c->lingering)
         return;
+    if (c->input_ended) {
+        conn_close(c);
+        return;
+    }
     c->lingering = 1;
     uv_shutdown_t *sr = rn_xcalloc(1, sizeof *sr);
     sr->data = c;

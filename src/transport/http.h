@@ -9,6 +9,11 @@
  * waiting for a log sync) is noticed at once. When the response finishes,
  * parsing resumes with the buffered bytes.
  *
+ * A client may shut its sending side once its requests are sent (a
+ * half-close): every complete request received before it is still served,
+ * in order, and the connection closes after the last answer; a request the
+ * half-close cut short is answered 400 and applies nothing.
+ *
  * Requests are reference counted: the connection holds one reference while
  * the request is current; a handler that answers later (after a log sync or
  * a live wake) takes its own with rn_request_hold() and drops it with
@@ -64,6 +69,13 @@ struct rn_request {
     void (*on_abort)(rn_request *req);
     /* Called when a streamed response's socket queue has emptied. */
     void (*on_drain)(rn_request *req);
+    /* Called once if the client shuts its sending side while the request is
+     * held (NULL: the request goes on and is answered as usual). Until the
+     * server writes, a half-close looks the same as a client that went
+     * away, so a request parked with no end in sight (a live read) should
+     * answer now as its time limit would; the connection stays up for the
+     * answer and closes after it. */
+    void (*on_input_end)(rn_request *req);
     int route; /* rn_route, set by the router (metrics and logs) */
     void *handler_data;
 
