@@ -30,6 +30,7 @@
  */
 #include "transport/http.h"
 #include "transport/fanout.h"
+#include "transport/request_head.h"
 #include "util/map.h"
 #include "util/metrics.h"
 #include "util/text.h"
@@ -110,8 +111,9 @@ struct rn_conn {
     header_span *spans;
     size_t span_count, span_cap;
     int last_was_value;
-    int url_too_long;       /* the request line passed max_header_bytes (414) */
-    int headers_too_large;  /* header bytes or count passed their limit (431) */
+    int refusal;            /* status for a head a callback refused (414, 431, 400, 501) */
+    rn_fold_scan fold;      /* obs-fold in the current head (request_head.h) */
+    const char *fold_from;  /* head bytes from here on are not fed to it yet; NULL: none */
     uint64_t request_began; /* uv_now() when the current request's first byte arrived */
     size_t pending_writes;  /* uv_write requests and batch entries not yet settled */
     size_t batch_slot;      /* 1 + index of its entry in the server's batch; 0: none */
@@ -327,8 +329,9 @@ static int on_message_begin(llhttp_t *p) {
     c->req->start_ns = uv_hrtime();
     c->span_count = 0;
     c->last_was_value = 0;
-    c->url_too_long = 0;
-    c->headers_too_large = 0;
+    c->refusal = 0;
+    c->fold = (rn_fold_scan){0};
+    c->fold_from = NULL;
     if (c->state == ST_IDLE) {
         c->state = ST_READING;
         c->request_began = uv_now(c->srv->loop);
@@ -340,18 +343,27 @@ static int on_message_begin(llhttp_t *p) {
 static int header_budget_ok(rn_conn *c, size_t more) {
     if (c->req->raw.len + more <= c->srv->cfg.max_header_bytes)
         return 1;
-    c->headers_too_large = 1;
+    c->refusal = 431;
     return 0;
+}
+
+/* Feeds the fold scan the head bytes up to a span at `at` and the span's
+ * first byte, then moves past the span. */
+static void fold_scan_to(rn_conn *c, const char *at, size_t len) {
+    if (c->fold_from)
+        rn_fold_scan_feed(&c->fold, c->fold_from, at + (len > 0));
+    c->fold_from = at + len;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
     if (!header_budget_ok(c, len)) {
-        c->url_too_long = 1;
+        c->refusal = 414;
         return -1;
     }
     rn_buf_append(&c->req->raw, at, len);
     c->req->target_len += len;
+    c->fold_from = at + len; /* the scan starts after the target */
     return 0;
 }
 
@@ -368,9 +380,10 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
         return 0;
     if (!header_budget_ok(c, len))
         return -1;
+    fold_scan_to(c, at, len);
     if (c->span_count == 0 || c->last_was_value) {
         if (c->span_count >= c->srv->cfg.max_headers) {
-            c->headers_too_large = 1;
+            c->refusal = 431;
             return -1;
         }
         if (c->span_count == c->span_cap) {
@@ -391,6 +404,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len) {
         return 0;
     if (!header_budget_ok(c, len))
         return -1;
+    fold_scan_to(c, at, len);
     header_span *h = &c->spans[c->span_count - 1];
     if (!c->last_was_value) {
         h->value_off = c->req->raw.len;
@@ -467,6 +481,10 @@ static int on_headers_complete(llhttp_t *p) {
         r->headers[i] = (rn_header){(const char *)r->raw.data + h->name_off, h->name_len,
                                     (const char *)r->raw.data + h->value_off, h->value_len};
     }
+    c->fold_from = NULL;
+    c->refusal = rn_request_head_check(r, p->http_major, p->http_minor, c->fold.folded);
+    if (c->refusal)
+        return -1;
     if (!llhttp_should_keep_alive(p))
         c->close_after_response = 1;
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->cfg.max_body_bytes) {
@@ -1220,15 +1238,19 @@ static void process_input(rn_conn *c) {
            c->input_off < c->input.len) {
         const char *data = (const char *)c->input.data + c->input_off;
         size_t len = c->input.len - c->input_off;
+        if (c->fold_from) /* a head continues: its bytes before this read were fed */
+            c->fold_from = data;
         llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
         if (err == HPE_OK) {
             c->input_off = c->input.len;
+            if (c->fold_from)
+                rn_fold_scan_feed(&c->fold, c->fold_from, data + len);
         } else if (err == HPE_PAUSED) {
             c->input_off += (size_t)(llhttp_get_error_pos(&c->parser) - data);
             if (c->state != ST_HANDLING && c->state != ST_CLOSING)
                 llhttp_resume(&c->parser); /* answered already: go on */
         } else {
-            reject_raw(c, c->url_too_long ? 414 : c->headers_too_large ? 431 : 400);
+            reject_raw(c, c->refusal ? c->refusal : 400);
             break;
         }
     }
