@@ -30,6 +30,7 @@
  */
 #include "transport/http.h"
 #include "transport/fanout.h"
+#include "transport/listen.h"
 #include "transport/request_head.h"
 #include "util/map.h"
 #include "util/metrics.h"
@@ -62,7 +63,7 @@ typedef struct batch_entry batch_entry;
 
 struct rn_http_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    rn_listeners listeners;
     rn_http_config cfg;
     rn_request_fn on_request;
     void *arg;
@@ -1472,39 +1473,26 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
     srv->cfg = *cfg;
     srv->on_request = on_request;
     srv->arg = arg;
-    struct sockaddr_storage addr;
-    int rc = strchr(cfg->host, ':')
-                 ? uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr)
-                 : uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
-    if (rc == 0)
-        rc = uv_tcp_init(loop, &srv->listener);
-    if (rc == 0) {
-        srv->listener.data = srv;
-        rc = uv_tcp_bind(&srv->listener, (struct sockaddr *)&addr, 0);
-        if (rc == 0)
-            rc = uv_listen((uv_stream_t *)&srv->listener, 1024, on_connection);
-        if (rc != 0) {
-            snprintf(err, errcap, "cannot listen on %s:%d: %s", cfg->host, cfg->port,
-                     uv_strerror(rc));
-            uv_close((uv_handle_t *)&srv->listener, NULL);
-            uv_run(loop, UV_RUN_NOWAIT);
-            rn_http_free(srv);
-            return NULL;
-        }
-        if (cfg->fanout_threads > 0)
-            srv->fanout = rn_fanout_new(cfg->fanout_threads);
-        return srv;
+    if (rn_listeners_open(&srv->listeners, loop, cfg->host, cfg->port, on_connection, srv, err,
+                          errcap) != 0) {
+        uv_run(loop, UV_RUN_NOWAIT); /* the listeners that were opened finish closing */
+        rn_http_free(srv);
+        return NULL;
     }
-    snprintf(err, errcap, "bad listen address %s:%d: %s", cfg->host, cfg->port, uv_strerror(rc));
-    rn_http_free(srv);
-    return NULL;
+    if (cfg->fanout_threads > 0)
+        srv->fanout = rn_fanout_new(cfg->fanout_threads);
+    return srv;
+}
+
+int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap) {
+    return rn_listeners_describe(&srv->listeners, out, cap);
 }
 
 void rn_http_stop_accepting(rn_http_server *srv) {
     if (srv->stopping)
         return;
     srv->stopping = 1;
-    uv_close((uv_handle_t *)&srv->listener, NULL);
+    rn_listeners_close(&srv->listeners);
     for (rn_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
         if (c->state == ST_IDLE)

@@ -96,7 +96,7 @@ struct rn_request {
 };
 
 typedef struct {
-    const char *host;
+    const char *host; /* an IP literal or a name; every address it names is listened on */
     int port;
     size_t max_body_bytes;       /* larger bodies are refused (413) unread */
     size_t max_header_bytes;     /* request line + headers */
@@ -144,6 +144,10 @@ typedef void (*rn_request_fn)(rn_request *req, void *arg);
 /* Starts listening. Returns NULL and fills err on failure. */
 rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_request_fn on_request,
                                void *arg, char *err, size_t errcap);
+
+/* Writes the addresses listened on ("127.0.0.1:4437, [::1]:4437") to out;
+ * returns how many of them other hosts can reach (all but loopback). */
+int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap);
 
 /* Stops accepting and closes idle connections; active requests finish. */
 void rn_http_stop_accepting(rn_http_server *srv);
