@@ -36,6 +36,7 @@
 #include "util/metrics.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <linux/sockios.h>
 #include <llhttp.h>
@@ -1217,6 +1218,7 @@ static void input_end(rn_conn *c) {
     }
     if (c->state == ST_HANDLING) {
         rn_request *r = c->req;
+        assert(r);
         void (*fn)(rn_request *) = r->on_input_end;
         r->on_input_end = NULL;
         if (fn)
