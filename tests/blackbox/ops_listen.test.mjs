@@ -19,6 +19,15 @@ const logLines = (child) =>
 
 const exposureWarnings = (child) => logLines(child).filter((l) => l.level === "warn" && /access control/.test(l.msg));
 
+// Waits (bounded) until the child logged that it is ready. Lines arrive in
+// order on one pipe, so every start warning has arrived by then.
+async function loggedReady(child) {
+  const deadline = Date.now() + 10000;
+  while (!logLines(child).some((l) => l.event === "ready") && Date.now() < deadline) await sleep(20);
+  assert.ok(logLines(child).some((l) => l.event === "ready"), `the server logged ready: ${child.stderr}`);
+}
+
+// Starts a server on host, creates a stream through connectHost, stops it.
 async function served(host, connectHost = host) {
   const port = await freePort();
   const child = spawnServe(["--listen", `${host}:${port}`, "--data-dir", tempDir(), "--log-format", "json"]);
@@ -26,35 +35,33 @@ async function served(host, connectHost = host) {
     await waitReady(`http://${connectHost}:${port}`);
     const r = await rawGet(`http://${connectHost}:${port}/v1/stream/listen/a`, { method: "PUT" });
     assert.equal(r.status, 201);
+    await loggedReady(child);
   } finally {
     await child.stop();
   }
-  return { child, port };
+  return child;
 }
 
 describe("--listen", () => {
   test("a host name is resolved: --listen localhost:PORT serves on the loopback address", async () => {
-    const { child } = await served("localhost", "127.0.0.1");
+    const child = await served("localhost", "127.0.0.1");
     assert.deepEqual(exposureWarnings(child), [], child.stderr);
-    const ready = logLines(child).find((l) => l.event === "ready");
-    assert.ok(ready, child.stderr);
   });
 
   test("loopback literals start without a warning", async () => {
     for (const host of ["127.0.0.1", "127.0.0.2"]) {
-      const { child } = await served(host);
+      const child = await served(host);
       assert.deepEqual(exposureWarnings(child), [], child.stderr);
     }
   });
 
   test("an address other hosts can reach logs a warning at start naming it and what is exposed", async () => {
-    // Bound to every interface only until the start line is logged: the
-    // test speaks to it on loopback and stops it at once.
+    // Bound to every interface only until it logs that it is ready; it is
+    // stopped at once.
     const port = await freePort();
     const child = spawnServe(["--listen", `0.0.0.0:${port}`, "--data-dir", tempDir(), "--log-format", "json"]);
     try {
-      const deadline = Date.now() + 10000;
-      while (!logLines(child).some((l) => l.event === "start" && /starting/.test(l.msg)) && Date.now() < deadline) await sleep(20);
+      await loggedReady(child);
     } finally {
       await child.stop();
     }
