@@ -145,6 +145,21 @@ static void wake_end(void *arg) {
     rn_http_batch_flush(arg);
 }
 
+/* Runnel has no access control: a listener other hosts can reach exposes
+ * everything to them. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http) {
+    char where[512];
+    if (rn_http_listen_addresses(http, where, sizeof where) == 0)
+        return;
+    rn_log(RN_LOG_WARN, "start",
+           "listening on %s, which other hosts can reach, without any access control: anyone "
+           "who reaches it can read, append to, close and delete every stream and bucket, "
+           "create new ones, publish snapshots, advance retention, manage subscriptions and "
+           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT) or put an "
+           "authenticating proxy in front",
+           where);
+}
+
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
     if (cfg->public_url[0])
         snprintf(out, cap, "%s", cfg->public_url);
@@ -288,6 +303,7 @@ int rn_serve(int argc, char **argv) {
     rn_live_set_wake_hooks(wake_begin, wake_end, s.http);
     rn_config_describe(&s.cfg, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
+    warn_if_exposed(s.http);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);

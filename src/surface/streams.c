@@ -159,6 +159,7 @@ static void ctx_finish(stream_ctx *c) {
     rn_live_remove(&c->waiter);
     c->req->on_abort = NULL;
     c->req->on_drain = NULL;
+    c->req->on_input_end = NULL;
     if (c->timer_started) {
         rn_surface *sf = c->sf;
         if (c->live_prev)
@@ -1102,6 +1103,11 @@ static void on_live_timer(uv_timer_t *t) {
     end_live_read(t->data);
 }
 
+/* The client half-closed (or left): end the read now, as its time would. */
+static void on_live_input_end(rn_request *req) {
+    end_live_read(req->handler_data);
+}
+
 /* A live read ends in error when its stream goes away (404) or its
  * history is rewritten: the read was opened under the retired incarnation
  * and its offsets belong to the old history, so it answers 412 with the
@@ -1149,6 +1155,7 @@ static void park(stream_ctx *c, rn_stream *s, uint64_t timeout_ms) {
     sf->live_count++;
     rn_live_add(s, &c->waiter, on_live_event);
     uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
+    c->req->on_input_end = on_live_input_end;
 }
 
 /* Applies the read-path parameters of ext §9: timeout_ms and max_bytes
