@@ -38,10 +38,10 @@ curl_ranges() {
     done
   done
   local flags=()
-  [ "$parallel" -le 1 ] || flags=(-s --parallel --parallel-max "$parallel")
+  [ "$parallel" -le 1 ] || flags=(--parallel --parallel-max "$parallel")
   local t0 t1
   t0=$(date +%s.%N)
-  curl "${flags[@]}" "${args[@]}"
+  curl "${flags[@]}" "${args[@]}" 2>/dev/null || { echo "s3_get.sh: curl failed" >&2; exit 1; }
   t1=$(date +%s.%N)
   echo "$t0 $t1" | awk -v mib=$((object_mib * passes)) '{printf "%.1f", mib / ($2 - $1)}'
 }
