@@ -739,6 +739,39 @@ static void test_bounded_in_flight_and_cancel(void **state) {
     close_client(s3);
 }
 
+typedef struct {
+    rn_s3 *s3;
+    int calls;
+} stopper;
+
+static void stop_inside(void *arg, const rn_s3_result *r) {
+    stopper *st = arg;
+    (void)r;
+    st->calls++;
+    rn_s3_stop(st->s3); /* cancels the other calls, not this one again */
+}
+
+/* A callback may stop the client: the other calls never call back. */
+static void test_stop_inside_callback(void **state) {
+    (void)state;
+    rn_s3 *s3 = client(0);
+    put(s3, "stop/obj", "0123456789", 10);
+    faults("{\"kind\":\"delay\",\"op\":\"GetObject\",\"key_contains\":\"stop/\","
+           "\"delay_ms\":300,\"count\":2}");
+    stopper st = {.s3 = s3};
+    uint8_t bufs[3][10];
+    for (int i = 0; i < 3; i++)
+        assert_non_null(rn_s3_get(s3, "stop/obj", 0, 10, rn_s3_into(bufs[i]), stop_inside, &st));
+    int64_t deadline = rn_now_ms() + WATCHDOG_MS;
+    while (!st.calls && rn_now_ms() < deadline)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(st.calls, 1);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(st.calls, 1);
+    assert_int_equal(rn_s3_in_flight(s3), 0);
+    rn_s3_free(s3);
+}
+
 static void test_failure_log_has_no_secret(void **state) {
     (void)state;
     const char *wrong = "WRONGsecretWRONGsecretWRONGsecret/+1234";
@@ -837,6 +870,7 @@ int main(void) {
         cmocka_unit_test_setup(test_slow_cut_reset, reset_endpoint),
         cmocka_unit_test_setup(test_answer_bound, reset_endpoint),
         cmocka_unit_test_setup(test_bounded_in_flight_and_cancel, reset_endpoint),
+        cmocka_unit_test_setup(test_stop_inside_callback, reset_endpoint),
         cmocka_unit_test_setup(test_failure_log_has_no_secret, reset_endpoint),
         cmocka_unit_test(test_bad_configurations),
     };

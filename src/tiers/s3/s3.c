@@ -228,7 +228,9 @@ static void hash_queue_remove(rn_s3 *s3, rn_s3_call *c) {
         uv_idle_stop(&s3->hasher);
 }
 
-static void call_free(rn_s3_call *c) {
+/* Takes a call off the client's lists (before its callback runs, so that a
+ * callback that stops the client does not cancel it again). */
+static void call_unlink(rn_s3_call *c) {
     rn_s3 *s3 = c->s3;
     hash_queue_remove(s3, c);
     if (c->prev)
@@ -238,6 +240,9 @@ static void call_free(rn_s3_call *c) {
     if (c->next)
         c->next->prev = c->prev;
     s3->ncalls--;
+}
+
+static void call_destroy(rn_s3_call *c) {
     for (size_t i = 0; i < c->nquery; i++) {
         free(c->query[i].name);
         free(c->query[i].value);
@@ -250,6 +255,11 @@ static void call_free(rn_s3_call *c) {
     rn_buf_free(&c->doc);
     free(c->key);
     free(c);
+}
+
+static void call_free(rn_s3_call *c) {
+    call_unlink(c);
+    call_destroy(c);
 }
 
 void s3_fail(rn_s3_result *r, rn_s3_outcome outcome, const char *code, const char *message) {
@@ -327,8 +337,9 @@ static void on_answer(void *arg, const rn_fetch_result *fr) {
                       .upload_id = "",
                       .next_token = ""};
     type_answer(c, fr, &r);
+    call_unlink(c);
     c->read(c, fr, &r);
-    call_free(c);
+    call_destroy(c);
 }
 
 static void append_path(const rn_s3_call *c, rn_buf *path) {
@@ -388,7 +399,7 @@ static void send_call(rn_s3_call *c) {
     rn_buf_append_byte(&lines, 0);
     for (size_t i = 0; i <= nh; i++)
         line_ptrs[i] = (const char *)lines.data + offsets[i];
-    uint64_t payload = c->body.len + c->sink_len;
+    uint64_t payload = c->body.len + c->sink_len + c->copy_len;
     rn_fetch_request fr = {.method = c->method,
                            .url = (const char *)url.data,
                            .headers = line_ptrs,
@@ -438,8 +449,9 @@ static void on_hash_turn(uv_idle_t *h) {
                      got < 0 ? strerror(errno) : "the file is shorter than the body");
             rn_s3_result r = {.code = "LocalIO", .etag = "", .upload_id = "", .next_token = ""};
             s3_fail(&r, RN_S3_FAILED, "LocalIO", c->message);
+            call_unlink(c);
             s3_deliver(c, &r);
-            call_free(c);
+            call_destroy(c);
             return;
         }
         n = (size_t)got;

@@ -181,8 +181,9 @@ size_t rn_s3_in_flight(const rn_s3 *s3);
 /* True for a key the calls accept. */
 int rn_s3_key_valid(const char *key);
 
-/* Cancels every call and closes the client's handles (run the loop
- * afterwards until they closed), then frees it with rn_s3_free. */
+/* Cancels every call and closes the client's handles (allowed inside a
+ * call's callback); run the loop afterwards until they closed, then free
+ * the client with rn_s3_free (outside any callback). */
 void rn_s3_stop(rn_s3 *s3);
 void rn_s3_free(rn_s3 *s3);
 

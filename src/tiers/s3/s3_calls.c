@@ -424,6 +424,7 @@ rn_s3_call *rn_s3_mpu_part_copy(rn_s3 *s3, const char *key, const char *upload_i
     if (!c)
         return NULL;
     add_part_query(c, number, upload_id);
+    c->copy_len = len;
     rn_buf source = {0};
     rn_buf_appendf(&source, "/%s/", s3->bucket);
     rn_sigv4_encode(&source, src_key, strlen(src_key), 1);

@@ -49,6 +49,7 @@ struct rn_s3_call {
     rn_s3_sink sink;   /* GET only */
     uint64_t sink_len; /* GET: the range's length */
     uint64_t range_offset;
+    uint64_t copy_len; /* UploadPartCopy: bytes the store copies (for the timeout) */
     rn_fetch *fetch;
     s3_reader read;
     char code[64], message[256];
