@@ -63,6 +63,7 @@ struct rn_outbound {
     rn_connect_policy_fn policy;
     void *policy_arg;
     char *policy_refusal;
+    char *ca_file;
     size_t max_running, max_queued, nrunning, nqueued;
     int stopped;
     char *user_agent;
@@ -159,6 +160,9 @@ static rn_fetch_failure failure_of(const rn_fetch *f, CURLcode res) {
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
         return RN_FETCH_CUT;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+        return RN_FETCH_TLS;
     default:
         return RN_FETCH_OTHER;
     }
@@ -375,6 +379,7 @@ rn_outbound *rn_outbound_new(uv_loop_t *loop, const rn_outbound_config *cfg) {
     o->max_running = cfg->max_running;
     o->max_queued = cfg->max_queued;
     o->user_agent = rn_xstrdup(cfg->user_agent);
+    o->ca_file = cfg->ca_file ? rn_xstrdup(cfg->ca_file) : NULL;
     o->multi = curl_multi_init();
     uv_timer_init(loop, &o->timer);
     o->timer.data = o;
@@ -460,6 +465,8 @@ rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetc
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_PROXY, "");
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, req->path_as_is ? 1L : 0L);
+    if (o->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, f);
     if (o->nrunning < o->max_running) {
@@ -534,6 +541,7 @@ void rn_outbound_free(rn_outbound *o) {
         return;
     free(o->user_agent);
     free(o->policy_refusal);
+    free(o->ca_file);
     free(o);
     curl_global_cleanup();
 }

@@ -48,7 +48,8 @@ typedef enum {
     RN_FETCH_CUT,          /* the connection broke or the answer ended early */
     RN_FETCH_TOO_LARGE,    /* a 2xx answer had more bytes than its sink holds */
     RN_FETCH_LOCAL_IO,     /* reading the body's or writing the sink's fd failed */
-    RN_FETCH_OTHER,        /* anything else (TLS, protocol errors) */
+    RN_FETCH_TLS,          /* the server's certificate failed verification */
+    RN_FETCH_OTHER,        /* anything else (TLS handshake, protocol errors) */
 } rn_fetch_failure;
 
 typedef struct {
@@ -81,6 +82,7 @@ typedef struct {
     const char *policy_refusal; /* the error text when the policy refused */
     size_t max_running;         /* transfers at once (>= 1) */
     size_t max_queued;          /* transfers waiting; beyond it a start fails */
+    const char *ca_file;        /* CA certificates for https (NULL: the system's) */
 } rn_outbound_config;
 
 typedef struct {

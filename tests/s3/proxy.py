@@ -30,7 +30,8 @@ Control port (JSON):
   POST /config     {"fake_upload_part_copy", "fake_abort", "fake_delete_objects",
                     "check_uploads", "fix_first_byte_range": bool}
 
-usage: proxy.py --upstream PORT --s3rver-dir DIR --state FILE
+usage: proxy.py --upstream PORT --s3rver-dir DIR --state FILE [--tls-cert F --tls-key F]
+(with a certificate the data port speaks https)
 environment: S3PROXY_ACCESS_KEY, S3PROXY_SECRET_KEY, S3PROXY_REGION,
 S3PROXY_SESSION_TOKEN (optional), S3PROXY_FAULTS (optional JSON rules).
 Writes {"port", "control_port"} to FILE once both listen.
@@ -42,6 +43,7 @@ import http.client
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 import zlib
@@ -212,7 +214,8 @@ class Handler(BaseHTTPRequestHandler):
             with STATE.lock:
                 STATE.recent.append({"method": self.command, "op": op, "bucket": bucket, "key": key,
                                      "query": self.raw_query, "status": self.status,
-                                     "fault": rule["kind"] if rule else None})
+                                     "fault": rule["kind"] if rule else None,
+                                     "unsigned": lower.get("x-amz-content-sha256") == "UNSIGNED-PAYLOAD"})
 
     def bucket_and_key(self):
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
@@ -338,8 +341,9 @@ class DataServer:
     neither new nor kept-alive connections reach the proxy until it listens
     again on the same port."""
 
-    def __init__(self, upstream_port):
+    def __init__(self, upstream_port, tls=None):
         self.upstream_port = upstream_port
+        self.tls = tls  # an ssl.SSLContext for https, or None
         self.local = threading.local()
         self.sock = self.listen(0)
         self.port = self.sock.getsockname()[1]
@@ -403,14 +407,18 @@ class DataServer:
             except (socket.timeout, OSError):
                 continue
             conn.settimeout(None)
-            with STATE.lock:
-                self.conns.add(conn)
             threading.Thread(target=self.handle, args=(conn, addr), daemon=True).start()
 
     def handle(self, conn, addr):
         try:
+            if self.tls:
+                conn.settimeout(10)
+                conn = self.tls.wrap_socket(conn, server_side=True)
+                conn.settimeout(None)
+            with STATE.lock:
+                self.conns.add(conn)
             Handler(conn, addr, self)
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError):  # ssl.SSLError is an OSError
             pass
         finally:
             with STATE.lock:
@@ -488,6 +496,8 @@ def main():
     ap.add_argument("--upstream", type=int, required=True)
     ap.add_argument("--s3rver-dir", required=True)
     ap.add_argument("--state", required=True)
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
     args = ap.parse_args()
     env = os.environ
     STATE.verifier = Verifier(env["S3PROXY_ACCESS_KEY"], env["S3PROXY_SECRET_KEY"],
@@ -496,7 +506,11 @@ def main():
     STATE.s3rver_dir = args.s3rver_dir
     if env.get("S3PROXY_FAULTS"):
         STATE.rules.extend(json.loads(env["S3PROXY_FAULTS"]))
-    data = DataServer(args.upstream)
+    tls = None
+    if args.tls_cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+    data = DataServer(args.upstream, tls)
     control = ThreadingHTTPServer(("127.0.0.1", 0), control_handler(data))
     control.daemon_threads = True
     threading.Thread(target=control.serve_forever, daemon=True).start()

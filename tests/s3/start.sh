@@ -8,7 +8,10 @@
 # with S3RVER_LOG=1), DIR/proxy.log.
 #
 # The secret key is random per start. Set S3_TEST_REGION or
-# S3_TEST_SESSION_TOKEN to change the region or require a session token.
+# S3_TEST_SESSION_TOKEN to change the region or require a session token, and
+# S3_TEST_TLS=1 for an https endpoint with a self-signed certificate for
+# 127.0.0.1, localhost and runnel-test.localhost (DIR/env then names it in
+# S3_CA_FILE).
 #
 # usage: tests/s3/start.sh DIR
 set -euo pipefail
@@ -47,6 +50,16 @@ echo $! >"$dir/s3rver.pid"
 wait_for "$dir/s3rver.out" '"port"' || fail "s3rver did not start"
 upstream=$(head -1 "$dir/s3rver.out" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["port"])')
 
+scheme=http
+tls_args=()
+if [ "${S3_TEST_TLS:-}" = 1 ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj /CN=localhost -keyout "$dir/tls.key" -out "$dir/tls.crt" \
+    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:runnel-test.localhost" 2>/dev/null ||
+    fail "openssl could not make a certificate"
+  scheme=https
+  tls_args=(--tls-cert "$dir/tls.crt" --tls-key "$dir/tls.key")
+fi
 access_key=AKIARUNNELTEST000001
 secret_key=$(head -c 30 /dev/urandom | base64 | tr -d '\n')
 region=${S3_TEST_REGION:-us-east-1}
@@ -54,14 +67,15 @@ token=${S3_TEST_SESSION_TOKEN:-}
 S3PROXY_ACCESS_KEY=$access_key S3PROXY_SECRET_KEY=$secret_key S3PROXY_REGION=$region \
   S3PROXY_SESSION_TOKEN=$token \
   "$py" "$here/proxy.py" --upstream "$upstream" --s3rver-dir "$dir/data" --state "$dir/proxy.json" \
-  </dev/null >"$dir/proxy.log" 2>&1 &
+  "${tls_args[@]}" </dev/null >"$dir/proxy.log" 2>&1 &
 echo $! >"$dir/proxy.pid"
 wait_for "$dir/proxy.json" control_port || fail "the proxy did not start"
 read -r port control < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["port"], s["control_port"])' "$dir/proxy.json")
 
 {
-  echo "S3_ENDPOINT=http://127.0.0.1:$port"
-  echo "S3_VHOST_ENDPOINT=http://localhost:$port"
+  echo "S3_ENDPOINT=$scheme://127.0.0.1:$port"
+  echo "S3_VHOST_ENDPOINT=$scheme://localhost:$port"
+  [ "$scheme" = http ] || echo "S3_CA_FILE=$dir/tls.crt"
   echo "S3_CONTROL=http://127.0.0.1:$control"
   echo "S3_UPSTREAM=http://127.0.0.1:$upstream"
   echo "S3_BUCKET=runnel-test"
@@ -70,4 +84,4 @@ read -r port control < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[
   echo "AWS_REGION=$region"
   [ -z "$token" ] || echo "AWS_SESSION_TOKEN=$token"
 } >"$dir/env"
-echo "http://127.0.0.1:$port"
+echo "$scheme://127.0.0.1:$port"

@@ -10,7 +10,8 @@
  * into a buffer and into an fd, head, delete, delete-many, list with
  * continuation, create/part/part-copy/complete/abort of multipart
  * uploads), odd keys, path-style and virtual-host addressing, a session
- * token, both paths of each fake of the proxy (UploadPartCopy, Abort,
+ * token, https with signed and UNSIGNED-PAYLOAD bodies and an unverifiable
+ * certificate, both paths of each fake of the proxy (UploadPartCopy, Abort,
  * DeleteObjects faked, and s3rver's own answers), the typed results of
  * faults (unreachable, refused, 500, 503 SlowDown, 403, slow past the
  * timeout, a cut or stalled body, a reset, an Error inside a 200, an
@@ -37,6 +38,7 @@
 
 #include "tiers/s3/creds.h"
 #include "tiers/s3/s3.h"
+#include "util/buf.h"
 #include "util/clock.h"
 
 #define WATCHDOG_MS 30000
@@ -545,33 +547,55 @@ static void test_s3rver_gaps(void **state) {
     close_client(s3);
 }
 
-/* A second endpoint that requires a session token. */
-static void test_session_token(void **state) {
-    (void)state;
-    char dir[512], cmd[1200], path[600];
-    snprintf(dir, sizeof dir, "%s/token-endpoint", getenv("S3_TEST_DIR"));
-    snprintf(cmd, sizeof cmd,
-             "S3_TEST_SESSION_TOKEN=FwoGZXIvYXdzEXAMPLETOKEN/+= tests/s3/start.sh '%s' >/dev/null",
-             dir);
+/* A second endpoint, started with extra environment settings. */
+typedef struct {
+    char dir[512], endpoint[512], vhost_endpoint[512], control[512], secret[512], token[512],
+        ca_file[512];
+} second_endpoint;
+
+static void start_endpoint(second_endpoint *ep, const char *name, const char *settings) {
+    memset(ep, 0, sizeof *ep);
+    snprintf(ep->dir, sizeof ep->dir, "%s/%s", getenv("S3_TEST_DIR"), name);
+    char cmd[1500], path[600], line[700];
+    snprintf(cmd, sizeof cmd, "%s tests/s3/start.sh '%s' >/dev/null", settings, ep->dir);
     assert_int_equal(system(cmd), 0);
-    snprintf(path, sizeof path, "%s/env", dir);
+    snprintf(path, sizeof path, "%s/env", ep->dir);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    char line[512], endpoint[512] = "", secret[512] = "", token[512] = "";
+    static const struct {
+        const char *prefix;
+        size_t field;
+    } fields[] = {{"S3_ENDPOINT=", offsetof(second_endpoint, endpoint)},
+                  {"S3_VHOST_ENDPOINT=", offsetof(second_endpoint, vhost_endpoint)},
+                  {"S3_CONTROL=", offsetof(second_endpoint, control)},
+                  {"AWS_SECRET_ACCESS_KEY=", offsetof(second_endpoint, secret)},
+                  {"AWS_SESSION_TOKEN=", offsetof(second_endpoint, token)},
+                  {"S3_CA_FILE=", offsetof(second_endpoint, ca_file)}};
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "S3_ENDPOINT=", 12) == 0)
-            snprintf(endpoint, sizeof endpoint, "%s", line + 12);
-        else if (strncmp(line, "AWS_SECRET_ACCESS_KEY=", 22) == 0)
-            snprintf(secret, sizeof secret, "%s", line + 22);
-        else if (strncmp(line, "AWS_SESSION_TOKEN=", 18) == 0)
-            snprintf(token, sizeof token, "%s", line + 18);
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+            size_t n = strlen(fields[i].prefix);
+            if (strncmp(line, fields[i].prefix, n) == 0)
+                snprintf((char *)ep + fields[i].field, 512, "%.500s", line + n);
+        }
     }
     fclose(f);
-    assert_string_equal(token, "FwoGZXIvYXdzEXAMPLETOKEN/+=");
-    rn_s3_config cfg = base_config(endpoint, 0);
-    cfg.secret_key = secret;
-    cfg.session_token = token;
+}
+
+static void stop_endpoint(second_endpoint *ep) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "tests/s3/stop.sh '%s'", ep->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_session_token(void **state) {
+    (void)state;
+    second_endpoint ep;
+    start_endpoint(&ep, "token-endpoint", "S3_TEST_SESSION_TOKEN=FwoGZXIvYXdzEXAMPLETOKEN/+=");
+    assert_string_equal(ep.token, "FwoGZXIvYXdzEXAMPLETOKEN/+=");
+    rn_s3_config cfg = base_config(ep.endpoint, 0);
+    cfg.secret_key = ep.secret;
+    cfg.session_token = ep.token;
     rn_s3 *s3 = client_with(&cfg);
     put(s3, "token/obj", "abc", 3);
     close_client(s3);
@@ -582,8 +606,69 @@ static void test_session_token(void **state) {
     wait_for(&g);
     expect(&g, RN_S3_FAILED, "InvalidToken");
     close_client(s3);
-    snprintf(cmd, sizeof cmd, "tests/s3/stop.sh '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    stop_endpoint(&ep);
+}
+
+/* Reads a control URL's answer (at most cap - 1 bytes). */
+static size_t keep(char *p, size_t s, size_t n, void *u) {
+    rn_buf *b = u;
+    rn_buf_append(b, p, s * n);
+    return s * n;
+}
+
+static char *control_get(const char *control_url, const char *path) {
+    char url[600];
+    snprintf(url, sizeof url, "%s%s", control_url, path);
+    rn_buf b = {0};
+    CURL *e = curl_easy_init();
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+    assert_int_equal(curl_easy_perform(e), CURLE_OK);
+    curl_easy_cleanup(e);
+    rn_buf_append_byte(&b, 0);
+    return (char *)b.data;
+}
+
+/* An https endpoint: signed and UNSIGNED-PAYLOAD bodies, both addressing
+ * styles, and a certificate the client cannot verify. */
+static void test_tls(void **state) {
+    (void)state;
+    second_endpoint ep;
+    start_endpoint(&ep, "tls-endpoint", "S3_TEST_TLS=1");
+    assert_true(strncmp(ep.endpoint, "https://", 8) == 0);
+    size_t len = 3 * 1024 * 1024 + 5;
+    uint8_t *data = pattern(len, 9), *buf = malloc(len);
+    for (int vhost = 0; vhost < 2; vhost++) {
+        for (int unsigned_payload = 0; unsigned_payload < 2; unsigned_payload++) {
+            rn_s3_config cfg = base_config(vhost ? ep.vhost_endpoint : ep.endpoint, vhost);
+            cfg.secret_key = ep.secret;
+            cfg.ca_file = ep.ca_file;
+            cfg.unsigned_payload = unsigned_payload;
+            rn_s3 *s3 = client_with(&cfg);
+            put(s3, "tls/obj", data, len);
+            got g;
+            get_into(s3, "tls/obj", 1, len - 1, buf, &g);
+            expect_ok(&g);
+            assert_memory_equal(buf, data + 1, len - 1);
+            close_client(s3);
+        }
+    }
+    char *recent = control_get(ep.control, "/requests");
+    assert_non_null(strstr(recent, "\"unsigned\": true"));
+    assert_non_null(strstr(recent, "\"unsigned\": false"));
+    free(recent);
+    rn_s3_config cfg = base_config(ep.endpoint, 0);
+    cfg.secret_key = ep.secret;
+    rn_s3 *s3 = client_with(&cfg); /* the system's CAs do not know the test certificate */
+    got g;
+    get_into(s3, "tls/obj", 0, 10, buf, &g);
+    expect(&g, RN_S3_FAILED, "TLSVerifyFailed");
+    close_client(s3);
+    free(data);
+    free(buf);
+    stop_endpoint(&ep);
 }
 
 /* ---- faults ---- */
@@ -865,6 +950,7 @@ int main(void) {
         cmocka_unit_test_setup(test_multipart, reset_endpoint),
         cmocka_unit_test_setup(test_s3rver_gaps, reset_endpoint),
         cmocka_unit_test_setup(test_session_token, reset_endpoint),
+        cmocka_unit_test_setup(test_tls, reset_endpoint),
         cmocka_unit_test_setup(test_unreachable, reset_endpoint),
         cmocka_unit_test_setup(test_error_answers, reset_endpoint),
         cmocka_unit_test_setup(test_slow_cut_reset, reset_endpoint),

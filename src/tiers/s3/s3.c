@@ -165,7 +165,8 @@ rn_s3 *rn_s3_new(uv_loop_t *loop, const rn_s3_config *cfg, char *err, size_t err
     s3->max_calls = cfg->max_running + cfg->max_queued;
     rn_outbound_config oc = {.user_agent = cfg->user_agent ? cfg->user_agent : "runnel",
                              .max_running = cfg->max_running,
-                             .max_queued = cfg->max_queued};
+                             .max_queued = cfg->max_queued,
+                             .ca_file = cfg->ca_file};
     s3->out = rn_outbound_new(loop, &oc);
     uv_idle_init(loop, &s3->hasher);
     s3->hasher.data = s3;
@@ -302,9 +303,11 @@ static void type_answer(rn_s3_call *c, const rn_fetch_result *fr, rn_s3_result *
                                                   [RN_FETCH_CUT] = "ResponseCut",
                                                   [RN_FETCH_TOO_LARGE] = "ResponseTooLarge",
                                                   [RN_FETCH_LOCAL_IO] = "LocalIO",
+                                                  [RN_FETCH_TLS] = "TLSVerifyFailed",
                                                   [RN_FETCH_OTHER] = "TransportError"};
     if (fr->failure != RN_FETCH_ANSWERED) {
-        int permanent = fr->failure == RN_FETCH_TOO_LARGE || fr->failure == RN_FETCH_LOCAL_IO;
+        int permanent = fr->failure == RN_FETCH_TOO_LARGE || fr->failure == RN_FETCH_LOCAL_IO ||
+                        fr->failure == RN_FETCH_TLS;
         snprintf(c->message, sizeof c->message, "%s", fr->error ? fr->error : "");
         return s3_fail(r, permanent ? RN_S3_FAILED : RN_S3_RETRY, transport_codes[fr->failure],
                        c->message);

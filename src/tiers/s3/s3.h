@@ -23,7 +23,7 @@
  *                    error;
  * with the S3 error code parsed from the answer's XML (or a transport code:
  * ConnectFailed, Timeout, ResponseCut, ResponseTooLarge, LocalIO,
- * TransportError, BadResponse). Retrying is the caller's: see
+ * TLSVerifyFailed (permanent), TransportError, BadResponse). Retrying is the caller's: see
  * util/backoff.h. Failures are logged (event s3_request_failed) without
  * credentials, signatures or bodies.
  *
@@ -57,6 +57,7 @@ typedef struct {
     size_t max_running, max_queued;
     size_t max_response_bytes; /* XML answers (listings) */
     const char *user_agent;
+    const char *ca_file; /* CA certificates for an https endpoint (NULL: the system's) */
 } rn_s3_config;
 
 /* Defaults: 30 s, 1 MiB/s, 16 running, 1024 queued, 4 MiB answers. */
