@@ -4,14 +4,15 @@
 # on the same endpoint in the same run. Starts the S3 test endpoint
 # (tests/s3/start.sh), stores a 64 MiB object through the verifying proxy,
 # then reads it PASSES times in 4 MiB ranges, one range at a time and four
-# at a time: directly from s3rver (the raw figure; the client signs with
+# at a time, ROUNDS times: directly from s3rver (the raw figure; the client signs with
 # s3rver's own S3RVER key) and through the Python SigV4-verifying proxy.
 #
-# usage: bench/s3_get.sh [BUILD_DIR] [PASSES]     (defaults: build, 4)
+# usage: bench/s3_get.sh [BUILD_DIR] [PASSES] [ROUNDS]  (defaults: build, 2, 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-passes=${2:-4}
+passes=${2:-2}
+rounds=${3:-5}
 bench="$build/bench/runnel-s3-bench"
 [ -x "$bench" ] || { echo "s3_get.sh: build $bench first" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/runnel-s3-bench-XXXXXX")
@@ -53,12 +54,35 @@ client() {
     --concurrency "$concurrency" "$@" | sed -E 's/.*"mib_per_s":([0-9.]+).*/\1/'
 }
 
-printf '%-44s %10s\n' "ranged GET, 64 MiB object, 4 MiB ranges" "MiB/s"
-for c in 1 4; do
-  printf '%-44s %10s\n' "curl -> s3rver, $c at a time" "$(curl_ranges "$S3_UPSTREAM" $c)"
-  printf '%-44s %10s\n' "client -> s3rver, $c at a time (memory)" \
-    "$(AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER client "$S3_UPSTREAM" $c)"
-  printf '%-44s %10s\n' "client -> s3rver, $c at a time (file)" \
-    "$(AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER client "$S3_UPSTREAM" $c --to-file "$dir")"
-  printf '%-44s %10s\n' "client -> verifying proxy, $c at a time" "$(client "$S3_ENDPOINT" $c)"
+# Each round measures every configuration once (interleaved, so a busy
+# machine slows them alike); the table shows the median and the range.
+labels=()
+results=()
+measure() { # LABEL VALUE
+  local i
+  for i in "${!labels[@]}"; do
+    if [ "${labels[$i]}" = "$1" ]; then
+      results[$i]="${results[$i]} $2"
+      return
+    fi
+  done
+  labels+=("$1")
+  results+=("$2")
+}
+for _ in $(seq "$rounds"); do
+  for c in 1 4; do
+    measure "curl -> s3rver, $c at a time" "$(curl_ranges "$S3_UPSTREAM" $c)"
+    measure "client -> s3rver, $c at a time (memory)" \
+      "$(AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER client "$S3_UPSTREAM" $c)"
+    measure "client -> s3rver, $c at a time (file)" \
+      "$(AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER client "$S3_UPSTREAM" $c --to-file "$dir")"
+    measure "client -> verifying proxy, $c at a time" "$(client "$S3_ENDPOINT" $c)"
+  done
+done
+printf '%-44s %8s %18s\n' "64 MiB object, 4 MiB ranges, MiB/s" median "min-max ($rounds runs)"
+for i in "${!labels[@]}"; do
+  echo "${results[$i]}" | tr ' ' '\n' | grep . | sort -n |
+    awk -v label="${labels[$i]}" '{v[NR] = $1} END {
+      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "%-44s %8.1f %18s\n", label, m, sprintf("%.1f-%.1f", v[1], v[NR])}'
 done
