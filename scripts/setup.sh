@@ -41,4 +41,24 @@ if [ ! -d tests/conformance/node_modules/@durable-streams/server-conformance-tes
   echo "setup: installing the conformance suite (npm install)"
   (cd tests/conformance && npm install --no-audit --no-fund >/dev/null)
 fi
+# ---- S3 (issue 16) ----------------------------------------------------------
+# libexpat1-dev: the S3 client reads S3's XML answers with expat (a build
+# dependency of runnel_core). python3-botocore: the test endpoint's proxy
+# (tests/s3/proxy.py) recomputes every SigV4 signature with botocore.
+# s3rver: the S3 implementation behind it, pinned by tests/s3/package-lock.json.
+S3_APT_PACKAGES=(libexpat1-dev python3-botocore)
+s3_missing=()
+for p in "${S3_APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || s3_missing+=("$p")
+done
+if [ "${#s3_missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${s3_missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${s3_missing[@]}" >/dev/null
+fi
+if [ ! -d tests/s3/node_modules/s3rver ]; then
+  echo "setup: installing the S3 test endpoint (npm ci in tests/s3)"
+  (cd tests/s3 && npm ci --no-audit --no-fund >/dev/null)
+fi
+# ---- end S3 -------------------------------------------------------------------
 echo "setup: ok"

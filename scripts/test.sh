@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, builds (plain and ASan+UBSan), and runs every test:
-# unit tests (ctest/cmocka), the official conformance suite, the black-box
+# unit tests (ctest/cmocka), the S3 client against s3rver behind a
+# SigV4-verifying proxy, the official conformance suite, the black-box
 # tests (node --test tests/blackbox), the crash, subscription, fault-injection
 # (failed syncs, full disk, kill points) and abuse tests, each against both
 # builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
@@ -44,7 +45,7 @@ count() {
 
 run_unit() {
   local build=$1 log="$logdir/unit-$1.log"
-  (cd "$build" && ctest --output-on-failure -V) >"$log" 2>&1
+  (cd "$build" && ctest --output-on-failure -V -LE s3) >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
@@ -54,6 +55,23 @@ run_unit() {
   f=$((f + $(grep -oE '^[0-9]+: # fail [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   [ "$status" -eq 0 ] || tail -50 "$log"
   count "unit tests ($build)" "$p" "$f" "$status"
+}
+
+# run_s3 BUILD: the S3 client's tests (ctest label s3: SigV4 against AWS's
+# examples and botocore, credentials, every client call and fault against
+# s3rver behind the SigV4-verifying proxy of tests/s3).
+run_s3() {
+  local build=$1 log="$logdir/s3-$1.log"
+  in_scratch bash -c "cd '$build' && ctest --output-on-failure -V -L s3" >"$log" 2>&1
+  local status=$?
+  local p f
+  # cmocka's "[  PASSED  ] N" and the botocore cross-check's "N passed, M failed"
+  p=$( (grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{print $4}'
+        grep -oE '[0-9]+ passed, [0-9]+ failed' "$log" | awk '{print $1}') | awk '{s+=$1} END {print s+0}')
+  f=$( (grep -oE '\[  FAILED  \] [0-9]+' "$log" | awk '{print $4}'
+        grep -oE '[0-9]+ passed, [0-9]+ failed' "$log" | awk '{print $3}') | awk '{s+=$1} END {print s+0}')
+  [ "$status" -eq 0 ] || tail -60 "$log"
+  count "S3 client ($build)" "$p" "$f" "$status"
 }
 
 run_conformance() {
@@ -98,6 +116,8 @@ run_script() {
 
 run_unit build
 run_unit build-asan
+run_s3 build
+run_s3 build-asan
 run_conformance build
 run_conformance build-asan
 run_blackbox build
