@@ -55,7 +55,7 @@ typedef struct {
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
-    char recovery_err[512];
+    char recovery_err[2048];
     uint64_t recovery_started;
     uint64_t drain_deadline;
     int stopping;
