@@ -4,6 +4,7 @@
 #include "surface/admin.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
+#include "util/fault.h"
 #include "util/text.h"
 
 #include <stdlib.h>
@@ -76,11 +77,29 @@ static void fail_syncs(rn_surface *sf, rn_request *req, const char *query, size_
     rn_http_respond(req, 204, &h, &body);
 }
 
+/* POST test/fail-reads?on=1|0: from now on every read of the data
+ * directory fails with EIO (util/fault.h), or works again. */
+static void fail_reads(rn_request *req, const char *query, size_t query_len) {
+    if (query_len != 4 || memcmp(query, "on=", 3) != 0 || (query[3] != '0' && query[3] != '1')) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    rn_fault_fail_reads(query[3] == '1');
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_http_respond(req, 204, &h, &body);
+}
+
 void rn_admin_handle(rn_surface *sf, rn_request *req, int test_hooks, const char *path,
                      size_t path_len, const char *query, size_t query_len) {
     if (test_hooks && req->method == RN_HTTP_POST && path_len == 15 &&
         memcmp(path, "test/fail-syncs", 15) == 0) {
         fail_syncs(sf, req, query, query_len);
+        return;
+    }
+    if (test_hooks && req->method == RN_HTTP_POST && path_len == 15 &&
+        memcmp(path, "test/fail-reads", 15) == 0) {
+        fail_reads(req, query, query_len);
         return;
     }
     size_t n = sizeof REWRITE_PREFIX - 1;

@@ -1,12 +1,13 @@
 /*
- * fault.c — test-only kill points. See fault.h.
+ * fault.c — test-only kill points and failing reads. See fault.h.
  *
  * The armed point and its counter are written before any worker thread
  * starts and read afterwards; the counter may be bumped from the loop and
- * a worker at once, so it is atomic.
+ * a worker at once, so it is atomic, as is the failing-reads switch.
  */
 #include "util/fault.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 static char armed[64];
 static long armed_nth;
 static atomic_long passes;
+static atomic_int reads_fail;
 
 void rn_fault_setup(void) {
     const char *v = getenv("RUNNEL_FAULT_KILL_AT");
@@ -43,4 +45,12 @@ void rn_fault_point(const char *name) {
         }
         raise(SIGKILL);
     }
+}
+
+void rn_fault_fail_reads(int on) {
+    atomic_store(&reads_fail, on != 0);
+}
+
+int rn_fault_read(void) {
+    return atomic_load(&reads_fail) ? -EIO : 0;
 }

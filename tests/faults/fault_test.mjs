@@ -36,6 +36,13 @@
 //       acknowledged record; the producers' retries resolve the writes that
 //       were in doubt to exactly once; a final SIGKILL + restart and a
 //       SIGTERM + restart still hold exactly the acknowledged records.
+//   Readiness (test hook POST /__runnel/test/fail-reads?on=1|0: every read
+//   of the data directory fails with EIO, as on a file system whose device
+//   fails reads):
+//     - /__runnel/readyz answers 200, then 503 with a body naming the data
+//       directory's read failure within 5 s of the reads failing, and 200
+//       again within 5 s of them working; livez stays 200 throughout;
+//     - a stream read meanwhile answers 5xx, never 200 with wrong bytes.
 //
 // OUTPUT: "FAIL ..." lines, "# ..." figures, last line "N passed, M failed".
 import { spawnSync } from "node:child_process";
@@ -196,6 +203,49 @@ async function failedSyncs(root) {
     const logged = errorLines(fs.readFileSync(srv.logPath, "utf8")).filter((l) => l.includes("Input/output error"));
     checks.check(`sync: each of the ${injectedFailures} failed batches is logged at error level with its errno`,
       logged.length === injectedFailures, `${logged.length} such lines: ${logged.slice(0, 2).join(" | ")}`);
+  } finally {
+    await srv.stop("SIGTERM");
+  }
+}
+
+// ====================================================================== readiness
+
+async function readiness(root) {
+  fs.mkdirSync(root, { recursive: true });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "1"], logPath: path.join(root, "server.log") });
+  await srv.start();
+  const ready = () => http(`${srv.url}/__runnel/readyz`);
+  const failReads = (on) => http(`${srv.url}/__runnel/test/fail-reads?on=${on}`, { method: "POST" });
+  // waits (bounded) until readyz answers `status`; returns the last answer
+  const readyzBecomes = async (status) => {
+    let r;
+    for (const t0 = Date.now(); Date.now() - t0 < 5000; await sleep(100)) {
+      r = await ready();
+      if (r.status === status) break;
+    }
+    return r;
+  };
+  try {
+    const s = `${srv.url}/v1/stream/ready/s`;
+    await http(s, { method: "PUT", headers: { "content-type": T }, body: "some bytes" });
+    let r = await ready();
+    checks.check("ready: readyz answers 200 on a healthy data directory", r.status === 200, describe(r));
+    r = await failReads(1);
+    checks.check("ready: the fail-reads hook answers 204", r.status === 204, describe(r));
+    if (r.status === 204) {
+      r = await readyzBecomes(503);
+      checks.check("ready: readyz answers 503 naming the read failure within 5 s of the data directory failing reads",
+        r.status === 503 && /data directory/.test(r.text) && /Input\/output error/.test(r.text), describe(r));
+      r = await http(`${srv.url}/__runnel/livez`);
+      checks.check("ready: livez still answers 200", r.status === 200, describe(r));
+      r = await http(`${s}?offset=-1`);
+      checks.check("ready: a stream read answers 5xx while reads fail", r.status >= 500, describe(r));
+      await failReads(0);
+      r = await readyzBecomes(200);
+      checks.check("ready: readyz answers 200 again within 5 s of reads working", r.status === 200, describe(r));
+      r = await http(`${s}?offset=-1`);
+      checks.check("ready: the stream reads again", r.status === 200 && r.text === "some bytes", describe(r));
+    }
   } finally {
     await srv.stop("SIGTERM");
   }
@@ -439,6 +489,7 @@ async function main() {
   let keep = false;
   try {
     await failedSyncs(path.join(root, "sync"));
+    await readiness(path.join(root, "ready"));
     if (opts.skipFullDisk) console.log("# SKIP full-disk test (--skip-full-disk)");
     else {
       await fullDisk(root, "small-segments", ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576"]);
