@@ -146,19 +146,22 @@ static int decode_slot(const uint8_t *s, uint64_t *segment) {
 }
 
 int rn_head_read(const char *dir, uint64_t *segment, int *torn) {
-    char wdir[PATH_MAX];
-    rn_wal_dir(dir, wdir, sizeof wdir);
-    rn_buf b = {0};
-    int rc = rn_read_file(wdir, RN_HEAD_FILE, &b);
-    if (rc < 0) {
-        rn_buf_free(&b);
-        return rc == -ENOENT ? 0 : rc;
-    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/wal/%s", dir, RN_HEAD_FILE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    uint8_t file[2 * HEAD_SLOT_STRIDE];
+    ssize_t got = pread(fd, file, sizeof file, 0);
+    int rc = got < 0 ? -errno : 0;
+    close(fd);
+    if (rc)
+        return rc;
     int found = 0;
     *torn = 0;
     for (size_t off = 0; off <= HEAD_SLOT_STRIDE; off += HEAD_SLOT_STRIDE) {
         uint64_t v;
-        if (off + HEAD_SLOT > b.len || !decode_slot(b.data + off, &v)) {
+        if (off + HEAD_SLOT > (size_t)got || !decode_slot(file + off, &v)) {
             *torn = 1;
             continue;
         }
@@ -166,7 +169,6 @@ int rn_head_read(const char *dir, uint64_t *segment, int *torn) {
             *segment = v;
         found = 1;
     }
-    rn_buf_free(&b);
     return found ? 1 : RN_HEAD_DAMAGED;
 }
 
