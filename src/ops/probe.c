@@ -39,7 +39,7 @@ struct rn_probe {
  * where the file system refuses it, a read after dropping the cached
  * pages. Returns 0 or -errno. */
 static int read_uncached(const char *path) {
-    int rc = rn_fault_read();
+    int rc = rn_fault_fail("data-read");
     if (rc)
         return rc;
     int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);

@@ -7,6 +7,7 @@
 #include "util/fault.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,14 +78,45 @@ static void fail_syncs(rn_surface *sf, rn_request *req, const char *query, size_
     rn_http_respond(req, 204, &h, &body);
 }
 
-/* POST test/fail-reads?on=1|0: from now on every read of the data
- * directory fails with EIO (util/fault.h), or works again. */
-static void fail_reads(rn_request *req, const char *query, size_t query_len) {
-    if (query_len != 4 || memcmp(query, "on=", 3) != 0 || (query[3] != '0' && query[3] != '1')) {
+/* The value of `name` in a query string (not decoded), or NULL. */
+static const char *query_param(const char *query, size_t query_len, const char *name, size_t *len) {
+    size_t n = strlen(name);
+    for (const char *p = query, *end = query + query_len; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *stop = amp ? amp : end;
+        if ((size_t)(stop - p) > n && memcmp(p, name, n) == 0 && p[n] == '=') {
+            *len = (size_t)(stop - p) - n - 1;
+            return p + n + 1;
+        }
+        p = stop + 1;
+    }
+    return NULL;
+}
+
+/* POST test/fail?point=NAME&n=N[&errno=EIO|ENOSPC]: the next N passes of a
+ * failure point (util/fault.h) fail with that errno (default EIO). */
+static void fail_point(rn_request *req, const char *query, size_t query_len) {
+    size_t point_len = 0, n_len = 0, err_len = 0;
+    const char *point = query_param(query, query_len, "point", &point_len);
+    const char *count = query_param(query, query_len, "n", &n_len);
+    const char *err_name = query_param(query, query_len, "errno", &err_len);
+    uint64_t n;
+    int err = !err_name                             ? EIO
+              : rn_ieq(err_name, err_len, "EIO")    ? EIO
+              : rn_ieq(err_name, err_len, "ENOSPC") ? ENOSPC
+                                                    : 0;
+    char name[32];
+    if (!point || point_len >= sizeof name || !count ||
+        rn_parse_strict_u64(count, n_len, 1000000, &n) || !err) {
         rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         return;
     }
-    rn_fault_fail_reads(query[3] == '1');
+    memcpy(name, point, point_len);
+    name[point_len] = 0;
+    if (rn_fault_arm(name, (int)n, err)) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
     rn_http_respond(req, 204, &h, &body);
@@ -97,9 +129,9 @@ void rn_admin_handle(rn_surface *sf, rn_request *req, int test_hooks, const char
         fail_syncs(sf, req, query, query_len);
         return;
     }
-    if (test_hooks && req->method == RN_HTTP_POST && path_len == 15 &&
-        memcmp(path, "test/fail-reads", 15) == 0) {
-        fail_reads(req, query, query_len);
+    if (test_hooks && req->method == RN_HTTP_POST && path_len == 9 &&
+        memcmp(path, "test/fail", 9) == 0) {
+        fail_point(req, query, query_len);
         return;
     }
     size_t n = sizeof REWRITE_PREFIX - 1;

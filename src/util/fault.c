@@ -1,13 +1,15 @@
 /*
- * fault.c — test-only kill points and failing reads. See fault.h.
+ * fault.c — test-only kill points and failure points. See fault.h.
  *
- * The armed point and its counter are written before any worker thread
- * starts and read afterwards; the counter may be bumped from the loop and
- * a worker at once, so it is atomic, as is the failing-reads switch.
+ * The armed kill point and its counter are written before any worker
+ * thread starts and read afterwards; the counter may be bumped from the
+ * loop and a worker at once, so it is atomic. Failure points are armed from
+ * the loop and passed on any thread: their counters are atomic, and
+ * `any_armed` lets an unarmed pass skip them.
  */
 #include "util/fault.h"
 
-#include <errno.h>
+#include <assert.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,7 +20,6 @@
 static char armed[64];
 static long armed_nth;
 static atomic_long passes;
-static atomic_int reads_fail;
 
 void rn_fault_setup(void) {
     const char *v = getenv("RUNNEL_FAULT_KILL_AT");
@@ -47,10 +48,43 @@ void rn_fault_point(const char *name) {
     }
 }
 
-void rn_fault_fail_reads(int on) {
-    atomic_store(&reads_fail, on != 0);
+/* ---- failure points ---- */
+
+typedef struct {
+    const char *name;
+    atomic_int left; /* passes still to fail */
+    atomic_int err;
+} failure_point;
+
+static failure_point points[] = {{.name = "data-read"}};
+static atomic_int any_armed;
+
+static failure_point *find_point(const char *name) {
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++)
+        if (strcmp(points[i].name, name) == 0)
+            return &points[i];
+    return NULL;
 }
 
-int rn_fault_read(void) {
-    return atomic_load(&reads_fail) ? -EIO : 0;
+int rn_fault_arm(const char *name, int n, int err) {
+    assert(n >= 0 && err > 0);
+    failure_point *p = find_point(name);
+    if (!p)
+        return -1;
+    atomic_store(&p->err, err);
+    atomic_store(&p->left, n);
+    if (n > 0)
+        atomic_store(&any_armed, 1);
+    return 0;
+}
+
+int rn_fault_fail(const char *name) {
+    if (!atomic_load_explicit(&any_armed, memory_order_relaxed))
+        return 0;
+    failure_point *p = find_point(name);
+    assert(p); /* a pass names one of the points above */
+    int left = atomic_load(&p->left);
+    while (left > 0 && !atomic_compare_exchange_weak(&p->left, &left, left - 1)) {
+    }
+    return left > 0 ? -atomic_load(&p->err) : 0;
 }

@@ -1,15 +1,18 @@
 /*
- * fault.h — fault injection for tests. Off unless the server runs with
- * --test-hooks 1:
- *  - kill points: when RUNNEL_FAULT_KILL_AT names a point, the process
- *    kills itself (SIGKILL, as a crash would) the Nth time it passes that
- *    point ("point" or "point:N", N counted from 1). The crash tests use
- *    this to stop the server at chosen places of the commit, apply and
- *    checkpoint paths; a point is a short name such as "wal-after-write".
- *  - failing reads: while switched on (the test hook POST
- *    /__runnel/test/fail-reads?on=1), every read of the data directory
- *    that asks rn_fault_read() fails with EIO, as on a file system whose
- *    device fails reads (stream files, the readiness probe).
+ * fault.h — fault injection for tests; everything here is inert unless the
+ * server runs with --test-hooks 1.
+ *
+ * Kill points: with RUNNEL_FAULT_KILL_AT naming a point ("point" or
+ * "point:N", N counted from 1), the process kills itself (SIGKILL, as a
+ * crash would) the Nth time it passes that point. The crash tests use this
+ * to stop the server at chosen places of the commit, apply and checkpoint
+ * paths; a point is a short name such as "wal-after-write".
+ *
+ * Failure points: a test arms one (POST /__runnel/test/fail) so that its
+ * next N passes fail with a chosen errno, as the storage under it would:
+ *   "data-read"  a read of the data directory: stream files (engine/store.c)
+ *                and the readiness probe (ops/probe.c); armed with a large
+ *                N, the file system fails every read
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H
@@ -19,10 +22,13 @@ void rn_fault_setup(void);
 /* Marks a point of the code; kills the process when it is the armed one. */
 void rn_fault_point(const char *name);
 
-/* Switches failing reads on or off. Any thread. */
-void rn_fault_fail_reads(int on);
-/* 0, or -EIO while reads are made to fail: call before a read of the data
- * directory and fail with it. Any thread. */
-int rn_fault_read(void);
+/* Makes the next n passes of failure point `name` (one of those listed
+ * above) fail with -err; n = 0 disarms it. Returns 0, or -1 for a name that
+ * is no failure point. Any thread. */
+int rn_fault_arm(const char *name, int n, int err);
+/* At a failure point: 0 when it is not armed, else uses up one armed pass
+ * and returns the negative errno to fail with. Any thread; costs one atomic
+ * load while nothing is armed. */
+int rn_fault_fail(const char *name);
 
 #endif

@@ -36,9 +36,9 @@
 //       acknowledged record; the producers' retries resolve the writes that
 //       were in doubt to exactly once; a final SIGKILL + restart and a
 //       SIGTERM + restart still hold exactly the acknowledged records.
-//   Readiness (test hook POST /__runnel/test/fail-reads?on=1|0: every read
-//   of the data directory fails with EIO, as on a file system whose device
-//   fails reads):
+//   Readiness (test hook POST /__runnel/test/fail?point=data-read&n=N: the
+//   next N reads of the data directory fail with EIO, as on a file system
+//   whose device fails reads; n=1000000 for "every read", n=0 to stop):
 //     - /__runnel/readyz answers 200, then 503 with a body naming the data
 //       directory's read failure within 5 s of the reads failing, and 200
 //       again within 5 s of them working; livez stays 200 throughout;
@@ -215,7 +215,7 @@ async function readiness(root) {
   const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "1"], logPath: path.join(root, "server.log") });
   await srv.start();
   const ready = () => http(`${srv.url}/__runnel/readyz`);
-  const failReads = (on) => http(`${srv.url}/__runnel/test/fail-reads?on=${on}`, { method: "POST" });
+  const failReads = (on) => http(`${srv.url}/__runnel/test/fail?point=data-read&n=${on ? 1000000 : 0}`, { method: "POST" });
   // waits (bounded) until readyz answers `status`; returns the last answer
   const readyzBecomes = async (status) => {
     let r;
@@ -231,7 +231,7 @@ async function readiness(root) {
     let r = await ready();
     checks.check("ready: readyz answers 200 on a healthy data directory", r.status === 200, describe(r));
     r = await failReads(1);
-    checks.check("ready: the fail-reads hook answers 204", r.status === 204, describe(r));
+    checks.check("ready: the data-read failure point's hook answers 204", r.status === 204, describe(r));
     if (r.status === 204) {
       r = await readyzBecomes(503);
       checks.check("ready: readyz answers 503 naming the read failure within 5 s of the data directory failing reads",
