@@ -124,6 +124,8 @@ run_blackbox build
 run_blackbox build-asan
 run_script "crash test (build)" crash-plain node tests/crash/crash_test.mjs --bin build/runnel --rounds 6
 run_script "crash test (build-asan)" crash-asan node tests/crash/crash_test.mjs --bin build-asan/runnel --rounds 3
+run_script "log damage (build)" logdamage-plain node tests/crash/log_damage_test.mjs --bin build/runnel
+run_script "log damage (build-asan)" logdamage-asan node tests/crash/log_damage_test.mjs --bin build-asan/runnel
 run_script "subscription tests (build)" subs-plain node tests/subs/subs_test.mjs --bin build/runnel
 run_script "subscription tests (build-asan)" subs-asan node tests/subs/subs_test.mjs --bin build-asan/runnel
 run_script "BLAKE3 vs b3sum (build)" b3sum tests/unit/blake3_vs_b3sum.sh build

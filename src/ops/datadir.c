@@ -6,6 +6,7 @@
  * writing them leaves either nothing or the whole file. See datadir.h.
  */
 #include "ops/datadir.h"
+#include "log/wal.h"
 #include "util/files.h"
 #include "util/log.h"
 #include "util/text.h"
@@ -74,15 +75,50 @@ static int write_marker(const char *dir, const char *name, const char *text) {
     return rc < 0 ? -1 : 0;
 }
 
+/* True when dir holds data of a server (a checkpoint or a log), which a
+ * directory without FORMAT then got from a build older than the marker. */
+static int holds_data(const char *dir) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/checkpoint", dir);
+    if (access(path, F_OK) == 0)
+        return 1;
+    snprintf(path, sizeof path, "%s/wal", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* Takes over a directory of data format 1 whose log is empty. Returns 0
+ * or -1 after logging why not. */
+static int upgrade_format1(const char *dir, const char *line) {
+    int rc = rn_wal_adopt_format1(dir);
+    if (rc == -ENOTEMPTY) {
+        rn_log(RN_LOG_ERROR, "start",
+               "%s holds data format 1 with records in its log (wal/), which this build "
+               "(format %d) would misread; refusing to start: stop the directory cleanly with "
+               "the build that wrote it (a clean stop leaves the log empty), then start this "
+               "build",
+               dir, RN_DATA_FORMAT);
+        return -1;
+    }
+    if (rc < 0) {
+        rn_log(RN_LOG_ERROR, "start", "cannot prepare the log of %s for format %d: %s", dir,
+               RN_DATA_FORMAT, strerror(-rc));
+        return -1;
+    }
+    if (write_marker(dir, "FORMAT", line) != 0)
+        return -1;
+    rn_log(RN_LOG_INFO, "start", "%s: data format 1 with an empty log taken over as format %d", dir,
+           RN_DATA_FORMAT);
+    return 0;
+}
+
 int rn_datadir_check_format(const char *dir) {
-    char line[128];
+    char line[128], ours[64];
+    snprintf(ours, sizeof ours, "runnel data format %d\n", RN_DATA_FORMAT);
     int got = read_first_line(dir, "FORMAT", line, sizeof line);
     if (got < 0)
         return -1;
-    if (got == 0) {
-        snprintf(line, sizeof line, "runnel data format %d\n", RN_DATA_FORMAT);
-        return write_marker(dir, "FORMAT", line);
-    }
+    if (got == 0)
+        return holds_data(dir) ? upgrade_format1(dir, ours) : write_marker(dir, "FORMAT", ours);
     static const char prefix[] = "runnel data format ";
     size_t plen = sizeof prefix - 1;
     uint64_t format = 0;
@@ -92,6 +128,8 @@ int rn_datadir_check_format(const char *dir) {
                dir);
         return -1;
     }
+    if (format == 1)
+        return upgrade_format1(dir, ours);
     if (format != RN_DATA_FORMAT) {
         rn_log(RN_LOG_ERROR, "start",
                "%s holds data format %llu and this build reads format %d; refusing to start "

@@ -70,11 +70,41 @@ void rn_log(rn_log_level level, const char *event, const char *fmt, ...) {
         return;
     va_list ap;
     va_start(ap, fmt);
-    char msg[1024]; /* longer messages are cut */
+    char msg[4096]; /* longer messages are cut */
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (n >= 0)
         emit(level, event, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+}
+
+void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level level,
+                      const char *event, const char *fmt, ...) {
+    uint64_t now = rn_mono_ms();
+    if (t->last_ms && now - t->last_ms < interval_ms) {
+        t->held++;
+        return;
+    }
+    t->last_ms = now;
+    if (level < min_level) {
+        t->held = 0;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[4096];
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+    if (t->held)
+        len += (size_t)snprintf(msg + len, sizeof msg - len,
+                                " (and %llu more like it since the last such line)",
+                                (unsigned long long)t->held);
+    if (len >= sizeof msg)
+        len = sizeof msg - 1;
+    t->held = 0;
+    emit(level, event, msg, len);
 }
 
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,

@@ -2,8 +2,10 @@
 // layout"): LOCK keeps a second server out; FORMAT names the on-disk format,
 // is written at the first start and refuses a build of another format or a
 // damaged marker without touching the data; a directory written before the
-// marker existed starts with its data intact and gains it; cluster-id is
-// kept across restarts and a damaged one refuses to start.
+// marker existed starts with its data intact and gains it; format 1 (the log
+// before batch headers and wal/HEAD) is taken over when a clean stop left
+// its log empty and refused, unchanged, when its log holds records;
+// cluster-id is kept across restarts and a damaged one refuses to start.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -11,7 +13,7 @@ import { describe, test } from "node:test";
 import { Server, readAll, tempDir } from "./lib/server.mjs";
 import { runCli } from "./lib/ops.mjs";
 
-const FORMAT_LINE = "runnel data format 1\n";
+const FORMAT_LINE = "runnel data format 2\n";
 
 // Runs `runnel serve` on dir expecting a refusal: exit code 1, one error line
 // naming every fragment. Returns stderr.
@@ -61,16 +63,16 @@ describe("FORMAT", () => {
     const { srv } = await dirWithData();
     fs.writeFileSync(path.join(srv.dataDir, "FORMAT"), "runnel data format 7\n");
     const before = snapshotTree(srv.dataDir);
-    assertRefusesToStart(srv.dataDir, "format 7", "format 1", "refusing to start");
+    assertRefusesToStart(srv.dataDir, "format 7", "format 2", "refusing to start");
     assert.deepEqual(snapshotTree(srv.dataDir), before);
   });
 
   for (const [what, text] of [
     ["an empty marker", ""],
     ["a marker of something else", "sqlite format 3\n"],
-    ["trailing garbage", "runnel data format 1x\n"],
-    ["a signed number", "runnel data format +1\n"],
-    ["a leading zero", "runnel data format 01\n"],
+    ["trailing garbage", "runnel data format 2x\n"],
+    ["a signed number", "runnel data format +2\n"],
+    ["a leading zero", "runnel data format 02\n"],
     ["words run together", "runneldataformat1\n"],
   ]) {
     test(`${what}: refuses to start as damaged, changes nothing`, async () => {
@@ -89,6 +91,39 @@ describe("FORMAT", () => {
     assert.equal((await readAll(url)).body.toString(), "kept bytes");
     assert.equal(fs.readFileSync(path.join(srv.dataDir, "FORMAT"), "utf8"), FORMAT_LINE);
     await srv.stop();
+  });
+});
+
+describe("format 1", () => {
+  // A format-1 directory as the previous build leaves it: FORMAT says 1 and
+  // the log has no wal/HEAD (format 1 had none).
+  const asFormat1 = (dir) => {
+    fs.writeFileSync(path.join(dir, "FORMAT"), "runnel data format 1\n");
+    fs.rmSync(path.join(dir, "wal", "HEAD"));
+  };
+
+  test("stopped cleanly (an empty log): taken over as format 2, data intact", async () => {
+    const { srv, url } = await dirWithData();
+    asFormat1(srv.dataDir);
+    await srv.start();
+    assert.equal((await readAll(url)).body.toString(), "kept bytes");
+    assert.equal(fs.readFileSync(path.join(srv.dataDir, "FORMAT"), "utf8"), FORMAT_LINE);
+    assert.ok(fs.existsSync(path.join(srv.dataDir, "wal", "HEAD")), "the log gained its head");
+    await srv.restart();
+    assert.equal((await readAll(url)).body.toString(), "kept bytes");
+    await srv.stop();
+  });
+
+  test("with records in its log: refuses to start, says how to go on, changes nothing", async () => {
+    const srv = new Server();
+    await srv.start();
+    const url = srv.stream("datadir/f1");
+    assert.equal((await fetch(url, { method: "PUT", headers: { "content-type": "text/plain" }, body: "logged" })).status, 201);
+    await srv.stop("SIGKILL"); // the create stays in the log
+    asFormat1(srv.dataDir);
+    const before = snapshotTree(srv.dataDir);
+    assertRefusesToStart(srv.dataDir, "format 1", "records in its log", "stop the directory cleanly");
+    assert.deepEqual(snapshotTree(srv.dataDir), before);
   });
 });
 
