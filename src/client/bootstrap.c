@@ -1,0 +1,60 @@
+/*
+ * bootstrap.c — GET {stream}/bootstrap (extensions §3): the answer's
+ * multipart/mixed body goes through the streaming parser (multipart.c) to
+ * the caller's part callbacks.
+ */
+#include "client/internal.h"
+#include "client/multipart.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const rn_bootstrap_handler *h;
+    rn_answer *ans;
+    rnc_multipart *mp; /* set up at the first body byte, from the Content-Type */
+    int bad;           /* the body is not the multipart the answer announced */
+} bootstrap_sink;
+
+static int on_body(void *arg, const void *data, size_t len) {
+    bootstrap_sink *s = arg;
+    if (!s->mp) {
+        s->mp = malloc(sizeof *s->mp);
+        if (!s->mp)
+            abort();
+        if (rnc_multipart_init(s->mp, s->ans->content_type, s->h)) {
+            s->bad = 1;
+            return 1;
+        }
+    }
+    if (rnc_multipart_feed(s->mp, data, len)) {
+        s->bad = !s->mp->stopped;
+        return 1;
+    }
+    return 0;
+}
+
+rn_result rn_bootstrap(rn_client *c, const char *stream, const char *incarnation,
+                       const rn_bootstrap_handler *h, rn_answer *ans) {
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "GET", stream, "/bootstrap")) {
+        rnc_answer_reset(ans);
+        return RN_E_USAGE;
+    }
+    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
+    bootstrap_sink s = {.h = h, .ans = ans};
+    req.sink = on_body;
+    req.sink_arg = &s;
+    rn_result r = rnc_perform(c, &req, ans);
+    rnc_request_free(&req);
+    if (r == RN_OK && ans->status == 200) {
+        if (!s.mp || rnc_multipart_finish(s.mp))
+            s.bad = 1; /* no body, or cut before the closing delimiter */
+    }
+    if (r == RN_E_STOPPED && s.bad)
+        r = RN_E_PROTOCOL;
+    else if (r == RN_OK && s.bad)
+        r = RN_E_PROTOCOL;
+    free(s.mp);
+    return rnc_read_result(r, ans);
+}

@@ -1,0 +1,209 @@
+/*
+ * calls.c — the stream calls of both surfaces: create, append (with or
+ * without a producer key), close, delete, HEAD, bucket create, retention
+ * advance, and catch-up reads. Each is one rnc_perform; writes classify
+ * their answer (rn_classify), reads succeed on a 2xx.
+ */
+#include "client/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Runs req and releases it; a write's answer is classified. */
+static rn_result run_write(rn_client *c, rnc_request *req, rn_write_kind kind, rn_answer *ans) {
+    rn_result r = rnc_perform(c, req, ans);
+    rnc_request_free(req);
+    return rnc_write_result(kind, r, ans);
+}
+
+static rn_result run_read(rn_client *c, rnc_request *req, rn_answer *ans) {
+    rn_result r = rnc_perform(c, req, ans);
+    rnc_request_free(req);
+    return rnc_read_result(r, ans);
+}
+
+/* A request whose URL did not fit. */
+static rn_result too_long(rn_answer *ans) {
+    rnc_answer_reset(ans);
+    rnc_fmt(ans->transport_message, sizeof ans->transport_message, "the URL is too long");
+    ans->outcome = RN_REFUSED;
+    return RN_E_USAGE;
+}
+
+rn_result rn_create(rn_client *c, const char *stream, const rn_create_options *o, rn_answer *ans) {
+    static const rn_create_options none = {0};
+    if (!o)
+        o = &none;
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "PUT", stream, NULL))
+        return too_long(ans);
+    rnc_header(&req.headers, "Content-Type",
+               o->content_type ? o->content_type : "application/octet-stream");
+    rnc_header(&req.headers, "Stream-TTL", o->ttl);
+    rnc_header(&req.headers, "Stream-Expires-At", o->expires_at);
+    rnc_header(&req.headers, "Stream-Closed", o->closed ? "true" : NULL);
+    rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
+    rnc_header(&req.headers, "Stream-Forked-From", o->forked_from);
+    rnc_header(&req.headers, "Stream-Fork-Offset", o->fork_offset);
+    rnc_header(&req.headers, "Stream-Fork-Sub-Offset", o->fork_sub_offset);
+    req.body = &o->body;
+    return run_write(c, &req, RN_WRITE_CREATE, ans);
+}
+
+rn_result rn_append(rn_client *c, const char *stream, const rn_body *body,
+                    const rn_append_options *o, rn_answer *ans) {
+    static const rn_append_options none = {0};
+    if (!o)
+        o = &none;
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "POST", stream, NULL))
+        return too_long(ans);
+    int empty = !body || body->len == 0;
+    if (!(empty && o->closed))
+        rnc_header(&req.headers, "Content-Type",
+                   o->content_type ? o->content_type : "application/octet-stream");
+    rnc_header(&req.headers, "Stream-Closed", o->closed ? "true" : NULL);
+    rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
+    rnc_header(&req.headers, "Stream-Seq", o->stream_seq);
+    if (o->producer_id) {
+        char digest[65];
+        if (rnc_body_digest(body, digest)) {
+            rnc_request_free(&req);
+            rnc_answer_reset(ans);
+            rnc_fmt(ans->transport_message, sizeof ans->transport_message,
+                    "the body source cannot be read twice (needed for Producer-Digest)");
+            ans->outcome = RN_REFUSED;
+            return RN_E_USAGE;
+        }
+        rnc_header(&req.headers, "Producer-Id", o->producer_id);
+        rnc_header_u64(&req.headers, "Producer-Epoch", o->producer_epoch);
+        rnc_header_u64(&req.headers, "Producer-Seq", o->producer_seq);
+        rnc_header(&req.headers, "Producer-Digest", digest);
+    }
+    req.expect_continue = o->expect_continue;
+    req.body = body;
+    return run_write(c, &req, o->producer_id ? RN_WRITE_PRODUCER : RN_WRITE_APPEND, ans);
+}
+
+rn_result rn_close(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans) {
+    rn_append_options o = {.closed = 1, .incarnation = incarnation};
+    return rn_append(c, stream, NULL, &o, ans);
+}
+
+rn_result rn_delete(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans) {
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "DELETE", stream, NULL))
+        return too_long(ans);
+    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
+    return run_write(c, &req, RN_WRITE_DELETE, ans);
+}
+
+rn_result rn_head(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans) {
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "HEAD", stream, NULL))
+        return too_long(ans);
+    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
+    return run_read(c, &req, ans);
+}
+
+rn_result rn_bucket_create(rn_client *c, const char *bucket, rn_answer *ans) {
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "PUT", "", NULL) || rnc_url_append_segment(req.url, bucket)) {
+        rnc_request_free(&req);
+        return too_long(ans);
+    }
+    return run_write(c, &req, RN_WRITE_BUCKET_CREATE, ans);
+}
+
+rn_result rn_retention(rn_client *c, const char *stream, const char *offset,
+                       const char *incarnation, rn_answer *ans) {
+    rnc_request req = {0};
+    if (!offset || rnc_request_init(&req, c, "PUT", stream, "/retention") ||
+        rnc_url_append_segment(req.url, offset)) {
+        rnc_request_free(&req);
+        return too_long(ans);
+    }
+    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
+    return run_write(c, &req, RN_WRITE_RETENTION, ans);
+}
+
+/* Appends "?offset=..&..." for a read. Returns 0, or -1 when too long. */
+int rnc_read_query(char *url, const char *offset, long max_bytes, const char *consistency,
+                   const char *live, const char *cursor, long timeout_ms) {
+    char enc[3 * RN_VALUE_MAX + 1];
+    if (rn_url_encode(offset ? offset : "-1", enc, sizeof enc))
+        return -1;
+    size_t pos = strlen(url);
+    int n = snprintf(url + pos, RNC_URL_MAX - pos, "?offset=%s", enc);
+    if (n < 0 || (size_t)n >= RNC_URL_MAX - pos)
+        return -1;
+    pos += (size_t)n;
+    if (live) {
+        n = snprintf(url + pos, RNC_URL_MAX - pos, "&live=%s", live);
+        if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
+            return -1;
+    }
+    if (cursor && cursor[0]) {
+        if (rn_url_encode(cursor, enc, sizeof enc))
+            return -1;
+        n = snprintf(url + pos, RNC_URL_MAX - pos, "&cursor=%s", enc);
+        if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
+            return -1;
+    }
+    if (max_bytes > 0) {
+        n = snprintf(url + pos, RNC_URL_MAX - pos, "&max_bytes=%ld", max_bytes);
+        if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
+            return -1;
+    }
+    if (timeout_ms > 0) {
+        n = snprintf(url + pos, RNC_URL_MAX - pos, "&timeout_ms=%ld", timeout_ms);
+        if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
+            return -1;
+    }
+    if (consistency) {
+        if (rn_url_encode(consistency, enc, sizeof enc))
+            return -1;
+        n = snprintf(url + pos, RNC_URL_MAX - pos, "&consistency=%s", enc);
+        if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
+            return -1;
+    }
+    return 0;
+}
+
+rn_result rn_read(rn_client *c, const char *stream, const rn_read_options *o, rn_answer *ans) {
+    static const rn_read_options none = {0};
+    if (!o)
+        o = &none;
+    rnc_request req = {0};
+    if (rnc_request_init(&req, c, "GET", stream, NULL) ||
+        rnc_read_query(req.url, o->offset, o->max_bytes, o->consistency, NULL, NULL, 0)) {
+        rnc_request_free(&req);
+        return too_long(ans);
+    }
+    rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
+    req.sink = o->on_data;
+    req.sink_arg = o->arg;
+    return run_read(c, &req, ans);
+}
+
+rn_result rn_read_all(rn_client *c, const char *stream, const rn_read_options *o,
+                      uint64_t max_total, rn_answer *ans) {
+    rn_read_options step = o ? *o : (rn_read_options){0};
+    char offset[RN_VALUE_MAX];
+    rnc_fmt(offset, sizeof offset, "%s", step.offset ? step.offset : "-1");
+    uint64_t total = 0;
+    for (;;) {
+        step.offset = offset;
+        rn_result r = rn_read(c, stream, &step, ans);
+        if (r != RN_OK)
+            return r;
+        total += ans->body_bytes;
+        if (!ans->next_offset[0])
+            return RN_E_PROTOCOL; /* a read answer always names the next offset */
+        if (ans->up_to_date || ans->closed || (max_total && total >= max_total))
+            return RN_OK;
+        if (strcmp(ans->next_offset, offset) == 0)
+            return RN_E_PROTOCOL; /* no progress and not up to date */
+        rnc_fmt(offset, sizeof offset, "%s", ans->next_offset);
+    }
+}
