@@ -5,14 +5,14 @@
  * §11.1), an exactly-once producer (§5), tailing by SSE or long-poll,
  * snapshots, immutable chunks and bootstrap.
  *
- * Threads. There is no global state but libcurl's: the first rn_client_new
+ * Threads. There is no global state but libcurl's: the first runnel_client_new
  * calls curl_global_init(CURL_GLOBAL_DEFAULT) once (pthread_once), and the
  * library never calls curl_global_cleanup. A program that wants libcurl
  * torn down calls curl_global_cleanup itself after freeing every handle; a
  * program that initialises libcurl itself first is left as it is (libcurl
- * counts the calls). An rn_client may be shared by threads: every call on
+ * counts the calls). An runnel_client may be shared by threads: every call on
  * it is safe concurrently (it keeps a locked pool of connections). An
- * rn_producer and a tail run belong to one thread at a time.
+ * runnel_producer and a tail run belong to one thread at a time.
  *
  * Memory. Every buffer the library keeps is bounded by an option (a body it
  * uploads is the caller's; an answer's headers and error body are capped;
@@ -21,7 +21,7 @@
  *
  * URLs. A stream argument is either a full URL ("http://host:port/path")
  * or a path ("/v1/stream/chat/room-1", "/orders/eu-1") joined to the
- * client's base URL; rn_stream_url builds one from a name.
+ * client's base URL; runnel_stream_url builds one from a name.
  */
 #ifndef RUNNEL_CLIENT_H
 #define RUNNEL_CLIENT_H
@@ -34,40 +34,40 @@ extern "C" {
 #endif
 
 #if defined(__GNUC__)
-#define RN_API __attribute__((visibility("default")))
+#define RUNNEL_API __attribute__((visibility("default")))
 #else
-#define RN_API
+#define RUNNEL_API
 #endif
 
-#define RN_CLIENT_VERSION "0.1.0"
+#define RUNNEL_CLIENT_VERSION "0.1.0"
 
 /* ---------------------------------------------------------------------
  * Answers
  * ------------------------------------------------------------------- */
 
-#define RN_VALUE_MAX 256 /* longest header value kept (offsets are shorter) */
+#define RUNNEL_VALUE_MAX 256 /* longest header value kept (offsets are shorter) */
 
 /* The outcome of a write (extensions §11.1). */
 typedef enum {
-    RN_APPLIED = 0, /* a 2xx with the write's typed answer: the write holds */
-    RN_REPEAT,      /* a producer 204 receipt (or receipt-evicted): an earlier try applied */
-    RN_REFUSED,     /* this request applied nothing and never will */
-    RN_REDIRECTED,  /* a 307 or 308: nothing applied here; the target is in location */
-    RN_UNKNOWN,     /* may or may not have applied: repeat it with its key */
-} rn_outcome;
+    RUNNEL_APPLIED = 0, /* a 2xx with the write's typed answer: the write holds */
+    RUNNEL_REPEAT,      /* a producer 204 receipt (or receipt-evicted): an earlier try applied */
+    RUNNEL_REFUSED,     /* this request applied nothing and never will */
+    RUNNEL_REDIRECTED,  /* a 307 or 308: nothing applied here; the target is in location */
+    RUNNEL_UNKNOWN,     /* may or may not have applied: repeat it with its key */
+} runnel_outcome;
 
-/* What a write is, for rn_classify: each kind has its own typed answer. */
+/* What a write is, for runnel_classify: each kind has its own typed answer. */
 typedef enum {
-    RN_WRITE_APPEND,        /* an append or close without producer headers */
-    RN_WRITE_PRODUCER,      /* an append or close with producer headers (a claim too) */
-    RN_WRITE_CREATE,        /* PUT of a stream */
-    RN_WRITE_PUBLISH,       /* a snapshot publish or a parts commit */
-    RN_WRITE_PART,          /* POST {stream}/snapshot/{offset}/parts */
-    RN_WRITE_DISCARD,       /* DELETE {stream}/snapshot/parts */
-    RN_WRITE_RETENTION,     /* PUT {stream}/retention/{offset} */
-    RN_WRITE_DELETE,        /* DELETE of a stream */
-    RN_WRITE_BUCKET_CREATE, /* PUT /{bucket} */
-} rn_write_kind;
+    RUNNEL_WRITE_APPEND,        /* an append or close without producer headers */
+    RUNNEL_WRITE_PRODUCER,      /* an append or close with producer headers (a claim too) */
+    RUNNEL_WRITE_CREATE,        /* PUT of a stream */
+    RUNNEL_WRITE_PUBLISH,       /* a snapshot publish or a parts commit */
+    RUNNEL_WRITE_PART,          /* POST {stream}/snapshot/{offset}/parts */
+    RUNNEL_WRITE_DISCARD,       /* DELETE {stream}/snapshot/parts */
+    RUNNEL_WRITE_RETENTION,     /* PUT {stream}/retention/{offset} */
+    RUNNEL_WRITE_DELETE,        /* DELETE of a stream */
+    RUNNEL_WRITE_BUCKET_CREATE, /* PUT /{bucket} */
+} runnel_write_kind;
 
 /* One answer, as far as the library reads it. A typed header that is too
  * long for its field, repeated or not in its form is dropped (its field
@@ -78,7 +78,7 @@ typedef struct {
     int status;          /* HTTP status; 0: no (complete) answer */
     int transport_error; /* with status 0: the libcurl error (CURLcode) */
     char transport_message[160];
-    rn_outcome outcome;      /* set by write calls: rn_classify of this answer */
+    runnel_outcome outcome;  /* set by write calls: runnel_classify of this answer */
     char error_code[64];     /* code of the {"error":{...}} body, "" when none */
     char error_message[256]; /* its message (informative only, never parsed) */
     int producer_answer;     /* a 403 with Producer-Epoch and a Producer-Outcome (and,
@@ -87,25 +87,25 @@ typedef struct {
                                 without them is not believed (§11.1): error_code is
                                 then emptied */
     char content_type[128];
-    char offset[RN_VALUE_MAX];      /* Stream-Offset */
-    char next_offset[RN_VALUE_MAX]; /* Stream-Next-Offset */
-    char incarnation[32];           /* Stream-Incarnation */
-    char previous_incarnation[32];  /* Stream-Previous-Incarnation */
-    char inherited_offset[RN_VALUE_MAX];
-    char cursor[RN_VALUE_MAX];   /* Stream-Cursor */
-    int closed;                  /* Stream-Closed: true */
-    int up_to_date;              /* Stream-Up-To-Date: true */
-    int immutable;               /* Stream-Immutable: true */
-    int sse_base64;              /* Stream-SSE-Data-Encoding: base64 */
-    char data_content_type[128]; /* Stream-Data-Content-Type */
-    char ttl[32];                /* Stream-TTL */
-    char expires_at[64];         /* Stream-Expires-At */
-    char retained_offset[RN_VALUE_MAX];
-    char snapshot_offset[RN_VALUE_MAX];
+    char offset[RUNNEL_VALUE_MAX];      /* Stream-Offset */
+    char next_offset[RUNNEL_VALUE_MAX]; /* Stream-Next-Offset */
+    char incarnation[32];               /* Stream-Incarnation */
+    char previous_incarnation[32];      /* Stream-Previous-Incarnation */
+    char inherited_offset[RUNNEL_VALUE_MAX];
+    char cursor[RUNNEL_VALUE_MAX]; /* Stream-Cursor */
+    int closed;                    /* Stream-Closed: true */
+    int up_to_date;                /* Stream-Up-To-Date: true */
+    int immutable;                 /* Stream-Immutable: true */
+    int sse_base64;                /* Stream-SSE-Data-Encoding: base64 */
+    char data_content_type[128];   /* Stream-Data-Content-Type */
+    char ttl[32];                  /* Stream-TTL */
+    char expires_at[64];           /* Stream-Expires-At */
+    char retained_offset[RUNNEL_VALUE_MAX];
+    char snapshot_offset[RUNNEL_VALUE_MAX];
     char snapshot_digest[80];
     char snapshot_part[80];
-    char last_seq[RN_VALUE_MAX]; /* Stream-Last-Seq */
-    char producer_outcome[64];   /* Producer-Outcome, as sent */
+    char last_seq[RUNNEL_VALUE_MAX]; /* Stream-Last-Seq */
+    char producer_outcome[64];       /* Producer-Outcome, as sent */
     int64_t producer_epoch, producer_seq;
     int64_t closed_epoch, closed_seq;   /* Producer-Closed-Epoch / -Seq */
     int64_t expected_seq, received_seq; /* Producer-Expected-Seq / -Received-Seq */
@@ -123,48 +123,48 @@ typedef struct {
                             not in its form */
     uint64_t body_bytes; /* body bytes handed to the caller */
     char url[1024];      /* the URL that answered (after redirects) */
-} rn_answer;
+} runnel_answer;
 
 /* Classifies the answer to a write of `kind` by extensions §11.1: a 307 or
  * 308 is redirected; a 2xx is applied (or a repeat for a producer's 204)
  * only with the kind's typed answer, else unknown; a 4xx other than 408 is
  * refused; a 408 or 5xx is refused only with a code that proves it, else
  * unknown; no answer, 1xx and other 3xx are unknown. Pure; any thread. */
-RN_API rn_outcome rn_classify(rn_write_kind kind, const rn_answer *a);
+RUNNEL_API runnel_outcome runnel_classify(runnel_write_kind kind, const runnel_answer *a);
 
 /* "applied", "repeat", "refused", "redirected" or "unknown". */
-RN_API const char *rn_outcome_name(rn_outcome o);
+RUNNEL_API const char *runnel_outcome_name(runnel_outcome o);
 
 /* 1 when the code proves, for a 408 or 5xx of that status, that nothing of
  * the write applied (§11.1's table). */
-RN_API int rn_code_proves_refusal(int status, const char *code);
+RUNNEL_API int runnel_code_proves_refusal(int status, const char *code);
 
 /* ---------------------------------------------------------------------
  * Results of calls
  * ------------------------------------------------------------------- */
 
 typedef enum {
-    RN_OK = 0,
-    RN_E_USAGE,       /* a bad argument (nothing was sent) */
-    RN_E_TRANSPORT,   /* no answer: the connection failed (see answer) */
-    RN_E_STATUS,      /* the server answered, not with success (see answer) */
-    RN_E_PROTOCOL,    /* the answer breaks the protocol (missing typed answer, framing) */
-    RN_E_IO,          /* a local file or state file failed */
-    RN_E_STATE,       /* a producer state file does not match, or is in use */
-    RN_E_INCARNATION, /* the stream is another incarnation than the one held */
-    RN_E_STOPPED,     /* a callback asked to stop */
-    RN_E_UNKNOWN,     /* a write's outcome stayed unknown past the retry time */
-    RN_E_REFUSED,     /* a write was refused */
-} rn_result;
+    RUNNEL_OK = 0,
+    RUNNEL_E_USAGE,       /* a bad argument (nothing was sent) */
+    RUNNEL_E_TRANSPORT,   /* no answer: the connection failed (see answer) */
+    RUNNEL_E_STATUS,      /* the server answered, not with success (see answer) */
+    RUNNEL_E_PROTOCOL,    /* the answer breaks the protocol (missing typed answer, framing) */
+    RUNNEL_E_IO,          /* a local file or state file failed */
+    RUNNEL_E_STATE,       /* a producer state file does not match, or is in use */
+    RUNNEL_E_INCARNATION, /* the stream is another incarnation than the one held */
+    RUNNEL_E_STOPPED,     /* a callback asked to stop */
+    RUNNEL_E_UNKNOWN,     /* a write's outcome stayed unknown past the retry time */
+    RUNNEL_E_REFUSED,     /* a write was refused */
+} runnel_result;
 
 /* A short English description of a result. */
-RN_API const char *rn_result_name(rn_result r);
+RUNNEL_API const char *runnel_result_name(runnel_result r);
 
 /* ---------------------------------------------------------------------
  * The client
  * ------------------------------------------------------------------- */
 
-typedef struct rn_client rn_client;
+typedef struct runnel_client runnel_client;
 
 typedef struct {
     const char *base_url;    /* e.g. "http://127.0.0.1:4437"; required */
@@ -174,46 +174,46 @@ typedef struct {
     int cluster_aware;       /* learn stream leaders from redirects (§5.7) */
     size_t max_error_body;   /* error body bytes kept; 0: 16384 */
     const char *user_agent;  /* NULL: "librunnel/VERSION" */
-} rn_client_options;
+} runnel_client_options;
 
 /* A client for one server (or cluster). Returns NULL for a missing or
  * non-http(s) base URL. */
-RN_API rn_client *rn_client_new(const rn_client_options *o);
-RN_API void rn_client_free(rn_client *c);
+RUNNEL_API runnel_client *runnel_client_new(const runnel_client_options *o);
+RUNNEL_API void runnel_client_free(runnel_client *c);
 
 /* Writes the URL of stream `name` into out (capacity cap): the v1 surface
  * ("{base}/v1/stream/{name}", each segment percent-encoded) or, with
  * bucket_surface, "{base}/{bucket}/{stream}" where name is "bucket/stream".
  * Returns 0, or -1 when the name does not fit the surface or out. */
-RN_API int rn_stream_url(const rn_client *c, const char *name, int bucket_surface, char *out,
-                         size_t cap);
+RUNNEL_API int runnel_stream_url(const runnel_client *c, const char *name, int bucket_surface,
+                                 char *out, size_t cap);
 
 /* Percent-encodes s (an offset, a name segment) into out; -1 if too long. */
-RN_API int rn_url_encode(const char *s, char *out, size_t cap);
+RUNNEL_API int runnel_url_encode(const char *s, char *out, size_t cap);
 
 /* A callback that receives body bytes; a nonzero return stops the call
- * (RN_E_STOPPED). */
-typedef int (*rn_data_fn)(void *arg, const void *data, size_t len);
+ * (RUNNEL_E_STOPPED). */
+typedef int (*runnel_data_fn)(void *arg, const void *data, size_t len);
 
 /* A callback that supplies an upload body: fills buf with up to cap bytes
  * and returns their count, 0 at the end, or -1 for a read error. */
-typedef long (*rn_source_fn)(void *arg, void *buf, size_t cap);
+typedef long (*runnel_source_fn)(void *arg, void *buf, size_t cap);
 
 /* An upload body: bytes in memory, or a source of known size. Sources are
  * read once; a call that must resend (a redirect, a retry) needs `rewind`. */
 typedef struct {
     const void *data;
     size_t len;
-    rn_source_fn source;      /* used when data is NULL and len is the size */
+    runnel_source_fn source;  /* used when data is NULL and len is the size */
     int (*rewind)(void *arg); /* back to the start; 0 on success */
     void *arg;
     void (*progress)(void *arg, uint64_t done, uint64_t total); /* optional */
-} rn_body;
+} runnel_body;
 
-/* ---- Stream calls. Each fills *ans (always) and returns RN_OK when the
+/* ---- Stream calls. Each fills *ans (always) and returns RUNNEL_OK when the
  * call succeeded: for a write, an applied or repeat outcome; for a read, a
  * 2xx. Optional strings are NULL when absent. Header values must not
- * contain CR, LF or NUL (RN_E_USAGE). */
+ * contain CR, LF or NUL (RUNNEL_E_USAGE). */
 
 typedef struct {
     const char *content_type; /* NULL: application/octet-stream */
@@ -224,11 +224,11 @@ typedef struct {
     const char *forked_from;  /* Stream-Forked-From (a path) */
     const char *fork_offset;  /* Stream-Fork-Offset */
     const char *fork_sub_offset;
-    rn_body body; /* initial content */
-} rn_create_options;
+    runnel_body body; /* initial content */
+} runnel_create_options;
 
-RN_API rn_result rn_create(rn_client *c, const char *stream, const rn_create_options *o,
-                           rn_answer *ans);
+RUNNEL_API runnel_result runnel_create(runnel_client *c, const char *stream,
+                                       const runnel_create_options *o, runnel_answer *ans);
 
 typedef struct {
     const char *content_type; /* NULL: application/octet-stream (ignored for close-only) */
@@ -236,44 +236,48 @@ typedef struct {
     const char *incarnation;  /* Stream-Incarnation precondition */
     const char *stream_seq;   /* Stream-Seq */
     /* Producer key (extensions §5.1): with producer_id the write is a
-     * RN_WRITE_PRODUCER and carries Producer-Digest (BLAKE3 of the body). */
+     * RUNNEL_WRITE_PRODUCER and carries Producer-Digest (BLAKE3 of the body). */
     const char *producer_id;
     uint64_t producer_epoch, producer_seq;
     int expect_continue; /* Expect: 100-continue (a repeat's early answer) */
-} rn_append_options;
+} runnel_append_options;
 
-RN_API rn_result rn_append(rn_client *c, const char *stream, const rn_body *body,
-                           const rn_append_options *o, rn_answer *ans);
+RUNNEL_API runnel_result runnel_append(runnel_client *c, const char *stream,
+                                       const runnel_body *body, const runnel_append_options *o,
+                                       runnel_answer *ans);
 /* Close-only (POST with Stream-Closed: true and no body). */
-RN_API rn_result rn_close(rn_client *c, const char *stream, const char *incarnation,
-                          rn_answer *ans);
-RN_API rn_result rn_delete(rn_client *c, const char *stream, const char *incarnation,
-                           rn_answer *ans);
-RN_API rn_result rn_head(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans);
+RUNNEL_API runnel_result runnel_close(runnel_client *c, const char *stream, const char *incarnation,
+                                      runnel_answer *ans);
+RUNNEL_API runnel_result runnel_delete(runnel_client *c, const char *stream,
+                                       const char *incarnation, runnel_answer *ans);
+RUNNEL_API runnel_result runnel_head(runnel_client *c, const char *stream, const char *incarnation,
+                                     runnel_answer *ans);
 /* PUT /{bucket}. */
-RN_API rn_result rn_bucket_create(rn_client *c, const char *bucket, rn_answer *ans);
+RUNNEL_API runnel_result runnel_bucket_create(runnel_client *c, const char *bucket,
+                                              runnel_answer *ans);
 /* PUT {stream}/retention/{offset}. */
-RN_API rn_result rn_retention(rn_client *c, const char *stream, const char *offset,
-                              const char *incarnation, rn_answer *ans);
+RUNNEL_API runnel_result runnel_retention(runnel_client *c, const char *stream, const char *offset,
+                                          const char *incarnation, runnel_answer *ans);
 
 typedef struct {
     const char *offset;      /* NULL: "-1" */
     long max_bytes;          /* 0: the server's cap (bucket surface parameter) */
     const char *incarnation; /* precondition */
     const char *consistency; /* "local" or "leader" (bucket surface) */
-    rn_data_fn on_data;      /* the body, in pieces; NULL: discarded */
+    runnel_data_fn on_data;  /* the body, in pieces; NULL: discarded */
     void *arg;
-} rn_read_options;
+} runnel_read_options;
 
 /* One catch-up read (GET ?offset=): the body goes to on_data; the answer
  * holds next_offset, up_to_date and closed. */
-RN_API rn_result rn_read(rn_client *c, const char *stream, const rn_read_options *o,
-                         rn_answer *ans);
+RUNNEL_API runnel_result runnel_read(runnel_client *c, const char *stream,
+                                     const runnel_read_options *o, runnel_answer *ans);
 
 /* Reads from o->offset to the tail (repeating until Stream-Up-To-Date),
  * at most max_total bytes (0: no bound). ans is the last answer. */
-RN_API rn_result rn_read_all(rn_client *c, const char *stream, const rn_read_options *o,
-                             uint64_t max_total, rn_answer *ans);
+RUNNEL_API runnel_result runnel_read_all(runnel_client *c, const char *stream,
+                                         const runnel_read_options *o, uint64_t max_total,
+                                         runnel_answer *ans);
 
 /* ---- Snapshots (extensions §2) and immutable resources (§4) ---- */
 
@@ -281,53 +285,61 @@ RN_API rn_result rn_read_all(rn_client *c, const char *stream, const rn_read_opt
  * (u64 little-endian), the content type and the body. */
 typedef struct {
     uint64_t state[256]; /* opaque */
-} rn_snapshot_hasher;
-RN_API void rn_snapshot_digest_init(rn_snapshot_hasher *h, const char *content_type);
-RN_API void rn_snapshot_digest_update(rn_snapshot_hasher *h, const void *data, size_t len);
-RN_API void rn_snapshot_digest_final(const rn_snapshot_hasher *h, char out[65]);
+} runnel_snapshot_hasher;
+RUNNEL_API void runnel_snapshot_digest_init(runnel_snapshot_hasher *h, const char *content_type);
+RUNNEL_API void runnel_snapshot_digest_update(runnel_snapshot_hasher *h, const void *data,
+                                              size_t len);
+RUNNEL_API void runnel_snapshot_digest_final(const runnel_snapshot_hasher *h, char out[65]);
 
 /* PUT {stream}/snapshot/{offset} with the whole body. */
-RN_API rn_result rn_snapshot_publish(rn_client *c, const char *stream, const char *offset,
-                                     const char *content_type, const rn_body *body,
-                                     const char *incarnation, rn_answer *ans);
+RUNNEL_API runnel_result runnel_snapshot_publish(runnel_client *c, const char *stream,
+                                                 const char *offset, const char *content_type,
+                                                 const runnel_body *body, const char *incarnation,
+                                                 runnel_answer *ans);
 
 /* Stages one part (POST {stream}/snapshot/{offset}/parts): the part id is
  * in ans->snapshot_part. */
-RN_API rn_result rn_snapshot_part(rn_client *c, const char *stream, const char *offset,
-                                  const char *content_type, const rn_body *body,
-                                  const char *incarnation, rn_answer *ans);
+RUNNEL_API runnel_result runnel_snapshot_part(runnel_client *c, const char *stream,
+                                              const char *offset, const char *content_type,
+                                              const runnel_body *body, const char *incarnation,
+                                              runnel_answer *ans);
 /* Commits parts (ids in order) with the whole snapshot's digest. */
-RN_API rn_result rn_snapshot_commit(rn_client *c, const char *stream, const char *offset,
-                                    const char *content_type, const char *const *part_ids,
-                                    size_t nparts, const char *digest, const char *incarnation,
-                                    rn_answer *ans);
+RUNNEL_API runnel_result runnel_snapshot_commit(runnel_client *c, const char *stream,
+                                                const char *offset, const char *content_type,
+                                                const char *const *part_ids, size_t nparts,
+                                                const char *digest, const char *incarnation,
+                                                runnel_answer *ans);
 /* DELETE {stream}/snapshot/parts. */
-RN_API rn_result rn_snapshot_discard(rn_client *c, const char *stream, const char *incarnation,
-                                     rn_answer *ans);
+RUNNEL_API runnel_result runnel_snapshot_discard(runnel_client *c, const char *stream,
+                                                 const char *incarnation, runnel_answer *ans);
 
 /* Publishes a snapshot of `size` bytes read from body->source in parts of
  * part_bytes (0: 8 MiB), then commits them by digest. An unknown commit is
  * repeated until it is known (at most retry_for_ms; 0: 60 s); a refused
  * part or commit ends it (the staged parts are discarded). */
-RN_API rn_result rn_snapshot_publish_parts(rn_client *c, const char *stream, const char *offset,
-                                           const char *content_type, const rn_body *body,
-                                           size_t part_bytes, long retry_for_ms,
-                                           const char *incarnation, rn_answer *ans);
+RUNNEL_API runnel_result runnel_snapshot_publish_parts(runnel_client *c, const char *stream,
+                                                       const char *offset, const char *content_type,
+                                                       const runnel_body *body, size_t part_bytes,
+                                                       long retry_for_ms, const char *incarnation,
+                                                       runnel_answer *ans);
 
 typedef struct {
     const char *range;       /* a Range value, e.g. "bytes=0-55" */
     const char *incarnation; /* precondition; with `immutable`, the token in the path */
     int immutable;           /* GET {stream}/incarnation/{token}/snapshot/{offset} */
-    rn_data_fn on_data;
+    runnel_data_fn on_data;
     void *arg;
-} rn_snapshot_read_options;
+} runnel_snapshot_read_options;
 
-RN_API rn_result rn_snapshot_read(rn_client *c, const char *stream, const char *offset,
-                                  const rn_snapshot_read_options *o, rn_answer *ans);
+RUNNEL_API runnel_result runnel_snapshot_read(runnel_client *c, const char *stream,
+                                              const char *offset,
+                                              const runnel_snapshot_read_options *o,
+                                              runnel_answer *ans);
 
 /* GET {stream}/incarnation/{token}/chunk/{offset}. */
-RN_API rn_result rn_chunk_read(rn_client *c, const char *stream, const char *token,
-                               const char *offset, rn_data_fn on_data, void *arg, rn_answer *ans);
+RUNNEL_API runnel_result runnel_chunk_read(runnel_client *c, const char *stream, const char *token,
+                                           const char *offset, runnel_data_fn on_data, void *arg,
+                                           runnel_answer *ans);
 
 /* ---- Bootstrap (extensions §3): GET {stream}/bootstrap. Each part goes
  * to the callbacks in order (index 0 is the snapshot part); part bodies
@@ -338,29 +350,30 @@ typedef struct {
     int (*on_part_data)(void *arg, unsigned index, const void *data, size_t len);
     int (*on_part_end)(void *arg, unsigned index);
     void *arg;
-} rn_bootstrap_handler;
+} runnel_bootstrap_handler;
 
-RN_API rn_result rn_bootstrap(rn_client *c, const char *stream, const char *incarnation,
-                              const rn_bootstrap_handler *h, rn_answer *ans);
+RUNNEL_API runnel_result runnel_bootstrap(runnel_client *c, const char *stream,
+                                          const char *incarnation,
+                                          const runnel_bootstrap_handler *h, runnel_answer *ans);
 
 /* ---------------------------------------------------------------------
  * Tailing (PROTOCOL §5.7, §5.8; extensions §9)
  * ------------------------------------------------------------------- */
 
-typedef enum { RN_TAIL_SSE = 0, RN_TAIL_LONG_POLL } rn_tail_mode;
+typedef enum { RUNNEL_TAIL_SSE = 0, RUNNEL_TAIL_LONG_POLL } runnel_tail_mode;
 
 /* What a tail reports besides data. */
 typedef enum {
-    RN_TAIL_UP_TO_DATE = 1, /* caught up with the tail at next_offset */
-    RN_TAIL_CLOSED,         /* the stream is closed and fully read: the end */
-    RN_TAIL_RECONNECTING,   /* the connection ended; reconnecting from next_offset */
-    RN_TAIL_INCARNATION,    /* the stream is another incarnation: the tail stops */
-    RN_TAIL_GONE,           /* the stream was deleted (404/410): the tail stops */
-} rn_tail_event;
+    RUNNEL_TAIL_UP_TO_DATE = 1, /* caught up with the tail at next_offset */
+    RUNNEL_TAIL_CLOSED,         /* the stream is closed and fully read: the end */
+    RUNNEL_TAIL_RECONNECTING,   /* the connection ended; reconnecting from next_offset */
+    RUNNEL_TAIL_INCARNATION,    /* the stream is another incarnation: the tail stops */
+    RUNNEL_TAIL_GONE,           /* the stream was deleted (404/410): the tail stops */
+} runnel_tail_event;
 
 typedef struct {
     const char *offset; /* where to start: an offset, "-1" (NULL) or "now" */
-    rn_tail_mode mode;
+    runnel_tail_mode mode;
     const char *incarnation; /* the incarnation the caller's offset belongs to;
                                 NULL: the one the first answer names */
     int follow;              /* 1: wait for more at the tail; 0: stop when up to date */
@@ -369,29 +382,31 @@ typedef struct {
     long reconnect_for_ms;   /* give up after this long without an answer; 0: 60 s;
                                 -1: never */
     /* Data in stream order, with the offset after it. For a binary stream
-     * over SSE the bytes are decoded. Nonzero return stops (RN_E_STOPPED). */
+     * over SSE the bytes are decoded. Nonzero return stops (RUNNEL_E_STOPPED). */
     int (*on_data)(void *arg, const void *data, size_t len, const char *next_offset);
     /* Other events; may be NULL. The answer is the one that caused the
-     * event (for RN_TAIL_INCARNATION it holds the new token, when sent). */
-    int (*on_event)(void *arg, rn_tail_event ev, const char *next_offset, const rn_answer *ans);
+     * event (for RUNNEL_TAIL_INCARNATION it holds the new token, when sent). */
+    int (*on_event)(void *arg, runnel_tail_event ev, const char *next_offset,
+                    const runnel_answer *ans);
     void *arg;
-} rn_tail_options;
+} runnel_tail_options;
 
-/* Tails a stream until it is closed (RN_OK), stopped by a callback
- * (RN_E_STOPPED), not following and up to date (RN_OK), replaced by another
- * incarnation (RN_E_INCARNATION), gone (RN_E_STATUS), or unreachable for
- * reconnect_for_ms (RN_E_TRANSPORT). Reconnects from the last offset after
+/* Tails a stream until it is closed (RUNNEL_OK), stopped by a callback
+ * (RUNNEL_E_STOPPED), not following and up to date (RUNNEL_OK), replaced by another
+ * incarnation (RUNNEL_E_INCARNATION), gone (RUNNEL_E_STATUS), or unreachable for
+ * reconnect_for_ms (RUNNEL_E_TRANSPORT). Reconnects from the last offset after
  * a connection ends or the server restarts; follows 307/308 (§9.2). The
- * last offset reached is written to last_offset (RN_VALUE_MAX bytes) when
+ * last offset reached is written to last_offset (RUNNEL_VALUE_MAX bytes) when
  * not NULL. */
-RN_API rn_result rn_tail(rn_client *c, const char *stream, const rn_tail_options *o,
-                         char *last_offset, rn_answer *ans);
+RUNNEL_API runnel_result runnel_tail(runnel_client *c, const char *stream,
+                                     const runnel_tail_options *o, char *last_offset,
+                                     runnel_answer *ans);
 
 /* ---------------------------------------------------------------------
  * Producers (extensions §5): exactly-once appends
  * ------------------------------------------------------------------- */
 
-typedef struct rn_producer rn_producer;
+typedef struct runnel_producer runnel_producer;
 
 /* A write's receipt, delivered in seq order once the write holds. */
 typedef struct {
@@ -401,7 +416,7 @@ typedef struct {
     const char *next_offset; /* Stream-Next-Offset ("" for receipt-evicted) */
     int repeat;              /* an earlier try had applied it */
     int closed;              /* the write closed the stream */
-} rn_receipt;
+} runnel_receipt;
 
 typedef struct {
     const char *id;           /* Producer-Id; required */
@@ -411,54 +426,58 @@ typedef struct {
     unsigned window;          /* writes in flight (1..64); 0: 4 */
     int use_incarnation;      /* send Stream-Incarnation (learned by HEAD) */
     long retry_for_ms;        /* repeat an unknown write this long; 0: 60 s; -1: forever */
-    void (*on_receipt)(void *arg, const rn_receipt *r);
+    void (*on_receipt)(void *arg, const runnel_receipt *r);
     void *arg;
-} rn_producer_options;
+} runnel_producer_options;
 
 /* Opens a producer on a stream. With a state file, takes its lock (one
- * process per file: RN_E_STATE when another holds it) and resumes what it
+ * process per file: RUNNEL_E_STATE when another holds it) and resumes what it
  * recorded: the epoch, the next seq and the writes not known to hold,
  * which the caller must send again, in order and with the same bodies and
- * tags (see rn_producer_replay_next). The state is written (temporary
+ * tags (see runnel_producer_replay_next). The state is written (temporary
  * file, fsync, rename, fsync of the directory) before a seq is first sent,
  * so a restart never sends a seq with another body. */
-RN_API rn_result rn_producer_open(rn_client *c, const char *stream, const rn_producer_options *o,
-                                  rn_producer **out, char *err, size_t errcap);
+RUNNEL_API runnel_result runnel_producer_open(runnel_client *c, const char *stream,
+                                              const runnel_producer_options *o,
+                                              runnel_producer **out, char *err, size_t errcap);
 
 /* After a restart: 1 and the tag of the next write the state file holds
  * unacknowledged (the caller sends the same bytes with that tag next), or
  * 0 when none remains. *from_tag is the tag the write starts after (the
  * previous write's tag, or the acknowledged tag for the first). */
-RN_API int rn_producer_replay_next(const rn_producer *p, uint64_t *from_tag, uint64_t *tag);
+RUNNEL_API int runnel_producer_replay_next(const runnel_producer *p, uint64_t *from_tag,
+                                           uint64_t *tag);
 
 /* The tag through which every write is known to hold (0 at first). */
-RN_API uint64_t rn_producer_acked_tag(const rn_producer *p);
+RUNNEL_API uint64_t runnel_producer_acked_tag(const runnel_producer *p);
 
 /* Sends one write (the key covers it whole), tagged with the caller's
  * position after it (tags must not decrease). Blocks while the window is
  * full. A replayed write must match the recorded length and digest
- * (RN_E_STATE otherwise). Returns an earlier failure, if any. */
-RN_API rn_result rn_producer_send(rn_producer *p, const void *body, size_t len, uint64_t tag);
+ * (RUNNEL_E_STATE otherwise). Returns an earlier failure, if any. */
+RUNNEL_API runnel_result runnel_producer_send(runnel_producer *p, const void *body, size_t len,
+                                              uint64_t tag);
 
 /* Sends a close-only write (Stream-Closed: true) as the next seq. */
-RN_API rn_result rn_producer_close_stream(rn_producer *p, uint64_t tag);
+RUNNEL_API runnel_result runnel_producer_close_stream(runnel_producer *p, uint64_t tag);
 
-/* Waits until every write sent holds (RN_OK), or the producer failed. */
-RN_API rn_result rn_producer_flush(rn_producer *p);
+/* Waits until every write sent holds (RUNNEL_OK), or the producer failed. */
+RUNNEL_API runnel_result runnel_producer_flush(runnel_producer *p);
 
 /* Gives the failure, after a call returned one: the write's seq, its
  * outcome and the answer that decided it. NULL when none. */
-RN_API const rn_answer *rn_producer_failure(const rn_producer *p, uint64_t *seq,
-                                            rn_outcome *outcome, char *why, size_t whycap);
+RUNNEL_API const runnel_answer *runnel_producer_failure(const runnel_producer *p, uint64_t *seq,
+                                                        runnel_outcome *outcome, char *why,
+                                                        size_t whycap);
 
 /* Counters: writes sent (first tries), repeats sent, writes that held. */
 typedef struct {
     uint64_t writes, retries, acked, repeats, gaps, epoch, next_seq;
-} rn_producer_stats;
-RN_API void rn_producer_get_stats(const rn_producer *p, rn_producer_stats *s);
+} runnel_producer_stats;
+RUNNEL_API void runnel_producer_get_stats(const runnel_producer *p, runnel_producer_stats *s);
 
 /* Frees the producer (without flushing) and releases its state file. */
-RN_API void rn_producer_free(rn_producer *p);
+RUNNEL_API void runnel_producer_free(runnel_producer *p);
 
 #ifdef __cplusplus
 }

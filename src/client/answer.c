@@ -1,5 +1,5 @@
 /*
- * answer.c — reads an answer into rn_answer: its typed headers (each kept
+ * answer.c — reads an answer into runnel_answer: its typed headers (each kept
  * once, in its form, or dropped and named in `malformed`) and the error
  * body of extensions §11 (code and message; a producer code in a 403 is
  * believed only with the producer headers it needs, §11.1).
@@ -12,12 +12,12 @@
 
 #define MAX_SAFE_INTEGER 9007199254740991ull /* 2^53 - 1: the producer headers' bound */
 
-void rnc_answer_reset(rn_answer *a) {
+void rnc_answer_reset(runnel_answer *a) {
     char url[sizeof a->url];
     memcpy(url, a->url, sizeof url);
     memset(a, 0, sizeof *a);
     memcpy(a->url, url, sizeof url);
-    a->outcome = RN_UNKNOWN;
+    a->outcome = RUNNEL_UNKNOWN;
     a->producer_epoch = a->producer_seq = a->closed_epoch = a->closed_seq = -1;
     a->expected_seq = a->received_seq = a->retry_after_s = -1;
     a->max_request_bytes = a->max_snapshot_bytes = a->content_length = a->raft_term = -1;
@@ -33,7 +33,7 @@ int rnc_copy(char *dst, size_t cap, const char *s, size_t len) {
     return 0;
 }
 
-static void mark_malformed(rn_answer *a, const char *name) {
+static void mark_malformed(runnel_answer *a, const char *name) {
     if (!a->malformed[0])
         rnc_copy(a->malformed, sizeof a->malformed, name, strlen(name));
 }
@@ -44,18 +44,18 @@ typedef enum { TEXT, FLAG_TRUE, SAFE_INT, DECIMAL, BASE64_FLAG } value_kind;
 typedef struct {
     const char *name;
     value_kind kind;
-    size_t field; /* offset in rn_answer */
+    size_t field; /* offset in runnel_answer */
     size_t cap;   /* TEXT: the field's capacity */
 } header_def;
 
 #define T(name, member)                                                                            \
-    { name, TEXT, offsetof(rn_answer, member), sizeof(((rn_answer *)0)->member) }
+    { name, TEXT, offsetof(runnel_answer, member), sizeof(((runnel_answer *)0)->member) }
 #define F(name, member)                                                                            \
-    { name, FLAG_TRUE, offsetof(rn_answer, member), 0 }
+    { name, FLAG_TRUE, offsetof(runnel_answer, member), 0 }
 #define I(name, member)                                                                            \
-    { name, SAFE_INT, offsetof(rn_answer, member), 0 }
+    { name, SAFE_INT, offsetof(runnel_answer, member), 0 }
 #define D(name, member)                                                                            \
-    { name, DECIMAL, offsetof(rn_answer, member), 0 }
+    { name, DECIMAL, offsetof(runnel_answer, member), 0 }
 
 static const header_def HEADERS[] = {
     T("Content-Type", content_type),
@@ -68,7 +68,7 @@ static const header_def HEADERS[] = {
     F("Stream-Closed", closed),
     F("Stream-Up-To-Date", up_to_date),
     F("Stream-Immutable", immutable),
-    {"Stream-SSE-Data-Encoding", BASE64_FLAG, offsetof(rn_answer, sse_base64), 0},
+    {"Stream-SSE-Data-Encoding", BASE64_FLAG, offsetof(runnel_answer, sse_base64), 0},
     T("Stream-Data-Content-Type", data_content_type),
     T("Stream-TTL", ttl),
     T("Stream-Expires-At", expires_at),
@@ -98,7 +98,7 @@ static const header_def HEADERS[] = {
 #define NHEADERS (sizeof HEADERS / sizeof HEADERS[0])
 _Static_assert(NHEADERS <= 64, "the seen bits are one uint64_t");
 
-static void set_value(rn_answer *a, const header_def *h, const char *v, size_t n) {
+static void set_value(runnel_answer *a, const header_def *h, const char *v, size_t n) {
     char *base = (char *)a;
     uint64_t num;
     switch (h->kind) {
@@ -122,7 +122,7 @@ static void set_value(rn_answer *a, const header_def *h, const char *v, size_t n
     }
 }
 
-static void clear_value(rn_answer *a, const header_def *h) {
+static void clear_value(runnel_answer *a, const header_def *h) {
     char *base = (char *)a;
     if (h->kind == TEXT)
         base[h->field] = 0;
@@ -134,7 +134,7 @@ static void clear_value(rn_answer *a, const header_def *h) {
 
 /* Resolves a Location against the answering URL (an absolute URL, or a
  * path-absolute reference). */
-static void set_location(rn_answer *a, const char *v, size_t n) {
+static void set_location(runnel_answer *a, const char *v, size_t n) {
     if (rn_iprefix(v, n, "http://") || rn_iprefix(v, n, "https://")) {
         if (rnc_copy(a->location, sizeof a->location, v, n))
             mark_malformed(a, "Location");
@@ -153,7 +153,7 @@ static void set_location(rn_answer *a, const char *v, size_t n) {
     a->location[o + n] = 0;
 }
 
-static void status_line(rn_answer *a, uint64_t *seen, const char *line, size_t len) {
+static void status_line(runnel_answer *a, uint64_t *seen, const char *line, size_t len) {
     /* "HTTP/1.1 200 OK" or "HTTP/2 200" */
     const char *sp = memchr(line, ' ', len);
     int status = 0;
@@ -168,7 +168,7 @@ static void status_line(rn_answer *a, uint64_t *seen, const char *line, size_t l
     a->status = status;
 }
 
-void rnc_answer_header(rn_answer *a, uint64_t *seen, const char *line, size_t len) {
+void rnc_answer_header(runnel_answer *a, uint64_t *seen, const char *line, size_t len) {
     while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
         len--;
     if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
@@ -211,7 +211,7 @@ void rnc_answer_header(rn_answer *a, uint64_t *seen, const char *line, size_t le
 }
 
 /* The Producer-Outcome token (before any ';' parameter). */
-static int outcome_is(const rn_answer *a, const char *token) {
+static int outcome_is(const runnel_answer *a, const char *token) {
     const char *v = a->producer_outcome;
     size_t n = strcspn(v, ";");
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
@@ -221,7 +221,7 @@ static int outcome_is(const rn_answer *a, const char *token) {
 
 /* A 403 from the producer rules: Producer-Epoch and a Producer-Outcome the
  * document defines, with the headers that outcome needs (§5.3). */
-static int producer_refusal(const rn_answer *a) {
+static int producer_refusal(const runnel_answer *a) {
     if (a->status != 403 || a->producer_epoch < 0 || !a->producer_outcome[0])
         return 0;
     if (outcome_is(a, "epoch-closed"))
@@ -253,7 +253,7 @@ static int code_form(const char *s, size_t n) {
     return 1;
 }
 
-void rnc_answer_error_body(rn_answer *a, const char *body, size_t len) {
+void rnc_answer_error_body(runnel_answer *a, const char *body, size_t len) {
     a->producer_answer = producer_refusal(a);
     if (len) {
         json_t *root = json_loadb(body, len, 0, NULL);

@@ -10,8 +10,8 @@
 #include <string.h>
 
 typedef struct {
-    const rn_bootstrap_handler *h;
-    rn_answer *ans;
+    const runnel_bootstrap_handler *h;
+    runnel_answer *ans;
     rnc_multipart *mp; /* set up at the first body byte, from the Content-Type */
     int bad;           /* the body is not the multipart the answer announced */
 } bootstrap_sink;
@@ -34,27 +34,27 @@ static int on_body(void *arg, const void *data, size_t len) {
     return 0;
 }
 
-rn_result rn_bootstrap(rn_client *c, const char *stream, const char *incarnation,
-                       const rn_bootstrap_handler *h, rn_answer *ans) {
+runnel_result runnel_bootstrap(runnel_client *c, const char *stream, const char *incarnation,
+                               const runnel_bootstrap_handler *h, runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "GET", stream, "/bootstrap")) {
         rnc_answer_reset(ans);
-        return RN_E_USAGE;
+        return RUNNEL_E_USAGE;
     }
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
     bootstrap_sink s = {.h = h, .ans = ans};
     req.sink = on_body;
     req.sink_arg = &s;
-    rn_result r = rnc_perform(c, &req, ans);
+    runnel_result r = rnc_perform(c, &req, ans);
     rnc_request_free(&req);
-    if (r == RN_OK && ans->status == 200) {
+    if (r == RUNNEL_OK && ans->status == 200) {
         if (!s.mp || rnc_multipart_finish(s.mp))
             s.bad = 1; /* no body, or cut before the closing delimiter */
     }
-    if (r == RN_E_STOPPED && s.bad)
-        r = RN_E_PROTOCOL;
-    else if (r == RN_OK && s.bad)
-        r = RN_E_PROTOCOL;
+    if (r == RUNNEL_E_STOPPED && s.bad)
+        r = RUNNEL_E_PROTOCOL;
+    else if (r == RUNNEL_OK && s.bad)
+        r = RUNNEL_E_PROTOCOL;
     free(s.mp);
     return rnc_read_result(r, ans);
 }

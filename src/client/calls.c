@@ -2,7 +2,7 @@
  * calls.c — the stream calls of both surfaces: create, append (with or
  * without a producer key), close, delete, HEAD, bucket create, retention
  * advance, and catch-up reads. Each is one rnc_perform; writes classify
- * their answer (rn_classify), reads succeed on a 2xx.
+ * their answer (runnel_classify), reads succeed on a 2xx.
  */
 #include "client/internal.h"
 
@@ -10,35 +10,40 @@
 #include <string.h>
 
 /* Runs req and releases it; a write's answer is classified. */
-static rn_result run_write(rn_client *c, rnc_request *req, rn_write_kind kind, rn_answer *ans) {
-    rn_result r = rnc_perform(c, req, ans);
+static runnel_result run_write(runnel_client *c, rnc_request *req, runnel_write_kind kind,
+                               runnel_answer *ans) {
+    runnel_result r = rnc_perform(c, req, ans);
     rnc_request_free(req);
     return rnc_write_result(kind, r, ans);
 }
 
-static rn_result run_read(rn_client *c, rnc_request *req, rn_answer *ans) {
-    rn_result r = rnc_perform(c, req, ans);
+static runnel_result run_read(runnel_client *c, rnc_request *req, runnel_answer *ans) {
+    runnel_result r = rnc_perform(c, req, ans);
     rnc_request_free(req);
     return rnc_read_result(r, ans);
 }
 
 /* A request whose URL did not fit. */
-static rn_result too_long(rn_answer *ans) {
+static runnel_result too_long(runnel_answer *ans) {
     rnc_answer_reset(ans);
     rnc_fmt(ans->transport_message, sizeof ans->transport_message, "the URL is too long");
-    ans->outcome = RN_REFUSED;
-    return RN_E_USAGE;
+    ans->outcome = RUNNEL_REFUSED;
+    return RUNNEL_E_USAGE;
 }
 
-rn_result rn_create(rn_client *c, const char *stream, const rn_create_options *o, rn_answer *ans) {
-    static const rn_create_options none = {0};
+runnel_result runnel_create(runnel_client *c, const char *stream, const runnel_create_options *o,
+                            runnel_answer *ans) {
+    static const runnel_create_options none = {0};
     if (!o)
         o = &none;
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "PUT", stream, NULL))
         return too_long(ans);
+    /* a fork without a type inherits its source's (PROTOCOL §4.2) */
     rnc_header(&req.headers, "Content-Type",
-               o->content_type ? o->content_type : "application/octet-stream");
+               o->content_type  ? o->content_type
+               : o->forked_from ? NULL
+                                : "application/octet-stream");
     rnc_header(&req.headers, "Stream-TTL", o->ttl);
     rnc_header(&req.headers, "Stream-Expires-At", o->expires_at);
     rnc_header(&req.headers, "Stream-Closed", o->closed ? "true" : NULL);
@@ -47,12 +52,12 @@ rn_result rn_create(rn_client *c, const char *stream, const rn_create_options *o
     rnc_header(&req.headers, "Stream-Fork-Offset", o->fork_offset);
     rnc_header(&req.headers, "Stream-Fork-Sub-Offset", o->fork_sub_offset);
     req.body = &o->body;
-    return run_write(c, &req, RN_WRITE_CREATE, ans);
+    return run_write(c, &req, RUNNEL_WRITE_CREATE, ans);
 }
 
-rn_result rn_append(rn_client *c, const char *stream, const rn_body *body,
-                    const rn_append_options *o, rn_answer *ans) {
-    static const rn_append_options none = {0};
+runnel_result runnel_append(runnel_client *c, const char *stream, const runnel_body *body,
+                            const runnel_append_options *o, runnel_answer *ans) {
+    static const runnel_append_options none = {0};
     if (!o)
         o = &none;
     rnc_request req = {0};
@@ -72,8 +77,8 @@ rn_result rn_append(rn_client *c, const char *stream, const rn_body *body,
             rnc_answer_reset(ans);
             rnc_fmt(ans->transport_message, sizeof ans->transport_message,
                     "the body source cannot be read twice (needed for Producer-Digest)");
-            ans->outcome = RN_REFUSED;
-            return RN_E_USAGE;
+            ans->outcome = RUNNEL_REFUSED;
+            return RUNNEL_E_USAGE;
         }
         rnc_header(&req.headers, "Producer-Id", o->producer_id);
         rnc_header_u64(&req.headers, "Producer-Epoch", o->producer_epoch);
@@ -82,23 +87,26 @@ rn_result rn_append(rn_client *c, const char *stream, const rn_body *body,
     }
     req.expect_continue = o->expect_continue;
     req.body = body;
-    return run_write(c, &req, o->producer_id ? RN_WRITE_PRODUCER : RN_WRITE_APPEND, ans);
+    return run_write(c, &req, o->producer_id ? RUNNEL_WRITE_PRODUCER : RUNNEL_WRITE_APPEND, ans);
 }
 
-rn_result rn_close(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans) {
-    rn_append_options o = {.closed = 1, .incarnation = incarnation};
-    return rn_append(c, stream, NULL, &o, ans);
+runnel_result runnel_close(runnel_client *c, const char *stream, const char *incarnation,
+                           runnel_answer *ans) {
+    runnel_append_options o = {.closed = 1, .incarnation = incarnation};
+    return runnel_append(c, stream, NULL, &o, ans);
 }
 
-rn_result rn_delete(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans) {
+runnel_result runnel_delete(runnel_client *c, const char *stream, const char *incarnation,
+                            runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "DELETE", stream, NULL))
         return too_long(ans);
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return run_write(c, &req, RN_WRITE_DELETE, ans);
+    return run_write(c, &req, RUNNEL_WRITE_DELETE, ans);
 }
 
-rn_result rn_head(rn_client *c, const char *stream, const char *incarnation, rn_answer *ans) {
+runnel_result runnel_head(runnel_client *c, const char *stream, const char *incarnation,
+                          runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "HEAD", stream, NULL))
         return too_long(ans);
@@ -106,17 +114,17 @@ rn_result rn_head(rn_client *c, const char *stream, const char *incarnation, rn_
     return run_read(c, &req, ans);
 }
 
-rn_result rn_bucket_create(rn_client *c, const char *bucket, rn_answer *ans) {
+runnel_result runnel_bucket_create(runnel_client *c, const char *bucket, runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "PUT", "", NULL) || rnc_url_append_segment(req.url, bucket)) {
         rnc_request_free(&req);
         return too_long(ans);
     }
-    return run_write(c, &req, RN_WRITE_BUCKET_CREATE, ans);
+    return run_write(c, &req, RUNNEL_WRITE_BUCKET_CREATE, ans);
 }
 
-rn_result rn_retention(rn_client *c, const char *stream, const char *offset,
-                       const char *incarnation, rn_answer *ans) {
+runnel_result runnel_retention(runnel_client *c, const char *stream, const char *offset,
+                               const char *incarnation, runnel_answer *ans) {
     rnc_request req = {0};
     if (!offset || rnc_request_init(&req, c, "PUT", stream, "/retention") ||
         rnc_url_append_segment(req.url, offset)) {
@@ -124,14 +132,14 @@ rn_result rn_retention(rn_client *c, const char *stream, const char *offset,
         return too_long(ans);
     }
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return run_write(c, &req, RN_WRITE_RETENTION, ans);
+    return run_write(c, &req, RUNNEL_WRITE_RETENTION, ans);
 }
 
 /* Appends "?offset=..&..." for a read. Returns 0, or -1 when too long. */
 int rnc_read_query(char *url, const char *offset, long max_bytes, const char *consistency,
                    const char *live, const char *cursor, long timeout_ms) {
-    char enc[3 * RN_VALUE_MAX + 1];
-    if (rn_url_encode(offset ? offset : "-1", enc, sizeof enc))
+    char enc[3 * RUNNEL_VALUE_MAX + 1];
+    if (runnel_url_encode(offset ? offset : "-1", enc, sizeof enc))
         return -1;
     size_t pos = strlen(url);
     int n = snprintf(url + pos, RNC_URL_MAX - pos, "?offset=%s", enc);
@@ -144,7 +152,7 @@ int rnc_read_query(char *url, const char *offset, long max_bytes, const char *co
             return -1;
     }
     if (cursor && cursor[0]) {
-        if (rn_url_encode(cursor, enc, sizeof enc))
+        if (runnel_url_encode(cursor, enc, sizeof enc))
             return -1;
         n = snprintf(url + pos, RNC_URL_MAX - pos, "&cursor=%s", enc);
         if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
@@ -161,7 +169,7 @@ int rnc_read_query(char *url, const char *offset, long max_bytes, const char *co
             return -1;
     }
     if (consistency) {
-        if (rn_url_encode(consistency, enc, sizeof enc))
+        if (runnel_url_encode(consistency, enc, sizeof enc))
             return -1;
         n = snprintf(url + pos, RNC_URL_MAX - pos, "&consistency=%s", enc);
         if (n < 0 || (size_t)(pos += (size_t)n) >= RNC_URL_MAX)
@@ -170,8 +178,9 @@ int rnc_read_query(char *url, const char *offset, long max_bytes, const char *co
     return 0;
 }
 
-rn_result rn_read(rn_client *c, const char *stream, const rn_read_options *o, rn_answer *ans) {
-    static const rn_read_options none = {0};
+runnel_result runnel_read(runnel_client *c, const char *stream, const runnel_read_options *o,
+                          runnel_answer *ans) {
+    static const runnel_read_options none = {0};
     if (!o)
         o = &none;
     rnc_request req = {0};
@@ -186,24 +195,24 @@ rn_result rn_read(rn_client *c, const char *stream, const rn_read_options *o, rn
     return run_read(c, &req, ans);
 }
 
-rn_result rn_read_all(rn_client *c, const char *stream, const rn_read_options *o,
-                      uint64_t max_total, rn_answer *ans) {
-    rn_read_options step = o ? *o : (rn_read_options){0};
-    char offset[RN_VALUE_MAX];
+runnel_result runnel_read_all(runnel_client *c, const char *stream, const runnel_read_options *o,
+                              uint64_t max_total, runnel_answer *ans) {
+    runnel_read_options step = o ? *o : (runnel_read_options){0};
+    char offset[RUNNEL_VALUE_MAX];
     rnc_fmt(offset, sizeof offset, "%s", step.offset ? step.offset : "-1");
     uint64_t total = 0;
     for (;;) {
         step.offset = offset;
-        rn_result r = rn_read(c, stream, &step, ans);
-        if (r != RN_OK)
+        runnel_result r = runnel_read(c, stream, &step, ans);
+        if (r != RUNNEL_OK)
             return r;
         total += ans->body_bytes;
         if (!ans->next_offset[0])
-            return RN_E_PROTOCOL; /* a read answer always names the next offset */
+            return RUNNEL_E_PROTOCOL; /* a read answer always names the next offset */
         if (ans->up_to_date || ans->closed || (max_total && total >= max_total))
-            return RN_OK;
+            return RUNNEL_OK;
         if (strcmp(ans->next_offset, offset) == 0)
-            return RN_E_PROTOCOL; /* no progress and not up to date */
+            return RUNNEL_E_PROTOCOL; /* no progress and not up to date */
         rnc_fmt(offset, sizeof offset, "%s", ans->next_offset);
     }
 }

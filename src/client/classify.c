@@ -1,5 +1,5 @@
 /*
- * classify.c — rn_classify: the five outcomes of a write (extensions
+ * classify.c — runnel_classify: the five outcomes of a write (extensions
  * §11.1), written from the document.
  *
  *   - no answer, a 1xx, a 3xx other than 307/308: unknown;
@@ -42,7 +42,7 @@ static const char *const PROOF_503[] = {
     NULL,
 };
 
-int rn_code_proves_refusal(int status, const char *code) {
+int runnel_code_proves_refusal(int status, const char *code) {
     const char *const *list = status == 408   ? PROOF_408
                               : status == 501 ? PROOF_501
                               : status == 503 ? PROOF_503
@@ -56,11 +56,11 @@ int rn_code_proves_refusal(int status, const char *code) {
 }
 
 /* The producer receipt: where the write's bytes start and end. */
-static int has_receipt(const rn_answer *a) {
+static int has_receipt(const runnel_answer *a) {
     return a->offset[0] && a->next_offset[0];
 }
 
-static int receipt_evicted(const rn_answer *a) {
+static int receipt_evicted(const runnel_answer *a) {
     const char *v = a->producer_outcome;
     size_t n = strcspn(v, ";");
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
@@ -68,58 +68,58 @@ static int receipt_evicted(const rn_answer *a) {
     return n == 15 && memcmp(v, "receipt-evicted", 15) == 0;
 }
 
-static rn_outcome classify_2xx(rn_write_kind kind, const rn_answer *a) {
+static runnel_outcome classify_2xx(runnel_write_kind kind, const runnel_answer *a) {
     switch (kind) {
-    case RN_WRITE_PRODUCER:
+    case RUNNEL_WRITE_PRODUCER:
         if (a->status == 204 && receipt_evicted(a))
-            return RN_REPEAT;
+            return RUNNEL_REPEAT;
         if (!has_receipt(a))
-            return RN_UNKNOWN;
+            return RUNNEL_UNKNOWN;
         /* 204 is a repeat; a close-only write that applies now answers 204
          * too, and reads as one (both hold). */
-        return a->status == 204 ? RN_REPEAT : RN_APPLIED;
-    case RN_WRITE_APPEND:
-        return a->next_offset[0] ? RN_APPLIED : RN_UNKNOWN;
-    case RN_WRITE_CREATE:
-    case RN_WRITE_DISCARD:
-        return a->incarnation[0] ? RN_APPLIED : RN_UNKNOWN;
-    case RN_WRITE_PUBLISH:
-        return a->snapshot_offset[0] && a->snapshot_digest[0] ? RN_APPLIED : RN_UNKNOWN;
-    case RN_WRITE_PART:
-        return a->snapshot_part[0] ? RN_APPLIED : RN_UNKNOWN;
-    case RN_WRITE_RETENTION:
-        return a->retained_offset[0] && a->incarnation[0] ? RN_APPLIED : RN_UNKNOWN;
-    case RN_WRITE_DELETE:
-    case RN_WRITE_BUCKET_CREATE:
-        return RN_APPLIED; /* no typed answer: the status proves it */
+        return a->status == 204 ? RUNNEL_REPEAT : RUNNEL_APPLIED;
+    case RUNNEL_WRITE_APPEND:
+        return a->next_offset[0] ? RUNNEL_APPLIED : RUNNEL_UNKNOWN;
+    case RUNNEL_WRITE_CREATE:
+    case RUNNEL_WRITE_DISCARD:
+        return a->incarnation[0] ? RUNNEL_APPLIED : RUNNEL_UNKNOWN;
+    case RUNNEL_WRITE_PUBLISH:
+        return a->snapshot_offset[0] && a->snapshot_digest[0] ? RUNNEL_APPLIED : RUNNEL_UNKNOWN;
+    case RUNNEL_WRITE_PART:
+        return a->snapshot_part[0] ? RUNNEL_APPLIED : RUNNEL_UNKNOWN;
+    case RUNNEL_WRITE_RETENTION:
+        return a->retained_offset[0] && a->incarnation[0] ? RUNNEL_APPLIED : RUNNEL_UNKNOWN;
+    case RUNNEL_WRITE_DELETE:
+    case RUNNEL_WRITE_BUCKET_CREATE:
+        return RUNNEL_APPLIED; /* no typed answer: the status proves it */
     }
-    return RN_UNKNOWN;
+    return RUNNEL_UNKNOWN;
 }
 
-rn_outcome rn_classify(rn_write_kind kind, const rn_answer *a) {
+runnel_outcome runnel_classify(runnel_write_kind kind, const runnel_answer *a) {
     int s = a->status;
     if (s == 307 || s == 308)
-        return RN_REDIRECTED;
+        return RUNNEL_REDIRECTED;
     if (s >= 200 && s <= 299)
         return classify_2xx(kind, a);
     if (s >= 400 && s <= 499 && s != 408)
-        return RN_REFUSED;
+        return RUNNEL_REFUSED;
     if (s == 408 || (s >= 500 && s <= 599))
-        return rn_code_proves_refusal(s, a->error_code) ? RN_REFUSED : RN_UNKNOWN;
-    return RN_UNKNOWN; /* no answer, 1xx, other 3xx, anything else */
+        return runnel_code_proves_refusal(s, a->error_code) ? RUNNEL_REFUSED : RUNNEL_UNKNOWN;
+    return RUNNEL_UNKNOWN; /* no answer, 1xx, other 3xx, anything else */
 }
 
-const char *rn_outcome_name(rn_outcome o) {
+const char *runnel_outcome_name(runnel_outcome o) {
     switch (o) {
-    case RN_APPLIED:
+    case RUNNEL_APPLIED:
         return "applied";
-    case RN_REPEAT:
+    case RUNNEL_REPEAT:
         return "repeat";
-    case RN_REFUSED:
+    case RUNNEL_REFUSED:
         return "refused";
-    case RN_REDIRECTED:
+    case RUNNEL_REDIRECTED:
         return "redirected";
-    case RN_UNKNOWN:
+    case RUNNEL_UNKNOWN:
         return "unknown";
     }
     return "unknown";

@@ -1,5 +1,5 @@
 /*
- * client.c — the rn_client handle (options, the pool's lock, libcurl's one
+ * client.c — the runnel_client handle (options, the pool's lock, libcurl's one
  * global initialisation), stream URLs and percent-encoding, result names,
  * and the mapping of an answer to a call's result.
  */
@@ -22,7 +22,7 @@ static void curl_init_once(void) {
     curl_init_code = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-rn_client *rn_client_new(const rn_client_options *o) {
+runnel_client *runnel_client_new(const runnel_client_options *o) {
     if (!o || !o->base_url)
         return NULL;
     size_t n = strlen(o->base_url);
@@ -39,20 +39,20 @@ rn_client *rn_client_new(const rn_client_options *o) {
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_code != CURLE_OK)
         return NULL;
-    rn_client *c = calloc(1, sizeof *c);
+    runnel_client *c = calloc(1, sizeof *c);
     if (!c)
         abort();
     c->o = *o;
     memcpy(c->base_url, base, n + 1);
     c->o.base_url = c->base_url;
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
-             o->user_agent ? o->user_agent : "librunnel/" RN_CLIENT_VERSION);
+             o->user_agent ? o->user_agent : "librunnel/" RUNNEL_CLIENT_VERSION);
     c->o.user_agent = c->user_agent;
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
 
-void rn_client_free(rn_client *c) {
+void runnel_client_free(runnel_client *c) {
     if (!c)
         return;
     for (int i = 0; i < c->nidle; i++)
@@ -102,7 +102,7 @@ static int encode_into(const char *s, size_t len, char *out, size_t cap, size_t 
     return 0;
 }
 
-int rn_url_encode(const char *s, char *out, size_t cap) {
+int runnel_url_encode(const char *s, char *out, size_t cap) {
     size_t pos = 0;
     if (!cap)
         return -1;
@@ -119,7 +119,8 @@ int rnc_url_append_segment(char *url, const char *s) {
     return encode_into(s, strlen(s), url, RNC_URL_MAX, &pos);
 }
 
-int rn_stream_url(const rn_client *c, const char *name, int bucket_surface, char *out, size_t cap) {
+int runnel_stream_url(const runnel_client *c, const char *name, int bucket_surface, char *out,
+                      size_t cap) {
     size_t pos = 0, n = strlen(name);
     const char *prefix = bucket_surface ? "" : "/v1/stream";
     int w = snprintf(out, cap, "%s%s", c->base_url, prefix);
@@ -143,61 +144,62 @@ int rn_stream_url(const rn_client *c, const char *name, int bucket_surface, char
     }
 }
 
-const char *rn_result_name(rn_result r) {
+const char *runnel_result_name(runnel_result r) {
     switch (r) {
-    case RN_OK:
+    case RUNNEL_OK:
         return "ok";
-    case RN_E_USAGE:
+    case RUNNEL_E_USAGE:
         return "bad argument";
-    case RN_E_TRANSPORT:
+    case RUNNEL_E_TRANSPORT:
         return "no answer (connection failed)";
-    case RN_E_STATUS:
+    case RUNNEL_E_STATUS:
         return "the server refused the call";
-    case RN_E_PROTOCOL:
+    case RUNNEL_E_PROTOCOL:
         return "the answer breaks the protocol";
-    case RN_E_IO:
+    case RUNNEL_E_IO:
         return "local file error";
-    case RN_E_STATE:
+    case RUNNEL_E_STATE:
         return "producer state mismatch or in use";
-    case RN_E_INCARNATION:
+    case RUNNEL_E_INCARNATION:
         return "the stream is another incarnation";
-    case RN_E_STOPPED:
+    case RUNNEL_E_STOPPED:
         return "stopped";
-    case RN_E_UNKNOWN:
+    case RUNNEL_E_UNKNOWN:
         return "outcome unknown";
-    case RN_E_REFUSED:
+    case RUNNEL_E_REFUSED:
         return "refused";
     }
     return "?";
 }
 
-rn_result rnc_write_result(rn_write_kind kind, rn_result transport, rn_answer *ans) {
-    if (transport == RN_E_USAGE || transport == RN_E_STOPPED) {
-        ans->outcome = RN_REFUSED; /* nothing was sent */
+runnel_result rnc_write_result(runnel_write_kind kind, runnel_result transport,
+                               runnel_answer *ans) {
+    if (transport == RUNNEL_E_USAGE || transport == RUNNEL_E_STOPPED) {
+        ans->outcome = RUNNEL_REFUSED; /* nothing was sent */
         return transport;
     }
-    ans->outcome = rn_classify(kind, ans);
+    ans->outcome = runnel_classify(kind, ans);
     switch (ans->outcome) {
-    case RN_APPLIED:
-    case RN_REPEAT:
-        return RN_OK;
-    case RN_REFUSED:
-        return RN_E_REFUSED;
-    case RN_REDIRECTED:
-        return RN_E_STATUS;
-    case RN_UNKNOWN:
+    case RUNNEL_APPLIED:
+    case RUNNEL_REPEAT:
+        return RUNNEL_OK;
+    case RUNNEL_REFUSED:
+        return RUNNEL_E_REFUSED;
+    case RUNNEL_REDIRECTED:
+        return RUNNEL_E_STATUS;
+    case RUNNEL_UNKNOWN:
         break;
     }
-    return transport == RN_E_TRANSPORT ? RN_E_TRANSPORT : RN_E_UNKNOWN;
+    return transport == RUNNEL_E_TRANSPORT ? RUNNEL_E_TRANSPORT : RUNNEL_E_UNKNOWN;
 }
 
-rn_result rnc_read_result(rn_result transport, const rn_answer *ans) {
-    if (transport != RN_OK)
+runnel_result rnc_read_result(runnel_result transport, const runnel_answer *ans) {
+    if (transport != RUNNEL_OK)
         return transport;
-    return ans->status >= 200 && ans->status <= 299 ? RN_OK : RN_E_STATUS;
+    return ans->status >= 200 && ans->status <= 299 ? RUNNEL_OK : RUNNEL_E_STATUS;
 }
 
-int rnc_body_digest(const rn_body *b, char out[65]) {
+int rnc_body_digest(const runnel_body *b, char out[65]) {
     uint8_t d[32];
     if (!b || b->data || !b->source) {
         rn_blake3_hash(b ? b->data : NULL, b ? b->len : 0, d);
@@ -228,7 +230,7 @@ int64_t rnc_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-long rnc_retry_delay_ms(const rn_answer *ans, int attempt) {
+long rnc_retry_delay_ms(const runnel_answer *ans, int attempt) {
     long ms = 200L << (attempt < 5 ? attempt : 5);
     if (ms > 5000)
         ms = 5000;
@@ -237,15 +239,15 @@ long rnc_retry_delay_ms(const rn_answer *ans, int attempt) {
     return ms;
 }
 
-void rnc_retry_pause(const rn_answer *ans, int attempt) {
+void rnc_retry_pause(const runnel_answer *ans, int attempt) {
     long ms = rnc_retry_delay_ms(ans, attempt);
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-int rnc_repeatable(const rn_answer *ans) {
-    return ans->outcome == RN_UNKNOWN ||
-           (ans->outcome == RN_REFUSED && ans->retry_after_s >= 0 && ans->status >= 429);
+int rnc_repeatable(const runnel_answer *ans) {
+    return ans->outcome == RUNNEL_UNKNOWN ||
+           (ans->outcome == RUNNEL_REFUSED && ans->retry_after_s >= 0 && ans->status >= 429);
 }
 
 void rnc_fmt(char *dst, size_t cap, const char *fmt, ...) {

@@ -5,7 +5,7 @@
  * (bounded) for its code; redirects (307/308 only, §5.7 and §9.2) are
  * followed here, never by libcurl, so that every hop is seen and the
  * cluster-aware mode can learn from it. Also the pool of idle easy handles
- * (each keeps its connection) that makes an rn_client usable from several
+ * (each keeps its connection) that makes an runnel_client usable from several
  * threads.
  */
 #include "client/internal.h"
@@ -21,7 +21,7 @@ void rnc_header(rnc_headers *h, const char *name, const char *value) {
         h->bad = 1;
         return;
     }
-    char line[RN_VALUE_MAX + 128];
+    char line[RUNNEL_VALUE_MAX + 128];
     int n = snprintf(line, sizeof line, "%s: %s", name, value);
     if (n < 0 || (size_t)n >= sizeof line) {
         h->bad = 1;
@@ -44,8 +44,8 @@ void rnc_headers_free(rnc_headers *h) {
     h->list = NULL;
 }
 
-int rnc_request_init(rnc_request *req, const rn_client *c, const char *method, const char *target,
-                     const char *suffix) {
+int rnc_request_init(rnc_request *req, const runnel_client *c, const char *method,
+                     const char *target, const char *suffix) {
     memset(req, 0, sizeof *req);
     req->method = method;
     int full = rn_iprefix(target, strlen(target), "http://") ||
@@ -70,7 +70,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg) {
 static size_t on_body(char *data, size_t size, size_t n, void *arg) {
     rnc_request *req = arg;
     size_t len = size * n;
-    rn_answer *a = req->ans;
+    runnel_answer *a = req->ans;
     if (a->status >= 200 && a->status <= 299) {
         if (req->sink && req->sink(req->sink_arg, data, len)) {
             req->stopped = 1;
@@ -90,7 +90,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg) {
 
 static size_t on_upload(char *buf, size_t size, size_t n, void *arg) {
     rnc_request *req = arg;
-    const rn_body *b = req->body;
+    const runnel_body *b = req->body;
     size_t cap = size * n;
     if (!b)
         return 0;
@@ -119,7 +119,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
     return 0;
 }
 
-void rnc_easy_setup(rn_client *c, CURL *e, rnc_request *req, rn_answer *ans) {
+void rnc_easy_setup(runnel_client *c, CURL *e, rnc_request *req, runnel_answer *ans) {
     curl_easy_reset(e);
     req->ans = ans;
     rnc_copy(ans->url, sizeof ans->url, req->url, strlen(req->url));
@@ -159,7 +159,7 @@ void rnc_easy_setup(rn_client *c, CURL *e, rnc_request *req, rn_answer *ans) {
     if (strcmp(req->method, "HEAD") == 0) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (upload) {
-        const rn_body *b = req->body;
+        const runnel_body *b = req->body;
         uint64_t size = b ? b->len : 0;
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
@@ -197,7 +197,7 @@ static void drop_expect(rnc_request *req) {
 }
 
 void rnc_easy_finish(CURL *e, rnc_request *req, CURLcode code) {
-    rn_answer *a = req->ans;
+    runnel_answer *a = req->ans;
     drop_expect(req);
     if (code != CURLE_OK && !(req->stopped && a->status)) {
         /* No complete answer: a status seen before the cut says nothing
@@ -214,7 +214,7 @@ void rnc_easy_finish(CURL *e, rnc_request *req, CURLcode code) {
         rnc_answer_error_body(a, req->err_body, req->err_len);
 }
 
-CURL *rnc_easy_get(rn_client *c) {
+CURL *rnc_easy_get(runnel_client *c) {
     CURL *e = NULL;
     pthread_mutex_lock(&c->lock);
     if (c->nidle)
@@ -225,7 +225,7 @@ CURL *rnc_easy_get(rn_client *c) {
     return e;
 }
 
-void rnc_easy_put(rn_client *c, CURL *e) {
+void rnc_easy_put(runnel_client *c, CURL *e) {
     pthread_mutex_lock(&c->lock);
     if (c->nidle < RNC_IDLE_HANDLES) {
         c->idle[c->nidle++] = e;
@@ -237,18 +237,18 @@ void rnc_easy_put(rn_client *c, CURL *e) {
 }
 
 /* Whether a body can be sent again (for a redirect). */
-static int body_rewind(const rn_body *b) {
+static int body_rewind(const runnel_body *b) {
     if (!b || b->data || !b->source)
         return 0;
     return b->rewind ? b->rewind(b->arg) : -1;
 }
 
-rn_result rnc_perform(rn_client *c, rnc_request *req, rn_answer *ans) {
+runnel_result rnc_perform(runnel_client *c, rnc_request *req, runnel_answer *ans) {
     if (req->headers.bad) {
         rnc_answer_reset(ans);
         rnc_fmt(ans->transport_message, sizeof ans->transport_message,
                 "a header value holds CR or LF, or is too long");
-        return RN_E_USAGE;
+        return RUNNEL_E_USAGE;
     }
     int hops = c->o.max_redirects ? c->o.max_redirects : 5;
     if (hops < 0)
@@ -256,7 +256,7 @@ rn_result rnc_perform(rn_client *c, rnc_request *req, rn_answer *ans) {
     if (c->o.cluster_aware)
         rnc_route_apply(c, req);
     CURL *e = rnc_easy_get(c);
-    rn_result r;
+    runnel_result r;
     for (;;) {
         char sent_to[RNC_URL_MAX];
         memcpy(sent_to, req->url, sizeof sent_to);
@@ -264,14 +264,14 @@ rn_result rnc_perform(rn_client *c, rnc_request *req, rn_answer *ans) {
         CURLcode code = curl_easy_perform(e);
         rnc_easy_finish(e, req, code);
         if (req->stopped) {
-            r = RN_E_STOPPED;
+            r = RUNNEL_E_STOPPED;
             break;
         }
         if (!ans->status) {
-            r = RN_E_TRANSPORT;
+            r = RUNNEL_E_TRANSPORT;
             break;
         }
-        r = RN_OK;
+        r = RUNNEL_OK;
         if (c->o.cluster_aware)
             rnc_route_learn(c, sent_to, ans);
         if ((ans->status != 307 && ans->status != 308) || !ans->location[0] || hops-- <= 0 ||

@@ -27,8 +27,8 @@ typedef struct {
     uint64_t used; /* last use, for replacement */
 } rnc_route;
 
-struct rn_client {
-    rn_client_options o;
+struct runnel_client {
+    runnel_client_options o;
     char base_url[RNC_URL_MAX];
     char user_agent[64];
     pthread_mutex_t lock; /* guards idle[] and routes[] */
@@ -58,13 +58,13 @@ typedef struct {
     const char *method; /* GET, HEAD, PUT, POST, DELETE */
     char url[RNC_URL_MAX];
     rnc_headers headers;
-    const rn_body *body; /* PUT/POST: NULL sends an empty body */
+    const runnel_body *body; /* PUT/POST: NULL sends an empty body */
     int expect_continue;
     int live;         /* a live read: no whole-request timeout */
     rnc_sink_fn sink; /* 2xx body; NULL: discarded */
     void *sink_arg;
     /* internal state of one try */
-    rn_answer *ans;
+    runnel_answer *ans;
     uint64_t seen;   /* typed headers of the current header block */
     size_t body_pos; /* bytes of an in-memory body sent */
     uint64_t body_sent;
@@ -78,36 +78,36 @@ typedef struct {
 /* Prepares req for method and target (a full URL or a path joined to the
  * base URL, followed by `suffix`, which may be NULL). Returns 0, or -1 when
  * the URL does not fit. */
-int rnc_request_init(rnc_request *req, const rn_client *c, const char *method, const char *target,
-                     const char *suffix);
+int rnc_request_init(rnc_request *req, const runnel_client *c, const char *method,
+                     const char *target, const char *suffix);
 void rnc_request_free(rnc_request *req);
 
 /* Sets up an easy handle for one try of req (its answer is reset). */
-void rnc_easy_setup(rn_client *c, CURL *e, rnc_request *req, rn_answer *ans);
+void rnc_easy_setup(runnel_client *c, CURL *e, rnc_request *req, runnel_answer *ans);
 /* Completes the answer of a try that ended with code (status, transport
  * error, error body). */
 void rnc_easy_finish(CURL *e, rnc_request *req, CURLcode code);
 
 /* Performs req (blocking), following 307/308 as the client allows and
- * learning routes in the cluster-aware mode. Fills *ans. Returns RN_OK when
- * an answer came (whatever its status), RN_E_TRANSPORT when none did,
- * RN_E_USAGE for a bad header value, RN_E_STOPPED when the sink stopped. */
-rn_result rnc_perform(rn_client *c, rnc_request *req, rn_answer *ans);
+ * learning routes in the cluster-aware mode. Fills *ans. Returns RUNNEL_OK when
+ * an answer came (whatever its status), RUNNEL_E_TRANSPORT when none did,
+ * RUNNEL_E_USAGE for a bad header value, RUNNEL_E_STOPPED when the sink stopped. */
+runnel_result rnc_perform(runnel_client *c, rnc_request *req, runnel_answer *ans);
 
 /* Takes an easy handle from the client's pool (or a new one) / gives it
  * back. Thread-safe. */
-CURL *rnc_easy_get(rn_client *c);
-void rnc_easy_put(rn_client *c, CURL *e);
+CURL *rnc_easy_get(runnel_client *c);
+void rnc_easy_put(runnel_client *c, CURL *e);
 
 /* Answers (answer.c). */
-void rnc_answer_reset(rn_answer *a);
+void rnc_answer_reset(runnel_answer *a);
 /* Parses one header line into a. *seen holds which typed headers this
  * header block sent (a repeated one is dropped); a status line starts a
  * new block (resets a and *seen). */
-void rnc_answer_header(rn_answer *a, uint64_t *seen, const char *line, size_t len);
+void rnc_answer_header(runnel_answer *a, uint64_t *seen, const char *line, size_t len);
 /* Reads the {"error":{"code","message"}} body, and decides whether a 403's
  * producer code is believed (producer_answer). */
-void rnc_answer_error_body(rn_answer *a, const char *body, size_t len);
+void rnc_answer_error_body(runnel_answer *a, const char *body, size_t len);
 /* Copies s into a field of capacity cap; -1 (and an empty field) when it
  * does not fit. */
 int rnc_copy(char *dst, size_t cap, const char *s, size_t len);
@@ -115,8 +115,8 @@ int rnc_copy(char *dst, size_t cap, const char *s, size_t len);
 /* Routes (route.c): in the cluster-aware mode, rewrites req->url to the
  * leader learned for its path; learns from a 307 with x-ursula-raft-*
  * headers; forgets a group's leader on 503 NO_LEADER. Thread-safe. */
-void rnc_route_apply(rn_client *c, rnc_request *req);
-void rnc_route_learn(rn_client *c, const char *request_url, const rn_answer *a);
+void rnc_route_apply(runnel_client *c, rnc_request *req);
+void rnc_route_learn(runnel_client *c, const char *request_url, const runnel_answer *a);
 
 /* Splits a URL into origin ("http://h:p") and path (from the first '/'
  * after the authority, without the query). Returns 0, or -1 when it is no
@@ -124,8 +124,8 @@ void rnc_route_learn(rn_client *c, const char *request_url, const rn_answer *a);
 int rnc_url_split(const char *url, char *origin, size_t ocap, char *path, size_t pcap);
 
 /* Status helpers for calls. */
-rn_result rnc_write_result(rn_write_kind kind, rn_result transport, rn_answer *ans);
-rn_result rnc_read_result(rn_result transport, const rn_answer *ans);
+runnel_result rnc_write_result(runnel_write_kind kind, runnel_result transport, runnel_answer *ans);
+runnel_result rnc_read_result(runnel_result transport, const runnel_answer *ans);
 
 /* snprintf for text that may be cut to fit (messages, copies into fixed
  * fields); always terminates dst. */
@@ -135,11 +135,11 @@ void rnc_fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(
 int64_t rnc_now_ms(void);
 /* The pause before repeating a write: Retry-After when the answer gave one
  * (at most 10 s), else 200 ms doubling with the attempt up to 5 s. */
-long rnc_retry_delay_ms(const rn_answer *ans, int attempt);
-void rnc_retry_pause(const rn_answer *ans, int attempt);
+long rnc_retry_delay_ms(const runnel_answer *ans, int attempt);
+void rnc_retry_pause(const runnel_answer *ans, int attempt);
 /* Whether a classified write answer may be repeated as it is: unknown, or
  * a refusal that a short wait can lift (429 or 5xx with Retry-After). */
-int rnc_repeatable(const rn_answer *ans);
+int rnc_repeatable(const runnel_answer *ans);
 
 /* Appends a read's query to url (capacity RNC_URL_MAX): offset
  * (percent-encoded; NULL is -1), then live, cursor, max_bytes (> 0),
@@ -153,6 +153,6 @@ int rnc_url_append_segment(char *url, const char *s);
 
 /* The BLAKE3-256 hex digest of a body (memory or source; a source is
  * rewound after). Returns 0, or -1 when the source failed. */
-int rnc_body_digest(const rn_body *b, char out[65]);
+int rnc_body_digest(const runnel_body *b, char out[65]);
 
 #endif

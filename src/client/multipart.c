@@ -16,7 +16,8 @@
 
 enum { PREAMBLE, AFTER_DELIM, HEADERS, BODY, END };
 
-int rnc_multipart_init(rnc_multipart *p, const char *content_type, const rn_bootstrap_handler *h) {
+int rnc_multipart_init(rnc_multipart *p, const char *content_type,
+                       const runnel_bootstrap_handler *h) {
     memset(p, 0, sizeof *p);
     p->h = h;
     const char *b = content_type ? strstr(content_type, "boundary=") : NULL;

@@ -22,7 +22,7 @@ typedef struct {
     int state;
     unsigned index; /* parts begun so far */
     int in_part;    /* a part's body is being delivered */
-    const rn_bootstrap_handler *h;
+    const runnel_bootstrap_handler *h;
     char head[RNC_MP_HEADER_MAX];
     size_t head_len;
     uint8_t work[80 + RNC_MP_SLICE];
@@ -34,7 +34,8 @@ typedef struct {
 /* Prepares p for the body of an answer whose Content-Type is
  * content_type ("multipart/mixed; boundary=..."). Returns 0, or -1 when it
  * names no usable boundary. */
-int rnc_multipart_init(rnc_multipart *p, const char *content_type, const rn_bootstrap_handler *h);
+int rnc_multipart_init(rnc_multipart *p, const char *content_type,
+                       const runnel_bootstrap_handler *h);
 
 /* Feeds bytes. Returns 0, or -1 when the input is malformed or a callback
  * stopped (p->stopped tells which). */

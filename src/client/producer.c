@@ -2,7 +2,7 @@
  * producer.c — the exactly-once producer (extensions §5): one Producer-Id
  * and epoch, one seq per write, several writes in flight at once (a curl
  * multi handle, one connection per slot), each write's outcome read by
- * rn_classify and acted on by §5.6:
+ * runnel_classify and acted on by §5.6:
  *
  *   applied, repeat  the write holds; receipts go to the caller in seq order
  *   unknown          the same write again (same key, body, Producer-Digest),
@@ -48,19 +48,19 @@ typedef struct {
     int64_t not_before;
     int64_t retrying_since; /* first unknown or transient answer; 0: none */
     int repeat, evicted, receipt_closed;
-    char offset[RN_VALUE_MAX], next_offset[RN_VALUE_MAX];
+    char offset[RUNNEL_VALUE_MAX], next_offset[RUNNEL_VALUE_MAX];
 } wentry;
 
 typedef struct {
     CURL *e;
     rnc_request req;
-    rn_answer ans;
-    rn_body body;
+    runnel_answer ans;
+    runnel_body body;
     wentry *w; /* NULL: free */
 } slot;
 
-struct rn_producer {
-    rn_client *c;
+struct runnel_producer {
+    runnel_client *c;
     rnc_pstate st; /* url, id, epoch, claimed, incarnation, next_seq, acked_tag */
     char url_now[RNC_URL_MAX];
     char content_type[128];
@@ -76,29 +76,29 @@ struct rn_producer {
     CURLM *multi;
     long retry_for_ms;
     int use_incarnation;
-    void (*on_receipt)(void *arg, const rn_receipt *r);
+    void (*on_receipt)(void *arg, const runnel_receipt *r);
     void *arg;
     int claims;
     uint64_t last_tag;
-    rn_result fail;
+    runnel_result fail;
     uint64_t fail_seq;
-    rn_outcome fail_outcome;
-    rn_answer fail_ans;
+    runnel_outcome fail_outcome;
+    runnel_answer fail_ans;
     char why[320];
-    rn_producer_stats stats;
+    runnel_producer_stats stats;
 };
 
-static wentry *at(rn_producer *p, unsigned i) {
+static wentry *at(runnel_producer *p, unsigned i) {
     return &p->ring[(p->head + i) % p->window];
 }
 
-static void fail(rn_producer *p, rn_result r, const wentry *w, const rn_answer *a,
+static void fail(runnel_producer *p, runnel_result r, const wentry *w, const runnel_answer *a,
                  const char *why) {
-    if (p->fail != RN_OK)
+    if (p->fail != RUNNEL_OK)
         return;
     p->fail = r;
     p->fail_seq = w ? w->seq : 0;
-    p->fail_outcome = a ? a->outcome : RN_REFUSED;
+    p->fail_outcome = a ? a->outcome : RUNNEL_REFUSED;
     if (a)
         p->fail_ans = *a;
     rnc_fmt(p->why, sizeof p->why, "%s", why);
@@ -106,7 +106,7 @@ static void fail(rn_producer *p, rn_result r, const wentry *w, const rn_answer *
 
 /* Writes the state: every write not known to hold, then the recorded
  * writes not sent again yet. */
-static int save(rn_producer *p) {
+static int save(runnel_producer *p) {
     if (!p->state_path)
         return 0;
     p->st.npending = 0;
@@ -122,7 +122,7 @@ static int save(rn_producer *p) {
         rnc_pstate_add(&p->st, &p->replay[i]);
     char err[300];
     if (rnc_pstate_save(p->state_path, &p->st, err, sizeof err)) {
-        fail(p, RN_E_IO, NULL, NULL, err);
+        fail(p, RUNNEL_E_IO, NULL, NULL, err);
         return -1;
     }
     for (unsigned i = 0; i < p->count; i++)
@@ -132,16 +132,16 @@ static int save(rn_producer *p) {
 }
 
 /* Delivers the receipts of the writes at the head that hold. */
-static void retire(rn_producer *p) {
+static void retire(runnel_producer *p) {
     while (p->count && at(p, 0)->state == W_DONE) {
         wentry *w = at(p, 0);
-        rn_receipt r = {.epoch = p->st.epoch,
-                        .seq = w->seq,
-                        .tag = w->tag,
-                        .offset = w->offset,
-                        .next_offset = w->next_offset,
-                        .repeat = w->repeat,
-                        .closed = w->receipt_closed};
+        runnel_receipt r = {.epoch = p->st.epoch,
+                            .seq = w->seq,
+                            .tag = w->tag,
+                            .offset = w->offset,
+                            .next_offset = w->next_offset,
+                            .repeat = w->repeat,
+                            .closed = w->receipt_closed};
         p->st.acked_tag = w->tag;
         p->stats.acked++;
         if (p->on_receipt)
@@ -153,14 +153,14 @@ static void retire(rn_producer *p) {
     }
 }
 
-static slot *free_slot(rn_producer *p) {
+static slot *free_slot(runnel_producer *p) {
     for (unsigned i = 0; i < p->window; i++)
         if (!p->slots[i].w)
             return &p->slots[i];
     return NULL;
 }
 
-static void start(rn_producer *p, slot *s, wentry *w) {
+static void start(runnel_producer *p, slot *s, wentry *w) {
     rnc_request *req = &s->req;
     rnc_request_free(req);
     memset(req, 0, sizeof *req);
@@ -179,7 +179,7 @@ static void start(rn_producer *p, slot *s, wentry *w) {
         rnc_header(&req->headers, "Stream-Incarnation", p->st.incarnation);
     /* a repeat may be answered from its head (§5.5): keep the body back */
     req->expect_continue = w->attempts > 0 && p->use_incarnation && p->st.incarnation[0];
-    s->body = (rn_body){.data = w->body, .len = w->len};
+    s->body = (runnel_body){.data = w->body, .len = w->len};
     req->body = &s->body;
     s->w = w;
     rnc_easy_setup(p->c, s->e, req, &s->ans);
@@ -193,7 +193,7 @@ static void start(rn_producer *p, slot *s, wentry *w) {
 }
 
 /* Sends what may be sent: in seq order, no seq after an unheld claim. */
-static void send_ready(rn_producer *p) {
+static void send_ready(runnel_producer *p) {
     int64_t now = rnc_now_ms();
     int need_save = p->dirty;
     for (unsigned i = 0; i < p->count; i++)
@@ -223,15 +223,15 @@ static void send_ready(rn_producer *p) {
     }
 }
 
-static void retry_later(rn_producer *p, wentry *w, const rn_answer *a) {
+static void retry_later(runnel_producer *p, wentry *w, const runnel_answer *a) {
     int64_t now = rnc_now_ms();
     if (!w->retrying_since)
         w->retrying_since = now;
     if (p->retry_for_ms >= 0 && now - w->retrying_since > p->retry_for_ms) {
         char why[200];
         rnc_fmt(why, sizeof why, "seq %llu: still %s after %ld ms of repeats",
-                (unsigned long long)w->seq, rn_outcome_name(a->outcome), p->retry_for_ms);
-        fail(p, a->outcome == RN_UNKNOWN ? RN_E_UNKNOWN : RN_E_REFUSED, w, a, why);
+                (unsigned long long)w->seq, runnel_outcome_name(a->outcome), p->retry_for_ms);
+        fail(p, a->outcome == RUNNEL_UNKNOWN ? RUNNEL_E_UNKNOWN : RUNNEL_E_REFUSED, w, a, why);
         return;
     }
     w->state = W_QUEUED;
@@ -239,7 +239,7 @@ static void retry_later(rn_producer *p, wentry *w, const rn_answer *a) {
 }
 
 /* The first not-held seq of the window. */
-static uint64_t lowest_open(rn_producer *p) {
+static uint64_t lowest_open(runnel_producer *p) {
     for (unsigned i = 0; i < p->count; i++)
         if (at(p, i)->state != W_DONE)
             return at(p, i)->seq;
@@ -248,7 +248,7 @@ static uint64_t lowest_open(rn_producer *p) {
 
 /* A producer 403 or a repeated claim for this process's first claim:
  * claims the epoch above the one the server names (at most 5 times). */
-static int reclaim(rn_producer *p, wentry *w, const rn_answer *a) {
+static int reclaim(runnel_producer *p, wentry *w, const runnel_answer *a) {
     if (w->seq != 0 || p->st.claimed || w->maybe_applied || p->claims >= 5 || a->producer_epoch < 0)
         return 0;
     uint64_t e = (uint64_t)a->producer_epoch;
@@ -262,7 +262,7 @@ static int reclaim(rn_producer *p, wentry *w, const rn_answer *a) {
     return 1;
 }
 
-static void on_refused(rn_producer *p, wentry *w, const rn_answer *a) {
+static void on_refused(runnel_producer *p, wentry *w, const runnel_answer *a) {
     char why[300];
     if (rnc_repeatable(a)) {
         retry_later(p, w, a);
@@ -279,7 +279,7 @@ static void on_refused(rn_producer *p, wentry *w, const rn_answer *a) {
                 "seq %llu refused: the server expects seq %llu; it no longer holds this "
                 "producer's state (expired?)",
                 (unsigned long long)w->seq, (unsigned long long)e);
-        fail(p, RN_E_REFUSED, w, a, why);
+        fail(p, RUNNEL_E_REFUSED, w, a, why);
         return;
     }
     if (a->status == 403 && a->producer_answer) {
@@ -291,28 +291,28 @@ static void on_refused(rn_producer *p, wentry *w, const rn_answer *a) {
         rnc_fmt(why, sizeof why, "seq %llu of epoch %llu refused: %s (Producer-Epoch %lld%s)",
                 (unsigned long long)w->seq, (unsigned long long)p->st.epoch, a->producer_outcome,
                 (long long)a->producer_epoch, closed);
-        fail(p, RN_E_REFUSED, w, a, why);
+        fail(p, RUNNEL_E_REFUSED, w, a, why);
         return;
     }
     rnc_fmt(why, sizeof why, "seq %llu refused: %d %s", (unsigned long long)w->seq, a->status,
             a->error_code[0] ? a->error_code : "");
-    fail(p, a->status == 412 ? RN_E_INCARNATION : RN_E_REFUSED, w, a, why);
+    fail(p, a->status == 412 ? RUNNEL_E_INCARNATION : RUNNEL_E_REFUSED, w, a, why);
 }
 
-static void on_answer(rn_producer *p, slot *s) {
+static void on_answer(runnel_producer *p, slot *s) {
     wentry *w = s->w;
-    rn_answer *a = &s->ans;
+    runnel_answer *a = &s->ans;
     if (p->c->o.cluster_aware)
         rnc_route_learn(p->c, s->req.url, a);
-    a->outcome = a->status ? rn_classify(RN_WRITE_PRODUCER, a) : RN_UNKNOWN;
+    a->outcome = a->status ? runnel_classify(RUNNEL_WRITE_PRODUCER, a) : RUNNEL_UNKNOWN;
     switch (a->outcome) {
-    case RN_REPEAT:
+    case RUNNEL_REPEAT:
         if (w->seq == 0 && !p->st.claimed && !w->maybe_applied && reclaim(p, w, a))
             return; /* another claimant's identical claim holds this epoch */
         /* fall through */
-    case RN_APPLIED:
+    case RUNNEL_APPLIED:
         w->state = W_DONE;
-        w->repeat = a->outcome == RN_REPEAT;
+        w->repeat = a->outcome == RUNNEL_REPEAT;
         w->receipt_closed = a->closed;
         rnc_fmt(w->offset, sizeof w->offset, "%s", a->offset);
         rnc_fmt(w->next_offset, sizeof w->next_offset, "%s", a->next_offset);
@@ -320,19 +320,19 @@ static void on_answer(rn_producer *p, slot *s) {
         if (w->seq == 0)
             p->st.claimed = 1;
         return;
-    case RN_REDIRECTED:
+    case RUNNEL_REDIRECTED:
         if (a->location[0] && w->redirects++ < 5) {
             rnc_fmt(p->url_now, sizeof p->url_now, "%s", a->location);
             w->state = W_QUEUED;
             return;
         }
-        fail(p, RN_E_STATUS, w, a, "too many redirects");
+        fail(p, RUNNEL_E_STATUS, w, a, "too many redirects");
         return;
-    case RN_UNKNOWN:
+    case RUNNEL_UNKNOWN:
         w->maybe_applied = 1;
         retry_later(p, w, a);
         return;
-    case RN_REFUSED:
+    case RUNNEL_REFUSED:
         on_refused(p, w, a);
         return;
     }
@@ -340,7 +340,7 @@ static void on_answer(rn_producer *p, slot *s) {
 
 /* Makes progress: saves and sends what may go, collects answers, delivers
  * receipts; with block, first waits (bounded) for the network. */
-static void pump(rn_producer *p, int block) {
+static void pump(runnel_producer *p, int block) {
     send_ready(p);
     int running = 0;
     if (block)
@@ -360,19 +360,20 @@ static void pump(rn_producer *p, int block) {
         s->w = NULL;
     }
     retire(p);
-    if (p->fail == RN_OK)
+    if (p->fail == RUNNEL_OK)
         send_ready(p);
 }
 
-rn_result rn_producer_open(rn_client *c, const char *stream, const rn_producer_options *o,
-                           rn_producer **out, char *err, size_t errcap) {
+runnel_result runnel_producer_open(runnel_client *c, const char *stream,
+                                   const runnel_producer_options *o, runnel_producer **out,
+                                   char *err, size_t errcap) {
     *out = NULL;
     if (!o || !o->id || !o->id[0] || strpbrk(o->id, "\r\n") || strlen(o->id) >= 256 ||
         o->window > 64) {
         rnc_fmt(err, errcap, "a producer needs an id (1 to 255 bytes, no CR or LF)");
-        return RN_E_USAGE;
+        return RUNNEL_E_USAGE;
     }
-    rn_producer *p = calloc(1, sizeof *p);
+    runnel_producer *p = calloc(1, sizeof *p);
     if (!p)
         abort();
     p->c = c;
@@ -386,30 +387,30 @@ rn_result rn_producer_open(rn_client *c, const char *stream, const rn_producer_o
     if (rnc_request_init(&probe, c, "HEAD", stream, NULL)) {
         free(p);
         rnc_fmt(err, errcap, "the stream URL is too long");
-        return RN_E_USAGE;
+        return RUNNEL_E_USAGE;
     }
     rnc_pstate fresh = {0};
     rnc_fmt(fresh.url, sizeof fresh.url, "%s", probe.url);
     rnc_fmt(fresh.id, sizeof fresh.id, "%s", o->id);
     fresh.epoch = o->epoch;
     p->st = fresh;
-    rn_result r = RN_OK;
+    runnel_result r = RUNNEL_OK;
     if (o->state_path) {
         p->state_path = strdup(o->state_path);
         if (!p->state_path)
             abort();
         if ((p->lock_fd = rnc_pstate_lock(o->state_path, err, errcap)) < 0) {
-            r = RN_E_STATE;
+            r = RUNNEL_E_STATE;
         } else {
             int got = rnc_pstate_load(o->state_path, &p->st, err, errcap);
             if (got < 0) {
-                r = RN_E_STATE;
+                r = RUNNEL_E_STATE;
             } else if (got == 1) {
                 p->st = fresh;
             } else if (strcmp(p->st.url, fresh.url) != 0 || strcmp(p->st.id, fresh.id) != 0) {
                 rnc_fmt(err, errcap, "%s belongs to producer %s of %s", o->state_path, p->st.id,
                         p->st.url);
-                r = RN_E_STATE;
+                r = RUNNEL_E_STATE;
             } else { /* resume: the recorded writes are sent again first */
                 p->replay = p->st.pending;
                 p->nreplay = p->st.npending;
@@ -418,15 +419,16 @@ rn_result rn_producer_open(rn_client *c, const char *stream, const rn_producer_o
             }
         }
     }
-    if (r == RN_OK) {
-        rn_answer a;
-        rn_result h = rn_head(c, p->st.url, p->st.incarnation[0] ? p->st.incarnation : NULL, &a);
-        if (h != RN_OK) {
+    if (r == RUNNEL_OK) {
+        runnel_answer a;
+        runnel_result h =
+            runnel_head(c, p->st.url, p->st.incarnation[0] ? p->st.incarnation : NULL, &a);
+        if (h != RUNNEL_OK) {
             if (a.status)
                 rnc_fmt(err, errcap, "HEAD %s: %d %s", p->st.url, a.status, a.error_code);
             else
                 rnc_fmt(err, errcap, "HEAD %s: %s", p->st.url, a.transport_message);
-            r = a.status == 412 ? RN_E_INCARNATION : h;
+            r = a.status == 412 ? RUNNEL_E_INCARNATION : h;
         } else {
             rnc_fmt(p->content_type, sizeof p->content_type, "%s",
                     o->content_type     ? o->content_type
@@ -437,8 +439,8 @@ rn_result rn_producer_open(rn_client *c, const char *stream, const rn_producer_o
         }
     }
     rnc_request_free(&probe);
-    if (r != RN_OK) {
-        rn_producer_free(p);
+    if (r != RUNNEL_OK) {
+        runnel_producer_free(p);
         return r;
     }
     memcpy(p->url_now, p->st.url, sizeof p->url_now);
@@ -453,10 +455,10 @@ rn_result rn_producer_open(rn_client *c, const char *stream, const rn_producer_o
             abort();
     p->stats.epoch = p->st.epoch;
     *out = p;
-    return RN_OK;
+    return RUNNEL_OK;
 }
 
-int rn_producer_replay_next(const rn_producer *p, uint64_t *from_tag, uint64_t *tag) {
+int runnel_producer_replay_next(const runnel_producer *p, uint64_t *from_tag, uint64_t *tag) {
     if (p->ireplay >= p->nreplay)
         return 0;
     *from_tag = p->ireplay ? p->replay[p->ireplay - 1].tag : p->st.acked_tag;
@@ -464,18 +466,19 @@ int rn_producer_replay_next(const rn_producer *p, uint64_t *from_tag, uint64_t *
     return 1;
 }
 
-uint64_t rn_producer_acked_tag(const rn_producer *p) {
+uint64_t runnel_producer_acked_tag(const runnel_producer *p) {
     return p->st.acked_tag;
 }
 
-static rn_result queue(rn_producer *p, const void *body, size_t len, uint64_t tag, int closed) {
-    if (p->fail != RN_OK)
+static runnel_result queue(runnel_producer *p, const void *body, size_t len, uint64_t tag,
+                           int closed) {
+    if (p->fail != RUNNEL_OK)
         return p->fail;
     if (tag < p->last_tag || (!len && !closed))
-        return RN_E_USAGE;
-    while (p->count == p->window && p->fail == RN_OK)
+        return RUNNEL_E_USAGE;
+    while (p->count == p->window && p->fail == RUNNEL_OK)
         pump(p, 1);
-    if (p->fail != RN_OK)
+    if (p->fail != RUNNEL_OK)
         return p->fail;
     wentry *w = at(p, p->count);
     memset(w, 0, sizeof *w);
@@ -491,7 +494,7 @@ static rn_result queue(rn_producer *p, const void *body, size_t len, uint64_t ta
                     "the write resent as seq %llu differs from the one the state file recorded "
                     "(length, digest or tag): the input is not the one the producer was given",
                     (unsigned long long)r->seq);
-            fail(p, RN_E_STATE, NULL, NULL, why);
+            fail(p, RUNNEL_E_STATE, NULL, NULL, why);
             return p->fail;
         }
         w->seq = r->seq;
@@ -516,29 +519,29 @@ static rn_result queue(rn_producer *p, const void *body, size_t len, uint64_t ta
     return p->fail;
 }
 
-rn_result rn_producer_send(rn_producer *p, const void *body, size_t len, uint64_t tag) {
+runnel_result runnel_producer_send(runnel_producer *p, const void *body, size_t len, uint64_t tag) {
     return queue(p, body, len, tag, 0);
 }
 
-rn_result rn_producer_close_stream(rn_producer *p, uint64_t tag) {
+runnel_result runnel_producer_close_stream(runnel_producer *p, uint64_t tag) {
     return queue(p, NULL, 0, tag, 1);
 }
 
-rn_result rn_producer_flush(rn_producer *p) {
-    while (p->count && p->fail == RN_OK)
+runnel_result runnel_producer_flush(runnel_producer *p) {
+    while (p->count && p->fail == RUNNEL_OK)
         pump(p, 1);
-    if (p->fail == RN_OK && p->ireplay < p->nreplay) {
-        fail(p, RN_E_STATE, NULL, NULL,
+    if (p->fail == RUNNEL_OK && p->ireplay < p->nreplay) {
+        fail(p, RUNNEL_E_STATE, NULL, NULL,
              "the input ended before every write the state file recorded was resent");
     }
-    if (p->fail == RN_OK)
+    if (p->fail == RUNNEL_OK)
         save(p);
     return p->fail;
 }
 
-const rn_answer *rn_producer_failure(const rn_producer *p, uint64_t *seq, rn_outcome *outcome,
-                                     char *why, size_t whycap) {
-    if (p->fail == RN_OK)
+const runnel_answer *runnel_producer_failure(const runnel_producer *p, uint64_t *seq,
+                                             runnel_outcome *outcome, char *why, size_t whycap) {
+    if (p->fail == RUNNEL_OK)
         return NULL;
     if (seq)
         *seq = p->fail_seq;
@@ -549,13 +552,13 @@ const rn_answer *rn_producer_failure(const rn_producer *p, uint64_t *seq, rn_out
     return &p->fail_ans;
 }
 
-void rn_producer_get_stats(const rn_producer *p, rn_producer_stats *s) {
+void runnel_producer_get_stats(const runnel_producer *p, runnel_producer_stats *s) {
     *s = p->stats;
     s->epoch = p->st.epoch;
     s->next_seq = p->st.next_seq;
 }
 
-void rn_producer_free(rn_producer *p) {
+void runnel_producer_free(runnel_producer *p) {
     if (!p)
         return;
     for (unsigned i = 0; p->slots && i < p->window; i++) {

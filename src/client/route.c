@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* The entry for path, or NULL. Called with the lock held. */
-static rnc_route *find(rn_client *c, const char *path) {
+static rnc_route *find(runnel_client *c, const char *path) {
     for (int i = 0; i < RNC_ROUTES; i++)
         if (c->routes[i].path[0] && strcmp(c->routes[i].path, path) == 0)
             return &c->routes[i];
@@ -22,7 +22,7 @@ static rnc_route *find(rn_client *c, const char *path) {
 }
 
 /* A free entry, or the least recently used one. Called with the lock. */
-static rnc_route *take(rn_client *c) {
+static rnc_route *take(runnel_client *c) {
     rnc_route *best = &c->routes[0];
     for (int i = 0; i < RNC_ROUTES; i++) {
         if (!c->routes[i].path[0])
@@ -33,7 +33,7 @@ static rnc_route *take(rn_client *c) {
     return best;
 }
 
-void rnc_route_apply(rn_client *c, rnc_request *req) {
+void rnc_route_apply(runnel_client *c, rnc_request *req) {
     char origin[512], path[RNC_URL_MAX];
     if (rnc_url_split(req->url, origin, sizeof origin, path, sizeof path))
         return;
@@ -51,7 +51,7 @@ void rnc_route_apply(rn_client *c, rnc_request *req) {
 }
 
 /* Every route of `group` now points at origin (term), or at none. */
-static void set_group(rn_client *c, const char *group, const char *origin, int64_t term) {
+static void set_group(runnel_client *c, const char *group, const char *origin, int64_t term) {
     for (int i = 0; i < RNC_ROUTES; i++) {
         rnc_route *r = &c->routes[i];
         if (r->path[0] && strcmp(r->group, group) == 0) {
@@ -62,7 +62,7 @@ static void set_group(rn_client *c, const char *group, const char *origin, int64
 }
 
 /* The highest term held for group, or -1. */
-static int64_t group_term(rn_client *c, const char *group) {
+static int64_t group_term(runnel_client *c, const char *group) {
     int64_t t = -1;
     for (int i = 0; i < RNC_ROUTES; i++)
         if (c->routes[i].path[0] && strcmp(c->routes[i].group, group) == 0 && c->routes[i].term > t)
@@ -70,7 +70,7 @@ static int64_t group_term(rn_client *c, const char *group) {
     return t;
 }
 
-void rnc_route_learn(rn_client *c, const char *request_url, const rn_answer *a) {
+void rnc_route_learn(runnel_client *c, const char *request_url, const runnel_answer *a) {
     char origin[512], path[RNC_URL_MAX];
     if (rnc_url_split(request_url, origin, sizeof origin, path, sizeof path))
         return;

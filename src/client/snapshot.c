@@ -11,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(sizeof(rn_snapshot_hasher) >= sizeof(rn_blake3), "the hasher holds a BLAKE3 state");
+_Static_assert(sizeof(runnel_snapshot_hasher) >= sizeof(rn_blake3),
+               "the hasher holds a BLAKE3 state");
 
-void rn_snapshot_digest_init(rn_snapshot_hasher *h, const char *content_type) {
+void runnel_snapshot_digest_init(runnel_snapshot_hasher *h, const char *content_type) {
     rn_blake3 *b = (rn_blake3 *)h->state;
     uint64_t n = strlen(content_type);
     uint8_t le[8];
@@ -24,25 +25,25 @@ void rn_snapshot_digest_init(rn_snapshot_hasher *h, const char *content_type) {
     rn_blake3_update(b, content_type, n);
 }
 
-void rn_snapshot_digest_update(rn_snapshot_hasher *h, const void *data, size_t len) {
+void runnel_snapshot_digest_update(runnel_snapshot_hasher *h, const void *data, size_t len) {
     rn_blake3_update((rn_blake3 *)h->state, data, len);
 }
 
-void rn_snapshot_digest_final(const rn_snapshot_hasher *h, char out[65]) {
+void runnel_snapshot_digest_final(const runnel_snapshot_hasher *h, char out[65]) {
     uint8_t d[32];
     rn_blake3_final((const rn_blake3 *)h->state, d);
     rn_blake3_hex(d, out);
 }
 
-static rn_result bad_url(rn_answer *ans) {
+static runnel_result bad_url(runnel_answer *ans) {
     rnc_answer_reset(ans);
     rnc_fmt(ans->transport_message, sizeof ans->transport_message, "the URL is too long");
-    ans->outcome = RN_REFUSED;
-    return RN_E_USAGE;
+    ans->outcome = RUNNEL_REFUSED;
+    return RUNNEL_E_USAGE;
 }
 
 /* {stream}/snapshot/{offset}[suffix] */
-static int snapshot_url(rnc_request *req, const rn_client *c, const char *method,
+static int snapshot_url(rnc_request *req, const runnel_client *c, const char *method,
                         const char *stream, const char *offset, const char *suffix) {
     if (rnc_request_init(req, c, method, stream, "/snapshot") ||
         (offset && rnc_url_append_segment(req->url, offset)))
@@ -54,15 +55,16 @@ static int snapshot_url(rnc_request *req, const rn_client *c, const char *method
     return 0;
 }
 
-static rn_result write_call(rn_client *c, rnc_request *req, rn_write_kind kind, rn_answer *ans) {
-    rn_result r = rnc_perform(c, req, ans);
+static runnel_result write_call(runnel_client *c, rnc_request *req, runnel_write_kind kind,
+                                runnel_answer *ans) {
+    runnel_result r = rnc_perform(c, req, ans);
     rnc_request_free(req);
     return rnc_write_result(kind, r, ans);
 }
 
-rn_result rn_snapshot_publish(rn_client *c, const char *stream, const char *offset,
-                              const char *content_type, const rn_body *body,
-                              const char *incarnation, rn_answer *ans) {
+runnel_result runnel_snapshot_publish(runnel_client *c, const char *stream, const char *offset,
+                                      const char *content_type, const runnel_body *body,
+                                      const char *incarnation, runnel_answer *ans) {
     rnc_request req = {0};
     if (!offset || snapshot_url(&req, c, "PUT", stream, offset, NULL)) {
         rnc_request_free(&req);
@@ -72,12 +74,12 @@ rn_result rn_snapshot_publish(rn_client *c, const char *stream, const char *offs
                content_type ? content_type : "application/octet-stream");
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
     req.body = body;
-    return write_call(c, &req, RN_WRITE_PUBLISH, ans);
+    return write_call(c, &req, RUNNEL_WRITE_PUBLISH, ans);
 }
 
-rn_result rn_snapshot_part(rn_client *c, const char *stream, const char *offset,
-                           const char *content_type, const rn_body *body, const char *incarnation,
-                           rn_answer *ans) {
+runnel_result runnel_snapshot_part(runnel_client *c, const char *stream, const char *offset,
+                                   const char *content_type, const runnel_body *body,
+                                   const char *incarnation, runnel_answer *ans) {
     rnc_request req = {0};
     if (!offset || snapshot_url(&req, c, "POST", stream, offset, "/parts")) {
         rnc_request_free(&req);
@@ -87,12 +89,13 @@ rn_result rn_snapshot_part(rn_client *c, const char *stream, const char *offset,
                content_type ? content_type : "application/octet-stream");
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
     req.body = body;
-    return write_call(c, &req, RN_WRITE_PART, ans);
+    return write_call(c, &req, RUNNEL_WRITE_PART, ans);
 }
 
-rn_result rn_snapshot_commit(rn_client *c, const char *stream, const char *offset,
-                             const char *content_type, const char *const *part_ids, size_t nparts,
-                             const char *digest, const char *incarnation, rn_answer *ans) {
+runnel_result runnel_snapshot_commit(runnel_client *c, const char *stream, const char *offset,
+                                     const char *content_type, const char *const *part_ids,
+                                     size_t nparts, const char *digest, const char *incarnation,
+                                     runnel_answer *ans) {
     rnc_request req = {0};
     if (!offset || snapshot_url(&req, c, "PUT", stream, offset, NULL)) {
         rnc_request_free(&req);
@@ -116,26 +119,26 @@ rn_result rn_snapshot_commit(rn_client *c, const char *stream, const char *offse
     rnc_header_u64(&req.headers, "Stream-Snapshot-Parts", nparts);
     rnc_header(&req.headers, "Stream-Snapshot-Digest", digest);
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    rn_body body = {.data = list, .len = len};
+    runnel_body body = {.data = list, .len = len};
     req.body = &body;
-    rn_result r = write_call(c, &req, RN_WRITE_PUBLISH, ans);
+    runnel_result r = write_call(c, &req, RUNNEL_WRITE_PUBLISH, ans);
     free(list);
     return r;
 }
 
-rn_result rn_snapshot_discard(rn_client *c, const char *stream, const char *incarnation,
-                              rn_answer *ans) {
+runnel_result runnel_snapshot_discard(runnel_client *c, const char *stream, const char *incarnation,
+                                      runnel_answer *ans) {
     rnc_request req = {0};
     if (snapshot_url(&req, c, "DELETE", stream, NULL, "/parts")) {
         rnc_request_free(&req);
         return bad_url(ans);
     }
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return write_call(c, &req, RN_WRITE_DISCARD, ans);
+    return write_call(c, &req, RUNNEL_WRITE_DISCARD, ans);
 }
 
 /* Reads up to cap bytes from the source (a full part unless it ends). */
-static long fill(const rn_body *b, char *buf, size_t cap) {
+static long fill(const runnel_body *b, char *buf, size_t cap) {
     size_t got = 0;
     while (got < cap) {
         long n = b->source(b->arg, buf + got, cap - got);
@@ -161,13 +164,13 @@ static void parts_free(part_list *p) {
 
 /* Stages one part, repeating an unknown answer (a repeat stages another
  * part; the server sweeps the unused one). */
-static rn_result stage(rn_client *c, const char *stream, const char *offset, const char *buf,
-                       size_t len, int64_t deadline, const char *incarnation, part_list *parts,
-                       rn_answer *ans) {
-    rn_body body = {.data = buf, .len = len};
+static runnel_result stage(runnel_client *c, const char *stream, const char *offset,
+                           const char *buf, size_t len, int64_t deadline, const char *incarnation,
+                           part_list *parts, runnel_answer *ans) {
+    runnel_body body = {.data = buf, .len = len};
     for (int attempt = 0;; attempt++) {
-        rn_result r = rn_snapshot_part(c, stream, offset, NULL, &body, incarnation, ans);
-        if (r == RN_OK) {
+        runnel_result r = runnel_snapshot_part(c, stream, offset, NULL, &body, incarnation, ans);
+        if (r == RUNNEL_OK) {
             if (parts->n == parts->cap) {
                 parts->cap = parts->cap ? parts->cap * 2 : 16;
                 parts->ids = realloc(parts->ids, parts->cap * sizeof *parts->ids);
@@ -178,7 +181,7 @@ static rn_result stage(rn_client *c, const char *stream, const char *offset, con
             if (!parts->ids[parts->n])
                 abort();
             parts->n++;
-            return RN_OK;
+            return RUNNEL_OK;
         }
         if (!rnc_repeatable(ans) || rnc_now_ms() >= deadline)
             return r;
@@ -186,22 +189,23 @@ static rn_result stage(rn_client *c, const char *stream, const char *offset, con
     }
 }
 
-rn_result rn_snapshot_publish_parts(rn_client *c, const char *stream, const char *offset,
-                                    const char *content_type, const rn_body *body,
-                                    size_t part_bytes, long retry_for_ms, const char *incarnation,
-                                    rn_answer *ans) {
+runnel_result runnel_snapshot_publish_parts(runnel_client *c, const char *stream,
+                                            const char *offset, const char *content_type,
+                                            const runnel_body *body, size_t part_bytes,
+                                            long retry_for_ms, const char *incarnation,
+                                            runnel_answer *ans) {
     if (!content_type)
         content_type = "application/octet-stream";
     if (!part_bytes)
         part_bytes = 8u << 20;
     int64_t deadline = rnc_now_ms() + (retry_for_ms > 0 ? retry_for_ms : 60000);
-    rn_snapshot_hasher h;
-    rn_snapshot_digest_init(&h, content_type);
+    runnel_snapshot_hasher h;
+    runnel_snapshot_digest_init(&h, content_type);
     part_list parts = {0};
     char *buf = malloc(part_bytes);
     if (!buf)
         abort();
-    rn_result r = RN_OK;
+    runnel_result r = RUNNEL_OK;
     uint64_t done = 0;
     for (;;) {
         long got;
@@ -216,14 +220,14 @@ rn_result rn_snapshot_publish_parts(rn_client *c, const char *stream, const char
             rnc_answer_reset(ans);
             rnc_fmt(ans->transport_message, sizeof ans->transport_message,
                     "reading the snapshot failed");
-            r = RN_E_IO;
+            r = RUNNEL_E_IO;
             break;
         }
         if (got == 0 && parts.n > 0)
             break;
-        rn_snapshot_digest_update(&h, buf, (size_t)got);
+        runnel_snapshot_digest_update(&h, buf, (size_t)got);
         r = stage(c, stream, offset, buf, (size_t)got, deadline, incarnation, &parts, ans);
-        if (r != RN_OK)
+        if (r != RUNNEL_OK)
             break;
         done += (uint64_t)got;
         if (body->progress)
@@ -232,28 +236,29 @@ rn_result rn_snapshot_publish_parts(rn_client *c, const char *stream, const char
             break;
     }
     free(buf);
-    if (r == RN_OK) {
+    if (r == RUNNEL_OK) {
         char digest[65];
-        rn_snapshot_digest_final(&h, digest);
+        runnel_snapshot_digest_final(&h, digest);
         for (int attempt = 0;; attempt++) {
-            r = rn_snapshot_commit(c, stream, offset, content_type, (const char *const *)parts.ids,
-                                   parts.n, digest, incarnation, ans);
-            if (r == RN_OK || !rnc_repeatable(ans) || rnc_now_ms() >= deadline)
+            r = runnel_snapshot_commit(c, stream, offset, content_type,
+                                       (const char *const *)parts.ids, parts.n, digest, incarnation,
+                                       ans);
+            if (r == RUNNEL_OK || !rnc_repeatable(ans) || rnc_now_ms() >= deadline)
                 break;
             rnc_retry_pause(ans, attempt);
         }
     }
-    if (r != RN_OK && ans->outcome != RN_UNKNOWN && parts.n) {
-        rn_answer discard; /* the parts of a refused upload go; an unknown commit keeps them */
-        rn_snapshot_discard(c, stream, incarnation, &discard);
+    if (r != RUNNEL_OK && ans->outcome != RUNNEL_UNKNOWN && parts.n) {
+        runnel_answer discard; /* the parts of a refused upload go; an unknown commit keeps them */
+        runnel_snapshot_discard(c, stream, incarnation, &discard);
     }
     parts_free(&parts);
     return r;
 }
 
-rn_result rn_snapshot_read(rn_client *c, const char *stream, const char *offset,
-                           const rn_snapshot_read_options *o, rn_answer *ans) {
-    static const rn_snapshot_read_options none = {0};
+runnel_result runnel_snapshot_read(runnel_client *c, const char *stream, const char *offset,
+                                   const runnel_snapshot_read_options *o, runnel_answer *ans) {
+    static const runnel_snapshot_read_options none = {0};
     if (!o)
         o = &none;
     rnc_request req = {0};
@@ -275,13 +280,14 @@ rn_result rn_snapshot_read(rn_client *c, const char *stream, const char *offset,
     rnc_header(&req.headers, "Range", o->range);
     req.sink = o->on_data;
     req.sink_arg = o->arg;
-    rn_result r = rnc_perform(c, &req, ans);
+    runnel_result r = rnc_perform(c, &req, ans);
     rnc_request_free(&req);
     return rnc_read_result(r, ans);
 }
 
-rn_result rn_chunk_read(rn_client *c, const char *stream, const char *token, const char *offset,
-                        rn_data_fn on_data, void *arg, rn_answer *ans) {
+runnel_result runnel_chunk_read(runnel_client *c, const char *stream, const char *token,
+                                const char *offset, runnel_data_fn on_data, void *arg,
+                                runnel_answer *ans) {
     rnc_request req = {0};
     if (!token || !offset || rnc_request_init(&req, c, "GET", stream, "/incarnation") ||
         rnc_url_append_segment(req.url, token) || rnc_url_append_segment(req.url, "chunk") ||
@@ -291,7 +297,7 @@ rn_result rn_chunk_read(rn_client *c, const char *stream, const char *token, con
     }
     req.sink = on_data;
     req.sink_arg = arg;
-    rn_result r = rnc_perform(c, &req, ans);
+    runnel_result r = rnc_perform(c, &req, ans);
     rnc_request_free(&req);
     return rnc_read_result(r, ans);
 }

@@ -1,5 +1,5 @@
 /*
- * tail.c — rn_tail: a live read by SSE or long-poll that goes on from the
+ * tail.c — runnel_tail: a live read by SSE or long-poll that goes on from the
  * last offset it delivered. Data reaches the caller only with the offset
  * after it (an SSE data event waits for its control event; a long-poll
  * body is delivered whole), so a connection cut mid-answer never delivers
@@ -19,14 +19,14 @@
 #include <time.h>
 
 typedef struct {
-    rn_client *c;
+    runnel_client *c;
     const char *stream;
-    const rn_tail_options *o;
+    const runnel_tail_options *o;
     size_t max_event;
-    char offset[RN_VALUE_MAX];
-    char cursor[RN_VALUE_MAX];
+    char offset[RUNNEL_VALUE_MAX];
+    char cursor[RUNNEL_VALUE_MAX];
     char incarnation[32];
-    rn_answer *ans;
+    runnel_answer *ans;
     rnc_sse sse;
     rn_buf pending; /* SSE: a data event waiting for its control event;
                        long-poll: the answer's body */
@@ -40,7 +40,7 @@ typedef struct {
     char new_incarnation[32];
 } tail_state;
 
-static int event(tail_state *t, rn_tail_event ev, const rn_answer *a) {
+static int event(tail_state *t, runnel_tail_event ev, const runnel_answer *a) {
     if (t->o->on_event && t->o->on_event(t->o->arg, ev, t->offset, a)) {
         t->stop_user = 1;
         return 1;
@@ -64,7 +64,7 @@ static int on_control(tail_state *t, const char *data, size_t len) {
         json_decref(root);
         return 1; /* a control event without its offset: the answer is broken */
     }
-    char off[RN_VALUE_MAX];
+    char off[RUNNEL_VALUE_MAX];
     rnc_fmt(off, sizeof off, "%s", json_string_value(next));
     json_t *cur = json_object_get(root, "streamCursor");
     if (json_is_string(cur) && json_string_length(cur) < sizeof t->cursor)
@@ -80,10 +80,10 @@ static int on_control(tail_state *t, const char *data, size_t len) {
         return 1;
     if (closed) {
         t->closed = 1;
-        return event(t, RN_TAIL_CLOSED, t->ans) || 1; /* the server ends the answer */
+        return event(t, RUNNEL_TAIL_CLOSED, t->ans) || 1; /* the server ends the answer */
     }
     if (up) {
-        if (event(t, RN_TAIL_UP_TO_DATE, t->ans))
+        if (event(t, RUNNEL_TAIL_UP_TO_DATE, t->ans))
             return 1;
         if (!t->o->follow) {
             t->stop_ok = 1;
@@ -109,7 +109,7 @@ static int on_sse_event(void *arg, const char *type, const char *data, size_t le
     if (strcmp(type, "control") == 0)
         return on_control(t, data, len);
     if (strcmp(type, "error") == 0) {
-        rn_answer a = *t->ans; /* the error body of the event, read like an answer's */
+        runnel_answer a = *t->ans; /* the error body of the event, read like an answer's */
         rnc_answer_error_body(&a, data, len);
         rnc_fmt(t->error_code, sizeof t->error_code, "%s", a.error_code);
         t->sse_error = 1;
@@ -138,14 +138,14 @@ static int poll_sink(void *arg, const void *data, size_t len) {
 }
 
 /* One live request. Returns rnc_perform's result. */
-static rn_result one_request(tail_state *t) {
-    int sse = t->o->mode == RN_TAIL_SSE;
+static runnel_result one_request(tail_state *t) {
+    int sse = t->o->mode == RUNNEL_TAIL_SSE;
     rnc_request req = {0};
     if (rnc_request_init(&req, t->c, "GET", t->stream, NULL) ||
         rnc_read_query(req.url, t->offset, 0, NULL, sse ? "sse" : "long-poll",
                        sse ? NULL : t->cursor, sse ? 0 : t->o->timeout_ms)) {
         rnc_request_free(&req);
-        return RN_E_USAGE;
+        return RUNNEL_E_USAGE;
     }
     if (t->incarnation[0])
         rnc_header(&req.headers, "Stream-Incarnation", t->incarnation);
@@ -156,7 +156,7 @@ static rn_result one_request(tail_state *t) {
     t->has_pending = 0;
     rnc_sse_reset(&t->sse);
     t->too_large = t->sse_error = 0;
-    rn_result r = rnc_perform(t->c, &req, t->ans);
+    runnel_result r = rnc_perform(t->c, &req, t->ans);
     rnc_request_free(&req);
     return r;
 }
@@ -181,7 +181,7 @@ static int other_incarnation(tail_state *t) {
 
 /* The long-poll answer's data and position. Returns 1 to stop. */
 static int after_poll(tail_state *t) {
-    rn_answer *a = t->ans;
+    runnel_answer *a = t->ans;
     if (!a->next_offset[0])
         return -1;
     if (a->status == 200 &&
@@ -192,11 +192,11 @@ static int after_poll(tail_state *t) {
         rnc_fmt(t->cursor, sizeof t->cursor, "%s", a->cursor);
     if (a->closed && (a->up_to_date || a->status == 204)) {
         t->closed = 1;
-        event(t, RN_TAIL_CLOSED, a);
+        event(t, RUNNEL_TAIL_CLOSED, a);
         return 1;
     }
     if (a->up_to_date || a->status == 204) {
-        if (event(t, RN_TAIL_UP_TO_DATE, a))
+        if (event(t, RUNNEL_TAIL_UP_TO_DATE, a))
             return 1;
         if (!t->o->follow) {
             t->stop_ok = 1;
@@ -206,8 +206,8 @@ static int after_poll(tail_state *t) {
     return 0;
 }
 
-rn_result rn_tail(rn_client *c, const char *stream, const rn_tail_options *o, char *last_offset,
-                  rn_answer *ans) {
+runnel_result runnel_tail(runnel_client *c, const char *stream, const runnel_tail_options *o,
+                          char *last_offset, runnel_answer *ans) {
     tail_state t = {.c = c, .stream = stream, .o = o, .ans = ans};
     t.max_event = o->max_event_bytes ? o->max_event_bytes : 16u << 20;
     rnc_fmt(t.offset, sizeof t.offset, "%s", o->offset ? o->offset : "-1");
@@ -217,31 +217,31 @@ rn_result rn_tail(rn_client *c, const char *stream, const rn_tail_options *o, ch
     long patience = o->reconnect_for_ms ? o->reconnect_for_ms : 60000;
     int64_t last_answer = rnc_now_ms();
     int failures = 0;
-    rn_result result;
+    runnel_result result;
     for (;;) {
-        rn_result r = one_request(&t);
-        if (r == RN_E_USAGE) {
+        runnel_result r = one_request(&t);
+        if (r == RUNNEL_E_USAGE) {
             result = r;
             break;
         }
         if (t.stop_user) {
-            result = RN_E_STOPPED;
+            result = RUNNEL_E_STOPPED;
             break;
         }
         if (t.closed || t.stop_ok) {
-            result = RN_OK;
+            result = RUNNEL_OK;
             break;
         }
-        if (r == RN_E_TRANSPORT || (r == RN_E_STOPPED && !t.too_large && !t.sse_error &&
-                                    ans->status == 200 && o->mode == RN_TAIL_SSE)) {
+        if (r == RUNNEL_E_TRANSPORT || (r == RUNNEL_E_STOPPED && !t.too_large && !t.sse_error &&
+                                        ans->status == 200 && o->mode == RUNNEL_TAIL_SSE)) {
             /* no answer, or an SSE answer cut or broken: reconnect from the
              * last offset delivered */
             if (patience >= 0 && rnc_now_ms() - last_answer > patience) {
-                result = RN_E_TRANSPORT;
+                result = RUNNEL_E_TRANSPORT;
                 break;
             }
-            if (event(&t, RN_TAIL_RECONNECTING, ans)) {
-                result = RN_E_STOPPED;
+            if (event(&t, RUNNEL_TAIL_RECONNECTING, ans)) {
+                result = RUNNEL_E_STOPPED;
                 break;
             }
             pause_ms(failures < 5 ? 100L << failures : 2000);
@@ -251,7 +251,7 @@ rn_result rn_tail(rn_client *c, const char *stream, const rn_tail_options *o, ch
         if (t.too_large) {
             rnc_fmt(ans->transport_message, sizeof ans->transport_message,
                     "an answer or event was larger than max_event_bytes");
-            result = RN_E_PROTOCOL;
+            result = RUNNEL_E_PROTOCOL;
             break;
         }
         last_answer = rnc_now_ms();
@@ -266,43 +266,43 @@ rn_result rn_tail(rn_client *c, const char *stream, const rn_tail_options *o, ch
             int gone = t.sse_error && strcmp(t.error_code, "INCARNATION_MISMATCH") != 0;
             if (t.sse_error)
                 rnc_fmt(ans->error_code, sizeof ans->error_code, "%s", t.error_code);
-            event(&t, gone ? RN_TAIL_GONE : RN_TAIL_INCARNATION, ans);
-            result = gone ? RN_E_STATUS : RN_E_INCARNATION;
+            event(&t, gone ? RUNNEL_TAIL_GONE : RUNNEL_TAIL_INCARNATION, ans);
+            result = gone ? RUNNEL_E_STATUS : RUNNEL_E_INCARNATION;
             break;
         }
         if (ans->status == 404 ||
             (ans->status == 410 && strcmp(ans->error_code, "STREAM_GONE") == 0)) {
-            event(&t, RN_TAIL_GONE, ans);
-            result = RN_E_STATUS;
+            event(&t, RUNNEL_TAIL_GONE, ans);
+            result = RUNNEL_E_STATUS;
             break;
         }
         if ((ans->status == 503 || ans->status == 429) && ans->retry_after_s >= 0) {
             if (patience >= 0 && rnc_now_ms() - last_answer > patience) {
-                result = RN_E_STATUS;
+                result = RUNNEL_E_STATUS;
                 break;
             }
             pause_ms(ans->retry_after_s > 5 ? 5000 : ans->retry_after_s * 1000 + 100);
             continue;
         }
-        if (o->mode == RN_TAIL_SSE && ans->status == 200)
+        if (o->mode == RUNNEL_TAIL_SSE && ans->status == 200)
             continue; /* the server ended the answer (its duration bound): go on */
-        if (o->mode == RN_TAIL_LONG_POLL && (ans->status == 200 || ans->status == 204)) {
+        if (o->mode == RUNNEL_TAIL_LONG_POLL && (ans->status == 200 || ans->status == 204)) {
             int stop = after_poll(&t);
             if (stop < 0) {
-                result = RN_E_PROTOCOL;
+                result = RUNNEL_E_PROTOCOL;
                 break;
             }
             if (stop) {
-                result = t.stop_user ? RN_E_STOPPED : RN_OK;
+                result = t.stop_user ? RUNNEL_E_STOPPED : RUNNEL_OK;
                 break;
             }
             continue;
         }
-        result = RN_E_STATUS;
+        result = RUNNEL_E_STATUS;
         break;
     }
     if (last_offset)
-        rnc_fmt(last_offset, RN_VALUE_MAX, "%s", t.offset);
+        rnc_fmt(last_offset, RUNNEL_VALUE_MAX, "%s", t.offset);
     rnc_sse_free(&t.sse);
     rn_buf_free(&t.pending);
     return result;
