@@ -264,8 +264,10 @@ runnel_result runnel_tail(runnel_client *c, const char *stream, const runnel_tai
                 continue;
             }
             int gone = t.sse_error && strcmp(t.error_code, "INCARNATION_MISMATCH") != 0;
-            if (t.sse_error)
+            if (t.sse_error) { /* the event names no token; the answer's is the old one */
                 rnc_fmt(ans->error_code, sizeof ans->error_code, "%s", t.error_code);
+                ans->incarnation[0] = 0;
+            }
             event(&t, gone ? RUNNEL_TAIL_GONE : RUNNEL_TAIL_INCARNATION, ans);
             result = gone ? RUNNEL_E_STATUS : RUNNEL_E_INCARNATION;
             break;
