@@ -127,6 +127,8 @@ int cli_connect(cli_ctx *x) {
 }
 
 int cli_stream_url(cli_ctx *x, const char *arg, char *out, size_t cap) {
+    if (!x->client && cli_connect(x))
+        return -2; /* the URL option came with the subcommand's options */
     size_t n = strlen(arg);
     if (n == 0)
         return -1;
@@ -208,11 +210,8 @@ int rn_cli_main(int argc, char **argv) {
     for (size_t k = 0; k < NCOMMANDS; k++) {
         if (strcmp(COMMANDS[k].name, argv[i]) != 0)
             continue;
-        int rc = cli_connect(&x);
-        if (rc == RN_EXIT_OK) {
-            optind = 0; /* getopt_long restarts on the subcommand's argv */
-            rc = COMMANDS[k].run(&x, argc - i, argv + i);
-        }
+        optind = 0; /* getopt_long restarts on the subcommand's argv */
+        int rc = COMMANDS[k].run(&x, argc - i, argv + i);
         runnel_client_free(x.client);
         return rc;
     }

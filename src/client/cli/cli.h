@@ -70,7 +70,9 @@ int cli_connect(cli_ctx *x);
 
 /* Resolves a stream argument to a URL: a full http(s) URL or a path
  * ("/v1/stream/a", "/bucket/stream") is kept; a name is put on the v1
- * surface, or on the bucket surface with --bucket. */
+ * surface, or on the bucket surface with --bucket. Makes x->client first
+ * (after the options, which may name the URL). Returns 0; -1 for a name
+ * the surface refuses; -2 for a bad server URL (already reported). */
 int cli_stream_url(cli_ctx *x, const char *arg, char *out, size_t cap);
 
 /* Reports a call: on success a human line on stderr (unless -q) or the

@@ -383,8 +383,10 @@ int cli_append(cli_ctx *x, int argc, char **argv) {
     if (o.producer && (o.seq || o.incarnation))
         return cli_usage_error("append", "--seq and --if-incarnation are for plain appends");
     char url[2048];
-    if (cli_stream_url(x, argv[i], url, sizeof url))
-        return cli_usage_error("append", "\"%s\" is not a stream name", argv[i]);
+    int bad_url;
+    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
+        return bad_url == -2 ? RN_EXIT_USAGE
+                             : cli_usage_error("append", "\"%s\" is not a stream name", argv[i]);
 
     append_tally t = {0};
     cli_progress_init(&t.progress, "append");

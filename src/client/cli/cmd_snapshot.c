@@ -99,8 +99,10 @@ int cli_publish(cli_ctx *x, int argc, char **argv) {
     if (!data && !file)
         return cli_usage_error("publish", "give the snapshot as DATA, --file F or - (stdin)");
     char url[2048];
-    if (cli_stream_url(x, argv[i], url, sizeof url))
-        return cli_usage_error("publish", "\"%s\" is not a stream name", argv[i]);
+    int bad_url;
+    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
+        return bad_url == -2 ? RN_EXIT_USAGE
+                             : cli_usage_error("publish", "\"%s\" is not a stream name", argv[i]);
     runnel_answer a;
     runnel_result r = runnel_head(x->client, url, inc, &a);
     if (r != RUNNEL_OK)
@@ -247,8 +249,10 @@ int cli_bootstrap(cli_ctx *x, int argc, char **argv) {
         return cli_usage_error("bootstrap",
                                argc - i < 1 ? "a STREAM is needed" : "too many operands");
     char url[2048];
-    if (cli_stream_url(x, argv[i], url, sizeof url))
-        return cli_usage_error("bootstrap", "\"%s\" is not a stream name", argv[i]);
+    int bad_url;
+    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
+        return bad_url == -2 ? RN_EXIT_USAGE
+                             : cli_usage_error("bootstrap", "\"%s\" is not a stream name", argv[i]);
     if (b.dir && mkdir(b.dir, 0755) && errno != EEXIST) {
         fprintf(stderr, "runnel bootstrap: cannot make %s: %s\n", b.dir, strerror(errno));
         return RN_EXIT_LOCAL;

@@ -26,9 +26,11 @@ static int operands(const char *cmd, int argc, char **argv, int data_ok, const c
 }
 
 static int resolve(cli_ctx *x, const char *cmd, const char *arg, char *url, size_t cap) {
-    if (cli_stream_url(x, arg, url, cap))
-        return cli_usage_error(cmd, "\"%s\" is not a stream name%s", arg,
-                               x->bucket ? " of the form bucket/stream" : "");
+    int bad_url;
+    if ((bad_url = cli_stream_url(x, arg, url, cap)))
+        return bad_url == -2 ? RN_EXIT_USAGE
+                             : cli_usage_error(cmd, "\"%s\" is not a stream name%s", arg,
+                                               x->bucket ? " of the form bucket/stream" : "");
     return 0;
 }
 
