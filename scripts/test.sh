@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, builds (plain and ASan+UBSan), and runs every test:
-# unit tests (ctest/cmocka), the official conformance suite, the black-box
+# unit tests (ctest/cmocka), the client library's and CLI's tests (ctest
+# label client), the official conformance suite, the black-box
 # tests (node --test tests/blackbox), the crash, subscription, fault-injection
 # (failed syncs, full disk, kill points) and abuse tests, each against both
 # builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
@@ -43,8 +44,10 @@ count() {
 }
 
 run_unit() {
-  local build=$1 log="$logdir/unit-$1.log"
-  (cd "$build" && ctest --output-on-failure -V) >"$log" 2>&1
+  local build=$1 label=${2:-} log="$logdir/unit-$1${2:+-$2}.log"
+  # the client library's tests (label client) are a step of their own
+  (cd "$build" && if [ -n "$label" ]; then ctest --output-on-failure -V -L "$label"
+                  else ctest --output-on-failure -V -LE client; fi) >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
@@ -53,7 +56,7 @@ run_unit() {
   p=$((p + $(grep -oE '^[0-9]+: # pass [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   f=$((f + $(grep -oE '^[0-9]+: # fail [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   [ "$status" -eq 0 ] || tail -50 "$log"
-  count "unit tests ($build)" "$p" "$f" "$status"
+  count "${label:-unit} tests ($build)" "$p" "$f" "$status"
 }
 
 run_conformance() {
@@ -98,6 +101,8 @@ run_script() {
 
 run_unit build
 run_unit build-asan
+run_unit build client
+run_unit build-asan client
 run_conformance build
 run_conformance build-asan
 run_blackbox build

@@ -451,6 +451,13 @@ RUNNEL_API int runnel_producer_replay_next(const runnel_producer *p, uint64_t *f
 /* The tag through which every write is known to hold (0 at first). */
 RUNNEL_API uint64_t runnel_producer_acked_tag(const runnel_producer *p);
 
+/* Two numbers the caller keeps with the producer's state, written with it
+ * durably by set_note (0 and 0 at first; kept in memory without a state
+ * file). The runnel command keeps where its current input started and
+ * whether that input was written to its end. */
+RUNNEL_API void runnel_producer_note(const runnel_producer *p, uint64_t note[2]);
+RUNNEL_API runnel_result runnel_producer_set_note(runnel_producer *p, const uint64_t note[2]);
+
 /* Sends one write (the key covers it whole), tagged with the caller's
  * position after it (tags must not decrease). Blocks while the window is
  * full. A replayed write must match the recorded length and digest

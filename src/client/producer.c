@@ -470,6 +470,20 @@ uint64_t runnel_producer_acked_tag(const runnel_producer *p) {
     return p->st.acked_tag;
 }
 
+void runnel_producer_note(const runnel_producer *p, uint64_t note[2]) {
+    note[0] = p->st.note[0];
+    note[1] = p->st.note[1];
+}
+
+runnel_result runnel_producer_set_note(runnel_producer *p, const uint64_t note[2]) {
+    if (p->fail != RUNNEL_OK)
+        return p->fail;
+    p->st.note[0] = note[0];
+    p->st.note[1] = note[1];
+    save(p);
+    return p->fail;
+}
+
 static runnel_result queue(runnel_producer *p, const void *body, size_t len, uint64_t tag,
                            int closed) {
     if (p->fail != RUNNEL_OK)

@@ -10,6 +10,7 @@
  *   incarnation <token | ->
  *   next_seq <n>
  *   acked_tag <n>
+ *   note <a> <b>
  *   pending <seq> <len> <digest> <tag> <closed 0|1>   (zero or more)
  *   end
  */
@@ -98,6 +99,12 @@ int rnc_pstate_load(const char *path, rnc_pstate *s, char *err, size_t errcap) {
             ok = t > 0 && claimed <= 1;
             s->claimed = (int)claimed;
             fields++;
+        } else if (strncmp(line, "note ", 5) == 0) {
+            unsigned long long a, b;
+            int used = 0;
+            ok = sscanf(line + 5, "%llu %llu%n", &a, &b, &used) == 2 && line[5 + used] == '\n';
+            s->note[0] = a, s->note[1] = b;
+            fields++;
         } else if (strncmp(line, "pending ", 8) == 0) {
             rnc_pstate_write w = {0};
             unsigned long long seq, len, tag;
@@ -115,7 +122,7 @@ int rnc_pstate_load(const char *path, rnc_pstate *s, char *err, size_t errcap) {
     fclose(f);
     if (strcmp(s->incarnation, "-") == 0)
         s->incarnation[0] = 0;
-    if (!ok || !ended || fields != 7) {
+    if (!ok || !ended || fields != 8) {
         snprintf(err, errcap, "%s is not a producer state file this version wrote", path);
         rnc_pstate_free(s);
         return -1;
@@ -145,7 +152,8 @@ int rnc_pstate_save(const char *path, const rnc_pstate *s, char *err, size_t err
     }
     fprintf(f, MAGIC "\nurl %s\nid %s\nepoch %" PRIu64 "\nclaimed %d\nincarnation %s\n", s->url,
             s->id, s->epoch, s->claimed, s->incarnation[0] ? s->incarnation : "-");
-    fprintf(f, "next_seq %" PRIu64 "\nacked_tag %" PRIu64 "\n", s->next_seq, s->acked_tag);
+    fprintf(f, "next_seq %" PRIu64 "\nacked_tag %" PRIu64 "\nnote %" PRIu64 " %" PRIu64 "\n",
+            s->next_seq, s->acked_tag, s->note[0], s->note[1]);
     for (size_t i = 0; i < s->npending; i++) {
         const rnc_pstate_write *w = &s->pending[i];
         fprintf(f, "pending %" PRIu64 " %" PRIu64 " %s %" PRIu64 " %d\n", w->seq, w->len, w->digest,

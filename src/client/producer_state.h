@@ -30,6 +30,7 @@ typedef struct {
     char incarnation[32];
     uint64_t next_seq;
     uint64_t acked_tag;
+    uint64_t note[2];          /* the caller's two numbers (runnel_producer_set_note) */
     rnc_pstate_write *pending; /* in seq order */
     size_t npending, cap;
 } rnc_pstate;

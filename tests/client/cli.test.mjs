@@ -141,14 +141,25 @@ describe("a producer killed mid-stream", () => {
     assert.deepEqual(got, input);
   });
 
-  test("a resume with other input is refused, nothing sent", () => {
+  test("a finished input makes the next run a new one; an interrupted one needs the same input", async () => {
     const s = name("other");
     ok(["create", s, "--type", "text/plain"]);
     const state = path.join(work, "other.state");
     ok(["append", s, "--producer", "o", "--state", state], { input: lines(10) });
-    const r = run(["append", s, "--producer", "o", "--state", state], { input: lines(3) });
-    assert.equal(r.code, 5, r.stderr);
-    assert.match(r.stderr, /shorter than what the producer state says/);
+    ok(["append", s, "--producer", "o", "--state", state], { input: lines(3, 10) });
+    assert.deepEqual(ok(["read", s]).stdout, lines(13), "a second input after a finished one");
+    // a run whose writes stay unknown (every log sync fails) stops with exit 3
+    const hook = await fetch(`${server.url}/__runnel/test/fail-syncs?n=1000`, { method: "POST" });
+    assert.equal(hook.status, 204);
+    const stuck = run(["append", s, "--producer", "o", "--state", state, "--retry-for-ms", "300"], { input: lines(5, 13) });
+    assert.equal(stuck.code, 3, stuck.stderr);
+    assert.match(stuck.stderr, /run the same command on the same input to resume/);
+    await fetch(`${server.url}/__runnel/test/fail-syncs?n=0`, { method: "POST" });
+    const other = run(["append", s, "--producer", "o", "--state", state], { input: lines(5, 100) });
+    assert.equal(other.code, 5, other.stderr);
+    assert.match(other.stderr, /differs from the one the (state file|producer state) recorded/);
+    ok(["append", s, "--producer", "o", "--state", state], { input: lines(5, 13) });
+    assert.deepEqual(ok(["read", s]).stdout, lines(18), "the interrupted input, once");
   });
 });
 

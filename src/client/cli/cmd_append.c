@@ -33,6 +33,7 @@ typedef struct {
     char next_offset[RUNNEL_VALUE_MAX];
     cli_progress progress;
     uint64_t total; /* input size when known */
+    uint64_t base;  /* the tag where this input starts */
 } append_tally;
 
 static int parse_count(const char *name, uint64_t max, uint64_t *out) {
@@ -105,7 +106,7 @@ static void on_receipt(void *arg, const runnel_receipt *r) {
     t->repeats += (uint64_t)r->repeat;
     if (r->next_offset[0])
         snprintf(t->next_offset, sizeof t->next_offset, "%s", r->next_offset);
-    cli_progress_update(&t->progress, r->tag, t->total);
+    cli_progress_update(&t->progress, r->tag - t->base, t->total);
 }
 
 static void summary(cli_ctx *x, const append_tally *t, const char *producer,
@@ -150,8 +151,10 @@ static int producer_failed(cli_ctx *x, runnel_producer *p, runnel_result r,
     if (a && x->json)
         cli_print_answer_json(stdout, a, 1, "why", why, strlen(why));
     fprintf(stderr, "runnel append: %s\n", a ? why : runnel_result_name(r));
+    uint64_t note[2];
+    runnel_producer_note(p, note);
     fprintf(stderr, "runnel append: the input up to byte %llu holds",
-            (unsigned long long)runnel_producer_acked_tag(p));
+            (unsigned long long)(runnel_producer_acked_tag(p) - note[0]));
     if (state_path)
         fprintf(stderr, "; %s keeps the rest: run the same command on the same input to resume",
                 state_path);
@@ -189,22 +192,34 @@ static int run_producer(cli_ctx *x, const char *url, const append_opts *o, cli_i
         runnel_answer none = {.outcome = RUNNEL_REFUSED};
         return cli_exit_code(r, &none, 1);
     }
+    /* the note keeps where the current input starts (in tags) and whether
+     * it was written to its end: a finished input makes the next run a new
+     * input; an unfinished one is resumed (the same input, again) */
+    uint64_t note[2];
+    runnel_producer_note(p, note);
+    if (note[1]) {
+        note[0] = runnel_producer_acked_tag(p);
+        note[1] = 0;
+        r = runnel_producer_set_note(p, note);
+    }
+    const uint64_t base = note[0];
+    t->base = base;
     rn_buf body = {0};
     char ierr[300];
     int got = 0;
     uint64_t from, until;
-    if (cli_input_skip(in, runnel_producer_acked_tag(p))) {
+    if (r == RUNNEL_OK && cli_input_skip(in, runnel_producer_acked_tag(p) - base)) {
         snprintf(ierr, sizeof ierr,
-                 "the input is shorter than what the producer state says was "
-                 "written (%llu bytes)",
-                 (unsigned long long)runnel_producer_acked_tag(p));
+                 "the input is shorter than what the producer state says was written (%llu "
+                 "bytes)",
+                 (unsigned long long)(runnel_producer_acked_tag(p) - base));
         got = -1;
     }
     /* writes the state recorded but not as held: the same bytes again */
     while (got >= 0 && r == RUNNEL_OK && runnel_producer_replay_next(p, &from, &until)) {
-        got = cli_input_batch(in, &body, until, ierr, sizeof ierr);
+        got = cli_input_batch(in, &body, until - base, ierr, sizeof ierr);
         if (got == 1) {
-            r = runnel_producer_send(p, body.data, body.len, in->pos);
+            r = runnel_producer_send(p, body.data, body.len, base + in->pos);
             t->bytes += body.len;
         }
     }
@@ -214,13 +229,17 @@ static int run_producer(cli_ctx *x, const char *url, const append_opts *o, cli_i
         got = cli_input_batch(in, &body, 0, ierr, sizeof ierr);
         if (got <= 0)
             break;
-        r = runnel_producer_send(p, body.data, body.len, in->pos);
+        r = runnel_producer_send(p, body.data, body.len, base + in->pos);
         t->bytes += body.len;
     }
     if (got >= 0 && r == RUNNEL_OK && o->close)
-        r = runnel_producer_close_stream(p, in->pos);
+        r = runnel_producer_close_stream(p, base + in->pos);
     if (got >= 0 && r == RUNNEL_OK)
         r = runnel_producer_flush(p);
+    if (got >= 0 && r == RUNNEL_OK) { /* the input is written to its end */
+        note[1] = 1;
+        r = runnel_producer_set_note(p, note);
+    }
     cli_progress_end(&t->progress);
     rn_buf_free(&body);
     int code;
