@@ -45,6 +45,7 @@ typedef struct {
     int persisted;     /* the state file records it */
     int maybe_applied; /* an earlier attempt, here or before a restart, may have applied it */
     int attempts, redirects;
+    int sent_in_order; /* this try went out when every earlier write held */
     int64_t not_before;
     int64_t retrying_since; /* first unknown or transient answer; 0: none */
     int repeat, evicted, receipt_closed;
@@ -160,7 +161,7 @@ static slot *free_slot(runnel_producer *p) {
     return NULL;
 }
 
-static void start(runnel_producer *p, slot *s, wentry *w) {
+static void start(runnel_producer *p, slot *s, wentry *w, int earlier_held) {
     rnc_request *req = &s->req;
     rnc_request_free(req);
     memset(req, 0, sizeof *req);
@@ -182,6 +183,7 @@ static void start(runnel_producer *p, slot *s, wentry *w) {
     s->body = (runnel_body){.data = w->body, .len = w->len};
     req->body = &s->body;
     s->w = w;
+    w->sent_in_order = earlier_held;
     rnc_easy_setup(p->c, s->e, req, &s->ans);
     curl_easy_setopt(s->e, CURLOPT_PRIVATE, s);
     curl_multi_add_handle(p->multi, s->e);
@@ -201,14 +203,12 @@ static void send_ready(runnel_producer *p) {
             need_save = 1;
     if (need_save && save(p))
         return;
-    for (unsigned i = 0; i < p->count; i++) {
+    int earlier_held = 1; /* every write before the i-th holds */
+    for (unsigned i = 0; i < p->count; earlier_held &= at(p, i)->state == W_DONE, i++) {
         wentry *w = at(p, i);
         if (w->state == W_DONE || w->state == W_IN_FLIGHT)
             continue;
         if (w->state == W_WAIT) { /* a gap: sent again once every earlier write holds */
-            int earlier_held = 1;
-            for (unsigned j = 0; j < i; j++)
-                earlier_held &= at(p, j)->state == W_DONE;
             if (!earlier_held)
                 return;
             w->state = W_QUEUED;
@@ -219,7 +219,7 @@ static void send_ready(runnel_producer *p) {
         slot *s = free_slot(p);
         if (!s)
             return;
-        start(p, s, w);
+        start(p, s, w, earlier_held);
     }
 }
 
@@ -236,14 +236,6 @@ static void retry_later(runnel_producer *p, wentry *w, const runnel_answer *a) {
     }
     w->state = W_QUEUED;
     w->not_before = now + rnc_retry_delay_ms(a, w->attempts - 1);
-}
-
-/* The first not-held seq of the window. */
-static uint64_t lowest_open(runnel_producer *p) {
-    for (unsigned i = 0; i < p->count; i++)
-        if (at(p, i)->state != W_DONE)
-            return at(p, i)->seq;
-    return p->st.next_seq;
 }
 
 /* A producer 403 or a repeated claim for this process's first claim:
@@ -269,16 +261,20 @@ static void on_refused(runnel_producer *p, wentry *w, const runnel_answer *a) {
         return;
     }
     if ((a->status == 409 || a->status == 400) && a->expected_seq >= 0) {
+        /* A gap: an earlier write of ours was still on its way (two
+         * connections crossed). Sent again once every earlier write holds;
+         * a gap for a try sent after they all held means the server no
+         * longer has this producer's state. */
         uint64_t e = (uint64_t)a->expected_seq;
-        if (e >= lowest_open(p) && e < w->seq) {
+        if (e < w->seq && !w->sent_in_order) {
             w->state = W_WAIT;
             p->stats.gaps++;
             return;
         }
-        rnc_fmt(why, sizeof why,
-                "seq %llu refused: the server expects seq %llu; it no longer holds this "
-                "producer's state (expired?)",
-                (unsigned long long)w->seq, (unsigned long long)e);
+        snprintf(why, sizeof why,
+                 "seq %llu refused: the server expects seq %llu; it no longer holds this "
+                 "producer's state (expired?)",
+                 (unsigned long long)w->seq, (unsigned long long)e);
         fail(p, RUNNEL_E_REFUSED, w, a, why);
         return;
     }
