@@ -6,7 +6,8 @@
 # (failed syncs, full disk, kill points) and abuse tests, each against both
 # builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
 # smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
-# on any failure. Each step runs with TMPDIR in a fresh scratch directory that
+# on any failure. The Debian packages are built, installed with dpkg -i, run
+# and purged (root only; the machine is left as found). Each step runs with TMPDIR in a fresh scratch directory that
 # is removed after it, so a run leaves no data directories behind, whatever
 # its tests forget or a crash strands.
 set -uo pipefail
@@ -120,6 +121,7 @@ run_script "kill points (build-asan)" kill-asan node tests/faults/killpoints_tes
 run_script "abuse resistance (build)" abuse-plain node tests/abuse/abuse_test.mjs --bin build/runnel
 run_script "abuse resistance (build-asan)" abuse-asan node tests/abuse/abuse_test.mjs --bin build-asan/runnel --p99-ms 400
 run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
+run_script "Debian packages (install, run, purge)" packages tests/client/package_test.sh
 
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"

@@ -37,10 +37,8 @@ static int on_body(void *arg, const void *data, size_t len) {
 runnel_result runnel_bootstrap(runnel_client *c, const char *stream, const char *incarnation,
                                const runnel_bootstrap_handler *h, runnel_answer *ans) {
     rnc_request req = {0};
-    if (rnc_request_init(&req, c, "GET", stream, "/bootstrap")) {
-        rnc_answer_reset(ans);
-        return RUNNEL_E_USAGE;
-    }
+    if (rnc_request_init(&req, c, "GET", stream, "/bootstrap"))
+        return rnc_usage(ans, "the URL is too long");
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
     bootstrap_sink s = {.h = h, .ans = ans};
     req.sink = on_body;

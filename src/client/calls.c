@@ -9,28 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Runs req and releases it; a write's answer is classified. */
-static runnel_result run_write(runnel_client *c, rnc_request *req, runnel_write_kind kind,
-                               runnel_answer *ans) {
-    runnel_result r = rnc_perform(c, req, ans);
-    rnc_request_free(req);
-    return rnc_write_result(kind, r, ans);
-}
-
-static runnel_result run_read(runnel_client *c, rnc_request *req, runnel_answer *ans) {
-    runnel_result r = rnc_perform(c, req, ans);
-    rnc_request_free(req);
-    return rnc_read_result(r, ans);
-}
-
-/* A request whose URL did not fit. */
-static runnel_result too_long(runnel_answer *ans) {
-    rnc_answer_reset(ans);
-    rnc_fmt(ans->transport_message, sizeof ans->transport_message, "the URL is too long");
-    ans->outcome = RUNNEL_REFUSED;
-    return RUNNEL_E_USAGE;
-}
-
 runnel_result runnel_create(runnel_client *c, const char *stream, const runnel_create_options *o,
                             runnel_answer *ans) {
     static const runnel_create_options none = {0};
@@ -38,7 +16,7 @@ runnel_result runnel_create(runnel_client *c, const char *stream, const runnel_c
         o = &none;
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "PUT", stream, NULL))
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     /* a fork without a type inherits its source's (PROTOCOL §4.2) */
     rnc_header(&req.headers, "Content-Type",
                o->content_type  ? o->content_type
@@ -52,7 +30,7 @@ runnel_result runnel_create(runnel_client *c, const char *stream, const runnel_c
     rnc_header(&req.headers, "Stream-Fork-Offset", o->fork_offset);
     rnc_header(&req.headers, "Stream-Fork-Sub-Offset", o->fork_sub_offset);
     req.body = &o->body;
-    return run_write(c, &req, RUNNEL_WRITE_CREATE, ans);
+    return rnc_run_write(c, &req, RUNNEL_WRITE_CREATE, ans);
 }
 
 runnel_result runnel_append(runnel_client *c, const char *stream, const runnel_body *body,
@@ -62,7 +40,7 @@ runnel_result runnel_append(runnel_client *c, const char *stream, const runnel_b
         o = &none;
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "POST", stream, NULL))
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     int empty = !body || body->len == 0;
     if (!(empty && o->closed))
         rnc_header(&req.headers, "Content-Type",
@@ -74,11 +52,7 @@ runnel_result runnel_append(runnel_client *c, const char *stream, const runnel_b
         char digest[65];
         if (rnc_body_digest(body, digest)) {
             rnc_request_free(&req);
-            rnc_answer_reset(ans);
-            rnc_fmt(ans->transport_message, sizeof ans->transport_message,
-                    "the body source cannot be read twice (needed for Producer-Digest)");
-            ans->outcome = RUNNEL_REFUSED;
-            return RUNNEL_E_USAGE;
+            return rnc_usage(ans, "the body source cannot be read twice (for Producer-Digest)");
         }
         rnc_header(&req.headers, "Producer-Id", o->producer_id);
         rnc_header_u64(&req.headers, "Producer-Epoch", o->producer_epoch);
@@ -87,7 +61,8 @@ runnel_result runnel_append(runnel_client *c, const char *stream, const runnel_b
     }
     req.expect_continue = o->expect_continue;
     req.body = body;
-    return run_write(c, &req, o->producer_id ? RUNNEL_WRITE_PRODUCER : RUNNEL_WRITE_APPEND, ans);
+    return rnc_run_write(c, &req, o->producer_id ? RUNNEL_WRITE_PRODUCER : RUNNEL_WRITE_APPEND,
+                         ans);
 }
 
 runnel_result runnel_close(runnel_client *c, const char *stream, const char *incarnation,
@@ -100,27 +75,27 @@ runnel_result runnel_delete(runnel_client *c, const char *stream, const char *in
                             runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "DELETE", stream, NULL))
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return run_write(c, &req, RUNNEL_WRITE_DELETE, ans);
+    return rnc_run_write(c, &req, RUNNEL_WRITE_DELETE, ans);
 }
 
 runnel_result runnel_head(runnel_client *c, const char *stream, const char *incarnation,
                           runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "HEAD", stream, NULL))
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return run_read(c, &req, ans);
+    return rnc_run_read(c, &req, ans);
 }
 
 runnel_result runnel_bucket_create(runnel_client *c, const char *bucket, runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "PUT", "", NULL) || rnc_url_append_segment(req.url, bucket)) {
         rnc_request_free(&req);
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
-    return run_write(c, &req, RUNNEL_WRITE_BUCKET_CREATE, ans);
+    return rnc_run_write(c, &req, RUNNEL_WRITE_BUCKET_CREATE, ans);
 }
 
 runnel_result runnel_retention(runnel_client *c, const char *stream, const char *offset,
@@ -129,10 +104,10 @@ runnel_result runnel_retention(runnel_client *c, const char *stream, const char 
     if (!offset || rnc_request_init(&req, c, "PUT", stream, "/retention") ||
         rnc_url_append_segment(req.url, offset)) {
         rnc_request_free(&req);
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return run_write(c, &req, RUNNEL_WRITE_RETENTION, ans);
+    return rnc_run_write(c, &req, RUNNEL_WRITE_RETENTION, ans);
 }
 
 /* Appends "?offset=..&..." for a read. Returns 0, or -1 when too long. */
@@ -187,12 +162,12 @@ runnel_result runnel_read(runnel_client *c, const char *stream, const runnel_rea
     if (rnc_request_init(&req, c, "GET", stream, NULL) ||
         rnc_read_query(req.url, o->offset, o->max_bytes, o->consistency, NULL, NULL, 0)) {
         rnc_request_free(&req);
-        return too_long(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
     rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
     req.sink = o->on_data;
     req.sink_arg = o->arg;
-    return run_read(c, &req, ans);
+    return rnc_run_read(c, &req, ans);
 }
 
 runnel_result runnel_read_all(runnel_client *c, const char *stream, const runnel_read_options *o,

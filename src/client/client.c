@@ -193,6 +193,26 @@ runnel_result rnc_write_result(runnel_write_kind kind, runnel_result transport,
     return transport == RUNNEL_E_TRANSPORT ? RUNNEL_E_TRANSPORT : RUNNEL_E_UNKNOWN;
 }
 
+runnel_result rnc_run_write(runnel_client *c, rnc_request *req, runnel_write_kind kind,
+                            runnel_answer *ans) {
+    runnel_result r = rnc_perform(c, req, ans);
+    rnc_request_free(req);
+    return rnc_write_result(kind, r, ans);
+}
+
+runnel_result rnc_run_read(runnel_client *c, rnc_request *req, runnel_answer *ans) {
+    runnel_result r = rnc_perform(c, req, ans);
+    rnc_request_free(req);
+    return rnc_read_result(r, ans);
+}
+
+runnel_result rnc_usage(runnel_answer *ans, const char *why) {
+    rnc_answer_reset(ans);
+    rnc_fmt(ans->transport_message, sizeof ans->transport_message, "%s", why);
+    ans->outcome = RUNNEL_REFUSED;
+    return RUNNEL_E_USAGE;
+}
+
 runnel_result rnc_read_result(runnel_result transport, const runnel_answer *ans) {
     if (transport != RUNNEL_OK)
         return transport;

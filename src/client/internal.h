@@ -123,6 +123,15 @@ void rnc_route_learn(runnel_client *c, const char *request_url, const runnel_ans
  * http(s) URL or a part does not fit. */
 int rnc_url_split(const char *url, char *origin, size_t ocap, char *path, size_t pcap);
 
+/* Runs req and releases it: a write's answer classified as `kind`
+ * (rnc_write_result), a read's judged by its status (rnc_read_result). */
+runnel_result rnc_run_write(runnel_client *c, rnc_request *req, runnel_write_kind kind,
+                            runnel_answer *ans);
+runnel_result rnc_run_read(runnel_client *c, rnc_request *req, runnel_answer *ans);
+
+/* A call refused before anything was sent: the answer says why. */
+runnel_result rnc_usage(runnel_answer *ans, const char *why);
+
 /* Status helpers for calls. */
 runnel_result rnc_write_result(runnel_write_kind kind, runnel_result transport, runnel_answer *ans);
 runnel_result rnc_read_result(runnel_result transport, const runnel_answer *ans);

@@ -35,13 +35,6 @@ void runnel_snapshot_digest_final(const runnel_snapshot_hasher *h, char out[65])
     rn_blake3_hex(d, out);
 }
 
-static runnel_result bad_url(runnel_answer *ans) {
-    rnc_answer_reset(ans);
-    rnc_fmt(ans->transport_message, sizeof ans->transport_message, "the URL is too long");
-    ans->outcome = RUNNEL_REFUSED;
-    return RUNNEL_E_USAGE;
-}
-
 /* {stream}/snapshot/{offset}[suffix] */
 static int snapshot_url(rnc_request *req, const runnel_client *c, const char *method,
                         const char *stream, const char *offset, const char *suffix) {
@@ -55,41 +48,36 @@ static int snapshot_url(rnc_request *req, const runnel_client *c, const char *me
     return 0;
 }
 
-static runnel_result write_call(runnel_client *c, rnc_request *req, runnel_write_kind kind,
-                                runnel_answer *ans) {
-    runnel_result r = rnc_perform(c, req, ans);
-    rnc_request_free(req);
-    return rnc_write_result(kind, r, ans);
+/* A publish (PUT {stream}/snapshot/{offset}) or a part (POST
+ * .../{offset}/parts): the snapshot's or part's bytes with its type. */
+static runnel_result upload(runnel_client *c, const char *method, const char *stream,
+                            const char *offset, const char *suffix, runnel_write_kind kind,
+                            const char *content_type, const runnel_body *body,
+                            const char *incarnation, runnel_answer *ans) {
+    rnc_request req = {0};
+    if (!offset || snapshot_url(&req, c, method, stream, offset, suffix)) {
+        rnc_request_free(&req);
+        return rnc_usage(ans, "the URL is too long");
+    }
+    rnc_header(&req.headers, "Content-Type",
+               content_type ? content_type : "application/octet-stream");
+    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
+    req.body = body;
+    return rnc_run_write(c, &req, kind, ans);
 }
 
 runnel_result runnel_snapshot_publish(runnel_client *c, const char *stream, const char *offset,
                                       const char *content_type, const runnel_body *body,
                                       const char *incarnation, runnel_answer *ans) {
-    rnc_request req = {0};
-    if (!offset || snapshot_url(&req, c, "PUT", stream, offset, NULL)) {
-        rnc_request_free(&req);
-        return bad_url(ans);
-    }
-    rnc_header(&req.headers, "Content-Type",
-               content_type ? content_type : "application/octet-stream");
-    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    req.body = body;
-    return write_call(c, &req, RUNNEL_WRITE_PUBLISH, ans);
+    return upload(c, "PUT", stream, offset, NULL, RUNNEL_WRITE_PUBLISH, content_type, body,
+                  incarnation, ans);
 }
 
 runnel_result runnel_snapshot_part(runnel_client *c, const char *stream, const char *offset,
                                    const char *content_type, const runnel_body *body,
                                    const char *incarnation, runnel_answer *ans) {
-    rnc_request req = {0};
-    if (!offset || snapshot_url(&req, c, "POST", stream, offset, "/parts")) {
-        rnc_request_free(&req);
-        return bad_url(ans);
-    }
-    rnc_header(&req.headers, "Content-Type",
-               content_type ? content_type : "application/octet-stream");
-    rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    req.body = body;
-    return write_call(c, &req, RUNNEL_WRITE_PART, ans);
+    return upload(c, "POST", stream, offset, "/parts", RUNNEL_WRITE_PART, content_type, body,
+                  incarnation, ans);
 }
 
 runnel_result runnel_snapshot_commit(runnel_client *c, const char *stream, const char *offset,
@@ -99,7 +87,7 @@ runnel_result runnel_snapshot_commit(runnel_client *c, const char *stream, const
     rnc_request req = {0};
     if (!offset || snapshot_url(&req, c, "PUT", stream, offset, NULL)) {
         rnc_request_free(&req);
-        return bad_url(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
     size_t len = 0;
     for (size_t i = 0; i < nparts; i++)
@@ -121,7 +109,7 @@ runnel_result runnel_snapshot_commit(runnel_client *c, const char *stream, const
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
     runnel_body body = {.data = list, .len = len};
     req.body = &body;
-    runnel_result r = write_call(c, &req, RUNNEL_WRITE_PUBLISH, ans);
+    runnel_result r = rnc_run_write(c, &req, RUNNEL_WRITE_PUBLISH, ans);
     free(list);
     return r;
 }
@@ -131,10 +119,10 @@ runnel_result runnel_snapshot_discard(runnel_client *c, const char *stream, cons
     rnc_request req = {0};
     if (snapshot_url(&req, c, "DELETE", stream, NULL, "/parts")) {
         rnc_request_free(&req);
-        return bad_url(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
     rnc_header(&req.headers, "Stream-Incarnation", incarnation);
-    return write_call(c, &req, RUNNEL_WRITE_DISCARD, ans);
+    return rnc_run_write(c, &req, RUNNEL_WRITE_DISCARD, ans);
 }
 
 /* Reads up to cap bytes from the source (a full part unless it ends). */
@@ -273,16 +261,14 @@ runnel_result runnel_snapshot_read(runnel_client *c, const char *stream, const c
         bad = !offset || snapshot_url(&req, c, "GET", stream, offset, NULL);
     if (bad) {
         rnc_request_free(&req);
-        return bad_url(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
     if (!o->immutable)
         rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
     rnc_header(&req.headers, "Range", o->range);
     req.sink = o->on_data;
     req.sink_arg = o->arg;
-    runnel_result r = rnc_perform(c, &req, ans);
-    rnc_request_free(&req);
-    return rnc_read_result(r, ans);
+    return rnc_run_read(c, &req, ans);
 }
 
 runnel_result runnel_chunk_read(runnel_client *c, const char *stream, const char *token,
@@ -293,11 +279,9 @@ runnel_result runnel_chunk_read(runnel_client *c, const char *stream, const char
         rnc_url_append_segment(req.url, token) || rnc_url_append_segment(req.url, "chunk") ||
         rnc_url_append_segment(req.url, offset)) {
         rnc_request_free(&req);
-        return bad_url(ans);
+        return rnc_usage(ans, "the URL is too long");
     }
     req.sink = on_data;
     req.sink_arg = arg;
-    runnel_result r = rnc_perform(c, &req, ans);
-    rnc_request_free(&req);
-    return rnc_read_result(r, ans);
+    return rnc_run_read(c, &req, ans);
 }

@@ -121,12 +121,19 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
-void ts_free(ts_server *s) {
-    ts_stop(s);
+int ts_free(ts_server *s) {
+    int rc = ts_stop(s);
+    if (rc) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "tail -40 %s/server.log >&2", s->dir);
+        fprintf(stderr, "the server did not exit 0 on SIGTERM:\n");
+        (void)!system(cmd);
+    }
     nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     for (int i = 0; i < s->nargs; i++)
         free(s->args[i]);
     free(s);
+    return rc;
 }
 
 runnel_client *ts_client(const ts_server *s) {
@@ -182,4 +189,34 @@ const char *ts_name(const char *prefix) {
     char *out = buf[slot++ % 8];
     snprintf(out, 64, "%s%u", prefix, ++n);
     return out;
+}
+
+ts_server *S;
+runnel_client *C;
+
+int ts_group_setup(void **state) {
+    const char *args[] = {"--test-hooks", "1", NULL};
+    S = ts_start(args);
+    C = ts_client(S);
+    return 0;
+}
+
+int ts_group_teardown(void **state) {
+    runnel_client_free(C);
+    return ts_free(S);
+}
+
+int ts_collect(void *arg, const void *d, size_t n) {
+    rn_buf_append(arg, d, n);
+    return 0;
+}
+
+void ts_read_all(runnel_client *c, const char *url, rn_buf *out) {
+    out->len = 0;
+    runnel_read_options o = {.on_data = ts_collect, .arg = out};
+    runnel_answer a;
+    if (runnel_read_all(c, url, &o, 0, &a) != RUNNEL_OK) {
+        fprintf(stderr, "reading %s answered %d %s\n", url, a.status, a.error_code);
+        abort();
+    }
 }

@@ -9,6 +9,7 @@
 #define RN_CLIENT_TEST_SUPPORT_H
 
 #include "client/internal.h"
+#include "util/buf.h"
 
 #include <sys/types.h>
 
@@ -32,8 +33,24 @@ void ts_restart(ts_server *s);
 int ts_stop(ts_server *s);
 /* SIGKILL and wait. */
 void ts_kill(ts_server *s);
-/* Stops it (if running) and removes its directory. */
-void ts_free(ts_server *s);
+/* Stops it (if running) and removes its directory. Returns 0 when it
+ * stopped cleanly (exit 0 on SIGTERM: no sanitizer report), else -1 after
+ * printing the end of its log. */
+int ts_free(ts_server *s);
+
+/* The server of a test group (--test-hooks 1) and a client for it, made by
+ * ts_group_setup and ended by ts_group_teardown (cmocka group fixtures;
+ * the teardown fails when the server did not stop cleanly). */
+extern ts_server *S;
+extern runnel_client *C;
+int ts_group_setup(void **state);
+int ts_group_teardown(void **state);
+
+/* A data sink that appends to an rn_buf (arg). */
+int ts_collect(void *arg, const void *d, size_t n);
+/* The whole stream from -1 into out (emptied first); aborts unless the
+ * reads succeed. */
+void ts_read_all(runnel_client *c, const char *url, rn_buf *out);
 
 /* A client for the server. */
 runnel_client *ts_client(const ts_server *s);

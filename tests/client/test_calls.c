@@ -18,32 +18,9 @@
 
 #include <cmocka.h>
 
-static ts_server *S;
-static runnel_client *C;
-
-static int setup(void **state) {
-    S = ts_start(NULL);
-    C = ts_client(S);
-    return 0;
-}
-
-static int teardown(void **state) {
-    runnel_client_free(C);
-    ts_free(S);
-    return 0;
-}
-
-static int collect(void *arg, const void *d, size_t n) {
-    rn_buf_append(arg, d, n);
-    return 0;
-}
-
 /* The whole stream from -1, as a NUL-terminated string in out. */
 static void read_all(const char *url, rn_buf *out) {
-    out->len = 0;
-    runnel_read_options o = {.on_data = collect, .arg = out};
-    runnel_answer a;
-    assert_int_equal(runnel_read_all(C, url, &o, 0, &a), RUNNEL_OK);
+    ts_read_all(C, url, out);
     rn_buf_append_byte(out, 0);
 }
 
@@ -88,7 +65,7 @@ static void create_append_read(void **state) {
         read_all(url, &got);
         assert_string_equal((char *)got.data, "first second!");
         /* one read from an offset, bounded */
-        runnel_read_options ro = {.offset = "-1", .on_data = collect, .arg = &got};
+        runnel_read_options ro = {.offset = "-1", .on_data = ts_collect, .arg = &got};
         got.len = 0;
         assert_int_equal(runnel_read(C, url, &ro, &a), RUNNEL_OK);
         assert_true(a.up_to_date);
@@ -255,7 +232,7 @@ static void snapshots_and_bootstrap(void **state) {
         rn_buf_free(&b.parts[i]);
     /* snapshot reads: whole, a range, immutable */
     rn_buf got = {0};
-    runnel_snapshot_read_options so = {.on_data = collect, .arg = &got};
+    runnel_snapshot_read_options so = {.on_data = ts_collect, .arg = &got};
     assert_int_equal(runnel_snapshot_read(C, url, tail, &so, &a), RUNNEL_OK);
     assert_int_equal(got.len, 11);
     got.len = 0;
@@ -265,7 +242,7 @@ static void snapshots_and_bootstrap(void **state) {
     assert_memory_equal(got.data, "{\"cou", 5);
     got.len = 0;
     so = (runnel_snapshot_read_options){
-        .immutable = 1, .incarnation = inc, .on_data = collect, .arg = &got};
+        .immutable = 1, .incarnation = inc, .on_data = ts_collect, .arg = &got};
     assert_int_equal(runnel_snapshot_read(C, url, tail, &so, &a), RUNNEL_OK);
     assert_true(a.immutable);
     assert_int_equal(got.len, 11);
@@ -277,9 +254,9 @@ static void snapshots_and_bootstrap(void **state) {
     assert_int_equal(a.status, 410);
     /* an immutable chunk from the retained offset */
     got.len = 0;
-    assert_int_equal(runnel_chunk_read(C, url, inc, tail, collect, &got, &a), RUNNEL_OK);
+    assert_int_equal(runnel_chunk_read(C, url, inc, tail, ts_collect, &got, &a), RUNNEL_OK);
     assert_int_equal(got.len, 8); /* NDJSON of {"m":3} */
-    assert_int_equal(runnel_chunk_read(C, url, "4503599627370497", tail, collect, &got, &a),
+    assert_int_equal(runnel_chunk_read(C, url, "4503599627370497", tail, ts_collect, &got, &a),
                      RUNNEL_E_STATUS);
     assert_int_equal(a.status, 412);
 
@@ -301,7 +278,7 @@ static void snapshots_and_bootstrap(void **state) {
         RUNNEL_OK);
     assert_int_equal(a.outcome, RUNNEL_APPLIED);
     got.len = 0;
-    so = (runnel_snapshot_read_options){.on_data = collect, .arg = &got};
+    so = (runnel_snapshot_read_options){.on_data = ts_collect, .arg = &got};
     assert_int_equal(runnel_snapshot_read(C, bin, tail, &so, &a), RUNNEL_OK);
     assert_int_equal(got.len, big.len);
     assert_memory_equal(got.data, big.data, big.len);
@@ -322,5 +299,5 @@ int main(void) {
         cmocka_unit_test(bad_arguments),           cmocka_unit_test(fork_and_buckets),
         cmocka_unit_test(snapshots_and_bootstrap),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ts_group_setup, ts_group_teardown);
 }

@@ -28,8 +28,6 @@
 
 #include <cmocka.h>
 
-static ts_server *S;
-static runnel_client *C;
 static int rows, failures;
 
 /* Checks one row: status, code and outcome. */
@@ -136,18 +134,9 @@ static void hook(const char *what) {
     assert_int_equal(ts_hook(C, what), 204);
 }
 
-static int setup(void **state) {
-    const char *args[] = {"--test-hooks", "1", NULL};
-    S = ts_start(args);
-    C = ts_client(S);
-    return 0;
-}
-
 static int teardown(void **state) {
-    runnel_client_free(C);
-    ts_free(S);
     printf("%d rows checked, %d failed\n", rows, failures);
-    return 0;
+    return ts_group_teardown(state);
 }
 
 static void producer_rows(void **state) {
@@ -299,7 +288,7 @@ static void producer_limit_rows(void **state) {
         "producer: a new producer past --producer-cap");
     assert_true(a.retry_after_s >= 0);
     runnel_client_free(c);
-    ts_free(s);
+    assert_int_equal(ts_free(s), 0);
 
     const char *ttl[] = {"--producer-ttl-ms", "500", "--expiry-sweep-ms", "100", NULL};
     s = ts_start(ttl);
@@ -313,7 +302,7 @@ static void producer_limit_rows(void **state) {
     row(RUNNEL_WRITE_PRODUCER, &a, 403, "PRODUCER_EXPIRED", RUNNEL_REFUSED,
         "producer: producer-expired (at or below the epoch floor)");
     runnel_client_free(c);
-    ts_free(s);
+    assert_int_equal(ts_free(s), 0);
     assert_int_equal(failures, before);
 }
 
@@ -667,7 +656,7 @@ static void snapshot_rows(void **state) {
     row(RUNNEL_WRITE_DISCARD, &a, 501, "NO_COLD_STORE", RUNNEL_REFUSED,
         "discard: no cold store (501)");
     runnel_client_free(c);
-    ts_free(s);
+    assert_int_equal(ts_free(s), 0);
     assert_int_equal(failures, before);
 }
 
@@ -757,7 +746,7 @@ static void before_route_rows(void **state) {
     row(RUNNEL_WRITE_APPEND, &a, 408, NULL, RUNNEL_UNKNOWN,
         "before route: the body did not arrive in time (408)");
     runnel_client_free(c);
-    ts_free(s);
+    assert_int_equal(ts_free(s), 0);
     assert_int_equal(failures, before);
 }
 
@@ -767,5 +756,5 @@ int main(void) {
         cmocka_unit_test(plain_rows),    cmocka_unit_test(create_delete_rows),
         cmocka_unit_test(snapshot_rows), cmocka_unit_test(before_route_rows),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ts_group_setup, teardown);
 }

@@ -23,34 +23,6 @@
 
 #include <cmocka.h>
 
-static ts_server *S;
-static runnel_client *C;
-
-static int setup(void **state) {
-    const char *args[] = {"--test-hooks", "1", NULL};
-    S = ts_start(args);
-    C = ts_client(S);
-    return 0;
-}
-
-static int teardown(void **state) {
-    runnel_client_free(C);
-    ts_free(S);
-    return 0;
-}
-
-static int collect(void *arg, const void *d, size_t n) {
-    rn_buf_append(arg, d, n);
-    return 0;
-}
-
-static void read_all(const char *url, rn_buf *out) {
-    out->len = 0;
-    runnel_read_options o = {.on_data = collect, .arg = out};
-    runnel_answer a;
-    assert_int_equal(runnel_read_all(C, url, &o, 0, &a), RUNNEL_OK);
-}
-
 static void make(const char *url) {
     runnel_answer a;
     runnel_create_options o = {.content_type = "text/plain"};
@@ -90,7 +62,7 @@ static void expect_writes(const char *url, int n) {
         body(i, b);
         rn_buf_append_str(&want, b);
     }
-    read_all(url, &got);
+    ts_read_all(C, url, &got);
     assert_int_equal(got.len, want.len);
     assert_memory_equal(got.data, want.data, want.len);
     rn_buf_free(&want);
@@ -155,7 +127,7 @@ static void crossed_connections(void **state) {
     assert_false(r.out_of_order);
     runnel_producer_free(p);
     rn_buf got = {0};
-    read_all(url, &got);
+    ts_read_all(C, url, &got);
     assert_int_equal(got.len, want.len);
     assert_memory_equal(got.data, want.data, want.len);
     rn_buf_free(&got);
@@ -292,7 +264,7 @@ static void fresh_claim(void **state) {
     assert_int_equal(st.epoch, 1); /* claimed above the epoch the server held */
     runnel_producer_free(p);
     rn_buf got = {0};
-    read_all(url, &got);
+    ts_read_all(C, url, &got);
     rn_buf_append_byte(&got, 0);
     assert_string_equal((char *)got.data, "w00000\nw00001\nw00000\nw00001\n");
     rn_buf_free(&got);
@@ -329,5 +301,5 @@ int main(void) {
         cmocka_unit_test(state_guards),     cmocka_unit_test(fresh_claim),
         cmocka_unit_test(refusal_ends),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ts_group_setup, ts_group_teardown);
 }

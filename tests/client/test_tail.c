@@ -19,22 +19,6 @@
 
 #include <cmocka.h>
 
-static ts_server *S;
-static runnel_client *C;
-
-static int setup(void **state) {
-    const char *args[] = {"--test-hooks", "1", NULL};
-    S = ts_start(args);
-    C = ts_client(S);
-    return 0;
-}
-
-static int teardown(void **state) {
-    runnel_client_free(C);
-    ts_free(S);
-    return 0;
-}
-
 typedef struct {
     rn_buf data;
     pthread_mutex_t lock;
@@ -253,5 +237,5 @@ int main(void) {
         cmocka_unit_test(server_restart),
         cmocka_unit_test(incarnation_change),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ts_group_setup, ts_group_teardown);
 }

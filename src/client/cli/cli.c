@@ -94,10 +94,6 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
     }
 }
 
-int cli_optind(void) {
-    return optind_now;
-}
-
 const char *cli_optarg(void) {
     return optarg_now;
 }
@@ -139,6 +135,22 @@ int cli_stream_url(cli_ctx *x, const char *arg, char *out, size_t cap) {
         return 0;
     }
     return runnel_stream_url(x->client, arg, x->bucket, out, cap);
+}
+
+int cli_stream_operands(cli_ctx *x, const char *cmd, int argc, char **argv, int data_ok, char *url,
+                        size_t cap, const char **data) {
+    int i = optind_now, n = argc - i;
+    if (n < 1 || n > (data_ok ? 2 : 1))
+        return cli_usage_error(cmd, n < 1 ? "a STREAM is needed" : "too many operands");
+    if (data)
+        *data = n == 2 ? argv[i + 1] : NULL;
+    int bad = cli_stream_url(x, argv[i], url, cap);
+    if (bad == -2)
+        return RN_EXIT_USAGE; /* a bad --url, already reported */
+    if (bad)
+        return cli_usage_error(cmd, "\"%s\" is not a stream name%s", argv[i],
+                               x->bucket ? " of the form bucket/stream" : "");
+    return 0;
 }
 
 int cli_read_file(const char *path, uint64_t max, char **data, size_t *len) {

@@ -57,8 +57,6 @@ int cli_bootstrap(cli_ctx *x, int argc, char **argv);
 struct option;
 int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
                const struct option *longopts);
-/* The first operand's index after cli_getopt returned -1. */
-int cli_optind(void);
 /* The current option's argument. */
 const char *cli_optarg(void);
 
@@ -74,6 +72,12 @@ int cli_connect(cli_ctx *x);
  * (after the options, which may name the URL). Returns 0; -1 for a name
  * the surface refuses; -2 for a bad server URL (already reported). */
 int cli_stream_url(cli_ctx *x, const char *arg, char *out, size_t cap);
+
+/* After cli_getopt returned -1: the STREAM operand, resolved into url, and
+ * with data_ok an optional DATA operand (NULL when absent; "-" is kept).
+ * Returns 0, or RN_EXIT_USAGE after reporting what is wrong. */
+int cli_stream_operands(cli_ctx *x, const char *cmd, int argc, char **argv, int data_ok, char *url,
+                        size_t cap, const char **data);
 
 /* Reports a call: on success a human line on stderr (unless -q) or the
  * answer as JSON on stdout; on failure a line on stderr naming the status,

@@ -391,21 +391,16 @@ int cli_append(cli_ctx *x, int argc, char **argv) {
             return RN_EXIT_USAGE;
         }
     }
-    int i = cli_optind();
-    if (argc - i < 1 || argc - i > 2)
-        return cli_usage_error("append", argc - i < 1 ? "a STREAM is needed" : "too many operands");
-    const char *data = argc - i == 2 ? argv[i + 1] : NULL;
+    const char *data = NULL;
+    char url[2048];
+    if (cli_stream_operands(x, "append", argc, argv, 1, url, sizeof url, &data))
+        return RN_EXIT_USAGE;
     if (data && strcmp(data, "-") == 0)
         data = NULL; /* stdin */
     if (data && o.file)
         return cli_usage_error("append", "give DATA or --file, not both");
     if (o.producer && (o.seq || o.incarnation))
         return cli_usage_error("append", "--seq and --if-incarnation are for plain appends");
-    char url[2048];
-    int bad_url;
-    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
-        return bad_url == -2 ? RN_EXIT_USAGE
-                             : cli_usage_error("append", "\"%s\" is not a stream name", argv[i]);
 
     append_tally t = {0};
     cli_progress_init(&t.progress, "append");

@@ -85,11 +85,10 @@ int cli_publish(cli_ctx *x, int argc, char **argv) {
             return RN_EXIT_USAGE;
         }
     }
-    int i = cli_optind();
-    if (argc - i < 1 || argc - i > 2)
-        return cli_usage_error("publish",
-                               argc - i < 1 ? "a STREAM is needed" : "too many operands");
-    const char *data = argc - i == 2 ? argv[i + 1] : NULL;
+    const char *data = NULL;
+    char url[2048];
+    if (cli_stream_operands(x, "publish", argc, argv, 1, url, sizeof url, &data))
+        return RN_EXIT_USAGE;
     if (data && strcmp(data, "-") == 0) {
         data = NULL;
         file = "-";
@@ -98,11 +97,6 @@ int cli_publish(cli_ctx *x, int argc, char **argv) {
         return cli_usage_error("publish", "give DATA or --file, not both");
     if (!data && !file)
         return cli_usage_error("publish", "give the snapshot as DATA, --file F or - (stdin)");
-    char url[2048];
-    int bad_url;
-    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
-        return bad_url == -2 ? RN_EXIT_USAGE
-                             : cli_usage_error("publish", "\"%s\" is not a stream name", argv[i]);
     runnel_answer a;
     runnel_result r = runnel_head(x->client, url, inc, &a);
     if (r != RUNNEL_OK)
@@ -233,7 +227,7 @@ int cli_bootstrap(cli_ctx *x, int argc, char **argv) {
         {"if-incarnation", required_argument, NULL, 'I'},
         {0},
     };
-    boot_sink b = {.x = x, .parts = json_array()};
+    boot_sink b = {.x = x};
     const char *inc = NULL;
     int c;
     while ((c = cli_getopt(x, argc, argv, "", opts)) != -1) {
@@ -244,20 +238,15 @@ int cli_bootstrap(cli_ctx *x, int argc, char **argv) {
         else
             return RN_EXIT_USAGE;
     }
-    int i = cli_optind();
-    if (argc - i != 1)
-        return cli_usage_error("bootstrap",
-                               argc - i < 1 ? "a STREAM is needed" : "too many operands");
     char url[2048];
-    int bad_url;
-    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
-        return bad_url == -2 ? RN_EXIT_USAGE
-                             : cli_usage_error("bootstrap", "\"%s\" is not a stream name", argv[i]);
+    if (cli_stream_operands(x, "bootstrap", argc, argv, 0, url, sizeof url, NULL))
+        return RN_EXIT_USAGE;
     if (b.dir && mkdir(b.dir, 0755) && errno != EEXIST) {
         fprintf(stderr, "runnel bootstrap: cannot make %s: %s\n", b.dir, strerror(errno));
         return RN_EXIT_LOCAL;
     }
     cli_progress_init(&b.progress, "bootstrap");
+    b.parts = json_array();
     runnel_bootstrap_handler h = {part_begin, part_data, part_end, &b};
     runnel_answer a;
     runnel_result r = runnel_bootstrap(x->client, url, inc, &h, &a);

@@ -12,28 +12,6 @@
 
 #define JSON_READ_MAX (64u << 20) /* a read printed as JSON is held in memory */
 
-/* The one STREAM operand (and an optional DATA one when data_ok). */
-static int operands(const char *cmd, int argc, char **argv, int data_ok, const char **stream,
-                    const char **data) {
-    int i = cli_optind();
-    int n = argc - i;
-    if (n < 1 || n > (data_ok ? 2 : 1))
-        return cli_usage_error(cmd, n < 1 ? "a STREAM is needed" : "too many operands");
-    *stream = argv[i];
-    if (data)
-        *data = n == 2 ? argv[i + 1] : NULL;
-    return 0;
-}
-
-static int resolve(cli_ctx *x, const char *cmd, const char *arg, char *url, size_t cap) {
-    int bad_url;
-    if ((bad_url = cli_stream_url(x, arg, url, cap)))
-        return bad_url == -2 ? RN_EXIT_USAGE
-                             : cli_usage_error(cmd, "\"%s\" is not a stream name%s", arg,
-                                               x->bucket ? " of the form bucket/stream" : "");
-    return 0;
-}
-
 int cli_create(cli_ctx *x, int argc, char **argv) {
     static const struct option opts[] = {
         {"type", required_argument, NULL, 't'},
@@ -83,17 +61,15 @@ int cli_create(cli_ctx *x, int argc, char **argv) {
             return RN_EXIT_USAGE;
         }
     }
-    const char *stream = NULL, *data = NULL;
-    if (operands("create", argc, argv, 1, &stream, &data))
+    const char *data = NULL;
+    char url[2048], fork_url[2048];
+    if (cli_stream_operands(x, "create", argc, argv, 1, url, sizeof url, &data))
         return RN_EXIT_USAGE;
     if (data && file)
         return cli_usage_error("create", "give DATA or --file, not both");
-    char url[2048], fork_url[2048];
-    if (resolve(x, "create", stream, url, sizeof url))
-        return RN_EXIT_USAGE;
     if (fork_of) { /* Stream-Forked-From is the source's path */
-        if (resolve(x, "create", fork_of, fork_url, sizeof fork_url))
-            return RN_EXIT_USAGE;
+        if (cli_stream_url(x, fork_of, fork_url, sizeof fork_url))
+            return cli_usage_error("create", "\"%s\" is not a stream name", fork_of);
         const char *path = fork_url;
         if (strncmp(path, "http", 4) == 0) {
             const char *p = strstr(path, "://");
@@ -123,9 +99,12 @@ int cli_create(cli_ctx *x, int argc, char **argv) {
     return cli_report(x, "create", r, &a, 1);
 }
 
-int cli_close(cli_ctx *x, int argc, char **argv) {
+/* close and rm: a write named by the stream, with --if-incarnation. */
+static int stream_write(cli_ctx *x, int argc, char **argv, const char *cmd,
+                        runnel_result (*call)(runnel_client *, const char *, const char *,
+                                              runnel_answer *)) {
     static const struct option opts[] = {{"if-incarnation", required_argument, NULL, 'I'}, {0}};
-    const char *inc = NULL, *stream = NULL;
+    const char *inc = NULL;
     int c;
     while ((c = cli_getopt(x, argc, argv, "", opts)) != -1) {
         if (c != 'I')
@@ -133,27 +112,18 @@ int cli_close(cli_ctx *x, int argc, char **argv) {
         inc = cli_optarg();
     }
     char url[2048];
-    if (operands("close", argc, argv, 0, &stream, NULL) ||
-        resolve(x, "close", stream, url, sizeof url))
+    if (cli_stream_operands(x, cmd, argc, argv, 0, url, sizeof url, NULL))
         return RN_EXIT_USAGE;
     runnel_answer a;
-    return cli_report(x, "close", runnel_close(x->client, url, inc, &a), &a, 1);
+    return cli_report(x, cmd, call(x->client, url, inc, &a), &a, 1);
+}
+
+int cli_close(cli_ctx *x, int argc, char **argv) {
+    return stream_write(x, argc, argv, "close", runnel_close);
 }
 
 int cli_rm(cli_ctx *x, int argc, char **argv) {
-    static const struct option opts[] = {{"if-incarnation", required_argument, NULL, 'I'}, {0}};
-    const char *inc = NULL, *stream = NULL;
-    int c;
-    while ((c = cli_getopt(x, argc, argv, "", opts)) != -1) {
-        if (c != 'I')
-            return RN_EXIT_USAGE;
-        inc = cli_optarg();
-    }
-    char url[2048];
-    if (operands("rm", argc, argv, 0, &stream, NULL) || resolve(x, "rm", stream, url, sizeof url))
-        return RN_EXIT_USAGE;
-    runnel_answer a;
-    return cli_report(x, "rm", runnel_delete(x->client, url, inc, &a), &a, 1);
+    return stream_write(x, argc, argv, "rm", runnel_delete);
 }
 
 static void show(const char *name, const char *value) {
@@ -162,12 +132,10 @@ static void show(const char *name, const char *value) {
 }
 
 int cli_head(cli_ctx *x, int argc, char **argv) {
-    const char *stream = NULL;
     if (cli_getopt(x, argc, argv, "", NULL) != -1)
         return RN_EXIT_USAGE;
     char url[2048];
-    if (operands("head", argc, argv, 0, &stream, NULL) ||
-        resolve(x, "head", stream, url, sizeof url))
+    if (cli_stream_operands(x, "head", argc, argv, 0, url, sizeof url, NULL))
         return RN_EXIT_USAGE;
     runnel_answer a;
     runnel_result r = runnel_head(x->client, url, NULL, &a);
@@ -242,10 +210,8 @@ int cli_read(cli_ctx *x, int argc, char **argv) {
             return RN_EXIT_USAGE;
         }
     }
-    const char *stream = NULL;
     char url[2048];
-    if (operands("read", argc, argv, 0, &stream, NULL) ||
-        resolve(x, "read", stream, url, sizeof url))
+    if (cli_stream_operands(x, "read", argc, argv, 0, url, sizeof url, NULL))
         return RN_EXIT_USAGE;
     read_sink s = {.json = x->json};
     cli_progress_init(&s.progress, "read");

@@ -134,14 +134,9 @@ int cli_tail(cli_ctx *x, int argc, char **argv) {
             return RN_EXIT_USAGE;
         }
     }
-    int i = cli_optind();
-    if (argc - i != 1)
-        return cli_usage_error("tail", argc - i < 1 ? "a STREAM is needed" : "too many operands");
     char url[2048];
-    int bad_url;
-    if ((bad_url = cli_stream_url(x, argv[i], url, sizeof url)))
-        return bad_url == -2 ? RN_EXIT_USAGE
-                             : cli_usage_error("tail", "\"%s\" is not a stream name", argv[i]);
+    if (cli_stream_operands(x, "tail", argc, argv, 0, url, sizeof url, NULL))
+        return RN_EXIT_USAGE;
     if (o.follow && !o.reconnect_for_ms)
         o.reconnect_for_ms = -1; /* tail -f waits for the server however long it takes */
     char last[RUNNEL_VALUE_MAX];

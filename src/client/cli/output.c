@@ -98,34 +98,6 @@ void cli_print_answer_json(FILE *out, const runnel_answer *a, int is_write, cons
     json_decref(o);
 }
 
-static const char *reason(int status) {
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 409:
-        return "Conflict";
-    case 410:
-        return "Gone";
-    case 412:
-        return "Precondition Failed";
-    case 413:
-        return "Payload Too Large";
-    case 429:
-        return "Too Many Requests";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    }
-    return "";
-}
-
 /* "404 STREAM_NOT_FOUND: the stream does not exist (...)" */
 static void describe(const runnel_answer *a, char *out, size_t cap) {
     if (!a->status) {
@@ -134,8 +106,8 @@ static void describe(const runnel_answer *a, char *out, size_t cap) {
         return;
     }
     int n = snprintf(out, cap, "%d", a->status);
-    if (!a->error_code[0] && reason(a->status)[0] && n > 0 && (size_t)n < cap)
-        n += snprintf(out + n, cap - (size_t)n, " %s", reason(a->status));
+    if (!a->error_code[0] && a->status == 404 && n > 0 && (size_t)n < cap)
+        n += snprintf(out + n, cap - (size_t)n, " (no such stream)"); /* a HEAD has no body */
     if (a->error_code[0] && n > 0 && (size_t)n < cap)
         n += snprintf(out + n, cap - (size_t)n, " %s", a->error_code);
     if (a->error_message[0] && n > 0 && (size_t)n < cap)
