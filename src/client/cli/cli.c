@@ -227,6 +227,9 @@ int rn_cli_main(int argc, char **argv) {
         runnel_client_free(x.client);
         return rc;
     }
-    fprintf(stderr, "runnel: unknown command \"%s\" (runnel help)\n", argv[i]);
+    fprintf(stderr,
+            "runnel: unknown command \"%s\"\nusage: runnel <command> [options] (runnel help "
+            "lists the commands)\n",
+            argv[i]);
     return RN_EXIT_USAGE;
 }
