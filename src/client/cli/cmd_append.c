@@ -401,6 +401,8 @@ int cli_append(cli_ctx *x, int argc, char **argv) {
         return cli_usage_error("append", "give DATA or --file, not both");
     if (o.producer && (o.seq || o.incarnation))
         return cli_usage_error("append", "--seq and --if-incarnation are for plain appends");
+    if (o.seq && !data && !o.file)
+        return cli_usage_error("append", "--seq is for one body (DATA or --file), not stdin");
 
     append_tally t = {0};
     cli_progress_init(&t.progress, "append");
