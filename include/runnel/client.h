@@ -210,10 +210,14 @@ typedef struct {
     void (*progress)(void *arg, uint64_t done, uint64_t total); /* optional */
 } runnel_body;
 
-/* ---- Stream calls. Each fills *ans (always) and returns RUNNEL_OK when the
- * call succeeded: for a write, an applied or repeat outcome; for a read, a
- * 2xx. Optional strings are NULL when absent. Header values must not
- * contain CR, LF or NUL (RUNNEL_E_USAGE). */
+/* ---- Stream calls. Each fills *ans (always). A write sets ans->outcome
+ * and returns RUNNEL_OK (applied or repeat), RUNNEL_E_REFUSED,
+ * RUNNEL_E_UNKNOWN (an answer that proves nothing), RUNNEL_E_TRANSPORT (no
+ * answer: unknown too) or RUNNEL_E_STATUS (a redirect that was not
+ * followed). A read returns RUNNEL_OK on a 2xx, RUNNEL_E_STATUS on another
+ * status, RUNNEL_E_TRANSPORT without an answer. Any call returns
+ * RUNNEL_E_USAGE, sending nothing, for a header value with CR or LF or a
+ * URL too long. Optional strings are NULL when absent. */
 
 typedef struct {
     const char *content_type; /* NULL: application/octet-stream */
