@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sets everything up, builds (plain and ASan+UBSan), and runs every test:
 # unit tests (ctest/cmocka), the S3 client against s3rver behind a
-# SigV4-verifying proxy, the official conformance suite, the black-box
+# SigV4-verifying proxy, the client library's and CLI's tests (ctest label
+# client), the official conformance suite, the black-box
 # tests (node --test tests/blackbox), the crash, subscription, fault-injection
 # (failed syncs, full disk, kill points) and abuse tests, each against both
 # builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
 # smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
-# on any failure. Each step runs with TMPDIR in a fresh scratch directory that
+# on any failure. The Debian packages are built, installed with dpkg -i, run
+# and purged (root only; the machine is left as found). Each step runs with TMPDIR in a fresh scratch directory that
 # is removed after it, so a run leaves no data directories behind, whatever
 # its tests forget or a crash strands.
 set -uo pipefail
@@ -44,8 +46,11 @@ count() {
 }
 
 run_unit() {
-  local build=$1 log="$logdir/unit-$1.log"
-  (cd "$build" && ctest --output-on-failure -V -LE s3) >"$log" 2>&1
+  local build=$1 label=${2:-} log="$logdir/unit-$1${2:+-$2}.log"
+  # the client library's (label client) and the S3 client's (label s3)
+  # tests are steps of their own
+  (cd "$build" && if [ -n "$label" ]; then ctest --output-on-failure -V -L "$label"
+                  else ctest --output-on-failure -V -LE "client|s3"; fi) >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
@@ -54,7 +59,7 @@ run_unit() {
   p=$((p + $(grep -oE '^[0-9]+: # pass [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   f=$((f + $(grep -oE '^[0-9]+: # fail [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   [ "$status" -eq 0 ] || tail -50 "$log"
-  count "unit tests ($build)" "$p" "$f" "$status"
+  count "${label:-unit} tests ($build)" "$p" "$f" "$status"
 }
 
 # run_s3 BUILD: the S3 client's tests (ctest label s3: SigV4 against AWS's
@@ -118,6 +123,8 @@ run_unit build
 run_unit build-asan
 run_s3 build
 run_s3 build-asan
+run_unit build client
+run_unit build-asan client
 run_conformance build
 run_conformance build-asan
 run_blackbox build
@@ -137,6 +144,7 @@ run_script "kill points (build-asan)" kill-asan node tests/faults/killpoints_tes
 run_script "abuse resistance (build)" abuse-plain node tests/abuse/abuse_test.mjs --bin build/runnel
 run_script "abuse resistance (build-asan)" abuse-asan node tests/abuse/abuse_test.mjs --bin build-asan/runnel --p99-ms 400
 run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
+run_script "Debian packages (install, run, purge)" packages tests/client/package_test.sh
 
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"
