@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds Runnel. Usage: scripts/build.sh [plain|asan]...  (default: plain)
-#   plain -> build/       optimized with debug info
-#   asan  -> build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer
+# Builds Runnel. Usage: scripts/build.sh [plain|asan|release]...  (default: plain)
+#   plain   -> build/          optimized with debug info (RelWithDebInfo)
+#   asan    -> build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer (Debug)
+#   release -> build-release/  Release (-O3, assertions compiled out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- plain
@@ -9,6 +10,7 @@ for kind in "$@"; do
   case "$kind" in
     plain) dir=build; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
     asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DRUNNEL_SANITIZE=ON) ;;
+    release) dir=build-release; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
     *) echo "build: unknown kind $kind" >&2; exit 2 ;;
   esac
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null

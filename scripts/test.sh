@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Sets everything up, builds (plain and ASan+UBSan), and runs every test:
-# unit tests (ctest/cmocka), the official conformance suite, the black-box
-# tests (node --test tests/blackbox), the crash, subscription, fault-injection
-# (failed syncs, full disk, kill points) and abuse tests, each against both
-# builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
+# Sets everything up, builds (plain, ASan+UBSan and Release), and runs every
+# test: unit tests (ctest/cmocka), the official conformance suite, the
+# black-box tests (node --test tests/blackbox), the crash, subscription,
+# fault-injection (failed syncs, full disk, kill points) and abuse tests, each
+# against the plain and the ASan+UBSan builds; the unit and black-box tests
+# against the Release build too (assertions compiled out); the check that
+# the other standard build types (Debug, MinSizeRel) build without a
+# warning; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
 # smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
 # on any failure. Each step runs with TMPDIR in a fresh scratch directory that
 # is removed after it, so a run leaves no data directories behind, whatever
@@ -11,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
-scripts/build.sh plain asan || exit 1
+scripts/build.sh plain asan release || exit 1
 
 passed=0
 failed=0
@@ -95,10 +98,13 @@ run_script() {
 
 run_unit build
 run_unit build-asan
+run_unit build-release
 run_conformance build
 run_conformance build-asan
 run_blackbox build
 run_blackbox build-asan
+run_blackbox build-release
+run_script "build types Debug, MinSizeRel" build-types scripts/check_build_types.sh Debug MinSizeRel
 run_script "crash test (build)" crash-plain node tests/crash/crash_test.mjs --bin build/runnel --rounds 6
 run_script "crash test (build-asan)" crash-asan node tests/crash/crash_test.mjs --bin build-asan/runnel --rounds 3
 run_script "subscription tests (build)" subs-plain node tests/subs/subs_test.mjs --bin build/runnel
