@@ -1,6 +1,6 @@
 // Operations: logs (issue 9). One line per event on stderr: text by default
 // ("<RFC 3339> <level> <event>: <message>"), JSON with --log-format json
-// (every line parses, with ts, level, event and msg); --access-log 1 adds a
+// (every line parses, with ts, level, event and msg); --access-log adds a
 // line per answered request naming method, path without the query, status,
 // bytes and microseconds (SSE responses included, also when the client
 // ends them); --log-level filters; request bodies, query strings and
@@ -91,7 +91,7 @@ describe("JSON logs with the access log", () => {
   let child, lines, access, answered;
 
   before(async () => {
-    child = await start(["--log-format", "json", "--access-log", "1", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
+    child = await start(["--log-format", "json", "--access-log", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
     const u = (p) => `${child.url}/v1/stream/${p}`;
     answered = [];
     const note = (method, p, r) => answered.push({ method, path: p, status: r.status });
@@ -206,7 +206,7 @@ describe("text logs and levels", () => {
   });
 
   test("--log-level warn: no info lines, even with the access log; warn lines stay", async () => {
-    const child = await start(["--log-level", "warn", "--access-log", "1", "--log-format", "json", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
+    const child = await start(["--log-level", "warn", "--access-log", "--log-format", "json", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
     const closed = await freePort();
     const sub = await call(`${child.url}/v1/stream/__ds/subscriptions/lvl`, {
       method: "PUT",
@@ -225,7 +225,7 @@ describe("text logs and levels", () => {
   });
 
   test("--log-level error with the access log: a clean run logs nothing", async () => {
-    const child = await start(["--log-level", "error", "--access-log", "1"]);
+    const child = await start(["--log-level", "error", "--access-log"]);
     await call(`${child.url}/v1/stream/e/a`, { method: "PUT", headers: { "content-type": "text/plain" } });
     assert.deepEqual(await child.stop(), { code: 0, signal: null });
     assert.equal(child.stderr, "");

@@ -55,7 +55,7 @@ const describe = (r) => `${r.status} ${r.text.slice(0, 160)}`;
 
 async function failedSyncs(root) {
   fs.mkdirSync(root, { recursive: true });
-  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "1", "--long-poll-timeout-ms", "5000"], logPath: path.join(root, "server.log") });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "--long-poll-timeout-ms", "5000"], logPath: path.join(root, "server.log") });
   await srv.start();
   const u = (n) => `${srv.url}/v1/stream/faults/${n}`;
   const model = new Map(); // stream -> Buffer of acknowledged content
