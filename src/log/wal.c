@@ -15,6 +15,7 @@
 #include "util/fault.h"
 #include "util/buf.h"
 #include "util/crc32c.h"
+#include "util/log.h"
 #include "util/metrics.h"
 
 #include <dirent.h>
@@ -350,6 +351,11 @@ static void batch_done(uv_async_t *async) {
     rn_metric.wal_batches++;
     rn_metric.wal_records += job->records;
     rn_metric_sync(job->write_us);
+    rn_log(RN_LOG_DEBUG, "wal_batch",
+           "%llu records, %llu bytes, segment %llu, write and sync %llu us%s",
+           (unsigned long long)job->records, (unsigned long long)job->bytes,
+           (unsigned long long)wal->segment, (unsigned long long)job->write_us,
+           status == 0 ? "" : ", FAILED");
     if (status == 0) {
         rn_metric.wal_bytes += job->bytes;
         wal->valid_end += job->bytes;
@@ -604,6 +610,9 @@ int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, 
             }
             out->last_segment = segs[i];
             out->last_valid_end = end;
+            rn_log(RN_LOG_DEBUG, "recovery",
+                   "log segment %llu replayed: records end at byte %llu of %zu",
+                   (unsigned long long)segs[i], (unsigned long long)end, size);
         }
         if (map)
             munmap(map, size);

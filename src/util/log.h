@@ -21,7 +21,9 @@ void rn_log(rn_log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Writes one access-log line (request method, path without its query,
- * status, body bytes sent, duration in microseconds). */
+ * status, body bytes sent, duration in microseconds): in JSON, each item is
+ * its own member (method, path, status, bytes, duration_us); in text, the
+ * message "METHOD PATH STATUS BYTES MICROSECONDS". */
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,
                    uint64_t bytes, uint64_t micros);
 
