@@ -6,14 +6,15 @@
 # against the plain and the ASan+UBSan builds; the unit and black-box tests
 # against the Release build too (assertions compiled out); the check that
 # the other standard build types (Debug, MinSizeRel) build without a
-# warning; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
-# smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
+# warning; plus the BLAKE3 cross-check, the benchmark smoke, the fuzz
+# smoke and the first-run check (what each setup mode installs; a fresh
+# clone stays clean through setup and build). Ends with "N passed, M failed" over all test cases; exits non-zero
 # on any failure. Each step runs with TMPDIR in a fresh scratch directory that
 # is removed after it, so a run leaves no data directories behind, whatever
 # its tests forget or a crash strands.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh || exit 1
+scripts/setup.sh test || exit 1
 scripts/build.sh plain asan release || exit 1
 
 passed=0
@@ -47,7 +48,7 @@ count() {
 
 run_unit() {
   local build=$1 log="$logdir/unit-$1.log"
-  (cd "$build" && ctest --output-on-failure -V) >"$log" 2>&1
+  (cd "$build" && ctest --output-on-failure --no-tests=error -V) >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
@@ -118,6 +119,7 @@ run_script "kill points (build-asan)" kill-asan node tests/faults/killpoints_tes
 run_script "abuse resistance (build)" abuse-plain node tests/abuse/abuse_test.mjs --bin build/runnel
 run_script "abuse resistance (build-asan)" abuse-asan node tests/abuse/abuse_test.mjs --bin build-asan/runnel --p99-ms 400
 run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
+run_script "first run (setup, fresh clone)" first-run tests/firstrun/first_run_test.sh
 
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"
