@@ -1975,6 +1975,12 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         rn_engine_close(e);
         return NULL;
     }
+    if (from)
+        rn_log(RN_LOG_DEBUG, "recovery",
+               "checkpoint loaded: %llu streams; log replay from segment %lld",
+               (unsigned long long)stats->checkpoint_streams, (long long)from);
+    else
+        rn_log(RN_LOG_DEBUG, "recovery", "no checkpoint; replaying the whole log");
     rn_wal_recovery rec;
     int rc = rn_wal_recover(cfg->data_dir, (uint64_t)from, replay_record, e, &rec);
     if (rc != 0) {
@@ -1999,6 +2005,10 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         s->touched = 0;
         s->last_access_ms = rn_now_ms();
     }
+    rn_log(RN_LOG_DEBUG, "recovery",
+           "log replayed: %llu records, up to segment %llu byte %llu; %llu torn bytes cut",
+           (unsigned long long)rec.records, (unsigned long long)rec.last_segment,
+           (unsigned long long)rec.last_valid_end, (unsigned long long)rec.torn_bytes);
     sweep_orphan_snapshots(e);
     stats->streams = e->by_path.count;
     stats->records_replayed = rec.records;
@@ -2011,6 +2021,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         return NULL;
     }
     rn_wal_set_batch_hook(e->wal, maybe_checkpoint, e);
+    rn_log(RN_LOG_DEBUG, "recovery", "%zu streams; new log segment %llu opened", e->by_path.count,
+           (unsigned long long)rn_wal_current_segment(e->wal));
     return e;
 }
 

@@ -11,7 +11,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { BIN, Server, tempDir } from "../blackbox/lib/server.mjs";
 
-const server = new Server({ args: ["--test-hooks", "1"] });
+const server = new Server({ args: ["--test-hooks"] });
 let work;
 before(async () => {
   await server.start();
@@ -122,16 +122,22 @@ describe("a producer killed mid-stream", () => {
     fs.writeFileSync(file, input);
     const state = path.join(work, "kill.state");
     const args = ["append", s, "--producer", "k", "--state", state, "--batch-bytes", "8192", "--file", file, "-q"];
-    let kills = 0;
+    // each run is killed once the stream holds another eighth of the input,
+    // so every kill lands mid-stream however fast the machine is (a run that
+    // finished would make the next one a new input, by design)
+    const held = async () => {
+      const r = await fetch(`${server.url}/v1/stream/${s}`, { method: "HEAD" });
+      return Number(r.headers.get("stream-next-offset")?.split("_")[1] ?? 0);
+    };
     for (let round = 0; round < 4; round++) {
       const p = spawn(BIN, args, { env: env() });
       const exited = new Promise((r) => p.on("exit", (code, signal) => r({ code, signal })));
-      await sleep(150 + round * 100);
+      const target = ((round + 1) * input.length) / 8;
+      for (let i = 0; i < 4000 && p.exitCode === null && (await held()) < target; i++) await sleep(5);
       p.kill("SIGKILL");
       const e = await exited;
-      if (e.signal === "SIGKILL") kills++;
+      assert.equal(e.signal, "SIGKILL", `run ${round} was killed mid-stream (it ended with ${e.code})`);
     }
-    assert.ok(kills >= 1, "at least one run was killed mid-stream");
     const partial = ok(["read", s]).stdout;
     assert.ok(input.subarray(0, partial.length).equals(partial), "what holds is a prefix of the input");
     const r = ok(args.filter((a) => a !== "-q").concat(["--json"]));

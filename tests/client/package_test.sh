@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 passed=0
 failed=0
-check() { # check DESCRIPTION COMMAND...
+check() { # check DESCRIPTION COMMAND...: counts and prints; returns COMMAND's success
   local what=$1
   shift
   if "$@" >/dev/null 2>&1; then
@@ -22,6 +22,7 @@ check() { # check DESCRIPTION COMMAND...
   else
     failed=$((failed + 1))
     echo "FAIL $what"
+    return 1
   fi
 }
 finish() {
@@ -45,7 +46,9 @@ getent passwd runnel >/dev/null && user_existed=1
 data_existed=0
 [ -e /var/lib/runnel ] && data_existed=1
 
-work=$(mktemp -d)
+# in /tmp itself, not under $TMPDIR: scripts/test.sh's scratch directories
+# are private (0700), and the runnel user must reach the data directory
+work=$(mktemp -d /tmp/runnel-package-XXXXXX)
 server_pid=
 cleanup() {
   [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
@@ -97,7 +100,7 @@ for _ in $(seq 1 100); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/__runnel/readyz")" = 200 ] && break
   sleep 0.1
 done
-check "the installed server answers" curl -sf "$url/__runnel/readyz"
+check "the installed server answers" curl -sf "$url/__runnel/readyz" || tail -20 "$work/server.log"
 check "it runs as the runnel user" sh -c "[ \"\$(ps -o user= -p $server_pid)\" = runnel ]"
 check "what it wrote belongs to runnel" \
   sh -c "[ -n \"\$(ls -A '$data')\" ] && [ -z \"\$(find '$data' -mindepth 1 ! -user runnel)\" ]"

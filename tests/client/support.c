@@ -195,7 +195,7 @@ ts_server *S;
 runnel_client *C;
 
 int ts_group_setup(void **state) {
-    const char *args[] = {"--test-hooks", "1", NULL};
+    const char *args[] = {"--test-hooks", NULL};
     S = ts_start(args);
     C = ts_client(S);
     return 0;

@@ -38,7 +38,7 @@ void ts_kill(ts_server *s);
  * printing the end of its log. */
 int ts_free(ts_server *s);
 
-/* The server of a test group (--test-hooks 1) and a client for it, made by
+/* The server of a test group (--test-hooks) and a client for it, made by
  * ts_group_setup and ended by ts_group_teardown (cmocka group fixtures;
  * the teardown fails when the server did not stop cleanly). */
 extern ts_server *S;

@@ -1,7 +1,7 @@
 /*
  * test_outcomes.c — the classification table test: every answer
  * docs/WRITE_OUTCOMES.md lists that one Runnel node can be driven to give
- * is provoked on a real server (with --test-hooks 1 for injected log and
+ * is provoked on a real server (with --test-hooks for injected log and
  * disk failures, and servers with small limits for the answers before any
  * route), and runnel_classify must put it in the outcome the page names.
  * The answers a single node cannot give (redirects, NO_LEADER, an
@@ -641,7 +641,7 @@ static void snapshot_rows(void **state) {
     row(RUNNEL_WRITE_DISCARD, &a, 404, "STREAM_NOT_FOUND", RUNNEL_REFUSED, "discard: not found");
     assert_int_equal(failures, before);
 
-    const char *nocold[] = {"--cold-store", "0", NULL};
+    const char *nocold[] = {"--cold-store=false", NULL};
     ts_server *s = ts_start(nocold);
     runnel_client *c = ts_client(s);
     ts_create(c, "/nocold/s", "application/octet-stream", NULL);
