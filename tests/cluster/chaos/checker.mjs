@@ -314,13 +314,19 @@ function integrity(ctx, max) {
   return p.result();
 }
 
+// A local read answered as a replica that lags answers it: 416
+// OFFSET_OUT_OF_RANGE (behind an offset it served before a restart) or 404
+// STREAM_NOT_FOUND (behind the create). A HEAD has no code to tell.
+export const lagging = (e) => e.cons === "local" && ((e.st === 416 && e.code === "OFFSET_OUT_OF_RANGE") ||
+  (e.st === 404 && e.code === "STREAM_NOT_FOUND") || (e.t === "head" && (e.st === 416 || e.st === 404)));
+
 // Answers have the shapes the documents give: a 307 with Location and the
 // leader, group and term (or the group alone); a 503 with its error code
 // (a HEAD, which has no body, with Retry-After), and with Retry-After for
 // NO_LEADER and OUTCOME_UNKNOWN; a 2xx write with its typed answer; no
 // read answered OUTCOME_UNKNOWN; no 4xx to the workload's valid requests
-// (an existing stream, a sequential producer), except a local read past
-// the tail of a replica that lags (416 OFFSET_OUT_OF_RANGE).
+// (an existing stream, a sequential producer), except local reads a
+// lagging replica refuses (lagging above).
 function answerShapes(ctx, max) {
   const p = new Property("answers have the documented shapes (§5.7, §9.2, §11)", max);
   for (const e of ctx.history.entries) {
@@ -339,8 +345,8 @@ function answerShapes(ctx, max) {
       if (e.t === "head" ? !h.ra : !e.code) p.fail(`${describe(e)} without ${e.t === "head" ? "Retry-After" : "an error code"}`);
       if ((e.code === "NO_LEADER" || e.code === "OUTCOME_UNKNOWN") && !h.ra) p.fail(`${describe(e)} without Retry-After`);
       if (READS.has(e.t) && e.code === "OUTCOME_UNKNOWN") p.fail(`${describe(e)}: a read proposes nothing`);
-    } else if (e.st === 416 && e.cons === "local" && (e.code === "OFFSET_OUT_OF_RANGE" || e.t === "head")) {
-      // a replica behind an offset it served before a restart: local reads may lag (§9.2)
+    } else if (lagging(e)) {
+      // a replica behind the offset, or the create, local reads may lag (§9.2)
     } else if (e.st >= 400 && e.st < 500) {
       p.fail(`stream ${e.s}: ${describe(e)}: the workload sends only valid requests`);
     } else if (e.st >= 200 && e.st < 300 && WRITES.has(e.t) && e.out === "unknown") {

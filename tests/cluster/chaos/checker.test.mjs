@@ -1,11 +1,14 @@
 // Self-tests of the chaos checker (checker.mjs), without a cluster: a
 // synthetic clean history must pass every property with something checked,
 // and each anomaly injected into it must fail exactly the properties that
-// it breaks, with a message naming the write, request, node or offset.
+// it breaks, with a message naming the write, request, node or offset;
+// plus the record format, the reading of answers (§11.1) and the rule that
+// decides when the replicas have converged.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import test from "node:test";
 import { check } from "./checker.mjs";
+import { convergenceGap } from "./cluster.mjs";
 import { classifyWrite } from "./outcomes.mjs";
 import { RECORD_BYTES, makeRecord, parseRecords } from "./records.mjs";
 
@@ -267,6 +270,7 @@ test("answers without their documented shape are caught", () => {
   sc.add({ t: "append", c: "a1", s: 0, n: 1, rec: "a1:9:0", st: 503, code: "NO_LEADER", out: "refused", ack: null, h: {} });
   sc.add({ t: "head", c: "r0", s: 1, n: 2, cons: "leader", st: 503, h: { ra: "1" } }); // no body, no code: fine
   sc.add({ t: "read", c: "r3", s: 1, n: 2, cons: "local", off: tok(64), st: 416, code: "OFFSET_OUT_OF_RANGE" }); // a lagging replica: fine
+  sc.add({ t: "live", c: "l3", s: 1, n: 2, cons: "local", off: "-1", st: 404, code: "STREAM_NOT_FOUND" }); // the same, before the create
   sc.add({ t: "head", c: "r0", s: 1, n: 3, cons: "leader", st: 503, h: {} });
   sc.add({ t: "read", c: "r0", s: 1, n: 3, cons: "leader", off: tok(64), st: 416, code: "OFFSET_OUT_OF_RANGE" });
   const results = expectFailures(sc, ["answers"], /pwrite to node 1 .* answered 307 with x-ursula-raft-leader-id 2, -group 1, -term -: neither all three nor the group alone$/);
@@ -308,4 +312,20 @@ test("answers are read as extensions §11.1 says", () => {
   assert.equal(classifyWrite("append", 408, {}, null).outcome, "unknown");
   assert.equal(classifyWrite("append", 409, {}, "STREAM_CLOSED").outcome, "refused");
   assert.equal(classifyWrite("append", null).outcome, "unknown");
+});
+
+test("the final state is read only once every replica applied the leader's commit index", () => {
+  const view = (node, leader, commit, applied) => ({
+    node_id: node,
+    groups: [{ group: 0, leader, term: 3, commit_index: commit, replicas: [1, 2, 3].map((n) => ({ node: n, applied_index: applied[n - 1], lag: 0 })) }],
+  });
+  const ids = [1, 2, 3];
+  assert.equal(convergenceGap([view(1, 2, 9, [9, 9, 9]), view(2, 2, 9, [9, 9, 9]), view(3, 2, 9, [9, 9, 9])], 1, ids), "");
+  assert.equal(convergenceGap([view(1, 2, 9, [9, 9, 9]), null, view(3, 2, 9, [9, 9, 9])], 1, ids), "node(s) 2 did not answer /__runnel/cluster");
+  assert.equal(convergenceGap([view(1, 2, 9, [9, 9, 9]), view(2, 2, 9, [9, 9, 9]), view(3, null, 9, [9, 9, 9])], 1, ids), "group 0: leaders 2/2/null");
+  // node 3 reports itself behind; what the leader believes of it does not count
+  assert.equal(convergenceGap([view(1, 2, 9, [9, 9, 9]), view(2, 2, 9, [9, 9, 9]), view(3, 2, 9, [9, 9, 7])], 1, ids),
+    "group 0: node 3 applied 7, leader 2 committed 9");
+  assert.equal(convergenceGap([view(1, 2, 9, [9, 9, 9]), view(2, 2, 9, [9, 9, 4]), view(3, 2, 9, [9, 9, 9])], 1, ids), "");
+  assert.equal(convergenceGap([view(1, 2, 9, [9, 9, 9]), view(2, 2, 9, [9, 9, 9]), view(3, 2, 9, [9, 9, 9])], 2, ids), "group 1 missing from a node's view");
 });

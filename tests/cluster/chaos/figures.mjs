@@ -2,6 +2,8 @@
 // kind, writes and what they were answered, reads, leader changes, and
 // recovery times (after each fault, how long until every stream had a
 // write acknowledged again that was sent after the fault).
+import { lagging } from "./checker.mjs";
+
 const WRITES = new Set(["pwrite", "append"]);
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -43,7 +45,7 @@ function recoveryAfter(index, at) {
 
 export function figures(history, { leaderChanges = 0, durationMs = 0 } = {}) {
   const f = { faults: history.events.length, byKind: {}, writes: 0, keys: new Set(), acks: 0, unknowns: 0,
-    outcomeUnknown: 0, noLeader: 0, redirects: 0, networkErrors: 0, leaderReads: 0, localReads: 0, liveReads: 0,
+    outcomeUnknown: 0, noLeader: 0, redirects: 0, networkErrors: 0, leaderReads: 0, localReads: 0, liveReads: 0, lagging: 0,
     leaderChanges, durationMs };
   for (const e of history.entries) {
     if (WRITES.has(e.t)) {
@@ -56,6 +58,7 @@ export function figures(history, { leaderChanges = 0, durationMs = 0 } = {}) {
     if (e.code === "NO_LEADER") f.noLeader++;
     if (e.st === 307) f.redirects++;
     if (e.st === null) f.networkErrors++;
+    if (lagging(e)) f.lagging++;
     if (e.st === 200 || e.st === 204) {
       if (e.t === "live") f.liveReads++;
       else if ((e.t === "read" || e.t === "head") && e.c !== "setup") e.cons === "leader" ? f.leaderReads++ : f.localReads++;
@@ -76,7 +79,8 @@ export function formatFigures(f) {
     Object.entries(f.byKind).map(([k, v]) => `${k} ${v.count}`).join(", ") + ")");
   lines.push(`writes ${f.writes} attempts (${f.keys.size} producer keys), acks ${f.acks}, unknowns ${f.unknowns} ` +
     `(OUTCOME_UNKNOWN ${f.outcomeUnknown}), NO_LEADER ${f.noLeader}, redirects ${f.redirects}, network errors/timeouts ${f.networkErrors}`);
-  lines.push(`reads answered: consistency=leader ${f.leaderReads}, consistency=local ${f.localReads}, live ${f.liveReads}`);
+  lines.push(`reads answered: consistency=leader ${f.leaderReads}, consistency=local ${f.localReads}, live ${f.liveReads}; ` +
+    `refused by a lagging replica ${f.lagging}`);
   lines.push(`leader changes observed ${f.leaderChanges}`);
   for (const [kind, v] of Object.entries(f.byKind)) {
     const r = [...v.recovery].sort((a, b) => a - b);

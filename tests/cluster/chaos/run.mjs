@@ -92,8 +92,9 @@ function outer(opts) {
   if (opts.history) opts.history = path.resolve(opts.history);
   const pass = ["schedule", "groups", "election-timeout-ms", "write-rate", "read-rate", "faults", "history"]
     .flatMap((k) => (opts[k] === undefined ? [] : [`--${k}`, opts[k]]));
+  // the history and every replica's copy are held in memory: room for a long run
   const child = spawnIn(topo.client.ns, process.execPath,
-    [fileURLToPath(import.meta.url), "--inner", "--bin", bin, "--seed", seed, "--tag", topo.tag, "--dir", dir, ...pass],
+    ["--max-old-space-size=6144", fileURLToPath(import.meta.url), "--inner", "--bin", bin, "--seed", seed, "--tag", topo.tag, "--dir", dir, ...pass],
     { stdio: "inherit" });
   const limit = setTimeout(() => {
     console.log(`chaos: the run overran ${schedule.maxMinutes} minutes: stopping it`);
@@ -134,6 +135,7 @@ async function inner(opts) {
   const workload = new Workload({ history, nodes, rng: rng.fork(), writeRate: Number(opts["write-rate"]), readRate: Number(opts["read-rate"]) });
   try {
     await workload.setup();
+    await workload.waitReplicas();
   } catch (err) {
     return stopAndAbort(`setup: ${err.message}`);
   }
@@ -176,6 +178,17 @@ async function inner(opts) {
   process.exit(failed ? 1 : 0);
 }
 
-const { values } = parseArgs({ options: OPTIONS, strict: true });
-if (values.inner) await inner(values);
-else outer(values);
+let values;
+try {
+  ({ values } = parseArgs({ options: OPTIONS, strict: true }));
+} catch (err) {
+  abort(err.message);
+}
+if (!values.inner) outer(values);
+else {
+  try {
+    await inner(values);
+  } catch (err) {
+    abort(`harness error: ${err.stack}`); // the outer process tears down what is left
+  }
+}
