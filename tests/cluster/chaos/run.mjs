@@ -44,6 +44,21 @@ const OPTIONS = {
   dir: { type: "string" },
 };
 
+// Removes the data directories (runnel-chaos-<pid>-*) of runs whose outer
+// process is gone without cleaning up (killed); returns their names.
+const DIR_PREFIX = "runnel-chaos-";
+function removeStaleDirs() {
+  const removed = [];
+  for (const name of fs.readdirSync(os.tmpdir())) {
+    const m = new RegExp(`^${DIR_PREFIX}([0-9]+)-`).exec(name);
+    if (m && !fs.existsSync(`/proc/${m[1]}`)) {
+      fs.rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true });
+      removed.push(name);
+    }
+  }
+  return removed;
+}
+
 // Ends the run without checking anything: the reason, then the summary.
 function abort(reason) {
   console.log(`chaos: ${reason}`);
@@ -62,7 +77,7 @@ function outer(opts) {
     abort(`no executable runnel at ${bin}`);
   }
   if (process.getuid?.() !== 0) abort("needs root (network namespaces, blackhole routes)");
-  const stale = cleanupStale();
+  const stale = [...cleanupStale(), ...removeStaleDirs()];
   if (stale.length) console.log(`chaos: removed what earlier runs left: ${stale.join(", ")}`);
   const seed = opts.seed ?? String(Math.floor(Math.random() * 2 ** 31));
   const topo = topologyFor(NODES);
@@ -71,7 +86,7 @@ function outer(opts) {
   } catch (err) {
     abort(err.message);
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runnel-chaos-"));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   let cleaned = false;
   const cleanup = () => {
     if (cleaned) return;
