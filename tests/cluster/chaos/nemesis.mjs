@@ -27,8 +27,10 @@ export const SCHEDULES = {
 };
 
 export class Nemesis {
-  constructor({ cluster, topo, history, rng, electionTimeoutMs, log = () => {} }) {
-    Object.assign(this, { cluster, topo, history, rng, electionTimeoutMs, log });
+  // hotGroups: the groups the workload's streams live in, as far as known
+  // (a fault aims at one of them when it can).
+  constructor({ cluster, topo, history, rng, electionTimeoutMs, hotGroups = new Set(), log = () => {} }) {
+    Object.assign(this, { cluster, topo, history, rng, electionTimeoutMs, hotGroups, log });
     this.active = null; // the fault in place: {event, heal}
     this.failure = null; // a heal that did not work (a node that did not come back)
   }
@@ -57,18 +59,21 @@ export class Nemesis {
     }
   }
 
-  // Picks a group with a known leader: {group, leader, term, follower}.
+  // Picks a group with a known leader, one of the workload's if it can:
+  // {group, leader, term, follower, led (the groups its leader leads)}.
   async target() {
     const leaders = await this.cluster.leaders();
     const ids = this.cluster.nodes.map((n) => n.id);
-    const groups = [...leaders.keys()];
+    const all = [...leaders.keys()];
+    const hot = all.filter((g) => this.hotGroups.has(g));
+    const groups = hot.length ? hot : all;
     if (groups.length === 0) {
       const leader = this.rng.pick(ids);
       return { group: null, leader, term: null, follower: this.rng.pick(ids.filter((x) => x !== leader)), led: [] };
     }
     const group = this.rng.pick(groups);
     const { leader, term } = leaders.get(group);
-    const led = groups.filter((g) => leaders.get(g).leader === leader);
+    const led = all.filter((g) => leaders.get(g).leader === leader);
     return { group, leader, term, follower: this.rng.pick(ids.filter((x) => x !== leader)), led };
   }
 

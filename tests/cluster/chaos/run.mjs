@@ -158,7 +158,7 @@ async function inner(opts) {
   monitor.start();
   workload.start();
   await sleep(2000);
-  const nemesis = new Nemesis({ cluster, topo, history, rng: rng.fork(), electionTimeoutMs, log });
+  const nemesis = new Nemesis({ cluster, topo, history, rng: rng.fork(), electionTimeoutMs, hotGroups: workload.groupsSeen, log });
   const started = Date.now();
   await nemesis.run({ ...schedule, deadline: started + schedule.maxMinutes * 60000 * 0.8 });
   await nemesis.healAll();

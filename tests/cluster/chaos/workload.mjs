@@ -54,6 +54,7 @@ export class Workload {
     this.halted = []; // clients that met an answer they cannot go on from
     this.loops = [];
     this.token0 = {}; // stream -> the offset of its first byte
+    this.groupsSeen = new Set(); // groups routing answers named (x-ursula-raft-group): the streams' groups
   }
 
   path(s) {
@@ -69,6 +70,7 @@ export class Workload {
     const e = { t, c, s, n: node.id, ...extra, sent: this.history.now() };
     const a = await request(node.url + path, { method, headers, body, timeoutMs: this.timeoutMs });
     Object.assign(e, { done: this.history.now(), st: a.status, code: a.code, err: a.err, h: routingHeaders(a.headers) });
+    if (e.h.group !== undefined) this.groupsSeen.add(Number(e.h.group));
     this.history.add(e);
     return { e, a };
   }
