@@ -70,6 +70,9 @@ function outer(opts) {
   if (!opts.bin) abort("--bin PATH is required");
   const schedule = SCHEDULES[opts.schedule];
   if (!schedule) abort(`--schedule must be one of ${Object.keys(SCHEDULES).join(", ")}`);
+  for (const k of ["seed", "faults", "groups", "election-timeout-ms", "write-rate", "read-rate"])
+    if (opts[k] !== undefined && (!/^[0-9]+$/.test(opts[k]) || (k !== "seed" && Number(opts[k]) === 0)))
+      abort(`--${k} must be a ${k === "seed" ? "non-negative" : "positive"} integer, not ${opts[k]}`);
   const bin = path.resolve(opts.bin);
   try {
     fs.accessSync(bin, fs.constants.X_OK);
