@@ -24,6 +24,7 @@ export class ChaosCluster {
       dataDir: path.join(dir, `node-${n.id}`), logFile: path.join(dir, `node-${n.id}.log`),
       proc: null, state: "down", exits: [],
     }));
+    this.unasked = []; // exits no signal of ours caused: {id, code, signal, log}
   }
 
   node(id) {
@@ -44,9 +45,11 @@ export class ChaosCluster {
     n.proc = spawnIn(n.ns, this.bin, this.argv(n), { stdio: ["ignore", log, log] });
     fs.closeSync(log);
     n.state = "up";
+    n.signalled = false; // set when the harness sends SIGKILL or SIGTERM
     const proc = n.proc;
     n.exited = new Promise((resolve) => proc.on("exit", (code, signal) => {
       n.exits.push({ code, signal });
+      if (!n.signalled) this.unasked.push({ id: n.id, code, signal, log: this.logTail(n, 8) });
       if (n.proc === proc) n.state = "down";
       resolve({ code, signal });
     }));
@@ -142,6 +145,7 @@ export class ChaosCluster {
   kill(id) {
     const n = this.node(id);
     if (n.state === "down") return Promise.resolve();
+    n.signalled = true;
     n.proc.kill("SIGKILL");
     return Promise.race([n.exited, sleep(10000)]);
   }
@@ -188,14 +192,18 @@ export class ChaosCluster {
   }
 
   // SIGCONT, then SIGTERM every node; SIGKILL what has not exited within
-  // ms. Returns [{id, code, signal}] of the SIGTERMed nodes.
+  // ms. Returns [{id, code, signal, log}] of the SIGTERMed nodes (signal
+  // "timeout" for one that had to be killed).
   async shutdown(ms = 15000) {
     const live = this.nodes.filter((n) => n.state !== "down");
     for (const n of live) this.resume(n.id);
-    for (const n of live) n.proc.kill("SIGTERM");
+    for (const n of live) {
+      n.signalled = true;
+      n.proc.kill("SIGTERM");
+    }
     const results = await Promise.all(live.map((n) => Promise.race([n.exited, sleep(ms).then(() => null)])));
     for (const n of live) if (n.state !== "down") n.proc.kill("SIGKILL");
-    return live.map((n, k) => ({ id: n.id, ...(results[k] ?? { code: null, signal: "timeout" }) }));
+    return live.map((n, k) => ({ id: n.id, ...(results[k] ?? { code: null, signal: "timeout" }), log: this.logTail(n, 8) }));
   }
 }
 

@@ -11,9 +11,12 @@
 //   node 1 (leader, group, term headers) while node 1 answers them, or 503
 //   NO_LEADER; they serve other reads from node 1's runnel (one store: the
 //   "replicas" cannot diverge).
-// RUNNEL_FAKE_BUG=apply-then-redirect makes nodes 2 and 3 apply a write before they
-// redirect it: the checker must catch that.
+// RUNNEL_FAKE_BUG (comma-separated) plants bugs the harness must catch:
+// apply-then-redirect makes nodes 2 and 3 apply a write before they
+// redirect it; exit-by-itself makes node 3 exit with status 3 once, 4 s
+// after its first start.
 import { spawn } from "node:child_process";
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -33,6 +36,7 @@ const peers = o.peer.map((p) => {
 const leaderUrl = new URL(peers.find((p) => p.id === 1).url);
 const backend = { host: leaderUrl.hostname, port: Number(leaderUrl.port) + 2 };
 const [host, port] = o.listen.split(":");
+const bugs = (process.env.RUNNEL_FAKE_BUG ?? "").split(",");
 
 let leaderKnown = false; // node 1: its runnel answers; others: node 1 answers
 let backendRuns = 0;
@@ -108,10 +112,17 @@ http.createServer((req, res) => {
         "x-ursula-raft-group": String(groupOf(u.pathname)), "x-ursula-raft-term": "1", "content-length": "0" });
       res.end();
     };
-    if (process.env.RUNNEL_FAKE_BUG === "apply-then-redirect" && req.method === "POST") return forward(req, res, body, redirect);
+    if (bugs.includes("apply-then-redirect") && req.method === "POST") return forward(req, res, body, redirect);
     redirect();
   });
 }).listen(Number(port), host);
 
 if (id === 1) runBackend();
+process.on("SIGTERM", () => process.exit(0)); // the contract's clean stop; the backend dies with this process
+const exitedOnce = path.join(o["data-dir"], "exited-by-itself");
+if (bugs.includes("exit-by-itself") && id === 3 && !fs.existsSync(exitedOnce)) {
+  fs.mkdirSync(o["data-dir"], { recursive: true });
+  fs.writeFileSync(exitedOnce, "");
+  setTimeout(() => process.exit(3), 4000);
+}
 poll();

@@ -1,9 +1,9 @@
 // End-to-end test of the chaos harness (run.mjs) before the real cluster
 // exists: short runs against the fake cluster of fake_runnel.mjs (node 1
 // fronts a real single-node runnel, RUNNEL_BIN; the others redirect to it)
-// must pass every property; the same fake with a planted bug (a follower
-// that applies a write and then redirects it) must fail the property that
-// bug breaks; a binary that refuses the cluster flags must fail at once
+// must pass every property; the same fake with planted bugs (a follower
+// that applies a write and then redirects it, a node that exits by itself)
+// must fail the properties those bugs break; a binary that refuses the cluster flags must fail at once
 // with a clear message. Each run must leave no namespace behind. Needs
 // root and ip netns; skips, saying why, without them.
 import assert from "node:assert/strict";
@@ -43,7 +43,7 @@ function runHarness(args, env = {}, timeoutMs = 240000) {
 test("a short run on a consistent fake cluster passes every property", { skip }, async () => {
   const r = await runHarness(["--bin", FAKE, "--schedule", "short", "--faults", "3", "--seed", "11"]);
   assert.equal(r.code, 0, r.out);
-  assert.match(r.out, /^9 passed, 0 failed$/m);
+  assert.match(r.out, /^10 passed, 0 failed$/m);
   assert.match(r.out, /^figures: duration \d+ s; faults 3 \(/m);
   const acks = Number(/acks (\d+)/.exec(r.out)[1]);
   assert.ok(acks > 100, `only ${acks} writes acknowledged:\n${r.out}`);
@@ -51,13 +51,15 @@ test("a short run on a consistent fake cluster passes every property", { skip },
     assert.match(line, /^ok +.*\((?!0 checked)\d+ checked\)$/, `a property checked nothing: ${line}`);
 });
 
-test("a fake follower that applies writes it redirects is caught", { skip }, async () => {
+test("a fake follower that applies writes it redirects, or exits by itself, is caught", { skip }, async () => {
   const r = await runHarness(["--bin", FAKE, "--schedule", "short", "--faults", "1", "--seed", "12"],
-    { RUNNEL_FAKE_BUG: "apply-then-redirect" });
+    { RUNNEL_FAKE_BUG: "apply-then-redirect,exit-by-itself" });
   assert.equal(r.code, 1, r.out);
   assert.match(r.out, /^FAILED writes answered NO_LEADER, redirected or refused are not applied/m);
   assert.match(r.out, /record [ap]\d+:\d+:\d+ \(#\d+ (pwrite|append) to node [23] at [0-9.]+ s answered 307\) is applied on nodes 1 at byte \d+; 2 at byte \d+; 3 at byte \d+/);
-  assert.match(r.out, /^8 passed, 1 failed$/m);
+  assert.match(r.out, /^FAILED nodes exit only when killed, and with status 0 on SIGTERM/m);
+  assert.match(r.out, /^ +node 3 exited by itself \(status 3\); its log ends:$/m);
+  assert.match(r.out, /^8 passed, 2 failed$/m);
 });
 
 test("a binary without the cluster flags fails at once, saying so", { skip }, async () => {

@@ -183,13 +183,20 @@ async function inner(opts) {
     ok: !nemesis.failure, checked: history.events.length, failures: nemesis.failure ? 1 : 0, messages: nemesis.failure ? [nemesis.failure] : [],
   });
   const exits = await cluster.shutdown();
+  const badExits = [
+    ...cluster.unasked.map((x) => `node ${x.id} exited by itself (${x.signal ?? "status " + x.code}); its log ends:\n${x.log}`),
+    ...exits.filter((x) => x.code !== 0).map((x) => `node ${x.id} answered SIGTERM with ${x.signal ?? "status " + x.code}; its log ends:\n${x.log}`),
+  ];
+  results.push({
+    name: "nodes exit only when killed, and with status 0 on SIGTERM", ok: badExits.length === 0,
+    checked: cluster.nodes.reduce((t, n) => t + n.exits.length, 0), failures: badExits.length, messages: badExits,
+  });
   const f = figures(history, { leaderChanges: monitor.changes, durationMs: Date.now() - started });
   for (const r of results) {
     console.log(`${r.ok ? "ok    " : "FAILED"} ${r.name} (${r.checked} checked${r.ok ? "" : `, ${r.failures} failures`})`);
     for (const m of r.messages) console.log(`         ${m}`);
   }
   for (const line of formatFigures(f)) console.log(`figures: ${line}`);
-  console.log(`figures: SIGTERM at the end: ${exits.map((x) => `node ${x.id} ${x.signal ?? "exit " + x.code}`).join(", ")}`);
   if (workload.halted.length) console.log(`figures: clients halted: ${workload.halted.join("; ")}`);
   const failed = results.filter((r) => !r.ok).length;
   console.log(`${results.length - failed} passed, ${failed} failed`);
