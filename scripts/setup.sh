@@ -5,7 +5,9 @@
 #                           (scripts/run.sh)
 #   scripts/setup.sh test   that, plus the test toolchain: cmocka (unit
 #                           tests), b3sum (BLAKE3 cross-check), clang-14 and
-#                           its libFuzzer runtime (fuzz smoke), Node.js >= 20
+#                           its libFuzzer runtime (fuzz smoke), clang-format
+#                           and cppcheck (CI's format and static-analysis
+#                           stages), Node.js >= 20
 #                           and the conformance suite's npm packages, installed
 #                           exactly as tests/conformance/package-lock.json
 #                           pins them (npm ci: the lock file and every other
@@ -32,7 +34,9 @@ RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
   libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev libraft-dev libexpat1-dev)
 # python3-botocore: the S3 test endpoint's proxy (tests/s3/proxy.py)
 # recomputes every SigV4 signature with botocore.
-TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore)
+# clang-format-14 and cppcheck: scripts/check_format.sh and scripts/lint.sh.
+TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore clang-format-14
+  cppcheck)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")
