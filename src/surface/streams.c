@@ -224,20 +224,6 @@ static void append_expiry(rn_buf *h, const rn_stream *s) {
     }
 }
 
-/* Wraps stored JSON message text ("m1\nm2\n") as an array "[m1,m2]". */
-static void json_array_from_messages(rn_buf *out, const uint8_t *text, size_t len) {
-    rn_buf_reserve(out, len + 2);
-    out->data[out->len++] = '[';
-    if (len) {
-        memcpy(out->data + out->len, text, len);
-        for (size_t i = 0; i + 1 < len; i++)
-            if (out->data[out->len + i] == '\n')
-                out->data[out->len + i] = ',';
-        out->len += len - 1; /* drop the final LF */
-    }
-    out->data[out->len++] = ']';
-}
-
 /* ---- mutations ---- */
 
 static void op_done(rn_op *op);
@@ -878,7 +864,7 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
     }
     if (status == 200) {
         if (s->json && !reads_ndjson(c, s))
-            json_array_from_messages(&body, data.data, data.len);
+            rn_json_append_array(&body, data.data, data.len);
         else
             body = data, data = (rn_buf){0};
     }
@@ -915,7 +901,7 @@ static void sse_data_event(rn_buf *out, const stream_ctx *c, const rn_stream *s,
     rn_buf_append_str(out, "event: data\n");
     if (s->json && !reads_ndjson(c, s)) {
         rn_buf_append_str(out, "data:");
-        json_array_from_messages(out, d, n);
+        rn_json_append_array(out, d, n);
         rn_buf_append_str(out, "\n\n");
         return;
     }
