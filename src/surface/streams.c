@@ -10,6 +10,7 @@
  * the timer's close callback; every other ctx is freed when answered.
  */
 #include "surface/streams.h"
+#include "live/cursor.h"
 #include "live/live.h"
 #include "surface/bucket.h"
 #include "surface/offset.h"
@@ -24,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CURSOR_EPOCH_MS 1728432000000ll /* 2024-10-09T00:00:00Z */
-#define CURSOR_INTERVAL_MS 20000
 #define BUCKET_READ_CAP (8u << 20) /* ext §9.3: bytes per response or SSE event */
 #define BUCKET_POLL_DEFAULT_MS 1000
 #define BUCKET_POLL_MAX_MS 60000
@@ -52,8 +51,7 @@ typedef struct stream_ctx {
     read_mode mode;
     rn_offset_kind offset_kind;
     uint64_t offset; /* current read position */
-    int has_cursor;
-    uint64_t client_cursor;
+    rn_cursor_echo cursor;
     size_t max_bytes;         /* this request's response / SSE event cap */
     uint64_t poll_timeout_ms; /* this request's long-poll wait */
     /* live reads */
@@ -189,29 +187,8 @@ static void append_content_type(rn_buf *h, const rn_stream *s) {
     rn_buf_append_str(h, "\r\n");
 }
 
-/* The current cursor interval: CURSOR_INTERVAL_MS steps since
- * CURSOR_EPOCH_MS. */
-static uint64_t cursor_interval(void) {
-    int64_t now = rn_now_ms();
-    return now > CURSOR_EPOCH_MS ? (uint64_t)(now - CURSOR_EPOCH_MS) / CURSOR_INTERVAL_MS : 0;
-}
-
-/* The cursor to send c in the given interval: the interval, or past the
- * client's own cursor by a random jitter when that is not behind it (so a
- * cursor never repeats and caches along the way cannot loop). Only the
- * jittered value differs from the interval. */
-static uint64_t cursor_after(const stream_ctx *c, uint64_t interval) {
-    if (c->has_cursor && c->client_cursor >= interval)
-        return c->client_cursor + 1 + (uint64_t)(rand() % 180);
-    return interval;
-}
-
-static uint64_t next_cursor(const stream_ctx *c) {
-    return cursor_after(c, cursor_interval());
-}
-
 static void append_cursor(rn_buf *h, const stream_ctx *c) {
-    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n", (unsigned long long)next_cursor(c));
+    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n", (unsigned long long)rn_cursor_next(&c->cursor));
 }
 
 static void append_expiry(rn_buf *h, const rn_stream *s) {
@@ -1004,7 +981,7 @@ static long sse_next_event(stream_ctx *c, rn_stream *s) {
  * when c's cursor is the interval, else a chunk of its own. Returns bytes
  * still queued on the socket. */
 static size_t sse_send_event(stream_ctx *c, const rn_stream *s, int at_tail, uint64_t interval) {
-    uint64_t cursor = at_tail && s->closed ? interval : cursor_after(c, interval);
+    uint64_t cursor = at_tail && s->closed ? interval : rn_cursor_after(&c->cursor, interval);
     int shared = cursor == interval;
     if (shared && shared_event.chunk && shared_event.chunk_cursor == interval &&
         shared_event.chunk_closed == s->closed)
@@ -1031,7 +1008,7 @@ static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
         if (c->offset >= s->tail) {
             if (force_control || s->closed) {
                 rn_buf ev = {0};
-                sse_control_event(&ev, c, s, 1, next_cursor(c));
+                sse_control_event(&ev, c, s, 1, rn_cursor_next(&c->cursor));
                 rn_http_stream_write(c->req, &ev);
             }
             if (s->closed)
@@ -1048,7 +1025,7 @@ static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
         c->offset += (uint64_t)got;
         int at_tail = c->offset == s->tail;
         force_control = 0;
-        size_t queued = sse_send_event(c, s, at_tail, cursor_interval());
+        size_t queued = sse_send_event(c, s, at_tail, rn_cursor_interval());
         if (at_tail && s->closed) {
             sse_end(c);
             return;
@@ -1191,8 +1168,8 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
         return -1;
     uint64_t v;
     if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0) {
-        c->has_cursor = 1;
-        c->client_cursor = v;
+        c->cursor.present = 1;
+        c->cursor.value = v;
     }
     if (c->prof->read_parameters && read_parameters(c, q, len, &leader, f))
         return -1;
