@@ -60,16 +60,14 @@ typedef struct stream_ctx {
     int timer_started;
     int finished;
     int sse_paused; /* waiting for the socket to drain */
-    struct stream_ctx *live_prev, *live_next;
 } stream_ctx;
 
 struct rn_surface {
     uv_loop_t *loop;
     rn_engine *engine;
+    rn_live *live;
     rn_surface_config cfg;
-    stream_ctx *live; /* live reads in progress */
     struct rn_parts *parts;
-    size_t live_count;
 };
 
 /* The last SSE data event built, with what it was built from, and the
@@ -93,10 +91,12 @@ static struct {
     int chunk_closed;      /* the stream was closed when it was built */
 } shared_event;
 
-rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg) {
+rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, rn_live *live,
+                           const rn_surface_config *cfg) {
     rn_surface *sf = rn_xcalloc(1, sizeof *sf);
     sf->loop = loop;
     sf->engine = engine;
+    sf->live = live;
     sf->cfg = *cfg;
     return sf;
 }
@@ -129,10 +129,6 @@ void rn_surface_free(rn_surface *sf) {
     free(sf);
 }
 
-size_t rn_surface_live_reads(const rn_surface *sf) {
-    return sf->live_count;
-}
-
 /* ---- context lifetime ---- */
 
 static void ctx_free(stream_ctx *c) {
@@ -158,14 +154,6 @@ static void ctx_finish(stream_ctx *c) {
     c->req->on_abort = NULL;
     c->req->on_drain = NULL;
     if (c->timer_started) {
-        rn_surface *sf = c->sf;
-        if (c->live_prev)
-            c->live_prev->live_next = c->live_next;
-        else
-            sf->live = c->live_next;
-        if (c->live_next)
-            c->live_next->live_prev = c->live_prev;
-        sf->live_count--;
         uv_close((uv_handle_t *)&c->timer, on_timer_closed);
     } else {
         ctx_free(c);
@@ -1072,6 +1060,10 @@ static void on_live_timer(uv_timer_t *t) {
  * sends the same error as its last event). */
 static void on_live_event(rn_waiter *w, rn_stream *s, rn_live_event ev) {
     stream_ctx *c = (stream_ctx *)((char *)w - offsetof(stream_ctx, waiter));
+    if (ev == RN_LIVE_STOPPING) {
+        end_live_read(c);
+        return;
+    }
     if (ev != RN_LIVE_CHANGED) {
         rn_error e = ev == RN_LIVE_REMOVED ? RN_E_STREAM_NOT_FOUND : RN_E_HISTORY_REWRITTEN;
         if (c->mode == READ_SSE) {
@@ -1099,18 +1091,13 @@ static void on_live_event(rn_waiter *w, rn_stream *s, rn_live_event ev) {
         answer_poll_timeout(c, s);
 }
 
-/* Registers a live read: waiter on the stream, timer, live list. */
+/* Registers a live read: waiter on the stream, timer. */
 static void park(stream_ctx *c, rn_stream *s, uint64_t timeout_ms) {
     rn_surface *sf = c->sf;
     uv_timer_init(sf->loop, &c->timer);
     c->timer.data = c;
     c->timer_started = 1;
-    c->live_next = sf->live;
-    if (sf->live)
-        sf->live->live_prev = c;
-    sf->live = c;
-    sf->live_count++;
-    rn_live_add(s, &c->waiter, on_live_event);
+    rn_live_add(sf->live, s, &c->waiter, on_live_event);
     uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
 }
 
@@ -1187,14 +1174,10 @@ static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
     if (c->mode == READ_CATCHUP ||
         (c->mode == READ_LONG_POLL && (c->offset < s->tail || s->closed)))
         return 0;
-    rn_error e;
-    if (c->sf->cfg.max_live_reads && c->sf->live_count >= c->sf->cfg.max_live_reads)
-        e = RN_E_LIVE_READ_BACKPRESSURE;
-    else if (c->sf->cfg.max_live_reads_per_stream &&
-             s->live_readers >= c->sf->cfg.max_live_reads_per_stream)
-        e = RN_E_LIVE_READS_EXHAUSTED;
-    else
+    rn_live_admission a = rn_live_admit(c->sf->live, s);
+    if (a == RN_LIVE_ADMITTED)
         return 0;
+    rn_error e = a == RN_LIVE_FULL ? RN_E_LIVE_READ_BACKPRESSURE : RN_E_LIVE_READS_EXHAUSTED;
     rn_buf extra = {0};
     rn_buf_append_str(&extra, "Retry-After: 1\r\n");
     append_incarnation(&extra, s);
@@ -1344,9 +1327,4 @@ int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, si
         return 0;
     answer_append(req, &op);
     return 1;
-}
-
-void rn_surface_end_live_reads(rn_surface *sf) {
-    while (sf->live)
-        end_live_read(sf->live);
 }
