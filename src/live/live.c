@@ -1,40 +1,37 @@
 /*
- * live.c — the registry of live readers, their bounds and their wake-up.
- * See live.h.
+ * live.c — the registry of live readers: their bounds, their lifecycle
+ * (registration, timeout, abort, end) and their wake-up. See live.h; the
+ * long-poll and SSE readers themselves are longpoll.c and sse.c.
  *
- * A stream with readers points (rn_stream.waiters) to a room this module
+ * A stream with readers points (rn_stream.waiters) to a room this file
  * allocates: the stream's list of readers, linked into the list of rooms
  * so that shutdown reaches every reader. A room is freed when its last
  * reader leaves, except while a walk of its readers is under way (then
  * when the walk ends). So there is one list of readers, a stream costs
  * nothing until it has one, and the rooms are bounded by the readers.
  *
- * Walks save the next pointer before each callback, and new readers are
- * added at the head, so a callback may remove itself, and one that
- * registers again is not visited twice. The walk of a changed stream is
- * bracketed by the wake hooks.
+ * Walks save the next pointer before each call, and new readers are added
+ * at the head, so a reader may end while it is visited, and one that
+ * registers meanwhile is not visited. The walk of a changed stream is
+ * bracketed by the wake hooks. A reader's memory is the surface's: live
+ * gives it back (ops->release) only once its timer has closed.
  */
-#include "live/live.h"
-#include "util/buf.h"
+#include "live/live_int.h"
 
 #include <assert.h>
 #include <stdlib.h>
 
 typedef struct {
-    rn_list readers;   /* rn_waiter.node, newest first */
+    rn_list readers;   /* rn_live_reader.node, newest first */
     rn_list_node link; /* in rn_live.rooms */
     rn_stream *stream;
     int walking; /* a walk of readers is under way: kept until it ends */
 } room;
 
-struct rn_live {
-    rn_live_config cfg;
-    rn_list rooms; /* room.link: the streams that have readers */
-    size_t count;  /* readers registered */
-};
-
-rn_live *rn_live_new(const rn_live_config *cfg) {
+rn_live *rn_live_new(uv_loop_t *loop, rn_engine *engine, const rn_live_config *cfg) {
     rn_live *live = rn_xcalloc(1, sizeof *live);
+    live->loop = loop;
+    live->engine = engine;
     live->cfg = *cfg;
     return live;
 }
@@ -43,6 +40,7 @@ void rn_live_free(rn_live *live) {
     if (!live)
         return;
     assert(live->count == 0 && rn_list_empty(&live->rooms));
+    rn_live_sse_free_shared(live);
     free(live);
 }
 
@@ -63,8 +61,42 @@ static void room_release(rn_live *live, room *rm) {
     free(rm);
 }
 
-void rn_live_add(rn_live *live, rn_stream *s, rn_waiter *w, rn_waiter_fn fn) {
-    assert(!w->stream);
+static void unregister(rn_live_reader *r) {
+    if (!r->stream)
+        return;
+    room *rm = r->stream->waiters;
+    rn_list_remove(&rm->readers, &r->node);
+    r->stream->live_readers--;
+    r->live->count--;
+    r->stream = NULL;
+    room_release(r->live, rm);
+}
+
+/* Ends r because of why, as its kind of read does. */
+static void end_reader(rn_live_reader *r, rn_stream *s, rn_live_end why) {
+    if (r->sse)
+        rn_live_sse_end(r, why);
+    else
+        rn_live_poll_end(r, s, why);
+}
+
+static void on_timeout(uv_timer_t *t) {
+    rn_live_reader *r = t->data;
+    assert(r->stream); /* a reader that ended has no running timer */
+    end_reader(r, r->stream, RN_LIVE_TIMEOUT);
+}
+
+static void on_abort(rn_request *req) {
+    rn_live_finish(req->handler_data);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+    rn_live_reader *r = h->data;
+    r->ops->release(r);
+}
+
+void rn_live_register(rn_live *live, rn_live_reader *r, rn_stream *s, uint64_t timeout_ms) {
+    assert(r->req && r->ops && !r->live && !r->stream);
     assert(rn_live_admit(live, s) == RN_LIVE_ADMITTED);
     room *rm = s->waiters;
     if (!rm) {
@@ -73,27 +105,31 @@ void rn_live_add(rn_live *live, rn_stream *s, rn_waiter *w, rn_waiter_fn fn) {
         rn_list_push_back(&live->rooms, &rm->link);
         s->waiters = rm;
     }
-    rn_list_push_front(&rm->readers, &w->node);
-    w->live = live;
-    w->stream = s;
-    w->fn = fn;
+    rn_list_push_front(&rm->readers, &r->node);
+    r->live = live;
+    r->stream = s;
     s->live_readers++;
     live->count++;
+    r->req->handler_data = r;
+    r->req->on_abort = on_abort;
+    uv_timer_init(live->loop, &r->timer);
+    r->timer.data = r;
+    uv_timer_start(&r->timer, on_timeout, timeout_ms, 0);
 }
 
-void rn_live_remove(rn_waiter *w) {
-    if (!w->stream)
+void rn_live_finish(rn_live_reader *r) {
+    assert(r->live);
+    if (r->ended)
         return;
-    room *rm = w->stream->waiters;
-    rn_list_remove(&rm->readers, &w->node);
-    w->stream->live_readers--;
-    w->live->count--;
-    w->stream = NULL;
-    room_release(w->live, rm);
+    r->ended = 1;
+    unregister(r);
+    r->req->on_abort = NULL;
+    r->req->on_drain = NULL;
+    uv_close((uv_handle_t *)&r->timer, on_timer_closed);
 }
 
-static rn_waiter *first_reader(const room *rm) {
-    return rn_list_entry(rm->readers.first, rn_waiter, node);
+static rn_live_reader *first_reader(const room *rm) {
+    return rn_list_entry(rm->readers.first, rn_live_reader, node);
 }
 
 void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg) {
@@ -108,17 +144,22 @@ void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg) {
             live->cfg.wake_begin(live->cfg.wake_arg);
         for (rn_list_node *n = rm->readers.first, *next; n; n = next) {
             next = n->next;
-            rn_waiter *w = rn_list_entry(n, rn_waiter, node);
-            w->fn(w, s, RN_LIVE_CHANGED);
+            rn_live_reader *r = rn_list_entry(n, rn_live_reader, node);
+            if (r->sse)
+                rn_live_sse_changed(r, s);
+            else
+                rn_live_poll_changed(r, s);
         }
         if (live->cfg.wake_end)
             live->cfg.wake_end(live->cfg.wake_arg);
     } else {
-        rn_live_event lev = ev == RN_STREAM_REWRITTEN ? RN_LIVE_REWRITTEN : RN_LIVE_REMOVED;
+        /* Unregistered before they answer: what their answers set off
+         * (a pipelined request) sees the stream without them. */
+        rn_live_end why = ev == RN_STREAM_REWRITTEN ? RN_LIVE_REWRITTEN : RN_LIVE_REMOVED;
         while (!rn_list_empty(&rm->readers)) {
-            rn_waiter *w = first_reader(rm);
-            rn_live_remove(w);
-            w->fn(w, s, lev);
+            rn_live_reader *r = first_reader(rm);
+            unregister(r);
+            end_reader(r, s, why);
         }
     }
     rm->walking = 0;
@@ -130,9 +171,9 @@ void rn_live_end_all(rn_live *live) {
         room *rm = rn_list_entry(live->rooms.first, room, link);
         rm->walking = 1;
         while (!rn_list_empty(&rm->readers)) {
-            rn_waiter *w = first_reader(rm);
-            w->fn(w, rm->stream, RN_LIVE_STOPPING);
-            assert(!w->stream); /* it ended */
+            rn_live_reader *r = first_reader(rm);
+            end_reader(r, rm->stream, RN_LIVE_TIMEOUT);
+            assert(r->ended);
         }
         rm->walking = 0;
         room_release(live, rm);

@@ -194,10 +194,12 @@ static void recovered(uv_work_t *w, int status) {
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
     rn_live_config lc = {.max_reads = s->cfg.max_live_reads,
                          .max_reads_per_stream = s->cfg.max_live_reads_per_stream,
+                         .sse_queue_bytes = s->cfg.sse_queue_bytes,
+                         .sse_max_duration_ms = s->cfg.sse_max_duration_ms,
                          .wake_begin = wake_begin,
                          .wake_end = wake_end,
                          .wake_arg = s->http};
-    s->live = rn_live_new(&lc);
+    s->live = rn_live_new(s->loop, s->engine, &lc);
     rn_engine_observe(s->engine, rn_live_observer, s->live);
     rn_subs_config subc = {.data_dir = s->cfg.data_dir,
                            .public_url = s->public_url,
@@ -212,9 +214,7 @@ static void recovered(uv_work_t *w, int status) {
         return;
     }
     rn_surface_config sc = {.long_poll_timeout_ms = s->cfg.long_poll_timeout_ms,
-                            .sse_max_duration_ms = s->cfg.sse_max_duration_ms,
                             .max_read_bytes = s->cfg.max_read_bytes,
-                            .sse_queue_bytes = s->cfg.sse_queue_bytes,
                             .max_body_bytes = s->cfg.max_body_bytes,
                             .cold_store = (int)s->cfg.cold_store};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);

@@ -2,12 +2,12 @@
  * streams.c — stream operations for both surfaces. See streams.h.
  *
  * Each request gets a stream_ctx holding its parsed inputs and its surface's
- * profile. Mutations become an
- * rn_op for the engine and are answered from its done callback. Reads are
- * answered from applied (durable) state; a long-poll at the tail or an SSE
- * reader parks on the stream's waiter list (live.c) with a timer, and is
- * woken by the engine's change hook. A ctx that owns a timer is freed from
- * the timer's close callback; every other ctx is freed when answered.
+ * profile. Mutations become an rn_op for the engine and are answered from
+ * its done callback. Reads are answered from applied (durable) state; a
+ * long-poll at the tail or an SSE read is handed to live/ (live.h) with
+ * the ctx's reader and live_ops, the answers and spellings it needs; live/
+ * gives the ctx back (release_reader) when it is done with it. Every other
+ * ctx is freed when answered.
  */
 #include "surface/streams.h"
 #include "live/cursor.h"
@@ -21,6 +21,7 @@
 #include "util/metrics.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,19 +48,12 @@ typedef struct stream_ctx {
     size_t path_len;
     char *fork_source; /* percent-decoded Stream-Forked-From, or NULL */
     rn_op op;
-    /* reads */
+    /* reads: the position, the cap on a response or an SSE event and the
+     * cursor echo are kept in the reader that live reads hand to live/ */
     read_mode mode;
     rn_offset_kind offset_kind;
-    uint64_t offset; /* current read position */
-    rn_cursor_echo cursor;
-    size_t max_bytes;         /* this request's response / SSE event cap */
     uint64_t poll_timeout_ms; /* this request's long-poll wait */
-    /* live reads */
-    rn_waiter waiter;
-    uv_timer_t timer;
-    int timer_started;
-    int finished;
-    int sse_paused; /* waiting for the socket to drain */
+    rn_live_reader read;
 } stream_ctx;
 
 struct rn_surface {
@@ -69,27 +63,6 @@ struct rn_surface {
     rn_surface_config cfg;
     struct rn_parts *parts;
 };
-
-/* The last SSE data event built, with what it was built from, and the
- * chunk that carries it with its control event. After an append, every
- * reader parked at the old tail wants the same event: they share one read
- * of the stream and one encoding. Readers whose control event is the same
- * too (the cursor of the current interval, the same closure) share the
- * framed chunk as well, which the transport writes from its own bytes:
- * fan-out then costs no formatting, allocation or copy per reader. A reader
- * whose cursor differs (it sent one that is not behind the interval) gets
- * its own chunk. Bounded by one event's size, plus chunks the transport
- * still holds for sockets that did not take them at once. */
-static struct {
-    uint64_t stream_id, incarnation, offset, tail;
-    size_t max_bytes;
-    const rn_profile *prof;
-    long got;
-    rn_buf event;
-    rn_http_chunk *chunk;  /* event + control event, framed; NULL until built */
-    uint64_t chunk_cursor; /* the cursor interval its control event carries */
-    int chunk_closed;      /* the stream was closed when it was built */
-} shared_event;
 
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, rn_live *live,
                            const rn_surface_config *cfg) {
@@ -122,10 +95,6 @@ const rn_surface_config *rn_surface_cfg(const rn_surface *sf) {
 }
 
 void rn_surface_free(rn_surface *sf) {
-    rn_buf_free(&shared_event.event);
-    if (shared_event.chunk)
-        rn_http_chunk_release(shared_event.chunk);
-    shared_event.chunk = NULL;
     free(sf);
 }
 
@@ -140,29 +109,16 @@ static void ctx_free(stream_ctx *c) {
     free(c);
 }
 
-static void on_timer_closed(uv_handle_t *h) {
-    ctx_free(h->data);
-}
-
-/* Ends a ctx: unregisters it everywhere and frees it (after its timer
- * closed, if it has one). Idempotent. */
+/* Ends a ctx that live/ does not hold: it was answered, or its client went
+ * away. */
 static void ctx_finish(stream_ctx *c) {
-    if (c->finished)
-        return;
-    c->finished = 1;
-    rn_live_remove(&c->waiter);
     c->req->on_abort = NULL;
-    c->req->on_drain = NULL;
-    if (c->timer_started) {
-        uv_close((uv_handle_t *)&c->timer, on_timer_closed);
-    } else {
-        ctx_free(c);
-    }
+    ctx_free(c);
 }
 
 static void on_abort(rn_request *req) {
     stream_ctx *c = req->handler_data;
-    if (c->op.done && !c->timer_started)
+    if (c->op.done)
         return; /* an engine op is in flight; its done callback frees */
     ctx_finish(c);
 }
@@ -176,7 +132,8 @@ static void append_content_type(rn_buf *h, const rn_stream *s) {
 }
 
 static void append_cursor(rn_buf *h, const stream_ctx *c) {
-    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n", (unsigned long long)rn_cursor_next(&c->cursor));
+    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n",
+                   (unsigned long long)rn_cursor_next(&c->read.cursor));
 }
 
 static void append_expiry(rn_buf *h, const rn_stream *s) {
@@ -194,10 +151,14 @@ static void append_expiry(rn_buf *h, const rn_stream *s) {
 static void op_done(rn_op *op);
 static rn_error missing_error(const stream_ctx *c);
 
+static const rn_live_ops live_ops;
+
 static stream_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
     stream_ctx *c = rn_xcalloc(1, sizeof *c);
     c->sf = sf;
     c->req = req;
+    c->read.req = req;
+    c->read.ops = &live_ops;
     rn_request_hold(req);
     c->path = rn_xstrndup(path, path_len);
     c->path_len = path_len;
@@ -764,8 +725,6 @@ static void handle_head(stream_ctx *c) {
     ctx_finish(c);
 }
 
-/* Answers a read with the data at c->offset (possibly none): catch-up 200,
- * or a long-poll 200 with a cursor. */
 /* True when this read renders the stream's JSON message text as NDJSON. */
 static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
     return s->json && c->prof->ndjson_reads;
@@ -776,18 +735,20 @@ static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
  * then partial, and the client continues from Stream-Next-Offset). */
 static size_t answer_cap(const stream_ctx *c) {
     size_t room = rn_http_answer_room(c->req);
-    return room < c->max_bytes ? room : c->max_bytes;
+    return room < c->read.max_bytes ? room : c->read.max_bytes;
 }
 
+/* Answers a read with the data at its offset (possibly none): catch-up 200,
+ * or a long-poll 200 with a cursor. */
 static void answer_data(stream_ctx *c, rn_stream *s) {
     rn_buf data = {0}, body = {0}, h = {0};
-    uint64_t start = c->offset;
+    uint64_t start = c->read.offset;
     long got = 0;
     if (c->offset_kind != RN_OFFSET_NOW) {
         got = rn_engine_read(c->sf->engine, s, start, answer_cap(c), !reads_ndjson(c, s), &data);
         if (got < 0) {
             rn_buf_free(&data);
-            reply_and_finish(c, RN_E_INTERNAL, NULL);
+            rn_reply_error(c->req, RN_E_INTERNAL, NULL);
             return;
         }
     }
@@ -835,7 +796,6 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
     }
     rn_buf_free(&data);
     rn_http_respond(c->req, status, &h, &body);
-    ctx_finish(c);
 }
 
 static void answer_poll_timeout(stream_ctx *c, rn_stream *s) {
@@ -849,257 +809,77 @@ static void answer_poll_timeout(stream_ctx *c, rn_stream *s) {
         append_cursor(&h, c);
     append_incarnation(&h, s);
     rn_http_respond(c->req, 204, &h, &body);
-    ctx_finish(c);
 }
 
-/* --- SSE --- */
+/* --- live reads, held by live/ once handed over --- */
 
-/* Binary content types travel base64-encoded over SSE. */
-static int sse_base64(const rn_stream *s) {
-    return !s->json && !rn_iprefix(s->content_type, s->content_type_len, "text/");
+/* How c's SSE data events carry the stream's bytes: JSON arrays (v1),
+ * base64 for binary content types, else text (NDJSON included). */
+static rn_sse_encoding sse_encoding(const stream_ctx *c, const rn_stream *s) {
+    if (s->json)
+        return reads_ndjson(c, s) ? RN_SSE_TEXT : RN_SSE_JSON_ARRAY;
+    return rn_iprefix(s->content_type, s->content_type_len, "text/") ? RN_SSE_TEXT : RN_SSE_BASE64;
 }
 
-/* Appends one data event: JSON arrays (v1), base64 for binary types, else
- * text (NDJSON included), one data: line per line of the payload. */
-static void sse_data_event(rn_buf *out, const stream_ctx *c, const rn_stream *s, const uint8_t *d,
-                           size_t n) {
-    rn_buf_append_str(out, "event: data\n");
-    if (s->json && !reads_ndjson(c, s)) {
-        rn_buf_append_str(out, "data:");
-        rn_json_append_array(out, d, n);
-        rn_buf_append_str(out, "\n\n");
-        return;
-    }
-    if (sse_base64(s)) {
-        rn_buf_append_str(out, "data:");
-        rn_base64_append(out, d, n);
-        rn_buf_append_str(out, "\n\n");
-        return;
-    }
-    /* Text: one data: line per line of the payload, split at CR, LF and
-     * CRLF so that no payload byte can end the event early. */
-    size_t i = 0;
-    for (;;) {
-        size_t j = i;
-        while (j < n && d[j] != '\n' && d[j] != '\r')
-            j++;
-        rn_buf_append_str(out, j > i && d[i] == ' ' ? "data: " : "data:");
-        rn_buf_append(out, d + i, j - i);
-        rn_buf_append_byte(out, '\n');
-        if (j >= n)
-            break;
-        i = j + ((d[j] == '\r' && j + 1 < n && d[j + 1] == '\n') ? 2 : 1);
-    }
-    rn_buf_append_byte(out, '\n');
+static stream_ctx *reader_ctx(const rn_live_reader *r) {
+    return (stream_ctx *)((char *)r - offsetof(stream_ctx, read));
 }
 
-/* Appends the control event for c's position; `cursor` is sent unless the
- * event reports the closure. */
-static void sse_control_event(rn_buf *out, const stream_ctx *c, const rn_stream *s, int at_tail,
-                              uint64_t cursor) {
-    char tok[RN_OFFSET_LEN + 1];
-    rn_offset_format(c->offset, tok);
-    rn_buf_appendf(out, "event: control\ndata:{\"streamNextOffset\":\"%s\"", tok);
-    if (at_tail && s->closed) {
-        rn_buf_append_str(out, ",\"streamClosed\":true,\"upToDate\":true}\n\n");
-        return;
-    }
-    rn_buf_appendf(out, ",\"streamCursor\":\"%llu\"", (unsigned long long)cursor);
-    if (at_tail)
-        rn_buf_append_str(out, ",\"upToDate\":true");
-    rn_buf_append_str(out, "}\n\n");
-}
-
-static void sse_end(stream_ctx *c) {
-    rn_http_stream_end(c->req);
-    ctx_finish(c);
-}
-
-/* Ends a live SSE read in error: on surfaces that send them, an error event
- * whose data is the error body on one line (ext §11). */
-static void sse_fail(stream_ctx *c, rn_error e) {
-    if (c->prof->sse_error_events) {
-        rn_buf ev = {0};
-        rn_buf path = {0};
-        if (e == RN_E_STREAM_NOT_FOUND) /* named as rn_reply_missing() names it */
-            rn_reply_stream_path(&path, c->req, c->path, c->path_len);
-        rn_buf_append_str(&ev, "event: error\ndata:");
-        rn_error_body(e, path.len ? (const char *)path.data : NULL, path.len, &ev);
-        rn_buf_free(&path);
-        rn_buf_append_str(&ev, "\n\n");
-        rn_http_stream_write(c->req, &ev);
-    }
-    sse_end(c);
-}
-
-/* Makes shared_event hold the data event at c->offset (reading and
- * encoding it unless it already does). Returns the stream bytes it covers
- * (<= 0 on a read failure). */
-static long sse_next_event(stream_ctx *c, rn_stream *s) {
-    if (shared_event.event.len && shared_event.stream_id == s->id &&
-        shared_event.incarnation == s->incarnation && shared_event.offset == c->offset &&
-        shared_event.tail == s->tail && shared_event.max_bytes == c->max_bytes &&
-        shared_event.prof == c->prof)
-        return shared_event.got;
-    rn_buf data = {0};
-    long got =
-        rn_engine_read(c->sf->engine, s, c->offset, c->max_bytes, !reads_ndjson(c, s), &data);
-    if (got <= 0) {
-        rn_buf_free(&data);
-        return got;
-    }
-    shared_event.event.len = 0;
-    sse_data_event(&shared_event.event, c, s, data.data, data.len);
-    rn_buf_free(&data);
-    if (shared_event.chunk)
-        rn_http_chunk_release(shared_event.chunk);
-    shared_event.chunk = NULL;
-    shared_event.stream_id = s->id;
-    shared_event.incarnation = s->incarnation;
-    shared_event.offset = c->offset;
-    shared_event.tail = s->tail;
-    shared_event.max_bytes = c->max_bytes;
-    shared_event.prof = c->prof;
-    shared_event.got = got;
-    return got;
-}
-
-/* Sends shared_event's data event and then c's control event (c->offset
- * already past the data, in cursor interval `interval`): the shared chunk
- * when c's cursor is the interval, else a chunk of its own. Returns bytes
- * still queued on the socket. */
-static size_t sse_send_event(stream_ctx *c, const rn_stream *s, int at_tail, uint64_t interval) {
-    uint64_t cursor = at_tail && s->closed ? interval : rn_cursor_after(&c->cursor, interval);
-    int shared = cursor == interval;
-    if (shared && shared_event.chunk && shared_event.chunk_cursor == interval &&
-        shared_event.chunk_closed == s->closed)
-        return rn_http_stream_write_chunk(c->req, shared_event.chunk);
-    rn_buf ev = {0};
-    rn_buf_append(&ev, shared_event.event.data, shared_event.event.len);
-    sse_control_event(&ev, c, s, at_tail, cursor);
-    if (!shared)
-        return rn_http_stream_write(c->req, &ev);
-    if (shared_event.chunk)
-        rn_http_chunk_release(shared_event.chunk);
-    shared_event.chunk = rn_http_chunk_new(ev.data, ev.len);
-    shared_event.chunk_cursor = interval;
-    shared_event.chunk_closed = s->closed;
-    rn_buf_free(&ev);
-    return rn_http_stream_write_chunk(c->req, shared_event.chunk);
-}
-
-/* Sends every event available from c->offset; ends the response on
- * closure. `force_control` sends a control even without new data (the
- * first one of a response). */
-static void sse_pump(stream_ctx *c, rn_stream *s, int force_control) {
-    for (;;) {
-        if (c->offset >= s->tail) {
-            if (force_control || s->closed) {
-                rn_buf ev = {0};
-                sse_control_event(&ev, c, s, 1, rn_cursor_next(&c->cursor));
-                rn_http_stream_write(c->req, &ev);
-            }
-            if (s->closed)
-                sse_end(c);
-            return;
-        }
-        long got = sse_next_event(c, s);
-        if (got <= 0) {
-            sse_fail(c, RN_E_INTERNAL);
-            return;
-        }
-        rn_metric.sse_events++;
-        rn_metric.sse_bytes += (uint64_t)got;
-        c->offset += (uint64_t)got;
-        int at_tail = c->offset == s->tail;
-        force_control = 0;
-        size_t queued = sse_send_event(c, s, at_tail, rn_cursor_interval());
-        if (at_tail && s->closed) {
-            sse_end(c);
-            return;
-        }
-        if (queued > c->sf->cfg.sse_queue_bytes) {
-            c->sse_paused = 1;
-            return;
-        }
-    }
-}
-
-static void on_sse_drain(rn_request *req) {
-    stream_ctx *c = req->handler_data;
-    if (!c->sse_paused || c->finished)
-        return;
-    c->sse_paused = 0;
-    rn_stream *s = c->waiter.stream;
-    if (s)
-        sse_pump(c, s, 0);
-}
-
-/* --- parking --- */
-
-/* Ends a live read as its time is up: an SSE response ends, a long-poll
- * answers 204. */
-static void end_live_read(stream_ctx *c) {
-    rn_stream *s = c->waiter.stream;
-    if (c->mode == READ_SSE)
-        sse_end(c);
-    else if (s)
-        answer_poll_timeout(c, s);
-    else
-        ctx_finish(c);
-}
-
-static void on_live_timer(uv_timer_t *t) {
-    end_live_read(t->data);
-}
-
-/* A live read ends in error when its stream goes away (404) or its
+/* The error a live read ends in when its stream goes away (404) or its
  * history is rewritten: the read was opened under the retired incarnation
  * and its offsets belong to the old history, so it answers 412 with the
  * current token whether or not it carried the precondition (an SSE read
  * sends the same error as its last event). */
-static void on_live_event(rn_waiter *w, rn_stream *s, rn_live_event ev) {
-    stream_ctx *c = (stream_ctx *)((char *)w - offsetof(stream_ctx, waiter));
-    if (ev == RN_LIVE_STOPPING) {
-        end_live_read(c);
-        return;
-    }
-    if (ev != RN_LIVE_CHANGED) {
-        rn_error e = ev == RN_LIVE_REMOVED ? RN_E_STREAM_NOT_FOUND : RN_E_HISTORY_REWRITTEN;
-        if (c->mode == READ_SSE) {
-            sse_fail(c, e);
-            return;
-        }
-        if (ev == RN_LIVE_REMOVED) {
-            rn_reply_missing(c->req, e, c->path, c->path_len, NULL);
-            ctx_finish(c);
-            return;
-        }
-        rn_buf extra = {0};
-        append_incarnation(&extra, s);
-        reply_and_finish(c, e, &extra);
-        return;
-    }
-    if (c->mode == READ_SSE) {
-        if (!c->sse_paused)
-            sse_pump(c, s, 0);
-        return;
-    }
-    if (c->offset < s->tail)
-        answer_data(c, s);
-    else if (s->closed)
-        answer_poll_timeout(c, s);
+static rn_error live_end_error(rn_live_end why) {
+    assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED);
+    return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
+           : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
+                                      : RN_E_INTERNAL;
 }
 
-/* Registers a live read: waiter on the stream, timer. */
-static void park(stream_ctx *c, rn_stream *s, uint64_t timeout_ms) {
-    rn_surface *sf = c->sf;
-    uv_timer_init(sf->loop, &c->timer);
-    c->timer.data = c;
-    c->timer_started = 1;
-    rn_live_add(sf->live, s, &c->waiter, on_live_event);
-    uv_timer_start(&c->timer, on_live_timer, timeout_ms, 0);
+static void answer_live_poll(rn_live_reader *r, rn_stream *s, rn_live_end why) {
+    stream_ctx *c = reader_ctx(r);
+    if (why == RN_LIVE_DATA) {
+        answer_data(c, s);
+    } else if (why == RN_LIVE_TIMEOUT) {
+        answer_poll_timeout(c, s);
+    } else if (why == RN_LIVE_REMOVED) {
+        rn_reply_missing(c->req, live_end_error(why), c->path, c->path_len, NULL);
+    } else {
+        rn_buf extra = {0};
+        append_incarnation(&extra, s);
+        rn_reply_error(c->req, live_end_error(why), &extra);
+    }
 }
+
+/* On surfaces that send them, an SSE read ending in error sends an error
+ * event whose data is the error body on one line (ext §11). */
+static void sse_error_body(const rn_live_reader *r, rn_live_end why, rn_buf *out) {
+    const stream_ctx *c = reader_ctx(r);
+    if (!c->prof->sse_error_events)
+        return;
+    rn_error e = live_end_error(why);
+    rn_buf path = {0};
+    if (e == RN_E_STREAM_NOT_FOUND) /* named as rn_reply_missing() names it */
+        rn_reply_stream_path(&path, c->req, c->path, c->path_len);
+    rn_error_body(e, path.len ? (const char *)path.data : NULL, path.len, out);
+    rn_buf_free(&path);
+}
+
+static void append_offset_token(rn_buf *out, uint64_t position) {
+    char tok[RN_OFFSET_LEN + 1];
+    rn_offset_format(position, tok);
+    rn_buf_append_str(out, tok);
+}
+
+static void release_reader(rn_live_reader *r) {
+    ctx_free(reader_ctx(r));
+}
+
+static const rn_live_ops live_ops = {.answer_poll = answer_live_poll,
+                                     .sse_error = sse_error_body,
+                                     .append_offset = append_offset_token,
+                                     .release = release_reader};
 
 /* Applies the read-path parameters of ext §9: timeout_ms and max_bytes
  * that do not parse mean the default, consistency must be local or leader
@@ -1115,8 +895,9 @@ static int read_parameters(stream_ctx *c, const char *q, size_t len, int *leader
         c->poll_timeout_ms = v < 1 ? 1 : v > BUCKET_POLL_MAX_MS ? BUCKET_POLL_MAX_MS : v;
     if (rn_param_query(q, len, "max_bytes", RN_PARAM_LENIENT, val, sizeof val, &n, f))
         return -1;
-    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0 && v < c->max_bytes)
-        c->max_bytes = v ? (size_t)v : 1;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0 &&
+        v < c->read.max_bytes)
+        c->read.max_bytes = v ? (size_t)v : 1;
     if (rn_param_query(q, len, "consistency", RN_E_INVALID_QUERY_CONSISTENCY, val, sizeof val, &n,
                        f))
         return -1;
@@ -1141,7 +922,7 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
     if (rn_param_query(q, len, "offset", RN_E_INVALID_OFFSET, val, sizeof val, &n, f))
         return -1;
     *has_offset = n >= 0;
-    if (n >= 0 && rn_offset_parse(val, (size_t)n, &c->offset_kind, &c->offset))
+    if (n >= 0 && rn_offset_parse(val, (size_t)n, &c->offset_kind, &c->read.offset))
         return rn_param_refuse(f, RN_E_INVALID_OFFSET);
     if (rn_param_query(q, len, "live", RN_E_INVALID_QUERY_LIVE, val, sizeof val, &n, f))
         return -1;
@@ -1155,15 +936,15 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
         return -1;
     uint64_t v;
     if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0) {
-        c->cursor.present = 1;
-        c->cursor.value = v;
+        c->read.cursor.present = 1;
+        c->read.cursor.value = v;
     }
     if (c->prof->read_parameters && read_parameters(c, q, len, &leader, f))
         return -1;
     if (leader && c->mode != READ_CATCHUP)
         return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
-    if (c->mode == READ_SSE && c->max_bytes < 4)
-        c->max_bytes = 4; /* room for one UTF-8 character in a text event */
+    if (c->mode == READ_SSE && c->read.max_bytes < 4)
+        c->read.max_bytes = 4; /* room for one UTF-8 character in a text event */
     return 0;
 }
 
@@ -1172,7 +953,7 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
  * when it answered. */
 static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
     if (c->mode == READ_CATCHUP ||
-        (c->mode == READ_LONG_POLL && (c->offset < s->tail || s->closed)))
+        (c->mode == READ_LONG_POLL && (c->read.offset < s->tail || s->closed)))
         return 0;
     rn_live_admission a = rn_live_admit(c->sf->live, s);
     if (a == RN_LIVE_ADMITTED)
@@ -1201,24 +982,25 @@ static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
     if (answer_missing(c, s))
         return;
     rn_engine_touch(e, s);
-    if (c->offset_kind != RN_OFFSET_NOW && c->offset < s->retained) {
+    uint64_t *offset = &c->read.offset;
+    if (c->offset_kind != RN_OFFSET_NOW && *offset < s->retained) {
         rn_buf extra = {0};
         append_incarnation(&extra, s);
         reply_and_finish(c, RN_E_OFFSET_RETAINED_AWAY, &extra);
         return;
     }
     if (c->offset_kind == RN_OFFSET_NOW) {
-        c->offset = s->tail;
-    } else if (c->offset_kind == RN_OFFSET_POSITION && c->offset > s->tail &&
+        *offset = s->tail;
+    } else if (c->offset_kind == RN_OFFSET_POSITION && *offset > s->tail &&
                c->prof->offset_past_tail_416) {
         rn_buf extra = {0};
         append_incarnation(&extra, s);
         reply_and_finish(c, RN_E_OFFSET_OUT_OF_RANGE, &extra);
         return;
     } else if (c->offset_kind == RN_OFFSET_POSITION) {
-        int valid = c->offset > s->tail  ? 0
+        int valid = *offset > s->tail    ? 0
                     : reads_ndjson(c, s) ? 1
-                                         : rn_engine_offset_valid(e, s, c->offset);
+                                         : rn_engine_offset_valid(e, s, *offset);
         if (valid <= 0) { /* unverified (< 0): a failed read, retryable */
             rn_buf extra = {0};
             if (valid < 0)
@@ -1235,21 +1017,24 @@ static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
     switch (c->mode) {
     case READ_CATCHUP:
         answer_data(c, s);
-        return;
+        break;
     case READ_LONG_POLL:
         c->offset_kind = RN_OFFSET_POSITION; /* a long-poll 200 carries data and an ETag */
-        if (c->offset < s->tail)
+        if (*offset < s->tail) {
             answer_data(c, s);
-        else if (s->closed)
+        } else if (s->closed) {
             answer_poll_timeout(c, s);
-        else
-            park(c, s, c->poll_timeout_ms);
-        return;
+        } else {
+            rn_live_poll(c->sf->live, &c->read, s, c->poll_timeout_ms);
+            return;
+        }
+        break;
     case READ_SSE: {
+        c->read.encoding = sse_encoding(c, s);
         rn_buf h = {0};
         rn_reply_common(&h);
         rn_buf_append_str(&h, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
-        if (sse_base64(s))
+        if (c->read.encoding == RN_SSE_BASE64)
             rn_buf_append_str(&h, "Stream-SSE-Data-Encoding: base64\r\n");
         if (reads_ndjson(c, s)) {
             rn_buf_append_str(&h, "Stream-Data-Content-Type: application/x-ndjson\r\n");
@@ -1260,12 +1045,11 @@ static void handle_get(stream_ctx *c, const char *query, size_t query_len) {
         }
         append_incarnation(&h, s);
         rn_http_stream_start(c->req, 200, &h);
-        c->req->on_drain = on_sse_drain;
-        park(c, s, c->sf->cfg.sse_max_duration_ms);
-        sse_pump(c, s, 1);
+        rn_live_sse(c->sf->live, &c->read, s);
         return;
     }
     }
+    ctx_finish(c);
 }
 
 static void handle_delete(stream_ctx *c) {
@@ -1285,7 +1069,7 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
                        size_t key_len, const char *query, size_t query_len) {
     stream_ctx *c = ctx_new(sf, req, key, key_len);
     c->prof = prof;
-    c->max_bytes = prof->read_parameters ? BUCKET_READ_CAP : sf->cfg.max_read_bytes;
+    c->read.max_bytes = prof->read_parameters ? BUCKET_READ_CAP : sf->cfg.max_read_bytes;
     c->poll_timeout_ms =
         prof->read_parameters ? BUCKET_POLL_DEFAULT_MS : sf->cfg.long_poll_timeout_ms;
     if (rn_request_incarnation(req, &c->op.has_incarnation, &c->op.incarnation)) {

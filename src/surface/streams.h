@@ -34,9 +34,7 @@ extern const rn_profile RN_PROFILE_BUCKET;
 
 typedef struct {
     uint64_t long_poll_timeout_ms; /* v1 surface; the bucket surface uses timeout_ms */
-    uint64_t sse_max_duration_ms;  /* SSE responses end after this (CDN collapsing) */
     size_t max_read_bytes;         /* per catch-up response and per SSE event */
-    size_t sse_queue_bytes;        /* pause an SSE reader with this much unsent */
     size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
     int cold_store;                /* snapshots in parts are accepted */
 } rn_surface_config;
