@@ -5,7 +5,9 @@
  * differ only in an rn_profile: the v1 surface (/v1/stream/{path}) follows
  * PROTOCOL.md (JSON reads as arrays), the bucket surface
  * (/{bucket_id}/{stream_id}) follows extensions.txt (NDJSON reads, read-path
- * parameters, SSE error events).
+ * parameters, SSE error events). streams.c dispatches and answers the
+ * mutations, reads.c the reads; long-polls that wait and SSE responses are
+ * handed to live/ (live.h).
  */
 #ifndef RN_STREAMS_H
 #define RN_STREAMS_H
