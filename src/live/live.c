@@ -97,6 +97,7 @@ static void on_timer_closed(uv_handle_t *h) {
 
 void rn_live_register(rn_live *live, rn_live_reader *r, rn_stream *s, uint64_t timeout_ms) {
     assert(r->req && r->ops && !r->live && !r->stream);
+    assert(r->ops->answer_poll && r->ops->sse_error && r->ops->append_offset && r->ops->release);
     assert(rn_live_admit(live, s) == RN_LIVE_ADMITTED);
     room *rm = s->waiters;
     if (!rm) {

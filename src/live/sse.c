@@ -181,6 +181,7 @@ static void on_drain(rn_request *req) {
     if (!r->paused || r->ended)
         return;
     r->paused = 0;
+    assert(r->stream); /* registered until it ends */
     pump(r, r->stream, 0);
 }
 
