@@ -27,7 +27,9 @@ pkg_modules=$(sed -nE 's/^pkg_check_modules\([A-Za-z0-9_]+ REQUIRED IMPORTED_TAR
 
 SAN=(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
      -fno-omit-frame-pointer)
-BASE=(-std=gnu17 -O1 -g "${SAN[@]}" -Isrc -I"$LLHTTP_INCLUDE" $(pkg-config --cflags $pkg_modules))
+# llhttp in strict mode, as the main build compiles it (CMakeLists.txt).
+BASE=(-std=gnu17 -O1 -g "${SAN[@]}" -Isrc -I"$LLHTTP_INCLUDE" -DLLHTTP_STRICT_MODE=1
+      $(pkg-config --cflags $pkg_modules))
 # Project sources get the project's warnings but not -Werror: clang warns about
 # things gcc does not, and that must not break fuzzing of someone else's code.
 SRC_FLAGS=("${BASE[@]}" -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter)
@@ -64,7 +66,7 @@ for src in $core_sources; do
   core_objs+=("$obj")
 done
 for src in "$LLHTTP_DIR"/api.c "$LLHTTP_DIR"/http.c "$LLHTTP_DIR"/llhttp.c; do
-  obj="$OUT/obj/llhttp_$(basename "${src%.c}").o"
+  obj="$OUT/obj/llhttp_strict_$(basename "${src%.c}").o" # named for its mode: older objects were not
   compile "$src" "$obj" "${BASE[@]}" -w
   core_objs+=("$obj")
 done

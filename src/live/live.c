@@ -90,6 +90,15 @@ static void on_abort(rn_request *req) {
     rn_live_finish(req->handler_data);
 }
 
+/* The client half-closed: until the server writes, that looks the same as
+ * a client that went away, so the read ends now, as at its timeout; the
+ * connection stays up for what that sends. */
+static void on_input_end(rn_request *req) {
+    rn_live_reader *r = req->handler_data;
+    assert(r->stream); /* an ended reader dropped this hook */
+    end_reader(r, r->stream, RN_LIVE_TIMEOUT);
+}
+
 static void on_timer_closed(uv_handle_t *h) {
     rn_live_reader *r = h->data;
     r->ops->release(r);
@@ -113,6 +122,7 @@ void rn_live_register(rn_live *live, rn_live_reader *r, rn_stream *s, uint64_t t
     live->count++;
     r->req->handler_data = r;
     r->req->on_abort = on_abort;
+    r->req->on_input_end = on_input_end;
     uv_timer_init(live->loop, &r->timer);
     r->timer.data = r;
     uv_timer_start(&r->timer, on_timeout, timeout_ms, 0);
@@ -126,6 +136,7 @@ void rn_live_finish(rn_live_reader *r) {
     unregister(r);
     r->req->on_abort = NULL;
     r->req->on_drain = NULL;
+    r->req->on_input_end = NULL;
     uv_close((uv_handle_t *)&r->timer, on_timer_closed);
 }
 

@@ -7,13 +7,14 @@
  * fits the bounds, and then hands the reader over: rn_live_poll() parks a
  * long-poll, rn_live_sse() streams an SSE response whose head the surface
  * has sent. From then on live owns the reader: its timer, its request's
- * abort and drain hooks, its wake-ups (rn_live_observer, which the engine
+ * abort, drain and input-end hooks, its wake-ups (rn_live_observer, which the engine
  * calls after a change is applied), the SSE events, and its end: a
  * long-poll when data arrives, any read at its timeout, when the stream's
  * history is rewritten (its offsets belong to the old history) or the
- * stream disappears, at shutdown (rn_live_end_all) or when its client goes
- * away. What the answers look like, the surface says through rn_live_ops;
- * when live no longer holds a reader, ops->release gives it back.
+ * stream disappears, at shutdown (rn_live_end_all), when its client goes
+ * away, or when its client half-closes (as at its timeout: the
+ * connection stays up for that answer). What the answers look like, the surface says through
+ * rn_live_ops; when live no longer holds a reader, ops->release gives it back.
  *
  * Each stream with readers has one list of them; rn_live counts them all,
  * for the bounds and the metrics. Everything runs on the loop thread.

@@ -1,6 +1,6 @@
 /*
  * endpoints.h — the operational routes under /__runnel/: liveness,
- * readiness, Prometheus metrics, and (with --test-hooks 1) the test hooks
+ * readiness, Prometheus metrics, and (with --test-hooks) the test hooks
  * of surface/admin.c.
  */
 #ifndef RN_ENDPOINTS_H
@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "live/live.h"
+#include "ops/probe.h"
 #include "surface/streams.h"
 #include "transport/http.h"
 
@@ -18,6 +19,7 @@ typedef struct {
     rn_live *live;
     rn_surface *surface;
     rn_http_server *http;
+    rn_probe *probe; /* the data directory probe (readiness) */
 } rn_endpoints;
 
 /* rn_ops_handler for the router; arg is an rn_endpoints. */

@@ -20,6 +20,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
 #include "surface/parts.h"
@@ -56,7 +57,7 @@ typedef struct {
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
-    char recovery_err[512];
+    char recovery_err[2048];
     uint64_t recovery_started;
     uint64_t drain_deadline;
     int stopping;
@@ -74,6 +75,7 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
+    rn_probe_stop(s->endpoints.probe);
     if (s->subs)
         rn_subs_stop(s->subs);
     if (s->parts)
@@ -144,6 +146,21 @@ static void wake_begin(void *arg) {
 
 static void wake_end(void *arg) {
     rn_http_batch_flush(arg);
+}
+
+/* Runnel has no access control: a listener other hosts can reach exposes
+ * everything to them. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http) {
+    char where[512];
+    if (rn_http_listen_addresses(http, where, sizeof where) == 0)
+        return;
+    rn_log(RN_LOG_WARN, "start",
+           "listening on %s, which other hosts can reach, without any access control: anyone "
+           "who reaches it can read, append to, close and delete every stream and bucket, "
+           "create new ones, publish snapshots, advance retention, manage subscriptions and "
+           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT) or put an "
+           "authenticating proxy in front",
+           where);
 }
 
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
@@ -293,12 +310,14 @@ int rn_serve(int argc, char **argv) {
     s.endpoints.http = s.http;
     rn_config_describe(&s.cfg, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
+    warn_if_exposed(s.http);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
     s.sigterm.data = s.sigint.data = &s;
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_signal_start(&s.sigint, on_signal, SIGINT);
+    s.endpoints.probe = rn_probe_start(s.loop, s.cfg.data_dir, 1000);
     uv_timer_init(s.loop, &s.sweep);
     uv_timer_init(s.loop, &s.drain);
     s.sweep.data = s.drain.data = &s;

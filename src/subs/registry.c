@@ -8,7 +8,7 @@
  * entry disappears with its last link.
  */
 #include "subs/glob.h"
-#include "subs/outbound.h"
+#include "net/outbound.h"
 #include "subs/subs_int.h"
 
 #include <stdlib.h>

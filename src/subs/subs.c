@@ -18,6 +18,7 @@
  * A stream event touching no subscription costs one map lookup.
  */
 #include "subs/subs_int.h"
+#include "subs/url.h"
 #include "util/files.h"
 #include "util/log.h"
 
@@ -161,6 +162,12 @@ static void free_module(rn_subs *S) {
 
 /* Creates <data>/subs and loads keys and state: everything that can fail,
  * before any handle exists. */
+/* Webhook deliveries connect only where the SSRF rules allow (url.h). */
+static int webhook_policy(void *arg, const struct sockaddr *addr) {
+    rn_subs *S = arg;
+    return rn_webhook_addr_allowed(addr, S->allow_loopback);
+}
+
 static int load(rn_subs *S, const rn_subs_config *cfg, char *err, size_t errcap) {
     rn_buf dir = {0};
     rn_buf_appendf(&dir, "%s/subs", cfg->data_dir);
@@ -198,7 +205,14 @@ rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *
     }
     S->state =
         rn_durable_open(loop, S->dir, RN_SUBS_STATE_FILE, rn_state_encode, rn_wake_on_written, S);
-    S->out = rn_outbound_new(loop, cfg->allow_loopback, cfg->user_agent);
+    rn_outbound_config out = {.user_agent = cfg->user_agent,
+                              .policy = webhook_policy,
+                              .policy_arg = S,
+                              .policy_refusal =
+                                  "the host resolved only to addresses the webhook policy refuses",
+                              .max_running = 256, /* one delivery per subscription at most */
+                              .max_queued = SIZE_MAX};
+    S->out = rn_outbound_new(loop, &out);
     uv_timer_init(loop, &S->timer);
     S->timer.data = S;
     reconcile(S);

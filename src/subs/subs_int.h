@@ -36,9 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/outbound.h"
 #include "subs/durable.h"
 #include "subs/keys.h"
-#include "subs/outbound.h"
 #include "subs/sub_config.h"
 #include "subs/subs.h"
 #include "subs/token.h"

@@ -16,6 +16,7 @@
  */
 #include "subs/subs_int.h"
 #include "surface/offset.h"
+#include "util/backoff.h"
 #include "util/clock.h"
 
 #include <openssl/rand.h>
@@ -158,12 +159,9 @@ void rn_wake_delivery_failed(rn_subs *S, rn_sub *sub) {
     if (sub->lease_expires_ms)
         return; /* a callback already showed the receiver has the wake */
     sub->attempts++;
-    uint32_t shift = sub->attempts - 1 < 6 ? sub->attempts - 1 : 6;
-    double base = (double)(RETRY_BASE_MS << shift);
-    if (base > RETRY_MAX_MS)
-        base = RETRY_MAX_MS;
-    double jitter = 0.8 + 0.4 * ((double)rand() / ((double)RAND_MAX + 1.0));
-    sub->next_attempt_ms = rn_now_ms() + (int64_t)(base * jitter);
+    sub->next_attempt_ms =
+        rn_now_ms() +
+        (int64_t)rn_backoff_ms(sub->attempts, RETRY_BASE_MS, RETRY_MAX_MS, 0.2, rn_backoff_unit());
     arm(S, sub->next_attempt_ms);
     rn_durable_changed(S->state);
 }

@@ -31,13 +31,13 @@ static void on_result(void *arg, const rn_fetch_result *r) {
     rn_sub *sub = arg;
     rn_subs *S = sub->owner;
     sub->fetch = NULL;
-    if (r->status >= 200 && r->status < 300) {
+    if (r->failure == RN_FETCH_ANSWERED && r->status >= 200 && r->status < 300) {
         rn_metric.sub_deliveries++;
         rn_wake_delivered(S, sub, answer_done(r));
         return;
     }
     rn_metric.sub_delivery_failures++;
-    if (r->status)
+    if (r->failure == RN_FETCH_ANSWERED)
         rn_log(RN_LOG_WARN, "webhook_failed",
                "subscription %s: the receiver answered %ld (attempt %u)", sub->id, r->status,
                sub->attempts + 1);
@@ -72,7 +72,15 @@ void rn_webhook_deliver(rn_subs *S, rn_sub *sub) {
     rn_subs_keys_sign_webhook(S->keys, now / 1000, body.data, body.len, &sig);
     rn_buf_append_byte(&sig, 0);
     const char *headers[] = {"Content-Type: application/json", (const char *)sig.data};
-    sub->fetch = rn_outbound_post(S->out, sub->cfg.webhook_url, headers, 2, &body,
-                                  S->webhook_timeout_ms, on_result, sub);
+    rn_fetch_request req = {.method = "POST",
+                            .url = sub->cfg.webhook_url,
+                            .headers = headers,
+                            .nheaders = 2,
+                            .body = &body,
+                            .body_fd = -1,
+                            .sink_fd = -1,
+                            .sink_cap = RN_FETCH_MAX_BODY,
+                            .timeout_ms = S->webhook_timeout_ms};
+    sub->fetch = rn_outbound_start(S->out, &req, on_result, sub);
     rn_buf_free(&sig);
 }

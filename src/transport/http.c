@@ -7,6 +7,10 @@
  * for EOF and pipelined bytes), IDLE (keep-alive, idle timer armed) and
  * CLOSING. Parse errors and limit violations answer 4xx and close.
  *
+ * EOF (a half-close) stops reading; what was received is still served in
+ * order (a held request is told through on_input_end), then the connection
+ * closes (input_exhausted). A read error closes it at once.
+ *
  * Answers before the body: a request whose body is still to come, from a
  * client that waits for 100 Continue or declared at least
  * RN_HTTP_EARLY_BODY_BYTES, is first shown to the on_headers hook (state
@@ -26,10 +30,13 @@
  */
 #include "transport/http.h"
 #include "transport/fanout.h"
+#include "transport/listen.h"
+#include "transport/request_head.h"
 #include "util/map.h"
 #include "util/metrics.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <linux/sockios.h>
 #include <llhttp.h>
@@ -57,7 +64,7 @@ typedef struct batch_entry batch_entry;
 
 struct rn_http_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    rn_listeners listeners;
     rn_http_config cfg;
     rn_request_fn on_request;
     void *arg;
@@ -97,6 +104,7 @@ struct rn_conn {
     uint64_t discard_deadline; /* DISCARDING: uv_now() past which the connection closes */
     int closed;                /* uv_close called */
     int lingering;             /* response sent, write side shut: dropping input */
+    int input_ended;           /* EOF read: the client sends nothing more */
     int processing;            /* process_input is on the stack */
     int handles_open;
     rn_buf input; /* received bytes not yet parsed (while HANDLING) */
@@ -105,8 +113,9 @@ struct rn_conn {
     header_span *spans;
     size_t span_count, span_cap;
     int last_was_value;
-    int url_too_long;       /* the request line passed max_header_bytes (414) */
-    int headers_too_large;  /* header bytes or count passed their limit (431) */
+    int refusal;            /* status for a head a callback refused (414, 431, 400, 501) */
+    rn_fold_scan fold;      /* obs-fold in the current head (request_head.h) */
+    const char *fold_from;  /* head bytes from here on are not fed to it yet; NULL: none */
     uint64_t request_began; /* uv_now() when the current request's first byte arrived */
     size_t pending_writes;  /* uv_write requests and batch entries not yet settled */
     size_t batch_slot;      /* 1 + index of its entry in the server's batch; 0: none */
@@ -322,8 +331,9 @@ static int on_message_begin(llhttp_t *p) {
     c->req->start_ns = uv_hrtime();
     c->span_count = 0;
     c->last_was_value = 0;
-    c->url_too_long = 0;
-    c->headers_too_large = 0;
+    c->refusal = 0;
+    c->fold = (rn_fold_scan){0};
+    c->fold_from = NULL;
     if (c->state == ST_IDLE) {
         c->state = ST_READING;
         c->request_began = uv_now(c->srv->loop);
@@ -335,18 +345,27 @@ static int on_message_begin(llhttp_t *p) {
 static int header_budget_ok(rn_conn *c, size_t more) {
     if (c->req->raw.len + more <= c->srv->cfg.max_header_bytes)
         return 1;
-    c->headers_too_large = 1;
+    c->refusal = 431;
     return 0;
+}
+
+/* Feeds the fold scan the head bytes up to a span at `at` and the span's
+ * first byte, then moves past the span. */
+static void fold_scan_to(rn_conn *c, const char *at, size_t len) {
+    if (c->fold_from)
+        rn_fold_scan_feed(&c->fold, c->fold_from, at + (len > 0));
+    c->fold_from = at + len;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
     if (!header_budget_ok(c, len)) {
-        c->url_too_long = 1;
+        c->refusal = 414;
         return -1;
     }
     rn_buf_append(&c->req->raw, at, len);
     c->req->target_len += len;
+    c->fold_from = at + len; /* the scan starts after the target */
     return 0;
 }
 
@@ -363,9 +382,10 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
         return 0;
     if (!header_budget_ok(c, len))
         return -1;
+    fold_scan_to(c, at, len);
     if (c->span_count == 0 || c->last_was_value) {
         if (c->span_count >= c->srv->cfg.max_headers) {
-            c->headers_too_large = 1;
+            c->refusal = 431;
             return -1;
         }
         if (c->span_count == c->span_cap) {
@@ -386,6 +406,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len) {
         return 0;
     if (!header_budget_ok(c, len))
         return -1;
+    fold_scan_to(c, at, len);
     header_span *h = &c->spans[c->span_count - 1];
     if (!c->last_was_value) {
         h->value_off = c->req->raw.len;
@@ -462,6 +483,10 @@ static int on_headers_complete(llhttp_t *p) {
         r->headers[i] = (rn_header){(const char *)r->raw.data + h->name_off, h->name_len,
                                     (const char *)r->raw.data + h->value_off, h->value_len};
     }
+    c->fold_from = NULL;
+    c->refusal = rn_request_head_check(r, p->http_major, p->http_minor, c->fold.folded);
+    if (c->refusal)
+        return -1;
     if (!llhttp_should_keep_alive(p))
         c->close_after_response = 1;
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->cfg.max_body_bytes) {
@@ -1159,6 +1184,51 @@ static void reject_raw(rn_conn *c, int status) {
     conn_write(c, &head, NULL, 0);
 }
 
+/* Called once the input of a connection whose client ended it is all
+ * parsed. Between requests the connection closes once its answers are out;
+ * inside a request (cut short: nothing of it was handed on) it answers 400,
+ * unless it was answered from its head (DISCARDING). */
+static void input_exhausted(rn_conn *c) {
+    switch (c->state) {
+    case ST_READING:
+        reject_raw(c, 400);
+        return;
+    case ST_IDLE:
+    case ST_DISCARDING:
+        c->state = ST_CLOSING;
+        if (c->pending_writes == 0)
+            conn_close(c);
+        return;
+    default:
+        return;
+    }
+}
+
+/* The client shut its sending side: reading stops, and what was received
+ * is served (see the top of this file). A held request is told through its
+ * on_input_end hook. */
+static void input_end(rn_conn *c) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+    c->input_ended = 1;
+    if (c->state == ST_CLOSING) {
+        if (c->pending_writes == 0)
+            conn_close(c);
+        return;
+    }
+    if (c->state == ST_HANDLING) {
+        rn_request *r = c->req;
+        assert(r);
+        void (*fn)(rn_request *) = r->on_input_end;
+        r->on_input_end = NULL;
+        if (fn)
+            fn(r);
+        return;
+    }
+    if (!output_blocked(c))
+        process_input(c);
+}
+
 /* Feeds buffered input to the parser until a request is dispatched. A call
  * made while an outer call is on the stack (a handler answered at once and
  * the next pipelined request follows) returns and lets the outer loop go on,
@@ -1171,15 +1241,19 @@ static void process_input(rn_conn *c) {
            c->input_off < c->input.len) {
         const char *data = (const char *)c->input.data + c->input_off;
         size_t len = c->input.len - c->input_off;
+        if (c->fold_from) /* a head continues: its bytes before this read were fed */
+            c->fold_from = data;
         llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
         if (err == HPE_OK) {
             c->input_off = c->input.len;
+            if (c->fold_from)
+                rn_fold_scan_feed(&c->fold, c->fold_from, data + len);
         } else if (err == HPE_PAUSED) {
             c->input_off += (size_t)(llhttp_get_error_pos(&c->parser) - data);
             if (c->state != ST_HANDLING && c->state != ST_CLOSING)
                 llhttp_resume(&c->parser); /* answered already: go on */
         } else {
-            reject_raw(c, c->url_too_long ? 414 : c->headers_too_large ? 431 : 400);
+            reject_raw(c, c->refusal ? c->refusal : 400);
             break;
         }
     }
@@ -1187,8 +1261,10 @@ static void process_input(rn_conn *c) {
     if (c->input_off == c->input.len) {
         c->input.len = 0;
         c->input_off = 0;
+        if (c->input_ended && !c->closed)
+            input_exhausted(c);
     }
-    if (!c->reading && !c->closed && c->state != ST_CLOSING &&
+    if (!c->reading && !c->closed && !c->input_ended && c->state != ST_CLOSING &&
         c->input.len - c->input_off < INPUT_PAUSE_BYTES) {
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
         c->reading = 1;
@@ -1210,6 +1286,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         if (n < 0)
             conn_close(c);
         c->input.len = c->input_off = 0;
+        return;
+    }
+    if (n == UV_EOF) {
+        input_end(c);
         return;
     }
     if (n < 0) {
@@ -1319,12 +1399,17 @@ static void on_shutdown(uv_shutdown_t *sr, int status) {
 
 /* Ends a connection whose last response is written: shuts the write side
  * and reads (and drops) what the client still sends until it closes or
- * LINGER_MS pass. Closing with unread input would make the kernel send a
- * reset, and the client could lose the response it was sent (a 413, 431 or
- * 400 to a client still sending). */
+ * LINGER_MS pass; closes at once when the client's input ended. Closing
+ * with unread input would make the kernel send a reset, and the client
+ * could lose the response it was sent (a 413, 431 or 400 to a client still
+ * sending). */
 static void conn_finish(rn_conn *c) {
     if (c->closed || c->lingering)
         return;
+    if (c->input_ended) {
+        conn_close(c);
+        return;
+    }
     c->lingering = 1;
     uv_shutdown_t *sr = rn_xcalloc(1, sizeof *sr);
     sr->data = c;
@@ -1390,39 +1475,26 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
     srv->cfg = *cfg;
     srv->on_request = on_request;
     srv->arg = arg;
-    struct sockaddr_storage addr;
-    int rc = strchr(cfg->host, ':')
-                 ? uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr)
-                 : uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
-    if (rc == 0)
-        rc = uv_tcp_init(loop, &srv->listener);
-    if (rc == 0) {
-        srv->listener.data = srv;
-        rc = uv_tcp_bind(&srv->listener, (struct sockaddr *)&addr, 0);
-        if (rc == 0)
-            rc = uv_listen((uv_stream_t *)&srv->listener, 1024, on_connection);
-        if (rc != 0) {
-            snprintf(err, errcap, "cannot listen on %s:%d: %s", cfg->host, cfg->port,
-                     uv_strerror(rc));
-            uv_close((uv_handle_t *)&srv->listener, NULL);
-            uv_run(loop, UV_RUN_NOWAIT);
-            rn_http_free(srv);
-            return NULL;
-        }
-        if (cfg->fanout_threads > 0)
-            srv->fanout = rn_fanout_new(cfg->fanout_threads);
-        return srv;
+    if (rn_listeners_open(&srv->listeners, loop, cfg->host, cfg->port, on_connection, srv, err,
+                          errcap) != 0) {
+        uv_run(loop, UV_RUN_NOWAIT); /* the listeners that were opened finish closing */
+        rn_http_free(srv);
+        return NULL;
     }
-    snprintf(err, errcap, "bad listen address %s:%d: %s", cfg->host, cfg->port, uv_strerror(rc));
-    rn_http_free(srv);
-    return NULL;
+    if (cfg->fanout_threads > 0)
+        srv->fanout = rn_fanout_new(cfg->fanout_threads);
+    return srv;
+}
+
+int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap) {
+    return rn_listeners_describe(&srv->listeners, out, cap);
 }
 
 void rn_http_stop_accepting(rn_http_server *srv) {
     if (srv->stopping)
         return;
     srv->stopping = 1;
-    uv_close((uv_handle_t *)&srv->listener, NULL);
+    rn_listeners_close(&srv->listeners);
     for (rn_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
         if (c->state == ST_IDLE)

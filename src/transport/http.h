@@ -9,6 +9,11 @@
  * waiting for a log sync) is noticed at once. When the response finishes,
  * parsing resumes with the buffered bytes.
  *
+ * A client may shut its sending side once its requests are sent (a
+ * half-close): every complete request received before it is still served,
+ * in order, and the connection closes after the last answer; a request the
+ * half-close cut short is answered 400 and applies nothing.
+ *
  * Requests are reference counted: the connection holds one reference while
  * the request is current; a handler that answers later (after a log sync or
  * a live wake) takes its own with rn_request_hold() and drops it with
@@ -64,6 +69,13 @@ struct rn_request {
     void (*on_abort)(rn_request *req);
     /* Called when a streamed response's socket queue has emptied. */
     void (*on_drain)(rn_request *req);
+    /* Called once if the client shuts its sending side while the request is
+     * held (NULL: the request goes on and is answered as usual). Until the
+     * server writes, a half-close looks the same as a client that went
+     * away, so a request parked with no end in sight (a live read) should
+     * answer now as its time limit would; the connection stays up for the
+     * answer and closes after it. */
+    void (*on_input_end)(rn_request *req);
     int route; /* rn_route, set by the router (metrics and logs) */
     void *handler_data;
 
@@ -84,7 +96,7 @@ struct rn_request {
 };
 
 typedef struct {
-    const char *host;
+    const char *host; /* an IP literal or a name; every address it names is listened on */
     int port;
     size_t max_body_bytes;       /* larger bodies are refused (413) unread */
     size_t max_header_bytes;     /* request line + headers */
@@ -132,6 +144,10 @@ typedef void (*rn_request_fn)(rn_request *req, void *arg);
 /* Starts listening. Returns NULL and fills err on failure. */
 rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_request_fn on_request,
                                void *arg, char *err, size_t errcap);
+
+/* Writes the addresses listened on ("127.0.0.1:4437, [::1]:4437") to out;
+ * returns how many of them other hosts can reach (all but loopback). */
+int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap);
 
 /* Stops accepting and closes idle connections; active requests finish. */
 void rn_http_stop_accepting(rn_http_server *srv);

@@ -39,6 +39,7 @@
  *    54.
  */
 #include "util/blake3.h"
+#include "util/text.h"
 
 #include <assert.h>
 #include <stdatomic.h>
@@ -896,10 +897,5 @@ void rn_blake3_hash(const void *data, size_t len, uint8_t out[32]) {
 }
 
 void rn_blake3_hex(const uint8_t digest[32], char out[65]) {
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = digits[digest[i] >> 4];
-        out[2 * i + 1] = digits[digest[i] & 15];
-    }
-    out[64] = '\0';
+    rn_hex_encode(digest, 32, out);
 }

@@ -132,6 +132,15 @@ void rn_format_http_date(int64_t ms, char out[40]) {
     strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
+void rn_hex_encode(const uint8_t *data, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[data[i] >> 4];
+        out[2 * i + 1] = digits[data[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
 void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len) {
     static const char alphabet[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

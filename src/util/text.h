@@ -1,7 +1,7 @@
 /*
  * text.h — small, strict text helpers shared by the HTTP surfaces: decimal
  * integers in the protocol's strict form, case-insensitive comparison,
- * RFC 3339 timestamps, standard base64, and percent-decoding.
+ * RFC 3339 timestamps, hex, standard base64, and percent-decoding.
  */
 #ifndef RN_TEXT_H
 #define RN_TEXT_H
@@ -28,6 +28,9 @@ int rn_parse_rfc3339(const char *s, size_t len, int64_t *out_ms);
 void rn_format_rfc3339(int64_t ms, char out[48]);
 /* Formats Unix milliseconds as an HTTP-date (IMF-fixdate); out 40 bytes. */
 void rn_format_http_date(int64_t ms, char out[40]);
+
+/* Writes data as 2n lowercase hex digits plus a terminating NUL. */
+void rn_hex_encode(const uint8_t *data, size_t n, char *out);
 
 /* Appends standard (RFC 4648, padded) base64 of data to b. */
 void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len);

@@ -7,80 +7,15 @@
 // stays usable; a client that never sends it is cut off after 5 s). Every
 // other write gets 100 Continue and is answered after its body.
 import assert from "node:assert/strict";
-import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Server } from "./lib/server.mjs";
 import { get, otherToken, sleep } from "./lib/bucket.mjs";
 import { b3, createStream, off, pwrite } from "./lib/producer.mjs";
+import { Conn } from "./lib/wire.mjs";
 
 const server = new Server();
 before(() => server.start());
 after(() => server.stop());
-
-// A raw connection that records what the server sends and when it closes.
-class Conn {
-  constructor(port) {
-    this.sock = net.connect(port, "127.0.0.1");
-    this.data = Buffer.alloc(0);
-    this.closed = false;
-    this.waiters = [];
-    this.sock.on("data", (d) => {
-      this.data = Buffer.concat([this.data, d]);
-      this.wake();
-    });
-    this.sock.on("close", () => {
-      this.closed = true;
-      this.closedAt = Date.now();
-      this.wake();
-    });
-    this.sock.on("error", () => {});
-  }
-  wake() {
-    for (const w of this.waiters.splice(0)) w();
-  }
-  send(bytes) {
-    this.sock.write(bytes);
-  }
-  get text() {
-    return this.data.toString("latin1");
-  }
-  // Waits until pred() holds, the socket closes, or ms pass; returns pred().
-  async until(pred, ms = 5000) {
-    const deadline = Date.now() + ms;
-    while (!pred() && !this.closed && Date.now() < deadline) {
-      await new Promise((resolve) => {
-        const t = setTimeout(resolve, deadline - Date.now());
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-    return pred();
-  }
-  // Parses the responses received so far (heads, and bodies by Content-Length).
-  responses() {
-    const out = [];
-    let buf = this.data;
-    for (;;) {
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) return out;
-      const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
-      const headers = {};
-      for (const line of lines.slice(1)) {
-        const i = line.indexOf(":");
-        (headers[line.slice(0, i).trim().toLowerCase()] ??= []).push(line.slice(i + 1).trim());
-      }
-      const len = Number(headers["content-length"]?.[0] ?? 0);
-      if (buf.length < end + 4 + len) return out;
-      out.push({ status: Number(lines[0].split(" ")[1]), headers, header: (n) => headers[n]?.[0] ?? null, body: buf.subarray(end + 4, end + 4 + len).toString() });
-      buf = buf.subarray(end + 4 + len);
-    }
-  }
-  close() {
-    this.sock.destroy();
-  }
-}
 
 function head(path, headers) {
   const lines = [`POST ${path} HTTP/1.1`, "Host: 127.0.0.1"];
