@@ -8,7 +8,8 @@
  * rn_live_observer. Checked: the bounds and the counts, which readers a
  * change wakes and what each hears, that readers of a rewritten or removed
  * stream are unregistered before they answer, that a reader parked during
- * a wake is not visited by it, timeouts, aborts, shutdown, the wake hooks,
+ * a wake is not visited by it, timeouts, aborts, half-closes, shutdown,
+ * the wake hooks,
  * that a stream's room goes when its last reader does, and that a reader
  * is given back (release) only after its timer has closed. SSE readers
  * need the transport and the engine: the black-box tests cover them
@@ -251,6 +252,26 @@ static void test_timeout_abort_and_shutdown(void **state) {
     assert_null(s.waiters);
 }
 
+/* A client that half-closes ends its read at once, as its timeout would;
+ * the transport calls the hook as http.c does (taking it first). */
+static void test_half_close_answers_as_at_the_timeout(void **state) {
+    (void)state;
+    rn_stream s = {.id = 1, .tail = 4};
+    reader *x = park(0, &s), *y = park(1, &s);
+    assert_non_null(x->req.on_input_end);
+    void (*input_end)(rn_request *) = x->req.on_input_end;
+    x->req.on_input_end = NULL;
+    input_end(&x->req);
+    assert_int_equal(x->answers, 1);
+    assert_int_equal(x->why, RN_LIVE_TIMEOUT);
+    assert_null(x->req.on_abort);
+    assert_int_equal(s.live_readers, 1);
+    assert_int_equal(y->answers, 0);
+    rn_live_end_all(t.live); /* y answers once, and drops its hook */
+    assert_int_equal(y->answers, 1);
+    assert_null(y->req.on_input_end);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bounds_and_counts, setup, teardown),
@@ -259,6 +280,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reader_parked_during_a_wake_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_abort_and_shutdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_close_answers_as_at_the_timeout, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
