@@ -5,16 +5,16 @@
  * A surface parses a live read, answers at once what it can (a long-poll
  * with data, a closed stream), asks rn_live_admit() whether one more reader
  * fits the bounds, and then hands the reader over: rn_live_poll() parks a
- * long-poll, rn_live_sse() streams an SSE response whose head the surface
- * has sent. From then on live owns the reader: its timer, its request's
- * abort, drain and input-end hooks, its wake-ups (rn_live_observer, which the engine
- * calls after a change is applied), the SSE events, and its end: a
- * long-poll when data arrives, any read at its timeout, when the stream's
- * history is rewritten (its offsets belong to the old history) or the
- * stream disappears, at shutdown (rn_live_end_all), when its client goes
- * away, or when its client half-closes (as at its timeout: the
- * connection stays up for that answer). What the answers look like, the surface says through
- * rn_live_ops; when live no longer holds a reader, ops->release gives it back.
+ * long-poll, rn_live_sse() starts and streams an SSE response. From then on
+ * live owns the reader: its timer, its request's abort, drain and input-end
+ * hooks, its wake-ups (rn_live_observer, which the engine calls after a
+ * change is applied), the SSE events, and its end: a long-poll when data
+ * arrives, any read at its timeout, when the stream's history is rewritten
+ * (its offsets belong to the old history) or the stream disappears, at
+ * shutdown (rn_live_end_all), when its client goes away, or when its client
+ * half-closes (as at its timeout: the connection stays up for that answer).
+ * What the answers look like, the surface says through rn_live_ops; when
+ * live no longer holds a reader, ops->release gives it back.
  *
  * Each stream with readers has one list of them; rn_live counts them all,
  * for the bounds and the metrics. Everything runs on the loop thread.
@@ -114,10 +114,13 @@ rn_live_admission rn_live_admit(const rn_live *live, const rn_stream *s);
 /* Parks the long-poll r on s for timeout_ms: r was admitted, its offset is
  * s's tail and s is open. */
 void rn_live_poll(rn_live *live, rn_live_reader *r, rn_stream *s, uint64_t timeout_ms);
-/* Streams s to r, whose response head was sent, from r->offset (<= the
- * tail) for at most sse_max_duration_ms: r was admitted. Sends what is
- * there and a control event at once. */
-void rn_live_sse(rn_live *live, rn_live_reader *r, rn_stream *s);
+/* Starts r's SSE response (200, chunked) with the surface's header lines
+ * head (taken over: what the surface says of the stream and its data's
+ * content type) and the event stream's own, then streams s to r from
+ * r->offset (<= the tail) for at most sse_max_duration_ms: r was admitted
+ * and nothing was answered on r->req. Sends what is there and a control
+ * event at once. */
+void rn_live_sse(rn_live *live, rn_live_reader *r, rn_stream *s, rn_buf *head);
 /* The engine observer (rn_engine_observe, with the rn_live as arg). */
 void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg);
 /* Ends every reader as at its timeout (shutdown). */

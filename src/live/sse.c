@@ -1,5 +1,6 @@
 /*
- * sse.c — SSE responses that follow a stream (PROTOCOL §5.8): the pump
+ * sse.c — SSE responses that follow a stream (PROTOCOL §5.8): their
+ * head, the pump
  * that sends every event available from a reader's offset, the event
  * framing (data events in the reader's encoding, control events, error
  * events), the per-wake event shared by the readers at one position
@@ -185,8 +186,12 @@ static void on_drain(rn_request *req) {
     pump(r, r->stream, 0);
 }
 
-void rn_live_sse(rn_live *live, rn_live_reader *r, rn_stream *s) {
+void rn_live_sse(rn_live *live, rn_live_reader *r, rn_stream *s, rn_buf *head) {
     assert(r->offset <= s->tail);
+    rn_buf_append_str(head, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
+    if (r->encoding == RN_SSE_BASE64)
+        rn_buf_append_str(head, "Stream-SSE-Data-Encoding: base64\r\n");
+    rn_http_stream_start(r->req, 200, head);
     r->sse = 1;
     rn_live_register(live, r, s, live->cfg.sse_max_duration_ms);
     r->req->on_drain = on_drain;

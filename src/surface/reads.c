@@ -405,9 +405,6 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
         c->read.encoding = sse_encoding(c, s);
         rn_buf h = {0};
         rn_reply_common(&h);
-        rn_buf_append_str(&h, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
-        if (c->read.encoding == RN_SSE_BASE64)
-            rn_buf_append_str(&h, "Stream-SSE-Data-Encoding: base64\r\n");
         if (reads_ndjson(c, s)) {
             rn_buf_append_str(&h, "Stream-Data-Content-Type: application/x-ndjson\r\n");
         } else {
@@ -416,8 +413,7 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
             rn_buf_append_str(&h, "\r\n");
         }
         rn_reply_incarnation(&h, s);
-        rn_http_stream_start(c->req, 200, &h);
-        rn_live_sse(c->sf->live, &c->read, s);
+        rn_live_sse(c->sf->live, &c->read, s, &h);
         return;
     }
     }
