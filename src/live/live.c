@@ -3,7 +3,7 @@
  * (registration, timeout, abort, end) and their wake-up. See live.h; the
  * long-poll and SSE readers themselves are longpoll.c and sse.c.
  *
- * A stream with readers points (rn_stream.waiters) to a room this file
+ * A stream with readers points (rn_stream.live_room) to a room this file
  * allocates: the stream's list of readers, linked into the list of rooms
  * so that shutdown reaches every reader. A room is freed when its last
  * reader leaves, except while a walk of its readers is under way (then
@@ -57,14 +57,14 @@ static void room_release(rn_live *live, room *rm) {
     if (rm->walking || !rn_list_empty(&rm->readers))
         return;
     rn_list_remove(&live->rooms, &rm->link);
-    rm->stream->waiters = NULL;
+    rm->stream->live_room = NULL;
     free(rm);
 }
 
 static void unregister(rn_live_reader *r) {
     if (!r->stream)
         return;
-    room *rm = r->stream->waiters;
+    room *rm = r->stream->live_room;
     rn_list_remove(&rm->readers, &r->node);
     r->stream->live_readers--;
     r->live->count--;
@@ -108,12 +108,12 @@ void rn_live_register(rn_live *live, rn_live_reader *r, rn_stream *s, uint64_t t
     assert(r->req && r->ops && !r->live && !r->stream);
     assert(r->ops->answer_poll && r->ops->sse_error && r->ops->append_offset && r->ops->release);
     assert(rn_live_admit(live, s) == RN_LIVE_ADMITTED);
-    room *rm = s->waiters;
+    room *rm = s->live_room;
     if (!rm) {
         rm = rn_xcalloc(1, sizeof *rm);
         rm->stream = s;
         rn_list_push_back(&live->rooms, &rm->link);
-        s->waiters = rm;
+        s->live_room = rm;
     }
     rn_list_push_front(&rm->readers, &r->node);
     r->live = live;
@@ -146,7 +146,7 @@ static rn_live_reader *first_reader(const room *rm) {
 
 void rn_live_observer(rn_stream *s, rn_stream_event ev, void *arg) {
     rn_live *live = arg;
-    room *rm = s->waiters;
+    room *rm = s->live_room;
     if (!rm || (ev != RN_STREAM_CHANGED && ev != RN_STREAM_REWRITTEN && ev != RN_STREAM_REMOVED))
         return;
     assert(!rm->walking);

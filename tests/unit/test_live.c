@@ -177,8 +177,8 @@ static void test_change_wakes_readers_behind_the_tail(void **state) {
     assert_int_equal(z->answers, 0);
     assert_int_equal(t.wake_begins, 2);
     assert_int_equal(t.wake_ends, 2);
-    assert_null(s.waiters); /* the room went with the last reader */
-    assert_non_null(other.waiters);
+    assert_null(s.live_room); /* the room went with the last reader */
+    assert_non_null(other.live_room);
     assert_int_equal(x->released, 0); /* given back once the timer closed */
     uv_run(&t.loop, UV_RUN_NOWAIT);
     assert_int_equal(x->released + y->released, 2);
@@ -201,7 +201,7 @@ static void test_rewrite_and_removal_unregister_before_answering(void **state) {
     assert_int_equal(y->why, RN_LIVE_REWRITTEN);
     assert_int_equal(y->readers_at, 1); /* the newest first, without itself */
     assert_int_equal(x->readers_at, 0);
-    assert_null(s.waiters);
+    assert_null(s.live_room);
     rn_live_observer(&gone, RN_STREAM_REMOVED, t.live);
     assert_int_equal(z->answers, 1);
     assert_int_equal(z->why, RN_LIVE_REMOVED);
@@ -226,11 +226,11 @@ static void test_reader_parked_during_a_wake_waits(void **state) {
     assert_int_equal(x->answers, 1);
     assert_int_equal(later->answers, 0);
     assert_int_equal(s.live_readers, 1);
-    assert_non_null(s.waiters); /* kept: the new reader is in it */
+    assert_non_null(s.live_room); /* kept: the new reader is in it */
     rn_live_end_all(t.live);
     assert_int_equal(later->answers, 1);
     assert_int_equal(later->why, RN_LIVE_TIMEOUT);
-    assert_null(s.waiters);
+    assert_null(s.live_room);
 }
 
 static void test_timeout_abort_and_shutdown(void **state) {
@@ -249,7 +249,7 @@ static void test_timeout_abort_and_shutdown(void **state) {
     assert_int_equal(z->answers, 1);
     assert_int_equal(z->why, RN_LIVE_TIMEOUT);
     assert_int_equal(rn_live_count(t.live), 0);
-    assert_null(s.waiters);
+    assert_null(s.live_room);
 }
 
 /* A client that half-closes ends its read at once, as its timeout would;
