@@ -22,7 +22,7 @@
 #include "util/fault.h"
 #include "engine/command.h"
 #include "engine/damage_report.h"
-#include "engine/store.h"
+#include "tiers/streamfiles.h"
 #include "tiers/blobs.h"
 #include "util/blake3.h"
 #include "util/clock.h"
@@ -59,7 +59,7 @@ struct rn_engine {
     uv_loop_t *loop;
     rn_engine_config cfg;
     char *dir;
-    rn_store *store;
+    rn_streamfiles *store;
     rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
     rn_blobs *cold;      /* the cold store, or NULL */
     rn_wal *wal;
@@ -200,7 +200,7 @@ static void stream_destroy(rn_engine *e, rn_stream *s, int remove_files) {
         notify(e, s, RN_STREAM_REMOVED);
     if (remove_files) {
         rn_fault_point("delete-before-remove");
-        rn_store_remove(e->store, s->id);
+        rn_streamfiles_remove(e->store, s->id);
     }
     snapshot_drop(e, s, remove_files);
     if (remove_files)
@@ -297,7 +297,7 @@ static void apply_retain(rn_engine *e, rn_stream *s, uint64_t offset) {
     rn_fault_point("retain-before-punch");
     if (s->refcount == 0 && offset > s->fork_offset) {
         uint64_t from = s->retained > s->fork_offset ? s->retained : s->fork_offset;
-        rn_store_punch(e->store, s->id, from, offset - from);
+        rn_streamfiles_punch(e->store, s->id, from, offset - from);
     }
     rn_fault_point("retain-after-punch");
     s->retained = offset;
@@ -410,14 +410,15 @@ static void apply_rewrite(rn_engine *e, rn_stream *s, const rn_cmd *c) {
         /* Drop index entries past the kept offset; an append the cut
          * splits becomes one that ends there. */
         uint64_t end = s->fork_offset;
-        while (s->appends > 0 && rn_store_index_get(e->store, s->id, s->appends - 1, &end) == 0 &&
+        while (s->appends > 0 &&
+               rn_streamfiles_index_get(e->store, s->id, s->appends - 1, &end) == 0 &&
                end > s->tail)
             s->appends--;
         if (s->appends == 0)
             end = s->fork_offset;
-        if (end < s->tail && rn_store_index_set(e->store, s->id, s->appends, s->tail) == 0)
+        if (end < s->tail && rn_streamfiles_index_set(e->store, s->id, s->appends, s->tail) == 0)
             s->appends++;
-        rn_store_truncate(e->store, s->id, s->tail, s->appends);
+        rn_streamfiles_truncate(e->store, s->id, s->tail, s->appends);
     }
     if (s->snapshot.present && s->snapshot.offset > s->tail)
         snapshot_drop(e, s, 1);
@@ -433,7 +434,8 @@ static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c, int replay) {
         return 0;
     if (replay) {
         rn_fault_point("apply-before-store");
-        int rc = rn_store_append(e->store, s->id, c->data, c->data_len, c->offset, s->appends);
+        int rc =
+            rn_streamfiles_append(e->store, s->id, c->data, c->data_len, c->offset, s->appends);
         if (rc < 0)
             return rc;
     }
@@ -542,7 +544,7 @@ static int read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
     }
     if (len == 0)
         return 0;
-    ssize_t got = rn_store_read(e->store, s->id, out, len, off);
+    ssize_t got = rn_streamfiles_read(e->store, s->id, out, len, off);
     if (got < 0)
         return (int)got;
     return (size_t)got == len ? 0 : -EIO;
@@ -561,7 +563,7 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
     uint64_t lo = 0, hi = s->appends, v;
     while (lo < hi) { /* first entry whose end is past x */
         uint64_t mid = lo + (hi - lo) / 2;
-        int rc = rn_store_index_get(e->store, s->id, mid, &v);
+        int rc = rn_streamfiles_index_get(e->store, s->id, mid, &v);
         if (rc < 0)
             return rc;
         if (v > x)
@@ -571,9 +573,9 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
     }
     if (lo == s->appends)
         return -ERANGE;
-    int rc = rn_store_index_get(e->store, s->id, lo, end);
+    int rc = rn_streamfiles_index_get(e->store, s->id, lo, end);
     if (rc == 0 && lo > 0)
-        rc = rn_store_index_get(e->store, s->id, lo - 1, start);
+        rc = rn_streamfiles_index_get(e->store, s->id, lo - 1, start);
     else if (rc == 0)
         *start = s->fork_offset;
     return rc;
@@ -730,8 +732,8 @@ static void on_logged(rn_wal_entry *entry, int status);
 static int write_stream_files(rn_wal_entry *entry) {
     rn_op *op = entry->arg;
     rn_fault_point("apply-before-store");
-    return rn_store_write_pinned(&op->pin, op->cmd.data, op->cmd.data_len, op->cmd.offset,
-                                 op->index_entry);
+    return rn_streamfiles_write_pinned(&op->pin, op->cmd.data, op->cmd.data_len, op->cmd.offset,
+                                       op->index_entry);
 }
 
 static void drain_queue(rn_engine *e, uint64_t id);
@@ -761,14 +763,15 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
 static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     rn_cmd *c = &op->cmd;
     op->wal.after_sync = NULL;
-    op->pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
+    op->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
     int refused = rn_fault_fail("log-reserve");
     if (refused) {
         refuse_unlogged(e, op, s, refused);
         return;
     }
     if (c->data_len) {
-        int rc = rn_store_pin_append(e->store, s->id, c->offset, c->data_len, s->appends, &op->pin);
+        int rc = rn_streamfiles_pin_append(e->store, s->id, c->offset, c->data_len, s->appends,
+                                           &op->pin);
         if (rc < 0) {
             refuse_unlogged(e, op, s, rc);
             return;
@@ -794,7 +797,7 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
  * exist, and the command goes on from files_ready(). */
 static void ensure_files_work(uv_work_t *req) {
     rn_op *op = req->data;
-    op->files_status = rn_store_ensure_files(op->engine->store, op->stream_id);
+    op->files_status = rn_streamfiles_ensure(op->engine->store, op->stream_id);
 }
 
 static void files_ready(uv_work_t *req, int status) {
@@ -852,7 +855,7 @@ static void on_logged(rn_wal_entry *entry, int status) {
     rn_op *op = entry->arg;
     rn_engine *e = op->engine;
     e->ops_in_log--;
-    rn_store_unpin(&op->pin);
+    rn_streamfiles_unpin(&op->pin);
     rn_stream *s = rn_map_get(&e->by_id, &op->stream_id, sizeof op->stream_id);
     const rn_cmd *c = &op->cmd;
     if (status != 0) {
@@ -1772,7 +1775,7 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
 static void checkpoint_work(uv_work_t *req) {
     checkpoint_job *job = req->data;
     rn_engine *e = job->engine;
-    job->status = rn_store_sync(e->store);
+    job->status = rn_streamfiles_sync(e->store);
     if (job->status)
         return;
     rn_fault_point("checkpoint-after-syncfs");
@@ -1952,7 +1955,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     e->cfg = *cfg;
     e->dir = rn_xstrdup(cfg->data_dir);
     e->next_id = 1;
-    e->store = rn_store_open(cfg->data_dir, cfg->max_open_files);
+    e->store = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
     char blob_dir[PATH_MAX];
     snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
     e->snapshots = rn_blobs_open(blob_dir);
@@ -1995,7 +1998,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         /* Cut bytes of unrecovered records. A stream with no appends of
          * its own has none: its files are only written for appends. */
         if (s->touched && s->appends)
-            rn_store_truncate(e->store, s->id, s->tail, s->appends);
+            rn_streamfiles_truncate(e->store, s->id, s->tail, s->appends);
         s->touched = 0;
         s->last_access_ms = rn_now_ms();
     }
@@ -2045,7 +2048,7 @@ void rn_engine_close(rn_engine *e) {
         free(v);
     rn_map_free(&e->buckets);
     rn_wal_close(e->wal);
-    rn_store_close(e->store);
+    rn_streamfiles_close(e->store);
     rn_blobs_close(e->snapshots);
     rn_blobs_close(e->cold);
     free(e->dir);

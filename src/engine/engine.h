@@ -3,7 +3,7 @@
  *
  * The engine owns every stream's metadata (content type, tail, closure, TTL
  * and expiry, idempotent-producer and Stream-Seq state) and its bytes (via
- * store.c). A mutation arrives as an rn_op: the engine validates it against
+ * tiers/streamfiles.c). A mutation arrives as an rn_op: the engine validates it against
  * the current state, and either answers at once (a refusal or an idempotent
  * repeat) or encodes it as a command, submits it to the log, and applies it
  * and answers only after the log sync that covers it. State visible to reads
@@ -26,7 +26,7 @@
 #include <uv.h>
 
 #include "engine/command.h"
-#include "engine/store.h"
+#include "tiers/streamfiles.h"
 #include "log/wal.h"
 #include "util/buf.h"
 #include "util/map.h"
@@ -102,7 +102,7 @@ typedef struct rn_stream {
     uint32_t fork_depth;      /* 0 for a stream that is not a fork */
     uint32_t refcount;        /* forks whose source this stream is */
     int soft_deleted;         /* deleted while forks still read it: 410 */
-    uint64_t appends;         /* entries in the append index (store.h) */
+    uint64_t appends;         /* entries in the append index (tiers/streamfiles.h) */
     /* Retention (ext §2.2): reads below `retained` answer 410. On a JSON
      * stream it is always a message boundary, known without reading the
      * cleared byte before it: a retention offset is verified before it is
@@ -272,10 +272,10 @@ struct rn_op {
     rn_engine *engine;
     rn_op *next_queued;
     uint64_t stream_id;
-    rn_cmd cmd;           /* the command in the log, applied after its sync */
-    rn_buf head;          /* encoded command head */
-    rn_store_pin pin;     /* the stream files the log's worker writes the data to */
-    uv_work_t files_work; /* making the stream's files before its first data */
+    rn_cmd cmd;             /* the command in the log, applied after its sync */
+    rn_buf head;            /* encoded command head */
+    rn_streamfiles_pin pin; /* the stream files the log's worker writes the data to */
+    uv_work_t files_work;   /* making the stream's files before its first data */
     int files_status;
     uint64_t index_entry; /* the append's number in the stream's index */
     rn_buf stored;        /* JSON message text of the body */
