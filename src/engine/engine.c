@@ -74,7 +74,7 @@ struct rn_engine {
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
     uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
-    rn_map buckets;                 /* bucket ids a stream was ever created in -> its id */
+    rn_map namespaces;              /* namespace -> itself: every one a stream was created in */
     int ops_in_log;                 /* mutations submitted, not yet applied */
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
@@ -247,27 +247,27 @@ static int stream_expired(const rn_stream *s, int64_t now) {
     return 0;
 }
 
-/* ---- buckets ---- */
+/* ---- namespaces ---- */
 
-/* Length of key's bucket part (before its first "/"), or 0 without one. */
-static size_t bucket_part(const char *key, size_t len) {
-    const char *slash = memchr(key, '/', len);
-    return slash && slash > key ? (size_t)(slash - key) : 0;
+/* Length of path's namespace (its bytes before the first "/"), or 0
+ * without one. */
+static size_t namespace_len(const char *path, size_t len) {
+    const char *slash = memchr(path, '/', len);
+    return slash && slash > path ? (size_t)(slash - path) : 0;
 }
 
-/* Remembers the bucket of a created stream: buckets exist from their first
- * stream on (extensions §1.2), also after their streams are gone. */
-static void note_bucket(rn_engine *e, const char *key, size_t len) {
-    size_t n = bucket_part(key, len);
-    if (n && !rn_map_get(&e->buckets, key, n)) {
-        char *id = rn_xstrndup(key, n);
-        rn_map_put(&e->buckets, id, n, id);
+/* Remembers the namespace of a created stream, also after its streams are
+ * gone (the bucket surface's buckets are implicit: extensions §1.2). */
+static void note_namespace(rn_engine *e, const char *path, size_t len) {
+    size_t n = namespace_len(path, len);
+    if (n && !rn_map_get(&e->namespaces, path, n)) {
+        char *ns = rn_xstrndup(path, n);
+        rn_map_put(&e->namespaces, ns, n, ns);
     }
 }
 
-int rn_engine_bucket_exists(rn_engine *e, const char *key, size_t len) {
-    size_t n = bucket_part(key, len);
-    return n && rn_map_get(&e->buckets, key, n) != NULL;
+int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
+    return len && rn_map_get(&e->namespaces, ns, len) != NULL;
 }
 
 /* ---- apply: the state machine (shared by live commits and replay) ---- */
@@ -468,7 +468,7 @@ static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending, int replay) 
             src->refcount++;
         }
         s->pending_create = 0;
-        note_bucket(e, s->path, s->path_len);
+        note_namespace(e, s->path, s->path_len);
         s->incarnation = c->incarnation;
         s->ttl_s = c->ttl_s;
         s->expires_at_ms = c->expires_at_ms;
@@ -1751,13 +1751,13 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
                 if (!loaded[k])
                     break;
             }
-            uint64_t nbuckets = rn_read_u64(&r);
-            for (uint64_t j = 0; j < nbuckets && !r.failed; j++) {
+            uint64_t nspaces = rn_read_u64(&r);
+            for (uint64_t j = 0; j < nspaces && !r.failed; j++) {
                 size_t n;
                 const char *id = (const char *)rn_read_lstr(&r, &n);
-                if (id && n && !rn_map_get(&e->buckets, id, n)) {
+                if (id && n && !rn_map_get(&e->namespaces, id, n)) {
                     char *copy = rn_xstrndup(id, n);
-                    rn_map_put(&e->buckets, copy, n, copy);
+                    rn_map_put(&e->namespaces, copy, n, copy);
                 }
             }
             if (k == count && !r.failed && link_forks(e, loaded, sources, count) == 0) {
@@ -1854,9 +1854,9 @@ static checkpoint_job *snapshot(rn_engine *e) {
     }
     for (int k = 0; k < 8; k++)
         b->data[count_at + k] = (uint8_t)(count >> (8 * k));
-    rn_buf_append_u64(b, e->buckets.count);
+    rn_buf_append_u64(b, e->namespaces.count);
     i = 0;
-    while (rn_map_next(&e->buckets, &i, &v))
+    while (rn_map_next(&e->namespaces, &i, &v))
         rn_buf_append_lstr(b, v, strlen(v));
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
     e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
@@ -2044,9 +2044,9 @@ void rn_engine_close(rn_engine *e) {
     rn_map_free(&e->by_path);
     rn_map_free(&e->by_id);
     i = 0;
-    while (rn_map_next(&e->buckets, &i, &v))
+    while (rn_map_next(&e->namespaces, &i, &v))
         free(v);
-    rn_map_free(&e->buckets);
+    rn_map_free(&e->namespaces);
     rn_wal_close(e->wal);
     rn_streamfiles_close(e->store);
     rn_blobs_close(e->snapshots);

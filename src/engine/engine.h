@@ -349,9 +349,12 @@ struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold);
 #define RN_BLOB_KEY_MAX 64
 void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]);
 
-/* True when a stream was ever created in the bucket of key (its part
- * before the first "/"): buckets are implicit (extensions §1.2). */
-int rn_engine_bucket_exists(rn_engine *e, const char *key, size_t len);
+/* True when a stream was ever created in namespace ns (len > 0 bytes), in
+ * this data directory: a stream path's namespace is its bytes before its
+ * first "/" (none without one). The engine records namespaces without
+ * giving them a meaning; the bucket surface's buckets are namespaces
+ * (extensions §1.2: a bucket exists from its first stream on). */
+int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len);
 
 /* True when a stream at path exists but is soft-deleted (answers 410). */
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);

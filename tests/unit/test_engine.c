@@ -1155,6 +1155,31 @@ static void test_delete_then_recreate_gives_new_id_and_empty_data(void **state) 
     expect_bytes(f, "/d", "nm");
 }
 
+/* A namespace (a path's part before its first "/") exists from its first
+ * create on, also once its streams are gone, across a clean restart (the
+ * checkpoint) and a crash (the log's creates). */
+static void test_namespaces_outlive_their_streams(void **state) {
+    fx *f = *state;
+    assert_false(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_int_equal(create(f, "b1/s", NULL, NULL).result, RN_OK_CREATED);
+    assert_int_equal(create(f, "/rooted", NULL, NULL).result, RN_OK_CREATED);
+    assert_int_equal(create(f, "plain", NULL, NULL).result, RN_OK_CREATED);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_false(rn_engine_namespace_exists(f->e, "b", 1));
+    assert_false(rn_engine_namespace_exists(f->e, "b1/s", 4));
+    assert_false(rn_engine_namespace_exists(f->e, "plain", 5));
+    assert_false(rn_engine_namespace_exists(f->e, "", 0)); /* "/rooted" has none */
+    assert_int_equal(delete_stream(f, "b1/s").result, RN_OK_DELETED);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    restart_clean(f);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_int_equal(create(f, "b2/s", NULL, NULL).result, RN_OK_CREATED);
+    restart_crash(f, "crash", NULL);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_true(rn_engine_namespace_exists(f->e, "b2", 2));
+    assert_false(rn_engine_namespace_exists(f->e, "b3", 2));
+}
+
 static void test_stream_ids_are_never_reused(void **state) {
     fx *f = *state;
     uint64_t seen[12];
@@ -1964,6 +1989,7 @@ int main(void) {
         T(test_answer_early_only_for_repeats_and_conflicts),
         T(test_delete_then_recreate_gives_new_id_and_empty_data),
         T(test_stream_ids_are_never_reused),
+        T(test_namespaces_outlive_their_streams),
         T(test_create_submitted_from_delete_callback_sees_stream_deleted),
         T(test_append_submitted_from_delete_callback_finds_no_stream),
         T(test_expired_streams_are_not_found),
