@@ -19,6 +19,7 @@
  * before the rotation are dropped.
  */
 #include "engine/engine.h"
+#include "log/wal.h"
 #include "util/fault.h"
 #include "engine/command.h"
 #include "engine/damage_report.h"
@@ -31,6 +32,7 @@
 #include "util/log.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -79,6 +81,30 @@ struct rn_engine {
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
 };
+
+/* The engine's room in an op (rn_op_private): everything a mutation needs
+ * between its submission and its answer. */
+typedef struct {
+    rn_engine *engine;
+    rn_op *next_queued; /* in its stream's queue */
+    uint64_t stream_id;
+    rn_cmd cmd;             /* the command in the log, applied after its sync */
+    rn_buf head;            /* encoded command head */
+    rn_buf stored;          /* JSON message text of the body; EXPIRE_PRODUCERS: the id list */
+    size_t messages;        /* messages in the command's data */
+    rn_streamfiles_pin pin; /* the stream files the log's worker writes the data to */
+    uv_work_t files_work;   /* making the stream's files before its first data */
+    int files_status;
+    uint64_t index_entry; /* the append's number in the stream's index */
+    rn_wal_entry wal;
+} op_private;
+
+static_assert(sizeof(op_private) <= sizeof(rn_op_private), "rn_op_private is too small");
+static_assert(_Alignof(op_private) <= _Alignof(rn_op_private), "rn_op_private is misaligned");
+
+static op_private *priv(rn_op *op) {
+    return (op_private *)op->engine.bytes;
+}
 
 static void run_op(rn_engine *e, rn_op *op);
 static uint64_t incarnation_for(uint64_t n);
@@ -211,7 +237,7 @@ static void stream_destroy(rn_engine *e, rn_stream *s, int remove_files) {
     if (source && --source->refcount == 0 && source->soft_deleted)
         stream_destroy(e, source, 1);
     while (q) {
-        rn_op *next = q->next_queued;
+        rn_op *next = priv(q)->next_queued;
         run_op(e, q);
         q = next;
     }
@@ -585,16 +611,20 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
 
 /* Sets the op's outcome: result, stream and the stream's state. */
 static void set_outcome(rn_op *op, rn_result result, rn_stream *s) {
-    op->result = result;
-    op->stream = s;
+    op->out.result = result;
+    op->out.stream = s;
     if (s) {
-        op->next_offset = s->tail;
-        op->stream_closed = s->closed;
+        op->out.next_offset = s->tail;
+        op->out.stream_closed = s->closed;
     }
 }
 
+/* Answers op: its outcome, then done() (which may free it, so the engine's
+ * buffers in it are released first). */
 static void finish(rn_op *op, rn_result result, rn_stream *s) {
     set_outcome(op, result, s);
+    rn_buf_free(&priv(op)->head);
+    rn_buf_free(&priv(op)->stored);
     op->done(op);
 }
 
@@ -615,27 +645,27 @@ static int idle_for(const rn_producer *p, int64_t now, uint64_t ms) {
 
 /* The closure a claim reported, for its answer and its repeats. */
 static void report_closure(rn_op *op, const rn_producer *p) {
-    op->closes_epoch = p->closes_epoch;
-    op->closed_epoch = p->closed_epoch;
-    op->closed_seq = p->closed_seq;
+    op->out.closes_epoch = p->closes_epoch;
+    op->out.closed_epoch = p->closed_epoch;
+    op->out.closed_seq = p->closed_seq;
 }
 
 /* Fills the answer of an applied producer write: its receipt, the epoch's
  * highest seq and, for a claim, the closure it reported. */
 static void answer_applied(rn_op *op, const rn_producer *p) {
-    op->ack_epoch = p->epoch;
-    op->ack_seq = p->last_seq;
-    op->receipt = 1;
-    op->receipt_start = p->newest_start;
-    op->receipt_end = p->newest_end;
-    op->receipt_closed = p->newest_closed;
-    if (op->producer_seq == 0)
+    op->out.ack_epoch = p->epoch;
+    op->out.ack_seq = p->last_seq;
+    op->out.receipt = 1;
+    op->out.receipt_start = p->newest_start;
+    op->out.receipt_end = p->newest_end;
+    op->out.receipt_closed = p->newest_closed;
+    if (op->in.producer_seq == 0)
         report_closure(op, p);
 }
 
 static int identity_matches(const rn_write_identity *held, const rn_op *op) {
-    return held->has_digest == (op->has_producer_digest != 0) &&
-           (!held->has_digest || memcmp(held->digest, op->producer_digest, 32) == 0);
+    return held->has_digest == (op->in.has_producer_digest != 0) &&
+           (!held->has_digest || memcmp(held->digest, op->in.producer_digest, 32) == 0);
 }
 
 /* A write (p->epoch, seq <= the epoch's highest surviving seq) repeats one
@@ -643,10 +673,10 @@ static int identity_matches(const rn_write_identity *held, const rn_op *op) {
  * newest write, or the claim) another identity is a key conflict; else the
  * answer is a repeat: the newest write's receipt, or one marked evicted. */
 static int answer_repeat(rn_op *op, const rn_producer *p) {
-    uint64_t seq = op->producer_seq;
+    uint64_t seq = op->in.producer_seq;
     const rn_write_identity *held = seq == p->last_seq ? &p->newest : seq == 0 ? &p->claim : NULL;
     if (held && !identity_matches(held, op)) {
-        op->current_epoch = p->epoch;
+        op->out.current_epoch = p->epoch;
         return RN_ERR_KEY_CONFLICT;
     }
     int rewritten = p->history == RN_EPOCH_REWRITTEN;
@@ -654,8 +684,8 @@ static int answer_repeat(rn_op *op, const rn_producer *p) {
         answer_applied(op, p);
         return RN_OK_DUPLICATE;
     }
-    op->ack_epoch = p->epoch;
-    op->ack_seq = rewritten ? p->history_seq : p->last_seq;
+    op->out.ack_epoch = p->epoch;
+    op->out.ack_seq = rewritten ? p->history_seq : p->last_seq;
     if (seq == 0)
         report_closure(op, p);
     return RN_OK_DUPLICATE;
@@ -666,22 +696,22 @@ static int answer_repeat(rn_op *op, const rn_producer *p) {
  * consulted). Returns APPLIES, or the answer (a repeat or a refusal) with
  * its fields set in op. Changes nothing. */
 static int producer_rules(const rn_stream *s, rn_op *op) {
-    const rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
-    uint64_t epoch = op->producer_epoch, seq = op->producer_seq;
+    const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
+    uint64_t epoch = op->in.producer_epoch, seq = op->in.producer_seq;
     /* The floor binds writes that carry Stream-Incarnation (§5.4). */
-    int floor_binds = op->has_incarnation && s->has_floor;
+    int floor_binds = op->in.has_incarnation && s->has_floor;
     int lifts = seq == 0 && p && epoch > p->epoch && epoch_above_floor(s, epoch);
     if (floor_binds && (p ? !p->above_floor && !lifts : epoch <= s->epoch_floor)) {
-        op->current_epoch = s->epoch_floor;
+        op->out.current_epoch = s->epoch_floor;
         return RN_ERR_PRODUCER_EXPIRED;
     }
     if (!p) {
         if (seq == 0)
             return APPLIES;
-        op->expected_seq = 0;
+        op->out.expected_seq = 0;
         return RN_ERR_SEQ_GAP;
     }
-    op->current_epoch = p->epoch;
+    op->out.current_epoch = p->epoch;
     if (epoch < p->epoch) {
         if (!p->closes_epoch || epoch != p->closed_epoch)
             return RN_ERR_STALE_EPOCH;
@@ -691,23 +721,23 @@ static int producer_rules(const rn_stream *s, rn_op *op) {
     if (epoch > p->epoch) {
         if (seq == 0)
             return APPLIES;
-        op->expected_seq = 0;
+        op->out.expected_seq = 0;
         return RN_ERR_EPOCH_SEQ;
     }
     if (p->history == RN_EPOCH_LOST)
         return RN_ERR_STALE_EPOCH;
     if (p->history == RN_EPOCH_REWRITTEN && seq > p->history_seq) {
-        op->closes_epoch = 1;
-        op->closed_by_history = 1;
-        op->closed_epoch = p->epoch;
-        op->closed_seq = p->history_seq;
+        op->out.closes_epoch = 1;
+        op->out.closed_by_history = 1;
+        op->out.closed_epoch = p->epoch;
+        op->out.closed_seq = p->history_seq;
         return RN_ERR_EPOCH_CLOSED;
     }
     if (seq <= p->last_seq)
         return answer_repeat(op, p);
     if (seq == p->last_seq + 1)
         return APPLIES;
-    op->expected_seq = p->last_seq + 1;
+    op->out.expected_seq = p->last_seq + 1;
     return RN_ERR_SEQ_GAP;
 }
 
@@ -732,8 +762,8 @@ static void on_logged(rn_wal_entry *entry, int status);
 static int write_stream_files(rn_wal_entry *entry) {
     rn_op *op = entry->arg;
     rn_fault_point("apply-before-store");
-    return rn_streamfiles_write_pinned(&op->pin, op->cmd.data, op->cmd.data_len, op->cmd.offset,
-                                       op->index_entry);
+    return rn_streamfiles_write_pinned(&priv(op)->pin, priv(op)->cmd.data, priv(op)->cmd.data_len,
+                                       priv(op)->cmd.offset, priv(op)->index_entry);
 }
 
 static void drain_queue(rn_engine *e, uint64_t id);
@@ -757,13 +787,13 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
         drain_queue(e, id);
 }
 
-/* Reserves file space for op->cmd's data, pins the stream's files and
+/* Reserves file space for priv(op)->cmd's data, pins the stream's files and
  * submits the command to the log. The stream is busy until on_logged()
  * runs. */
 static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
-    rn_cmd *c = &op->cmd;
-    op->wal.after_sync = NULL;
-    op->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
+    rn_cmd *c = &priv(op)->cmd;
+    priv(op)->wal.after_sync = NULL;
+    priv(op)->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
     int refused = rn_fault_fail("log-reserve");
     if (refused) {
         refuse_unlogged(e, op, s, refused);
@@ -771,23 +801,23 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     if (c->data_len) {
         int rc = rn_streamfiles_pin_append(e->store, s->id, c->offset, c->data_len, s->appends,
-                                           &op->pin);
+                                           &priv(op)->pin);
         if (rc < 0) {
             refuse_unlogged(e, op, s, rc);
             return;
         }
-        op->index_entry = s->appends;
-        op->wal.after_sync = write_stream_files;
+        priv(op)->index_entry = s->appends;
+        priv(op)->wal.after_sync = write_stream_files;
     }
     s->busy = 1;
-    op->wal.piece[0] = (struct iovec){op->head.data, op->head.len};
-    op->wal.pieces = 1;
+    priv(op)->wal.piece[0] = (struct iovec){priv(op)->head.data, priv(op)->head.len};
+    priv(op)->wal.pieces = 1;
     if (c->data_len)
-        op->wal.piece[op->wal.pieces++] = (struct iovec){(void *)c->data, c->data_len};
-    op->wal.done = on_logged;
-    op->wal.arg = op;
+        priv(op)->wal.piece[priv(op)->wal.pieces++] = (struct iovec){(void *)c->data, c->data_len};
+    priv(op)->wal.done = on_logged;
+    priv(op)->wal.arg = op;
     e->ops_in_log++;
-    rn_wal_submit(e->wal, &op->wal);
+    rn_wal_submit(e->wal, &priv(op)->wal);
 }
 
 /* Creating a stream's two files costs the file system about a millisecond
@@ -797,15 +827,15 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
  * exist, and the command goes on from files_ready(). */
 static void ensure_files_work(uv_work_t *req) {
     rn_op *op = req->data;
-    op->files_status = rn_streamfiles_ensure(op->engine->store, op->stream_id);
+    priv(op)->files_status = rn_streamfiles_ensure(priv(op)->engine->store, priv(op)->stream_id);
 }
 
 static void files_ready(uv_work_t *req, int status) {
     rn_op *op = req->data;
-    rn_engine *e = op->engine;
+    rn_engine *e = priv(op)->engine;
     e->ops_preparing--;
-    rn_stream *s = rn_map_get(&e->by_id, &op->stream_id, sizeof op->stream_id);
-    int rc = status < 0 ? status : op->files_status;
+    rn_stream *s = rn_map_get(&e->by_id, &priv(op)->stream_id, sizeof priv(op)->stream_id);
+    int rc = status < 0 ? status : priv(op)->files_status;
     if (rc < 0) {
         refuse_unlogged(e, op, s, rc);
         return;
@@ -820,18 +850,18 @@ static void files_ready(uv_work_t *req, int status) {
  * validated against its source, which is not busy and could meanwhile be
  * deleted or rewritten by commands logged ahead of it. */
 static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd) {
-    op->cmd = *cmd;
-    rn_cmd *c = &op->cmd;
+    priv(op)->cmd = *cmd;
+    rn_cmd *c = &priv(op)->cmd;
     c->time_ms = rn_now_ms();
-    op->head.len = 0;
-    rn_cmd_encode_head(c, &op->head);
-    op->stream_id = s->id;
-    op->engine = e;
+    priv(op)->head.len = 0;
+    rn_cmd_encode_head(c, &priv(op)->head);
+    priv(op)->stream_id = s->id;
+    priv(op)->engine = e;
     if (c->data_len && !s->has_files && !c->source_id) {
         s->busy = 1; /* later mutations queue meanwhile */
         e->ops_preparing++;
-        op->files_work.data = op;
-        uv_queue_work(e->loop, &op->files_work, ensure_files_work, files_ready);
+        priv(op)->files_work.data = op;
+        uv_queue_work(e->loop, &priv(op)->files_work, ensure_files_work, files_ready);
         return;
     }
     submit_command(e, op, s);
@@ -844,7 +874,7 @@ static void drain_queue(rn_engine *e, uint64_t id) {
     rn_stream *s;
     while ((s = rn_map_get(&e->by_id, &id, sizeof id)) && s->queue_head && !s->busy) {
         rn_op *q = s->queue_head;
-        s->queue_head = q->next_queued;
+        s->queue_head = priv(q)->next_queued;
         if (!s->queue_head)
             s->queue_tail = NULL;
         run_op(e, q);
@@ -853,11 +883,11 @@ static void drain_queue(rn_engine *e, uint64_t id) {
 
 static void on_logged(rn_wal_entry *entry, int status) {
     rn_op *op = entry->arg;
-    rn_engine *e = op->engine;
+    rn_engine *e = priv(op)->engine;
     e->ops_in_log--;
-    rn_streamfiles_unpin(&op->pin);
-    rn_stream *s = rn_map_get(&e->by_id, &op->stream_id, sizeof op->stream_id);
-    const rn_cmd *c = &op->cmd;
+    rn_streamfiles_unpin(&priv(op)->pin);
+    rn_stream *s = rn_map_get(&e->by_id, &priv(op)->stream_id, sizeof priv(op)->stream_id);
+    const rn_cmd *c = &priv(op)->cmd;
     if (status != 0) {
         uint64_t id = s->id;
         int pending = s->pending_create;
@@ -879,9 +909,7 @@ static void on_logged(rn_wal_entry *entry, int status) {
          * HTTP layer parses a pipelined one while answering), which must see
          * the stream deleted, not mutate one about to be freed. */
         apply(e, &del, NULL, 0);
-        op->result = RN_OK_DELETED;
-        op->stream = NULL;
-        op->done(op);
+        finish(op, RN_OK_DELETED, NULL);
         drain_queue(e, id); /* a soft-deleted stream stays; its waiters now see 410 */
         return;
     }
@@ -910,7 +938,11 @@ static void on_logged(rn_wal_entry *entry, int status) {
     int quiet = c->type == RN_CMD_EXPIRE_PRODUCERS;
     if (c->type == RN_CMD_APPEND && c->has_producer)
         answer_applied(op, rn_map_get(&s->producers, c->producer_id, c->producer_id_len));
-    finish(op, applied[op->kind], s);
+    if (c->type == RN_CMD_APPEND) {
+        op->out.appended_bytes = c->data_len;
+        op->out.appended_messages = c->data_len ? priv(op)->messages : 0;
+    }
+    finish(op, applied[op->in.kind], s);
     s = rn_map_get(&e->by_id, &id, sizeof id);
     if (s && !quiet)
         notify(e, s, ev);
@@ -918,10 +950,10 @@ static void on_logged(rn_wal_entry *entry, int status) {
 }
 
 static void enqueue(rn_stream *s, rn_op *op) {
-    op->next_queued = NULL;
-    op->stream_id = s->id;
+    priv(op)->next_queued = NULL;
+    priv(op)->stream_id = s->id;
     if (s->queue_tail)
-        s->queue_tail->next_queued = op;
+        priv(s->queue_tail)->next_queued = op;
     else
         s->queue_head = op;
     s->queue_tail = op;
@@ -929,8 +961,6 @@ static void enqueue(rn_stream *s, rn_op *op) {
 
 /* Frees an internal mutation: an expiry of a stream or of producer state. */
 static void expire_done(rn_op *op) {
-    rn_buf_free(&op->head);
-    rn_buf_free(&op->stored);
     free(op);
 }
 
@@ -939,7 +969,7 @@ static void start_expiry(rn_engine *e, rn_stream *s) {
     if (s->busy)
         return;
     rn_op *op = rn_xcalloc(1, sizeof *op);
-    op->kind = RN_OP_DELETE;
+    op->in.kind = RN_OP_DELETE;
     op->done = expire_done;
     rn_cmd c = {.type = RN_CMD_DELETE, .stream_id = s->id};
     log_command(e, op, s, &c);
@@ -950,14 +980,14 @@ static void start_expiry(rn_engine *e, rn_stream *s) {
 static void start_producer_expiry(rn_engine *e, rn_stream *s, rn_producer *const *victims,
                                   size_t n) {
     rn_op *op = rn_xcalloc(1, sizeof *op);
-    op->kind = RN_OP_EXPIRE_PRODUCERS;
+    op->in.kind = RN_OP_EXPIRE_PRODUCERS;
     op->done = expire_done;
     for (size_t k = 0; k < n; k++)
-        rn_buf_append_lstr(&op->stored, victims[k]->id, victims[k]->id_len);
+        rn_buf_append_lstr(&priv(op)->stored, victims[k]->id, victims[k]->id_len);
     rn_cmd c = {.type = RN_CMD_EXPIRE_PRODUCERS,
                 .stream_id = s->id,
-                .producer_ids = op->stored.data,
-                .producer_ids_len = op->stored.len};
+                .producer_ids = priv(op)->stored.data,
+                .producer_ids_len = priv(op)->stored.len};
     log_command(e, op, s, &c);
 }
 
@@ -965,16 +995,17 @@ static void start_producer_expiry(rn_engine *e, rn_stream *s, rn_producer *const
  * and sets *data and *len, or a result code to refuse with. */
 static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_t **data,
                         size_t *len) {
-    if (!json || op->body_len == 0) {
-        *data = op->body;
-        *len = op->body_len;
+    if (!json || op->in.body_len == 0) {
+        *data = op->in.body;
+        *len = op->in.body_len;
+        priv(op)->messages = op->in.body_len ? 1 : 0;
         return 0;
     }
-    op->stored.len = 0;
-    rn_buf_reserve(&op->stored, op->body_len + 1);
+    priv(op)->stored.len = 0;
+    rn_buf_reserve(&priv(op)->stored, op->in.body_len + 1);
     size_t out_len = 0, count = 0;
-    rn_json_status st =
-        rn_json_to_messages(op->body, op->body_len, op->stored.data, &out_len, &count, NULL);
+    rn_json_status st = rn_json_to_messages(op->in.body, op->in.body_len, priv(op)->stored.data,
+                                            &out_len, &count, NULL);
     if (st == RN_JSON_EMPTY_ARRAY && allow_empty_array) {
         *data = NULL;
         *len = 0;
@@ -986,8 +1017,9 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
         return RN_ERR_JSON_TOO_DEEP;
     if (st != RN_JSON_OK)
         return RN_ERR_JSON_INVALID;
-    op->stored.len = out_len;
-    *data = op->stored.data;
+    priv(op)->stored.len = out_len;
+    priv(op)->messages = count;
+    *data = priv(op)->stored.data;
     *len = out_len;
     return 0;
 }
@@ -995,11 +1027,11 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
 /* Where a fork of src asked for by op starts: the fork offset (default: the
  * source tail) plus the sub-offset. Returns 0, or the result to refuse with. */
 static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t *pos) {
-    uint64_t base = op->has_fork_offset ? op->fork_offset : src->tail;
+    uint64_t base = op->in.has_fork_offset ? op->in.fork_offset : src->tail;
     int valid = base <= src->tail ? rn_engine_offset_valid(e, src, base) : 0;
     if (valid <= 0)
         return valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_FORK_OFFSET;
-    uint64_t n = op->fork_sub_offset;
+    uint64_t n = op->in.fork_sub_offset;
     if (n == 0) {
         *pos = base;
         return 0;
@@ -1055,13 +1087,13 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, RN_ERR_CONFIG_MISMATCH, NULL);
         return;
     }
-    const char *ct = op->content_type ? op->content_type : DEFAULT_TYPE;
-    size_t ct_len = op->content_type ? op->content_type_len : sizeof DEFAULT_TYPE - 1;
-    int64_t ttl_s = op->ttl_s, expires_at_ms = op->expires_at_ms;
+    const char *ct = op->in.content_type ? op->in.content_type : DEFAULT_TYPE;
+    size_t ct_len = op->in.content_type ? op->in.content_type_len : sizeof DEFAULT_TYPE - 1;
+    int64_t ttl_s = op->in.ttl_s, expires_at_ms = op->in.expires_at_ms;
     rn_stream *src = NULL;
     uint64_t fork_at = 0;
-    if (op->fork_source) {
-        src = rn_map_get(&e->by_path, op->fork_source, op->fork_source_len);
+    if (op->in.fork_source) {
+        src = rn_map_get(&e->by_path, op->in.fork_source, op->in.fork_source_len);
         if (src && src->busy) {
             enqueue(src, op); /* evaluate against the source's next state */
             return;
@@ -1078,10 +1110,10 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
             finish(op, RN_ERR_FORK_DEPTH, NULL);
             return;
         }
-        if (op->content_type &&
+        if (op->in.content_type &&
             !rn_content_type_equal(src->content_type, src->content_type_len, ct, ct_len)) {
-            op->conflicting_type = src->content_type;
-            op->conflicting_type_len = src->content_type_len;
+            op->out.conflicting_type = src->content_type;
+            op->out.conflicting_type_len = src->content_type_len;
             finish(op, RN_ERR_CONTENT_TYPE, NULL);
             return;
         }
@@ -1090,7 +1122,7 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
             finish(op, (rn_result)refuse, NULL);
             return;
         }
-        if (!op->content_type) {
+        if (!op->in.content_type) {
             ct = src->content_type;
             ct_len = src->content_type_len;
         }
@@ -1102,7 +1134,8 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     if (s) {
         int same = rn_content_type_equal(s->content_type, s->content_type_len, ct, ct_len) &&
                    s->ttl_s == ttl_s && s->expires_at_ms == expires_at_ms &&
-                   s->closed == (op->close != 0) && s->source == src && s->fork_offset == fork_at;
+                   s->closed == (op->in.close != 0) && s->source == src &&
+                   s->fork_offset == fork_at;
         finish(op, same ? RN_OK_EXISTS : RN_ERR_CONFIG_MISMATCH, s);
         return;
     }
@@ -1113,7 +1146,7 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, (rn_result)refuse, NULL);
         return;
     }
-    s = stream_new(e, e->next_id, op->path, op->path_len, ct, ct_len);
+    s = stream_new(e, e->next_id, op->in.path, op->in.path_len, ct, ct_len);
     s->pending_create = 1;
     rn_cmd c = {.type = RN_CMD_CREATE,
                 .stream_id = s->id,
@@ -1126,7 +1159,7 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
                 .expires_at_ms = expires_at_ms,
                 .source_id = src ? src->id : 0,
                 .offset = fork_at,
-                .close = (uint8_t)(op->close != 0),
+                .close = (uint8_t)(op->in.close != 0),
                 .data = data,
                 .data_len = len};
     log_command(e, op, s, &c);
@@ -1138,7 +1171,7 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
  * discard. Returns 0 to go on, or 2 after refusing with PRODUCER_LIMIT. */
 static int admit_producer(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
     if (s->producers.count < e->cfg.producer_cap ||
-        rn_map_get(&s->producers, op->producer_id, op->producer_id_len))
+        rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len))
         return 0;
     rn_producer *lru = least_recent_producer(s);
     if (idle_for(lru, now, crowded_ttl(e))) {
@@ -1147,7 +1180,7 @@ static int admit_producer(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
         return 1;
     }
     int64_t wait_ms = lru->last_ms + (int64_t)crowded_ttl(e) - now;
-    op->retry_after_s = (uint64_t)(wait_ms + 999) / 1000;
+    op->out.retry_after_s = (uint64_t)(wait_ms + 999) / 1000;
     finish(op, RN_ERR_PRODUCER_LIMIT, s);
     return 2;
 }
@@ -1159,8 +1192,8 @@ static int admit_producer(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
  * producer; a write that passes is logged. */
 static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     int64_t now = rn_now_ms();
-    if (op->has_producer) {
-        rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
+    if (op->in.has_producer) {
+        rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
         if (p && idle_for(p, now, e->cfg.producer_ttl_ms)) {
             enqueue(s, op);
             start_producer_expiry(e, s, &p, 1);
@@ -1174,29 +1207,29 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     if (s->closed) {
         /* Close-only without producer headers is idempotent (PROTOCOL §5.2). */
-        int repeat = !op->has_producer && !op->body_len && op->close;
+        int repeat = !op->in.has_producer && !op->in.body_len && op->in.close;
         finish(op, repeat ? RN_OK_DUPLICATE : RN_ERR_CLOSED, s);
         return;
     }
-    if (!op->body_len && !op->close) {
+    if (!op->in.body_len && !op->in.close) {
         finish(op, RN_ERR_EMPTY_BODY, s);
         return;
     }
-    if (op->body_len && !op->content_type) {
+    if (op->in.body_len && !op->in.content_type) {
         finish(op, RN_ERR_MISSING_CONTENT_TYPE, s);
         return;
     }
-    if (op->body_len && !rn_content_type_equal(s->content_type, s->content_type_len,
-                                               op->content_type, op->content_type_len)) {
-        op->conflicting_type = s->content_type;
-        op->conflicting_type_len = s->content_type_len;
+    if (op->in.body_len && !rn_content_type_equal(s->content_type, s->content_type_len,
+                                                  op->in.content_type, op->in.content_type_len)) {
+        op->out.conflicting_type = s->content_type;
+        op->out.conflicting_type_len = s->content_type_len;
         finish(op, RN_ERR_CONTENT_TYPE, s);
         return;
     }
-    if (op->has_seq && s->last_seq) {
-        size_t n = op->seq_len < s->last_seq_len ? op->seq_len : s->last_seq_len;
-        int cmp = memcmp(op->seq, s->last_seq, n);
-        if (cmp < 0 || (cmp == 0 && op->seq_len <= s->last_seq_len)) {
+    if (op->in.has_seq && s->last_seq) {
+        size_t n = op->in.seq_len < s->last_seq_len ? op->in.seq_len : s->last_seq_len;
+        int cmp = memcmp(op->in.seq, s->last_seq, n);
+        if (cmp < 0 || (cmp == 0 && op->in.seq_len <= s->last_seq_len)) {
             finish(op, RN_ERR_SEQ_REGRESSION, s);
             return;
         }
@@ -1208,32 +1241,32 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, (rn_result)refuse, s);
         return;
     }
-    if (op->has_producer_digest) {
+    if (op->in.has_producer_digest) {
         uint8_t digest[32];
-        rn_blake3_hash(op->body, op->body_len, digest);
-        if (memcmp(digest, op->producer_digest, 32) != 0) {
+        rn_blake3_hash(op->in.body, op->in.body_len, digest);
+        if (memcmp(digest, op->in.producer_digest, 32) != 0) {
             finish(op, RN_ERR_DIGEST_MISMATCH, s);
             return;
         }
     }
-    if (op->has_producer && admit_producer(e, op, s, now))
+    if (op->in.has_producer && admit_producer(e, op, s, now))
         return;
     rn_cmd c = {.type = RN_CMD_APPEND,
                 .stream_id = s->id,
                 .offset = s->tail,
-                .close = (uint8_t)(op->close != 0),
+                .close = (uint8_t)(op->in.close != 0),
                 .data = data,
                 .data_len = len,
-                .has_producer = (uint8_t)op->has_producer,
-                .producer_id = op->producer_id,
-                .producer_id_len = op->producer_id_len,
-                .producer_epoch = op->producer_epoch,
-                .producer_seq = op->producer_seq,
-                .has_digest = (uint8_t)(op->has_producer && op->has_producer_digest),
-                .producer_digest = op->producer_digest,
-                .has_seq = (uint8_t)op->has_seq,
-                .seq = op->seq,
-                .seq_len = op->seq_len};
+                .has_producer = (uint8_t)op->in.has_producer,
+                .producer_id = op->in.producer_id,
+                .producer_id_len = op->in.producer_id_len,
+                .producer_epoch = op->in.producer_epoch,
+                .producer_seq = op->in.producer_seq,
+                .has_digest = (uint8_t)(op->in.has_producer && op->in.has_producer_digest),
+                .producer_digest = op->in.producer_digest,
+                .has_seq = (uint8_t)op->in.has_seq,
+                .seq = op->in.seq,
+                .seq_len = op->in.seq_len};
     log_command(e, op, s, &c);
 }
 
@@ -1241,7 +1274,7 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
  * tail (409 naming nothing), JSON boundary (400), latest snapshot (a repeat
  * succeeds, anything else answers 409 naming the latest). */
 static void run_publish(rn_engine *e, rn_op *op, rn_stream *s) {
-    uint64_t off = op->target_offset;
+    uint64_t off = op->in.target_offset;
     if (off < s->retained) {
         finish(op, RN_ERR_BELOW_RETAINED, s);
         return;
@@ -1256,28 +1289,29 @@ static void run_publish(rn_engine *e, rn_op *op, rn_stream *s) {
         return;
     }
     if (s->snapshot.present && off <= s->snapshot.offset) {
-        int repeat = off == s->snapshot.offset && memcmp(op->digest, s->snapshot.digest, 32) == 0;
-        op->repeat = repeat;
+        int repeat =
+            off == s->snapshot.offset && memcmp(op->in.digest, s->snapshot.digest, 32) == 0;
+        op->out.repeat = repeat;
         finish(op, repeat ? RN_OK_PUBLISHED : RN_ERR_SNAPSHOT_CONFLICT, s);
         return;
     }
     rn_cmd c = {.type = RN_CMD_PUBLISH,
                 .stream_id = s->id,
                 .offset = off,
-                .content_type = op->content_type,
-                .content_type_len = op->content_type_len,
-                .digest = op->digest,
-                .snapshot_size = op->blob_size,
-                .cold = (uint8_t)op->blob_cold,
-                .object_key = op->blob_key,
-                .object_key_len = op->blob_key_len};
+                .content_type = op->in.content_type,
+                .content_type_len = op->in.content_type_len,
+                .digest = op->in.digest,
+                .snapshot_size = op->in.blob_size,
+                .cold = (uint8_t)op->in.blob_cold,
+                .object_key = op->in.blob_key,
+                .object_key_len = op->in.blob_key_len};
     log_command(e, op, s, &c);
 }
 
 /* Retention (ext §2.2): aligned, not past the latest snapshot, forward
  * only (a boundary at or below the current one changes nothing). */
 static void run_retain(rn_engine *e, rn_op *op, rn_stream *s) {
-    uint64_t off = op->target_offset;
+    uint64_t off = op->in.target_offset;
     if (off <= s->retained) {
         finish(op, RN_OK_RETAINED, s);
         return;
@@ -1298,32 +1332,33 @@ static void run_retain(rn_engine *e, rn_op *op, rn_stream *s) {
 /* History rewrite to target_offset (an operator action). Refused for a
  * stream that forks read through, whose bytes must not change under them. */
 static void run_rewrite(rn_engine *e, rn_op *op, rn_stream *s) {
-    if (op->target_offset > s->tail || s->refcount > 0) {
+    if (op->in.target_offset > s->tail || s->refcount > 0) {
         finish(op, RN_ERR_CONFIG_MISMATCH, s);
         return;
     }
     rn_cmd c = {.type = RN_CMD_REWRITE,
                 .stream_id = s->id,
                 .serial = e->next_id++,
-                .offset = op->target_offset};
+                .offset = op->in.target_offset};
     log_command(e, op, s, &c);
 }
 
 static void run_op(rn_engine *e, rn_op *op) {
-    rn_stream *s = rn_map_get(&e->by_path, op->path, op->path_len);
+    rn_stream *s = rn_map_get(&e->by_path, op->in.path, op->in.path_len);
     if (s && s->busy) {
         enqueue(s, op);
         return;
     }
-    if (s && s->soft_deleted && op->kind != RN_OP_CREATE) {
+    if (s && s->soft_deleted && op->in.kind != RN_OP_CREATE) {
         finish(op, RN_ERR_GONE, NULL);
         return;
     }
-    if (op->has_incarnation && !(s && stream_expired(s, rn_now_ms()))) {
+    if (op->in.has_incarnation && !(s && stream_expired(s, rn_now_ms()))) {
         /* RFC 9110 order: a missing stream stays 404, except that a create
          * with the precondition creates nothing and answers 412. */
         rn_stream *live = s && !s->soft_deleted ? s : NULL;
-        if ((live && live->incarnation != op->incarnation) || (!live && op->kind == RN_OP_CREATE)) {
+        if ((live && live->incarnation != op->in.incarnation) ||
+            (!live && op->in.kind == RN_OP_CREATE)) {
             finish(op, RN_ERR_INCARNATION, live);
             return;
         }
@@ -1333,7 +1368,7 @@ static void run_op(rn_engine *e, rn_op *op) {
         start_expiry(e, s);
         return;
     }
-    if (op->kind == RN_OP_CREATE) {
+    if (op->in.kind == RN_OP_CREATE) {
         run_create(e, op, s);
         return;
     }
@@ -1342,7 +1377,7 @@ static void run_op(rn_engine *e, rn_op *op) {
         return;
     }
     rn_engine_touch(e, s);
-    switch (op->kind) {
+    switch (op->in.kind) {
     case RN_OP_DELETE: {
         rn_cmd c = {.type = RN_CMD_DELETE, .stream_id = s->id};
         log_command(e, op, s, &c);
@@ -1363,27 +1398,27 @@ static void run_op(rn_engine *e, rn_op *op) {
 }
 
 void rn_engine_submit(rn_engine *e, rn_op *op) {
-    op->engine = e;
-    op->stream = NULL;
+    priv(op)->engine = e;
+    op->out.stream = NULL;
     run_op(e, op);
 }
 
 int rn_engine_answer_early(rn_engine *e, rn_op *op) {
-    if (op->kind != RN_OP_APPEND || !op->has_producer || !op->has_incarnation)
+    if (op->in.kind != RN_OP_APPEND || !op->in.has_producer || !op->in.has_incarnation)
         return 0;
     int64_t now = rn_now_ms();
-    rn_stream *s = rn_map_get(&e->by_path, op->path, op->path_len);
+    rn_stream *s = rn_map_get(&e->by_path, op->in.path, op->in.path_len);
     if (!s || s->busy || s->pending_create || s->soft_deleted || stream_expired(s, now) ||
-        s->incarnation != op->incarnation)
+        s->incarnation != op->in.incarnation)
         return 0;
-    const rn_producer *p = rn_map_get(&s->producers, op->producer_id, op->producer_id_len);
+    const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
     if (p && idle_for(p, now, e->cfg.producer_ttl_ms))
         return 0; /* its discard is a logged step that comes first */
-    rn_op probe = *op;
+    rn_op probe = {.in = op->in};
     int answer = producer_rules(s, &probe);
     if (answer != RN_OK_DUPLICATE && answer != RN_ERR_KEY_CONFLICT)
         return 0;
-    *op = probe;
+    op->out = probe.out;
     rn_engine_touch(e, s);
     set_outcome(op, (rn_result)answer, s);
     return 1;
