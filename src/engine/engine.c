@@ -19,6 +19,7 @@
  * before the rotation are dropped.
  */
 #include "engine/engine.h"
+#include "engine/state.h"
 #include "log/wal.h"
 #include "util/fault.h"
 #include "engine/command.h"
@@ -65,9 +66,7 @@ struct rn_engine {
     rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
     rn_blobs *cold;      /* the cold store, or NULL */
     rn_wal *wal;
-    rn_map by_path; /* path -> rn_stream (includes pending creates) */
-    rn_map by_id;   /* id -> rn_stream */
-    uint64_t next_id;
+    rn_state state;
     uint64_t log_bytes_at_checkpoint;
     checkpoint_job *checkpoint; /* in flight, or NULL */
     struct {
@@ -76,10 +75,10 @@ struct rn_engine {
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
     uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
-    rn_map namespaces;              /* namespace -> itself: every one a stream was created in */
     int ops_in_log;                 /* mutations submitted, not yet applied */
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
+    rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -107,7 +106,6 @@ static op_private *priv(rn_op *op) {
 }
 
 static void run_op(rn_engine *e, rn_op *op);
-static uint64_t incarnation_for(uint64_t n);
 
 static void notify(rn_engine *e, rn_stream *s, rn_stream_event ev) {
     for (int i = 0; i < e->observer_count; i++)
@@ -122,434 +120,122 @@ void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
     e->observer_count++;
 }
 
-/* ---- content types and helpers ---- */
-
-static size_t media_type_len(const char *s, size_t len) {
-    size_t n = 0;
-    while (n < len && s[n] != ';')
-        n++;
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-        n--;
-    return n;
-}
-
-static void trim(const char **s, size_t *len) {
-    while (*len && (**s == ' ' || **s == '\t')) {
-        (*s)++;
-        (*len)--;
-    }
-}
-
-int rn_content_type_equal(const char *a, size_t alen, const char *b, size_t blen) {
-    trim(&a, &alen);
-    trim(&b, &blen);
-    size_t an = media_type_len(a, alen), bn = media_type_len(b, blen);
-    if (an != bn)
-        return 0;
-    char tmp[256];
-    if (an >= sizeof tmp)
-        return an == bn && strncasecmp(a, b, an) == 0;
-    memcpy(tmp, b, bn);
-    tmp[bn] = 0;
-    return rn_ieq(a, an, tmp);
-}
-
-static int is_json_type(const char *ct, size_t len) {
-    return rn_content_type_equal(ct, len, "application/json", 16);
-}
-
 static const char DEFAULT_TYPE[] = "application/octet-stream";
-
-/* ---- stream objects ---- */
-
-static rn_stream *stream_new(rn_engine *e, uint64_t id, const char *path, size_t path_len,
-                             const char *ct, size_t ct_len) {
-    rn_stream *s = rn_xcalloc(1, sizeof *s);
-    s->id = id;
-    s->path = rn_xstrndup(path, path_len);
-    s->path_len = path_len;
-    s->content_type = rn_xstrndup(ct, ct_len);
-    s->content_type_len = ct_len;
-    s->json = is_json_type(ct, ct_len);
-    s->ttl_s = -1;
-    s->expires_at_ms = -1;
-    rn_map_put(&e->by_path, s->path, s->path_len, s);
-    rn_map_put(&e->by_id, &s->id, sizeof s->id, s);
-    if (id >= e->next_id)
-        e->next_id = id + 1;
-    return s;
-}
-
-static void producer_free(rn_producer *p) {
-    free(p->id);
-    free(p);
-}
-
-static void stream_free(rn_stream *s) {
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&s->producers, &i, &v))
-        producer_free(v);
-    rn_map_free(&s->producers);
-    free(s->path);
-    free(s->content_type);
-    free(s->last_seq);
-    free(s->snapshot.content_type);
-    free(s->snapshot.key);
-    free(s);
-}
 
 struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold) {
     return cold ? e->cold : e->snapshots;
 }
 
-/* Drops the stream's snapshot, deleting its body when asked. */
-static void snapshot_drop(rn_engine *e, rn_stream *s, int delete_body) {
-    if (!s->snapshot.present)
-        return;
-    if (delete_body)
-        rn_blobs_delete(s->snapshot.cold ? e->cold : e->snapshots, s->snapshot.key);
-    free(s->snapshot.content_type);
-    free(s->snapshot.key);
-    memset(&s->snapshot, 0, sizeof s->snapshot);
-}
-
-/* Removes a stream from the maps, tells observers (unless it is already
- * soft-deleted, when they were told then), frees it, releases its fork
- * source (cleaning that up too if it was soft-deleted and this was its last
- * fork, and so on up the chain), and re-runs the mutations that were waiting
- * on it (they now see no stream). */
-static void stream_destroy(rn_engine *e, rn_stream *s, int remove_files) {
-    rn_map_remove(&e->by_path, s->path, s->path_len);
-    rn_map_remove(&e->by_id, &s->id, sizeof s->id);
-    if (!s->pending_create && !s->soft_deleted)
-        notify(e, s, RN_STREAM_REMOVED);
-    if (remove_files) {
-        rn_fault_point("delete-before-remove");
-        rn_streamfiles_remove(e->store, s->id);
-    }
-    snapshot_drop(e, s, remove_files);
-    if (remove_files)
-        rn_fault_point("delete-after-remove");
-    rn_op *q = s->queue_head;
-    rn_stream *source = s->source;
-    stream_free(s);
-    if (source && --source->refcount == 0 && source->soft_deleted)
-        stream_destroy(e, source, 1);
-    while (q) {
-        rn_op *next = priv(q)->next_queued;
-        run_op(e, q);
-        q = next;
-    }
-}
-
-/* Deletes a stream: soft while forks still read it (its path then answers
- * 410 and blocks re-creation), else for good. */
-static void stream_delete(rn_engine *e, rn_stream *s) {
-    if (s->refcount > 0) {
-        s->soft_deleted = 1;
-        notify(e, s, RN_STREAM_REMOVED);
-        return;
-    }
-    stream_destroy(e, s, 1);
-}
-
-/* Adds empty state for producer id (which must be absent). */
-static rn_producer *producer_add(rn_stream *s, const char *id, size_t len) {
-    rn_producer *p = rn_xcalloc(1, sizeof *p);
-    p->id = rn_xstrndup(id, len);
-    p->id_len = len;
-    rn_map_put(&s->producers, p->id, p->id_len, p);
-    return p;
-}
-
-static int stream_expired(const rn_stream *s, int64_t now) {
-    if (s->soft_deleted)
-        return 0;
-    if (s->expires_at_ms >= 0 && now >= s->expires_at_ms)
-        return 1;
-    if (s->ttl_s >= 0 && now >= s->last_access_ms + s->ttl_s * 1000)
-        return 1;
-    return 0;
-}
-
-/* ---- namespaces ---- */
-
-/* Length of path's namespace (its bytes before the first "/"), or 0
- * without one. */
-static size_t namespace_len(const char *path, size_t len) {
-    const char *slash = memchr(path, '/', len);
-    return slash && slash > path ? (size_t)(slash - path) : 0;
-}
-
-/* Remembers the namespace of a created stream, also after its streams are
- * gone (the bucket surface's buckets are implicit: extensions §1.2). */
-static void note_namespace(rn_engine *e, const char *path, size_t len) {
-    size_t n = namespace_len(path, len);
-    if (n && !rn_map_get(&e->namespaces, path, n)) {
-        char *ns = rn_xstrndup(path, n);
-        rn_map_put(&e->namespaces, ns, n, ns);
-    }
-}
-
 int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
-    return len && rn_map_get(&e->namespaces, ns, len) != NULL;
+    return rn_state_namespace_exists(&e->state, ns, len);
 }
 
-/* ---- apply: the state machine (shared by live commits and replay) ---- */
+/* ---- effects of apply: storage and observers ---- */
 
-/* Makes a published snapshot the latest; the superseded body is deleted
- * (a repeat of the same key keeps it). */
-static void apply_publish(rn_engine *e, rn_stream *s, const rn_cmd *c) {
-    int same_key = s->snapshot.present && s->snapshot.cold == c->cold &&
-                   strlen(s->snapshot.key) == c->object_key_len &&
-                   memcmp(s->snapshot.key, c->object_key, c->object_key_len) == 0;
-    snapshot_drop(e, s, !same_key);
-    s->snapshot.present = 1;
-    s->snapshot.offset = c->offset;
-    memcpy(s->snapshot.digest, c->digest, 32);
-    s->snapshot.size = c->snapshot_size;
-    s->snapshot.content_type = rn_xstrndup(c->content_type, c->content_type_len);
-    s->snapshot.content_type_len = c->content_type_len;
-    s->snapshot.key = rn_xstrndup(c->object_key, c->object_key_len);
-    s->snapshot.cold = c->cold;
+/* A command's data at replay: written to the stream files. */
+static int store_at_apply(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
+                          uint64_t k) {
+    rn_engine *e = ctx;
+    rn_fault_point("apply-before-store");
+    return rn_streamfiles_append(e->store, id, data, len, off, k);
 }
 
-/* Advances the retained offset and gives back the disk blocks below it
- * (only while no fork reads through them). */
-static void apply_retain(rn_engine *e, rn_stream *s, uint64_t offset) {
-    if (offset <= s->retained)
-        return;
-    rn_fault_point("retain-before-punch");
-    if (s->refcount == 0 && offset > s->fork_offset) {
-        uint64_t from = s->retained > s->fork_offset ? s->retained : s->fork_offset;
-        rn_streamfiles_punch(e->store, s->id, from, offset - from);
-    }
-    rn_fault_point("retain-after-punch");
-    s->retained = offset;
-}
-
-/* ---- producer state (ext §5) ---- */
-
-static int epoch_above_floor(const rn_stream *s, uint64_t epoch) {
-    return !s->has_floor || epoch > s->epoch_floor;
-}
-
-static void identity_from_cmd(rn_write_identity *id, const rn_cmd *c) {
-    id->has_digest = c->has_digest;
-    if (c->has_digest)
-        memcpy(id->digest, c->producer_digest, 32);
-    else
-        memset(id->digest, 0, 32);
-}
-
-/* Records an applied producer write: a claim of a new epoch (seq 0) closes
- * the previous one (reported only when the server can vouch for it: state
- * above the floor, and not lost to a rewrite), then the write becomes the
- * newest, with its identity and range. */
-static void apply_producer(rn_stream *s, const rn_cmd *c) {
-    rn_producer *p = rn_map_get(&s->producers, c->producer_id, c->producer_id_len);
-    int claim = !p || c->producer_epoch != p->epoch;
-    if (!p) {
-        p = producer_add(s, c->producer_id, c->producer_id_len);
-    } else if (claim) {
-        p->closes_epoch = p->above_floor && p->history != RN_EPOCH_LOST;
-        p->closed_epoch = p->epoch;
-        p->closed_seq = p->history == RN_EPOCH_REWRITTEN ? p->history_seq : p->last_seq;
-    }
-    if (claim) {
-        p->above_floor = p->above_floor || epoch_above_floor(s, c->producer_epoch);
-        p->epoch = c->producer_epoch;
-        p->history = RN_EPOCH_OPEN;
-        identity_from_cmd(&p->claim, c);
-    }
-    p->last_seq = c->producer_seq;
-    p->last_ms = c->time_ms;
-    identity_from_cmd(&p->newest, c);
-    p->newest_start = c->offset;
-    p->newest_end = c->offset + c->data_len;
-    p->newest_closed = c->close;
-}
-
-/* Discards the state of the listed producers and raises the stream's epoch
- * floor to the highest epoch discarded. */
-static void apply_expire_producers(rn_stream *s, const rn_cmd *c) {
-    rn_reader r;
-    rn_reader_init(&r, c->producer_ids, c->producer_ids_len);
-    while (r.p < r.end) {
-        size_t n;
-        const char *id = (const char *)rn_read_lstr(&r, &n);
-        rn_producer *p = id ? rn_map_get(&s->producers, id, n) : NULL;
-        if (!p)
-            continue;
-        if (!s->has_floor || p->epoch > s->epoch_floor)
-            s->epoch_floor = p->epoch;
-        s->has_floor = 1;
-        rn_map_remove(&s->producers, p->id, p->id_len);
-        producer_free(p);
-    }
-}
-
-/* A rewrite keeping the bytes below `keep` closes every producer's current
- * epoch (ext §2.4). Only the newest write's range is known, so the highest
- * surviving seq is last_seq when that write survived, last_seq - 1 when the
- * cut falls inside it (the earlier writes end before it), and unknown when
- * the cut is below it. Closure reports of older epochs are dropped: what
- * they said applied may be gone. */
-static void close_epochs_by_rewrite(rn_stream *s, uint64_t keep) {
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&s->producers, &i, &v)) {
-        rn_producer *p = v;
-        p->closes_epoch = 0;
-        int known = p->newest_end <= keep || (keep >= p->newest_start && p->last_seq > 0);
-        uint64_t seq = p->newest_end <= keep ? p->last_seq : p->last_seq - 1;
-        if (!known || p->history == RN_EPOCH_LOST) {
-            p->history = RN_EPOCH_LOST;
-        } else if (p->history == RN_EPOCH_OPEN || seq < p->history_seq) {
-            p->history = RN_EPOCH_REWRITTEN;
-            p->history_seq = seq;
-        }
-    }
-}
-
-/* A history rewrite: a new incarnation that keeps the bytes below the kept
- * offset. The previous token is reported unless nothing was written since
- * the last rewrite (then the older report still holds, ext §2.4). */
-static void apply_rewrite(rn_engine *e, rn_stream *s, const rn_cmd *c) {
-    if (!s->has_previous || s->written_since_rewrite) {
-        s->has_previous = 1;
-        s->previous_incarnation = s->incarnation;
-        s->inherited_offset = c->offset;
-    } else if (c->offset < s->inherited_offset) {
-        s->inherited_offset = c->offset; /* what survived both rewrites */
-    }
-    s->incarnation = incarnation_for(c->serial);
-    if (c->serial >= e->next_id)
-        e->next_id = c->serial + 1; /* never issue the serial again */
-    s->written_since_rewrite = 0;
-    close_epochs_by_rewrite(s, c->offset);
-    if (c->offset < s->tail) {
-        s->tail = c->offset;
-        s->closed = 0;
-        s->touched = 1;
-        /* Drop index entries past the kept offset; an append the cut
-         * splits becomes one that ends there. */
-        uint64_t end = s->fork_offset;
-        while (s->appends > 0 &&
-               rn_streamfiles_index_get(e->store, s->id, s->appends - 1, &end) == 0 &&
-               end > s->tail)
-            s->appends--;
-        if (s->appends == 0)
-            end = s->fork_offset;
-        if (end < s->tail && rn_streamfiles_index_set(e->store, s->id, s->appends, s->tail) == 0)
-            s->appends++;
-        rn_streamfiles_truncate(e->store, s->id, s->tail, s->appends);
-    }
-    if (s->snapshot.present && s->snapshot.offset > s->tail)
-        snapshot_drop(e, s, 1);
-    if (s->retained > s->tail)
-        s->retained = s->tail;
-}
-
-/* Records a command's data: at replay writes it at c->offset and records
- * the append in the index (live, the log's worker did that after the sync:
- * write_stream_files); then advances the tail. */
-static int store_data(rn_engine *e, rn_stream *s, const rn_cmd *c, int replay) {
-    if (!c->data_len)
-        return 0;
-    if (replay) {
-        rn_fault_point("apply-before-store");
-        int rc =
-            rn_streamfiles_append(e->store, s->id, c->data, c->data_len, c->offset, s->appends);
-        if (rc < 0)
-            return rc;
-    }
-    s->appends++;
-    s->tail = c->offset + c->data_len;
+/* A command's data live: the log's worker wrote it after the sync. */
+static int stored_by_log(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
+                         uint64_t k) {
+    (void)ctx, (void)id, (void)data, (void)len, (void)off, (void)k;
     return 0;
 }
 
-/* Applies a durable command to the state. `replay` says it comes from
- * recovery, which also writes the stream files (see store_data()). */
-static int apply(rn_engine *e, const rn_cmd *c, rn_stream *pending, int replay) {
-    switch (c->type) {
-    case RN_CMD_CREATE: {
-        rn_stream *s = pending;
-        if (!s) {
-            rn_stream *old = rn_map_get(&e->by_path, c->path, c->path_len);
-            if (old)
-                stream_destroy(e, old, 1);
-            s = stream_new(e, c->stream_id, c->path, c->path_len, c->content_type,
-                           c->content_type_len);
-        }
-        if (c->source_id) {
-            rn_stream *src = rn_map_get(&e->by_id, &c->source_id, sizeof c->source_id);
-            if (!src)
-                return -EINVAL;
-            s->source = src;
-            s->fork_offset = c->offset;
-            s->retained = src->retained < c->offset ? src->retained : c->offset;
-            s->fork_depth = src->fork_depth + 1;
-            src->refcount++;
-        }
-        s->pending_create = 0;
-        note_namespace(e, s->path, s->path_len);
-        s->incarnation = c->incarnation;
-        s->ttl_s = c->ttl_s;
-        s->expires_at_ms = c->expires_at_ms;
-        s->created_ms = c->time_ms;
-        s->last_access_ms = c->time_ms;
-        s->closed = c->close;
-        s->touched = 1;
-        s->tail = c->offset;
-        return store_data(e, s, c, replay);
+static void retain_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
+    rn_engine *e = ctx;
+    rn_fault_point("retain-before-punch");
+    if (len)
+        rn_streamfiles_punch(e->store, id, from, len);
+    rn_fault_point("retain-after-punch");
+}
+
+/* Drops index entries past keep (an append the cut splits becomes one
+ * that ends there) and cuts both files. */
+static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
+    rn_engine *e = ctx;
+    uint64_t appends = s->appends, end = s->fork_offset;
+    while (appends > 0 && rn_streamfiles_index_get(e->store, s->id, appends - 1, &end) == 0 &&
+           end > keep)
+        appends--;
+    if (appends == 0)
+        end = s->fork_offset;
+    if (end < keep && rn_streamfiles_index_set(e->store, s->id, appends, keep) == 0)
+        appends++;
+    rn_streamfiles_truncate(e->store, s->id, keep, appends);
+    return appends;
+}
+
+static void drop_body(void *ctx, int cold, const char *key) {
+    rn_engine *e = ctx;
+    rn_blobs_delete(cold ? e->cold : e->snapshots, key);
+}
+
+static void removed(void *ctx, rn_stream *s) {
+    notify(ctx, s, RN_STREAM_REMOVED);
+}
+
+/* Removes a destroyed stream's files and snapshot body, and keeps the
+ * mutations queued on it to be re-run (rerun_orphans) once apply is over:
+ * they then see no stream. */
+static void destroyed(void *ctx, rn_stream *s) {
+    rn_engine *e = ctx;
+    rn_fault_point("delete-before-remove");
+    rn_streamfiles_remove(e->store, s->id);
+    if (s->snapshot.present)
+        drop_body(e, s->snapshot.cold, s->snapshot.key);
+    rn_fault_point("delete-after-remove");
+    if (!s->queue_head)
+        return;
+    if (e->orphans_tail)
+        priv(e->orphans_tail)->next_queued = s->queue_head;
+    else
+        e->orphans = s->queue_head;
+    e->orphans_tail = s->queue_tail;
+}
+
+/* The effects of apply on this engine's storage and observers (ctx and,
+ * live, store are set per call). */
+static const rn_effects effects = {
+    .store = store_at_apply,
+    .retain = retain_files,
+    .cut = cut_files,
+    .drop_body = drop_body,
+    .removed = removed,
+    .destroyed = destroyed,
+};
+
+/* Applies a durable command. `replay`: from recovery, which also writes
+ * its data (live, the log's worker did). */
+static int apply(rn_engine *e, const rn_cmd *c, int replay, rn_applied *out) {
+    rn_effects fx = effects;
+    fx.ctx = e;
+    if (!replay)
+        fx.store = stored_by_log;
+    return rn_state_apply(&e->state, c, &fx, out);
+}
+
+/* Destroys s outside apply (a pending create that was not logged). */
+static void destroy(rn_engine *e, rn_stream *s) {
+    rn_effects fx = effects;
+    fx.ctx = e;
+    rn_state_destroy(&e->state, s, &fx);
+}
+
+/* Re-runs the mutations that were queued on destroyed streams. */
+static void rerun_orphans(rn_engine *e) {
+    while (e->orphans) {
+        rn_op *q = e->orphans;
+        e->orphans = priv(q)->next_queued;
+        if (!e->orphans)
+            e->orphans_tail = NULL;
+        run_op(e, q);
     }
-    case RN_CMD_APPEND: {
-        rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
-        if (!s)
-            return -ENOENT;
-        int rc = store_data(e, s, c, replay);
-        if (rc < 0)
-            return rc;
-        s->touched = 1;
-        s->written_since_rewrite = 1;
-        if (c->has_producer)
-            apply_producer(s, c);
-        if (c->has_seq) {
-            free(s->last_seq);
-            s->last_seq = rn_xstrndup(c->seq, c->seq_len);
-            s->last_seq_len = c->seq_len;
-        }
-        if (c->close)
-            s->closed = 1;
-        return 0;
-    }
-    case RN_CMD_DELETE: {
-        rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
-        if (s)
-            stream_delete(e, s);
-        return 0;
-    }
-    case RN_CMD_PUBLISH:
-    case RN_CMD_RETAIN:
-    case RN_CMD_REWRITE:
-    case RN_CMD_EXPIRE_PRODUCERS: {
-        rn_stream *s = rn_map_get(&e->by_id, &c->stream_id, sizeof c->stream_id);
-        if (!s)
-            return -ENOENT;
-        if (c->type == RN_CMD_PUBLISH)
-            apply_publish(e, s, c);
-        else if (c->type == RN_CMD_RETAIN)
-            apply_retain(e, s, c->offset);
-        else if (c->type == RN_CMD_REWRITE)
-            apply_rewrite(e, s, c);
-        else
-            apply_expire_producers(s, c);
-        return 0;
-    }
-    }
-    return -EINVAL;
 }
 
 /* ---- reading through fork chains ---- */
@@ -700,7 +386,7 @@ static int producer_rules(const rn_stream *s, rn_op *op) {
     uint64_t epoch = op->in.producer_epoch, seq = op->in.producer_seq;
     /* The floor binds writes that carry Stream-Incarnation (§5.4). */
     int floor_binds = op->in.has_incarnation && s->has_floor;
-    int lifts = seq == 0 && p && epoch > p->epoch && epoch_above_floor(s, epoch);
+    int lifts = seq == 0 && p && epoch > p->epoch && rn_stream_above_floor(s, epoch);
     if (floor_binds && (p ? !p->above_floor && !lifts : epoch <= s->epoch_floor)) {
         op->out.current_epoch = s->epoch_floor;
         return RN_ERR_PRODUCER_EXPIRED;
@@ -780,8 +466,10 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
                      "could not be %s: %s (errno %d)",
                      s->path, full ? "given disk space" : "prepared", strerror(-rc), -rc);
     s->busy = 0;
-    if (pending)
-        stream_destroy(e, s, 1);
+    if (pending) {
+        destroy(e, s);
+        rerun_orphans(e);
+    }
     finish(op, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
     if (!pending)
         drain_queue(e, id);
@@ -834,7 +522,7 @@ static void files_ready(uv_work_t *req, int status) {
     rn_op *op = req->data;
     rn_engine *e = priv(op)->engine;
     e->ops_preparing--;
-    rn_stream *s = rn_map_get(&e->by_id, &priv(op)->stream_id, sizeof priv(op)->stream_id);
+    rn_stream *s = rn_state_stream(&e->state, priv(op)->stream_id);
     int rc = status < 0 ? status : priv(op)->files_status;
     if (rc < 0) {
         refuse_unlogged(e, op, s, rc);
@@ -869,10 +557,10 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd
 
 /* Re-runs waiting mutations of stream `id` until one is in the log again.
  * The stream is looked up each time: a queued delete may remove it, and
- * then stream_destroy() re-runs the rest. */
+ * then its destruction hands the rest to rerun_orphans(). */
 static void drain_queue(rn_engine *e, uint64_t id) {
     rn_stream *s;
-    while ((s = rn_map_get(&e->by_id, &id, sizeof id)) && s->queue_head && !s->busy) {
+    while ((s = rn_state_stream(&e->state, id)) && s->queue_head && !s->busy) {
         rn_op *q = s->queue_head;
         s->queue_head = priv(q)->next_queued;
         if (!s->queue_head)
@@ -886,7 +574,7 @@ static void on_logged(rn_wal_entry *entry, int status) {
     rn_engine *e = priv(op)->engine;
     e->ops_in_log--;
     rn_streamfiles_unpin(&priv(op)->pin);
-    rn_stream *s = rn_map_get(&e->by_id, &priv(op)->stream_id, sizeof priv(op)->stream_id);
+    rn_stream *s = rn_state_stream(&e->state, priv(op)->stream_id);
     const rn_cmd *c = &priv(op)->cmd;
     if (status != 0) {
         uint64_t id = s->id;
@@ -895,10 +583,12 @@ static void on_logged(rn_wal_entry *entry, int status) {
         /* Nothing written (no room for the next segment): a refusal. */
         finish(op, status == RN_WAL_NOT_WRITTEN_FULL ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE,
                pending ? NULL : s);
-        if (pending)
-            stream_destroy(e, s, 1);
-        else
+        if (pending) {
+            destroy(e, s);
+            rerun_orphans(e);
+        } else {
             drain_queue(e, id);
+        }
         return;
     }
     if (c->type == RN_CMD_DELETE) {
@@ -908,14 +598,17 @@ static void on_logged(rn_wal_entry *entry, int status) {
         /* Apply before answering: done() may submit the next request (the
          * HTTP layer parses a pipelined one while answering), which must see
          * the stream deleted, not mutate one about to be freed. */
-        apply(e, &del, NULL, 0);
+        rn_applied applied;
+        apply(e, &del, 0, &applied);
+        rerun_orphans(e);
         finish(op, RN_OK_DELETED, NULL);
         drain_queue(e, id); /* a soft-deleted stream stays; its waiters now see 410 */
         return;
     }
+    rn_applied applied;
     int rc = entry->after_sync_status;
     if (rc == 0)
-        rc = apply(e, c, s->pending_create ? s : NULL, 0);
+        rc = apply(e, c, 0, &applied);
     s->busy = 0;
     if (rc < 0) {
         /* Durable in the log but the stream file could not be written: the
@@ -925,27 +618,21 @@ static void on_logged(rn_wal_entry *entry, int status) {
         abort();
     }
     uint64_t id = s->id;
-    static const rn_result applied[] = {
+    static const rn_result applied_result[] = {
         [RN_OP_CREATE] = RN_OK_CREATED,    [RN_OP_APPEND] = RN_OK_APPENDED,
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
         [RN_OP_REWRITE] = RN_OK_REWRITTEN, [RN_OP_EXPIRE_PRODUCERS] = RN_OK_PRODUCERS_EXPIRED,
     };
-    /* done() may free the op (and the command in it): read what follows
-     * from it first. Discarding producer state changes nothing readers see. */
-    rn_stream_event ev = c->type == RN_CMD_CREATE    ? RN_STREAM_CREATED
-                         : c->type == RN_CMD_REWRITE ? RN_STREAM_REWRITTEN
-                                                     : RN_STREAM_CHANGED;
-    int quiet = c->type == RN_CMD_EXPIRE_PRODUCERS;
-    if (c->type == RN_CMD_APPEND && c->has_producer)
-        answer_applied(op, rn_map_get(&s->producers, c->producer_id, c->producer_id_len));
+    if (applied.has_producer)
+        answer_applied(op, &applied.producer);
     if (c->type == RN_CMD_APPEND) {
         op->out.appended_bytes = c->data_len;
         op->out.appended_messages = c->data_len ? priv(op)->messages : 0;
     }
-    finish(op, applied[op->in.kind], s);
-    s = rn_map_get(&e->by_id, &id, sizeof id);
-    if (s && !quiet)
-        notify(e, s, ev);
+    finish(op, applied_result[op->in.kind], s);
+    s = rn_state_stream(&e->state, id);
+    if (s && applied.notify)
+        notify(e, s, applied.event);
     drain_queue(e, id);
 }
 
@@ -1066,22 +753,6 @@ static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t
     return 0;
 }
 
-/* The incarnation token for serial n (a stream id, never reused): 2^52 plus
- * a fixed 52-bit Feistel permutation of n. Distinct serials give distinct
- * tokens, so a token never repeats within a data directory, and tokens do not
- * reveal how many streams were created. */
-static uint64_t incarnation_for(uint64_t n) {
-    uint64_t left = (n >> 26) & 0x3ffffff, right = n & 0x3ffffff;
-    static const uint64_t keys[4] = {0x9e3779b9, 0x7f4a7c15, 0x94d049bb, 0xbf58476d};
-    for (int i = 0; i < 4; i++) {
-        uint64_t f = ((right ^ keys[i]) * 0x2545f4914f6cdd1dull) >> 38;
-        uint64_t next = left ^ (f & 0x3ffffff);
-        left = right;
-        right = next;
-    }
-    return RN_INCARNATION_MIN + ((left << 26) | right);
-}
-
 static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     if (s && s->soft_deleted) {
         finish(op, RN_ERR_CONFIG_MISMATCH, NULL);
@@ -1093,12 +764,12 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     rn_stream *src = NULL;
     uint64_t fork_at = 0;
     if (op->in.fork_source) {
-        src = rn_map_get(&e->by_path, op->in.fork_source, op->in.fork_source_len);
+        src = rn_state_at(&e->state, op->in.fork_source, op->in.fork_source_len);
         if (src && src->busy) {
             enqueue(src, op); /* evaluate against the source's next state */
             return;
         }
-        if (!src || src->pending_create || stream_expired(src, rn_now_ms())) {
+        if (!src || src->pending_create || rn_stream_expired(src, rn_now_ms())) {
             finish(op, RN_ERR_SOURCE_NOT_FOUND, NULL);
             return;
         }
@@ -1141,18 +812,18 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     const uint8_t *data;
     size_t len;
-    int refuse = prepare_body(op, is_json_type(ct, ct_len), 1, &data, &len);
+    int refuse = prepare_body(op, rn_content_type_is_json(ct, ct_len), 1, &data, &len);
     if (refuse) {
         finish(op, (rn_result)refuse, NULL);
         return;
     }
-    s = stream_new(e, e->next_id, op->in.path, op->in.path_len, ct, ct_len);
+    s = rn_state_add(&e->state, e->state.next_id, op->in.path, op->in.path_len, ct, ct_len);
     s->pending_create = 1;
     rn_cmd c = {.type = RN_CMD_CREATE,
                 .stream_id = s->id,
                 .path = s->path,
                 .path_len = s->path_len,
-                .incarnation = incarnation_for(s->id),
+                .incarnation = rn_incarnation_for(s->id),
                 .content_type = s->content_type,
                 .content_type_len = s->content_type_len,
                 .ttl_s = ttl_s,
@@ -1338,13 +1009,13 @@ static void run_rewrite(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     rn_cmd c = {.type = RN_CMD_REWRITE,
                 .stream_id = s->id,
-                .serial = e->next_id++,
+                .serial = e->state.next_id++,
                 .offset = op->in.target_offset};
     log_command(e, op, s, &c);
 }
 
 static void run_op(rn_engine *e, rn_op *op) {
-    rn_stream *s = rn_map_get(&e->by_path, op->in.path, op->in.path_len);
+    rn_stream *s = rn_state_at(&e->state, op->in.path, op->in.path_len);
     if (s && s->busy) {
         enqueue(s, op);
         return;
@@ -1353,7 +1024,7 @@ static void run_op(rn_engine *e, rn_op *op) {
         finish(op, RN_ERR_GONE, NULL);
         return;
     }
-    if (op->in.has_incarnation && !(s && stream_expired(s, rn_now_ms()))) {
+    if (op->in.has_incarnation && !(s && rn_stream_expired(s, rn_now_ms()))) {
         /* RFC 9110 order: a missing stream stays 404, except that a create
          * with the precondition creates nothing and answers 412. */
         rn_stream *live = s && !s->soft_deleted ? s : NULL;
@@ -1363,7 +1034,7 @@ static void run_op(rn_engine *e, rn_op *op) {
             return;
         }
     }
-    if (s && stream_expired(s, rn_now_ms())) {
+    if (s && rn_stream_expired(s, rn_now_ms())) {
         enqueue(s, op);
         start_expiry(e, s);
         return;
@@ -1407,8 +1078,8 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
     if (op->in.kind != RN_OP_APPEND || !op->in.has_producer || !op->in.has_incarnation)
         return 0;
     int64_t now = rn_now_ms();
-    rn_stream *s = rn_map_get(&e->by_path, op->in.path, op->in.path_len);
-    if (!s || s->busy || s->pending_create || s->soft_deleted || stream_expired(s, now) ||
+    rn_stream *s = rn_state_at(&e->state, op->in.path, op->in.path_len);
+    if (!s || s->busy || s->pending_create || s->soft_deleted || rn_stream_expired(s, now) ||
         s->incarnation != op->in.incarnation)
         return 0;
     const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
@@ -1427,10 +1098,10 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
 /* ---- reads ---- */
 
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
-    rn_stream *s = rn_map_get(&e->by_path, path, len);
+    rn_stream *s = rn_state_at(&e->state, path, len);
     if (!s || s->pending_create || s->soft_deleted)
         return NULL;
-    if (stream_expired(s, rn_now_ms())) {
+    if (rn_stream_expired(s, rn_now_ms())) {
         start_expiry(e, s);
         return NULL;
     }
@@ -1441,15 +1112,15 @@ void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *
     int64_t now = rn_now_ms();
     size_t i = 0;
     void *v;
-    while (rn_map_next(&e->by_path, &i, &v)) {
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
-        if (!s->pending_create && !s->soft_deleted && !stream_expired(s, now))
+        if (!s->pending_create && !s->soft_deleted && !rn_stream_expired(s, now))
             fn(s, arg);
     }
 }
 
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {
-    rn_stream *s = rn_map_get(&e->by_path, path, len);
+    rn_stream *s = rn_state_at(&e->state, path, len);
     return s && s->soft_deleted;
 }
 
@@ -1512,7 +1183,7 @@ static void sweep_producers(rn_engine *e, int64_t now) {
     rn_producer **idle = NULL;
     size_t cap = 0, i = 0;
     void *v;
-    while (rn_map_next(&e->by_path, &i, &v)) {
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
         if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count)
             continue;
@@ -1538,9 +1209,9 @@ void rn_engine_sweep_expired(rn_engine *e) {
     rn_stream **victims = NULL;
     size_t n = 0, cap = 0, i = 0;
     void *v;
-    while (rn_map_next(&e->by_path, &i, &v)) {
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
-        if (!s->pending_create && !s->busy && stream_expired(s, now)) {
+        if (!s->pending_create && !s->busy && rn_stream_expired(s, now)) {
             if (n == cap)
                 victims = rn_xrealloc(victims, (cap = cap ? cap * 2 : 16) * sizeof *victims);
             victims[n++] = s;
@@ -1595,7 +1266,7 @@ static int decode_producer(rn_reader *r, rn_stream *s) {
     const char *id = (const char *)rn_read_lstr(r, &n);
     if (!id || rn_map_get(&s->producers, id, n))
         return -1;
-    rn_producer *p = producer_add(s, id, n);
+    rn_producer *p = rn_stream_add_producer(s, id, n);
     p->epoch = rn_read_u64(r);
     p->last_seq = rn_read_u64(r);
     p->last_ms = (int64_t)rn_read_u64(r);
@@ -1663,7 +1334,7 @@ static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_
     const char *ct = (const char *)rn_read_lstr(r, &ct_len);
     if (r->failed)
         return NULL;
-    rn_stream *s = stream_new(e, id, path, path_len, ct, ct_len);
+    rn_stream *s = rn_state_add(&e->state, id, path, path_len, ct, ct_len);
     s->incarnation = incarnation;
     s->ttl_s = (int64_t)rn_read_u64(r);
     s->expires_at_ms = (int64_t)rn_read_u64(r);
@@ -1716,7 +1387,7 @@ static int link_forks(rn_engine *e, rn_stream **loaded, const uint64_t *sources,
     for (uint64_t k = 0; k < n; k++) {
         if (!sources[k])
             continue;
-        rn_stream *src = rn_map_get(&e->by_id, &sources[k], sizeof sources[k]);
+        rn_stream *src = rn_state_stream(&e->state, sources[k]);
         if (!src)
             return -1;
         loaded[k]->source = src;
@@ -1775,7 +1446,7 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
             rn_reader r;
             rn_reader_init(&r, data + 8, size - 12);
             uint64_t segment = rn_read_u64(&r);
-            e->next_id = rn_read_u64(&r);
+            e->state.next_id = rn_read_u64(&r);
             uint64_t count = rn_read_u64(&r);
             int64_t now = rn_now_ms();
             uint64_t k = 0;
@@ -1790,10 +1461,8 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
             for (uint64_t j = 0; j < nspaces && !r.failed; j++) {
                 size_t n;
                 const char *id = (const char *)rn_read_lstr(&r, &n);
-                if (id && n && !rn_map_get(&e->namespaces, id, n)) {
-                    char *copy = rn_xstrndup(id, n);
-                    rn_map_put(&e->namespaces, copy, n, copy);
-                }
+                if (id && n)
+                    rn_state_add_namespace(&e->state, id, n);
             }
             if (k == count && !r.failed && link_forks(e, loaded, sources, count) == 0) {
                 result = (int64_t)segment;
@@ -1874,13 +1543,13 @@ static checkpoint_job *snapshot(rn_engine *e) {
     rn_buf *b = &job->image;
     rn_buf_append(b, CHECKPOINT_MAGIC, 8);
     rn_buf_append_u64(b, job->segment);
-    rn_buf_append_u64(b, e->next_id);
+    rn_buf_append_u64(b, e->state.next_id);
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
     uint64_t count = 0;
     size_t i = 0;
     void *v;
-    while (rn_map_next(&e->by_path, &i, &v)) {
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
         if (s->pending_create)
             continue;
@@ -1889,9 +1558,9 @@ static checkpoint_job *snapshot(rn_engine *e) {
     }
     for (int k = 0; k < 8; k++)
         b->data[count_at + k] = (uint8_t)(count >> (8 * k));
-    rn_buf_append_u64(b, e->namespaces.count);
+    rn_buf_append_u64(b, e->state.namespaces.count);
     i = 0;
-    while (rn_map_next(&e->namespaces, &i, &v))
+    while (rn_map_next(&e->state.namespaces, &i, &v))
         rn_buf_append_lstr(b, v, strlen(v));
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
     e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
@@ -1932,7 +1601,7 @@ static void sweep_orphan_snapshots(rn_engine *e) {
             continue;
         size_t i = 0;
         void *v;
-        while (rn_map_next(&e->by_path, &i, &v)) {
+        while (rn_map_next(&e->state.by_path, &i, &v)) {
             rn_stream *s = v;
             if (s->snapshot.present && s->snapshot.cold == cold)
                 rn_map_put(&o.referenced, s->snapshot.key, strlen(s->snapshot.key), s);
@@ -1953,14 +1622,15 @@ static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     rn_cmd c;
     if (rn_cmd_decode(rec, len, &c) != 0)
         return RN_WAL_CORRUPT;
-    int rc = apply(e, &c, NULL, 1);
+    rn_applied applied;
+    int rc = apply(e, &c, 1, &applied);
     return rc == -ENOENT ? 0 : rc;
 }
 
 /* Names a stream the checkpoint restored (for the damage report). */
 static const char *checkpointed_path(void *arg, uint64_t id, size_t *len) {
     rn_engine *e = arg;
-    rn_stream *s = rn_map_get(&e->by_id, &id, sizeof id);
+    rn_stream *s = rn_state_stream(&e->state, id);
     if (!s)
         return NULL;
     *len = s->path_len;
@@ -1989,7 +1659,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     e->loop = loop;
     e->cfg = *cfg;
     e->dir = rn_xstrdup(cfg->data_dir);
-    e->next_id = 1;
+    rn_state_init(&e->state);
     e->store = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
     char blob_dir[PATH_MAX];
     snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
@@ -2028,7 +1698,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
                (unsigned long long)rec.last_segment);
     size_t i = 0;
     void *v;
-    while (rn_map_next(&e->by_path, &i, &v)) {
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
         /* Cut bytes of unrecovered records. A stream with no appends of
          * its own has none: its files are only written for appends. */
@@ -2038,7 +1708,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         s->last_access_ms = rn_now_ms();
     }
     sweep_orphan_snapshots(e);
-    stats->streams = e->by_path.count;
+    stats->streams = e->state.by_path.count;
     stats->records_replayed = rec.records;
     stats->torn_bytes = rec.torn_bytes;
     rn_wal_options wo = {.segment_bytes = cfg->wal_segment_bytes, .preallocate = 1};
@@ -2072,16 +1742,7 @@ void rn_engine_close(rn_engine *e) {
         rn_buf_free(&job->image);
         free(job);
     }
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&e->by_id, &i, &v))
-        stream_free(v);
-    rn_map_free(&e->by_path);
-    rn_map_free(&e->by_id);
-    i = 0;
-    while (rn_map_next(&e->namespaces, &i, &v))
-        free(v);
-    rn_map_free(&e->namespaces);
+    rn_state_free(&e->state);
     rn_wal_close(e->wal);
     rn_streamfiles_close(e->store);
     rn_blobs_close(e->snapshots);

@@ -26,113 +26,11 @@
 #include <uv.h>
 
 #include "engine/op.h"
+#include "engine/state.h"
 #include "util/buf.h"
 #include "util/map.h"
 
 typedef struct rn_engine rn_engine;
-
-/* A producer write's identity (ext §5.2): its Producer-Digest, or none.
- * Two writes with one key are the same write only when their identities
- * are equal. */
-typedef struct {
-    uint8_t has_digest;
-    uint8_t digest[32];
-} rn_write_identity;
-
-/* How a producer's current epoch stands against history rewrites
- * (ext §2.4: a rewrite closes every epoch claimed before it). */
-typedef enum {
-    RN_EPOCH_OPEN,      /* no rewrite since the epoch was claimed */
-    RN_EPOCH_REWRITTEN, /* closed by a rewrite; history_seq survived */
-    RN_EPOCH_LOST,      /* closed by a rewrite; which seqs survived is unknown */
-} rn_epoch_history;
-
-/* One idempotent producer's state in a stream (PROTOCOL §5.2.1, ext §5).
- * Everything here is changed only by apply(), so log replay rebuilds it. */
-typedef struct rn_producer {
-    char *id;
-    size_t id_len;
-    uint64_t epoch;    /* the current epoch */
-    uint64_t last_seq; /* its highest applied seq */
-    int64_t last_ms;   /* log time of the newest applied write (expiry, §5.4) */
-    /* The newest applied write, (epoch, last_seq): identity and receipt. */
-    rn_write_identity newest;
-    uint64_t newest_start, newest_end; /* where its bytes start and end */
-    uint8_t newest_closed;             /* it closed the stream */
-    rn_write_identity claim;           /* the write (epoch, 0) that opened the epoch */
-    uint8_t above_floor;               /* opened or lifted above the stream's epoch floor */
-    /* The claim closed closed_epoch: every seq up to closed_seq applied. */
-    uint8_t closes_epoch;
-    uint64_t closed_epoch, closed_seq;
-    uint8_t history;      /* rn_epoch_history of the current epoch */
-    uint64_t history_seq; /* RN_EPOCH_REWRITTEN: the highest seq that survived */
-} rn_producer;
-
-/* A stream. Fields are read-only outside the engine. */
-typedef struct rn_stream {
-    char *path;
-    size_t path_len;
-    uint64_t id; /* unique for the data directory's lifetime; never reused */
-    /* Stream-Incarnation (extensions §2.4): a token in [2^52, 2^53) issued
-     * at create, never issued twice in one data directory. */
-    uint64_t incarnation;
-    char *content_type;
-    size_t content_type_len;
-    int json;              /* content type is application/json */
-    int64_t ttl_s;         /* -1: none */
-    int64_t expires_at_ms; /* -1: none */
-    int64_t created_ms;
-    int64_t last_access_ms; /* TTL window start (not persisted; see ARCHITECTURE) */
-    uint64_t tail;          /* bytes stored; the next append's offset */
-    int closed;
-    char *last_seq; /* Stream-Seq of the last append carrying one, or NULL */
-    size_t last_seq_len;
-    rn_map producers; /* id -> rn_producer */
-    /* Epoch floor (ext §5.4): the highest epoch of any producer state
-     * discarded from this stream, when any was. */
-    int has_floor;
-    uint64_t epoch_floor;
-    /* Forks: bytes below fork_offset are the source's (read through it,
-     * never copied); the stream's own bytes start at fork_offset. */
-    struct rn_stream *source; /* NULL unless a fork */
-    uint64_t fork_offset;     /* 0 unless a fork */
-    uint32_t fork_depth;      /* 0 for a stream that is not a fork */
-    uint32_t refcount;        /* forks whose source this stream is */
-    int soft_deleted;         /* deleted while forks still read it: 410 */
-    uint64_t appends;         /* entries in the append index (tiers/streamfiles.h) */
-    /* Retention (ext §2.2): reads below `retained` answer 410. On a JSON
-     * stream it is always a message boundary, known without reading the
-     * cleared byte before it: a retention offset is verified before it is
-     * logged, a fork starts at its source's retained offset or its verified
-     * fork offset, and a rewrite lowers it to the tail. */
-    uint64_t retained;
-    /* The latest visible snapshot (ext §2), when present. */
-    struct {
-        int present;
-        uint64_t offset;
-        uint8_t digest[32];
-        uint64_t size;
-        char *content_type;
-        size_t content_type_len;
-        char *key; /* object key in the blob store below */
-        int cold;  /* in the cold store (else the local snapshot store) */
-    } snapshot;
-    /* History rewrites (ext §2.4): the token before the last rewrite and the
-     * offset below which bytes are unchanged since, when known. */
-    int has_previous;
-    uint64_t previous_incarnation;
-    uint64_t inherited_offset;
-    int written_since_rewrite;
-    /* engine-private */
-    int pending_create; /* created in the log, not yet applied: invisible */
-    int busy;           /* a mutation of this stream is in the log */
-    int has_files;      /* its files were made (or found) in this process */
-    int touched;        /* changed by log replay (recovery truncates its file) */
-    rn_op *queue_head, *queue_tail;
-    /* owned by the live-read module */
-    void *waiters;
-    uint32_t live_readers; /* waiters registered */
-} rn_stream;
 
 typedef struct {
     const char *data_dir;
@@ -149,19 +47,8 @@ typedef struct {
     uint64_t producer_cap;
 } rn_engine_config;
 
-/* What observers hear about applied changes (never during recovery). */
-typedef enum {
-    RN_STREAM_CREATED,   /* a create was applied */
-    RN_STREAM_CHANGED,   /* data appended and/or the stream closed */
-    RN_STREAM_REWRITTEN, /* its history was rewritten (a new incarnation) */
-    RN_STREAM_REMOVED,   /* about to disappear (deleted or expired) */
-} rn_stream_event;
-
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
 #define RN_ENGINE_MAX_OBSERVERS 4
-#define RN_MAX_FORK_DEPTH 64
-#define RN_INCARNATION_MIN (1ull << 52)
-#define RN_INCARNATION_MAX ((1ull << 53) - 1)
 
 typedef struct {
     uint64_t streams;
@@ -250,9 +137,5 @@ int rn_engine_busy(const rn_engine *e);
 
 /* Writes a final checkpoint (when the log is idle) and releases everything. */
 void rn_engine_close(rn_engine *e);
-
-/* True when two content types name the same media type (type/subtype
- * compared case-insensitively, parameters ignored). */
-int rn_content_type_equal(const char *a, size_t alen, const char *b, size_t blen);
 
 #endif
