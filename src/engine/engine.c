@@ -19,8 +19,10 @@
  * before the rotation are dropped.
  */
 #include "engine/engine.h"
+#include "engine/cmdlog.h"
 #include "engine/state.h"
 #include "log/wal.h"
+#include "log/wal_cmdlog.h"
 #include "util/fault.h"
 #include "engine/command.h"
 #include "engine/damage_report.h"
@@ -66,6 +68,7 @@ struct rn_engine {
     rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
     rn_blobs *cold;      /* the cold store, or NULL */
     rn_wal *wal;
+    rn_cmdlog *log; /* the WAL as the pipeline's command log */
     rn_state state;
     uint64_t log_bytes_at_checkpoint;
     checkpoint_job *checkpoint; /* in flight, or NULL */
@@ -95,7 +98,7 @@ typedef struct {
     uv_work_t files_work;   /* making the stream's files before its first data */
     int files_status;
     uint64_t index_entry; /* the append's number in the stream's index */
-    rn_wal_entry wal;
+    rn_cmdlog_entry log;  /* the command on its way through the log */
 } op_private;
 
 static_assert(sizeof(op_private) <= sizeof(rn_op_private), "rn_op_private is too small");
@@ -132,7 +135,8 @@ int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
 
 /* ---- effects of apply: storage and observers ---- */
 
-/* A command's data at replay: written to the stream files. */
+/* A command's data, written at apply (recovery; a log that does not
+ * write it after its sync). */
 static int store_at_apply(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
                           uint64_t k) {
     rn_engine *e = ctx;
@@ -140,7 +144,7 @@ static int store_at_apply(void *ctx, uint64_t id, const uint8_t *data, size_t le
     return rn_streamfiles_append(e->store, id, data, len, off, k);
 }
 
-/* A command's data live: the log's worker wrote it after the sync. */
+/* A command's data that the log's writer wrote after the sync. */
 static int stored_by_log(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
                          uint64_t k) {
     (void)ctx, (void)id, (void)data, (void)len, (void)off, (void)k;
@@ -210,14 +214,27 @@ static const rn_effects effects = {
     .destroyed = destroyed,
 };
 
-/* Applies a durable command. `replay`: from recovery, which also writes
- * its data (live, the log's worker did). */
-static int apply(rn_engine *e, const rn_cmd *c, int replay, rn_applied *out) {
+/* Applies a durable command; its data is written unless data_stored (the
+ * log's writer did, after the sync). */
+static int apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out) {
     rn_effects fx = effects;
     fx.ctx = e;
-    if (!replay)
+    if (data_stored)
         fx.store = stored_by_log;
     return rn_state_apply(&e->state, c, &fx, out);
+}
+
+/* The command log's applier: applies a command the log made durable. A
+ * failure here (the stream file cannot be written, or a command that does
+ * not fit the state) leaves the log ahead of the state: stop, recovery
+ * redoes it from the log. */
+static void apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out) {
+    int rc = apply(ctx, cmd, data_stored, out);
+    if (rc < 0) {
+        rn_log(RN_LOG_ERROR, "fatal", "a command durable in the log could not be applied: %s",
+               strerror(-rc));
+        abort();
+    }
 }
 
 /* Destroys s outside apply (a pending create that was not logged). */
@@ -441,11 +458,12 @@ static rn_producer *least_recent_producer(const rn_stream *s) {
     return lru;
 }
 
-static void on_logged(rn_wal_entry *entry, int status);
+static void command_done(rn_cmdlog_entry *entry);
 
-/* The log's after_sync hook, on its worker thread: writes the command's
- * data and index entry through the files pinned at submission. */
-static int write_stream_files(rn_wal_entry *entry) {
+/* The entry's write_data: writes the command's data and index entry
+ * through the files pinned at submission. The WAL runs it on its writer
+ * thread after the sync. */
+static int write_stream_files(rn_cmdlog_entry *entry) {
     rn_op *op = entry->arg;
     rn_fault_point("apply-before-store");
     return rn_streamfiles_write_pinned(&priv(op)->pin, priv(op)->cmd.data, priv(op)->cmd.data_len,
@@ -479,33 +497,36 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
  * submits the command to the log. The stream is busy until on_logged()
  * runs. */
 static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
-    rn_cmd *c = &priv(op)->cmd;
-    priv(op)->wal.after_sync = NULL;
-    priv(op)->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
+    op_private *p = priv(op);
+    rn_cmd *c = &p->cmd;
+    rn_cmdlog_entry *entry = &p->log;
+    entry->write_data = NULL;
+    p->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
     int refused = rn_fault_fail("log-reserve");
     if (refused) {
         refuse_unlogged(e, op, s, refused);
         return;
     }
     if (c->data_len) {
-        int rc = rn_streamfiles_pin_append(e->store, s->id, c->offset, c->data_len, s->appends,
-                                           &priv(op)->pin);
+        int rc =
+            rn_streamfiles_pin_append(e->store, s->id, c->offset, c->data_len, s->appends, &p->pin);
         if (rc < 0) {
             refuse_unlogged(e, op, s, rc);
             return;
         }
-        priv(op)->index_entry = s->appends;
-        priv(op)->wal.after_sync = write_stream_files;
+        p->index_entry = s->appends;
+        entry->write_data = write_stream_files;
     }
     s->busy = 1;
-    priv(op)->wal.piece[0] = (struct iovec){priv(op)->head.data, priv(op)->head.len};
-    priv(op)->wal.pieces = 1;
+    entry->cmd = c;
+    entry->piece[0] = (struct iovec){p->head.data, p->head.len};
+    entry->pieces = 1;
     if (c->data_len)
-        priv(op)->wal.piece[priv(op)->wal.pieces++] = (struct iovec){(void *)c->data, c->data_len};
-    priv(op)->wal.done = on_logged;
-    priv(op)->wal.arg = op;
+        entry->piece[entry->pieces++] = (struct iovec){(void *)c->data, c->data_len};
+    entry->done = command_done;
+    entry->arg = op;
     e->ops_in_log++;
-    rn_wal_submit(e->wal, &priv(op)->wal);
+    e->log->ops->submit(e->log, entry);
 }
 
 /* Creating a stream's two files costs the file system about a millisecond
@@ -569,20 +590,22 @@ static void drain_queue(rn_engine *e, uint64_t id) {
     }
 }
 
-static void on_logged(rn_wal_entry *entry, int status) {
+/* The log's answer for op's command: applied (by the log, through
+ * apply_logged) or not. Answers the op, tells observers, and lets the
+ * stream's queue go on. */
+static void command_done(rn_cmdlog_entry *entry) {
     rn_op *op = entry->arg;
     rn_engine *e = priv(op)->engine;
     e->ops_in_log--;
     rn_streamfiles_unpin(&priv(op)->pin);
-    rn_stream *s = rn_state_stream(&e->state, priv(op)->stream_id);
+    uint64_t id = priv(op)->stream_id;
+    rn_stream *s = rn_state_stream(&e->state, id);
     const rn_cmd *c = &priv(op)->cmd;
-    if (status != 0) {
-        uint64_t id = s->id;
-        int pending = s->pending_create;
-        s->busy = 0;
-        /* Nothing written (no room for the next segment): a refusal. */
-        finish(op, status == RN_WAL_NOT_WRITTEN_FULL ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE,
-               pending ? NULL : s);
+    if (!entry->applied) {
+        int pending = s && s->pending_create;
+        if (s)
+            s->busy = 0;
+        finish(op, entry->refusal, pending ? NULL : s);
         if (pending) {
             destroy(e, s);
             rerun_orphans(e);
@@ -591,38 +614,32 @@ static void on_logged(rn_wal_entry *entry, int status) {
         }
         return;
     }
+    /* Applied before this answer: done() may submit the next request (the
+     * HTTP layer parses a pipelined one while answering), which must see
+     * the state after this command (a deleted stream deleted). */
+    rerun_orphans(e);
     if (c->type == RN_CMD_DELETE) {
-        s->busy = 0;
-        rn_cmd del = *c;
-        uint64_t id = s->id;
-        /* Apply before answering: done() may submit the next request (the
-         * HTTP layer parses a pipelined one while answering), which must see
-         * the stream deleted, not mutate one about to be freed. */
-        rn_applied applied;
-        apply(e, &del, 0, &applied);
-        rerun_orphans(e);
+        if (s)
+            s->busy = 0; /* soft-deleted: it stays, and its waiters now see 410 */
         finish(op, RN_OK_DELETED, NULL);
-        drain_queue(e, id); /* a soft-deleted stream stays; its waiters now see 410 */
+        drain_queue(e, id);
         return;
     }
-    rn_applied applied;
-    int rc = entry->after_sync_status;
-    if (rc == 0)
-        rc = apply(e, c, 0, &applied);
-    s->busy = 0;
-    if (rc < 0) {
-        /* Durable in the log but the stream file could not be written: the
-         * log still holds the data and recovery rewrites it. Serving reads
-         * from a short file would be wrong, so stop here. */
-        rn_log(RN_LOG_ERROR, "fatal", "stream file write failed after log sync: %s", strerror(-rc));
-        abort();
+    if (!s) {
+        /* A later command removed the stream before this answer (a log
+         * that answers later than it applies): the outcome cannot be shown
+         * any more, so it is reported unknown. */
+        finish(op, RN_ERR_UNAVAILABLE, NULL);
+        return;
     }
-    uint64_t id = s->id;
+    s->busy = 0;
     static const rn_result applied_result[] = {
         [RN_OP_CREATE] = RN_OK_CREATED,    [RN_OP_APPEND] = RN_OK_APPENDED,
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
         [RN_OP_REWRITE] = RN_OK_REWRITTEN, [RN_OP_EXPIRE_PRODUCERS] = RN_OK_PRODUCERS_EXPIRED,
     };
+    /* done() may free the op and the entry in it: keep what follows. */
+    rn_applied applied = entry->result;
     if (applied.has_producer)
         answer_applied(op, &applied.producer);
     if (c->type == RN_CMD_APPEND) {
@@ -1623,7 +1640,7 @@ static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     if (rn_cmd_decode(rec, len, &c) != 0)
         return RN_WAL_CORRUPT;
     rn_applied applied;
-    int rc = apply(e, &c, 1, &applied);
+    int rc = apply(e, &c, 0, &applied);
     return rc == -ENOENT ? 0 : rc;
 }
 
@@ -1718,6 +1735,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         rn_engine_close(e);
         return NULL;
     }
+    rn_cmdlog_applier applier = {.ctx = e, .apply = apply_logged};
+    e->log = rn_wal_cmdlog_new(e->wal, &applier);
     rn_wal_set_batch_hook(e->wal, maybe_checkpoint, e);
     return e;
 }
@@ -1743,6 +1762,8 @@ void rn_engine_close(rn_engine *e) {
         free(job);
     }
     rn_state_free(&e->state);
+    if (e->log)
+        rn_wal_cmdlog_free(e->log);
     rn_wal_close(e->wal);
     rn_streamfiles_close(e->store);
     rn_blobs_close(e->snapshots);
