@@ -19,6 +19,7 @@
  * before the rotation are dropped.
  */
 #include "engine/engine.h"
+#include "engine/producers.h"
 #include "engine/cmdlog.h"
 #include "engine/state.h"
 #include "log/wal.h"
@@ -49,8 +50,7 @@ static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'}
 
 #define PRODUCER_TTL_DEFAULT_MS (7 * 24 * 3600 * 1000ull) /* ext §5.4 */
 #define PRODUCER_CAP_DEFAULT 4096
-#define PRODUCER_CROWDED_TTL_MS (3600 * 1000ull) /* kept at least this long when crowded */
-#define EXPIRE_LIST_MAX_BYTES (1u << 20)         /* producer ids per EXPIRE_PRODUCERS record */
+#define EXPIRE_LIST_MAX_BYTES (1u << 20) /* producer ids per EXPIRE_PRODUCERS record */
 
 typedef struct {
     uv_work_t req;
@@ -331,133 +331,6 @@ static void finish(rn_op *op, rn_result result, rn_stream *s) {
     op->done(op);
 }
 
-/* ---- producer rules (ext §5.3, §5.4) ---- */
-
-#define APPLIES (-1) /* producer_rules(): the write would apply */
-
-/* How long a producer of a stream that holds producer_cap of them must
- * have been idle before one more producer may displace it. */
-static uint64_t crowded_ttl(const rn_engine *e) {
-    uint64_t ttl = e->cfg.producer_ttl_ms;
-    return ttl < PRODUCER_CROWDED_TTL_MS ? ttl : PRODUCER_CROWDED_TTL_MS;
-}
-
-static int idle_for(const rn_producer *p, int64_t now, uint64_t ms) {
-    return now - p->last_ms >= (int64_t)ms;
-}
-
-/* The closure a claim reported, for its answer and its repeats. */
-static void report_closure(rn_op *op, const rn_producer *p) {
-    op->out.closes_epoch = p->closes_epoch;
-    op->out.closed_epoch = p->closed_epoch;
-    op->out.closed_seq = p->closed_seq;
-}
-
-/* Fills the answer of an applied producer write: its receipt, the epoch's
- * highest seq and, for a claim, the closure it reported. */
-static void answer_applied(rn_op *op, const rn_producer *p) {
-    op->out.ack_epoch = p->epoch;
-    op->out.ack_seq = p->last_seq;
-    op->out.receipt = 1;
-    op->out.receipt_start = p->newest_start;
-    op->out.receipt_end = p->newest_end;
-    op->out.receipt_closed = p->newest_closed;
-    if (op->in.producer_seq == 0)
-        report_closure(op, p);
-}
-
-static int identity_matches(const rn_write_identity *held, const rn_op *op) {
-    return held->has_digest == (op->in.has_producer_digest != 0) &&
-           (!held->has_digest || memcmp(held->digest, op->in.producer_digest, 32) == 0);
-}
-
-/* A write (p->epoch, seq <= the epoch's highest surviving seq) repeats one
- * that applied. Where the server still holds that write's identity (the
- * newest write, or the claim) another identity is a key conflict; else the
- * answer is a repeat: the newest write's receipt, or one marked evicted. */
-static int answer_repeat(rn_op *op, const rn_producer *p) {
-    uint64_t seq = op->in.producer_seq;
-    const rn_write_identity *held = seq == p->last_seq ? &p->newest : seq == 0 ? &p->claim : NULL;
-    if (held && !identity_matches(held, op)) {
-        op->out.current_epoch = p->epoch;
-        return RN_ERR_KEY_CONFLICT;
-    }
-    int rewritten = p->history == RN_EPOCH_REWRITTEN;
-    if (seq == p->last_seq && (!rewritten || p->history_seq == p->last_seq)) {
-        answer_applied(op, p);
-        return RN_OK_DUPLICATE;
-    }
-    op->out.ack_epoch = p->epoch;
-    op->out.ack_seq = rewritten ? p->history_seq : p->last_seq;
-    if (seq == 0)
-        report_closure(op, p);
-    return RN_OK_DUPLICATE;
-}
-
-/* The producer rules of ext §5.3 for an append with producer headers,
- * against the applied state of s, from the headers alone (the body is never
- * consulted). Returns APPLIES, or the answer (a repeat or a refusal) with
- * its fields set in op. Changes nothing. */
-static int producer_rules(const rn_stream *s, rn_op *op) {
-    const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
-    uint64_t epoch = op->in.producer_epoch, seq = op->in.producer_seq;
-    /* The floor binds writes that carry Stream-Incarnation (§5.4). */
-    int floor_binds = op->in.has_incarnation && s->has_floor;
-    int lifts = seq == 0 && p && epoch > p->epoch && rn_stream_above_floor(s, epoch);
-    if (floor_binds && (p ? !p->above_floor && !lifts : epoch <= s->epoch_floor)) {
-        op->out.current_epoch = s->epoch_floor;
-        return RN_ERR_PRODUCER_EXPIRED;
-    }
-    if (!p) {
-        if (seq == 0)
-            return APPLIES;
-        op->out.expected_seq = 0;
-        return RN_ERR_SEQ_GAP;
-    }
-    op->out.current_epoch = p->epoch;
-    if (epoch < p->epoch) {
-        if (!p->closes_epoch || epoch != p->closed_epoch)
-            return RN_ERR_STALE_EPOCH;
-        report_closure(op, p);
-        return RN_ERR_EPOCH_CLOSED;
-    }
-    if (epoch > p->epoch) {
-        if (seq == 0)
-            return APPLIES;
-        op->out.expected_seq = 0;
-        return RN_ERR_EPOCH_SEQ;
-    }
-    if (p->history == RN_EPOCH_LOST)
-        return RN_ERR_STALE_EPOCH;
-    if (p->history == RN_EPOCH_REWRITTEN && seq > p->history_seq) {
-        op->out.closes_epoch = 1;
-        op->out.closed_by_history = 1;
-        op->out.closed_epoch = p->epoch;
-        op->out.closed_seq = p->history_seq;
-        return RN_ERR_EPOCH_CLOSED;
-    }
-    if (seq <= p->last_seq)
-        return answer_repeat(op, p);
-    if (seq == p->last_seq + 1)
-        return APPLIES;
-    op->out.expected_seq = p->last_seq + 1;
-    return RN_ERR_SEQ_GAP;
-}
-
-/* The producer that a new one displaces from a stream holding producer_cap
- * of them: the least recently written one. */
-static rn_producer *least_recent_producer(const rn_stream *s) {
-    rn_producer *lru = NULL;
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&s->producers, &i, &v)) {
-        rn_producer *p = v;
-        if (!lru || p->last_ms < lru->last_ms)
-            lru = p;
-    }
-    return lru;
-}
-
 static void command_done(rn_cmdlog_entry *entry);
 
 /* The entry's write_data: writes the command's data and index entry
@@ -641,7 +514,7 @@ static void command_done(rn_cmdlog_entry *entry) {
     /* done() may free the op and the entry in it: keep what follows. */
     rn_applied applied = entry->result;
     if (applied.has_producer)
-        answer_applied(op, &applied.producer);
+        rn_producer_answer_applied(&applied.producer, op->in.producer_seq, &op->out);
     if (c->type == RN_CMD_APPEND) {
         op->out.appended_bytes = c->data_len;
         op->out.appended_messages = c->data_len ? priv(op)->messages : 0;
@@ -853,24 +726,23 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     log_command(e, op, s, &c);
 }
 
-/* Admits a producer the stream holds no state for. A stream holding
- * producer_cap producers displaces the least recently written one once it
- * has been idle for crowded_ttl(): returns 1 after queueing op behind that
- * discard. Returns 0 to go on, or 2 after refusing with PRODUCER_LIMIT. */
+/* Admits a producer the stream holds no state for (rn_producer_admit):
+ * returns 1 after queueing op behind the discard of the producer it
+ * displaces, 2 after refusing with PRODUCER_LIMIT, or 0 to go on. */
 static int admit_producer(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
-    if (s->producers.count < e->cfg.producer_cap ||
-        rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len))
-        return 0;
-    rn_producer *lru = least_recent_producer(s);
-    if (idle_for(lru, now, crowded_ttl(e))) {
+    rn_admission a =
+        rn_producer_admit(s, &op->in, e->cfg.producer_cap, e->cfg.producer_ttl_ms, now);
+    if (a.verdict == RN_ADMIT_DISPLACE) {
         enqueue(s, op);
-        start_producer_expiry(e, s, &lru, 1);
+        start_producer_expiry(e, s, &a.victim, 1);
         return 1;
     }
-    int64_t wait_ms = lru->last_ms + (int64_t)crowded_ttl(e) - now;
-    op->out.retry_after_s = (uint64_t)(wait_ms + 999) / 1000;
-    finish(op, RN_ERR_PRODUCER_LIMIT, s);
-    return 2;
+    if (a.verdict == RN_ADMIT_REFUSE) {
+        op->out.retry_after_s = a.retry_after_s;
+        finish(op, RN_ERR_PRODUCER_LIMIT, s);
+        return 2;
+    }
+    return 0;
 }
 
 /* An append or close, in the order of ext §5.3 after the stream checks of
@@ -882,13 +754,13 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     int64_t now = rn_now_ms();
     if (op->in.has_producer) {
         rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
-        if (p && idle_for(p, now, e->cfg.producer_ttl_ms)) {
+        if (p && rn_producer_idle(p, now, e->cfg.producer_ttl_ms)) {
             enqueue(s, op);
             start_producer_expiry(e, s, &p, 1);
             return;
         }
-        int answer = producer_rules(s, op);
-        if (answer != APPLIES) {
+        int answer = rn_producer_rules(s, &op->in, &op->out);
+        if (answer != RN_PRODUCER_APPLIES) {
             finish(op, (rn_result)answer, s);
             return;
         }
@@ -1100,10 +972,10 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
         s->incarnation != op->in.incarnation)
         return 0;
     const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
-    if (p && idle_for(p, now, e->cfg.producer_ttl_ms))
+    if (p && rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
         return 0; /* its discard is a logged step that comes first */
     rn_op probe = {.in = op->in};
-    int answer = producer_rules(s, &probe);
+    int answer = rn_producer_rules(s, &probe.in, &probe.out);
     if (answer != RN_OK_DUPLICATE && answer != RN_ERR_KEY_CONFLICT)
         return 0;
     op->out = probe.out;
@@ -1208,7 +1080,7 @@ static void sweep_producers(rn_engine *e, int64_t now) {
         void *pv;
         while (rn_map_next(&s->producers, &j, &pv) && bytes < EXPIRE_LIST_MAX_BYTES) {
             rn_producer *p = pv;
-            if (!idle_for(p, now, e->cfg.producer_ttl_ms))
+            if (!rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
                 continue;
             if (n == cap)
                 idle = rn_xrealloc(idle, (cap = cap ? cap * 2 : 16) * sizeof *idle);
