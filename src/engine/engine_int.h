@@ -8,8 +8,10 @@
  *                       and observers; the applier a command log calls
  *   producers.c         producer rules and answers (producers.h): pure
  *   forkread.c          reads through fork chains, boundaries, fork offsets
- *   engine.c            the pipeline and its validation, checkpoints, open
- *                       and close, the remaining public calls
+ *   checkpoint.c        the checkpoint image and its job
+ *   open.c              open (checkpoint + log replay) and close
+ *   engine.c            the pipeline and its validation, the remaining
+ *                       public calls
  *
  * Everything runs on the engine's loop thread, except rn_engine_open
  * (which may recover on a worker before the loop uses the engine), what a
@@ -107,5 +109,19 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
  * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
  * to refuse with (> 0). */
 int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, uint64_t *pos);
+
+/* ---- checkpoint.c ---- */
+
+/* Loads <dir>/checkpoint if there is one into e's (empty) state, after
+ * removing a checkpoint.tmp a crash left. Returns 0 with *segment (the
+ * first log segment to replay: 0 without a checkpoint) and *streams, or
+ * -EBADMSG for a damaged checkpoint, or -errno when it cannot be read. */
+int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams);
+/* The log's batch hook: starts a checkpoint after checkpoint_bytes of log
+ * (arg is the engine). Runs between batches, when nothing is in flight. */
+void engine_checkpoint_maybe(void *arg);
+/* Writes a checkpoint now, on this thread, when no checkpoint and no batch
+ * is in flight (close). */
+void engine_checkpoint_final(rn_engine *e);
 
 #endif
