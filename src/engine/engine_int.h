@@ -7,11 +7,13 @@
  *   effects.c           the state machine's effects on this engine's storage
  *                       and observers; the applier a command log calls
  *   producers.c         producer rules and answers (producers.h): pure
+ *   validate.c          a request against applied state: a verdict
+ *   pipeline.c          queues, submission to the command log, completion,
+ *                       expiry starts, sweeps
  *   forkread.c          reads through fork chains, boundaries, fork offsets
  *   checkpoint.c        the checkpoint image and its job
  *   open.c              open (checkpoint + log replay) and close
- *   engine.c            the pipeline and its validation, the remaining
- *                       public calls
+ *   engine.c            the remaining public calls (lookups, observers)
  *
  * Everything runs on the engine's loop thread, except rn_engine_open
  * (which may recover on a worker before the loop uses the engine), what a
@@ -98,6 +100,40 @@ void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_appli
 /* Destroys a pending create's stream that was never applied (its files go;
  * mutations queued on it join e->orphans). */
 void engine_destroy_pending(rn_engine *e, rn_stream *s);
+
+/* ---- validate.c ---- */
+
+typedef enum {
+    VERDICT_ANSWER,          /* answer now: `result`, about `stream` (may be NULL) */
+    VERDICT_WAIT,            /* wait behind `stream`'s mutation in the log */
+    VERDICT_EXPIRE_STREAM,   /* `stream` expired: wait behind its deletion */
+    VERDICT_EXPIRE_PRODUCER, /* wait behind discarding `victim`'s state in `stream` */
+    VERDICT_LOG,             /* log priv(op)->cmd, a command for `stream` (NULL: a create,
+                                whose stream the pipeline makes) */
+} verdict_kind;
+
+typedef struct {
+    verdict_kind kind;
+    rn_result result;
+    rn_stream *stream;
+    rn_producer *victim;
+} verdict;
+
+/* Evaluates op against e's applied state at time now, in the order of the
+ * protocol's checks (see the top of validate.c). Sets op->out's answer fields; for LOG, fills
+ * priv(op)->cmd (and the stored JSON text). Reads stream files (offsets
+ * and boundaries) and renews the stream's TTL window (rn_engine_touch), but
+ * changes no other state. */
+verdict engine_validate(rn_engine *e, rn_op *op, int64_t now);
+
+/* ---- pipeline.c ---- */
+
+/* Validates op and acts on the verdict: answers it, queues it, or logs
+ * its command. done() may run before this returns. */
+void engine_run_op(rn_engine *e, rn_op *op);
+/* Starts the deletion of expired stream s unless a mutation of it is in the
+ * log (an internal mutation). */
+void engine_start_expiry(rn_engine *e, rn_stream *s);
 
 /* ---- forkread.c ---- */
 
