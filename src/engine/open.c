@@ -124,6 +124,12 @@ static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec,
                  strerror(-rc));
         return -1;
     }
+    if (from)
+        rn_log(RN_LOG_DEBUG, "recovery",
+               "checkpoint loaded: %llu streams; log replay from segment %llu",
+               (unsigned long long)stats->checkpoint_streams, (unsigned long long)from);
+    else
+        rn_log(RN_LOG_DEBUG, "recovery", "no checkpoint; replaying the whole log");
     rc = rn_wal_recover(e->dir, from, replay_record, e, rec);
     if (rc != 0) {
         refuse_recovery(e, from, rec, rc, err, errcap);
@@ -147,6 +153,10 @@ static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec,
         s->touched = 0;
         s->last_access_ms = now;
     }
+    rn_log(RN_LOG_DEBUG, "recovery",
+           "log replayed: %llu records, up to segment %llu byte %llu; %llu torn bytes cut",
+           (unsigned long long)rec->records, (unsigned long long)rec->last_segment,
+           (unsigned long long)rec->last_valid_end, (unsigned long long)rec->torn_bytes);
     sweep_orphan_snapshots(e);
     stats->streams = e->state.by_path.count;
     stats->records_replayed = rec->records;
@@ -183,6 +193,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     rn_cmdlog_applier applier = {.ctx = e, .apply = engine_apply_logged};
     e->log = rn_wal_cmdlog_new(e->wal, &applier);
     rn_wal_set_batch_hook(e->wal, engine_checkpoint_maybe, e);
+    rn_log(RN_LOG_DEBUG, "recovery", "%zu streams; new log segment %llu opened",
+           e->state.by_path.count, (unsigned long long)rn_wal_current_segment(e->wal));
     return e;
 }
 
