@@ -37,13 +37,11 @@ static void mark_announced(rn_subs *S, const char *id, const char *wake_id) {
 
 static void on_appended(rn_op *op) {
     wake_append *wa = op->arg;
-    if (op->result != RN_OK_APPENDED)
+    if (op->out.result != RN_OK_APPENDED)
         rn_log(RN_LOG_WARN, "wake_event_refused",
                "subscription %s: the append to %s failed (result %d)", wa->sub_id, wa->path,
-               (int)op->result);
+               (int)op->out.result);
     mark_announced(wa->S, wa->sub_id, wa->wake_id);
-    rn_buf_free(&op->head);
-    rn_buf_free(&op->stored);
     rn_buf_free(&wa->body);
     free(wa->sub_id);
     free(wa->path);
@@ -74,15 +72,15 @@ void rn_wakestream_announce(rn_subs *S, rn_sub *sub) {
     rn_buf_append_str(&wa->body, text);
     free(text);
     rn_op *op = &wa->op;
-    op->kind = RN_OP_APPEND;
-    op->path = wa->path;
-    op->path_len = strlen(wa->path);
-    op->content_type = wa->content_type;
-    op->content_type_len = ws->content_type_len;
-    op->ttl_s = -1;
-    op->expires_at_ms = -1;
-    op->body = wa->body.data;
-    op->body_len = wa->body.len;
+    op->in.kind = RN_OP_APPEND;
+    op->in.path = wa->path;
+    op->in.path_len = strlen(wa->path);
+    op->in.content_type = wa->content_type;
+    op->in.content_type_len = ws->content_type_len;
+    op->in.ttl_s = -1;
+    op->in.expires_at_ms = -1;
+    op->in.body = wa->body.data;
+    op->in.body_len = wa->body.len;
     op->done = on_appended;
     op->arg = wa;
     rn_engine_submit(S->engine, op);

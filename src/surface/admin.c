@@ -22,16 +22,15 @@ typedef struct {
 
 static void rewrite_done(rn_op *op) {
     rewrite_ctx *c = op->arg;
-    if (op->result == RN_OK_REWRITTEN) {
+    if (op->out.result == RN_OK_REWRITTEN) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
-        rn_reply_incarnation(&h, op->stream);
-        rn_reply_offset(&h, "Stream-Next-Offset", op->stream->tail);
+        rn_reply_incarnation(&h, op->out.stream);
+        rn_reply_offset(&h, "Stream-Next-Offset", op->out.stream->tail);
         rn_http_respond(c->req, 204, &h, &body);
     } else {
         rn_reply_refusal(c->req, op);
     }
-    rn_buf_free(&c->op.head);
     rn_request_release(c->req);
     free(c->key);
     free(c);
@@ -59,11 +58,11 @@ static void rewrite(rn_surface *sf, rn_request *req, const char *key, size_t key
     rn_request_hold(req);
     c->key = rn_xstrndup(key, key_len);
     rn_stream *s = rn_engine_find(rn_surface_engine(sf), c->key, key_len);
-    c->op.kind = RN_OP_REWRITE;
-    c->op.path = c->key;
-    c->op.path_len = key_len;
-    c->op.ttl_s = c->op.expires_at_ms = -1;
-    c->op.target_offset = keep != UINT64_MAX ? keep : s ? s->tail : 0;
+    c->op.in.kind = RN_OP_REWRITE;
+    c->op.in.path = c->key;
+    c->op.in.path_len = key_len;
+    c->op.in.ttl_s = c->op.in.expires_at_ms = -1;
+    c->op.in.target_offset = keep != UINT64_MAX ? keep : s ? s->tail : 0;
     c->op.arg = c;
     c->op.done = rewrite_done;
     rn_engine_submit(rn_surface_engine(sf), &c->op);

@@ -16,7 +16,10 @@
 rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len) {
     if (rn_engine_is_gone(e, key, len))
         return RN_E_STREAM_GONE;
-    return rn_engine_bucket_exists(e, key, len) ? RN_E_STREAM_NOT_FOUND : RN_E_BUCKET_NOT_FOUND;
+    const char *slash = memchr(key, '/', len); /* key: bucket_id "/" stream_id */
+    size_t bucket_len = slash ? (size_t)(slash - key) : 0;
+    return rn_engine_namespace_exists(e, key, bucket_len) ? RN_E_STREAM_NOT_FOUND
+                                                          : RN_E_BUCKET_NOT_FOUND;
 }
 
 int rn_bucket_id_valid(const char *id, size_t len) {

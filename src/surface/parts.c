@@ -133,7 +133,6 @@ static void ctx_free(part_ctx *c) {
         free(c->ids[i]);
     free(c->ids);
     free(c->content_type);
-    rn_buf_free(&c->op.head);
     rn_request_release(c->req);
     free(c->key);
     free(c);
@@ -402,7 +401,7 @@ static int publish_final(rn_result r) {
 static void commit_published(rn_op *op) {
     part_ctx *c = op->arg;
     rn_snapshot_answer_publish(c->req, op, cold(c->parts), c->blob_key);
-    if (publish_final(op->result))
+    if (publish_final(op->out.result))
         commit_finish(c);
     else
         commit_keep_parts(c);
@@ -432,8 +431,8 @@ static void assembled(uv_work_t *w, int status) {
         commit_keep_parts(c); /* the copy used nothing up */
         return;
     }
-    rn_blake3_final(&c->hash, c->op.digest);
-    if (memcmp(c->op.digest, c->want_digest, 32) != 0) {
+    rn_blake3_final(&c->hash, c->op.in.digest);
+    if (memcmp(c->op.in.digest, c->want_digest, 32) != 0) {
         rn_blobs_delete(cold(c->parts), c->blob_key);
         rn_reply_error(c->req, RN_E_SNAPSHOT_DIGEST_MISMATCH, NULL);
         commit_finish(c); /* the copy used the parts up */
@@ -536,19 +535,19 @@ void rn_parts_commit(rn_parts *p, rn_request *req, const char *key, size_t key_l
     rn_blake3_update(&c->hash, c->content_type, ct_len);
     rn_engine *e = rn_surface_engine(p->sf);
     rn_engine_blob_key(e, s, c->blob_key);
-    c->op.kind = RN_OP_PUBLISH;
-    c->op.path = c->key;
-    c->op.path_len = c->key_len;
-    c->op.ttl_s = c->op.expires_at_ms = -1;
-    c->op.has_incarnation = 1; /* publish into the incarnation the parts belong to */
-    c->op.incarnation = c->incarnation;
-    c->op.target_offset = pos;
-    c->op.content_type = c->content_type;
-    c->op.content_type_len = ct_len;
-    c->op.blob_key = c->blob_key;
-    c->op.blob_key_len = strlen(c->blob_key);
-    c->op.blob_cold = 1;
-    c->op.blob_size = total;
+    c->op.in.kind = RN_OP_PUBLISH;
+    c->op.in.path = c->key;
+    c->op.in.path_len = c->key_len;
+    c->op.in.ttl_s = c->op.in.expires_at_ms = -1;
+    c->op.in.has_incarnation = 1; /* publish into the incarnation the parts belong to */
+    c->op.in.incarnation = c->incarnation;
+    c->op.in.target_offset = pos;
+    c->op.in.content_type = c->content_type;
+    c->op.in.content_type_len = ct_len;
+    c->op.in.blob_key = c->blob_key;
+    c->op.in.blob_key_len = strlen(c->blob_key);
+    c->op.in.blob_cold = 1;
+    c->op.in.blob_size = total;
     c->op.arg = c;
     c->work.data = c;
     uv_queue_work(rn_surface_loop(p->sf), &c->work, assemble_work, assembled);

@@ -57,7 +57,7 @@ static int answer_missing(stream_ctx *c, const rn_stream *s) {
 /* Answers 412 with the current token when the request's Stream-Incarnation
  * names another incarnation of s. Returns 1 when it answered. */
 static int answer_precondition(stream_ctx *c, const rn_stream *s) {
-    if (!c->op.has_incarnation || c->op.incarnation == s->incarnation)
+    if (!c->op.in.has_incarnation || c->op.in.incarnation == s->incarnation)
         return 0;
     rn_buf extra = {0};
     rn_reply_incarnation(&extra, s);

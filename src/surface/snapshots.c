@@ -53,17 +53,15 @@ static snap_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *key, size_
     rn_request_hold(req);
     c->key = rn_xstrndup(key, key_len);
     c->key_len = key_len;
-    c->op.path = c->key;
-    c->op.path_len = key_len;
-    c->op.ttl_s = -1;
-    c->op.expires_at_ms = -1;
+    c->op.in.path = c->key;
+    c->op.in.path_len = key_len;
+    c->op.in.ttl_s = -1;
+    c->op.in.expires_at_ms = -1;
     c->op.arg = c;
     return c;
 }
 
 static void ctx_free(snap_ctx *c) {
-    rn_buf_free(&c->op.head);
-    rn_buf_free(&c->op.stored);
     rn_request_release(c->req);
     free(c->key);
     free(c->content_type);
@@ -73,7 +71,7 @@ static void ctx_free(snap_ctx *c) {
 /* Sets up the op's Stream-Incarnation precondition; answers 400 and returns
  * -1 when the header is malformed. */
 static int take_precondition(snap_ctx *c) {
-    if (rn_request_incarnation(c->req, &c->op.has_incarnation, &c->op.incarnation) == 0)
+    if (rn_request_incarnation(c->req, &c->op.in.has_incarnation, &c->op.in.incarnation) == 0)
         return 0;
     rn_reply_error(c->req, RN_E_INVALID_INCARNATION, NULL);
     ctx_free(c);
@@ -84,13 +82,13 @@ static int take_precondition(snap_ctx *c) {
 
 void rn_snapshot_answer_publish(rn_request *req, const rn_op *op, rn_blobs *blobs,
                                 const char *blob_key) {
-    if (!(op->result == RN_OK_PUBLISHED && !op->repeat))
+    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat))
         rn_blobs_delete(blobs, blob_key); /* the engine did not adopt it */
-    if (op->result == RN_OK_PUBLISHED) {
+    if (op->out.result == RN_OK_PUBLISHED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
-        rn_reply_snapshot_id(&h, op->stream);
-        rn_reply_incarnation(&h, op->stream);
+        rn_reply_snapshot_id(&h, op->out.stream);
+        rn_reply_incarnation(&h, op->out.stream);
         rn_http_respond(req, 204, &h, &body);
     } else {
         rn_reply_refusal(req, op);
@@ -146,7 +144,7 @@ static snap_ctx *offset_write(rn_surface *sf, rn_request *req, const char *key, 
     snap_ctx *c = ctx_new(sf, req, key, key_len);
     if (take_precondition(c))
         return NULL;
-    if (rn_offset_parse_segment(offset, offset_len, &c->op.target_offset)) {
+    if (rn_offset_parse_segment(offset, offset_len, &c->op.in.target_offset)) {
         rn_reply_error(req, RN_E_INVALID_OFFSET, NULL);
         ctx_free(c);
         return NULL;
@@ -175,17 +173,17 @@ void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_
     }
     c->content_type =
         ct ? rn_xstrndup(ct->value, ct->value_len) : rn_xstrdup(DEFAULT_SNAPSHOT_TYPE);
-    c->op.kind = RN_OP_PUBLISH;
-    c->op.content_type = c->content_type;
-    c->op.content_type_len = strlen(c->content_type);
-    c->op.blob_size = req->body.len;
-    snapshot_digest(c->op.content_type, c->op.content_type_len, req->body.data, req->body.len,
-                    c->op.digest);
-    c->op.blob_cold = rn_surface_cfg(sf)->cold_store && req->body.len >= RN_COLD_THRESHOLD;
-    c->blobs = rn_engine_blobs(e, c->op.blob_cold);
+    c->op.in.kind = RN_OP_PUBLISH;
+    c->op.in.content_type = c->content_type;
+    c->op.in.content_type_len = strlen(c->content_type);
+    c->op.in.blob_size = req->body.len;
+    snapshot_digest(c->op.in.content_type, c->op.in.content_type_len, req->body.data, req->body.len,
+                    c->op.in.digest);
+    c->op.in.blob_cold = rn_surface_cfg(sf)->cold_store && req->body.len >= RN_COLD_THRESHOLD;
+    c->blobs = rn_engine_blobs(e, c->op.in.blob_cold);
     rn_engine_blob_key(e, s, c->blob_key);
-    c->op.blob_key = c->blob_key;
-    c->op.blob_key_len = strlen(c->blob_key);
+    c->op.in.blob_key = c->blob_key;
+    c->op.in.blob_key_len = strlen(c->blob_key);
     c->work.data = c;
     uv_queue_work(rn_surface_loop(sf), &c->work, write_blob, blob_written);
 }
@@ -194,11 +192,11 @@ void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_
 
 static void retain_done(rn_op *op) {
     snap_ctx *c = op->arg;
-    if (op->result == RN_OK_RETAINED) {
+    if (op->out.result == RN_OK_RETAINED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
-        rn_reply_offset(&h, "Stream-Retained-Offset", op->stream->retained);
-        rn_reply_incarnation(&h, op->stream);
+        rn_reply_offset(&h, "Stream-Retained-Offset", op->out.stream->retained);
+        rn_reply_incarnation(&h, op->out.stream);
         rn_http_respond(c->req, 204, &h, &body);
     } else {
         rn_reply_refusal(c->req, op);
@@ -211,7 +209,7 @@ void rn_retention_set(rn_surface *sf, rn_request *req, const char *key, size_t k
     snap_ctx *c = offset_write(sf, req, key, key_len, offset, offset_len);
     if (!c)
         return;
-    c->op.kind = RN_OP_RETAIN;
+    c->op.in.kind = RN_OP_RETAIN;
     c->op.done = retain_done;
     rn_engine_submit(rn_surface_engine(sf), &c->op);
 }

@@ -66,8 +66,6 @@ void rn_surface_free(rn_surface *sf) {
 /* ---- context lifetime ---- */
 
 void rn_streams_ctx_free(stream_ctx *c) {
-    rn_buf_free(&c->op.head);
-    rn_buf_free(&c->op.stored);
     rn_request_release(c->req);
     free(c->path);
     free(c->fork_source);
@@ -96,10 +94,10 @@ static stream_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *path, si
     c->path_len = path_len;
     req->handler_data = c;
     req->on_abort = on_abort;
-    c->op.path = c->path;
-    c->op.path_len = path_len;
-    c->op.ttl_s = -1;
-    c->op.expires_at_ms = -1;
+    c->op.in.path = c->path;
+    c->op.in.path_len = path_len;
+    c->op.in.ttl_s = -1;
+    c->op.in.expires_at_ms = -1;
     c->op.arg = c;
     return c;
 }
@@ -146,8 +144,8 @@ static int parse_content_type(const rn_request *req, rn_op *op, rn_param_fault *
     if (rn_param_header(req, "Content-Type", RN_E_INVALID_CONTENT_TYPE, &ct, f))
         return -1;
     if (ct) {
-        op->content_type = ct->value;
-        op->content_type_len = ct->value_len;
+        op->in.content_type = ct->value;
+        op->in.content_type_len = ct->value_len;
     }
     return 0;
 }
@@ -158,7 +156,7 @@ static int parse_closed(const rn_request *req, rn_op *op, rn_param_fault *f) {
     const rn_header *h;
     if (rn_param_header(req, "Stream-Closed", RN_PARAM_LENIENT, &h, f))
         return -1;
-    op->close = h && rn_ieq(h->value, h->value_len, "true");
+    op->in.close = h && rn_ieq(h->value, h->value_len, "true");
     return 0;
 }
 
@@ -171,20 +169,20 @@ static int parse_fork(stream_ctx *c, rn_param_fault *f) {
     if (rn_param_header(req, "Stream-Forked-From", RN_E_INVALID_FORK_SOURCE, &from, f) ||
         rn_param_header(req, "Stream-Fork-Offset", RN_E_INVALID_FORK_OFFSET, &off, f) ||
         rn_param_header_u64(req, "Stream-Fork-Sub-Offset", MAX_HEADER_INT, RN_E_INVALID_SUB_OFFSET,
-                            &has_sub, &c->op.fork_sub_offset, f))
+                            &has_sub, &c->op.in.fork_sub_offset, f))
         return -1;
     if (has_sub && !from)
         return rn_param_refuse(f, RN_E_INVALID_SUB_OFFSET);
     if (!from)
         return off ? rn_param_refuse(f, RN_E_INVALID_FORK_OFFSET) : 0;
-    if (c->op.fork_sub_offset > 0 && !off)
+    if (c->op.in.fork_sub_offset > 0 && !off)
         return rn_param_refuse(f, RN_E_INVALID_SUB_OFFSET);
     if (off) {
         rn_offset_kind kind;
-        if (rn_offset_parse(off->value, off->value_len, &kind, &c->op.fork_offset) ||
+        if (rn_offset_parse(off->value, off->value_len, &kind, &c->op.in.fork_offset) ||
             kind == RN_OFFSET_NOW)
             return rn_param_refuse(f, RN_E_INVALID_FORK_OFFSET);
-        c->op.has_fork_offset = 1;
+        c->op.in.has_fork_offset = 1;
     }
     const char *p = from->value;
     size_t n = from->value_len;
@@ -197,8 +195,8 @@ static int parse_fork(stream_ctx *c, rn_param_fault *f) {
     long dlen = rn_percent_decode(p, n, c->fork_source);
     if (dlen <= 0)
         return rn_param_refuse(f, RN_E_INVALID_FORK_SOURCE);
-    c->op.fork_source = c->fork_source;
-    c->op.fork_source_len = (size_t)dlen;
+    c->op.in.fork_source = c->fork_source;
+    c->op.in.fork_source_len = (size_t)dlen;
     return 0;
 }
 
@@ -237,18 +235,18 @@ static void handle_put(stream_ctx *c) {
         return;
     }
     if (has_ttl)
-        c->op.ttl_s = (int64_t)ttl;
+        c->op.in.ttl_s = (int64_t)ttl;
     if (exp) {
         int64_t ms;
         if (rn_parse_rfc3339(exp->value, exp->value_len, &ms) || ms < 0) {
             rn_streams_reply(c, RN_E_INVALID_HEADER_EXPIRES, NULL);
             return;
         }
-        c->op.expires_at_ms = ms;
+        c->op.in.expires_at_ms = ms;
     }
-    c->op.kind = RN_OP_CREATE;
-    c->op.body = req->body.data;
-    c->op.body_len = req->body.len;
+    c->op.in.kind = RN_OP_CREATE;
+    c->op.in.body = req->body.data;
+    c->op.in.body_len = req->body.len;
     submit(c);
 }
 
@@ -260,10 +258,10 @@ static int parse_digest(const rn_request *req, rn_op *op, rn_param_fault *f) {
         return -1;
     if (!h)
         return 0;
-    if (h->value_len != 64 || !op->has_producer ||
-        rn_parse_lower_hex(h->value, h->value_len, op->producer_digest))
+    if (h->value_len != 64 || !op->in.has_producer ||
+        rn_parse_lower_hex(h->value, h->value_len, op->in.producer_digest))
         return rn_param_refuse(f, RN_E_INVALID_PRODUCER_DIGEST);
-    op->has_producer_digest = 1;
+    op->in.has_producer_digest = 1;
     return 0;
 }
 
@@ -274,16 +272,16 @@ static int parse_producer(const rn_request *req, rn_op *op, rn_param_fault *f) {
     int has_epoch, has_seq;
     if (rn_param_header(req, "Producer-Id", RN_E_INVALID_PRODUCER, &id, f) ||
         rn_param_header_u64(req, "Producer-Epoch", MAX_HEADER_INT, RN_E_INVALID_PRODUCER,
-                            &has_epoch, &op->producer_epoch, f) ||
+                            &has_epoch, &op->in.producer_epoch, f) ||
         rn_param_header_u64(req, "Producer-Seq", MAX_HEADER_INT, RN_E_INVALID_PRODUCER, &has_seq,
-                            &op->producer_seq, f))
+                            &op->in.producer_seq, f))
         return -1;
     if (id || has_epoch || has_seq) {
         if (!id || !has_epoch || !has_seq)
             return rn_param_refuse(f, RN_E_INVALID_PRODUCER);
-        op->has_producer = 1;
-        op->producer_id = id->value;
-        op->producer_id_len = id->value_len;
+        op->in.has_producer = 1;
+        op->in.producer_id = id->value;
+        op->in.producer_id_len = id->value_len;
     }
     return parse_digest(req, op, f);
 }
@@ -302,30 +300,31 @@ static void handle_post(stream_ctx *c) {
         rn_streams_reply_fault(c, &f);
         return;
     }
-    c->op.kind = RN_OP_APPEND;
-    c->op.body = req->body.data;
-    c->op.body_len = req->body.len;
-    if (!c->op.has_producer && !c->op.body_len && !c->op.close) {
+    c->op.in.kind = RN_OP_APPEND;
+    c->op.in.body = req->body.data;
+    c->op.in.body_len = req->body.len;
+    if (!c->op.in.has_producer && !c->op.in.body_len && !c->op.in.close) {
         rn_streams_reply(c, RN_E_EMPTY_APPEND, NULL);
         return;
     }
-    if (!c->op.has_producer && c->op.body_len && !c->op.content_type) {
+    if (!c->op.in.has_producer && c->op.in.body_len && !c->op.in.content_type) {
         rn_streams_reply(c, RN_E_MISSING_CONTENT_TYPE, NULL);
         return;
     }
     if (seq) {
-        c->op.has_seq = 1;
-        c->op.seq = seq->value;
-        c->op.seq_len = seq->value_len;
+        c->op.in.has_seq = 1;
+        c->op.in.seq = seq->value;
+        c->op.in.seq_len = seq->value_len;
     }
     submit(c);
 }
 
 /* Producer-Closed-Epoch and -Seq, when the answer reports a closed epoch. */
 static void append_closure(rn_buf *h, const rn_op *op) {
-    if (op->closes_epoch)
+    if (op->out.closes_epoch)
         rn_buf_appendf(h, "Producer-Closed-Epoch: %llu\r\nProducer-Closed-Seq: %llu\r\n",
-                       (unsigned long long)op->closed_epoch, (unsigned long long)op->closed_seq);
+                       (unsigned long long)op->out.closed_epoch,
+                       (unsigned long long)op->out.closed_seq);
 }
 
 /* The answer of an applied or repeated producer write (ext §5.3): the
@@ -333,16 +332,16 @@ static void append_closure(rn_buf *h, const rn_op *op) {
  * closed the stream) or Producer-Outcome: receipt-evicted, the epoch and its
  * highest seq, and a claim's closure report. */
 static void append_producer_receipt(rn_buf *h, const rn_op *op) {
-    if (op->receipt) {
-        rn_reply_offset(h, "Stream-Offset", op->receipt_start);
-        rn_reply_offset(h, "Stream-Next-Offset", op->receipt_end);
-        if (op->receipt_closed)
+    if (op->out.receipt) {
+        rn_reply_offset(h, "Stream-Offset", op->out.receipt_start);
+        rn_reply_offset(h, "Stream-Next-Offset", op->out.receipt_end);
+        if (op->out.receipt_closed)
             rn_buf_append_str(h, "Stream-Closed: true\r\n");
     } else {
         rn_buf_append_str(h, "Producer-Outcome: receipt-evicted\r\n");
     }
     rn_buf_appendf(h, "Producer-Epoch: %llu\r\nProducer-Seq: %llu\r\n",
-                   (unsigned long long)op->ack_epoch, (unsigned long long)op->ack_seq);
+                   (unsigned long long)op->out.ack_epoch, (unsigned long long)op->out.ack_seq);
     append_closure(h, op);
 }
 
@@ -351,11 +350,11 @@ static void append_incarnation(rn_buf *h, const rn_stream *s) {
 }
 
 static void append_state(rn_buf *h, const rn_op *op) {
-    rn_reply_offset(h, "Stream-Next-Offset", op->next_offset);
-    if (op->stream_closed)
+    rn_reply_offset(h, "Stream-Next-Offset", op->out.next_offset);
+    if (op->out.stream_closed)
         rn_buf_append_str(h, "Stream-Closed: true\r\n");
-    if (op->stream)
-        append_incarnation(h, op->stream);
+    if (op->out.stream)
+        append_incarnation(h, op->out.stream);
 }
 
 /* Appends a request path for a header: llhttp accepts request-targets with
@@ -377,9 +376,9 @@ static void append_uri_path(rn_buf *h, const char *p, size_t n) {
 static void answer_create(stream_ctx *c, rn_op *op) {
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
-    rn_streams_append_content_type(&h, op->stream);
+    rn_streams_append_content_type(&h, op->out.stream);
     append_state(&h, op);
-    if (op->result == RN_OK_CREATED) {
+    if (op->out.result == RN_OK_CREATED) {
         const rn_header *host = rn_request_header(c->req, "host", NULL);
         const char *q = memchr(c->req->target, '?', c->req->target_len);
         size_t tlen = q ? (size_t)(q - c->req->target) : c->req->target_len;
@@ -388,7 +387,7 @@ static void answer_create(stream_ctx *c, rn_op *op) {
         append_uri_path(&h, c->req->target, tlen);
         rn_buf_append_str(&h, "\r\n");
     }
-    rn_http_respond(c->req, op->result == RN_OK_CREATED ? 201 : 200, &h, &body);
+    rn_http_respond(c->req, op->out.result == RN_OK_CREATED ? 201 : 200, &h, &body);
 }
 
 /* The error and headers for each engine refusal (one table for both
@@ -468,9 +467,9 @@ static rn_error refusal_error(rn_result r) {
 
 /* The Producer-Outcome token (RFC 9651) of a producer 403. */
 static const char *producer_outcome(const rn_op *op) {
-    switch (op->result) {
+    switch (op->out.result) {
     case RN_ERR_EPOCH_CLOSED:
-        return op->closed_by_history ? "epoch-closed;by=history" : "epoch-closed;by=claim";
+        return op->out.closed_by_history ? "epoch-closed;by=history" : "epoch-closed;by=claim";
     case RN_ERR_KEY_CONFLICT:
         return "key-conflict";
     case RN_ERR_PRODUCER_EXPIRED:
@@ -486,9 +485,9 @@ static const char *producer_outcome(const rn_op *op) {
  * other refusals. */
 static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) {
     const rn_header *from;
-    switch (op->result) {
+    switch (op->out.result) {
     case RN_ERR_NOT_FOUND:
-        rn_reply_stream_path(out, req, op->path, op->path_len);
+        rn_reply_stream_path(out, req, op->in.path, op->in.path_len);
         break;
     case RN_ERR_SOURCE_NOT_FOUND:
         from = rn_request_header(req, "stream-forked-from", NULL);
@@ -496,10 +495,10 @@ static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) 
             rn_buf_append(out, from->value, from->value_len);
         break;
     case RN_ERR_CONTENT_TYPE:
-        rn_buf_append_str(out, op->kind == RN_OP_CREATE ? "source: \"" : "stream: \"");
-        rn_buf_append(out, op->conflicting_type, op->conflicting_type_len);
+        rn_buf_append_str(out, op->in.kind == RN_OP_CREATE ? "source: \"" : "stream: \"");
+        rn_buf_append(out, op->out.conflicting_type, op->out.conflicting_type_len);
         rn_buf_append_str(out, "\", request: \"");
-        rn_buf_append(out, op->content_type, op->content_type_len);
+        rn_buf_append(out, op->in.content_type, op->in.content_type_len);
         rn_buf_append_str(out, "\"");
         break;
     default:
@@ -509,8 +508,8 @@ static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) 
 
 void rn_reply_refusal(rn_request *req, const rn_op *op) {
     rn_buf extra = {0};
-    const rn_stream *s = op->stream;
-    switch (op->result) {
+    const rn_stream *s = op->out.stream;
+    switch (op->out.result) {
     case RN_ERR_CLOSED:
         append_state(&extra, op);
         break;
@@ -525,19 +524,20 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     case RN_ERR_PRODUCER_EXPIRED:
         /* Every producer 403 names the epoch and exactly one outcome. */
         rn_buf_appendf(&extra, "Producer-Epoch: %llu\r\nProducer-Outcome: %s\r\n",
-                       (unsigned long long)op->current_epoch, producer_outcome(op));
+                       (unsigned long long)op->out.current_epoch, producer_outcome(op));
         append_closure(&extra, op);
         break;
     case RN_ERR_EPOCH_SEQ:
         rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\n",
-                       (unsigned long long)op->expected_seq);
+                       (unsigned long long)op->out.expected_seq);
         break;
     case RN_ERR_SEQ_GAP:
         rn_buf_appendf(&extra, "Producer-Expected-Seq: %llu\r\nProducer-Received-Seq: %llu\r\n",
-                       (unsigned long long)op->expected_seq, (unsigned long long)op->producer_seq);
+                       (unsigned long long)op->out.expected_seq,
+                       (unsigned long long)op->in.producer_seq);
         break;
     case RN_ERR_PRODUCER_LIMIT:
-        rn_buf_appendf(&extra, "Retry-After: %llu\r\n", (unsigned long long)op->retry_after_s);
+        rn_buf_appendf(&extra, "Retry-After: %llu\r\n", (unsigned long long)op->out.retry_after_s);
         break;
     case RN_ERR_SNAPSHOT_CONFLICT:
         rn_reply_snapshot_id(&extra, s);
@@ -550,13 +550,13 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     default:
         break;
     }
-    if (s && op->result != RN_ERR_CLOSED && op->result != RN_ERR_NOT_FOUND)
+    if (s && op->out.result != RN_ERR_CLOSED && op->out.result != RN_ERR_NOT_FOUND)
         append_incarnation(&extra, s);
     rn_buf detail = {0};
     refusal_detail(&detail, req, op);
-    rn_error e = op->result == RN_ERR_CONTENT_TYPE && op->kind == RN_OP_CREATE
+    rn_error e = op->out.result == RN_ERR_CONTENT_TYPE && op->in.kind == RN_OP_CREATE
                      ? RN_E_FORK_CONTENT_TYPE_MISMATCH
-                     : refusal_error(op->result);
+                     : refusal_error(op->out.result);
     rn_reply_error_detail(req, e, &extra, detail.len ? (const char *)detail.data : NULL,
                           detail.len);
     rn_buf_free(&detail);
@@ -566,36 +566,36 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
  * write answers 200 when it applied a body, else 204 (a close-only write
  * too, PROTOCOL §5.2), with its receipt. */
 static void answer_append(rn_request *req, const rn_op *op) {
-    if (op->result != RN_OK_APPENDED && op->result != RN_OK_DUPLICATE) {
+    if (op->out.result != RN_OK_APPENDED && op->out.result != RN_OK_DUPLICATE) {
         rn_reply_refusal(req, op);
         return;
     }
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
-    if (op->has_producer) {
+    if (op->in.has_producer) {
         append_producer_receipt(&h, op);
-        append_incarnation(&h, op->stream);
+        append_incarnation(&h, op->out.stream);
     } else {
         append_state(&h, op);
     }
-    int status = op->result == RN_OK_APPENDED && op->has_producer && op->body_len ? 200 : 204;
+    int status =
+        op->out.result == RN_OK_APPENDED && op->in.has_producer && op->in.body_len ? 200 : 204;
     rn_http_respond(req, status, &h, &body);
 }
 
 static void op_done(rn_op *op) {
     stream_ctx *c = op->arg;
-    switch (op->result) {
+    switch (op->out.result) {
     case RN_OK_CREATED:
     case RN_OK_EXISTS:
         answer_create(c, op);
         break;
     case RN_OK_APPENDED:
     case RN_OK_DUPLICATE: {
-        if (op->result == RN_OK_APPENDED && op->cmd.data_len) {
+        if (op->out.appended_bytes) {
             rn_metric.appends++;
-            rn_metric.append_bytes += op->cmd.data_len;
-            rn_metric.append_messages +=
-                op->stream->json ? rn_json_count_messages(op->cmd.data, op->cmd.data_len) : 1;
+            rn_metric.append_bytes += op->out.appended_bytes;
+            rn_metric.append_messages += op->out.appended_messages;
         }
         answer_append(c->req, op);
         break;
@@ -618,7 +618,7 @@ static void op_done(rn_op *op) {
 }
 
 static void handle_delete(stream_ctx *c) {
-    c->op.kind = RN_OP_DELETE;
+    c->op.in.kind = RN_OP_DELETE;
     submit(c);
 }
 
@@ -636,7 +636,7 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
                        size_t key_len, const char *query, size_t query_len) {
     stream_ctx *c = ctx_new(sf, req, key, key_len);
     c->prof = prof;
-    if (rn_request_incarnation(req, &c->op.has_incarnation, &c->op.incarnation)) {
+    if (rn_request_incarnation(req, &c->op.in.has_incarnation, &c->op.in.incarnation)) {
         rn_streams_reply(c, RN_E_INVALID_INCARNATION, NULL);
         return;
     }
@@ -666,10 +666,11 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
 }
 
 int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
-    rn_op op = {.kind = RN_OP_APPEND, .path = key, .path_len = key_len};
+    rn_op op = {.in = {.kind = RN_OP_APPEND, .path = key, .path_len = key_len}};
     rn_param_fault f;
-    if (req->method != RN_HTTP_POST || parse_producer(req, &op, &f) || !op.has_producer ||
-        rn_request_incarnation(req, &op.has_incarnation, &op.incarnation) || !op.has_incarnation)
+    if (req->method != RN_HTTP_POST || parse_producer(req, &op, &f) || !op.in.has_producer ||
+        rn_request_incarnation(req, &op.in.has_incarnation, &op.in.incarnation) ||
+        !op.in.has_incarnation)
         return 0; /* not eligible; a shape error is answered with the body */
     if (!rn_engine_answer_early(sf->engine, &op))
         return 0;

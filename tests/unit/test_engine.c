@@ -222,41 +222,41 @@ static void req_done(rn_op *op) {
     req *r = op->arg;
     r->out.done++;
     r->out.order = completions++;
-    r->out.result = op->result;
-    r->out.stream_id = op->stream ? op->stream->id : 0;
-    r->out.next_offset = op->next_offset;
-    r->out.closed = op->stream_closed;
-    r->out.current_epoch = op->current_epoch;
-    r->out.expected_seq = op->expected_seq;
-    r->out.ack_epoch = op->ack_epoch;
-    r->out.ack_seq = op->ack_seq;
-    r->out.receipt = op->receipt;
-    r->out.receipt_start = op->receipt_start;
-    r->out.receipt_end = op->receipt_end;
-    r->out.receipt_closed = op->receipt_closed;
-    r->out.closes_epoch = op->closes_epoch;
-    r->out.closed_by_history = op->closed_by_history;
-    r->out.closed_epoch = op->closed_epoch;
-    r->out.closed_seq = op->closed_seq;
-    r->out.retry_after_s = op->retry_after_s;
+    r->out.result = op->out.result;
+    r->out.stream_id = op->out.stream ? op->out.stream->id : 0;
+    r->out.next_offset = op->out.next_offset;
+    r->out.closed = op->out.stream_closed;
+    r->out.current_epoch = op->out.current_epoch;
+    r->out.expected_seq = op->out.expected_seq;
+    r->out.ack_epoch = op->out.ack_epoch;
+    r->out.ack_seq = op->out.ack_seq;
+    r->out.receipt = op->out.receipt;
+    r->out.receipt_start = op->out.receipt_start;
+    r->out.receipt_end = op->out.receipt_end;
+    r->out.receipt_closed = op->out.receipt_closed;
+    r->out.closes_epoch = op->out.closes_epoch;
+    r->out.closed_by_history = op->out.closed_by_history;
+    r->out.closed_epoch = op->out.closed_epoch;
+    r->out.closed_seq = op->out.closed_seq;
+    r->out.retry_after_s = op->out.retry_after_s;
 }
 
 static void req_init(req *r, rn_op_kind kind, const char *path) {
     memset(r, 0, sizeof *r);
-    r->op.kind = kind;
-    r->op.path = path;
-    r->op.path_len = strlen(path);
-    r->op.ttl_s = -1;
-    r->op.expires_at_ms = -1;
+    r->op.in.kind = kind;
+    r->op.in.path = path;
+    r->op.in.path_len = strlen(path);
+    r->op.in.ttl_s = -1;
+    r->op.in.expires_at_ms = -1;
     r->op.done = req_done;
     r->op.arg = r;
 }
 
 static void req_body(req *r, const char *ct, const void *body, size_t len) {
-    r->op.content_type = ct;
-    r->op.content_type_len = ct ? strlen(ct) : 0;
-    r->op.body = body;
-    r->op.body_len = len;
+    r->op.in.content_type = ct;
+    r->op.in.content_type_len = ct ? strlen(ct) : 0;
+    r->op.in.body = body;
+    r->op.in.body_len = len;
 }
 
 static void req_text(req *r, const char *ct, const char *body) {
@@ -264,22 +264,17 @@ static void req_text(req *r, const char *ct, const char *body) {
 }
 
 static void req_producer(req *r, const char *id, uint64_t epoch, uint64_t seq) {
-    r->op.has_producer = 1;
-    r->op.producer_id = id;
-    r->op.producer_id_len = strlen(id);
-    r->op.producer_epoch = epoch;
-    r->op.producer_seq = seq;
+    r->op.in.has_producer = 1;
+    r->op.in.producer_id = id;
+    r->op.in.producer_id_len = strlen(id);
+    r->op.in.producer_epoch = epoch;
+    r->op.in.producer_seq = seq;
 }
 
 static void req_seq(req *r, const char *seq) {
-    r->op.has_seq = 1;
-    r->op.seq = seq;
-    r->op.seq_len = strlen(seq);
-}
-
-static void req_release(req *r) {
-    rn_buf_free(&r->op.head);
-    rn_buf_free(&r->op.stored);
+    r->op.in.has_seq = 1;
+    r->op.in.seq = seq;
+    r->op.in.seq_len = strlen(seq);
 }
 
 /* Submits, runs the loop until idle, and returns the outcome. */
@@ -287,9 +282,7 @@ static outcome run_req(fx *f, req *r) {
     rn_engine_submit(f->e, &r->op);
     run(f);
     assert_int_equal(r->out.done, 1);
-    outcome o = r->out;
-    req_release(r);
-    return o;
+    return r->out;
 }
 
 #define OCTET "application/octet-stream"
@@ -300,9 +293,9 @@ static outcome create_full(fx *f, const char *path, const char *ct, const char *
     req r;
     req_init(&r, RN_OP_CREATE, path);
     req_text(&r, ct, body);
-    r.op.ttl_s = ttl_s;
-    r.op.expires_at_ms = expires_at_ms;
-    r.op.close = close;
+    r.op.in.ttl_s = ttl_s;
+    r.op.in.expires_at_ms = expires_at_ms;
+    r.op.in.close = close;
     return run_req(f, &r);
 }
 
@@ -314,7 +307,7 @@ static outcome append_ct(fx *f, const char *path, const char *ct, const char *bo
     req r;
     req_init(&r, RN_OP_APPEND, path);
     req_text(&r, ct, body);
-    r.op.close = close;
+    r.op.in.close = close;
     return run_req(f, &r);
 }
 
@@ -337,14 +330,14 @@ static outcome append_prod(fx *f, const char *path, const char *ct, const char *
     req_init(&r, RN_OP_APPEND, path);
     req_text(&r, ct, body);
     req_producer(&r, pid, epoch, seq);
-    r.op.close = close;
+    r.op.in.close = close;
     return run_req(f, &r);
 }
 
 static outcome close_only(fx *f, const char *path) {
     req r;
     req_init(&r, RN_OP_APPEND, path);
-    r.op.close = 1;
+    r.op.in.close = 1;
     return run_req(f, &r);
 }
 
@@ -551,7 +544,6 @@ static void test_refusals_are_answered_before_submit_returns(void **state) {
     rn_engine_submit(f->e, &r.op);
     assert_int_equal(r.out.done, 1);
     assert_int_equal(r.out.result, RN_ERR_NOT_FOUND);
-    req_release(&r);
     assert_false(rn_engine_busy(f->e));
 }
 
@@ -565,8 +557,8 @@ static void test_a_fork_create_with_data_is_logged_before_a_later_source_delete(
     req fork, del;
     req_init(&fork, RN_OP_CREATE, "/fork");
     req_text(&fork, OCTET, "def");
-    fork.op.fork_source = "/src";
-    fork.op.fork_source_len = 4;
+    fork.op.in.fork_source = "/src";
+    fork.op.in.fork_source_len = 4;
     req_init(&del, RN_OP_DELETE, "/src");
     rn_engine_submit(f->e, &fork.op);
     rn_engine_submit(f->e, &del.op);
@@ -574,8 +566,6 @@ static void test_a_fork_create_with_data_is_logged_before_a_later_source_delete(
     assert_int_equal(fork.out.result, RN_OK_CREATED);
     assert_int_equal(del.out.result, RN_OK_DELETED);
     assert_true(fork.out.order < del.out.order);
-    req_release(&fork);
-    req_release(&del);
     assert_true(rn_engine_is_gone(f->e, "/src", 4));
     expect_bytes(f, "/fork", "abcdef");
     restart_clean(f);
@@ -894,12 +884,12 @@ static outcome write_id(fx *f, const char *path, const char *body, const char *p
     req_text(&r, OCTET, body);
     req_producer(&r, pid, epoch, seq);
     if (digest_of) {
-        r.op.has_producer_digest = 1;
-        rn_blake3_hash(digest_of, strlen(digest_of), r.op.producer_digest);
+        r.op.in.has_producer_digest = 1;
+        rn_blake3_hash(digest_of, strlen(digest_of), r.op.in.producer_digest);
     }
     if (incarnation) {
-        r.op.has_incarnation = 1;
-        r.op.incarnation = incarnation;
+        r.op.in.has_incarnation = 1;
+        r.op.in.incarnation = incarnation;
     }
     return run_req(f, &r);
 }
@@ -978,7 +968,7 @@ static void test_producer_state_survives_restarts(void **state) {
 static outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
     req r;
     req_init(&r, RN_OP_REWRITE, path);
-    r.op.target_offset = keep;
+    r.op.in.target_offset = keep;
     return run_req(f, &r);
 }
 
@@ -1091,35 +1081,34 @@ static void test_answer_early_only_for_repeats_and_conflicts(void **state) {
         {5, "abc", inc, 0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        rn_op op = {.kind = RN_OP_APPEND, .path = "/e", .path_len = 2};
-        op.has_producer = 1;
-        op.producer_id = "w";
-        op.producer_id_len = 1;
-        op.producer_seq = cases[k].seq;
-        op.has_producer_digest = 1;
-        rn_blake3_hash(cases[k].digest_of, 3, op.producer_digest);
-        op.has_incarnation = cases[k].incarnation != 0;
-        op.incarnation = cases[k].incarnation;
+        rn_op op = {.in = {.kind = RN_OP_APPEND, .path = "/e", .path_len = 2}};
+        op.in.has_producer = 1;
+        op.in.producer_id = "w";
+        op.in.producer_id_len = 1;
+        op.in.producer_seq = cases[k].seq;
+        op.in.has_producer_digest = 1;
+        rn_blake3_hash(cases[k].digest_of, 3, op.in.producer_digest);
+        op.in.has_incarnation = cases[k].incarnation != 0;
+        op.in.incarnation = cases[k].incarnation;
         assert_int_equal(rn_engine_answer_early(f->e, &op), cases[k].early);
         if (cases[k].early)
-            assert_int_equal(op.result, cases[k].result);
+            assert_int_equal(op.out.result, cases[k].result);
     }
     /* While a write of the stream is in the log, nothing is answered early. */
     req r;
     req_init(&r, RN_OP_APPEND, "/e");
     req_text(&r, OCTET, "d");
     rn_engine_submit(f->e, &r.op);
-    rn_op op = {.kind = RN_OP_APPEND,
-                .path = "/e",
-                .path_len = 2,
-                .has_producer = 1,
-                .producer_id = "w",
-                .producer_id_len = 1,
-                .has_incarnation = 1,
-                .incarnation = inc};
+    rn_op op = {.in = {.kind = RN_OP_APPEND,
+                       .path = "/e",
+                       .path_len = 2,
+                       .has_producer = 1,
+                       .producer_id = "w",
+                       .producer_id_len = 1,
+                       .has_incarnation = 1,
+                       .incarnation = inc}};
     assert_int_equal(rn_engine_answer_early(f->e, &op), 0);
     run(f);
-    req_release(&r);
     expect_bytes(f, "/e", "abcd");
 }
 
@@ -1153,6 +1142,31 @@ static void test_delete_then_recreate_gives_new_id_and_empty_data(void **state) 
     assert_int_equal(append_prod(f, "/d", "text/plain", "n", "w", 0, 0, 0).result, RN_OK_APPENDED);
     assert_int_equal(append_seq(f, "/d", "text/plain", "m", "a").result, RN_OK_APPENDED);
     expect_bytes(f, "/d", "nm");
+}
+
+/* A namespace (a path's part before its first "/") exists from its first
+ * create on, also once its streams are gone, across a clean restart (the
+ * checkpoint) and a crash (the log's creates). */
+static void test_namespaces_outlive_their_streams(void **state) {
+    fx *f = *state;
+    assert_false(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_int_equal(create(f, "b1/s", NULL, NULL).result, RN_OK_CREATED);
+    assert_int_equal(create(f, "/rooted", NULL, NULL).result, RN_OK_CREATED);
+    assert_int_equal(create(f, "plain", NULL, NULL).result, RN_OK_CREATED);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_false(rn_engine_namespace_exists(f->e, "b", 1));
+    assert_false(rn_engine_namespace_exists(f->e, "b1/s", 4));
+    assert_false(rn_engine_namespace_exists(f->e, "plain", 5));
+    assert_false(rn_engine_namespace_exists(f->e, "", 0)); /* "/rooted" has none */
+    assert_int_equal(delete_stream(f, "b1/s").result, RN_OK_DELETED);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    restart_clean(f);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_int_equal(create(f, "b2/s", NULL, NULL).result, RN_OK_CREATED);
+    restart_crash(f, "crash", NULL);
+    assert_true(rn_engine_namespace_exists(f->e, "b1", 2));
+    assert_true(rn_engine_namespace_exists(f->e, "b2", 2));
+    assert_false(rn_engine_namespace_exists(f->e, "b3", 2));
 }
 
 static void test_stream_ids_are_never_reused(void **state) {
@@ -1206,7 +1220,6 @@ static void test_create_submitted_from_delete_callback_sees_stream_deleted(void 
     delete_then_from_callback(f, "/p");
     assert_int_equal(chained.out.result, RN_OK_CREATED);
     assert_true(chained.out.stream_id != old);
-    req_release(&chained);
     rn_stream *s = find(f, "/p");
     assert_non_null(s);
     assert_string_equal(s->content_type, JSON);
@@ -1220,7 +1233,6 @@ static void test_append_submitted_from_delete_callback_finds_no_stream(void **st
     req_text(&chained, OCTET, "new");
     delete_then_from_callback(f, "/p");
     assert_int_equal(chained.out.result, RN_ERR_NOT_FOUND);
-    req_release(&chained);
     assert_null(find(f, "/p"));
     assert_false(rn_engine_busy(f->e));
 }
@@ -1298,7 +1310,7 @@ static void test_back_to_back_mutations_apply_in_order(void **state) {
     req_text(&r[11], OCTET, "2");
     req_producer(&r[11], "w", 0, 2);
     req_init(&r[12], RN_OP_APPEND, "/b2b"); /* close */
-    r[12].op.close = 1;
+    r[12].op.in.close = 1;
     req_init(&r[13], RN_OP_APPEND, "/b2b"); /* after close */
     req_text(&r[13], OCTET, "late");
     for (int i = 0; i < N; i++)
@@ -1310,7 +1322,7 @@ static void test_back_to_back_mutations_apply_in_order(void **state) {
     for (int i = 1; i <= 10; i++) {
         assert_int_equal(r[i].out.done, 1);
         assert_int_equal(r[i].out.result, RN_OK_APPENDED);
-        tail += r[i].op.body_len;
+        tail += r[i].op.in.body_len;
         assert_int_equal(r[i].out.next_offset, tail);
     }
     assert_int_equal(r[11].out.result, RN_OK_DUPLICATE);
@@ -1320,7 +1332,6 @@ static void test_back_to_back_mutations_apply_in_order(void **state) {
     assert_int_equal(r[13].out.result, RN_ERR_CLOSED);
     for (int i = 0; i < N; i++) {
         assert_int_equal(r[i].out.order, i);
-        req_release(&r[i]);
     }
     expect_bytes(f, "/b2b", "0abbcccddddeeeee01234");
 }
@@ -1345,7 +1356,6 @@ static void test_back_to_back_mutations_of_two_streams_interleave_correctly(void
         assert_int_equal(r[i].out.done, 1);
         assert_int_equal(r[i].out.result, i < 2 ? RN_OK_CREATED : RN_OK_APPENDED);
         assert_int_equal(r[i].out.next_offset, (uint64_t)(i / 2));
-        req_release(&r[i]);
     }
     /* Per stream, completions follow submission order. */
     for (int i = 2; i < N; i++)
@@ -1382,7 +1392,6 @@ static void test_back_to_back_delete_and_recreate(void **state) {
     assert_int_equal(r[5].out.next_offset, 4);
     for (int i = 0; i < 6; i++) {
         assert_int_equal(r[i].out.done, 1);
-        req_release(&r[i]);
     }
     expect_bytes(f, "/r", "new!");
 }
@@ -1401,7 +1410,7 @@ static void test_failed_sync_answers_unavailable_and_changes_nothing(void **stat
     req_text(&r, OCTET, "LOST");
     req_producer(&r, "w", 0, 1);
     req_seq(&r, "s2");
-    r.op.close = 1;
+    r.op.in.close = 1;
     outcome o = run_req(f, &r);
     assert_int_equal(o.result, RN_ERR_UNAVAILABLE);
     rn_stream *s = find(f, "/u");
@@ -1480,8 +1489,6 @@ static void test_failed_sync_fails_back_to_back_queue_consistently(void **state)
     assert_int_equal(r[1].out.next_offset, 1);
     assert_int_equal(r[2].out.result, RN_OK_APPENDED); /* seq 1 */
     assert_int_equal(r[2].out.next_offset, 2);
-    for (int i = 0; i < 3; i++)
-        req_release(&r[i]);
     expect_bytes(f, "/u", "BC");
     restart_crash(f, "crash", drop_stream_files);
     expect_bytes(f, "/u", "BC");
@@ -1871,7 +1878,6 @@ static void test_background_checkpoints_and_crash_keep_all_data(void **state) {
         run(f);
         for (int i = 0; i < STREAMS; i++) {
             assert_int_equal(r[i].out.result, RN_OK_APPENDED);
-            req_release(&r[i]);
         }
     }
     /* Checkpoints happened in the background and dropped old segments. */
@@ -1964,6 +1970,7 @@ int main(void) {
         T(test_answer_early_only_for_repeats_and_conflicts),
         T(test_delete_then_recreate_gives_new_id_and_empty_data),
         T(test_stream_ids_are_never_reused),
+        T(test_namespaces_outlive_their_streams),
         T(test_create_submitted_from_delete_callback_sees_stream_deleted),
         T(test_append_submitted_from_delete_callback_finds_no_stream),
         T(test_expired_streams_are_not_found),

@@ -1,9 +1,9 @@
 /*
- * store.c — stream data files with an LRU cache of open descriptors.
- * See store.h.
+ * streamfiles.c — stream data and index files with an LRU cache of open
+ * descriptors, pins and space reserved ahead. See streamfiles.h.
  */
 #define _GNU_SOURCE
-#include "engine/store.h"
+#include "tiers/streamfiles.h"
 #include "util/buf.h"
 #include "util/fault.h"
 #include "util/map.h"
@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
+
 typedef struct open_file {
     uint64_t key; /* map key: stream id * 2 + file kind */
     int fd;
@@ -25,7 +27,7 @@ typedef struct open_file {
     struct open_file *prev, *next; /* LRU: head is most recent */
 } open_file;
 
-struct rn_store {
+struct rn_streamfiles {
     char *dir;
     int dirfd;
     int max_open;
@@ -33,13 +35,14 @@ struct rn_store {
     open_file *head, *tail;
 };
 
-static void file_path(const rn_store *st, uint64_t id, rn_file_kind kind, char *out, size_t cap) {
+static void file_path(const rn_streamfiles *st, uint64_t id, rn_file_kind kind, char *out,
+                      size_t cap) {
     snprintf(out, cap, "%s/streams/%02x/%016llx.%s", st->dir, (unsigned)(id & 0xff),
              (unsigned long long)id, kind == RN_FILE_DATA ? "dat" : "idx");
 }
 
-rn_store *rn_store_open(const char *data_dir, int max_open) {
-    rn_store *st = rn_xcalloc(1, sizeof *st);
+rn_streamfiles *rn_streamfiles_open(const char *data_dir, int max_open) {
+    rn_streamfiles *st = rn_xcalloc(1, sizeof *st);
     st->dir = rn_xstrdup(data_dir);
     st->max_open = max_open > 0 ? max_open : 1;
     char p[PATH_MAX];
@@ -49,7 +52,7 @@ rn_store *rn_store_open(const char *data_dir, int max_open) {
     return st;
 }
 
-static void lru_unlink(rn_store *st, open_file *f) {
+static void lru_unlink(rn_streamfiles *st, open_file *f) {
     if (f->prev)
         f->prev->next = f->next;
     else
@@ -61,7 +64,7 @@ static void lru_unlink(rn_store *st, open_file *f) {
     f->prev = f->next = NULL;
 }
 
-static void lru_push(rn_store *st, open_file *f) {
+static void lru_push(rn_streamfiles *st, open_file *f) {
     f->next = st->head;
     f->prev = NULL;
     if (st->head)
@@ -71,7 +74,7 @@ static void lru_push(rn_store *st, open_file *f) {
         st->tail = f;
 }
 
-static void forget(rn_store *st, open_file *f) {
+static void forget(rn_streamfiles *st, open_file *f) {
     assert(f->pins == 0); /* a pinned file belongs to an append in the log */
     lru_unlink(st, f);
     rn_map_remove(&st->open, &f->key, sizeof f->key);
@@ -81,7 +84,7 @@ static void forget(rn_store *st, open_file *f) {
 
 /* Opens one of id's files read-write, creating it (and its directory) if
  * asked. Returns the descriptor or -errno. */
-static int open_file_of(const rn_store *st, uint64_t id, rn_file_kind kind, int create) {
+static int open_file_of(const rn_streamfiles *st, uint64_t id, rn_file_kind kind, int create) {
     char p[PATH_MAX];
     file_path(st, id, kind, p, sizeof p);
     int fd = open(p, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
@@ -94,7 +97,7 @@ static int open_file_of(const rn_store *st, uint64_t id, rn_file_kind kind, int 
     return fd < 0 ? -errno : fd;
 }
 
-int rn_store_ensure_files(const rn_store *st, uint64_t id) {
+int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id) {
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
         int fd = open_file_of(st, id, (rn_file_kind)kind, 1);
         if (fd < 0)
@@ -105,7 +108,7 @@ int rn_store_ensure_files(const rn_store *st, uint64_t id) {
 }
 
 /* Returns an open descriptor for one of id's files, creating it if asked. */
-static int get_fd(rn_store *st, uint64_t id, rn_file_kind kind, int create) {
+static int get_fd(rn_streamfiles *st, uint64_t id, rn_file_kind kind, int create) {
     uint64_t key = id * 2 + (uint64_t)kind;
     open_file *f = rn_map_get(&st->open, &key, sizeof key);
     if (f) {
@@ -164,7 +167,7 @@ static int write_append(int data_fd, int index_fd, const void *data, size_t len,
     return write_at(index_fd, b, 8, k * 8);
 }
 
-int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end) {
+int rn_streamfiles_index_set(rn_streamfiles *st, uint64_t id, uint64_t k, uint64_t end) {
     int fd = get_fd(st, id, RN_FILE_INDEX, 1);
     if (fd < 0)
         return fd;
@@ -173,7 +176,7 @@ int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end) {
     return write_at(fd, b, 8, k * 8);
 }
 
-int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end) {
+int rn_streamfiles_index_get(rn_streamfiles *st, uint64_t id, uint64_t k, uint64_t *end) {
     int failing = rn_fault_fail("data-read");
     if (failing)
         return failing;
@@ -219,8 +222,8 @@ static int reserve(open_file *f, uint64_t off, uint64_t len) {
 /* Opens (creating) both files of stream id and pins them; the data file
  * is pinned before the index file is opened, which may evict. On failure
  * nothing is pinned. Returns 0 or -errno. */
-static int pin_files(rn_store *st, uint64_t id, rn_store_pin *pin) {
-    *pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
+static int pin_files(rn_streamfiles *st, uint64_t id, rn_streamfiles_pin *pin) {
+    *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
     int fd = get_fd(st, id, RN_FILE_DATA, 1);
     if (fd < 0)
         return fd;
@@ -233,47 +236,47 @@ static int pin_files(rn_store *st, uint64_t id, rn_store_pin *pin) {
     }
     open_file *index = st->head;
     index->pins++;
-    *pin = (rn_store_pin){data->fd, index->fd, data, index};
+    *pin = (rn_streamfiles_pin){data->fd, index->fd, data, index};
     return 0;
 }
 
-int rn_store_pin_append(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
-                        rn_store_pin *pin) {
+int rn_streamfiles_pin_append(rn_streamfiles *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
+                              rn_streamfiles_pin *pin) {
     int rc = pin_files(st, id, pin);
     if (rc == 0)
         rc = reserve(pin->data, off, len);
     if (rc == 0)
         rc = reserve(pin->index, k * 8, 8);
     if (rc < 0)
-        rn_store_unpin(pin);
+        rn_streamfiles_unpin(pin);
     return rc;
 }
 
-int rn_store_append(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off,
-                    uint64_t k) {
-    rn_store_pin pin;
+int rn_streamfiles_append(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
+                          uint64_t off, uint64_t k) {
+    rn_streamfiles_pin pin;
     int rc = pin_files(st, id, &pin);
     if (rc == 0) {
         rc = write_append(pin.data_fd, pin.index_fd, data, len, off, k);
-        rn_store_unpin(&pin);
+        rn_streamfiles_unpin(&pin);
     }
     return rc;
 }
 
-int rn_store_write_pinned(const rn_store_pin *pin, const void *data, size_t len, uint64_t off,
-                          uint64_t k) {
+int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data, size_t len,
+                                uint64_t off, uint64_t k) {
     return write_append(pin->data_fd, pin->index_fd, data, len, off, k);
 }
 
-void rn_store_unpin(rn_store_pin *pin) {
+void rn_streamfiles_unpin(rn_streamfiles_pin *pin) {
     if (pin->data)
         pin->data->pins--;
     if (pin->index)
         pin->index->pins--;
-    *pin = (rn_store_pin){.data_fd = -1, .index_fd = -1};
+    *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
 }
 
-ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off) {
+ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off) {
     int failing = rn_fault_fail("data-read");
     if (failing)
         return failing;
@@ -295,7 +298,7 @@ ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t
     return (ssize_t)got;
 }
 
-int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends) {
+int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint64_t appends) {
     uint64_t lengths[2] = {[RN_FILE_DATA] = len, [RN_FILE_INDEX] = appends * 8};
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
         int fd = get_fd(st, id, (rn_file_kind)kind, 0);
@@ -310,7 +313,7 @@ int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends)
     return 0;
 }
 
-int rn_store_punch(rn_store *st, uint64_t id, uint64_t off, uint64_t len) {
+int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len) {
     if (len == 0)
         return 0;
     int fd = get_fd(st, id, RN_FILE_DATA, 1);
@@ -321,7 +324,7 @@ int rn_store_punch(rn_store *st, uint64_t id, uint64_t off, uint64_t len) {
     return 0;
 }
 
-void rn_store_remove(rn_store *st, uint64_t id) {
+void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
         uint64_t key = id * 2 + (uint64_t)kind;
         open_file *f = rn_map_get(&st->open, &key, sizeof key);
@@ -333,11 +336,11 @@ void rn_store_remove(rn_store *st, uint64_t id) {
     }
 }
 
-int rn_store_sync(rn_store *st) {
+int rn_streamfiles_sync(rn_streamfiles *st) {
     return syncfs(st->dirfd) < 0 ? -errno : 0;
 }
 
-void rn_store_close(rn_store *st) {
+void rn_streamfiles_close(rn_streamfiles *st) {
     if (!st)
         return;
     while (st->head)

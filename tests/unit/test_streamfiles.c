@@ -1,5 +1,5 @@
 /*
- * test_store.c - unit tests for src/engine/store.{h,c}: stream files, the
+ * test_streamfiles.c - unit tests for src/tiers/streamfiles.{h,c}: stream files, the
  * descriptor cache and pins.
  *
  * How: a store in a fresh temporary directory with a descriptor cache of
@@ -23,11 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/store.h"
+#include "tiers/streamfiles.h"
 
 typedef struct {
     char dir[PATH_MAX];
-    rn_store *st;
+    rn_streamfiles *st;
 } fx;
 
 static int setup(void **state) {
@@ -37,14 +37,14 @@ static int setup(void **state) {
         free(f);
         return -1;
     }
-    f->st = rn_store_open(f->dir, 2);
+    f->st = rn_streamfiles_open(f->dir, 2);
     *state = f;
     return 0;
 }
 
 static int teardown(void **state) {
     fx *f = *state;
-    rn_store_close(f->st);
+    rn_streamfiles_close(f->st);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
     int rc = system(cmd);
@@ -64,30 +64,30 @@ static int file_exists(const fx *f, uint64_t id, const char *suffix) {
 static void test_a_pinned_append_survives_eviction_and_lands_in_its_own_files(void **state) {
     fx *f = *state;
     for (uint64_t id = 1; id <= 4; id++)
-        assert_int_equal(rn_store_ensure_files(f->st, id), 0);
-    rn_store_pin pin;
-    assert_int_equal(rn_store_pin_append(f->st, 1, 0, 5, 0, &pin), 0);
+        assert_int_equal(rn_streamfiles_ensure(f->st, id), 0);
+    rn_streamfiles_pin pin;
+    assert_int_equal(rn_streamfiles_pin_append(f->st, 1, 0, 5, 0, &pin), 0);
     /* Other streams' files go through the cache of two meanwhile. */
     char other[8] = "other!!";
     for (uint64_t id = 2; id <= 4; id++)
-        assert_int_equal(rn_store_append(f->st, id, other, 7, 0, 0), 0);
-    assert_int_equal(rn_store_write_pinned(&pin, "hello", 5, 0, 0), 0);
-    rn_store_unpin(&pin);
+        assert_int_equal(rn_streamfiles_append(f->st, id, other, 7, 0, 0), 0);
+    assert_int_equal(rn_streamfiles_write_pinned(&pin, "hello", 5, 0, 0), 0);
+    rn_streamfiles_unpin(&pin);
     char got[8] = {0};
-    assert_int_equal(rn_store_read(f->st, 1, got, sizeof got, 0), 5);
+    assert_int_equal(rn_streamfiles_read(f->st, 1, got, sizeof got, 0), 5);
     assert_memory_equal(got, "hello", 5);
     uint64_t end = 0;
-    assert_int_equal(rn_store_index_get(f->st, 1, 0, &end), 0);
+    assert_int_equal(rn_streamfiles_index_get(f->st, 1, 0, &end), 0);
     assert_int_equal(end, 5);
     for (uint64_t id = 2; id <= 4; id++) {
         memset(got, 0, sizeof got);
-        assert_int_equal(rn_store_read(f->st, id, got, sizeof got, 0), 7);
+        assert_int_equal(rn_streamfiles_read(f->st, id, got, sizeof got, 0), 7);
         assert_memory_equal(got, other, 7);
     }
     /* Unpinned, stream 1's files can be evicted and reopened. */
     for (uint64_t id = 2; id <= 4; id++)
-        assert_int_equal(rn_store_read(f->st, id, got, 1, 0), 1);
-    assert_int_equal(rn_store_read(f->st, 1, got, 5, 0), 5);
+        assert_int_equal(rn_streamfiles_read(f->st, id, got, 1, 0), 1);
+    assert_int_equal(rn_streamfiles_read(f->st, 1, got, 5, 0), 5);
     assert_memory_equal(got, "hello", 5);
 }
 
@@ -95,22 +95,22 @@ static void test_files_exist_only_once_made(void **state) {
     fx *f = *state;
     char b[4];
     assert_false(file_exists(f, 7, "dat"));
-    assert_int_equal(rn_store_read(f->st, 7, b, sizeof b, 0), -ENOENT);
+    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0), -ENOENT);
     assert_false(file_exists(f, 7, "dat"));
     /* Truncating a stream that has no files (recovery, rewrites) makes none. */
-    assert_int_equal(rn_store_truncate(f->st, 7, 0, 0), 0);
+    assert_int_equal(rn_streamfiles_truncate(f->st, 7, 0, 0), 0);
     assert_false(file_exists(f, 7, "dat"));
     assert_false(file_exists(f, 7, "idx"));
-    assert_int_equal(rn_store_ensure_files(f->st, 7), 0);
+    assert_int_equal(rn_streamfiles_ensure(f->st, 7), 0);
     assert_true(file_exists(f, 7, "dat"));
     assert_true(file_exists(f, 7, "idx"));
     /* Making them again keeps their content. */
-    assert_int_equal(rn_store_append(f->st, 7, "abc", 3, 0, 0), 0);
-    assert_int_equal(rn_store_ensure_files(f->st, 7), 0);
-    assert_int_equal(rn_store_read(f->st, 7, b, sizeof b, 0), 3);
+    assert_int_equal(rn_streamfiles_append(f->st, 7, "abc", 3, 0, 0), 0);
+    assert_int_equal(rn_streamfiles_ensure(f->st, 7), 0);
+    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0), 3);
     assert_memory_equal(b, "abc", 3);
-    assert_int_equal(rn_store_truncate(f->st, 7, 1, 0), 0);
-    assert_int_equal(rn_store_read(f->st, 7, b, sizeof b, 0), 1);
+    assert_int_equal(rn_streamfiles_truncate(f->st, 7, 1, 0), 0);
+    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0), 1);
 }
 
 int main(void) {

@@ -1,6 +1,8 @@
 /*
- * store.h — stream data files: one file per stream holding its bytes at their
- * stream offsets, and a bounded cache of open descriptors.
+ * streamfiles.h — the stream files tier: one data file per stream holding its
+ * bytes at their stream offsets, and a bounded cache of open descriptors.
+ * Storage only: the engine decides what goes where (it moved here from
+ * src/engine/ so that every byte on disk but the log lives under tiers/).
  *
  * Each stream also has an index file of u64 little-endian entries, entry k
  * being the end offset of the stream's k-th append, so that the append
@@ -14,65 +16,63 @@
  * stream's 16-hex-digit internal id and <xx> its low byte, spreading files over 256
  * directories.
  */
-#ifndef RN_STORE_H
-#define RN_STORE_H
+#ifndef RN_TIERS_STREAMFILES_H
+#define RN_TIERS_STREAMFILES_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-typedef struct rn_store rn_store;
+typedef struct rn_streamfiles rn_streamfiles;
 
-/* Opens the store under data_dir, keeping at most max_open descriptors. */
-rn_store *rn_store_open(const char *data_dir, int max_open);
-void rn_store_close(rn_store *st);
-
-typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
+/* Opens the stream files under data_dir, keeping at most max_open descriptors. */
+rn_streamfiles *rn_streamfiles_open(const char *data_dir, int max_open);
+void rn_streamfiles_close(rn_streamfiles *st);
 
 /* Creates the stream's data and index files unless they exist. Touches no
- * store state: safe on any thread. Returns 0 or -errno. */
-int rn_store_ensure_files(const rn_store *st, uint64_t id);
+ * cache state: safe on any thread. Returns 0 or -errno. */
+int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id);
 /* Writes an append of stream id (replay): len bytes at off of its data
  * file, then index entry k = off + len. Returns 0 or -errno. */
-int rn_store_append(rn_store *st, uint64_t id, const void *data, size_t len, uint64_t off,
-                    uint64_t k);
+int rn_streamfiles_append(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
+                          uint64_t off, uint64_t k);
 /* Sets index entry k (the end offset of append k). Returns 0 or -errno. */
-int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end);
+int rn_streamfiles_index_set(rn_streamfiles *st, uint64_t id, uint64_t k, uint64_t end);
 
-/* An append whose files stay open until rn_store_unpin(): the descriptors
+/* An append whose files stay open until rn_streamfiles_unpin(): the descriptors
  * of the stream's data and index files, for a worker thread to write. */
 typedef struct {
     int data_fd, index_fd;
-    struct open_file *data, *index; /* store-private */
-} rn_store_pin;
+    struct open_file *data, *index; /* private to streamfiles.c */
+} rn_streamfiles_pin;
 /* Reserves disk blocks for data [off, off+len) and for index entry k
  * without changing file sizes, so that writing them later cannot fail for
  * lack of space, and pins both files open (the descriptor cache may then
  * hold more than its bound for a while). Returns 0 or -errno (-ENOSPC when
  * the disk is full; nothing is pinned then). Loop thread only. */
-int rn_store_pin_append(rn_store *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
-                        rn_store_pin *pin);
+int rn_streamfiles_pin_append(rn_streamfiles *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
+                              rn_streamfiles_pin *pin);
 /* Writes data at off and index entry k = off + len through a pin. Touches
- * no store state: safe on any thread while the pin is held. Returns 0 or
+ * no cache state: safe on any thread while the pin is held. Returns 0 or
  * -errno. */
-int rn_store_write_pinned(const rn_store_pin *pin, const void *data, size_t len, uint64_t off,
-                          uint64_t k);
+int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data, size_t len,
+                                uint64_t off, uint64_t k);
 /* Releases a pin (no-op on a zeroed one). Loop thread only. */
-void rn_store_unpin(rn_store_pin *pin);
+void rn_streamfiles_unpin(rn_streamfiles_pin *pin);
 /* Reads index entry k into *end. Returns 0 or -errno (-EIO when absent). */
-int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end);
+int rn_streamfiles_index_get(rn_streamfiles *st, uint64_t id, uint64_t k, uint64_t *end);
 /* Reads up to len bytes at off. Returns bytes read or -errno. */
-ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off);
+ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off);
 /* Sets the data file's length to len and the index to `appends` entries
  * (recovery cuts what lies past the recovered state); a file that does not
  * exist stays absent. Returns 0 or -errno. */
-int rn_store_truncate(rn_store *st, uint64_t id, uint64_t len, uint64_t appends);
+int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint64_t appends);
 /* Gives the disk blocks of data [off, off+len) back (retention); reads of
  * the range return zeros afterwards. Returns 0 or -errno. */
-int rn_store_punch(rn_store *st, uint64_t id, uint64_t off, uint64_t len);
+int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len);
 /* Deletes the stream's files. */
-void rn_store_remove(rn_store *st, uint64_t id);
+void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id);
 /* Makes every written byte durable (syncfs of the data directory). */
-int rn_store_sync(rn_store *st);
+int rn_streamfiles_sync(rn_streamfiles *st);
 
 #endif
