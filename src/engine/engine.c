@@ -1700,6 +1700,12 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         rn_engine_close(e);
         return NULL;
     }
+    if (from)
+        rn_log(RN_LOG_DEBUG, "recovery",
+               "checkpoint loaded: %llu streams; log replay from segment %lld",
+               (unsigned long long)stats->checkpoint_streams, (long long)from);
+    else
+        rn_log(RN_LOG_DEBUG, "recovery", "no checkpoint; replaying the whole log");
     rn_wal_recovery rec;
     int rc = rn_wal_recover(cfg->data_dir, (uint64_t)from, replay_record, e, &rec);
     if (rc != 0) {
@@ -1724,6 +1730,10 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         s->touched = 0;
         s->last_access_ms = rn_now_ms();
     }
+    rn_log(RN_LOG_DEBUG, "recovery",
+           "log replayed: %llu records, up to segment %llu byte %llu; %llu torn bytes cut",
+           (unsigned long long)rec.records, (unsigned long long)rec.last_segment,
+           (unsigned long long)rec.last_valid_end, (unsigned long long)rec.torn_bytes);
     sweep_orphan_snapshots(e);
     stats->streams = e->state.by_path.count;
     stats->records_replayed = rec.records;
@@ -1738,6 +1748,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     rn_cmdlog_applier applier = {.ctx = e, .apply = apply_logged};
     e->log = rn_wal_cmdlog_new(e->wal, &applier);
     rn_wal_set_batch_hook(e->wal, maybe_checkpoint, e);
+    rn_log(RN_LOG_DEBUG, "recovery", "%zu streams; new log segment %llu opened",
+           e->state.by_path.count, (unsigned long long)rn_wal_current_segment(e->wal));
     return e;
 }
 
