@@ -26,8 +26,7 @@
 #include "util/fault.h"
 #include "engine/command.h"
 #include "engine/damage_report.h"
-#include "tiers/streamfiles.h"
-#include "tiers/blobs.h"
+#include "tiers/tiers.h"
 #include "util/blake3.h"
 #include "util/clock.h"
 #include "util/crc32c.h"
@@ -64,9 +63,7 @@ struct rn_engine {
     uv_loop_t *loop;
     rn_engine_config cfg;
     char *dir;
-    rn_streamfiles *store;
-    rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
-    rn_blobs *cold;      /* the cold store, or NULL */
+    rn_streamfiles *store; /* the stream files of cfg.tiers */
     rn_wal *wal;
     rn_cmdlog *log; /* the WAL as the pipeline's command log */
     rn_state state;
@@ -77,7 +74,6 @@ struct rn_engine {
         void *arg;
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
-    uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
     int ops_in_log;                 /* mutations submitted, not yet applied */
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
@@ -124,10 +120,6 @@ void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
 }
 
 static const char DEFAULT_TYPE[] = "application/octet-stream";
-
-struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold) {
-    return cold ? e->cold : e->snapshots;
-}
 
 int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
     return rn_state_namespace_exists(&e->state, ns, len);
@@ -177,7 +169,7 @@ static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
 
 static void drop_body(void *ctx, int cold, const char *key) {
     rn_engine *e = ctx;
-    rn_blobs_delete(cold ? e->cold : e->snapshots, key);
+    rn_tiers_body_drop(e->cfg.tiers, cold, key);
 }
 
 static void removed(void *ctx, rn_stream *s) {
@@ -1595,43 +1587,24 @@ static void maybe_checkpoint(void *arg) {
 
 /* ---- open / close ---- */
 
-typedef struct {
-    rn_engine *e;
-    rn_blobs *store;
-    int cold;
-    rn_map referenced; /* key -> stream */
-} orphan_sweep;
-
-static int sweep_key(const char *key, void *arg) {
-    orphan_sweep *o = arg;
-    if (!rn_map_get(&o->referenced, key, strlen(key)))
-        rn_blobs_delete(o->store, key);
-    return 0;
+static int body_referenced(void *ctx, int cold, const char *key) {
+    const rn_stream *s = rn_map_get(ctx, key, strlen(key));
+    return s && s->snapshot.cold == cold;
 }
 
-/* Deletes snapshot bodies no stream references: written before a crash kept
+/* Drops snapshot bodies no stream references: written before a crash kept
  * their publish out of the log, or superseded during replay. */
 static void sweep_orphan_snapshots(rn_engine *e) {
-    for (int cold = 0; cold <= 1; cold++) {
-        orphan_sweep o = {.e = e, .store = cold ? e->cold : e->snapshots, .cold = cold};
-        if (!o.store)
-            continue;
-        size_t i = 0;
-        void *v;
-        while (rn_map_next(&e->state.by_path, &i, &v)) {
-            rn_stream *s = v;
-            if (s->snapshot.present && s->snapshot.cold == cold)
-                rn_map_put(&o.referenced, s->snapshot.key, strlen(s->snapshot.key), s);
-        }
-        rn_blobs_list(o.store, RN_SNAPSHOT_PREFIX, sweep_key, &o);
-        rn_map_free(&o.referenced);
+    rn_map referenced = {0}; /* key -> stream */
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (s->snapshot.present)
+            rn_map_put(&referenced, s->snapshot.key, strlen(s->snapshot.key), s);
     }
-}
-
-void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]) {
-    snprintf(out, RN_BLOB_KEY_MAX, "%s%016llx-%016llx", RN_SNAPSHOT_PREFIX,
-             (unsigned long long)s->id,
-             (unsigned long long)(((uint64_t)rn_now_ms() << 16) ^ e->blob_serial++));
+    rn_tiers_sweep_bodies(e->cfg.tiers, body_referenced, &referenced);
+    rn_map_free(&referenced);
 }
 
 static int replay_record(void *arg, const uint8_t *rec, size_t len) {
@@ -1677,19 +1650,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     e->cfg = *cfg;
     e->dir = rn_xstrdup(cfg->data_dir);
     rn_state_init(&e->state);
-    e->store = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
-    char blob_dir[PATH_MAX];
-    snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
-    e->snapshots = rn_blobs_open(blob_dir);
-    if (cfg->cold_store) {
-        snprintf(blob_dir, sizeof blob_dir, "%s/cold", cfg->data_dir);
-        e->cold = rn_blobs_open(blob_dir);
-    }
-    if (!e->snapshots || (cfg->cold_store && !e->cold)) {
-        snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
-        rn_engine_close(e);
-        return NULL;
-    }
+    e->store = rn_tiers_streamfiles(cfg->tiers);
     if (!e->cfg.producer_ttl_ms)
         e->cfg.producer_ttl_ms = PRODUCER_TTL_DEFAULT_MS;
     if (!e->cfg.producer_cap)
@@ -1777,9 +1738,6 @@ void rn_engine_close(rn_engine *e) {
     if (e->log)
         rn_wal_cmdlog_free(e->log);
     rn_wal_close(e->wal);
-    rn_streamfiles_close(e->store);
-    rn_blobs_close(e->snapshots);
-    rn_blobs_close(e->cold);
     free(e->dir);
     free(e);
 }

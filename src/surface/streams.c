@@ -15,6 +15,7 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "tiers/tiers.h"
 #include "util/clock.h"
 #include "util/json_text.h"
 #include "util/metrics.h"
@@ -70,7 +71,6 @@ struct rn_surface {
     rn_engine *engine;
     rn_surface_config cfg;
     stream_ctx *live; /* live reads in progress */
-    struct rn_parts *parts;
     size_t live_count;
 };
 
@@ -105,18 +105,6 @@ rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_
 
 rn_engine *rn_surface_engine(const rn_surface *sf) {
     return sf->engine;
-}
-
-struct rn_parts *rn_surface_parts(const rn_surface *sf) {
-    return sf->parts;
-}
-
-void rn_surface_set_parts(rn_surface *sf, struct rn_parts *p) {
-    sf->parts = p;
-}
-
-uv_loop_t *rn_surface_loop(const rn_surface *sf) {
-    return sf->loop;
 }
 
 const rn_surface_config *rn_surface_cfg(const rn_surface *sf) {
@@ -807,7 +795,7 @@ static void handle_head(stream_ctx *c) {
         rn_reply_offset(&h, "Stream-Inherited-Offset", s->inherited_offset);
     }
     rn_buf_appendf(&h, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
-    if (c->sf->cfg.cold_store)
+    if (rn_tiers_keeps_parts(c->sf->cfg.tiers)) /* snapshots in parts are accepted */
         rn_buf_append_str(&h, "Ursula-Max-Snapshot-Bytes: 1073741824\r\n");
     rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
     rn_http_respond(c->req, 200, &h, &body);

@@ -39,15 +39,11 @@ typedef struct {
     size_t max_body_bytes;            /* reported as Ursula-Max-Request-Bytes */
     size_t max_live_reads;            /* parked long-polls + SSE readers (503 beyond) */
     size_t max_live_reads_per_stream; /* the same per stream (429 beyond) */
-    int cold_store;                   /* snapshots in parts are accepted */
+    struct rn_tiers *tiers;           /* snapshot bodies and staged parts (tiers/tiers.h) */
 } rn_surface_config;
 
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg);
 rn_engine *rn_surface_engine(const rn_surface *sf);
-/* The snapshot-parts service (parts.h) the bucket surface routes to. */
-struct rn_parts *rn_surface_parts(const rn_surface *sf);
-void rn_surface_set_parts(rn_surface *sf, struct rn_parts *p);
-uv_loop_t *rn_surface_loop(const rn_surface *sf);
 const rn_surface_config *rn_surface_cfg(const rn_surface *sf);
 
 /* Parses a request's Stream-Incarnation header. Returns 0 when absent (and
