@@ -39,6 +39,7 @@ typedef struct {
     int counting; /* the store is listing them: the counts are not known yet */
     int claimed;  /* a commit or discard holds them */
     count_waiter *waiters;
+    char dir[64]; /* where its parts are: the prefix of its listing */
 } staged;
 
 static void parts_dir(uint64_t stream, uint64_t inc, char *out, size_t cap) {
@@ -91,9 +92,8 @@ static staged *staged_for(rn_tiers *t, uint64_t stream, uint64_t inc) {
     st->key[1] = inc;
     st->counting = 1;
     rn_map_put(&t->staged, st->key, sizeof st->key, st);
-    char dir[64];
-    parts_dir(stream, inc, dir, sizeof dir);
-    t->cold->ops->list(t->cold, dir, count_one, counted, st);
+    parts_dir(stream, inc, st->dir, sizeof st->dir);
+    t->cold->ops->list(t->cold, st->dir, count_one, counted, st);
     return st;
 }
 
@@ -204,6 +204,7 @@ typedef struct {
     rn_tiers_status_fn done;
     rn_tiers_assembled_fn assembled;
     void *arg;
+    char dir[64]; /* the parts' prefix */
     char body_key[RN_TIERS_KEY_MAX];
 } parts_job;
 
@@ -273,9 +274,8 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers
     parts_job *j = parts_job_new(t, stream, inc);
     j->done = done;
     j->arg = arg;
-    char dir[64];
-    parts_dir(stream, inc, dir, sizeof dir);
-    t->cold->ops->list(t->cold, dir, collect_part, listed_for_discard, j);
+    parts_dir(stream, inc, j->dir, sizeof j->dir);
+    t->cold->ops->list(t->cold, j->dir, collect_part, listed_for_discard, j);
 }
 
 /* ---- assemble, release ---- */

@@ -38,8 +38,9 @@ rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, 
     t->parts_grace_ms = cfg->parts_grace_ms;
     t->files = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
     t->local = open_store(loop, cfg->data_dir, "snapshots");
+    assert(cfg->cold_store || !cfg->cold_backend);
     if (cfg->cold_store)
-        t->cold = open_store(loop, cfg->data_dir, "cold");
+        t->cold = cfg->cold_backend ? cfg->cold_backend : open_store(loop, cfg->data_dir, "cold");
     if (!t->local || (cfg->cold_store && !t->cold)) {
         snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
         rn_tiers_close(t);
@@ -119,10 +120,27 @@ void rn_tiers_body_write(rn_tiers *t, uint64_t stream_id, const void *data, size
     st->ops->put(st, w->key, data, len, body_written, w);
 }
 
+/* A read on its way: the key is the read's own (the caller's may go). */
+typedef struct {
+    char key[RN_TIERS_KEY_MAX];
+    rn_tiers_read_fn done;
+    void *arg;
+} body_read;
+
+static void body_opened(void *arg, int fd, uint64_t fd_off) {
+    body_read *r = arg;
+    r->done(r->arg, fd, fd_off);
+    free(r);
+}
+
 void rn_tiers_body_read(rn_tiers *t, int cold, const char *key, uint64_t off, uint64_t len,
                         rn_tiers_read_fn done, void *arg) {
+    body_read *r = rn_xcalloc(1, sizeof *r);
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->done = done;
+    r->arg = arg;
     rn_store *st = store_of(t, cold);
-    st->ops->open(st, key, off, len, done, arg);
+    st->ops->open(st, r->key, off, len, body_opened, r);
 }
 
 /* ---- removing bodies ---- */

@@ -27,11 +27,17 @@
 
 typedef struct rn_tiers rn_tiers;
 
+struct rn_store;
+
 typedef struct {
     const char *data_dir;
-    int cold_store;          /* keep large snapshot bodies and staged parts in <data>/cold */
+    int cold_store;          /* keep large snapshot bodies and staged parts in a cold store */
     int max_open_files;      /* stream file descriptors kept open */
     uint64_t parts_grace_ms; /* staged parts no commit used are removed after this */
+    /* With cold_store: the cold store's backend (store.h), taken over by
+     * the tiers (also when the open fails); NULL: the local directory
+     * <data>/cold. */
+    struct rn_store *cold_backend;
 } rn_tiers_config;
 
 /* Opens the stores under cfg->data_dir. NULL with the reason in err. */
