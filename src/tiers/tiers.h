@@ -42,11 +42,12 @@ typedef struct {
 
 /* Opens the stores under cfg->data_dir. NULL with the reason in err. */
 rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, size_t errcap);
-/* Starts the sweeps of staged parts (once the engine recovered). */
+/* Starts the sweeps of staged parts (once the engine recovered): the
+ * tiers' only libuv handle, which an unstarted tiers does not hold. */
 void rn_tiers_start(rn_tiers *t);
-/* Stops the sweeps and closes the tiers' handles; run the loop afterwards
- * until they closed. The stream files stay usable (the engine's final
- * checkpoint syncs them). */
+/* Stops the sweeps and closes their handle (when started); run the loop
+ * afterwards until it closed. The stream files stay usable (the engine's
+ * final checkpoint syncs them). */
 void rn_tiers_stop(rn_tiers *t);
 /* Frees everything; the engine is closed and no call is in flight. */
 void rn_tiers_close(rn_tiers *t);
