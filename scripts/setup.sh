@@ -5,7 +5,8 @@
 #                           (scripts/run.sh)
 #   scripts/setup.sh test   that, plus the test toolchain: cmocka (unit
 #                           tests), b3sum (BLAKE3 cross-check), clang-14 and
-#                           its libFuzzer runtime (fuzz smoke), Node.js >= 20
+#                           its libFuzzer runtime (fuzz smoke), iproute2
+#                           (the cluster chaos harness), Node.js >= 20
 #                           and the conformance suite's npm packages, installed
 #                           exactly as tests/conformance/package-lock.json
 #                           pins them (npm ci: the lock file and every other
@@ -31,8 +32,10 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
   libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev libraft-dev libexpat1-dev)
 # python3-botocore: the S3 test endpoint's proxy (tests/s3/proxy.py)
-# recomputes every SigV4 signature with botocore.
-TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore)
+# recomputes every SigV4 signature with botocore. iproute2: the cluster
+# chaos harness's network namespaces, veth pairs and blackhole routes
+# (tests/cluster/chaos/netns.mjs).
+TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")

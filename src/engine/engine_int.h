@@ -7,9 +7,13 @@
  *   effects.c           the state machine's effects on this engine's storage
  *                       and observers; the applier a command log calls
  *   producers.c         producer rules and answers (producers.h): pure
+ *   validate.c          a request against applied state: a verdict
+ *   pipeline.c          queues, submission to the command log, completion,
+ *                       expiry starts, sweeps
  *   forkread.c          reads through fork chains, boundaries, fork offsets
- *   engine.c            the pipeline and its validation, checkpoints, open
- *                       and close, the remaining public calls
+ *   checkpoint.c        the checkpoint image and its job
+ *   open.c              open (checkpoint + log replay) and close
+ *   engine.c            the remaining public calls (lookups, observers)
  *
  * Everything runs on the engine's loop thread, except rn_engine_open
  * (which may recover on a worker before the loop uses the engine), what a
@@ -93,6 +97,40 @@ void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_appli
  * mutations queued on it join e->orphans). */
 void engine_destroy_pending(rn_engine *e, rn_stream *s);
 
+/* ---- validate.c ---- */
+
+typedef enum {
+    VERDICT_ANSWER,          /* answer now: `result`, about `stream` (may be NULL) */
+    VERDICT_WAIT,            /* wait behind `stream`'s mutation in the log */
+    VERDICT_EXPIRE_STREAM,   /* `stream` expired: wait behind its deletion */
+    VERDICT_EXPIRE_PRODUCER, /* wait behind discarding `victim`'s state in `stream` */
+    VERDICT_LOG,             /* log priv(op)->cmd, a command for `stream` (NULL: a create,
+                                whose stream the pipeline makes) */
+} verdict_kind;
+
+typedef struct {
+    verdict_kind kind;
+    rn_result result;
+    rn_stream *stream;
+    rn_producer *victim;
+} verdict;
+
+/* Evaluates op against e's applied state at time now, in the order of the
+ * protocol's checks (see the top of validate.c). Sets op->out's answer fields; for LOG, fills
+ * priv(op)->cmd (and the stored JSON text). Reads stream files (offsets
+ * and boundaries) and renews the stream's TTL window (rn_engine_touch), but
+ * changes no other state. */
+verdict engine_validate(rn_engine *e, rn_op *op, int64_t now);
+
+/* ---- pipeline.c ---- */
+
+/* Validates op and acts on the verdict: answers it, queues it, or logs
+ * its command. done() may run before this returns. */
+void engine_run_op(rn_engine *e, rn_op *op);
+/* Starts the deletion of expired stream s unless a mutation of it is in the
+ * log (an internal mutation). */
+void engine_start_expiry(rn_engine *e, rn_stream *s);
+
 /* ---- forkread.c ---- */
 
 /* Copies the stream's bytes [off, off+len) into out, taking positions below
@@ -103,5 +141,19 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
  * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
  * to refuse with (> 0). */
 int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, uint64_t *pos);
+
+/* ---- checkpoint.c ---- */
+
+/* Loads <dir>/checkpoint if there is one into e's (empty) state, after
+ * removing a checkpoint.tmp a crash left. Returns 0 with *segment (the
+ * first log segment to replay: 0 without a checkpoint) and *streams, or
+ * -EBADMSG for a damaged checkpoint, or -errno when it cannot be read. */
+int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams);
+/* The log's batch hook: starts a checkpoint after checkpoint_bytes of log
+ * (arg is the engine). Runs between batches, when nothing is in flight. */
+void engine_checkpoint_maybe(void *arg);
+/* Writes a checkpoint now, on this thread, when no checkpoint and no batch
+ * is in flight (close). */
+void engine_checkpoint_final(rn_engine *e);
 
 #endif
