@@ -7,7 +7,7 @@
  * How, per input: a fresh data directory under /dev/shm; a real engine
  * (rn_engine_open; small log segments and checkpoint interval, so rotation
  * and checkpoints happen), the live-read observer, the subscriptions module,
- * a surface with tiny long-poll and SSE timeouts, the parts service, the
+ * a surface with tiny long-poll and SSE timeouts, the tiers, the
  * operational endpoints, rn_router_handle as the handler, and rn_http_listen
  * on a loopback port picked once per process. A client socket connects and
  * the input is written to it as one byte stream (so it may hold pipelined
@@ -40,9 +40,9 @@
 #include "live/live.h"
 #include "ops/endpoints.h"
 #include "subs/subs.h"
-#include "surface/parts.h"
 #include "surface/router.h"
 #include "surface/streams.h"
+#include "tiers/tiers.h"
 #include "transport/http.h"
 
 #include <arpa/inet.h>
@@ -130,10 +130,10 @@ CURLMcode curl_multi_add_handle(CURLM *multi, CURL *easy) {
 }
 
 typedef struct {
+    rn_tiers *tiers;
     rn_engine *engine;
     rn_subs *subs;
     rn_surface *surface;
-    rn_parts *parts;
     rn_router router;
     rn_endpoints endpoints;
     rn_http_server *http;
@@ -168,12 +168,16 @@ static rn_http_server *listen_somewhere(rn_request_fn fn, void *arg) {
  * (recovery runs here before listening, so the router is ready at once). */
 static void server_start(server *s) {
     mkdir(data_dir, 0755);
-    rn_engine_config ec = {.data_dir = data_dir,
-                           .wal_segment_bytes = 4096,
-                           .checkpoint_bytes = 8192,
-                           .max_open_files = 8};
-    rn_recovery_stats stats;
     char err[512];
+    rn_tiers_config tc = {.data_dir = data_dir, .max_open_files = 8, .parts_grace_ms = 1000};
+    s->tiers = rn_tiers_open(&loop, &tc, err, sizeof err);
+    if (!s->tiers)
+        FAIL("rn_tiers_open: %s", err);
+    rn_engine_config ec = {.data_dir = data_dir,
+                           .tiers = s->tiers,
+                           .wal_segment_bytes = 4096,
+                           .checkpoint_bytes = 8192};
+    rn_recovery_stats stats;
     s->engine = rn_engine_open(&loop, &ec, &stats, err, sizeof err);
     if (!s->engine)
         FAIL("rn_engine_open: %s", err);
@@ -189,10 +193,10 @@ static void server_start(server *s) {
                             .sse_max_duration_ms = 10,
                             .max_read_bytes = 1024,
                             .sse_queue_bytes = 4096,
-                            .max_body_bytes = MAX_BODY};
+                            .max_body_bytes = MAX_BODY,
+                            .tiers = s->tiers};
     s->surface = rn_surface_new(&loop, s->engine, &sc);
-    s->parts = rn_parts_new(s->surface, 1000);
-    rn_surface_set_parts(s->surface, s->parts);
+    rn_tiers_start(s->tiers);
     s->endpoints = (rn_endpoints){.ready = 1, .engine = s->engine, .surface = s->surface};
     s->router = (rn_router){.streams = s->surface,
                             .subs = s->subs,
@@ -218,7 +222,7 @@ static void server_stop(server *s) {
     rn_surface_end_live_reads(s->surface);
     rn_subs_quiesce(s->subs);
     rn_subs_stop(s->subs);
-    rn_parts_close(s->parts);
+    rn_tiers_stop(s->tiers);
     rn_http_close(s->http);
     uint64_t deadline = now_ms() + CLOSE_WAIT_MS;
     while (uv_loop_alive(&loop) || rn_engine_busy(s->engine)) {
@@ -232,6 +236,7 @@ static void server_stop(server *s) {
     }
     rn_subs_close(s->subs);
     rn_engine_close(s->engine);
+    rn_tiers_close(s->tiers);
     rn_surface_free(s->surface);
     rn_http_free(s->http);
     remove_data_dir();

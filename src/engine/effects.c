@@ -1,7 +1,7 @@
 /*
  * effects.c — what applying a command does outside the state machine, on
  * this engine: data into the stream files (tiers/streamfiles.h), holes
- * punched, files cut and removed, snapshot bodies deleted (tiers/blobs.h),
+ * punched, files cut and removed, snapshot bodies dropped (tiers/tiers.h),
  * observers told, and mutations queued on a destroyed stream handed back
  * to the pipeline. The kill points of the apply path (util/fault.h) sit
  * around these operations. Also the entry points that apply a command:
@@ -60,7 +60,7 @@ static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
 
 static void drop_body(void *ctx, int cold, const char *key) {
     rn_engine *e = ctx;
-    rn_blobs_delete(cold ? e->cold : e->snapshots, key);
+    rn_tiers_body_drop(e->cfg.tiers, cold, key);
 }
 
 static void removed(void *ctx, rn_stream *s) {

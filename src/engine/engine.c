@@ -1,13 +1,11 @@
 /*
  * engine.c — the engine's remaining public calls: observers, lookups of
- * visible streams, the TTL window, snapshot body keys and stores, and the
- * test hooks. See engine.h for the model and engine_int.h for where the
- * rest lives.
+ * visible streams, the TTL window, and the test hooks. See engine.h for the model and engine_int.h
+ * for where the rest lives.
  */
 #include "engine/engine_int.h"
 #include "util/clock.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
@@ -16,16 +14,6 @@ void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
     e->observers[e->observer_count].fn = fn;
     e->observers[e->observer_count].arg = arg;
     e->observer_count++;
-}
-
-struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold) {
-    return cold ? e->cold : e->snapshots;
-}
-
-void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]) {
-    snprintf(out, RN_BLOB_KEY_MAX, "%s%016llx-%016llx", RN_SNAPSHOT_PREFIX,
-             (unsigned long long)s->id,
-             (unsigned long long)(((uint64_t)rn_now_ms() << 16) ^ e->blob_serial++));
 }
 
 int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {

@@ -2,8 +2,9 @@
  * engine.h — streams as a deterministic state machine over the log.
  *
  * The engine owns every stream's metadata (content type, tail, closure, TTL
- * and expiry, idempotent-producer and Stream-Seq state) and its bytes (via
- * tiers/streamfiles.c). A mutation arrives as an rn_op: the engine validates it against
+ * and expiry, idempotent-producer and Stream-Seq state) and decides its
+ * bytes, which the tiers keep (tiers/tiers.h: the stream files, snapshot
+ * bodies). A mutation arrives as an rn_op: the engine validates it against
  * the current state, and either answers at once (a refusal or an idempotent
  * repeat) or encodes it as a command, submits it to the log, and applies it
  * and answers only after the log sync that covers it. State visible to reads
@@ -35,10 +36,9 @@ typedef struct rn_engine rn_engine;
 
 typedef struct {
     const char *data_dir;
-    int cold_store; /* a cold store backend is configured */
+    struct rn_tiers *tiers; /* the stream files and snapshot bodies (tiers/tiers.h) */
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes; /* checkpoint after this much log */
-    int max_open_files;
     /* Producer state (ext §5.4) is kept while its producer wrote within
      * producer_ttl_ms (0: 7 days); a stream holds at most producer_cap
      * producers (0: 4096), and admits another one by discarding the least
@@ -59,7 +59,8 @@ typedef struct {
 } rn_recovery_stats;
 
 /* Recovers state from data_dir (checkpoint + log replay) and opens the log.
- * Returns NULL with a message in err on failure. */
+ * cfg->tiers are open, not started (they outlive the engine). Returns NULL
+ * with a message in err on failure. */
 rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
                           char *err, size_t errcap);
 
@@ -78,16 +79,6 @@ void rn_engine_submit(rn_engine *e, rn_op *op);
 /* Finds a readable stream: applied, not expired. An expired stream is
  * scheduled for deletion and reported as absent. */
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len);
-
-/* The blob stores: snapshot bodies below the cold threshold (cold = 0), and
- * the cold store (cold = 1; NULL when none is configured). */
-struct rn_blobs *rn_engine_blobs(rn_engine *e, int cold);
-
-/* Key prefix of snapshot bodies in the blob stores, and a fresh key for a
- * body of stream s. */
-#define RN_SNAPSHOT_PREFIX "snapshots/"
-#define RN_BLOB_KEY_MAX 64
-void rn_engine_blob_key(rn_engine *e, const rn_stream *s, char out[RN_BLOB_KEY_MAX]);
 
 /* True when a stream was ever created in namespace ns (len > 0 bytes), in
  * this data directory: a stream path's namespace is its bytes before its

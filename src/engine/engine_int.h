@@ -33,8 +33,7 @@
 #include "engine/engine.h"
 #include "engine/state.h"
 #include "log/wal.h"
-#include "tiers/blobs.h"
-#include "tiers/streamfiles.h"
+#include "tiers/tiers.h"
 #include "util/buf.h"
 #include "util/log.h"
 
@@ -44,9 +43,7 @@ struct rn_engine {
     uv_loop_t *loop;
     rn_engine_config cfg;
     char *dir;
-    rn_streamfiles *files;
-    rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
-    rn_blobs *cold;      /* the cold store, or NULL */
+    rn_streamfiles *files; /* the stream files of cfg.tiers */
     rn_wal *wal;
     rn_cmdlog *log; /* the WAL as the pipeline's command log */
     rn_state state;
@@ -57,7 +54,6 @@ struct rn_engine {
         void *arg;
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
-    uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
     int ops_in_log;                 /* mutations submitted, not yet answered by the log */
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */

@@ -5,7 +5,8 @@
  * log rotation, then rn_wal_recover() replays the later records through
  * the state machine with effects that write their data (effects.c);
  * streams the replay touched get their files cut to the recovered tail,
- * and snapshot bodies no stream references are deleted. Then the log
+ * and snapshot bodies no stream references are dropped (by the tiers, which
+ * keep the stream files and bodies: tiers/tiers.h). Then the log
  * opens for new records, with the WAL as the pipeline's command log and
  * the checkpoint as its batch hook. Close writes a final checkpoint when
  * the log is idle, so the next start replays nothing.
@@ -16,7 +17,6 @@
 #include "util/clock.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,35 +24,24 @@
 #define PRODUCER_TTL_DEFAULT_MS (7 * 24 * 3600 * 1000ull) /* ext §5.4 */
 #define PRODUCER_CAP_DEFAULT 4096
 
-typedef struct {
-    rn_blobs *store;
-    rn_map referenced; /* key -> stream */
-} orphan_sweep;
-
-static int sweep_key(const char *key, void *arg) {
-    orphan_sweep *o = arg;
-    if (!rn_map_get(&o->referenced, key, strlen(key)))
-        rn_blobs_delete(o->store, key);
-    return 0;
+static int body_referenced(void *ctx, int cold, const char *key) {
+    const rn_stream *s = rn_map_get(ctx, key, strlen(key));
+    return s && s->snapshot.cold == cold;
 }
 
-/* Deletes snapshot bodies no stream references: written before a crash kept
+/* Drops snapshot bodies no stream references: written before a crash kept
  * their publish out of the log, or superseded during replay. */
 static void sweep_orphan_snapshots(rn_engine *e) {
-    for (int cold = 0; cold <= 1; cold++) {
-        orphan_sweep o = {.store = cold ? e->cold : e->snapshots};
-        if (!o.store)
-            continue;
-        size_t i = 0;
-        void *v;
-        while (rn_map_next(&e->state.by_path, &i, &v)) {
-            rn_stream *s = v;
-            if (s->snapshot.present && s->snapshot.cold == cold)
-                rn_map_put(&o.referenced, s->snapshot.key, strlen(s->snapshot.key), s);
-        }
-        rn_blobs_list(o.store, RN_SNAPSHOT_PREFIX, sweep_key, &o);
-        rn_map_free(&o.referenced);
+    rn_map referenced = {0}; /* key -> stream */
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
+        rn_stream *s = v;
+        if (s->snapshot.present)
+            rn_map_put(&referenced, s->snapshot.key, strlen(s->snapshot.key), s);
     }
+    rn_tiers_sweep_bodies(e->cfg.tiers, body_referenced, &referenced);
+    rn_map_free(&referenced);
 }
 
 static int replay_record(void *arg, const uint8_t *rec, size_t len) {
@@ -88,25 +77,6 @@ static void refuse_recovery(rn_engine *e, uint64_t from, const rn_wal_recovery *
         snprintf(err + used, errcap - used, "%s",
                  rc == RN_WAL_CORRUPT ? "a log record that reads back does not decode"
                                       : strerror(-rc));
-}
-
-/* Opens the stream files and the snapshot stores. Returns 0, or -1 with a
- * message in err. */
-static int open_storage(rn_engine *e, char *err, size_t errcap) {
-    const rn_engine_config *cfg = &e->cfg;
-    e->files = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
-    char blob_dir[PATH_MAX];
-    snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
-    e->snapshots = rn_blobs_open(blob_dir);
-    if (cfg->cold_store) {
-        snprintf(blob_dir, sizeof blob_dir, "%s/cold", cfg->data_dir);
-        e->cold = rn_blobs_open(blob_dir);
-    }
-    if (!e->snapshots || (cfg->cold_store && !e->cold)) {
-        snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
-        return -1;
-    }
-    return 0;
 }
 
 /* Loads the checkpoint and replays the log after it into e's state.
@@ -176,9 +146,10 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         e->cfg.producer_ttl_ms = PRODUCER_TTL_DEFAULT_MS;
     if (!e->cfg.producer_cap)
         e->cfg.producer_cap = PRODUCER_CAP_DEFAULT;
+    e->files = rn_tiers_streamfiles(cfg->tiers);
     rn_state_init(&e->state);
     rn_wal_recovery rec;
-    if (open_storage(e, err, errcap) < 0 || recover(e, stats, &rec, err, errcap) < 0) {
+    if (recover(e, stats, &rec, err, errcap) < 0) {
         rn_engine_close(e);
         return NULL;
     }
@@ -207,9 +178,6 @@ void rn_engine_close(rn_engine *e) {
     if (e->log)
         rn_wal_cmdlog_free(e->log);
     rn_wal_close(e->wal);
-    rn_streamfiles_close(e->files);
-    rn_blobs_close(e->snapshots);
-    rn_blobs_close(e->cold);
     free(e->dir);
     free(e);
 }

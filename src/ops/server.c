@@ -4,9 +4,11 @@
  * Start: configuration, data-directory lock, cluster id, then the listener
  * at once, so health probes answer while the store recovers: recovery
  * (checkpoint load and log replay) runs on a worker thread, and until it has
- * finished every route but /__runnel/ answers 503. When it finishes, the
- * live-read observer, the subscriptions, the surfaces and the parts service
- * are wired to the engine and the server turns ready.
+ * finished every route but /__runnel/ answers 503. The tiers (every byte on
+ * disk but the log) open before it, since the engine recovers into them.
+ * When it finishes, the live-read observer, the subscriptions and the
+ * surfaces are wired to the engine, the tiers' sweeps start and the server
+ * turns ready.
  *
  * Shutdown (SIGTERM/SIGINT): stop accepting, close idle connections, answer
  * parked live reads, quiesce subscription deliveries, wait (bounded by
@@ -23,10 +25,10 @@
 #include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
-#include "surface/parts.h"
 #include "surface/reply.h"
 #include "surface/router.h"
 #include "surface/streams.h"
+#include "tiers/tiers.h"
 #include "transport/http.h"
 #include "util/clock.h"
 
@@ -45,11 +47,11 @@ typedef struct {
     uv_loop_t *loop;
     rn_config cfg;
     char public_url[1024];
+    rn_tiers *tiers;
     rn_engine *engine;
     rn_live *live;
     rn_surface *surface;
     rn_subs *subs;
-    rn_parts *parts;
     rn_router router;
     rn_endpoints endpoints;
     rn_http_server *http;
@@ -78,8 +80,8 @@ static void close_handles(server *s) {
     rn_probe_stop(s->endpoints.probe);
     if (s->subs)
         rn_subs_stop(s->subs);
-    if (s->parts)
-        rn_parts_close(s->parts);
+    if (s->tiers)
+        rn_tiers_stop(s->tiers);
     rn_http_close(s->http);
 }
 
@@ -184,10 +186,9 @@ static void access_line(const rn_request *req) {
 static void recover(uv_work_t *w) {
     server *s = w->data;
     rn_engine_config ec = {.data_dir = s->cfg.data_dir,
-                           .cold_store = (int)s->cfg.cold_store,
+                           .tiers = s->tiers,
                            .wal_segment_bytes = s->cfg.wal_segment_bytes,
                            .checkpoint_bytes = s->cfg.checkpoint_bytes,
-                           .max_open_files = (int)s->cfg.max_open_files,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
@@ -233,10 +234,9 @@ static void recovered(uv_work_t *w, int status) {
     rn_surface_config sc = {.long_poll_timeout_ms = s->cfg.long_poll_timeout_ms,
                             .max_read_bytes = s->cfg.max_read_bytes,
                             .max_body_bytes = s->cfg.max_body_bytes,
-                            .cold_store = (int)s->cfg.cold_store};
+                            .tiers = s->tiers};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
-    s->parts = rn_parts_new(s->surface, s->cfg.parts_grace_ms);
-    rn_surface_set_parts(s->surface, s->parts);
+    rn_tiers_start(s->tiers);
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
@@ -321,9 +321,20 @@ int rn_serve(int argc, char **argv) {
     uv_timer_init(s.loop, &s.sweep);
     uv_timer_init(s.loop, &s.drain);
     s.sweep.data = s.drain.data = &s;
-    s.recovery.data = &s;
-    s.recovery_started = rn_mono_ms();
-    uv_queue_work(s.loop, &s.recovery, recover, recovered);
+    rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
+                          .cold_store = (int)s.cfg.cold_store,
+                          .max_open_files = (int)s.cfg.max_open_files,
+                          .parts_grace_ms = s.cfg.parts_grace_ms};
+    s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
+    if (!s.tiers) {
+        rn_log(RN_LOG_ERROR, "start", "%s", err);
+        s.exit_code = 1;
+        begin_shutdown(&s);
+    } else {
+        s.recovery.data = &s;
+        s.recovery_started = rn_mono_ms();
+        uv_queue_work(s.loop, &s.recovery, recover, recovered);
+    }
 
     uv_run(s.loop, UV_RUN_DEFAULT);
 
@@ -331,6 +342,7 @@ int rn_serve(int argc, char **argv) {
         rn_subs_close(s.subs);
     if (s.engine)
         rn_engine_close(s.engine);
+    rn_tiers_close(s.tiers);
     if (s.surface)
         rn_surface_free(s.surface);
     rn_live_free(s.live);

@@ -4,7 +4,7 @@
  * See bootstrap.h.
  *
  * Bootstrap answers multipart/mixed with a fresh random boundary: the latest
- * snapshot (streamed from its blob) or an empty application/octet-stream
+ * snapshot (streamed from its body, which the tiers open) or an empty application/octet-stream
  * part, then the updates from the snapshot point S: one part per message for
  * JSON streams, one part for others, at most RN_BOOTSTRAP_CAP bytes of them
  * (always at least one message), so the answer is complete (up to the tail,
@@ -14,14 +14,13 @@
 #include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
-#include "tiers/blobs.h"
+#include "surface/snapshots.h"
 #include "util/blake3.h"
 #include "util/text.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 #define RN_BOOTSTRAP_CAP (8u << 20)
 #define RN_CHUNK_BYTES (4u << 20) /* the chunk grid of §4.2 */
@@ -66,12 +65,6 @@ void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_l
     uint64_t start = s->snapshot.present ? s->snapshot.offset : s->retained;
     rn_buf updates = {0};
     long got = rn_engine_read(e, s, start, RN_BOOTSTRAP_CAP, 1, &updates);
-    int fd = -1;
-    if (got >= 0 && s->snapshot.present) {
-        fd = rn_blobs_open_read(rn_engine_blobs(e, s->snapshot.cold), s->snapshot.key);
-        if (fd < 0)
-            got = -1;
-    }
     if (got < 0) {
         rn_buf_free(&updates);
         rn_reply_error(req, RN_E_COLD_STORE_FAILED, NULL);
@@ -120,13 +113,13 @@ void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_l
     }
     rn_buf_appendf(&suffix, "\r\n--%s--\r\n", boundary);
     rn_buf_free(&updates);
-    if (fd < 0) {
+    if (!s->snapshot.present) {
         rn_buf_append(&prefix, suffix.data, suffix.len);
         rn_buf_free(&suffix);
         rn_http_respond(req, 200, &h, &prefix);
         return;
     }
-    rn_http_respond_file(req, 200, &h, &prefix, fd, 0, s->snapshot.size, &suffix);
+    rn_snapshot_respond_body(sf, req, 200, &h, &prefix, s, 0, s->snapshot.size, &suffix, NULL);
 }
 
 /* Strong ETag of a chunk (§4.3): over the token, the range, where it ends,

@@ -96,15 +96,15 @@ static void subresource(rn_surface *sf, rn_request *req, const char *key, size_t
             method_not_allowed(req, "GET, OPTIONS");
     } else if (n == 2 && seg_is(seg[0], "snapshot") && seg_is(seg[1], "parts") &&
                req->method == RN_HTTP_DELETE) {
-        rn_parts_discard(rn_surface_parts(sf), req, key, key_len);
+        rn_parts_discard(sf, req, key, key_len);
     } else if (n == 3 && seg_is(seg[0], "snapshot") && seg_is(seg[2], "parts")) {
         if (req->method == RN_HTTP_POST)
-            rn_parts_stage(rn_surface_parts(sf), req, key, key_len, seg[1].p, seg[1].len);
+            rn_parts_stage(sf, req, key, key_len, seg[1].p, seg[1].len);
         else
             method_not_allowed(req, "POST, OPTIONS");
     } else if (n == 2 && seg_is(seg[0], "snapshot")) {
         if (req->method == RN_HTTP_PUT && rn_request_header(req, "stream-snapshot-parts", NULL))
-            rn_parts_commit(rn_surface_parts(sf), req, key, key_len, seg[1].p, seg[1].len);
+            rn_parts_commit(sf, req, key, key_len, seg[1].p, seg[1].len);
         else if (req->method == RN_HTTP_PUT)
             rn_snapshot_publish(sf, req, key, key_len, seg[1].p, seg[1].len);
         else if (get)
@@ -208,7 +208,6 @@ void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, s
         rn_streams_answer_early(sf, req, bp.key, bp.key_len);
     else if (bp.nsub == 3 && seg_is(bp.sub[0], "snapshot") && seg_is(bp.sub[2], "parts")) {
         req->route = RN_ROUTE_SUBRESOURCE;
-        rn_parts_answer_early(rn_surface_parts(sf), req, bp.key, bp.key_len, bp.sub[1].p,
-                              bp.sub[1].len);
+        rn_parts_answer_early(sf, req, bp.key, bp.key_len, bp.sub[1].p, bp.sub[1].len);
     }
 }

@@ -17,6 +17,7 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "tiers/tiers.h"
 #include "surface/streams_int.h"
 #include "util/json_text.h"
 #include "util/metrics.h"
@@ -85,7 +86,7 @@ void rn_streams_head(stream_ctx *c) {
         rn_reply_offset(&h, "Stream-Inherited-Offset", s->inherited_offset);
     }
     rn_buf_appendf(&h, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
-    if (c->sf->cfg.cold_store)
+    if (rn_tiers_keeps_parts(c->sf->cfg.tiers)) /* snapshots in parts are accepted */
         rn_buf_append_str(&h, "Ursula-Max-Snapshot-Bytes: 1073741824\r\n");
     rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
     rn_http_respond(c->req, 200, &h, &body);

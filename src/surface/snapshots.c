@@ -3,16 +3,16 @@
  * snapshot resource (extensions.txt §2.2, §2.5, §4.1). See snapshots.h.
  *
  * Publish: the body is hashed (BLAKE3 of the content type's length, the
- * content type and the body) on the loop, written durably as a blob on a
- * worker thread (the cold store for bodies of RN_COLD_THRESHOLD and more when
- * one is configured, else the local snapshot store), and only then submitted
- * to the engine, which validates against the stream's state at that moment
- * and logs the publish. Appends are never held up: the stream is busy only
- * for the log sync of the small PUBLISH command. A blob the engine did not
- * adopt is deleted.
+ * content type and the body) on the loop, written durably by the tiers
+ * (which choose its store and name it), and only then submitted to the
+ * engine, which validates against the stream's state at that moment and
+ * logs the publish. Appends are never held up: the stream is busy only for
+ * the log sync of the small PUBLISH command. A body the engine did not
+ * adopt is dropped.
  *
- * Reads stream the body from its blob file (rn_http_respond_file), so a
- * range of a large snapshot reads only that range.
+ * Reads stream the body from the descriptor the tiers open for its range
+ * (rn_http_respond_file), so a range of a large snapshot reads only that
+ * range.
  */
 #include "surface/snapshots.h"
 #include "util/fault.h"
@@ -20,17 +20,16 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
-#include "tiers/blobs.h"
+#include "tiers/tiers.h"
 #include "util/blake3.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define RN_COLD_THRESHOLD (1u << 20)
 static const char DEFAULT_SNAPSHOT_TYPE[] = "application/octet-stream";
 
 typedef struct {
@@ -40,11 +39,12 @@ typedef struct {
     size_t key_len;
     char *content_type;
     rn_op op;
-    uv_work_t work;
-    int status; /* blob write result (worker) */
-    rn_blobs *blobs;
-    char blob_key[RN_BLOB_KEY_MAX];
+    char body_key[RN_TIERS_KEY_MAX];
 } snap_ctx;
+
+static rn_tiers *tiers(const rn_surface *sf) {
+    return rn_surface_cfg(sf)->tiers;
+}
 
 static snap_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
     snap_ctx *c = rn_xcalloc(1, sizeof *c);
@@ -80,10 +80,9 @@ static int take_precondition(snap_ctx *c) {
 
 /* ---- publish ---- */
 
-void rn_snapshot_answer_publish(rn_request *req, const rn_op *op, rn_blobs *blobs,
-                                const char *blob_key) {
+void rn_snapshot_answer_publish(rn_tiers *t, rn_request *req, const rn_op *op) {
     if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat))
-        rn_blobs_delete(blobs, blob_key); /* the engine did not adopt it */
+        rn_tiers_body_drop(t, op->in.blob_cold, op->in.blob_key); /* the engine did not adopt it */
     if (op->out.result == RN_OK_PUBLISHED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
@@ -97,26 +96,25 @@ void rn_snapshot_answer_publish(rn_request *req, const rn_op *op, rn_blobs *blob
 
 static void publish_done(rn_op *op) {
     snap_ctx *c = op->arg;
-    rn_snapshot_answer_publish(c->req, op, c->blobs, c->blob_key);
+    rn_snapshot_answer_publish(tiers(c->sf), c->req, op);
     ctx_free(c);
 }
 
-static void write_blob(uv_work_t *w) {
-    snap_ctx *c = w->data;
-    c->status = rn_blobs_put(c->blobs, c->blob_key, c->req->body.data, c->req->body.len);
-}
-
-static void blob_written(uv_work_t *w, int status) {
-    snap_ctx *c = w->data;
-    if (status || c->status) {
+static void body_written(void *arg, int status, int cold, const char *body_key) {
+    snap_ctx *c = arg;
+    if (status < 0) {
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-        rn_reply_error(
-            c->req, c->status == -ENOSPC ? RN_E_WAL_DISK_PRESSURE : RN_E_COLD_STORE_FAILED, &extra);
+        rn_reply_error(c->req, status == -ENOSPC ? RN_E_WAL_DISK_PRESSURE : RN_E_COLD_STORE_FAILED,
+                       &extra);
         ctx_free(c);
         return;
     }
     rn_fault_point("publish-after-blob");
+    snprintf(c->body_key, sizeof c->body_key, "%s", body_key);
+    c->op.in.blob_key = c->body_key;
+    c->op.in.blob_key_len = strlen(c->body_key);
+    c->op.in.blob_cold = cold;
     c->op.done = publish_done;
     rn_engine_submit(rn_surface_engine(c->sf), &c->op);
 }
@@ -179,13 +177,7 @@ void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_
     c->op.in.blob_size = req->body.len;
     snapshot_digest(c->op.in.content_type, c->op.in.content_type_len, req->body.data, req->body.len,
                     c->op.in.digest);
-    c->op.in.blob_cold = rn_surface_cfg(sf)->cold_store && req->body.len >= RN_COLD_THRESHOLD;
-    c->blobs = rn_engine_blobs(e, c->op.in.blob_cold);
-    rn_engine_blob_key(e, s, c->blob_key);
-    c->op.in.blob_key = c->blob_key;
-    c->op.in.blob_key_len = strlen(c->blob_key);
-    c->work.data = c;
-    uv_queue_work(rn_surface_loop(sf), &c->work, write_blob, blob_written);
+    rn_tiers_body_write(tiers(sf), s->id, req->body.data, req->body.len, body_written, c);
 }
 
 /* ---- retention ---- */
@@ -272,17 +264,22 @@ static void snapshot_headers(rn_buf *h, const rn_stream *s, int immutable) {
     rn_buf_append_str(h, "\"\r\nAccept-Ranges: bytes\r\nCache-Control: no-store\r\n");
 }
 
-/* Answers a snapshot read with refusal e. Every answer of a snapshot read
- * says that byte ranges are honoured (ext §2.5); one about an existing
+/* The header lines of a refused snapshot read. Every answer of a snapshot
+ * read says that byte ranges are honoured (ext §2.5); one about an existing
  * stream s (else NULL) names its token; `line` (may be NULL) is one more
  * header line. */
+static void read_refusal_lines(rn_buf *extra, const rn_stream *s, const char *line) {
+    rn_buf_append_str(extra, "Accept-Ranges: bytes\r\n");
+    if (s)
+        rn_reply_incarnation(extra, s);
+    if (line)
+        rn_buf_append_str(extra, line);
+}
+
+/* Answers a snapshot read with refusal e (see read_refusal_lines). */
 static void refuse_read(rn_request *req, rn_error e, const rn_stream *s, const char *line) {
     rn_buf extra = {0};
-    rn_buf_append_str(&extra, "Accept-Ranges: bytes\r\n");
-    if (s)
-        rn_reply_incarnation(&extra, s);
-    if (line)
-        rn_buf_append_str(&extra, line);
+    read_refusal_lines(&extra, s, line);
     rn_reply_error(req, e, &extra);
 }
 
@@ -349,15 +346,59 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
         rn_http_respond(req, 304, &h, &empty);
         return;
     }
-    int fd = rn_blobs_open_read(rn_engine_blobs(e, s->snapshot.cold), s->snapshot.key);
-    if (fd < 0) {
-        rn_buf_free(&h);
-        refuse_read(req, RN_E_COLD_STORE_FAILED, s, NULL);
-        return;
-    }
     if (ranged)
         rn_buf_appendf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)first,
                        (unsigned long long)last, (unsigned long long)total);
     uint64_t len = total ? last - first + 1 : 0;
-    rn_http_respond_file(req, ranged ? 206 : 200, &h, &empty, fd, first, len, &suffix);
+    rn_buf refusal = {0};
+    read_refusal_lines(&refusal, s, NULL);
+    rn_snapshot_respond_body(sf, req, ranged ? 206 : 200, &h, &empty, s, first, len, &suffix,
+                             &refusal);
+}
+
+/* An answer waiting for the tiers to open the snapshot body it carries. */
+typedef struct {
+    rn_request *req;
+    int status;
+    rn_buf head, prefix, suffix;
+    uint64_t len;
+    rn_buf refusal; /* header lines of the 502 when the body cannot be read */
+} body_answer;
+
+static void body_opened(void *arg, int fd, uint64_t fd_off) {
+    body_answer *a = arg;
+    if (fd < 0) {
+        rn_buf_free(&a->head);
+        rn_buf_free(&a->prefix);
+        rn_buf_free(&a->suffix);
+        rn_reply_error(a->req, RN_E_COLD_STORE_FAILED, &a->refusal);
+    } else {
+        rn_http_respond_file(a->req, a->status, &a->head, &a->prefix, fd, fd_off, a->len,
+                             &a->suffix);
+        rn_buf_free(&a->refusal);
+    }
+    rn_request_release(a->req);
+    free(a);
+}
+
+static rn_buf take(rn_buf *b) {
+    rn_buf taken = *b;
+    *b = (rn_buf){0};
+    return taken;
+}
+
+void rn_snapshot_respond_body(rn_surface *sf, rn_request *req, int status, rn_buf *head,
+                              rn_buf *prefix, const rn_stream *s, uint64_t off, uint64_t len,
+                              rn_buf *suffix, rn_buf *refusal) {
+    assert(s->snapshot.present);
+    body_answer *a = rn_xcalloc(1, sizeof *a);
+    a->req = req;
+    rn_request_hold(req);
+    a->status = status;
+    a->head = take(head);
+    a->prefix = take(prefix);
+    a->suffix = take(suffix);
+    a->refusal = refusal ? take(refusal) : (rn_buf){0};
+    a->len = len;
+    rn_tiers_body_read(tiers(sf), s->snapshot.cold, s->snapshot.key, off, len, body_opened, a);
 }

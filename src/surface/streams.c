@@ -43,18 +43,6 @@ rn_engine *rn_surface_engine(const rn_surface *sf) {
     return sf->engine;
 }
 
-struct rn_parts *rn_surface_parts(const rn_surface *sf) {
-    return sf->parts;
-}
-
-void rn_surface_set_parts(rn_surface *sf, struct rn_parts *p) {
-    sf->parts = p;
-}
-
-uv_loop_t *rn_surface_loop(const rn_surface *sf) {
-    return sf->loop;
-}
-
 const rn_surface_config *rn_surface_cfg(const rn_surface *sf) {
     return &sf->cfg;
 }

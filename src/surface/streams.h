@@ -38,7 +38,7 @@ typedef struct {
     uint64_t long_poll_timeout_ms; /* v1 surface; the bucket surface uses timeout_ms */
     size_t max_read_bytes;         /* per catch-up response and per SSE event */
     size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
-    int cold_store;                /* snapshots in parts are accepted */
+    struct rn_tiers *tiers;        /* snapshot bodies and staged parts (tiers/tiers.h) */
 } rn_surface_config;
 
 /* The surfaces park and stream their live reads in live, whose bounds they
@@ -46,10 +46,6 @@ typedef struct {
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, rn_live *live,
                            const rn_surface_config *cfg);
 rn_engine *rn_surface_engine(const rn_surface *sf);
-/* The snapshot-parts service (parts.h) the bucket surface routes to. */
-struct rn_parts *rn_surface_parts(const rn_surface *sf);
-void rn_surface_set_parts(rn_surface *sf, struct rn_parts *p);
-uv_loop_t *rn_surface_loop(const rn_surface *sf);
 const rn_surface_config *rn_surface_cfg(const rn_surface *sf);
 
 /* Parses a request's Stream-Incarnation header. Returns 0 when absent (and

@@ -36,7 +36,6 @@ struct rn_surface {
     rn_engine *engine;
     rn_live *live;
     rn_surface_config cfg;
-    struct rn_parts *parts;
 };
 
 /* Frees c: its buffers, its path and its hold on the request. */

@@ -1,5 +1,6 @@
 /*
- * blobs.c — local-directory object store. See blobs.h.
+ * blobs.c — the local directory's objects as files: durable writes, reads,
+ * listings and sweeps, each a blocking call. See blobs.h.
  */
 #include "tiers/blobs.h"
 #include "util/buf.h"
@@ -213,7 +214,9 @@ int64_t rn_blobs_size(rn_blobs *b, const char *key) {
     if (rc < 0)
         return rc;
     struct stat st;
-    return stat(path, &st) < 0 ? -errno : (int64_t)st.st_size;
+    if (stat(path, &st) < 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? -EISDIR : (int64_t)st.st_size;
 }
 
 int rn_blobs_delete(rn_blobs *b, const char *key) {

@@ -1,14 +1,13 @@
 /*
- * blobs.h — immutable named objects in a local directory: the embedded
- * backend of the cold store (and the home of snapshot bodies below the cold
- * threshold). An object is written once under a temporary name, synced,
- * renamed into place and its directory synced, so a key either names a whole
- * durable object or nothing. Keys are relative paths of [A-Za-z0-9._-] and
- * "/". The S3 backend will implement the same calls. Every call taking a
- * key answers -ENAMETOOLONG when the key's file path would not fit PATH_MAX.
+ * blobs.h — immutable named objects as files in a local directory: the
+ * blocking primitives under the local-directory store (localdir.c, which
+ * decides what runs on a worker thread). An object is written once under a
+ * temporary name, synced, renamed into place and its directory synced, so a
+ * key either names a whole durable object or nothing. Keys are relative
+ * paths of [A-Za-z0-9._-] and "/". Every call taking a key answers
+ * -ENAMETOOLONG when the key's file path would not fit PATH_MAX.
  *
- * rn_blobs_put* and rn_blobs_delete block: call them from a worker thread
- * (uv_queue_work) when the object is large.
+ * Every call is safe on any thread: the store's only state is its root.
  */
 #ifndef RN_BLOBS_H
 #define RN_BLOBS_H
@@ -35,7 +34,7 @@ int rn_blobs_concat(rn_blobs *b, const char *key, const char *const *src, size_t
 long rn_blobs_sweep(rn_blobs *b, const char *prefix, int64_t older_than);
 /* Opens key for reading; returns an fd (caller closes) or -errno. */
 int rn_blobs_open_read(rn_blobs *b, const char *key);
-/* Size of key's object, or -errno. */
+/* Size of key's object, or -errno (-EISDIR for a directory). */
 int64_t rn_blobs_size(rn_blobs *b, const char *key);
 /* Removes key (missing is fine). Returns 0 or -errno. */
 int rn_blobs_delete(rn_blobs *b, const char *key);

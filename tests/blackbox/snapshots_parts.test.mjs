@@ -297,6 +297,17 @@ describe("§2.2 committing parts", () => {
     assertAbsent(await head(two.url), ["stream-snapshot-offset"], "HEAD");
   });
 
+  test("ids naming no part but a directory of the store (\".\", \"..\"): 400 UNKNOWN_PART, nothing published", async () => {
+    const { url, tail } = await binary();
+    const [a] = await stageAll(url, tail, ["abc"]);
+    for (const id of [".", ".."]) {
+      const r = await commit(url, tail, [a, id], snapshotDigest(OCTET, "abc"));
+      assertError(r, 400, "UNKNOWN_PART", { what: `listed id ${id}` });
+    }
+    assertAbsent(await head(url), ["stream-snapshot-offset"], "HEAD");
+    assert.equal((await commit(url, tail, [a], snapshotDigest(OCTET, "abc"))).status, 204, "the real part still commits");
+  });
+
   test("a part of the stream's earlier incarnation: 400 UNKNOWN_PART after a delete and recreate", async () => {
     const { url, tail } = await binary();
     const id = await stagePart(url, tail, "old-incarnation");

@@ -40,6 +40,7 @@
 #include <uv.h>
 
 #include "engine/engine.h"
+#include "tiers/tiers.h"
 #include "util/blake3.h"
 #include "util/clock.h"
 
@@ -50,6 +51,7 @@ typedef struct {
     char root[64]; /* temporary directory */
     char dir[128]; /* data directory of `e` */
     uv_loop_t loop;
+    rn_tiers *tiers; /* of `e`, opened and closed with it */
     rn_engine *e;
     uint64_t segment_bytes;
     uint64_t checkpoint_bytes;
@@ -72,12 +74,22 @@ static void observe(rn_stream *s, rn_stream_event ev, void *arg) {
         f->removals++;
 }
 
+/* Opens f->tiers on data directory dir. */
+static void open_tiers(fx *f, const char *dir) {
+    rn_tiers_config tc = {.data_dir = dir, .max_open_files = 3}; /* small: the cache evicts */
+    char err[256] = "";
+    f->tiers = rn_tiers_open(&f->loop, &tc, err, sizeof err);
+    if (!f->tiers)
+        fail_msg("rn_tiers_open(%s): %s", dir, err);
+}
+
 static rn_engine *open_at(fx *f, const char *dir) {
+    open_tiers(f, dir);
     rn_engine_config cfg = {
         .data_dir = dir,
+        .tiers = f->tiers,
         .wal_segment_bytes = f->segment_bytes,
         .checkpoint_bytes = f->checkpoint_bytes,
-        .max_open_files = 3, /* small, so the descriptor cache evicts */
         .producer_ttl_ms = f->producer_ttl_ms,
         .producer_cap = f->producer_cap,
     };
@@ -97,6 +109,8 @@ static void close_engine(fx *f, rn_engine *e) {
     run(f);
     assert_false(rn_engine_busy(e));
     rn_engine_close(e);
+    rn_tiers_close(f->tiers);
+    f->tiers = NULL;
 }
 
 static int setup(void **state) {
@@ -1927,14 +1941,17 @@ static void test_damaged_checkpoint_refuses_to_open(void **state) {
     c ^= 0xff;
     assert_int_equal(pwrite(fd, &c, 1, 20), 1);
     close(fd);
+    open_tiers(f, f->dir);
     rn_engine_config cfg = {.data_dir = f->dir,
+                            .tiers = f->tiers,
                             .wal_segment_bytes = f->segment_bytes,
-                            .checkpoint_bytes = f->checkpoint_bytes,
-                            .max_open_files = 3};
+                            .checkpoint_bytes = f->checkpoint_bytes};
     char err[256] = "";
     rn_recovery_stats st;
     assert_null(rn_engine_open(&f->loop, &cfg, &st, err, sizeof err));
     assert_true(strlen(err) > 0);
+    rn_tiers_close(f->tiers);
+    f->tiers = NULL;
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)

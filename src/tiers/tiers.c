@@ -1,0 +1,198 @@
+/*
+ * tiers.c — the tiers service: its stores and their layout, its lifecycle,
+ * and snapshot bodies. See tiers.h; staged parts are in parts.c.
+ *
+ * Layout under the data directory: streams/ (the stream files,
+ * streamfiles.c); snapshots/ (the local snapshot store: bodies below
+ * COLD_THRESHOLD, or all of them without a cold store); cold/ (the cold
+ * store: larger bodies and staged parts). In both stores a body is
+ * "snapshots/<stream id>-<time and serial>", so it is never overwritten.
+ */
+#include "tiers/tiers_int.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COLD_THRESHOLD (1u << 20) /* bodies this large go to the cold store */
+#define BODY_PREFIX "snapshots/"
+
+static rn_store *store_of(const rn_tiers *t, int cold) {
+    assert(!cold || t->cold); /* a cold body exists only with a cold store */
+    return cold ? t->cold : t->local;
+}
+
+static rn_store *open_store(uv_loop_t *loop, const char *data_dir, const char *name) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", data_dir, name);
+    return rn_localdir_open(loop, dir);
+}
+
+rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, size_t errcap) {
+    rn_tiers *t = rn_xcalloc(1, sizeof *t);
+    t->loop = loop;
+    t->parts_grace_ms = cfg->parts_grace_ms;
+    t->files = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
+    t->local = open_store(loop, cfg->data_dir, "snapshots");
+    assert(cfg->cold_store || !cfg->cold_backend);
+    if (cfg->cold_store)
+        t->cold = cfg->cold_backend ? cfg->cold_backend : open_store(loop, cfg->data_dir, "cold");
+    if (!t->local || (cfg->cold_store && !t->cold)) {
+        snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
+        rn_tiers_close(t);
+        return NULL;
+    }
+    return t;
+}
+
+static void on_sweep(uv_timer_t *timer) {
+    rn_tiers_parts_sweep(timer->data);
+}
+
+void rn_tiers_start(rn_tiers *t) {
+    assert(!t->started);
+    t->started = 1;
+    uv_timer_init(t->loop, &t->sweep);
+    t->sweep.data = t;
+    if (!t->cold)
+        return; /* nothing to sweep */
+    uint64_t every = t->parts_grace_ms / 4 ? t->parts_grace_ms / 4 : 1;
+    uv_timer_start(&t->sweep, on_sweep, every, every);
+}
+
+void rn_tiers_stop(rn_tiers *t) {
+    if (t->started)
+        uv_close((uv_handle_t *)&t->sweep, NULL);
+}
+
+void rn_tiers_close(rn_tiers *t) {
+    if (!t)
+        return;
+    rn_tiers_parts_free(t);
+    rn_streamfiles_close(t->files);
+    if (t->local)
+        t->local->ops->close(t->local);
+    if (t->cold)
+        t->cold->ops->close(t->cold);
+    free(t);
+}
+
+rn_streamfiles *rn_tiers_streamfiles(rn_tiers *t) {
+    return t->files;
+}
+
+int rn_tiers_keeps_parts(const rn_tiers *t) {
+    return t->cold != NULL;
+}
+
+void rn_tiers_body_key(rn_tiers *t, uint64_t stream, char out[RN_TIERS_KEY_MAX]) {
+    snprintf(out, RN_TIERS_KEY_MAX, BODY_PREFIX "%016llx-%016llx", (unsigned long long)stream,
+             (unsigned long long)(((uint64_t)rn_now_ms() << 16) ^ t->body_serial++));
+}
+
+/* ---- writing a body ---- */
+
+typedef struct {
+    int cold;
+    char key[RN_TIERS_KEY_MAX];
+    rn_tiers_body_fn done;
+    void *arg;
+} body_write;
+
+static void body_written(void *arg, int status) {
+    body_write *w = arg;
+    w->done(w->arg, status, w->cold, w->key);
+    free(w);
+}
+
+void rn_tiers_body_write(rn_tiers *t, uint64_t stream_id, const void *data, size_t len,
+                         rn_tiers_body_fn done, void *arg) {
+    body_write *w = rn_xcalloc(1, sizeof *w);
+    w->cold = t->cold && len >= COLD_THRESHOLD;
+    rn_tiers_body_key(t, stream_id, w->key);
+    w->done = done;
+    w->arg = arg;
+    rn_store *st = store_of(t, w->cold);
+    st->ops->put(st, w->key, data, len, body_written, w);
+}
+
+/* A read on its way: the key is the read's own (the caller's may go). */
+typedef struct {
+    char key[RN_TIERS_KEY_MAX];
+    rn_tiers_read_fn done;
+    void *arg;
+} body_read;
+
+static void body_opened(void *arg, int fd, uint64_t fd_off) {
+    body_read *r = arg;
+    r->done(r->arg, fd, fd_off);
+    free(r);
+}
+
+void rn_tiers_body_read(rn_tiers *t, int cold, const char *key, uint64_t off, uint64_t len,
+                        rn_tiers_read_fn done, void *arg) {
+    body_read *r = rn_xcalloc(1, sizeof *r);
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->done = done;
+    r->arg = arg;
+    rn_store *st = store_of(t, cold);
+    st->ops->open(st, r->key, off, len, body_opened, r);
+}
+
+/* ---- removing bodies ---- */
+
+typedef struct {
+    char key[RN_TIERS_KEY_MAX];
+    const char *keys[1];
+} body_drop;
+
+static void body_dropped(void *arg, int status) {
+    (void)status; /* a body that stays is swept at the next start */
+    free(arg);
+}
+
+void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key) {
+    body_drop *d = rn_xcalloc(1, sizeof *d);
+    snprintf(d->key, sizeof d->key, "%s", key);
+    d->keys[0] = d->key;
+    rn_store *st = store_of(t, cold);
+    st->ops->remove(st, d->keys, 1, body_dropped, d);
+}
+
+typedef struct {
+    rn_tiers *t;
+    int cold;
+    int (*referenced)(void *ctx, int cold, const char *key);
+    void *ctx;
+    int listed;
+} body_sweep;
+
+static void sweep_body(void *arg, const char *key, uint64_t size) {
+    body_sweep *b = arg;
+    (void)size;
+    if (!b->referenced(b->ctx, b->cold, key))
+        rn_tiers_body_drop(b->t, b->cold, key);
+}
+
+static void bodies_listed(void *arg, int status) {
+    body_sweep *b = arg;
+    (void)status; /* what a failed listing missed waits for the next start */
+    b->listed = 1;
+}
+
+void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
+                           void *ctx) {
+    assert(!t->started); /* recovery only: nothing may be publishing */
+    for (int cold = 0; cold <= 1; cold++) {
+        if (cold && !t->cold)
+            continue;
+        body_sweep b = {t, cold, referenced, ctx, 0};
+        rn_store *st = store_of(t, cold);
+        st->ops->list(st, BODY_PREFIX, sweep_body, bodies_listed, &b);
+        assert(b.listed); /* stores list at once during recovery (store.h) */
+    }
+}

@@ -1,0 +1,144 @@
+/*
+ * tiers.h — every byte on disk that is not the log, behind one service:
+ * the stream files (the hot tier the log's writer fills), snapshot bodies,
+ * and snapshot parts staged for a commit; where each is kept, under which
+ * name, which work runs on a worker thread, and the sweeps that remove what
+ * nothing uses any more. The engine and the surfaces reach storage only
+ * through these calls; which store holds what (store.h: the local
+ * directory today, an S3 bucket or a peer tomorrow) is decided here.
+ *
+ * Calls are asynchronous: each reports once through its callback, on the
+ * loop thread, possibly before the call returns. Keys and ids handed to a
+ * callback live only during it. Everything runs on the loop thread that
+ * opened the tiers, except what is marked "recovery".
+ *
+ * A snapshot body is named by the pair (cold, key) the tiers chose when they
+ * wrote it: the engine logs and keeps that pair, and callers hand it back
+ * without interpreting it.
+ */
+#ifndef RN_TIERS_H
+#define RN_TIERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "tiers/streamfiles.h"
+
+typedef struct rn_tiers rn_tiers;
+
+struct rn_store;
+
+typedef struct {
+    const char *data_dir;
+    int cold_store;          /* keep large snapshot bodies and staged parts in a cold store */
+    int max_open_files;      /* stream file descriptors kept open */
+    uint64_t parts_grace_ms; /* staged parts no commit used are removed after this */
+    /* With cold_store: the cold store's backend (store.h), taken over by
+     * the tiers (also when the open fails); NULL: the local directory
+     * <data>/cold. */
+    struct rn_store *cold_backend;
+} rn_tiers_config;
+
+/* Opens the stores under cfg->data_dir. NULL with the reason in err. */
+rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, size_t errcap);
+/* Starts the sweeps of staged parts (once the engine recovered): the
+ * tiers' only libuv handle, which an unstarted tiers does not hold. */
+void rn_tiers_start(rn_tiers *t);
+/* Stops the sweeps and closes their handle (when started); run the loop
+ * afterwards until it closed. The stream files stay usable (the engine's
+ * final checkpoint syncs them). */
+void rn_tiers_stop(rn_tiers *t);
+/* Frees everything; the engine is closed and no call is in flight. */
+void rn_tiers_close(rn_tiers *t);
+
+/* The stream files, for the engine alone (see streamfiles.h for their
+ * threads: the log's writer writes through pins, recovery replays). Also
+ * at recovery. */
+rn_streamfiles *rn_tiers_streamfiles(rn_tiers *t);
+
+/* True when staged parts can be kept (a cold store is configured). */
+int rn_tiers_keeps_parts(const rn_tiers *t);
+
+/* ---- snapshot bodies ---- */
+
+#define RN_TIERS_KEY_MAX 64 /* bytes of a body's key, with its NUL */
+
+/* status 0: the body is durable as (cold, key); else -errno (-ENOSPC: the
+ * disk is full) and nothing was kept. */
+typedef void (*rn_tiers_body_fn)(void *arg, int status, int cold, const char *key);
+/* fd >= 0: a descriptor the caller owns and closes, holding the requested
+ * range from fd_off; fd < 0: -errno, the body cannot be read. */
+typedef void (*rn_tiers_read_fn)(void *arg, int fd, uint64_t fd_off);
+
+/* Writes len bytes of a snapshot body of stream stream_id durably (large
+ * ones in the cold store, when there is one). data is borrowed until done. */
+void rn_tiers_body_write(rn_tiers *t, uint64_t stream_id, const void *data, size_t len,
+                         rn_tiers_body_fn done, void *arg);
+/* Opens bytes [off, off + len) of body (cold, key) for reading. */
+void rn_tiers_body_read(rn_tiers *t, int cold, const char *key, uint64_t off, uint64_t len,
+                        rn_tiers_read_fn done, void *arg);
+/* Removes a body nothing references any more (the engine did not adopt it,
+ * or a later snapshot or a delete superseded it). Reports nothing: a body
+ * that stays is an orphan for rn_tiers_sweep_bodies. Also at recovery. */
+void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key);
+/* Recovery: removes every body for which referenced() answers 0 (written
+ * before a crash kept its publish out of the log, or superseded during
+ * replay). Made once by the engine's open, on its thread, before
+ * rn_tiers_start and while nothing else uses the tiers; returns when done. */
+void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
+                           void *ctx);
+
+/* ---- staged parts (ext §2.2) ----
+ * Parts belong to one incarnation of one stream, named by (stream, inc),
+ * and live in the cold store until a commit used them, a discard removed
+ * them, or the sweep found them older than parts_grace_ms. Requires
+ * rn_tiers_keeps_parts(). */
+
+typedef void (*rn_tiers_status_fn)(void *arg, int status);
+typedef void (*rn_tiers_count_fn)(void *arg, uint64_t count, uint64_t bytes);
+/* status 0 with the part's id (1-64 visible ASCII characters), or -errno. */
+typedef void (*rn_tiers_part_fn)(void *arg, int status, const char *part_id);
+/* Bytes of the assembled body in order; runs on a worker thread. */
+typedef void (*rn_tiers_observe_fn)(void *arg, const uint8_t *data, size_t len);
+/* status 0: the body (cold, key) of size bytes is durable; -ENOENT: a
+ * listed part does not exist; -EFBIG: the parts hold more than max_bytes;
+ * another -errno: the copy failed. */
+typedef void (*rn_tiers_assembled_fn)(void *arg, int status, int cold, const char *key,
+                                      uint64_t size);
+
+/* The staged parts of (stream, inc), uploads in progress included, when
+ * they are known now: returns 0 with *count and *bytes, or -EAGAIN while
+ * the store is still listing them (the first use of an incarnation starts
+ * that listing; the local directory answers at once). */
+int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
+                          uint64_t *bytes);
+/* The same, once known. */
+void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_count_fn done,
+                          void *arg);
+/* Stages len bytes as a new part of (stream, inc), counted at once. data
+ * is borrowed until done. */
+void rn_tiers_part_stage(rn_tiers *t, uint64_t stream, uint64_t inc, const void *data, size_t len,
+                         rn_tiers_part_fn done, void *arg);
+
+/* One commit or discard of an incarnation's parts runs at a time: claims
+ * them for one. Returns 0, or -EBUSY while another holds them. */
+int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream, uint64_t inc);
+/* Ends a claim that changed nothing: the parts stay for a repeat. */
+void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream, uint64_t inc);
+/* Removes every staged part of claimed (stream, inc) and ends the claim;
+ * on failure some may remain. */
+void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_status_fn done,
+                            void *arg);
+/* Copies the claimed parts ids[0..n) (ids without "/") in that order into a
+ * new snapshot body of the stream, passing every byte to observe. The parts
+ * stay; the claim goes on. ids are borrowed until done. */
+void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
+                             size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
+                             void *observe_arg, rn_tiers_assembled_fn done, void *arg);
+/* Removes the claimed parts ids[0..n) a commit used up, then ends the
+ * claim. ids are copied. */
+void rn_tiers_parts_release(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
+                            size_t n);
+
+#endif
