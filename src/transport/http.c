@@ -87,10 +87,31 @@ typedef struct {
     int count;
 } peer;
 
-/* A header's position inside req->raw while it is being received. */
+/* A header's position inside the request's raw bytes while it is being
+ * received. */
 typedef struct {
     size_t name_off, name_len, value_off, value_len;
 } header_span;
+
+/* A request as the transport keeps it: what the handler sees (req, always
+ * the first member: rn_request pointers are converted back with
+ * exchange_of), its connection, and the state of its answer. */
+typedef struct {
+    rn_request req;
+    rn_conn *conn; /* NULL once the connection is gone */
+    int refs;
+    int responding; /* a response (or stream) was started */
+    int streaming;  /* chunked response in progress */
+    int file_fd;    /* rn_http_respond_file: body file, or -1 */
+    uint64_t file_off, file_left;
+    rn_buf file_suffix;
+    rn_buf raw;            /* storage for target and header bytes */
+    uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
+} rn_exchange;
+
+static rn_exchange *exchange_of(const rn_request *req) {
+    return (rn_exchange *)req;
+}
 
 struct rn_conn {
     uv_tcp_t tcp;
@@ -109,7 +130,7 @@ struct rn_conn {
     int handles_open;
     rn_buf input; /* received bytes not yet parsed (while HANDLING) */
     size_t input_off;
-    rn_request *req; /* current request, or NULL */
+    rn_exchange *cur; /* current request, or NULL */
     header_span *spans;
     size_t span_count, span_cap;
     int last_was_value;
@@ -173,18 +194,18 @@ static uint64_t body_bytes_held;
  * that clients stalling large uploads cannot starve small writes. */
 static int body_charge(rn_conn *c, uint64_t n) {
     uint64_t cap = c->srv->cfg.max_body_bytes_in_flight;
-    if (cap && c->req->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
+    if (cap && c->cur->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
         cap += cap / 8;
     if (cap && (n > cap || body_bytes_held > cap - n))
         return -1;
     body_bytes_held += n;
-    c->req->body_charged += n;
+    c->cur->body_charged += n;
     return 0;
 }
 
-static void body_uncharge(rn_request *r) {
-    body_bytes_held -= r->body_charged;
-    r->body_charged = 0;
+static void body_uncharge(rn_exchange *x) {
+    body_bytes_held -= x->body_charged;
+    x->body_charged = 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -198,33 +219,34 @@ static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
 
 /* ---- requests ---- */
 
-static rn_request *request_new(rn_conn *c) {
-    rn_request *r = rn_xcalloc(1, sizeof *r);
-    r->conn = c;
-    r->refs = 1;
-    r->file_fd = -1;
-    return r;
+static rn_exchange *request_new(rn_conn *c) {
+    rn_exchange *x = rn_xcalloc(1, sizeof *x);
+    x->conn = c;
+    x->refs = 1;
+    x->file_fd = -1;
+    return x;
 }
 
 void rn_request_hold(rn_request *req) {
-    req->refs++;
+    exchange_of(req)->refs++;
 }
 
 void rn_request_release(rn_request *req) {
-    if (--req->refs > 0)
+    rn_exchange *x = exchange_of(req);
+    if (--x->refs > 0)
         return;
-    body_uncharge(req);
+    body_uncharge(x);
     rn_buf_free(&req->body);
-    rn_buf_free(&req->raw);
-    rn_buf_free(&req->file_suffix);
-    if (req->file_fd >= 0)
-        close(req->file_fd);
+    rn_buf_free(&x->raw);
+    rn_buf_free(&x->file_suffix);
+    if (x->file_fd >= 0)
+        close(x->file_fd);
     free(req->headers);
-    free(req);
+    free(x);
 }
 
 int rn_request_gone(const rn_request *req) {
-    return req->conn == NULL;
+    return exchange_of(req)->conn == NULL;
 }
 
 const rn_header *rn_request_header(const rn_request *req, const char *name, size_t *count) {
@@ -245,11 +267,12 @@ const rn_header *rn_request_header(const rn_request *req, const char *name, size
 /* Detaches the current request from its connection (connection closing or
  * response finished). */
 static void detach_request(rn_conn *c, int aborted) {
-    rn_request *r = c->req;
-    if (!r)
+    rn_exchange *x = c->cur;
+    if (!x)
         return;
-    c->req = NULL;
-    r->conn = NULL;
+    c->cur = NULL;
+    x->conn = NULL;
+    rn_request *r = &x->req;
     if (aborted && r->on_abort) {
         void (*fn)(rn_request *) = r->on_abort;
         r->on_abort = NULL;
@@ -304,13 +327,13 @@ static void on_timeout(uv_timer_t *t) {
     c->watching = 0;
     if (c->state == ST_HANDLING)
         return; /* a send watch outlived its bytes; the handler owns the connection */
-    if (c->state == ST_READING && c->req && !c->req->responding) {
+    if (c->state == ST_READING && c->cur && !c->cur->responding) {
         /* Slow or stalled request: answer 408 and close. */
         c->close_after_response = 1;
         rn_buf head = {0}, body = {0};
         rn_buf_append_str(&head, "Connection: close\r\n");
         c->state = ST_HANDLING;
-        rn_http_respond(c->req, 408, &head, &body);
+        rn_http_respond(&c->cur->req, 408, &head, &body);
         return;
     }
     conn_close(c);
@@ -327,8 +350,8 @@ static void arm_timer(rn_conn *c, uint64_t ms) {
 
 static int on_message_begin(llhttp_t *p) {
     rn_conn *c = p->data;
-    c->req = request_new(c);
-    c->req->start_ns = uv_hrtime();
+    c->cur = request_new(c);
+    c->cur->req.start_ns = uv_hrtime();
     c->span_count = 0;
     c->last_was_value = 0;
     c->refusal = 0;
@@ -343,7 +366,7 @@ static int on_message_begin(llhttp_t *p) {
 }
 
 static int header_budget_ok(rn_conn *c, size_t more) {
-    if (c->req->raw.len + more <= c->srv->cfg.max_header_bytes)
+    if (c->cur->raw.len + more <= c->srv->cfg.max_header_bytes)
         return 1;
     c->refusal = 431;
     return 0;
@@ -363,8 +386,8 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
         c->refusal = 414;
         return -1;
     }
-    rn_buf_append(&c->req->raw, at, len);
-    c->req->target_len += len;
+    rn_buf_append(&c->cur->raw, at, len);
+    c->cur->req.target_len += len;
     c->fold_from = at + len; /* the scan starts after the target */
     return 0;
 }
@@ -373,7 +396,7 @@ static int on_url(llhttp_t *p, const char *at, size_t len) {
  * on_headers_complete: they are ignored, never appended to req->raw, which
  * req->target and req->headers already point into. */
 static int in_trailer(const rn_conn *c) {
-    return c->req->headers != NULL;
+    return c->cur->req.headers != NULL;
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t len) {
@@ -392,10 +415,10 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len) {
             c->span_cap = c->span_cap ? c->span_cap * 2 : 16;
             c->spans = rn_xrealloc(c->spans, c->span_cap * sizeof *c->spans);
         }
-        c->spans[c->span_count++] = (header_span){c->req->raw.len, 0, 0, 0};
+        c->spans[c->span_count++] = (header_span){c->cur->raw.len, 0, 0, 0};
         c->last_was_value = 0;
     }
-    rn_buf_append(&c->req->raw, at, len);
+    rn_buf_append(&c->cur->raw, at, len);
     c->spans[c->span_count - 1].name_len += len;
     return 0;
 }
@@ -409,10 +432,10 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len) {
     fold_scan_to(c, at, len);
     header_span *h = &c->spans[c->span_count - 1];
     if (!c->last_was_value) {
-        h->value_off = c->req->raw.len;
+        h->value_off = c->cur->raw.len;
         c->last_was_value = 1;
     }
-    rn_buf_append(&c->req->raw, at, len);
+    rn_buf_append(&c->cur->raw, at, len);
     h->value_len += len;
     return 0;
 }
@@ -439,7 +462,7 @@ static rn_http_method map_method(int m) {
 static void dispatch(rn_conn *c) {
     c->state = ST_HANDLING;
     arm_timer(c, 0);
-    c->srv->on_request(c->req, c->srv->arg);
+    c->srv->on_request(&c->cur->req, c->srv->arg);
 }
 
 /* Shows a request whose body is still to come to the on_headers hook when
@@ -458,7 +481,7 @@ static int early_answer(rn_conn *c, llhttp_t *p, int wants_continue) {
     int close_after = c->close_after_response;
     c->close_after_response = close_after || wants_continue;
     c->state = ST_EARLY;
-    srv->cfg.on_headers(c->req, srv->arg); /* may answer: see response_finished() */
+    srv->cfg.on_headers(&c->cur->req, srv->arg); /* may answer: see response_finished() */
     if (c->state != ST_EARLY)
         return 1;
     c->state = ST_READING;
@@ -468,20 +491,21 @@ static int early_answer(rn_conn *c, llhttp_t *p, int wants_continue) {
 
 static int on_headers_complete(llhttp_t *p) {
     rn_conn *c = p->data;
-    rn_request *r = c->req;
+    rn_request *r = &c->cur->req;
+    const uint8_t *raw = c->cur->raw.data;
     r->method = map_method(p->method);
     r->method_name = llhttp_method_name((llhttp_method_t)p->method);
-    r->target = (const char *)r->raw.data;
+    r->target = (const char *)raw;
     r->header_count = c->span_count;
     r->headers = rn_xcalloc(c->span_count ? c->span_count : 1, sizeof *r->headers);
     for (size_t i = 0; i < c->span_count; i++) {
         header_span *h = &c->spans[i];
         /* Trim trailing whitespace of values (llhttp leaves it). */
-        while (h->value_len && (r->raw.data[h->value_off + h->value_len - 1] == ' ' ||
-                                r->raw.data[h->value_off + h->value_len - 1] == '\t'))
+        while (h->value_len && (raw[h->value_off + h->value_len - 1] == ' ' ||
+                                raw[h->value_off + h->value_len - 1] == '\t'))
             h->value_len--;
-        r->headers[i] = (rn_header){(const char *)r->raw.data + h->name_off, h->name_len,
-                                    (const char *)r->raw.data + h->value_off, h->value_len};
+        r->headers[i] = (rn_header){(const char *)raw + h->name_off, h->name_len,
+                                    (const char *)raw + h->value_off, h->value_len};
     }
     c->fold_from = NULL;
     c->refusal = rn_request_head_check(r, p->http_major, p->http_minor, c->fold.folded);
@@ -538,11 +562,11 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     rn_conn *c = p->data;
     if (c->state == ST_DISCARDING)
         return 0;
-    rn_request *r = c->req;
+    rn_request *r = &c->cur->req;
     if (r->body.len + len > c->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
         rn_buf_free(&r->body);
-        body_uncharge(r);
+        body_uncharge(c->cur);
         c->close_after_response = 1;
         dispatch(c);
         return HPE_PAUSED;
@@ -552,7 +576,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     if (!(p->flags & F_CONTENT_LENGTH) && body_charge(c, len)) {
         r->body_over_budget = 1;
         rn_buf_free(&r->body);
-        body_uncharge(r);
+        body_uncharge(c->cur);
         c->close_after_response = 1;
         dispatch(c);
         return HPE_PAUSED;
@@ -596,10 +620,10 @@ static void after_write(rn_conn *c, int file_piece) {
         file_pump(c);
         return;
     }
-    rn_request *r = c->req;
-    if (r && r->streaming && r->on_drain && !c->closed &&
+    rn_exchange *x = c->cur;
+    if (x && x->streaming && x->req.on_drain && !c->closed &&
         uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
-        r->on_drain(r);
+        x->req.on_drain(&x->req);
     if (c->state == ST_CLOSING && c->pending_writes == 0)
         conn_finish(c);
     else if (!c->closed && c->state != ST_HANDLING && !output_blocked(c))
@@ -932,7 +956,7 @@ static const char *reason(int status) {
 /* Builds the status line + given header lines + framing headers. */
 static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
                        const char *framing) {
-    rn_conn *c = req->conn;
+    rn_conn *c = exchange_of(req)->conn;
     req->status = status;
     if (status > 0 && status < RN_STATUS_SLOTS && req->route >= 0 && req->route < RN_ROUTE_COUNT)
         rn_metric.http_requests[req->route][req->method][status]++;
@@ -950,8 +974,8 @@ static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
  * answer given before the body (state EARLY) leaves the parser inside the
  * request: it closes the connection or goes on DISCARDING the body. */
 static void response_finished(rn_conn *c) {
-    if (c->srv->cfg.on_complete && c->req)
-        c->srv->cfg.on_complete(c->req);
+    if (c->srv->cfg.on_complete && c->cur)
+        c->srv->cfg.on_complete(&c->cur->req);
     detach_request(c, 0);
     if (c->close_after_response || c->srv->stopping) {
         c->state = ST_CLOSING;
@@ -974,13 +998,14 @@ static void response_finished(rn_conn *c) {
 }
 
 void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
-    rn_conn *c = req->conn;
-    if (!c || req->responding) {
+    rn_exchange *x = exchange_of(req);
+    rn_conn *c = x->conn;
+    if (!c || x->responding) {
         rn_buf_free(head);
         rn_buf_free(body);
         return;
     }
-    req->responding = 1;
+    x->responding = 1;
     int no_body = status == 204 || status == 304 || req->method == RN_HTTP_HEAD;
     char framing[64] = "";
     if (!no_body)
@@ -992,31 +1017,31 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
     if (!no_body)
         req->bytes_out = body->len;
     conn_write(c, &out, no_body ? NULL : body, 0);
-    if (req->conn)
+    if (x->conn)
         response_finished(c);
 }
 
 /* Sends the next piece of a file body, or the suffix and the end of the
  * response once the file is sent. One piece is in flight at a time. */
 static void file_pump(rn_conn *c) {
-    rn_request *r = c->req;
-    if (!r || r->file_fd < 0)
+    rn_exchange *x = c->cur;
+    if (!x || x->file_fd < 0)
         return;
-    if (r->file_left == 0) {
-        close(r->file_fd);
-        r->file_fd = -1;
-        if (r->file_suffix.len)
-            conn_write(c, &r->file_suffix, NULL, 0);
-        if (r->conn)
+    if (x->file_left == 0) {
+        close(x->file_fd);
+        x->file_fd = -1;
+        if (x->file_suffix.len)
+            conn_write(c, &x->file_suffix, NULL, 0);
+        if (x->conn)
             response_finished(c);
         return;
     }
-    size_t piece_max =
-        rn_http_answer_room(r) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES : FILE_PIECE_BYTES;
-    size_t n = r->file_left < piece_max ? (size_t)r->file_left : piece_max;
+    size_t piece_max = rn_http_answer_room(&x->req) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES
+                                                                       : FILE_PIECE_BYTES;
+    size_t n = x->file_left < piece_max ? (size_t)x->file_left : piece_max;
     rn_buf piece = {0};
     rn_buf_reserve(&piece, n);
-    ssize_t got = pread(r->file_fd, piece.data, n, (off_t)r->file_off);
+    ssize_t got = pread(x->file_fd, piece.data, n, (off_t)x->file_off);
     if (got <= 0) {
         /* The body was promised with its length: a short file can only end
          * the connection. */
@@ -1025,8 +1050,8 @@ static void file_pump(rn_conn *c) {
         return;
     }
     piece.len = (size_t)got;
-    r->file_off += (uint64_t)got;
-    r->file_left -= (uint64_t)got;
+    x->file_off += (uint64_t)got;
+    x->file_left -= (uint64_t)got;
     conn_write(c, &piece, NULL, 1);
 }
 
@@ -1035,7 +1060,8 @@ uint64_t rn_http_answer_bytes_held(const rn_http_server *srv) {
 }
 
 size_t rn_http_answer_room(const rn_request *req) {
-    const rn_http_server *srv = req->conn ? req->conn->srv : NULL;
+    const rn_conn *c = exchange_of(req)->conn;
+    const rn_http_server *srv = c ? c->srv : NULL;
     if (!srv || !srv->cfg.max_answer_bytes_in_flight)
         return SIZE_MAX;
     uint64_t held = srv->answer_bytes_held, bound = srv->cfg.max_answer_bytes_in_flight;
@@ -1045,9 +1071,10 @@ size_t rn_http_answer_room(const rn_request *req) {
 
 void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
                           uint64_t off, uint64_t len, rn_buf *suffix) {
-    rn_conn *c = req->conn;
-    if (!c || req->responding || req->method == RN_HTTP_HEAD) {
-        if (c && !req->responding) {
+    rn_exchange *x = exchange_of(req);
+    rn_conn *c = x->conn;
+    if (!c || x->responding || req->method == RN_HTTP_HEAD) {
+        if (c && !x->responding) {
             /* HEAD: the headers of the whole answer, no body. */
             close(fd);
             rn_buf_free(prefix);
@@ -1062,17 +1089,17 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
         rn_buf_free(suffix);
         return;
     }
-    req->responding = 1;
+    x->responding = 1;
     char framing[64];
     snprintf(framing, sizeof framing, "Content-Length: %llu\r\n",
              (unsigned long long)(prefix->len + len + suffix->len));
     rn_buf out = {0};
     build_head(&out, req, status, head, framing);
     req->bytes_out = prefix->len + len + suffix->len;
-    req->file_fd = fd;
-    req->file_off = off;
-    req->file_left = len;
-    req->file_suffix = *suffix;
+    x->file_fd = fd;
+    x->file_off = off;
+    x->file_left = len;
+    x->file_suffix = *suffix;
     *suffix = (rn_buf){0};
     if (conn_write(c, &out, prefix, 0) < 0)
         return;
@@ -1080,13 +1107,14 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
 }
 
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
-    rn_conn *c = req->conn;
-    if (!c || req->responding) {
+    rn_exchange *x = exchange_of(req);
+    rn_conn *c = x->conn;
+    if (!c || x->responding) {
         rn_buf_free(head);
         return;
     }
-    req->responding = 1;
-    req->streaming = 1;
+    x->responding = 1;
+    x->streaming = 1;
     rn_buf out = {0};
     build_head(&out, req, status, head, "Transfer-Encoding: chunked\r\n");
     conn_write(c, &out, NULL, 0);
@@ -1112,12 +1140,14 @@ static size_t chunk_line(char *out, size_t n) {
 
 /* Bytes still queued on the streamed response's socket (0 once gone). */
 static size_t stream_queued(const rn_request *req) {
-    return req->conn ? uv_stream_get_write_queue_size((uv_stream_t *)&req->conn->tcp) : 0;
+    const rn_conn *c = exchange_of(req)->conn;
+    return c ? uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp) : 0;
 }
 
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
-    rn_conn *c = req->conn;
-    if (!c || !req->streaming || chunk->len == 0) {
+    rn_exchange *x = exchange_of(req);
+    rn_conn *c = x->conn;
+    if (!c || !x->streaming || chunk->len == 0) {
         rn_buf_free(chunk);
         return 0;
     }
@@ -1147,8 +1177,9 @@ void rn_http_chunk_release(rn_http_chunk *ch) {
 }
 
 size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
-    rn_conn *c = req->conn;
-    if (!c || !req->streaming)
+    rn_exchange *x = exchange_of(req);
+    rn_conn *c = x->conn;
+    if (!c || !x->streaming)
         return 0;
     req->bytes_out += ch->payload_len;
     conn_write_chunk(c, ch);
@@ -1156,14 +1187,15 @@ size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
 }
 
 void rn_http_stream_end(rn_request *req) {
-    rn_conn *c = req->conn;
-    if (!c || !req->streaming)
+    rn_exchange *x = exchange_of(req);
+    rn_conn *c = x->conn;
+    if (!c || !x->streaming)
         return;
-    req->streaming = 0;
+    x->streaming = 0;
     rn_buf end = {0};
     rn_buf_append_str(&end, "0\r\n\r\n");
     conn_write(c, &end, NULL, 0);
-    if (req->conn)
+    if (x->conn)
         response_finished(c);
 }
 
@@ -1217,8 +1249,8 @@ static void input_end(rn_conn *c) {
         return;
     }
     if (c->state == ST_HANDLING) {
-        rn_request *r = c->req;
-        assert(r);
+        assert(c->cur);
+        rn_request *r = &c->cur->req;
         void (*fn)(rn_request *) = r->on_input_end;
         r->on_input_end = NULL;
         if (fn)
@@ -1383,8 +1415,8 @@ static void conn_close(rn_conn *c) {
     peer_leave(c);
     /* A response under way (SSE, a chunked body) that ends with the
      * connection was still answered: report it like a finished one. */
-    if (c->req && c->req->status > 0 && c->srv->cfg.on_complete)
-        c->srv->cfg.on_complete(c->req);
+    if (c->cur && c->cur->req.status > 0 && c->srv->cfg.on_complete)
+        c->srv->cfg.on_complete(&c->cur->req);
     detach_request(c, 1);
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
@@ -1509,7 +1541,7 @@ size_t rn_http_connections(const rn_http_server *srv) {
 size_t rn_http_active_connections(const rn_http_server *srv) {
     size_t n = 0;
     for (rn_conn *c = srv->conns; c; c = c->next)
-        if (c->req && !c->closed)
+        if (c->cur && !c->closed)
             n++;
     return n;
 }
