@@ -113,34 +113,48 @@ static rn_exchange *exchange_of(const rn_request *req) {
     return (rn_exchange *)req;
 }
 
+/* The protocol spoken on a connection: what the connection code calls when
+ * something happens on it. Every call is on the loop thread. */
+typedef struct {
+    /* Bytes arrived: c->input holds them past c->input_off. */
+    void (*received)(rn_conn *c);
+    /* The client shut its sending side; reading has stopped. Not called on
+     * an ending connection. */
+    void (*input_end)(rn_conn *c);
+    /* The connection's timer ran out while no answer bytes wait and the
+     * connection is not ending. */
+    void (*timeout)(rn_conn *c);
+    /* A write queued with uv_write completed (file_piece: it carried a
+     * piece of a file body). */
+    void (*written)(rn_conn *c, int file_piece);
+    /* The connection closes (once): requests still held are aborted. */
+    void (*closing)(rn_conn *c);
+    /* True between requests (stopping the server closes such a connection). */
+    int (*idle)(const rn_conn *c);
+    /* True while a request is received or answered. */
+    int (*busy)(const rn_conn *c);
+    /* Frees the protocol's state, once the connection's handles closed. */
+    void (*free)(rn_conn *c);
+} rn_protocol;
+
 struct rn_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     rn_http_server *srv;
     rn_conn *prev, *next;
-    llhttp_t parser;
-    int state;
-    int reading; /* uv_read_start active */
-    int close_after_response;
-    uint64_t discard_deadline; /* DISCARDING: uv_now() past which the connection closes */
-    int closed;                /* uv_close called */
-    int lingering;             /* response sent, write side shut: dropping input */
-    int input_ended;           /* EOF read: the client sends nothing more */
-    int processing;            /* process_input is on the stack */
+    const rn_protocol *proto; /* NULL until accepted */
+    void *proto_state;        /* the protocol's (rn_http1) */
+    int reading;              /* uv_read_start active */
+    int closed;               /* uv_close called */
+    int ending;               /* no more input is served: finishes once pending writes are out */
+    int lingering;            /* response sent, write side shut: dropping input */
+    int input_ended;          /* EOF read: the client sends nothing more */
     int handles_open;
-    rn_buf input; /* received bytes not yet parsed (while HANDLING) */
-    size_t input_off;
-    rn_exchange *cur; /* current request, or NULL */
-    header_span *spans;
-    size_t span_count, span_cap;
-    int last_was_value;
-    int refusal;            /* status for a head a callback refused (414, 431, 400, 501) */
-    rn_fold_scan fold;      /* obs-fold in the current head (request_head.h) */
-    const char *fold_from;  /* head bytes from here on are not fed to it yet; NULL: none */
-    uint64_t request_began; /* uv_now() when the current request's first byte arrived */
-    size_t pending_writes;  /* uv_write requests and batch entries not yet settled */
-    size_t batch_slot;      /* 1 + index of its entry in the server's batch; 0: none */
-    peer *peer;             /* its client address's count, when max_connections_per_ip */
+    rn_buf input;          /* received bytes the protocol has not consumed */
+    size_t input_off;      /* how many of them it consumed */
+    size_t pending_writes; /* uv_write requests and batch entries not yet settled */
+    size_t batch_slot;     /* 1 + index of its entry in the server's batch; 0: none */
+    peer *peer;            /* its client address's count, when max_connections_per_ip */
     /* the send watch (see output_progressed) */
     uint64_t writes_done;  /* uv_write requests completed */
     int watching;          /* the watch_* fields hold a reading */
@@ -148,6 +162,28 @@ struct rn_conn {
     size_t watch_queued;   /* bytes in libuv's write queue, */
     int watch_unsent;      /* bytes the kernel holds unacknowledged, when last read */
 };
+
+/* HTTP/1.1 on a connection: the parser and the request under way. */
+typedef struct {
+    rn_conn *conn;
+    llhttp_t parser;
+    int state;
+    int close_after_response;
+    uint64_t discard_deadline; /* DISCARDING: uv_now() past which the connection closes */
+    int processing;            /* process_input is on the stack */
+    rn_exchange *cur;          /* current request, or NULL */
+    header_span *spans;
+    size_t span_count, span_cap;
+    int last_was_value;
+    int refusal;            /* status for a head a callback refused (414, 431, 400, 501) */
+    rn_fold_scan fold;      /* obs-fold in the current head (request_head.h) */
+    const char *fold_from;  /* head bytes from here on are not fed to it yet; NULL: none */
+    uint64_t request_began; /* uv_now() when the current request's first byte arrived */
+} rn_http1;
+
+static rn_http1 *http1_of(const rn_conn *c) {
+    return c->proto_state;
+}
 
 /* Bytes queued with uv_write, and what keeps them alive: owned buffers, or
  * a reference to a shared chunk. */
@@ -180,26 +216,25 @@ struct batch_entry {
     int tried;   /* the send was made */
 };
 
-static llhttp_settings_t parser_settings;
-
 /* Request body bytes held, counted against max_body_bytes_in_flight. A
  * request can outlive its connection (a handler holds it until the log
  * answers), so the count belongs to the module; only the loop thread
  * touches it. */
 static uint64_t body_bytes_held;
 
-/* Counts n more body bytes for the connection's current request. Returns
- * -1 (nothing counted) when that would pass the server's bound. Bodies
- * under RN_HTTP_EARLY_BODY_BYTES may use a reserve of an eighth more, so
- * that clients stalling large uploads cannot starve small writes. */
-static int body_charge(rn_conn *c, uint64_t n) {
-    uint64_t cap = c->srv->cfg.max_body_bytes_in_flight;
-    if (cap && c->cur->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
+/* Counts n more body bytes for the request. Returns -1 (nothing counted)
+ * when that would pass its server's bound. Bodies under
+ * RN_HTTP_EARLY_BODY_BYTES may use a reserve of an eighth more, so that
+ * clients stalling large uploads cannot starve small writes. */
+static int body_charge(rn_exchange *x, uint64_t n) {
+    assert(x->conn);
+    uint64_t cap = x->conn->srv->cfg.max_body_bytes_in_flight;
+    if (cap && x->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
         cap += cap / 8;
     if (cap && (n > cap || body_bytes_held > cap - n))
         return -1;
     body_bytes_held += n;
-    c->cur->body_charged += n;
+    x->body_charged += n;
     return 0;
 }
 
@@ -213,7 +248,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void conn_close(rn_conn *c);
 static void conn_finish(rn_conn *c);
-static void process_input(rn_conn *c);
+static void conn_end(rn_conn *c);
+static void conn_read_start(rn_conn *c);
+static void conn_read_stop(rn_conn *c);
+static void process_input(rn_http1 *h);
 static void arm_timer(rn_conn *c, uint64_t ms);
 static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
 
@@ -266,11 +304,11 @@ const rn_header *rn_request_header(const rn_request *req, const char *name, size
 
 /* Detaches the current request from its connection (connection closing or
  * response finished). */
-static void detach_request(rn_conn *c, int aborted) {
-    rn_exchange *x = c->cur;
+static void detach_request(rn_http1 *h, int aborted) {
+    rn_exchange *x = h->cur;
     if (!x)
         return;
-    c->cur = NULL;
+    h->cur = NULL;
     x->conn = NULL;
     rn_request *r = &x->req;
     if (aborted && r->on_abort) {
@@ -325,18 +363,11 @@ static void on_timeout(uv_timer_t *t) {
         return;
     }
     c->watching = 0;
-    if (c->state == ST_HANDLING)
-        return; /* a send watch outlived its bytes; the handler owns the connection */
-    if (c->state == ST_READING && c->cur && !c->cur->responding) {
-        /* Slow or stalled request: answer 408 and close. */
-        c->close_after_response = 1;
-        rn_buf head = {0}, body = {0};
-        rn_buf_append_str(&head, "Connection: close\r\n");
-        c->state = ST_HANDLING;
-        rn_http_respond(&c->cur->req, 408, &head, &body);
+    if (c->ending) {
+        conn_close(c); /* the lingering close is over */
         return;
     }
-    conn_close(c);
+    c->proto->timeout(c);
 }
 
 static void arm_timer(rn_conn *c, uint64_t ms) {
@@ -346,97 +377,116 @@ static void arm_timer(rn_conn *c, uint64_t ms) {
         uv_timer_stop(&c->timer);
 }
 
+/* The timer of an HTTP/1.1 connection ran out: the request timeout, the
+ * idle timeout or the time an answered body may take to be dropped. */
+static void http1_timeout(rn_conn *c) {
+    rn_http1 *h = http1_of(c);
+    if (h->state == ST_HANDLING)
+        return; /* a send watch outlived its bytes; the handler owns the connection */
+    if (h->state == ST_READING && h->cur && !h->cur->responding) {
+        /* Slow or stalled request: answer 408 and close. */
+        h->close_after_response = 1;
+        rn_buf head = {0}, body = {0};
+        rn_buf_append_str(&head, "Connection: close\r\n");
+        h->state = ST_HANDLING;
+        rn_http_respond(&h->cur->req, 408, &head, &body);
+        return;
+    }
+    conn_close(c);
+}
+
 /* ---- parser callbacks ---- */
 
 static int on_message_begin(llhttp_t *p) {
-    rn_conn *c = p->data;
-    c->cur = request_new(c);
-    c->cur->req.start_ns = uv_hrtime();
-    c->span_count = 0;
-    c->last_was_value = 0;
-    c->refusal = 0;
-    c->fold = (rn_fold_scan){0};
-    c->fold_from = NULL;
-    if (c->state == ST_IDLE) {
-        c->state = ST_READING;
-        c->request_began = uv_now(c->srv->loop);
+    rn_http1 *h = p->data;
+    rn_conn *c = h->conn;
+    h->cur = request_new(c);
+    h->cur->req.start_ns = uv_hrtime();
+    h->span_count = 0;
+    h->last_was_value = 0;
+    h->refusal = 0;
+    h->fold = (rn_fold_scan){0};
+    h->fold_from = NULL;
+    if (h->state == ST_IDLE) {
+        h->state = ST_READING;
+        h->request_began = uv_now(c->srv->loop);
         arm_timer(c, c->srv->cfg.request_timeout_ms);
     }
     return 0;
 }
 
-static int header_budget_ok(rn_conn *c, size_t more) {
-    if (c->cur->raw.len + more <= c->srv->cfg.max_header_bytes)
+static int header_budget_ok(rn_http1 *h, size_t more) {
+    if (h->cur->raw.len + more <= h->conn->srv->cfg.max_header_bytes)
         return 1;
-    c->refusal = 431;
+    h->refusal = 431;
     return 0;
 }
 
 /* Feeds the fold scan the head bytes up to a span at `at` and the span's
  * first byte, then moves past the span. */
-static void fold_scan_to(rn_conn *c, const char *at, size_t len) {
-    if (c->fold_from)
-        rn_fold_scan_feed(&c->fold, c->fold_from, at + (len > 0));
-    c->fold_from = at + len;
+static void fold_scan_to(rn_http1 *h, const char *at, size_t len) {
+    if (h->fold_from)
+        rn_fold_scan_feed(&h->fold, h->fold_from, at + (len > 0));
+    h->fold_from = at + len;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t len) {
-    rn_conn *c = p->data;
-    if (!header_budget_ok(c, len)) {
-        c->refusal = 414;
+    rn_http1 *h = p->data;
+    if (!header_budget_ok(h, len)) {
+        h->refusal = 414;
         return -1;
     }
-    rn_buf_append(&c->cur->raw, at, len);
-    c->cur->req.target_len += len;
-    c->fold_from = at + len; /* the scan starts after the target */
+    rn_buf_append(&h->cur->raw, at, len);
+    h->cur->req.target_len += len;
+    h->fold_from = at + len; /* the scan starts after the target */
     return 0;
 }
 
 /* Trailer fields of a chunked body arrive through the same callbacks after
- * on_headers_complete: they are ignored, never appended to req->raw, which
- * req->target and req->headers already point into. */
-static int in_trailer(const rn_conn *c) {
-    return c->cur->req.headers != NULL;
+ * on_headers_complete: they are ignored, never appended to the raw bytes,
+ * which the request's target and headers already point into. */
+static int in_trailer(const rn_http1 *h) {
+    return h->cur->req.headers != NULL;
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t len) {
-    rn_conn *c = p->data;
-    if (in_trailer(c))
+    rn_http1 *h = p->data;
+    if (in_trailer(h))
         return 0;
-    if (!header_budget_ok(c, len))
+    if (!header_budget_ok(h, len))
         return -1;
-    fold_scan_to(c, at, len);
-    if (c->span_count == 0 || c->last_was_value) {
-        if (c->span_count >= c->srv->cfg.max_headers) {
-            c->refusal = 431;
+    fold_scan_to(h, at, len);
+    if (h->span_count == 0 || h->last_was_value) {
+        if (h->span_count >= h->conn->srv->cfg.max_headers) {
+            h->refusal = 431;
             return -1;
         }
-        if (c->span_count == c->span_cap) {
-            c->span_cap = c->span_cap ? c->span_cap * 2 : 16;
-            c->spans = rn_xrealloc(c->spans, c->span_cap * sizeof *c->spans);
+        if (h->span_count == h->span_cap) {
+            h->span_cap = h->span_cap ? h->span_cap * 2 : 16;
+            h->spans = rn_xrealloc(h->spans, h->span_cap * sizeof *h->spans);
         }
-        c->spans[c->span_count++] = (header_span){c->cur->raw.len, 0, 0, 0};
-        c->last_was_value = 0;
+        h->spans[h->span_count++] = (header_span){h->cur->raw.len, 0, 0, 0};
+        h->last_was_value = 0;
     }
-    rn_buf_append(&c->cur->raw, at, len);
-    c->spans[c->span_count - 1].name_len += len;
+    rn_buf_append(&h->cur->raw, at, len);
+    h->spans[h->span_count - 1].name_len += len;
     return 0;
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t len) {
-    rn_conn *c = p->data;
-    if (in_trailer(c))
+    rn_http1 *h = p->data;
+    if (in_trailer(h))
         return 0;
-    if (!header_budget_ok(c, len))
+    if (!header_budget_ok(h, len))
         return -1;
-    fold_scan_to(c, at, len);
-    header_span *h = &c->spans[c->span_count - 1];
-    if (!c->last_was_value) {
-        h->value_off = c->cur->raw.len;
-        c->last_was_value = 1;
+    fold_scan_to(h, at, len);
+    header_span *span = &h->spans[h->span_count - 1];
+    if (!h->last_was_value) {
+        span->value_off = h->cur->raw.len;
+        h->last_was_value = 1;
     }
-    rn_buf_append(&c->cur->raw, at, len);
-    h->value_len += len;
+    rn_buf_append(&h->cur->raw, at, len);
+    span->value_len += len;
     return 0;
 }
 
@@ -459,10 +509,11 @@ static rn_http_method map_method(int m) {
     }
 }
 
-static void dispatch(rn_conn *c) {
-    c->state = ST_HANDLING;
-    arm_timer(c, 0);
-    c->srv->on_request(&c->cur->req, c->srv->arg);
+static void dispatch(rn_http1 *h) {
+    rn_http_server *srv = h->conn->srv;
+    h->state = ST_HANDLING;
+    arm_timer(h->conn, 0);
+    srv->on_request(&h->cur->req, srv->arg);
 }
 
 /* Shows a request whose body is still to come to the on_headers hook when
@@ -471,65 +522,65 @@ static void dispatch(rn_conn *c) {
  * connection is then closing (after Expect: 100-continue, whose client sends
  * no body, or when it was to close anyway) or DISCARDING the body. Returns
  * 0 when the body is to be read as usual. */
-static int early_answer(rn_conn *c, llhttp_t *p, int wants_continue) {
-    rn_http_server *srv = c->srv;
+static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
+    rn_http_server *srv = h->conn->srv;
     int declared = (p->flags & F_CONTENT_LENGTH) != 0;
     int body_follows = declared ? p->content_length > 0 : (p->flags & F_CHUNKED) != 0;
     if (!srv->cfg.on_headers || !body_follows ||
         !(wants_continue || (declared && p->content_length >= RN_HTTP_EARLY_BODY_BYTES)))
         return 0;
-    int close_after = c->close_after_response;
-    c->close_after_response = close_after || wants_continue;
-    c->state = ST_EARLY;
-    srv->cfg.on_headers(&c->cur->req, srv->arg); /* may answer: see response_finished() */
-    if (c->state != ST_EARLY)
+    int close_after = h->close_after_response;
+    h->close_after_response = close_after || wants_continue;
+    h->state = ST_EARLY;
+    srv->cfg.on_headers(&h->cur->req, srv->arg); /* may answer: see response_finished() */
+    if (h->state != ST_EARLY)
         return 1;
-    c->state = ST_READING;
-    c->close_after_response = close_after;
+    h->state = ST_READING;
+    h->close_after_response = close_after;
     return 0;
 }
 
 static int on_headers_complete(llhttp_t *p) {
-    rn_conn *c = p->data;
-    rn_request *r = &c->cur->req;
-    const uint8_t *raw = c->cur->raw.data;
+    rn_http1 *h = p->data;
+    rn_request *r = &h->cur->req;
+    const uint8_t *raw = h->cur->raw.data;
     r->method = map_method(p->method);
     r->method_name = llhttp_method_name((llhttp_method_t)p->method);
     r->target = (const char *)raw;
-    r->header_count = c->span_count;
-    r->headers = rn_xcalloc(c->span_count ? c->span_count : 1, sizeof *r->headers);
-    for (size_t i = 0; i < c->span_count; i++) {
-        header_span *h = &c->spans[i];
+    r->header_count = h->span_count;
+    r->headers = rn_xcalloc(h->span_count ? h->span_count : 1, sizeof *r->headers);
+    for (size_t i = 0; i < h->span_count; i++) {
+        header_span *span = &h->spans[i];
         /* Trim trailing whitespace of values (llhttp leaves it). */
-        while (h->value_len && (raw[h->value_off + h->value_len - 1] == ' ' ||
-                                raw[h->value_off + h->value_len - 1] == '\t'))
-            h->value_len--;
-        r->headers[i] = (rn_header){(const char *)raw + h->name_off, h->name_len,
-                                    (const char *)raw + h->value_off, h->value_len};
+        while (span->value_len && (raw[span->value_off + span->value_len - 1] == ' ' ||
+                                   raw[span->value_off + span->value_len - 1] == '\t'))
+            span->value_len--;
+        r->headers[i] = (rn_header){(const char *)raw + span->name_off, span->name_len,
+                                    (const char *)raw + span->value_off, span->value_len};
     }
-    c->fold_from = NULL;
-    c->refusal = rn_request_head_check(r, p->http_major, p->http_minor, c->fold.folded);
-    if (c->refusal)
+    h->fold_from = NULL;
+    h->refusal = rn_request_head_check(r, p->http_major, p->http_minor, h->fold.folded);
+    if (h->refusal)
         return -1;
     if (!llhttp_should_keep_alive(p))
-        c->close_after_response = 1;
-    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->cfg.max_body_bytes) {
+        h->close_after_response = 1;
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > h->conn->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
-        c->close_after_response = 1;
-        dispatch(c);
+        h->close_after_response = 1;
+        dispatch(h);
         return HPE_PAUSED;
     }
     const rn_header *expect = rn_request_header(r, "expect", NULL);
     int wants_continue = expect && rn_ieq(expect->value, expect->value_len, "100-continue");
-    if (early_answer(c, p, wants_continue))
-        return c->state == ST_DISCARDING ? 0 : HPE_PAUSED;
+    if (early_answer(h, p, wants_continue))
+        return h->state == ST_DISCARDING ? 0 : HPE_PAUSED;
     /* Load comes after size and the early answer (ext §5.5): a body that
      * would pass the in-flight bound is refused unread. */
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0 &&
-        body_charge(c, p->content_length)) {
+        body_charge(h->cur, p->content_length)) {
         r->body_over_budget = 1;
-        c->close_after_response = 1;
-        dispatch(c);
+        h->close_after_response = 1;
+        dispatch(h);
         return HPE_PAUSED;
     }
     if (p->flags & F_CONTENT_LENGTH)
@@ -537,7 +588,7 @@ static int on_headers_complete(llhttp_t *p) {
     if (wants_continue) {
         rn_buf cont = {0};
         rn_buf_append_str(&cont, "HTTP/1.1 100 Continue\r\n\r\n");
-        conn_write(c, &cont, NULL, 0);
+        conn_write(h->conn, &cont, NULL, 0);
     }
     return 0;
 }
@@ -547,59 +598,70 @@ static int on_headers_complete(llhttp_t *p) {
  * body still is (about at the timeout when it is much slower). The timer
  * moves only once the deadline passed it by EXTEND_STEP_MS, so a small body
  * costs no timer update. */
-static void extend_request_timeout(rn_conn *c, uint64_t received) {
+static void extend_request_timeout(rn_http1 *h, uint64_t received) {
+    rn_conn *c = h->conn;
     const rn_http_config *cfg = &c->srv->cfg;
-    if (!cfg->min_body_rate || c->state != ST_READING)
+    if (!cfg->min_body_rate || h->state != ST_READING)
         return;
     uint64_t deadline =
-        c->request_began + cfg->request_timeout_ms + received * 1000 / cfg->min_body_rate;
+        h->request_began + cfg->request_timeout_ms + received * 1000 / cfg->min_body_rate;
     uint64_t now = uv_now(c->srv->loop);
     if (deadline >= now + uv_timer_get_due_in(&c->timer) + EXTEND_STEP_MS)
         arm_timer(c, deadline - now);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
-    rn_conn *c = p->data;
-    if (c->state == ST_DISCARDING)
+    rn_http1 *h = p->data;
+    if (h->state == ST_DISCARDING)
         return 0;
-    rn_request *r = &c->cur->req;
-    if (r->body.len + len > c->srv->cfg.max_body_bytes) {
+    rn_request *r = &h->cur->req;
+    if (r->body.len + len > h->conn->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
         rn_buf_free(&r->body);
-        body_uncharge(c->cur);
-        c->close_after_response = 1;
-        dispatch(c);
+        body_uncharge(h->cur);
+        h->close_after_response = 1;
+        dispatch(h);
         return HPE_PAUSED;
     }
     /* A chunked body is counted as it arrives (a declared one was counted
      * whole from its headers). */
-    if (!(p->flags & F_CONTENT_LENGTH) && body_charge(c, len)) {
+    if (!(p->flags & F_CONTENT_LENGTH) && body_charge(h->cur, len)) {
         r->body_over_budget = 1;
         rn_buf_free(&r->body);
-        body_uncharge(c->cur);
-        c->close_after_response = 1;
-        dispatch(c);
+        body_uncharge(h->cur);
+        h->close_after_response = 1;
+        dispatch(h);
         return HPE_PAUSED;
     }
     rn_buf_append(&r->body, at, len);
-    extend_request_timeout(c, r->body.len);
+    extend_request_timeout(h, r->body.len);
     return 0;
 }
 
 static int on_message_complete(llhttp_t *p) {
-    rn_conn *c = p->data;
-    if (c->state == ST_DISCARDING) { /* an answered body ended: next request */
-        c->state = ST_IDLE;
-        arm_timer(c, c->srv->cfg.idle_timeout_ms);
+    rn_http1 *h = p->data;
+    if (h->state == ST_DISCARDING) { /* an answered body ended: next request */
+        h->state = ST_IDLE;
+        arm_timer(h->conn, h->conn->srv->cfg.idle_timeout_ms);
         return 0;
     }
-    dispatch(c);
+    dispatch(h);
     return HPE_PAUSED;
 }
 
+static const llhttp_settings_t parser_settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
 /* ---- writing ---- */
 
-static void file_pump(rn_conn *c);
+static void file_pump(rn_http1 *h);
 
 /* True while answers of this connection wait unsent in its write queue: the
  * next pipelined request is not parsed until they are out, so a client that
@@ -610,24 +672,32 @@ static int output_blocked(rn_conn *c) {
     return uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0;
 }
 
-/* What follows a completed write: the idle timer of a connection whose
- * last answer just left, the next file piece, a drained streaming
- * response's hook, pipelined requests, or the end of a closing connection. */
-static void after_write(rn_conn *c, int file_piece) {
-    if (c->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
+/* An ending connection whose writes are all out finishes. */
+static void conn_finish_when_written(rn_conn *c) {
+    if (c->ending && c->pending_writes == 0)
+        conn_finish(c);
+}
+
+/* What follows a completed write on an HTTP/1.1 connection: the idle timer
+ * of a connection whose last answer just left, the next file piece, a
+ * drained streaming response's hook, pipelined requests, or the end of an
+ * ending connection. */
+static void http1_written(rn_conn *c, int file_piece) {
+    rn_http1 *h = http1_of(c);
+    if (h->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
         arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */
     if (file_piece && !c->closed) {
-        file_pump(c);
+        file_pump(h);
         return;
     }
-    rn_exchange *x = c->cur;
+    rn_exchange *x = h->cur;
     if (x && x->streaming && x->req.on_drain && !c->closed &&
         uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
         x->req.on_drain(&x->req);
-    if (c->state == ST_CLOSING && c->pending_writes == 0)
-        conn_finish(c);
-    else if (!c->closed && c->state != ST_HANDLING && !output_blocked(c))
-        process_input(c); /* pipelined requests waited for the answers to go out */
+    if (c->ending)
+        conn_finish_when_written(c);
+    else if (!c->closed && h->state != ST_HANDLING && !output_blocked(c))
+        process_input(h); /* pipelined requests waited for the answers to go out */
 }
 
 static void write_req_free(write_req *wr) {
@@ -651,7 +721,7 @@ static void on_written(uv_write_t *w, int status) {
         conn_close(c);
         return;
     }
-    after_write(c, file_piece);
+    c->proto->written(c, file_piece);
 }
 
 /* Writes bufs at once (uv_try_write) when nothing is queued on the socket:
@@ -667,12 +737,10 @@ static size_t try_now(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
 }
 
 /* Bookkeeping of a write the socket took whole at once (or a batch entry
- * it took whole): a closing connection with nothing else pending ends. */
+ * it took whole): an ending connection with nothing else pending finishes. */
 static void written_at_once(rn_conn *c) {
-    if (c->state == ST_CLOSING && c->pending_writes == 0)
-        conn_finish(c);
+    conn_finish_when_written(c);
 }
-
 /* Queues the bytes of bufs[0..n) (n <= 3) past the first `sent` with uv_write. wr
  * owns those bytes (its head, body or chunk) and is freed once they are
  * written or the connection fails. Returns -1 when the connection failed,
@@ -964,7 +1032,7 @@ static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
     rn_buf_append(out, head->data, head->len);
     if (framing)
         rn_buf_append_str(out, framing);
-    if (c->close_after_response || c->srv->stopping)
+    if (http1_of(c)->close_after_response || c->srv->stopping)
         rn_buf_append_str(out, "Connection: close\r\n");
     rn_buf_append_str(out, "\r\n");
     rn_buf_free(head);
@@ -973,28 +1041,26 @@ static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
 /* Called when the current request's response has been fully queued. An
  * answer given before the body (state EARLY) leaves the parser inside the
  * request: it closes the connection or goes on DISCARDING the body. */
-static void response_finished(rn_conn *c) {
-    if (c->srv->cfg.on_complete && c->cur)
-        c->srv->cfg.on_complete(&c->cur->req);
-    detach_request(c, 0);
-    if (c->close_after_response || c->srv->stopping) {
-        c->state = ST_CLOSING;
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = 0;
-        if (c->pending_writes == 0)
-            conn_finish(c);
+static void response_finished(rn_http1 *h) {
+    rn_conn *c = h->conn;
+    if (c->srv->cfg.on_complete && h->cur)
+        c->srv->cfg.on_complete(&h->cur->req);
+    detach_request(h, 0);
+    if (h->close_after_response || c->srv->stopping) {
+        h->state = ST_CLOSING;
+        conn_end(c);
         return;
     }
-    if (c->state == ST_EARLY) {
-        c->state = ST_DISCARDING;
-        c->discard_deadline = uv_now(c->srv->loop) + DISCARD_TOTAL_MS;
+    if (h->state == ST_EARLY) {
+        h->state = ST_DISCARDING;
+        h->discard_deadline = uv_now(c->srv->loop) + DISCARD_TOTAL_MS;
         arm_timer(c, DISCARD_IDLE_MS);
         return;
     }
-    c->state = ST_IDLE;
+    h->state = ST_IDLE;
     arm_timer(c, c->srv->cfg.idle_timeout_ms);
-    llhttp_resume(&c->parser);
-    process_input(c);
+    llhttp_resume(&h->parser);
+    process_input(h);
 }
 
 void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
@@ -1018,13 +1084,14 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
         req->bytes_out = body->len;
     conn_write(c, &out, no_body ? NULL : body, 0);
     if (x->conn)
-        response_finished(c);
+        response_finished(http1_of(c));
 }
 
 /* Sends the next piece of a file body, or the suffix and the end of the
  * response once the file is sent. One piece is in flight at a time. */
-static void file_pump(rn_conn *c) {
-    rn_exchange *x = c->cur;
+static void file_pump(rn_http1 *h) {
+    rn_conn *c = h->conn;
+    rn_exchange *x = h->cur;
     if (!x || x->file_fd < 0)
         return;
     if (x->file_left == 0) {
@@ -1033,7 +1100,7 @@ static void file_pump(rn_conn *c) {
         if (x->file_suffix.len)
             conn_write(c, &x->file_suffix, NULL, 0);
         if (x->conn)
-            response_finished(c);
+            response_finished(h);
         return;
     }
     size_t piece_max = rn_http_answer_room(&x->req) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES
@@ -1103,7 +1170,7 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
     *suffix = (rn_buf){0};
     if (conn_write(c, &out, prefix, 0) < 0)
         return;
-    file_pump(c);
+    file_pump(http1_of(c));
 }
 
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
@@ -1119,7 +1186,6 @@ void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
     build_head(&out, req, status, head, "Transfer-Encoding: chunked\r\n");
     conn_write(c, &out, NULL, 0);
 }
-
 /* Writes the size line of a chunk of n bytes ("<hex>\r\n") to out, which
  * has room for CHUNK_LINE_MAX bytes; returns its length. */
 #define CHUNK_LINE_MAX (2 * sizeof(size_t) + 2)
@@ -1196,61 +1262,52 @@ void rn_http_stream_end(rn_request *req) {
     rn_buf_append_str(&end, "0\r\n\r\n");
     conn_write(c, &end, NULL, 0);
     if (x->conn)
-        response_finished(c);
+        response_finished(http1_of(c));
 }
 
 /* ---- reading ---- */
 
 /* Answers a request the parser rejected and closes the connection. */
-static void reject_raw(rn_conn *c, int status) {
+static void reject_raw(rn_http1 *h, int status) {
     static char buf[128];
     int n = snprintf(buf, sizeof buf,
                      "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
                      reason(status));
     rn_buf head = {0};
     rn_buf_append(&head, buf, (size_t)n);
-    detach_request(c, 1);
-    c->state = ST_CLOSING;
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    c->reading = 0;
-    conn_write(c, &head, NULL, 0);
+    detach_request(h, 1);
+    h->state = ST_CLOSING;
+    conn_write(h->conn, &head, NULL, 0);
+    conn_end(h->conn);
 }
 
 /* Called once the input of a connection whose client ended it is all
  * parsed. Between requests the connection closes once its answers are out;
  * inside a request (cut short: nothing of it was handed on) it answers 400,
  * unless it was answered from its head (DISCARDING). */
-static void input_exhausted(rn_conn *c) {
-    switch (c->state) {
+static void input_exhausted(rn_http1 *h) {
+    switch (h->state) {
     case ST_READING:
-        reject_raw(c, 400);
+        reject_raw(h, 400);
         return;
     case ST_IDLE:
     case ST_DISCARDING:
-        c->state = ST_CLOSING;
-        if (c->pending_writes == 0)
-            conn_close(c);
+        h->state = ST_CLOSING;
+        conn_end(h->conn);
         return;
     default:
         return;
     }
 }
 
-/* The client shut its sending side: reading stops, and what was received
- * is served (see the top of this file). A held request is told through its
- * on_input_end hook. */
-static void input_end(rn_conn *c) {
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    c->reading = 0;
-    c->input_ended = 1;
-    if (c->state == ST_CLOSING) {
-        if (c->pending_writes == 0)
-            conn_close(c);
-        return;
-    }
-    if (c->state == ST_HANDLING) {
-        assert(c->cur);
-        rn_request *r = &c->cur->req;
+/* The client shut its sending side: what was received is served (see the
+ * top of this file). A held request is told through its on_input_end
+ * hook. */
+static void http1_input_end(rn_conn *c) {
+    rn_http1 *h = http1_of(c);
+    if (h->state == ST_HANDLING) {
+        assert(h->cur);
+        rn_request *r = &h->cur->req;
         void (*fn)(rn_request *) = r->on_input_end;
         r->on_input_end = NULL;
         if (fn)
@@ -1258,49 +1315,118 @@ static void input_end(rn_conn *c) {
         return;
     }
     if (!output_blocked(c))
-        process_input(c);
+        process_input(h);
 }
 
 /* Feeds buffered input to the parser until a request is dispatched. A call
  * made while an outer call is on the stack (a handler answered at once and
  * the next pipelined request follows) returns and lets the outer loop go on,
  * so pipelining never deepens the stack. */
-static void process_input(rn_conn *c) {
-    if (c->processing)
+static void process_input(rn_http1 *h) {
+    rn_conn *c = h->conn;
+    if (h->processing)
         return;
-    c->processing = 1;
-    while (c->state != ST_HANDLING && c->state != ST_CLOSING && !output_blocked(c) &&
+    h->processing = 1;
+    while (h->state != ST_HANDLING && h->state != ST_CLOSING && !output_blocked(c) &&
            c->input_off < c->input.len) {
         const char *data = (const char *)c->input.data + c->input_off;
         size_t len = c->input.len - c->input_off;
-        if (c->fold_from) /* a head continues: its bytes before this read were fed */
-            c->fold_from = data;
-        llhttp_errno_t err = llhttp_execute(&c->parser, data, len);
+        if (h->fold_from) /* a head continues: its bytes before this read were fed */
+            h->fold_from = data;
+        llhttp_errno_t err = llhttp_execute(&h->parser, data, len);
         if (err == HPE_OK) {
             c->input_off = c->input.len;
-            if (c->fold_from)
-                rn_fold_scan_feed(&c->fold, c->fold_from, data + len);
+            if (h->fold_from)
+                rn_fold_scan_feed(&h->fold, h->fold_from, data + len);
         } else if (err == HPE_PAUSED) {
-            c->input_off += (size_t)(llhttp_get_error_pos(&c->parser) - data);
-            if (c->state != ST_HANDLING && c->state != ST_CLOSING)
-                llhttp_resume(&c->parser); /* answered already: go on */
+            c->input_off += (size_t)(llhttp_get_error_pos(&h->parser) - data);
+            if (h->state != ST_HANDLING && h->state != ST_CLOSING)
+                llhttp_resume(&h->parser); /* answered already: go on */
         } else {
-            reject_raw(c, c->refusal ? c->refusal : 400);
+            reject_raw(h, h->refusal ? h->refusal : 400);
             break;
         }
     }
-    c->processing = 0;
+    h->processing = 0;
     if (c->input_off == c->input.len) {
         c->input.len = 0;
         c->input_off = 0;
         if (c->input_ended && !c->closed)
-            input_exhausted(c);
+            input_exhausted(h);
     }
-    if (!c->reading && !c->closed && !c->input_ended && c->state != ST_CLOSING &&
-        c->input.len - c->input_off < INPUT_PAUSE_BYTES) {
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-        c->reading = 1;
+    if (!c->reading && !c->closed && !c->input_ended && h->state != ST_CLOSING &&
+        c->input.len - c->input_off < INPUT_PAUSE_BYTES)
+        conn_read_start(c);
+}
+
+/* Bytes arrived on an HTTP/1.1 connection: parsed at once, unless a
+ * request is being handled or its answer waits to go out (pipelining);
+ * then they wait in the input, which stops being read past
+ * INPUT_PAUSE_BYTES. */
+static void http1_received(rn_conn *c) {
+    rn_http1 *h = http1_of(c);
+    if (h->state == ST_DISCARDING) {
+        uint64_t now = uv_now(c->srv->loop);
+        if (now >= h->discard_deadline) {
+            conn_close(c);
+            return;
+        }
+        uint64_t left = h->discard_deadline - now;
+        arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
     }
+    if (h->state == ST_HANDLING || h->state == ST_CLOSING || output_blocked(c)) {
+        if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading)
+            conn_read_stop(c);
+        return;
+    }
+    process_input(h);
+}
+
+/* The connection closes: a response under way (SSE, a chunked body) that
+ * ends with it was still answered, and is reported like a finished one;
+ * the request is aborted. */
+static void http1_closing(rn_conn *c) {
+    rn_http1 *h = http1_of(c);
+    h->state = ST_CLOSING;
+    if (h->cur && h->cur->req.status > 0 && c->srv->cfg.on_complete)
+        c->srv->cfg.on_complete(&h->cur->req);
+    detach_request(h, 1);
+}
+
+static int http1_idle(const rn_conn *c) {
+    return http1_of(c)->state == ST_IDLE;
+}
+
+static int http1_busy(const rn_conn *c) {
+    return http1_of(c)->cur != NULL;
+}
+
+static void http1_free(rn_conn *c) {
+    rn_http1 *h = http1_of(c);
+    free(h->spans);
+    free(h);
+}
+
+static const rn_protocol http1_protocol = {
+    .received = http1_received,
+    .input_end = http1_input_end,
+    .timeout = http1_timeout,
+    .written = http1_written,
+    .closing = http1_closing,
+    .idle = http1_idle,
+    .busy = http1_busy,
+    .free = http1_free,
+};
+
+/* Starts HTTP/1.1 on a newly accepted connection, between requests. */
+static void http1_attach(rn_conn *c) {
+    rn_http1 *h = rn_xcalloc(1, sizeof *h);
+    h->conn = c;
+    llhttp_init(&h->parser, HTTP_REQUEST, &parser_settings);
+    h->parser.data = h;
+    h->state = ST_IDLE;
+    c->proto = &http1_protocol;
+    c->proto_state = h;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -1309,6 +1435,19 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     rn_buf_reserve(&c->input, 65536);
     *buf =
         uv_buf_init((char *)c->input.data + c->input.len, (unsigned)(c->input.cap - c->input.len));
+}
+
+/* The client shut its sending side: reading stops; an ending connection
+ * closes once its answers are out, any other is told to its protocol. */
+static void input_end(rn_conn *c) {
+    conn_read_stop(c);
+    c->input_ended = 1;
+    if (c->ending) {
+        if (c->pending_writes == 0)
+            conn_close(c);
+        return;
+    }
+    c->proto->input_end(c);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -1329,23 +1468,17 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         return;
     }
     c->input.len += (size_t)n;
-    if (c->state == ST_DISCARDING) {
-        uint64_t now = uv_now(c->srv->loop);
-        if (now >= c->discard_deadline) {
-            conn_close(c);
-            return;
-        }
-        uint64_t left = c->discard_deadline - now;
-        arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
-    }
-    if (c->state == ST_HANDLING || c->state == ST_CLOSING || output_blocked(c)) {
-        if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading) {
-            uv_read_stop(s);
-            c->reading = 0;
-        }
-        return;
-    }
-    process_input(c);
+    c->proto->received(c);
+}
+
+static void conn_read_start(rn_conn *c) {
+    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = 1;
+}
+
+static void conn_read_stop(rn_conn *c) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
 }
 
 /* ---- connection lifecycle ---- */
@@ -1362,11 +1495,11 @@ static void on_handle_closed(uv_handle_t *h) {
     if (c->next)
         c->next->prev = c->prev;
     srv->conn_count--;
+    if (c->proto)
+        c->proto->free(c);
     rn_buf_free(&c->input);
-    free(c->spans);
     free(c);
 }
-
 /* Counts c against its client address; returns 0, or -1 when the address
  * already holds max_connections_per_ip (or cannot be read). */
 static int peer_join(rn_conn *c) {
@@ -1411,13 +1544,9 @@ static void conn_close(rn_conn *c) {
     if (c->closed)
         return;
     c->closed = 1;
-    c->state = ST_CLOSING;
     peer_leave(c);
-    /* A response under way (SSE, a chunked body) that ends with the
-     * connection was still answered: report it like a finished one. */
-    if (c->cur && c->cur->req.status > 0 && c->srv->cfg.on_complete)
-        c->srv->cfg.on_complete(&c->cur->req);
-    detach_request(c, 1);
+    if (c->proto)
+        c->proto->closing(c);
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }
@@ -1436,6 +1565,7 @@ static void on_shutdown(uv_shutdown_t *sr, int status) {
  * could lose the response it was sent (a 413, 431 or 400 to a client still
  * sending). */
 static void conn_finish(rn_conn *c) {
+    assert(c->ending);
     if (c->closed || c->lingering)
         return;
     if (c->input_ended) {
@@ -1451,9 +1581,18 @@ static void conn_finish(rn_conn *c) {
         return;
     }
     c->input.len = c->input_off = 0;
-    arm_timer(c, LINGER_MS); /* on_timeout closes: the state is ST_CLOSING */
-    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
-        c->reading = 1;
+    arm_timer(c, LINGER_MS); /* on_timeout closes: the connection is ending */
+    conn_read_start(c);
+}
+
+/* No more input is served on c: reading stops, and once its pending writes
+ * are out it finishes (conn_finish). */
+static void conn_end(rn_conn *c) {
+    if (c->closed)
+        return;
+    c->ending = 1;
+    conn_read_stop(c);
+    conn_finish_when_written(c);
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
@@ -1483,25 +1622,13 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    llhttp_init(&c->parser, HTTP_REQUEST, &parser_settings);
-    c->parser.data = c;
-    c->state = ST_IDLE;
+    http1_attach(c);
     arm_timer(c, srv->cfg.idle_timeout_ms);
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-    c->reading = 1;
+    conn_read_start(c);
 }
 
 rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_request_fn on_request,
                                void *arg, char *err, size_t errcap) {
-    llhttp_settings_init(&parser_settings);
-    parser_settings.on_message_begin = on_message_begin;
-    parser_settings.on_url = on_url;
-    parser_settings.on_header_field = on_header_field;
-    parser_settings.on_header_value = on_header_value;
-    parser_settings.on_headers_complete = on_headers_complete;
-    parser_settings.on_body = on_body;
-    parser_settings.on_message_complete = on_message_complete;
-
     rn_http_server *srv = rn_xcalloc(1, sizeof *srv);
     srv->loop = loop;
     srv->cfg = *cfg;
@@ -1529,7 +1656,7 @@ void rn_http_stop_accepting(rn_http_server *srv) {
     rn_listeners_close(&srv->listeners);
     for (rn_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state == ST_IDLE)
+        if (!c->closed && c->proto->idle(c))
             conn_close(c);
     }
 }
@@ -1541,7 +1668,7 @@ size_t rn_http_connections(const rn_http_server *srv) {
 size_t rn_http_active_connections(const rn_http_server *srv) {
     size_t n = 0;
     for (rn_conn *c = srv->conns; c; c = c->next)
-        if (c->cur && !c->closed)
+        if (!c->closed && c->proto->busy(c))
             n++;
     return n;
 }
