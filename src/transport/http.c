@@ -113,8 +113,22 @@ static rn_exchange *exchange_of(const rn_request *req) {
     return (rn_exchange *)req;
 }
 
+/* The length given to rn_protocol.send_head for an answer without a body
+ * (204, 304, an answer to HEAD), and for a streamed one. */
+#define RN_ANSWER_NO_BODY UINT64_MAX
+#define RN_ANSWER_STREAMED (UINT64_MAX - 1)
+
+/* Body bytes given to rn_protocol.send_body. */
+typedef enum {
+    RN_BODY_CHUNK,      /* a chunk of a streamed answer: the protocol frames it */
+    RN_BODY_BYTES,      /* bytes of a sized body */
+    RN_BODY_FILE_PIECE, /* bytes of a sized body read from its file: once they are
+                         * written, the protocol calls answer_file_pump */
+} rn_body_kind;
+
 /* The protocol spoken on a connection: what the connection code calls when
- * something happens on it. Every call is on the loop thread. */
+ * something happens on it, and how an answer to one of its requests goes
+ * out. Every call is on the loop thread. */
 typedef struct {
     /* Bytes arrived: c->input holds them past c->input_off. */
     void (*received)(rn_conn *c);
@@ -135,6 +149,30 @@ typedef struct {
     int (*busy)(const rn_conn *c);
     /* Frees the protocol's state, once the connection's handles closed. */
     void (*free)(rn_conn *c);
+
+    /* Answers: x is a request of the connection (x->conn set) whose answer
+     * was started by the answer functions, which record its status, count
+     * its bytes and take care of gone connections; any of these calls may
+     * close the connection (x->conn is then NULL). */
+    /* Sends the head of x's answer: status, the handler's header lines
+     * (head: lines ending in CRLF), and the framing of a body of `length`
+     * bytes, or RN_ANSWER_NO_BODY, or RN_ANSWER_STREAMED; then body (may be
+     * NULL). Takes head and body over. */
+    void (*send_head)(rn_exchange *x, int status, rn_buf *head, uint64_t length, rn_buf *body);
+    /* Sends body bytes (taken over, not empty). */
+    void (*send_body)(rn_exchange *x, rn_buf *bytes, rn_body_kind kind);
+    /* Sends a shared chunk of a streamed answer (the caller keeps its
+     * reference). */
+    void (*send_chunk)(rn_exchange *x, rn_http_chunk *ch);
+    /* Ends a streamed answer. */
+    void (*end_stream)(rn_exchange *x);
+    /* x's answer is complete (all of it was handed to send_*): the request
+     * is done, and the protocol goes on with the connection. */
+    void (*finished)(rn_exchange *x);
+    /* x's answer cannot be completed (a file body ended short). */
+    void (*fail)(rn_exchange *x);
+    /* Answer bytes of x still queued for its client. */
+    size_t (*queued)(const rn_exchange *x);
 } rn_protocol;
 
 struct rn_conn {
@@ -661,7 +699,7 @@ static const llhttp_settings_t parser_settings = {
 
 /* ---- writing ---- */
 
-static void file_pump(rn_http1 *h);
+static void answer_file_pump(rn_exchange *x);
 
 /* True while answers of this connection wait unsent in its write queue: the
  * next pipelined request is not parsed until they are out, so a client that
@@ -687,7 +725,7 @@ static void http1_written(rn_conn *c, int file_piece) {
     if (h->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
         arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */
     if (file_piece && !c->closed) {
-        file_pump(h);
+        answer_file_pump(h->cur);
         return;
     }
     rn_exchange *x = h->cur;
@@ -1021,21 +1059,70 @@ static const char *reason(int status) {
     }
 }
 
-/* Builds the status line + given header lines + framing headers. */
-static void build_head(rn_buf *out, rn_request *req, int status, rn_buf *head,
-                       const char *framing) {
-    rn_conn *c = exchange_of(req)->conn;
-    req->status = status;
-    if (status > 0 && status < RN_STATUS_SLOTS && req->route >= 0 && req->route < RN_ROUTE_COUNT)
-        rn_metric.http_requests[req->route][req->method][status]++;
-    rn_buf_appendf(out, "HTTP/1.1 %d %s\r\n", status, reason(status));
-    rn_buf_append(out, head->data, head->len);
-    if (framing)
-        rn_buf_append_str(out, framing);
+/* ---- HTTP/1.1 answers ---- */
+
+/* Sends the status line, the handler's header lines, the framing of a body
+ * of `length` bytes (or chunked, or none) and the blank line, then body
+ * (may be NULL). */
+static void http1_send_head(rn_exchange *x, int status, rn_buf *head, uint64_t length,
+                            rn_buf *body) {
+    rn_conn *c = x->conn;
+    rn_buf out = {0};
+    rn_buf_appendf(&out, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    rn_buf_append(&out, head->data, head->len);
+    if (length == RN_ANSWER_STREAMED)
+        rn_buf_append_str(&out, "Transfer-Encoding: chunked\r\n");
+    else if (length != RN_ANSWER_NO_BODY)
+        rn_buf_appendf(&out, "Content-Length: %llu\r\n", (unsigned long long)length);
     if (http1_of(c)->close_after_response || c->srv->stopping)
-        rn_buf_append_str(out, "Connection: close\r\n");
-    rn_buf_append_str(out, "\r\n");
+        rn_buf_append_str(&out, "Connection: close\r\n");
+    rn_buf_append_str(&out, "\r\n");
     rn_buf_free(head);
+    conn_write(c, &out, body, 0);
+}
+
+/* Writes the size line of a chunk of n bytes ("<hex>\r\n") to out, which
+ * has room for CHUNK_LINE_MAX bytes; returns its length. */
+#define CHUNK_LINE_MAX (2 * sizeof(size_t) + 2)
+static size_t chunk_line(char *out, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    char digits[2 * sizeof(size_t)];
+    size_t k = 0;
+    do {
+        digits[k++] = hex[n & 15];
+        n >>= 4;
+    } while (n);
+    for (size_t i = 0; i < k; i++)
+        out[i] = digits[k - 1 - i];
+    out[k] = '\r';
+    out[k + 1] = '\n';
+    return k + 2;
+}
+
+/* A streamed answer's chunk goes out framed (size line, bytes, CRLF); the
+ * bytes of a sized body go out as they are. */
+static void http1_send_body(rn_exchange *x, rn_buf *bytes, rn_body_kind kind) {
+    rn_conn *c = x->conn;
+    if (kind != RN_BODY_CHUNK) {
+        conn_write(c, bytes, NULL, kind == RN_BODY_FILE_PIECE);
+        return;
+    }
+    rn_buf frame = {0};
+    rn_buf_reserve(&frame, CHUNK_LINE_MAX);
+    frame.len = chunk_line((char *)frame.data, bytes->len);
+    rn_buf_append(bytes, "\r\n", 2);
+    conn_write(c, &frame, bytes, 0);
+}
+
+/* A shared chunk holds its HTTP/1.1 framing: it goes out whole. */
+static void http1_send_chunk(rn_exchange *x, rn_http_chunk *ch) {
+    conn_write_chunk(x->conn, ch);
+}
+
+static void http1_end_stream(rn_exchange *x) {
+    rn_buf end = {0};
+    rn_buf_append_str(&end, "0\r\n\r\n");
+    conn_write(x->conn, &end, NULL, 0);
 }
 
 /* Called when the current request's response has been fully queued. An
@@ -1063,6 +1150,55 @@ static void response_finished(rn_http1 *h) {
     process_input(h);
 }
 
+static void http1_finished(rn_exchange *x) {
+    rn_http1 *h = http1_of(x->conn);
+    assert(h->cur == x);
+    response_finished(h);
+}
+
+/* An answer that cannot be completed (its length was promised) can only
+ * end the connection. */
+static void http1_fail(rn_exchange *x) {
+    conn_close(x->conn);
+}
+
+/* Answer bytes still queued on the connection's socket. */
+static size_t http1_queued(const rn_exchange *x) {
+    return uv_stream_get_write_queue_size((const uv_stream_t *)&x->conn->tcp);
+}
+
+/* ---- shared chunks ---- */
+
+rn_http_chunk *rn_http_chunk_new(const void *payload, size_t len) {
+    rn_http_chunk *ch = rn_xmalloc(sizeof *ch + CHUNK_LINE_MAX + len + 2);
+    ch->refs = 1;
+    ch->payload_len = len;
+    size_t n = chunk_line((char *)ch->bytes, len);
+    memcpy(ch->bytes + n, payload, len);
+    memcpy(ch->bytes + n + len, "\r\n", 2);
+    ch->len = n + len + 2;
+    return ch;
+}
+
+void rn_http_chunk_release(rn_http_chunk *ch) {
+    if (--ch->refs == 0)
+        free(ch);
+}
+
+/* ---- answers, whatever the protocol ---- */
+
+/* Records the status of req's answer, and counts it in the metrics. */
+static void answer_status(rn_request *req, int status) {
+    req->status = status;
+    if (status > 0 && status < RN_STATUS_SLOTS && req->route >= 0 && req->route < RN_ROUTE_COUNT)
+        rn_metric.http_requests[req->route][req->method][status]++;
+}
+
+/* Answer bytes of x still queued (0 once its connection is gone). */
+static size_t answer_queued(const rn_exchange *x) {
+    return x->conn ? x->conn->proto->queued(x) : 0;
+}
+
 void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
     rn_exchange *x = exchange_of(req);
     rn_conn *c = x->conn;
@@ -1072,35 +1208,34 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
         return;
     }
     x->responding = 1;
-    int no_body = status == 204 || status == 304 || req->method == RN_HTTP_HEAD;
-    char framing[64] = "";
-    if (!no_body)
-        snprintf(framing, sizeof framing, "Content-Length: %zu\r\n", body->len);
-    rn_buf out = {0};
-    build_head(&out, req, status, head, framing);
-    if (no_body)
+    answer_status(req, status);
+    const rn_protocol *proto = c->proto;
+    if (status == 204 || status == 304 || req->method == RN_HTTP_HEAD) {
         rn_buf_free(body);
-    if (!no_body)
+        proto->send_head(x, status, head, RN_ANSWER_NO_BODY, NULL);
+    } else {
         req->bytes_out = body->len;
-    conn_write(c, &out, no_body ? NULL : body, 0);
+        proto->send_head(x, status, head, body->len, body);
+    }
     if (x->conn)
-        response_finished(http1_of(c));
+        proto->finished(x);
 }
 
-/* Sends the next piece of a file body, or the suffix and the end of the
- * response once the file is sent. One piece is in flight at a time. */
-static void file_pump(rn_http1 *h) {
-    rn_conn *c = h->conn;
-    rn_exchange *x = h->cur;
+/* Sends the next piece of x's file body once the one before it is written,
+ * or the suffix and the end of the answer once the file is sent. One piece
+ * is in flight at a time. */
+static void answer_file_pump(rn_exchange *x) {
     if (!x || x->file_fd < 0)
         return;
+    assert(x->conn);
+    const rn_protocol *proto = x->conn->proto;
     if (x->file_left == 0) {
         close(x->file_fd);
         x->file_fd = -1;
         if (x->file_suffix.len)
-            conn_write(c, &x->file_suffix, NULL, 0);
+            proto->send_body(x, &x->file_suffix, RN_BODY_BYTES);
         if (x->conn)
-            response_finished(h);
+            proto->finished(x);
         return;
     }
     size_t piece_max = rn_http_answer_room(&x->req) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES
@@ -1110,16 +1245,14 @@ static void file_pump(rn_http1 *h) {
     rn_buf_reserve(&piece, n);
     ssize_t got = pread(x->file_fd, piece.data, n, (off_t)x->file_off);
     if (got <= 0) {
-        /* The body was promised with its length: a short file can only end
-         * the connection. */
-        rn_buf_free(&piece);
-        conn_close(c);
+        rn_buf_free(&piece); /* a short file */
+        proto->fail(x);
         return;
     }
     piece.len = (size_t)got;
     x->file_off += (uint64_t)got;
     x->file_left -= (uint64_t)got;
-    conn_write(c, &piece, NULL, 1);
+    proto->send_body(x, &piece, RN_BODY_FILE_PIECE);
 }
 
 uint64_t rn_http_answer_bytes_held(const rn_http_server *srv) {
@@ -1157,20 +1290,16 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
         return;
     }
     x->responding = 1;
-    char framing[64];
-    snprintf(framing, sizeof framing, "Content-Length: %llu\r\n",
-             (unsigned long long)(prefix->len + len + suffix->len));
-    rn_buf out = {0};
-    build_head(&out, req, status, head, framing);
+    answer_status(req, status);
     req->bytes_out = prefix->len + len + suffix->len;
     x->file_fd = fd;
     x->file_off = off;
     x->file_left = len;
     x->file_suffix = *suffix;
     *suffix = (rn_buf){0};
-    if (conn_write(c, &out, prefix, 0) < 0)
-        return;
-    file_pump(http1_of(c));
+    c->proto->send_head(x, status, head, req->bytes_out, prefix);
+    if (x->conn)
+        answer_file_pump(x);
 }
 
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
@@ -1182,32 +1311,8 @@ void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
     }
     x->responding = 1;
     x->streaming = 1;
-    rn_buf out = {0};
-    build_head(&out, req, status, head, "Transfer-Encoding: chunked\r\n");
-    conn_write(c, &out, NULL, 0);
-}
-/* Writes the size line of a chunk of n bytes ("<hex>\r\n") to out, which
- * has room for CHUNK_LINE_MAX bytes; returns its length. */
-#define CHUNK_LINE_MAX (2 * sizeof(size_t) + 2)
-static size_t chunk_line(char *out, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    char digits[2 * sizeof(size_t)];
-    size_t k = 0;
-    do {
-        digits[k++] = hex[n & 15];
-        n >>= 4;
-    } while (n);
-    for (size_t i = 0; i < k; i++)
-        out[i] = digits[k - 1 - i];
-    out[k] = '\r';
-    out[k + 1] = '\n';
-    return k + 2;
-}
-
-/* Bytes still queued on the streamed response's socket (0 once gone). */
-static size_t stream_queued(const rn_request *req) {
-    const rn_conn *c = exchange_of(req)->conn;
-    return c ? uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp) : 0;
+    answer_status(req, status);
+    c->proto->send_head(x, status, head, RN_ANSWER_STREAMED, NULL);
 }
 
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
@@ -1218,28 +1323,8 @@ size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
         return 0;
     }
     req->bytes_out += chunk->len;
-    rn_buf frame = {0};
-    rn_buf_reserve(&frame, CHUNK_LINE_MAX);
-    frame.len = chunk_line((char *)frame.data, chunk->len);
-    rn_buf_append(chunk, "\r\n", 2);
-    conn_write(c, &frame, chunk, 0);
-    return stream_queued(req);
-}
-
-rn_http_chunk *rn_http_chunk_new(const void *payload, size_t len) {
-    rn_http_chunk *ch = rn_xmalloc(sizeof *ch + CHUNK_LINE_MAX + len + 2);
-    ch->refs = 1;
-    ch->payload_len = len;
-    size_t n = chunk_line((char *)ch->bytes, len);
-    memcpy(ch->bytes + n, payload, len);
-    memcpy(ch->bytes + n + len, "\r\n", 2);
-    ch->len = n + len + 2;
-    return ch;
-}
-
-void rn_http_chunk_release(rn_http_chunk *ch) {
-    if (--ch->refs == 0)
-        free(ch);
+    c->proto->send_body(x, chunk, RN_BODY_CHUNK);
+    return answer_queued(x);
 }
 
 size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
@@ -1248,8 +1333,8 @@ size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
     if (!c || !x->streaming)
         return 0;
     req->bytes_out += ch->payload_len;
-    conn_write_chunk(c, ch);
-    return stream_queued(req);
+    c->proto->send_chunk(x, ch);
+    return answer_queued(x);
 }
 
 void rn_http_stream_end(rn_request *req) {
@@ -1258,11 +1343,10 @@ void rn_http_stream_end(rn_request *req) {
     if (!c || !x->streaming)
         return;
     x->streaming = 0;
-    rn_buf end = {0};
-    rn_buf_append_str(&end, "0\r\n\r\n");
-    conn_write(c, &end, NULL, 0);
+    const rn_protocol *proto = c->proto;
+    proto->end_stream(x);
     if (x->conn)
-        response_finished(http1_of(c));
+        proto->finished(x);
 }
 
 /* ---- reading ---- */
@@ -1416,6 +1500,13 @@ static const rn_protocol http1_protocol = {
     .idle = http1_idle,
     .busy = http1_busy,
     .free = http1_free,
+    .send_head = http1_send_head,
+    .send_body = http1_send_body,
+    .send_chunk = http1_send_chunk,
+    .end_stream = http1_end_stream,
+    .finished = http1_finished,
+    .fail = http1_fail,
+    .queued = http1_queued,
 };
 
 /* Starts HTTP/1.1 on a newly accepted connection, between requests. */
