@@ -28,10 +28,11 @@
  * While bytes stay queued, the send watch closes a client that takes none
  * of them for a whole idle-timeout period (see output_progressed).
  */
+#include "transport/conn.h"
 #include "transport/http.h"
-#include "transport/fanout.h"
 #include "transport/listen.h"
 #include "transport/request_head.h"
+#include "transport/write.h"
 #include "util/map.h"
 #include "util/metrics.h"
 #include "util/text.h"
@@ -56,36 +57,14 @@
 #define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
 #define LINGER_MS 2000                 /* closing: read and drop input this long */
 #define EXTEND_STEP_MS 1000            /* a body's earned time moves the request timer in steps */
-#define FANOUT_MIN_BATCH 64            /* smaller write batches are sent by the loop thread */
 
 enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_HANDLING, ST_CLOSING };
 
-typedef struct batch_entry batch_entry;
-
-struct rn_http_server {
-    uv_loop_t *loop;
-    rn_listeners listeners;
-    rn_http_config cfg;
-    rn_request_fn on_request;
-    void *arg;
-    rn_conn *conns; /* doubly linked list of open connections */
-    size_t conn_count;
-    int stopping;
-    /* write batches (rn_http_batch_begin/flush) */
-    rn_fanout *fanout; /* helper threads; NULL: batches are off */
-    int batch_depth;   /* begin calls not yet flushed */
-    int flushing;      /* writes made meanwhile are not collected */
-    batch_entry *batch;
-    size_t batch_len, batch_cap;
-    uint64_t answer_bytes_held; /* owned bytes of queued writes (max_answer_bytes_in_flight) */
-    rn_map peers;               /* client address -> peer (max_connections_per_ip) */
-};
-
 /* The open connections of one client address. */
-typedef struct {
+struct conn_peer {
     uint8_t addr[16]; /* the map key: an IPv6 address, or an IPv4 one mapped into it */
     int count;
-} peer;
+};
 
 /* A header's position inside the request's raw bytes while it is being
  * received. */
@@ -96,7 +75,7 @@ typedef struct {
 /* A request as the transport keeps it: what the handler sees (req, always
  * the first member: rn_request pointers are converted back with
  * exchange_of), its connection, and the state of its answer. */
-typedef struct {
+struct rn_exchange {
     rn_request req;
     rn_conn *conn; /* NULL once the connection is gone */
     int refs;
@@ -107,99 +86,11 @@ typedef struct {
     rn_buf file_suffix;
     rn_buf raw;            /* storage for target and header bytes */
     uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
-} rn_exchange;
+};
 
 static rn_exchange *exchange_of(const rn_request *req) {
     return (rn_exchange *)req;
 }
-
-/* The length given to rn_protocol.send_head for an answer without a body
- * (204, 304, an answer to HEAD), and for a streamed one. */
-#define RN_ANSWER_NO_BODY UINT64_MAX
-#define RN_ANSWER_STREAMED (UINT64_MAX - 1)
-
-/* Body bytes given to rn_protocol.send_body. */
-typedef enum {
-    RN_BODY_CHUNK,      /* a chunk of a streamed answer: the protocol frames it */
-    RN_BODY_BYTES,      /* bytes of a sized body */
-    RN_BODY_FILE_PIECE, /* bytes of a sized body read from its file: once they are
-                         * written, the protocol calls answer_file_pump */
-} rn_body_kind;
-
-/* The protocol spoken on a connection: what the connection code calls when
- * something happens on it, and how an answer to one of its requests goes
- * out. Every call is on the loop thread. */
-typedef struct {
-    /* Bytes arrived: c->input holds them past c->input_off. */
-    void (*received)(rn_conn *c);
-    /* The client shut its sending side; reading has stopped. Not called on
-     * an ending connection. */
-    void (*input_end)(rn_conn *c);
-    /* The connection's timer ran out while no answer bytes wait and the
-     * connection is not ending. */
-    void (*timeout)(rn_conn *c);
-    /* A write queued with uv_write completed (file_piece: it carried a
-     * piece of a file body). */
-    void (*written)(rn_conn *c, int file_piece);
-    /* The connection closes (once): requests still held are aborted. */
-    void (*closing)(rn_conn *c);
-    /* True between requests (stopping the server closes such a connection). */
-    int (*idle)(const rn_conn *c);
-    /* True while a request is received or answered. */
-    int (*busy)(const rn_conn *c);
-    /* Frees the protocol's state, once the connection's handles closed. */
-    void (*free)(rn_conn *c);
-
-    /* Answers: x is a request of the connection (x->conn set) whose answer
-     * was started by the answer functions, which record its status, count
-     * its bytes and take care of gone connections; any of these calls may
-     * close the connection (x->conn is then NULL). */
-    /* Sends the head of x's answer: status, the handler's header lines
-     * (head: lines ending in CRLF), and the framing of a body of `length`
-     * bytes, or RN_ANSWER_NO_BODY, or RN_ANSWER_STREAMED; then body (may be
-     * NULL). Takes head and body over. */
-    void (*send_head)(rn_exchange *x, int status, rn_buf *head, uint64_t length, rn_buf *body);
-    /* Sends body bytes (taken over, not empty). */
-    void (*send_body)(rn_exchange *x, rn_buf *bytes, rn_body_kind kind);
-    /* Sends a shared chunk of a streamed answer (the caller keeps its
-     * reference). */
-    void (*send_chunk)(rn_exchange *x, rn_http_chunk *ch);
-    /* Ends a streamed answer. */
-    void (*end_stream)(rn_exchange *x);
-    /* x's answer is complete (all of it was handed to send_*): the request
-     * is done, and the protocol goes on with the connection. */
-    void (*finished)(rn_exchange *x);
-    /* x's answer cannot be completed (a file body ended short). */
-    void (*fail)(rn_exchange *x);
-    /* Answer bytes of x still queued for its client. */
-    size_t (*queued)(const rn_exchange *x);
-} rn_protocol;
-
-struct rn_conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    rn_http_server *srv;
-    rn_conn *prev, *next;
-    const rn_protocol *proto; /* NULL until accepted */
-    void *proto_state;        /* the protocol's (rn_http1) */
-    int reading;              /* uv_read_start active */
-    int closed;               /* uv_close called */
-    int ending;               /* no more input is served: finishes once pending writes are out */
-    int lingering;            /* response sent, write side shut: dropping input */
-    int input_ended;          /* EOF read: the client sends nothing more */
-    int handles_open;
-    rn_buf input;          /* received bytes the protocol has not consumed */
-    size_t input_off;      /* how many of them it consumed */
-    size_t pending_writes; /* uv_write requests and batch entries not yet settled */
-    size_t batch_slot;     /* 1 + index of its entry in the server's batch; 0: none */
-    peer *peer;            /* its client address's count, when max_connections_per_ip */
-    /* the send watch (see output_progressed) */
-    uint64_t writes_done;  /* uv_write requests completed */
-    int watching;          /* the watch_* fields hold a reading */
-    uint64_t watch_writes; /* writes_done, */
-    size_t watch_queued;   /* bytes in libuv's write queue, */
-    int watch_unsent;      /* bytes the kernel holds unacknowledged, when last read */
-};
 
 /* HTTP/1.1 on a connection: the parser and the request under way. */
 typedef struct {
@@ -222,37 +113,6 @@ typedef struct {
 static rn_http1 *http1_of(const rn_conn *c) {
     return c->proto_state;
 }
-
-/* Bytes queued with uv_write, and what keeps them alive: owned buffers, or
- * a reference to a shared chunk. */
-struct write_req {
-    uv_write_t w;
-    rn_conn *conn;
-    rn_buf head, body;
-    rn_http_chunk *chunk;
-    int file_piece; /* a piece of rn_http_respond_file: send the next one when done */
-    size_t held;    /* head and body bytes counted in answer_bytes_held */
-};
-typedef struct write_req write_req;
-
-struct rn_http_chunk {
-    int refs;
-    size_t payload_len;
-    size_t len;      /* of bytes: size line, payload, CRLF */
-    uint8_t bytes[]; /* flexible */
-};
-
-/* A write collected by a batch: its bytes (owned head and body, or a
- * referenced chunk), the socket, and what sending them did. Helper threads
- * touch only fd, the bytes, sent and tried. */
-struct batch_entry {
-    rn_conn *conn; /* NULL once settled */
-    int fd;
-    rn_buf head, body;
-    rn_http_chunk *chunk;
-    size_t sent; /* bytes the socket took */
-    int tried;   /* the send was made */
-};
 
 /* Request body bytes held, counted against max_body_bytes_in_flight. A
  * request can outlive its connection (a handler holds it until the log
@@ -284,14 +144,8 @@ static void body_uncharge(rn_exchange *x) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
-static void conn_close(rn_conn *c);
 static void conn_finish(rn_conn *c);
-static void conn_end(rn_conn *c);
-static void conn_read_start(rn_conn *c);
-static void conn_read_stop(rn_conn *c);
 static void process_input(rn_http1 *h);
-static void arm_timer(rn_conn *c, uint64_t ms);
-static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
 
 /* ---- requests ---- */
 
@@ -391,11 +245,19 @@ static int output_progressed(rn_conn *c) {
     return !had || c->writes_done != writes || c->watch_queued < queued || c->watch_unsent < unsent;
 }
 
+void conn_watch_output(rn_conn *c) {
+    if (!uv_is_active((uv_handle_t *)&c->timer)) {
+        watch_read(c);
+        conn_arm_timer(c, c->srv->cfg.idle_timeout_ms);
+    } else if (!c->watching)
+        watch_read(c);
+}
+
 static void on_timeout(uv_timer_t *t) {
     rn_conn *c = t->data;
     if (c->pending_writes > 0) {
         if (output_progressed(c))
-            arm_timer(c, c->srv->cfg.idle_timeout_ms);
+            conn_arm_timer(c, c->srv->cfg.idle_timeout_ms);
         else
             conn_close(c); /* a whole period without taking a byte */
         return;
@@ -408,7 +270,7 @@ static void on_timeout(uv_timer_t *t) {
     c->proto->timeout(c);
 }
 
-static void arm_timer(rn_conn *c, uint64_t ms) {
+void conn_arm_timer(rn_conn *c, uint64_t ms) {
     if (ms)
         uv_timer_start(&c->timer, on_timeout, ms, 0);
     else
@@ -448,7 +310,7 @@ static int on_message_begin(llhttp_t *p) {
     if (h->state == ST_IDLE) {
         h->state = ST_READING;
         h->request_began = uv_now(c->srv->loop);
-        arm_timer(c, c->srv->cfg.request_timeout_ms);
+        conn_arm_timer(c, c->srv->cfg.request_timeout_ms);
     }
     return 0;
 }
@@ -550,7 +412,7 @@ static rn_http_method map_method(int m) {
 static void dispatch(rn_http1 *h) {
     rn_http_server *srv = h->conn->srv;
     h->state = ST_HANDLING;
-    arm_timer(h->conn, 0);
+    conn_arm_timer(h->conn, 0);
     srv->on_request(&h->cur->req, srv->arg);
 }
 
@@ -645,7 +507,7 @@ static void extend_request_timeout(rn_http1 *h, uint64_t received) {
         h->request_began + cfg->request_timeout_ms + received * 1000 / cfg->min_body_rate;
     uint64_t now = uv_now(c->srv->loop);
     if (deadline >= now + uv_timer_get_due_in(&c->timer) + EXTEND_STEP_MS)
-        arm_timer(c, deadline - now);
+        conn_arm_timer(c, deadline - now);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
@@ -680,7 +542,7 @@ static int on_message_complete(llhttp_t *p) {
     rn_http1 *h = p->data;
     if (h->state == ST_DISCARDING) { /* an answered body ended: next request */
         h->state = ST_IDLE;
-        arm_timer(h->conn, h->conn->srv->cfg.idle_timeout_ms);
+        conn_arm_timer(h->conn, h->conn->srv->cfg.idle_timeout_ms);
         return 0;
     }
     dispatch(h);
@@ -707,11 +569,10 @@ static void answer_file_pump(rn_exchange *x);
  * the server's memory (and its input stops being read past
  * INPUT_PAUSE_BYTES). */
 static int output_blocked(rn_conn *c) {
-    return uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0;
+    return conn_queued(c) > 0;
 }
 
-/* An ending connection whose writes are all out finishes. */
-static void conn_finish_when_written(rn_conn *c) {
+void conn_finish_when_written(rn_conn *c) {
     if (c->ending && c->pending_writes == 0)
         conn_finish(c);
 }
@@ -723,289 +584,18 @@ static void conn_finish_when_written(rn_conn *c) {
 static void http1_written(rn_conn *c, int file_piece) {
     rn_http1 *h = http1_of(c);
     if (h->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
-        arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */
+        conn_arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */
     if (file_piece && !c->closed) {
         answer_file_pump(h->cur);
         return;
     }
     rn_exchange *x = h->cur;
-    if (x && x->streaming && x->req.on_drain && !c->closed &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
+    if (x && x->streaming && x->req.on_drain && !c->closed && conn_queued(c) == 0)
         x->req.on_drain(&x->req);
     if (c->ending)
         conn_finish_when_written(c);
     else if (!c->closed && h->state != ST_HANDLING && !output_blocked(c))
         process_input(h); /* pipelined requests waited for the answers to go out */
-}
-
-static void write_req_free(write_req *wr) {
-    if (wr->held)
-        wr->conn->srv->answer_bytes_held -= wr->held;
-    rn_buf_free(&wr->head);
-    rn_buf_free(&wr->body);
-    if (wr->chunk)
-        rn_http_chunk_release(wr->chunk);
-    free(wr);
-}
-
-static void on_written(uv_write_t *w, int status) {
-    write_req *wr = (write_req *)w;
-    rn_conn *c = wr->conn;
-    int file_piece = wr->file_piece;
-    write_req_free(wr);
-    c->pending_writes--;
-    c->writes_done++;
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
-    c->proto->written(c, file_piece);
-}
-
-/* Writes bufs at once (uv_try_write) when nothing is queued on the socket:
- * a write the socket takes whole needs no request, no callback and no
- * change to the poll set. Returns the bytes the socket took; 0 when
- * something is queued, the connection is closed or the write failed
- * (errors surface through the uv_write of the rest). */
-static size_t try_now(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
-    if (c->pending_writes || c->closed)
-        return 0;
-    int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
-    return w > 0 ? (size_t)w : 0;
-}
-
-/* Bookkeeping of a write the socket took whole at once (or a batch entry
- * it took whole): an ending connection with nothing else pending finishes. */
-static void written_at_once(rn_conn *c) {
-    conn_finish_when_written(c);
-}
-/* Queues the bytes of bufs[0..n) (n <= 3) past the first `sent` with uv_write. wr
- * owns those bytes (its head, body or chunk) and is freed once they are
- * written or the connection fails. Returns -1 when the connection failed,
- * else 0. */
-static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned n, size_t sent) {
-    uv_buf_t rest[3];
-    unsigned m = 0;
-    for (unsigned i = 0; i < n; i++) {
-        size_t skip = sent < bufs[i].len ? sent : bufs[i].len;
-        sent -= skip;
-        if (skip < bufs[i].len)
-            rest[m++] = uv_buf_init(bufs[i].base + skip, (unsigned)(bufs[i].len - skip));
-    }
-    wr->conn = c;
-    c->pending_writes++;
-    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, rest, m, on_written) < 0) {
-        c->pending_writes--;
-        write_req_free(wr);
-        conn_close(c);
-        return -1;
-    }
-    wr->held = wr->head.len + wr->body.len;
-    c->srv->answer_bytes_held += wr->held;
-    if (!uv_is_active((uv_handle_t *)&c->timer)) {
-        watch_read(c);
-        arm_timer(c, c->srv->cfg.idle_timeout_ms);
-    } else if (!c->watching)
-        watch_read(c);
-    return 0;
-}
-
-/* ---- write batches ---- */
-
-/* True when a write to c is to be collected by the open batch: one is
- * open, not being flushed, and nothing is queued on c (a write behind
- * queued bytes joins their queue). */
-static int batch_takes(const rn_conn *c) {
-    return c->srv->batch_depth > 0 && !c->srv->flushing && c->pending_writes == 0 && !c->closed;
-}
-
-/* Collects a write to c: takes over head and body (either may be NULL),
- * or takes a reference to ch. The entry counts as a pending write until it
- * is settled, so that a closing connection waits for it. */
-static void batch_add(rn_conn *c, rn_buf *head, rn_buf *body, rn_http_chunk *ch) {
-    rn_http_server *srv = c->srv;
-    if (srv->batch_len == srv->batch_cap) {
-        srv->batch_cap = srv->batch_cap ? srv->batch_cap * 2 : 256;
-        srv->batch = rn_xrealloc(srv->batch, srv->batch_cap * sizeof *srv->batch);
-    }
-    batch_entry *e = &srv->batch[srv->batch_len++];
-    *e = (batch_entry){.conn = c, .fd = -1, .chunk = ch};
-    uv_fileno((const uv_handle_t *)&c->tcp, &e->fd);
-    if (head) {
-        e->head = *head;
-        *head = (rn_buf){0};
-    }
-    if (body) {
-        e->body = *body;
-        *body = (rn_buf){0};
-    }
-    if (ch)
-        ch->refs++;
-    c->batch_slot = srv->batch_len;
-    c->pending_writes++;
-}
-
-/* The entry's bytes in order (head, body, chunk; empty ones left out) into
- * bufs[3]; returns their count and their total in *total. */
-static unsigned entry_bufs(const batch_entry *e, uv_buf_t *bufs, size_t *total) {
-    unsigned n = 0;
-    if (e->head.len)
-        bufs[n++] = uv_buf_init((char *)e->head.data, (unsigned)e->head.len);
-    if (e->body.len)
-        bufs[n++] = uv_buf_init((char *)e->body.data, (unsigned)e->body.len);
-    if (e->chunk)
-        bufs[n++] = uv_buf_init((char *)e->chunk->bytes, (unsigned)e->chunk->len);
-    *total = 0;
-    for (unsigned i = 0; i < n; i++)
-        *total += bufs[i].len;
-    return n;
-}
-
-/* Sends an entry's bytes with one non-blocking sendmsg and records how many
- * the socket took (0 on any error: the queued write surfaces it). Runs on
- * the loop thread or a helper; touches only the entry. */
-static void entry_send(void *item) {
-    batch_entry *e = item;
-    uv_buf_t bufs[3];
-    size_t total;
-    unsigned n = entry_bufs(e, bufs, &total);
-    struct iovec iov[3];
-    for (unsigned i = 0; i < n; i++)
-        iov[i] = (struct iovec){.iov_base = bufs[i].base, .iov_len = bufs[i].len};
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
-    ssize_t w;
-    do
-        w = sendmsg(e->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-    while (w < 0 && errno == EINTR);
-    e->sent = w > 0 ? (size_t)w : 0;
-    e->tried = 1;
-}
-
-/* Settles an entry on the loop thread, sending it first unless that was
- * done: written whole, it is done like a write taken at once; otherwise
- * what remains is queued with uv_write (which surfaces a failed socket as
- * conn_write does). The bytes of a closed connection are dropped. */
-static void entry_settle(batch_entry *e) {
-    rn_conn *c = e->conn;
-    e->conn = NULL;
-    c->batch_slot = 0;
-    c->pending_writes--;
-    if (!e->tried && !c->closed)
-        entry_send(e);
-    uv_buf_t bufs[3];
-    size_t total;
-    unsigned n = entry_bufs(e, bufs, &total);
-    if (c->closed || e->sent == total) {
-        rn_buf_free(&e->head);
-        rn_buf_free(&e->body);
-        if (e->chunk)
-            rn_http_chunk_release(e->chunk);
-        if (!c->closed)
-            written_at_once(c);
-        return;
-    }
-    write_req *wr = rn_xcalloc(1, sizeof *wr); /* takes the bytes bufs point at */
-    wr->head = e->head;
-    wr->body = e->body;
-    wr->chunk = e->chunk;
-    queue_rest(c, wr, bufs, n, e->sent);
-}
-
-/* Settles c's entry before anything else is written to c, so that its
- * bytes keep their order. */
-static void batch_settle(rn_conn *c) {
-    if (c->batch_slot)
-        entry_settle(&c->srv->batch[c->batch_slot - 1]);
-}
-
-void rn_http_batch_begin(rn_http_server *srv) {
-    if (srv->fanout)
-        srv->batch_depth++;
-}
-
-void rn_http_batch_flush(rn_http_server *srv) {
-    if (!srv->fanout || --srv->batch_depth > 0 || srv->flushing)
-        return;
-    srv->flushing = 1;
-    size_t n = 0;
-    for (size_t i = 0; i < srv->batch_len; i++) {
-        batch_entry *e = &srv->batch[i];
-        if (!e->conn)
-            continue; /* settled already */
-        if (e->conn->closed) {
-            entry_settle(e); /* its descriptor is closed: no thread may use it */
-            continue;
-        }
-        srv->batch[n] = *e;
-        srv->batch[n].conn->batch_slot = n + 1;
-        n++;
-    }
-    if (n >= FANOUT_MIN_BATCH) {
-        rn_fanout_run(srv->fanout, entry_send, srv->batch, sizeof *srv->batch, n);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            entry_send(&srv->batch[i]);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (srv->batch[i].conn) /* settling one may settle others (their writes) */
-            entry_settle(&srv->batch[i]);
-    srv->batch_len = 0;
-    srv->flushing = 0;
-}
-
-/* Sends head then body (may be NULL) on the socket; takes both over. The
- * bytes are collected by an open batch, or tried at once (try_now), and
- * whatever remains is queued. A file piece is always queued, so that its
- * completion pumps the next one. Returns -1 when the connection failed,
- * else 0. */
-static int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
-    batch_settle(c);
-    if (!file_piece && batch_takes(c)) {
-        batch_add(c, head, body, NULL);
-        return 0;
-    }
-    uv_buf_t bufs[2] = {
-        uv_buf_init((char *)head->data, (unsigned)head->len),
-        uv_buf_init(body ? (char *)body->data : NULL, body ? (unsigned)body->len : 0)};
-    unsigned n = bufs[1].len ? 2 : 1;
-    size_t sent = file_piece ? 0 : try_now(c, bufs, n);
-    if (sent == bufs[0].len + bufs[1].len) {
-        rn_buf_free(head);
-        if (body)
-            rn_buf_free(body);
-        written_at_once(c);
-        return 0;
-    }
-    write_req *wr = rn_xcalloc(1, sizeof *wr); /* takes the bytes bufs point at */
-    wr->file_piece = file_piece;
-    wr->head = *head;
-    *head = (rn_buf){0};
-    if (body) {
-        wr->body = *body;
-        *body = (rn_buf){0};
-    }
-    return queue_rest(c, wr, bufs, n, sent);
-}
-
-/* Sends a shared chunk: collected by an open batch, or tried at once from
- * its own bytes; only when the socket does not take them whole is a request
- * made, holding a reference. Returns as conn_write. */
-static int conn_write_chunk(rn_conn *c, rn_http_chunk *ch) {
-    batch_settle(c);
-    if (batch_takes(c)) {
-        batch_add(c, NULL, NULL, ch);
-        return 0;
-    }
-    uv_buf_t buf = uv_buf_init((char *)ch->bytes, (unsigned)ch->len);
-    size_t sent = try_now(c, &buf, 1);
-    if (sent == ch->len) {
-        written_at_once(c);
-        return 0;
-    }
-    write_req *wr = rn_xcalloc(1, sizeof *wr);
-    wr->chunk = ch;
-    ch->refs++;
-    return queue_rest(c, wr, &buf, 1, sent);
 }
 
 static const char *reason(int status) {
@@ -1081,24 +671,6 @@ static void http1_send_head(rn_exchange *x, int status, rn_buf *head, uint64_t l
     conn_write(c, &out, body, 0);
 }
 
-/* Writes the size line of a chunk of n bytes ("<hex>\r\n") to out, which
- * has room for CHUNK_LINE_MAX bytes; returns its length. */
-#define CHUNK_LINE_MAX (2 * sizeof(size_t) + 2)
-static size_t chunk_line(char *out, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    char digits[2 * sizeof(size_t)];
-    size_t k = 0;
-    do {
-        digits[k++] = hex[n & 15];
-        n >>= 4;
-    } while (n);
-    for (size_t i = 0; i < k; i++)
-        out[i] = digits[k - 1 - i];
-    out[k] = '\r';
-    out[k + 1] = '\n';
-    return k + 2;
-}
-
 /* A streamed answer's chunk goes out framed (size line, bytes, CRLF); the
  * bytes of a sized body go out as they are. */
 static void http1_send_body(rn_exchange *x, rn_buf *bytes, rn_body_kind kind) {
@@ -1109,7 +681,7 @@ static void http1_send_body(rn_exchange *x, rn_buf *bytes, rn_body_kind kind) {
     }
     rn_buf frame = {0};
     rn_buf_reserve(&frame, CHUNK_LINE_MAX);
-    frame.len = chunk_line((char *)frame.data, bytes->len);
+    frame.len = chunk_size_line((char *)frame.data, bytes->len);
     rn_buf_append(bytes, "\r\n", 2);
     conn_write(c, &frame, bytes, 0);
 }
@@ -1141,11 +713,11 @@ static void response_finished(rn_http1 *h) {
     if (h->state == ST_EARLY) {
         h->state = ST_DISCARDING;
         h->discard_deadline = uv_now(c->srv->loop) + DISCARD_TOTAL_MS;
-        arm_timer(c, DISCARD_IDLE_MS);
+        conn_arm_timer(c, DISCARD_IDLE_MS);
         return;
     }
     h->state = ST_IDLE;
-    arm_timer(c, c->srv->cfg.idle_timeout_ms);
+    conn_arm_timer(c, c->srv->cfg.idle_timeout_ms);
     llhttp_resume(&h->parser);
     process_input(h);
 }
@@ -1164,25 +736,7 @@ static void http1_fail(rn_exchange *x) {
 
 /* Answer bytes still queued on the connection's socket. */
 static size_t http1_queued(const rn_exchange *x) {
-    return uv_stream_get_write_queue_size((const uv_stream_t *)&x->conn->tcp);
-}
-
-/* ---- shared chunks ---- */
-
-rn_http_chunk *rn_http_chunk_new(const void *payload, size_t len) {
-    rn_http_chunk *ch = rn_xmalloc(sizeof *ch + CHUNK_LINE_MAX + len + 2);
-    ch->refs = 1;
-    ch->payload_len = len;
-    size_t n = chunk_line((char *)ch->bytes, len);
-    memcpy(ch->bytes + n, payload, len);
-    memcpy(ch->bytes + n + len, "\r\n", 2);
-    ch->len = n + len + 2;
-    return ch;
-}
-
-void rn_http_chunk_release(rn_http_chunk *ch) {
-    if (--ch->refs == 0)
-        free(ch);
+    return conn_queued(x->conn);
 }
 
 /* ---- answers, whatever the protocol ---- */
@@ -1253,10 +807,6 @@ static void answer_file_pump(rn_exchange *x) {
     x->file_off += (uint64_t)got;
     x->file_left -= (uint64_t)got;
     proto->send_body(x, &piece, RN_BODY_FILE_PIECE);
-}
-
-uint64_t rn_http_answer_bytes_held(const rn_http_server *srv) {
-    return srv->answer_bytes_held;
 }
 
 size_t rn_http_answer_room(const rn_request *req) {
@@ -1456,7 +1006,7 @@ static void http1_received(rn_conn *c) {
             return;
         }
         uint64_t left = h->discard_deadline - now;
-        arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
+        conn_arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
     }
     if (h->state == ST_HANDLING || h->state == ST_CLOSING || output_blocked(c)) {
         if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading)
@@ -1562,12 +1112,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     c->proto->received(c);
 }
 
-static void conn_read_start(rn_conn *c) {
+void conn_read_start(rn_conn *c) {
     if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
         c->reading = 1;
 }
 
-static void conn_read_stop(rn_conn *c) {
+void conn_read_stop(rn_conn *c) {
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = 0;
 }
@@ -1606,7 +1156,7 @@ static int peer_join(rn_conn *c) {
     } else {
         memcpy(addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
     }
-    peer *p = rn_map_get(&srv->peers, addr, sizeof addr);
+    conn_peer *p = rn_map_get(&srv->peers, addr, sizeof addr);
     if (p && p->count >= srv->cfg.max_connections_per_ip)
         return -1;
     if (!p) {
@@ -1621,7 +1171,7 @@ static int peer_join(rn_conn *c) {
 
 /* Uncounts c from its client address, forgetting an address left with none. */
 static void peer_leave(rn_conn *c) {
-    peer *p = c->peer;
+    conn_peer *p = c->peer;
     if (!p)
         return;
     c->peer = NULL;
@@ -1631,7 +1181,7 @@ static void peer_leave(rn_conn *c) {
     }
 }
 
-static void conn_close(rn_conn *c) {
+void conn_close(rn_conn *c) {
     if (c->closed)
         return;
     c->closed = 1;
@@ -1672,13 +1222,11 @@ static void conn_finish(rn_conn *c) {
         return;
     }
     c->input.len = c->input_off = 0;
-    arm_timer(c, LINGER_MS); /* on_timeout closes: the connection is ending */
+    conn_arm_timer(c, LINGER_MS); /* on_timeout closes: the connection is ending */
     conn_read_start(c);
 }
 
-/* No more input is served on c: reading stops, and once its pending writes
- * are out it finishes (conn_finish). */
-static void conn_end(rn_conn *c) {
+void conn_end(rn_conn *c) {
     if (c->closed)
         return;
     c->ending = 1;
@@ -1714,7 +1262,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     }
     uv_tcp_nodelay(&c->tcp, 1);
     http1_attach(c);
-    arm_timer(c, srv->cfg.idle_timeout_ms);
+    conn_arm_timer(c, srv->cfg.idle_timeout_ms);
     conn_read_start(c);
 }
 
