@@ -31,7 +31,9 @@
 #include "transport/conn.h"
 #include "transport/http.h"
 #include "transport/listen.h"
+#include "transport/request.h"
 #include "transport/request_head.h"
+#include "transport/response.h"
 #include "transport/write.h"
 #include "util/map.h"
 #include "util/metrics.h"
@@ -52,7 +54,6 @@
 #include <sys/uio.h>
 
 #define INPUT_PAUSE_BYTES (256 * 1024) /* stop reading past this much pipelined input */
-#define FILE_PIECE_BYTES (256 * 1024)  /* rn_http_respond_file reads this much at a time */
 #define DISCARD_IDLE_MS 5000           /* an answered body may pause this long ... */
 #define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
 #define LINGER_MS 2000                 /* closing: read and drop input this long */
@@ -71,26 +72,6 @@ struct conn_peer {
 typedef struct {
     size_t name_off, name_len, value_off, value_len;
 } header_span;
-
-/* A request as the transport keeps it: what the handler sees (req, always
- * the first member: rn_request pointers are converted back with
- * exchange_of), its connection, and the state of its answer. */
-struct rn_exchange {
-    rn_request req;
-    rn_conn *conn; /* NULL once the connection is gone */
-    int refs;
-    int responding; /* a response (or stream) was started */
-    int streaming;  /* chunked response in progress */
-    int file_fd;    /* rn_http_respond_file: body file, or -1 */
-    uint64_t file_off, file_left;
-    rn_buf file_suffix;
-    rn_buf raw;            /* storage for target and header bytes */
-    uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
-};
-
-static rn_exchange *exchange_of(const rn_request *req) {
-    return (rn_exchange *)req;
-}
 
 /* HTTP/1.1 on a connection: the parser and the request under way. */
 typedef struct {
@@ -114,85 +95,11 @@ static rn_http1 *http1_of(const rn_conn *c) {
     return c->proto_state;
 }
 
-/* Request body bytes held, counted against max_body_bytes_in_flight. A
- * request can outlive its connection (a handler holds it until the log
- * answers), so the count belongs to the module; only the loop thread
- * touches it. */
-static uint64_t body_bytes_held;
-
-/* Counts n more body bytes for the request. Returns -1 (nothing counted)
- * when that would pass its server's bound. Bodies under
- * RN_HTTP_EARLY_BODY_BYTES may use a reserve of an eighth more, so that
- * clients stalling large uploads cannot starve small writes. */
-static int body_charge(rn_exchange *x, uint64_t n) {
-    assert(x->conn);
-    uint64_t cap = x->conn->srv->cfg.max_body_bytes_in_flight;
-    if (cap && x->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
-        cap += cap / 8;
-    if (cap && (n > cap || body_bytes_held > cap - n))
-        return -1;
-    body_bytes_held += n;
-    x->body_charged += n;
-    return 0;
-}
-
-static void body_uncharge(rn_exchange *x) {
-    body_bytes_held -= x->body_charged;
-    x->body_charged = 0;
-}
-
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void conn_finish(rn_conn *c);
 static void process_input(rn_http1 *h);
-
-/* ---- requests ---- */
-
-static rn_exchange *request_new(rn_conn *c) {
-    rn_exchange *x = rn_xcalloc(1, sizeof *x);
-    x->conn = c;
-    x->refs = 1;
-    x->file_fd = -1;
-    return x;
-}
-
-void rn_request_hold(rn_request *req) {
-    exchange_of(req)->refs++;
-}
-
-void rn_request_release(rn_request *req) {
-    rn_exchange *x = exchange_of(req);
-    if (--x->refs > 0)
-        return;
-    body_uncharge(x);
-    rn_buf_free(&req->body);
-    rn_buf_free(&x->raw);
-    rn_buf_free(&x->file_suffix);
-    if (x->file_fd >= 0)
-        close(x->file_fd);
-    free(req->headers);
-    free(x);
-}
-
-int rn_request_gone(const rn_request *req) {
-    return exchange_of(req)->conn == NULL;
-}
-
-const rn_header *rn_request_header(const rn_request *req, const char *name, size_t *count) {
-    const rn_header *first = NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < req->header_count; i++) {
-        if (rn_ieq(req->headers[i].name, req->headers[i].name_len, name)) {
-            if (!first)
-                first = &req->headers[i];
-            n++;
-        }
-    }
-    if (count)
-        *count = n;
-    return first;
-}
 
 /* Detaches the current request from its connection (connection closing or
  * response finished). */
@@ -201,14 +108,7 @@ static void detach_request(rn_http1 *h, int aborted) {
     if (!x)
         return;
     h->cur = NULL;
-    x->conn = NULL;
-    rn_request *r = &x->req;
-    if (aborted && r->on_abort) {
-        void (*fn)(rn_request *) = r->on_abort;
-        r->on_abort = NULL;
-        fn(r);
-    }
-    rn_request_release(r);
+    exchange_detach(x, aborted);
 }
 
 /* ---- timers ----
@@ -300,7 +200,7 @@ static void http1_timeout(rn_conn *c) {
 static int on_message_begin(llhttp_t *p) {
     rn_http1 *h = p->data;
     rn_conn *c = h->conn;
-    h->cur = request_new(c);
+    h->cur = exchange_new(c);
     h->cur->req.start_ns = uv_hrtime();
     h->span_count = 0;
     h->last_was_value = 0;
@@ -477,7 +377,7 @@ static int on_headers_complete(llhttp_t *p) {
     /* Load comes after size and the early answer (ext §5.5): a body that
      * would pass the in-flight bound is refused unread. */
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0 &&
-        body_charge(h->cur, p->content_length)) {
+        exchange_charge_body(h->cur, p->content_length)) {
         r->body_over_budget = 1;
         h->close_after_response = 1;
         dispatch(h);
@@ -518,17 +418,17 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     if (r->body.len + len > h->conn->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
         rn_buf_free(&r->body);
-        body_uncharge(h->cur);
+        exchange_uncharge_body(h->cur);
         h->close_after_response = 1;
         dispatch(h);
         return HPE_PAUSED;
     }
     /* A chunked body is counted as it arrives (a declared one was counted
      * whole from its headers). */
-    if (!(p->flags & F_CONTENT_LENGTH) && body_charge(h->cur, len)) {
+    if (!(p->flags & F_CONTENT_LENGTH) && exchange_charge_body(h->cur, len)) {
         r->body_over_budget = 1;
         rn_buf_free(&r->body);
-        body_uncharge(h->cur);
+        exchange_uncharge_body(h->cur);
         h->close_after_response = 1;
         dispatch(h);
         return HPE_PAUSED;
@@ -560,8 +460,6 @@ static const llhttp_settings_t parser_settings = {
 };
 
 /* ---- writing ---- */
-
-static void answer_file_pump(rn_exchange *x);
 
 /* True while answers of this connection wait unsent in its write queue: the
  * next pipelined request is not parsed until they are out, so a client that
@@ -737,166 +635,6 @@ static void http1_fail(rn_exchange *x) {
 /* Answer bytes still queued on the connection's socket. */
 static size_t http1_queued(const rn_exchange *x) {
     return conn_queued(x->conn);
-}
-
-/* ---- answers, whatever the protocol ---- */
-
-/* Records the status of req's answer, and counts it in the metrics. */
-static void answer_status(rn_request *req, int status) {
-    req->status = status;
-    if (status > 0 && status < RN_STATUS_SLOTS && req->route >= 0 && req->route < RN_ROUTE_COUNT)
-        rn_metric.http_requests[req->route][req->method][status]++;
-}
-
-/* Answer bytes of x still queued (0 once its connection is gone). */
-static size_t answer_queued(const rn_exchange *x) {
-    return x->conn ? x->conn->proto->queued(x) : 0;
-}
-
-void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
-    rn_exchange *x = exchange_of(req);
-    rn_conn *c = x->conn;
-    if (!c || x->responding) {
-        rn_buf_free(head);
-        rn_buf_free(body);
-        return;
-    }
-    x->responding = 1;
-    answer_status(req, status);
-    const rn_protocol *proto = c->proto;
-    if (status == 204 || status == 304 || req->method == RN_HTTP_HEAD) {
-        rn_buf_free(body);
-        proto->send_head(x, status, head, RN_ANSWER_NO_BODY, NULL);
-    } else {
-        req->bytes_out = body->len;
-        proto->send_head(x, status, head, body->len, body);
-    }
-    if (x->conn)
-        proto->finished(x);
-}
-
-/* Sends the next piece of x's file body once the one before it is written,
- * or the suffix and the end of the answer once the file is sent. One piece
- * is in flight at a time. */
-static void answer_file_pump(rn_exchange *x) {
-    if (!x || x->file_fd < 0)
-        return;
-    assert(x->conn);
-    const rn_protocol *proto = x->conn->proto;
-    if (x->file_left == 0) {
-        close(x->file_fd);
-        x->file_fd = -1;
-        if (x->file_suffix.len)
-            proto->send_body(x, &x->file_suffix, RN_BODY_BYTES);
-        if (x->conn)
-            proto->finished(x);
-        return;
-    }
-    size_t piece_max = rn_http_answer_room(&x->req) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES
-                                                                       : FILE_PIECE_BYTES;
-    size_t n = x->file_left < piece_max ? (size_t)x->file_left : piece_max;
-    rn_buf piece = {0};
-    rn_buf_reserve(&piece, n);
-    ssize_t got = pread(x->file_fd, piece.data, n, (off_t)x->file_off);
-    if (got <= 0) {
-        rn_buf_free(&piece); /* a short file */
-        proto->fail(x);
-        return;
-    }
-    piece.len = (size_t)got;
-    x->file_off += (uint64_t)got;
-    x->file_left -= (uint64_t)got;
-    proto->send_body(x, &piece, RN_BODY_FILE_PIECE);
-}
-
-size_t rn_http_answer_room(const rn_request *req) {
-    const rn_conn *c = exchange_of(req)->conn;
-    const rn_http_server *srv = c ? c->srv : NULL;
-    if (!srv || !srv->cfg.max_answer_bytes_in_flight)
-        return SIZE_MAX;
-    uint64_t held = srv->answer_bytes_held, bound = srv->cfg.max_answer_bytes_in_flight;
-    uint64_t room = held < bound ? bound - held : 0;
-    return room > RN_HTTP_SMALL_PIECE_BYTES ? (size_t)room : RN_HTTP_SMALL_PIECE_BYTES;
-}
-
-void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
-                          uint64_t off, uint64_t len, rn_buf *suffix) {
-    rn_exchange *x = exchange_of(req);
-    rn_conn *c = x->conn;
-    if (!c || x->responding || req->method == RN_HTTP_HEAD) {
-        if (c && !x->responding) {
-            /* HEAD: the headers of the whole answer, no body. */
-            close(fd);
-            rn_buf_free(prefix);
-            rn_buf_free(suffix);
-            rn_buf empty = {0};
-            rn_http_respond(req, status, head, &empty);
-            return;
-        }
-        close(fd);
-        rn_buf_free(head);
-        rn_buf_free(prefix);
-        rn_buf_free(suffix);
-        return;
-    }
-    x->responding = 1;
-    answer_status(req, status);
-    req->bytes_out = prefix->len + len + suffix->len;
-    x->file_fd = fd;
-    x->file_off = off;
-    x->file_left = len;
-    x->file_suffix = *suffix;
-    *suffix = (rn_buf){0};
-    c->proto->send_head(x, status, head, req->bytes_out, prefix);
-    if (x->conn)
-        answer_file_pump(x);
-}
-
-void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
-    rn_exchange *x = exchange_of(req);
-    rn_conn *c = x->conn;
-    if (!c || x->responding) {
-        rn_buf_free(head);
-        return;
-    }
-    x->responding = 1;
-    x->streaming = 1;
-    answer_status(req, status);
-    c->proto->send_head(x, status, head, RN_ANSWER_STREAMED, NULL);
-}
-
-size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
-    rn_exchange *x = exchange_of(req);
-    rn_conn *c = x->conn;
-    if (!c || !x->streaming || chunk->len == 0) {
-        rn_buf_free(chunk);
-        return 0;
-    }
-    req->bytes_out += chunk->len;
-    c->proto->send_body(x, chunk, RN_BODY_CHUNK);
-    return answer_queued(x);
-}
-
-size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
-    rn_exchange *x = exchange_of(req);
-    rn_conn *c = x->conn;
-    if (!c || !x->streaming)
-        return 0;
-    req->bytes_out += ch->payload_len;
-    c->proto->send_chunk(x, ch);
-    return answer_queued(x);
-}
-
-void rn_http_stream_end(rn_request *req) {
-    rn_exchange *x = exchange_of(req);
-    rn_conn *c = x->conn;
-    if (!c || !x->streaming)
-        return;
-    x->streaming = 0;
-    const rn_protocol *proto = c->proto;
-    proto->end_stream(x);
-    if (x->conn)
-        proto->finished(x);
 }
 
 /* ---- reading ---- */

@@ -13,6 +13,7 @@
  */
 #include "transport/write.h"
 #include "transport/fanout.h"
+#include "transport/request.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -347,4 +348,14 @@ uint64_t rn_http_answer_bytes_held(const rn_http_server *srv) {
 
 size_t conn_queued(const rn_conn *c) {
     return uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp);
+}
+
+size_t rn_http_answer_room(const rn_request *req) {
+    const rn_conn *c = exchange_of(req)->conn;
+    const rn_http_server *srv = c ? c->srv : NULL;
+    if (!srv || !srv->cfg.max_answer_bytes_in_flight)
+        return SIZE_MAX;
+    uint64_t held = srv->answer_bytes_held, bound = srv->cfg.max_answer_bytes_in_flight;
+    uint64_t room = held < bound ? bound - held : 0;
+    return room > RN_HTTP_SMALL_PIECE_BYTES ? (size_t)room : RN_HTTP_SMALL_PIECE_BYTES;
 }
