@@ -39,10 +39,11 @@ static void conn_finish(rn_conn *c);
  * end of a lingering close, and otherwise what the protocol armed it for
  * (HTTP/1.1: the request and idle timeouts).
  *
- * The send watch: while answer bytes wait for a client (pending_writes), the connection's
- * timer checks every idle-timeout period whether the client took any:
- * a uv_write completed, libuv's write queue shrank, or the kernel's
- * unacknowledged bytes (SIOCOUTQ) shrank since the last reading. A client
+ * The send watch: while answer bytes wait for a client (pending_writes),
+ * the connection's timer checks every idle-timeout period whether the
+ * client took any: a queued write completed, the transport's write queue
+ * shrank, or the kernel's unacknowledged bytes (SIOCOUTQ) shrank since the
+ * last reading. A client
  * that took nothing for a whole period is closed; a slow one that keeps
  * reading is not, however long its answer takes. */
 
@@ -53,7 +54,7 @@ static void watch_read(rn_conn *c) {
     if (fd < 0 || ioctl(fd, SIOCOUTQ, &unsent) < 0)
         unsent = 0;
     c->watch_writes = c->writes_done;
-    c->watch_queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    c->watch_queued = c->bytes->queued(c);
     c->watch_unsent = unsent;
     c->watching = 1;
 }
@@ -108,14 +109,6 @@ void conn_finish_when_written(rn_conn *c) {
 
 /* ---- reading ---- */
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-    rn_conn *c = h->data;
-    (void)suggested;
-    rn_buf_reserve(&c->input, 65536);
-    *buf =
-        uv_buf_init((char *)c->input.data + c->input.len, (unsigned)(c->input.cap - c->input.len));
-}
-
 /* The client shut its sending side: reading stops; an ending connection
  * closes once its answers are out, any other is told to its protocol. */
 static void input_end(rn_conn *c) {
@@ -129,9 +122,7 @@ static void input_end(rn_conn *c) {
     c->proto->input_end(c);
 }
 
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-    rn_conn *c = s->data;
-    (void)buf;
+void conn_received(rn_conn *c, ssize_t n) {
     if (c->lingering) { /* the answer is out: drop input until EOF or LINGER_MS */
         if (n < 0)
             conn_close(c);
@@ -151,12 +142,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 }
 
 void conn_read_start(rn_conn *c) {
-    if (!c->reading && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+    if (!c->reading && c->bytes->read_start(c) == 0)
         c->reading = 1;
 }
 
 void conn_read_stop(rn_conn *c) {
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->bytes->read_stop(c);
     c->reading = 0;
 }
 
@@ -254,7 +245,7 @@ static void conn_finish(rn_conn *c) {
     c->lingering = 1;
     uv_shutdown_t *sr = rn_xcalloc(1, sizeof *sr);
     sr->data = c;
-    if (uv_shutdown(sr, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
+    if (c->bytes->shutdown(c, sr, on_shutdown) < 0) {
         free(sr);
         conn_close(c);
         return;
@@ -280,6 +271,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     c->srv = srv;
     uv_tcp_init(srv->loop, &c->tcp);
     c->tcp.data = c;
+    c->bytes = &rn_tcp_bytes;
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) < 0) {
         free(c);
         return;

@@ -3,11 +3,15 @@
  * src/transport/).
  *
  * Layers, bottom up: the connection (conn.c: the socket, its life, timers,
- * limits, the send watch) carries the bytes of one protocol (rn_protocol:
- * HTTP/1.1 in http1.c), whose requests (request.h) are answered through the
- * answer calls of http.h (response.c). Bytes go out through the write path
- * (write.h), which every protocol shares. Everything here runs on the loop
- * thread, except what write.c's batches hand to the fan-out threads.
+ * limits, the send watch) moves bytes through its byte transport
+ * (rn_byte_transport: plain TCP in tcp.c) and carries the bytes of one
+ * protocol (rn_protocol: HTTP/1.1 in http1.c), whose requests (request.h)
+ * are answered through the answer calls of http.h (response.c). Bytes go
+ * out through the write path (write.h), which every protocol shares and
+ * which reaches the socket only through the byte transport. Everything here
+ * runs on the loop thread, except what write.c's batches hand to the
+ * fan-out threads. docs/ARCHITECTURE.md ("Transport layers") tells how TLS
+ * and HTTP/2 plug in.
  */
 #ifndef RN_TRANSPORT_CONN_H
 #define RN_TRANSPORT_CONN_H
@@ -25,6 +29,39 @@
 typedef struct rn_exchange rn_exchange;
 typedef struct batch_entry batch_entry;
 typedef struct conn_peer conn_peer;
+
+/* The byte transport under a connection's protocol: the layer the
+ * protocol's bytes pass through to the socket, and the client's bytes
+ * through to c->input. Set at accept, before the protocol. */
+typedef struct {
+    /* Starts (stops) delivering the client's bytes: each read is appended
+     * to c->input and reported with conn_received. read_start returns 0 or
+     * a libuv error. */
+    int (*read_start)(rn_conn *c);
+    void (*read_stop)(rn_conn *c);
+    /* Sends what the socket takes at once of bufs[0..n), leaving nothing
+     * behind in the transport, and returns how many bytes that was (0 when
+     * none, or on an error: the write of the rest reports it). A transport
+     * that cannot send part of a write at once returns 0. */
+    size_t (*try_write)(rn_conn *c, const uv_buf_t *bufs, unsigned n);
+    /* Queues bufs[0..n) behind everything written before; cb(w, status)
+     * runs once they are on the socket, or the connection failed. The
+     * bytes stay valid until then. Returns 0, or a libuv error (cb will not
+     * run). */
+    int (*write)(rn_conn *c, uv_write_t *w, const uv_buf_t *bufs, unsigned n, uv_write_cb cb);
+    /* Bytes given to write that the kernel has not taken yet. */
+    size_t (*queued)(const rn_conn *c);
+    /* Shuts the sending side once what was written is out; as uv_shutdown. */
+    int (*shutdown)(rn_conn *c, uv_shutdown_t *sr, uv_shutdown_cb cb);
+    /* The protocol's bytes are the socket's bytes: a write batch may send
+     * them with sendmsg on the descriptor from the fan-out threads. A
+     * transport that transforms them (TLS) leaves it 0, and its
+     * connections' writes are never collected by a batch. */
+    int direct_sends;
+} rn_byte_transport;
+
+/* Plain TCP (tcp.c). */
+extern const rn_byte_transport rn_tcp_bytes;
 
 /* The length given to rn_protocol.send_head for an answer without a body
  * (204, 304, an answer to HEAD), and for a streamed one. */
@@ -51,7 +88,7 @@ typedef struct {
     /* The connection's timer ran out while no answer bytes wait and the
      * connection is not ending. */
     void (*timeout)(rn_conn *c);
-    /* A write queued with uv_write completed (file_piece: it carried a
+    /* A write queued with the byte transport completed (file_piece: it carried a
      * piece of a file body). */
     void (*written)(rn_conn *c, int file_piece);
     /* The connection closes (once): requests still held are aborted. */
@@ -112,9 +149,10 @@ struct rn_conn {
     uv_timer_t timer;
     rn_http_server *srv;
     rn_conn *prev, *next;
+    const rn_byte_transport *bytes;
     const rn_protocol *proto; /* NULL until accepted */
     void *proto_state;        /* the protocol's (rn_http1) */
-    int reading;              /* uv_read_start active */
+    int reading;              /* the byte transport delivers reads */
     int closed;               /* uv_close called */
     int ending;               /* no more input is served: finishes once pending writes are out */
     int lingering;            /* response sent, write side shut: dropping input */
@@ -122,14 +160,14 @@ struct rn_conn {
     int handles_open;
     rn_buf input;          /* received bytes the protocol has not consumed */
     size_t input_off;      /* how many of them it consumed */
-    size_t pending_writes; /* uv_write requests and batch entries not yet settled */
+    size_t pending_writes; /* transport writes and batch entries not yet settled */
     size_t batch_slot;     /* 1 + index of its entry in the server's batch; 0: none */
     conn_peer *peer;       /* its client address's count, when max_connections_per_ip */
     /* the send watch (see conn.c) */
-    uint64_t writes_done;  /* uv_write requests completed */
+    uint64_t writes_done;  /* transport writes completed */
     int watching;          /* the watch_* fields hold a reading */
     uint64_t watch_writes; /* writes_done, */
-    size_t watch_queued;   /* bytes in libuv's write queue, */
+    size_t watch_queued;   /* bytes in the transport's write queue, */
     int watch_unsent;      /* bytes the kernel holds unacknowledged, when last read */
 };
 
@@ -156,6 +194,11 @@ void conn_arm_timer(rn_conn *c, uint64_t ms);
  * reading and, when the timer is not running, arms it for an idle
  * period). */
 void conn_watch_output(rn_conn *c);
+
+/* What the byte transport read: n > 0 bytes were appended to c->input,
+ * UV_EOF: the client shut its sending side, another negative: the
+ * connection failed (0: nothing). */
+void conn_received(rn_conn *c, ssize_t n);
 
 /* Starts reading c (when it is not already); stops reading it. */
 void conn_read_start(rn_conn *c);

@@ -105,7 +105,7 @@ typedef struct {
      * small writes). 0: no bound. */
     uint64_t max_body_bytes_in_flight;
     /* Answer bytes held at once for clients that have not taken them yet,
-     * over all connections (owned buffers queued with uv_write; shared SSE
+     * over all connections (owned buffers of queued writes; shared SSE
      * chunks are bounded per reader instead). Past it, file bodies go out
      * in RN_HTTP_SMALL_PIECE_BYTES pieces, and the surfaces shorten reads
      * (rn_http_answer_room). 0: no bound. */

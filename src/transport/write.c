@@ -3,7 +3,7 @@
  * connections, and the answer budget. See write.h.
  *
  * Writes are tried at once when nothing is queued (try_now), the rest
- * queued with uv_write. Inside a write batch (rn_http_batch_begin) such
+ * queued with the byte transport's write (conn.h). Inside a write batch (rn_http_batch_begin) such
  * writes are collected as batch entries instead, and the flush sends them
  * from the loop thread and the fan-out threads (fanout.c), which touch only
  * the entries: descriptor, bytes, result. Everything else is loop-thread
@@ -23,7 +23,7 @@
 
 #define FANOUT_MIN_BATCH 64 /* smaller write batches are sent by the loop thread */
 
-/* Bytes queued with uv_write, and what keeps them alive: owned buffers, or
+/* Bytes queued with the transport's write, and what keeps them alive: owned buffers, or
  * a reference to a shared chunk. */
 struct write_req {
     uv_write_t w;
@@ -71,16 +71,15 @@ static void on_written(uv_write_t *w, int status) {
     c->proto->written(c, file_piece);
 }
 
-/* Writes bufs at once (uv_try_write) when nothing is queued on the socket:
+/* Writes bufs at once (the transport's try_write) when nothing is queued:
  * a write the socket takes whole needs no request, no callback and no
  * change to the poll set. Returns the bytes the socket took; 0 when
  * something is queued, the connection is closed or the write failed
- * (errors surface through the uv_write of the rest). */
+ * (errors surface through the queued write of the rest). */
 static size_t try_now(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
     if (c->pending_writes || c->closed)
         return 0;
-    int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
-    return w > 0 ? (size_t)w : 0;
+    return c->bytes->try_write(c, bufs, n);
 }
 
 /* Bookkeeping of a write the socket took whole at once (or a batch entry
@@ -88,9 +87,10 @@ static size_t try_now(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
 static void written_at_once(rn_conn *c) {
     conn_finish_when_written(c);
 }
-/* Queues the bytes of bufs[0..n) (n <= 3) past the first `sent` with uv_write. wr
- * owns those bytes (its head, body or chunk) and is freed once they are
- * written or the connection fails. Returns -1 when the connection failed,
+
+/* Queues the bytes of bufs[0..n) (n <= 3) past the first `sent` with the
+ * byte transport's write. wr owns those bytes (its head, body or chunk) and
+ * is freed once they are written or the connection fails. Returns -1 when the connection failed,
  * else 0. */
 static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned n, size_t sent) {
     uv_buf_t rest[3];
@@ -103,7 +103,7 @@ static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned 
     }
     wr->conn = c;
     c->pending_writes++;
-    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, rest, m, on_written) < 0) {
+    if (c->bytes->write(c, &wr->w, rest, m, on_written) < 0) {
         c->pending_writes--;
         write_req_free(wr);
         conn_close(c);
@@ -118,10 +118,12 @@ static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned 
 /* ---- write batches ---- */
 
 /* True when a write to c is to be collected by the open batch: one is
- * open, not being flushed, and nothing is queued on c (a write behind
- * queued bytes joins their queue). */
+ * open, not being flushed, nothing is queued on c (a write behind queued
+ * bytes joins their queue), and c's byte transport lets the fan-out
+ * threads send on its descriptor. */
 static int batch_takes(const rn_conn *c) {
-    return c->srv->batch_depth > 0 && !c->srv->flushing && c->pending_writes == 0 && !c->closed;
+    return c->srv->batch_depth > 0 && !c->srv->flushing && c->pending_writes == 0 && !c->closed &&
+           c->bytes->direct_sends;
 }
 
 /* Collects a write to c: takes over head and body (either may be NULL),
@@ -188,8 +190,8 @@ static void entry_send(void *item) {
 
 /* Settles an entry on the loop thread, sending it first unless that was
  * done: written whole, it is done like a write taken at once; otherwise
- * what remains is queued with uv_write (which surfaces a failed socket as
- * conn_write does). The bytes of a closed connection are dropped. */
+ * what remains is queued with the transport's write (which surfaces a
+ * failed socket as conn_write does). The bytes of a closed connection are dropped. */
 static void entry_settle(batch_entry *e) {
     rn_conn *c = e->conn;
     e->conn = NULL;
@@ -347,7 +349,7 @@ uint64_t rn_http_answer_bytes_held(const rn_http_server *srv) {
 }
 
 size_t conn_queued(const rn_conn *c) {
-    return uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp);
+    return c->bytes->queued(c);
 }
 
 size_t rn_http_answer_room(const rn_request *req) {

@@ -1,7 +1,7 @@
 /*
  * write.h — the write path every protocol shares (private to
  * src/transport/): bytes tried on the socket at once when nothing is
- * queued, the rest queued with uv_write; inside a write batch, collected
+ * queued, the rest queued with the byte transport's write; inside a write batch, collected
  * and sent by the loop thread and the fan-out threads together; shared
  * chunks written from their own bytes; the answer budget. See write.c.
  */
