@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "util/fault.h"
 #include "engine/command.h"
+#include "engine/damage_report.h"
 #include "engine/store.h"
 #include "tiers/blobs.h"
 #include "util/blake3.h"
@@ -72,10 +73,11 @@ struct rn_engine {
         void *arg;
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
-    uint64_t blob_serial; /* makes blob keys unique within a millisecond */
-    rn_map buckets;       /* bucket ids a stream was ever created in -> its id */
-    int ops_in_log;       /* mutations submitted, not yet applied */
-    int ops_preparing;    /* mutations waiting for their stream's files */
+    uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
+    rn_map buckets;                 /* bucket ids a stream was ever created in -> its id */
+    int ops_in_log;                 /* mutations submitted, not yet applied */
+    int ops_preparing;              /* mutations waiting for their stream's files */
+    rn_log_throttle store_refusals; /* writes refused for their stream files */
 };
 
 static void run_op(rn_engine *e, rn_op *op);
@@ -740,10 +742,15 @@ static void drain_queue(rn_engine *e, uint64_t id);
 static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
     uint64_t id = s->id;
     int pending = s->pending_create; /* s is freed below when pending */
+    int full = rc == -ENOSPC || rc == -EDQUOT;
+    rn_log_throttled(&e->store_refusals, 1000, RN_LOG_ERROR, "store",
+                     "a write to stream %s was refused before it was logged: its stream file "
+                     "could not be %s: %s (errno %d)",
+                     s->path, full ? "given disk space" : "prepared", strerror(-rc), -rc);
     s->busy = 0;
     if (pending)
         stream_destroy(e, s, 1);
-    finish(op, rc == -ENOSPC ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
+    finish(op, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
     if (!pending)
         drain_queue(e, id);
 }
@@ -1912,6 +1919,31 @@ static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* Names a stream the checkpoint restored (for the damage report). */
+static const char *checkpointed_path(void *arg, uint64_t id, size_t *len) {
+    rn_engine *e = arg;
+    rn_stream *s = rn_map_get(&e->by_id, &id, sizeof id);
+    if (!s)
+        return NULL;
+    *len = s->path_len;
+    return s->path;
+}
+
+/* The message of a log recovery that failed with rc. The engine is not
+ * used afterwards (a refusal replays nothing). */
+static void refuse_recovery(rn_engine *e, uint64_t from, const rn_wal_recovery *rec, int rc,
+                            char *err, size_t errcap) {
+    int n = snprintf(err, errcap, "log recovery in %s refused to start: ", e->dir);
+    size_t used = n > 0 && (size_t)n < errcap ? (size_t)n : 0;
+    if (rc == RN_WAL_CORRUPT && rec->damage.kind != RN_WAL_INTACT)
+        rn_damage_report(e->dir, from, &rec->damage, checkpointed_path, e, err + used,
+                         errcap - used);
+    else
+        snprintf(err + used, errcap - used, "%s",
+                 rc == RN_WAL_CORRUPT ? "a log record that reads back does not decode"
+                                      : strerror(-rc));
+}
+
 rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
                           char *err, size_t errcap) {
     memset(stats, 0, sizeof *stats);
@@ -1943,14 +1975,25 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         rn_engine_close(e);
         return NULL;
     }
+    if (from)
+        rn_log(RN_LOG_DEBUG, "recovery",
+               "checkpoint loaded: %llu streams; log replay from segment %lld",
+               (unsigned long long)stats->checkpoint_streams, (long long)from);
+    else
+        rn_log(RN_LOG_DEBUG, "recovery", "no checkpoint; replaying the whole log");
     rn_wal_recovery rec;
     int rc = rn_wal_recover(cfg->data_dir, (uint64_t)from, replay_record, e, &rec);
     if (rc != 0) {
-        snprintf(err, errcap, "log recovery failed in %s: %s", cfg->data_dir,
-                 rc == RN_WAL_CORRUPT ? "an acknowledged log record is damaged" : strerror(-rc));
+        refuse_recovery(e, (uint64_t)from, &rec, rc, err, errcap);
         rn_engine_close(e);
         return NULL;
     }
+    if (rec.torn_bytes)
+        rn_log(RN_LOG_WARN, "recovery",
+               "cut %llu bytes of an unfinished batch at byte %llu of log segment %llu: a "
+               "crash interrupted its write, so none of its writes had been acknowledged",
+               (unsigned long long)rec.torn_bytes, (unsigned long long)rec.torn_offset,
+               (unsigned long long)rec.last_segment);
     size_t i = 0;
     void *v;
     while (rn_map_next(&e->by_path, &i, &v)) {
@@ -1962,6 +2005,10 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         s->touched = 0;
         s->last_access_ms = rn_now_ms();
     }
+    rn_log(RN_LOG_DEBUG, "recovery",
+           "log replayed: %llu records, up to segment %llu byte %llu; %llu torn bytes cut",
+           (unsigned long long)rec.records, (unsigned long long)rec.last_segment,
+           (unsigned long long)rec.last_valid_end, (unsigned long long)rec.torn_bytes);
     sweep_orphan_snapshots(e);
     stats->streams = e->by_path.count;
     stats->records_replayed = rec.records;
@@ -1974,6 +2021,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         return NULL;
     }
     rn_wal_set_batch_hook(e->wal, maybe_checkpoint, e);
+    rn_log(RN_LOG_DEBUG, "recovery", "%zu streams; new log segment %llu opened", e->by_path.count,
+           (unsigned long long)rn_wal_current_segment(e->wal));
     return e;
 }
 

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "engine/store.h"
 #include "util/buf.h"
+#include "util/fault.h"
 #include "util/map.h"
 
 #include <assert.h>
@@ -173,6 +174,9 @@ int rn_store_index_set(rn_store *st, uint64_t id, uint64_t k, uint64_t end) {
 }
 
 int rn_store_index_get(rn_store *st, uint64_t id, uint64_t k, uint64_t *end) {
+    int failing = rn_fault_fail("data-read");
+    if (failing)
+        return failing;
     int fd = get_fd(st, id, RN_FILE_INDEX, 0);
     if (fd < 0)
         return fd;
@@ -270,6 +274,9 @@ void rn_store_unpin(rn_store_pin *pin) {
 }
 
 ssize_t rn_store_read(rn_store *st, uint64_t id, void *out, size_t len, uint64_t off) {
+    int failing = rn_fault_fail("data-read");
+    if (failing)
+        return failing;
     int fd = get_fd(st, id, RN_FILE_DATA, 0);
     if (fd < 0)
         return fd;

@@ -1,23 +1,27 @@
 /*
- * wal.c — segment files, record framing, group commit and recovery for the
- * write-ahead log. See wal.h for the format and the guarantees.
+ * wal.c — the log's writer: segment files, group commit, space reservation
+ * and the spare segment. The format is in segment.h, recovery in
+ * recover.c; see wal.h for the guarantees.
  *
  * Threading: all fields are owned by the loop thread except `job`, which is
  * handed to the log's own writer thread one batch at a time (the batch
  * write, fdatasync and the entries' after_sync hooks; the handover fields
  * are under `lock`), and which reports back through the `job_done` async
- * handle. The loop thread never touches the job while it is in flight.
- * Background work that may take long (the spare segment) runs in libuv's
- * pool.
+ * handle. The loop thread never touches the job, nor the current segment's
+ * fields (fd, salt, valid_end, batch_seq, allocated_end) while it is in
+ * flight. Background work that may take long (the spare segment) runs in
+ * libuv's pool.
  */
 #define _GNU_SOURCE
 #include "log/wal.h"
-#include "util/fault.h"
+#include "log/segment.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/crc32c.h"
+#include "util/fault.h"
+#include "util/log.h"
 #include "util/metrics.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,10 +34,19 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
-#define HEADER_BYTES 32
-static const uint8_t MAGIC[8] = {'R', 'N', 'W', 'A', 'L', 0, 0, 1};
+/* Space reserved ahead of a segment's records, so a batch rarely pays a
+ * fallocate of its own. */
+#define RESERVE_AHEAD (1u << 20)
+/* A spare is prepared only while the file system has this many times the
+ * segment size free: its zeros must not take the last free space. */
+#define SPARE_ROOM_FACTOR 2
+/* After a spare failed, the next attempt waits this long. */
+#define SPARE_RETRY_MS 10000
+/* Refusals for lack of log space are reported at most this often. */
+#define FULL_LOG_REPORT_MS 1000
 
 typedef struct {
     rn_wal *wal;
@@ -49,14 +62,23 @@ typedef struct {
     int fail_injected; /* test hook: report EIO without syncing */
     uint64_t records;  /* entries in the batch */
     uint64_t write_us; /* time of the write and its fdatasync */
+    uint64_t seq;      /* the batch's sequence number in its segment */
+    uint64_t segment;  /* where the batch went (or was to go) ... */
+    uint64_t offset;   /* ... and at which byte */
+    const char *step;  /* what failed: "creating the segment", "writing", ... */
+    uint8_t header[RN_BATCH_HEADER];
 } wal_job;
 
 struct rn_wal {
     uv_loop_t *loop;
     char *dir;
-    int fd;             /* current segment, -1 when the next batch must open one */
-    uint64_t segment;   /* number of the segment `fd` refers to */
-    uint64_t valid_end; /* bytes of that segment holding acknowledged records */
+    int fd;                 /* current segment, -1 when the next batch must open one */
+    uint64_t segment;       /* number of the segment `fd` refers to */
+    uint64_t valid_end;     /* bytes of that segment holding acknowledged records */
+    uint64_t salt;          /* of that segment (segment.h) */
+    uint64_t batch_seq;     /* sequence number of its last acknowledged batch */
+    uint64_t allocated_end; /* its bytes below this own disk blocks */
+    int head_fd;            /* wal/HEAD, rewritten as segments are created */
     uint64_t segment_bytes;
     uint64_t total_written;
     int rotate_requested;
@@ -84,39 +106,14 @@ struct rn_wal {
     int preallocate;  /* use spares at all (rn_wal_options) */
     int preallocated; /* the current segment came from a spare */
     int spare_status;
+    uint64_t spare_retry_at; /* monotonic ms: no new spare before this */
+    rn_log_throttle full_report;
 };
 
 enum { SPARE_NONE, SPARE_PREPARING, SPARE_READY };
 
 static void spare_path(const char *dir, char *out, size_t cap) {
     snprintf(out, cap, "%s/wal/spare.tmp", dir);
-}
-
-static void segment_path(const char *dir, uint64_t n, char *out, size_t cap) {
-    snprintf(out, cap, "%s/wal/%020llu.log", dir, (unsigned long long)n);
-}
-
-static void encode_header(uint8_t h[HEADER_BYTES], uint64_t seg, uint64_t prev_end) {
-    rn_buf b = {0};
-    rn_buf_append(&b, MAGIC, 8);
-    rn_buf_append_u64(&b, seg);
-    rn_buf_append_u64(&b, prev_end);
-    rn_buf_append_u32(&b, rn_crc32c(0, b.data, 24));
-    rn_buf_append_u32(&b, 0);
-    memcpy(h, b.data, HEADER_BYTES);
-    rn_buf_free(&b);
-}
-
-/* Parses a segment header; returns 0 when it is intact. */
-static int decode_header(const uint8_t *h, size_t len, uint64_t *seg, uint64_t *prev_end) {
-    if (len < HEADER_BYTES || memcmp(h, MAGIC, 8) != 0)
-        return -1;
-    rn_reader r;
-    rn_reader_init(&r, h + 8, 24);
-    *seg = rn_read_u64(&r);
-    *prev_end = rn_read_u64(&r);
-    uint32_t crc = rn_read_u32(&r);
-    return crc == rn_crc32c(0, h, 24) ? 0 : -1;
 }
 
 static int fsync_dir(const char *path) {
@@ -129,12 +126,15 @@ static int fsync_dir(const char *path) {
 }
 
 /* Creates segment n with its header, durably (file and directory synced),
- * from the prepared spare when use_spare is set. Returns the fd or a
- * negative errno. Runs on the worker thread or at open. */
-static int create_segment(const char *dir, uint64_t n, uint64_t prev_end, int use_spare) {
+ * from the prepared spare when use_spare is set, then names it in the log
+ * head. Sets the segment's salt in *salt. Returns the fd or a negative
+ * errno; nothing of a batch has been written either way. Runs on the
+ * writer thread or at open. */
+static int create_segment(rn_wal *wal, uint64_t n, uint64_t prev_end, int use_spare,
+                          uint64_t *salt) {
     char path[PATH_MAX], spare[PATH_MAX];
-    segment_path(dir, n, path, sizeof path);
-    spare_path(dir, spare, sizeof spare);
+    rn_seg_path(wal->dir, n, path, sizeof path);
+    spare_path(wal->dir, spare, sizeof spare);
     int fd = -1;
     if (use_spare && rename(spare, path) == 0) {
         rn_fault_point("wal-after-spare-rename");
@@ -144,23 +144,35 @@ static int create_segment(const char *dir, uint64_t n, uint64_t prev_end, int us
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
-    uint8_t h[HEADER_BYTES];
-    encode_header(h, n, prev_end);
+    rn_seg_header sh = {.number = n, .prev_end = prev_end, .salt = rn_seg_new_salt()};
+    uint8_t h[RN_SEG_HEADER];
+    rn_seg_encode_header(h, &sh);
     int rc = 0;
-    if (pwrite(fd, h, HEADER_BYTES, 0) != HEADER_BYTES)
+    if (pwrite(fd, h, RN_SEG_HEADER, 0) != RN_SEG_HEADER)
         rc = errno ? -errno : -EIO;
     else if (fdatasync(fd) < 0)
         rc = -errno;
     if (rc == 0) {
         char wdir[PATH_MAX];
-        snprintf(wdir, sizeof wdir, "%s/wal", dir);
+        rn_wal_dir(wal->dir, wdir, sizeof wdir);
         rc = fsync_dir(wdir);
     }
     if (rc < 0) {
         close(fd);
-        unlink(path);
+        unlink(path); /* the head does not name it yet */
         return rc;
     }
+    /* The head names the segment only once it is durable, and records go
+     * into it only after the head does: recovery then knows that every
+     * segment up to the head must exist with an intact header. If this
+     * write fails the head may or may not name n; the file stays (it holds
+     * no records) and the next attempt creates n again. */
+    rc = rn_head_write(wal->head_fd, n);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    *salt = sh.salt;
     return fd;
 }
 
@@ -189,71 +201,142 @@ static int write_all(int fd, struct iovec *iov, int cnt, uint64_t off) {
     return 0;
 }
 
-/* Writes and syncs the job's batch (the writer thread). */
+/* Makes the current segment own disk blocks up to `end` before a batch is
+ * written there, so that a full disk refuses the batch before any of it is
+ * written instead of failing its write half way. Reserves RESERVE_AHEAD
+ * more (not past the rotation point) when there is room. Returns 0 or
+ * -errno. */
+static int reserve_log_space(rn_wal *wal, uint64_t end) {
+    if (end <= wal->allocated_end)
+        return 0;
+    uint64_t ahead = end + RESERVE_AHEAD;
+    if (ahead > wal->segment_bytes)
+        ahead = end > wal->segment_bytes ? end : wal->segment_bytes;
+    uint64_t from = wal->allocated_end;
+    if (fallocate(wal->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(ahead - from)) == 0) {
+        wal->allocated_end = ahead;
+        return 0;
+    }
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+        wal->allocated_end = UINT64_MAX; /* no preallocation here: best effort */
+        return 0;
+    }
+    if ((errno == ENOSPC || errno == EDQUOT) && ahead > end &&
+        fallocate(wal->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(end - from)) == 0) {
+        wal->allocated_end = end;
+        return 0;
+    }
+    return -errno;
+}
+
+/* A failure before anything of the batch was written: a refusal when the
+ * disk is full, else the error. */
+static int not_written(int rc) {
+    return rc == -ENOSPC || rc == -EDQUOT ? RN_WAL_NOT_WRITTEN_FULL : rc;
+}
+
+/* Writes the batch header and the records of the job's batch at the end
+ * of the current segment and syncs them (the writer thread). */
+static void write_batch(rn_wal *wal, wal_job *job) {
+    size_t count = 1;
+    for (rn_wal_entry *e = job->head; e; e = e->next)
+        count += 1 + (size_t)e->pieces;
+    struct iovec *iov = rn_xmalloc(count * sizeof *iov);
+    size_t k = 1;
+    uint64_t record_bytes = 0;
+    for (rn_wal_entry *e = job->head; e; e = e->next) {
+        iov[k++] = (struct iovec){e->frame, RN_RECORD_FRAME};
+        record_bytes += RN_RECORD_FRAME;
+        for (int i = 0; i < e->pieces; i++) {
+            iov[k++] = e->piece[i];
+            record_bytes += e->piece[i].iov_len;
+        }
+    }
+    job->seq = wal->batch_seq + 1;
+    rn_batch_header bh = {
+        .records = (uint32_t)job->records, .seq = job->seq, .bytes = record_bytes};
+    rn_batch_encode_header(job->header, wal->salt, &bh);
+    iov[0] = (struct iovec){job->header, RN_BATCH_HEADER};
+    job->bytes = RN_BATCH_HEADER + record_bytes;
+    job->step = "reserving its space";
+    int rc = reserve_log_space(wal, wal->valid_end + job->bytes);
+    if (rc < 0) {
+        free(iov);
+        job->status = not_written(rc);
+        return;
+    }
+    job->step = "writing";
+    rc = write_all(wal->fd, iov, (int)count, wal->valid_end);
+    free(iov);
+    rn_fault_point("wal-after-write");
+    if (rc == 0 && job->fail_injected)
+        rc = -EIO;
+    if (rc == 0) {
+        job->step = "syncing";
+        if (fdatasync(wal->fd) < 0)
+            rc = -errno;
+    }
+    if (rc == RN_WAL_NOT_WRITTEN_FULL)
+        rc = -EIO; /* some of the batch may be on disk: its outcome is unknown */
+    rn_fault_point("wal-after-sync");
+    job->status = rc;
+}
+
+/* Runs one batch (the writer thread): opens the segment it goes to when
+ * asked, writes and syncs it, runs the entries' after_sync hooks, and after
+ * a failed write moves the log to a new segment. */
 static void batch_work(wal_job *job) {
     rn_wal *wal = job->wal;
     job->status = 0;
     job->bytes = 0;
     job->opened = 0;
     job->sealed = 0;
+    job->records = 0;
+    for (rn_wal_entry *e = job->head; e; e = e->next)
+        job->records++;
+    job->write_us = 0;
+    job->segment = job->open_segment ? job->open_segment : wal->segment;
+    job->offset = RN_SEG_HEADER;
     if (job->open_segment) {
-        int fd =
-            create_segment(wal->dir, job->open_segment, job->open_prev_valid_end, job->use_spare);
+        job->step = "creating the segment";
+        int fd = create_segment(wal, job->open_segment, job->open_prev_valid_end, job->use_spare,
+                                &wal->salt);
         if (fd < 0) {
-            /* Nothing of the batch was written: on a full disk that is a
-             * refusal, not an unknown outcome. */
-            job->status = fd; /* -ENOSPC is RN_WAL_NOT_WRITTEN_FULL */
+            job->status = not_written(fd);
             return;
         }
-        wal->fd = fd; /* the loop thread does not read fd while a job runs */
-        wal->valid_end = HEADER_BYTES;
+        wal->fd = fd; /* the loop thread does not read these while a job runs */
+        wal->valid_end = RN_SEG_HEADER;
+        wal->batch_seq = 0;
+        wal->allocated_end = job->use_spare ? wal->segment_bytes : RN_SEG_HEADER;
         job->opened = 1;
     }
+    job->offset = wal->valid_end;
     uint64_t t0 = uv_hrtime();
-    size_t count = 0;
-    job->records = 0;
-    for (rn_wal_entry *e = job->head; e; e = e->next) {
-        count += 1 + (size_t)e->pieces;
-        job->records++;
-    }
-    struct iovec *iov = rn_xmalloc(count * sizeof *iov);
-    size_t k = 0;
-    for (rn_wal_entry *e = job->head; e; e = e->next) {
-        iov[k++] = (struct iovec){e->frame, 8};
-        for (int i = 0; i < e->pieces; i++) {
-            iov[k++] = e->piece[i];
-            job->bytes += e->piece[i].iov_len;
-        }
-        job->bytes += 8;
-    }
-    int rc = write_all(wal->fd, iov, (int)count, wal->valid_end);
-    free(iov);
-    rn_fault_point("wal-after-write");
-    if (rc == 0 && job->fail_injected)
-        rc = -EIO;
-    if (rc == 0 && fdatasync(wal->fd) < 0)
-        rc = -errno;
-    if (rc == RN_WAL_NOT_WRITTEN_FULL)
-        rc = -EIO; /* some of the batch may be on disk: its outcome is unknown */
-    rn_fault_point("wal-after-sync");
+    write_batch(wal, job);
     job->write_us = (uv_hrtime() - t0) / 1000;
-    job->status = rc;
+    int rc = job->status;
     for (rn_wal_entry *e = job->head; e; e = e->next)
         e->after_sync_status = rc == 0 && e->after_sync ? e->after_sync(e) : 0;
-    if (rc != 0) {
+    if (rc != 0 && rc != RN_WAL_NOT_WRITTEN_FULL) {
         /* Bytes of the failed batch may be on disk, and recovery replays the
-         * newest segment up to its first bad record. Start the next segment
+         * newest segment up to its last intact batch. Start the next segment
          * now, recording where the acknowledged records end, so that the
          * failed records are ignored even if nothing is written after them;
          * the callbacks run after that header is durable. If this fails too,
-         * the next batch opens the segment (the failed records are then only
-         * ignored once a later batch got that far). */
+         * the next batch opens the segment (until then the failed batch is
+         * the newest segment's last, which recovery may replay if it reached
+         * the disk whole: the answers said its outcome was unknown). */
         uint64_t cur = job->opened ? job->open_segment : wal->segment;
-        int fd = create_segment(wal->dir, cur + 1, wal->valid_end, 0);
+        uint64_t salt;
+        int fd = create_segment(wal, cur + 1, wal->valid_end, 0, &salt);
         if (fd >= 0) {
             close(wal->fd);
             wal->fd = fd;
-            wal->valid_end = HEADER_BYTES;
+            wal->salt = salt;
+            wal->valid_end = RN_SEG_HEADER;
+            wal->batch_seq = 0;
+            wal->allocated_end = RN_SEG_HEADER;
             job->sealed = cur + 1;
         }
     }
@@ -302,12 +385,33 @@ static void spare_work(uv_work_t *w) {
 
 static void spare_done(uv_work_t *w, int status) {
     rn_wal *wal = w->data;
-    wal->spare_state = status == 0 && wal->spare_status == 0 ? SPARE_READY : SPARE_NONE;
+    int rc = status ? status : wal->spare_status;
+    wal->spare_state = rc == 0 ? SPARE_READY : SPARE_NONE;
+    if (rc != 0) {
+        wal->spare_retry_at = rn_mono_ms() + SPARE_RETRY_MS;
+        rn_log(RN_LOG_WARN, "wal",
+               "could not prepare a spare log segment: %s (errno %d); segments are written "
+               "without preallocation until one is ready",
+               strerror(-rc), -rc);
+    }
 }
 
-/* Starts preparing the spare unless one exists or is being prepared. */
+/* True when the file system holding the log has room for a spare and more
+ * (a spare's zeros must not take the space that appends need). */
+static int room_for_spare(const rn_wal *wal) {
+    char wdir[PATH_MAX];
+    rn_wal_dir(wal->dir, wdir, sizeof wdir);
+    struct statvfs vfs;
+    if (statvfs(wdir, &vfs) != 0)
+        return 0;
+    return (uint64_t)vfs.f_bavail * vfs.f_frsize / SPARE_ROOM_FACTOR >= wal->segment_bytes;
+}
+
+/* Starts preparing the spare unless one exists or is being prepared, a
+ * failed one is too recent, or the disk is too full for one. */
 static void prepare_spare(rn_wal *wal) {
-    if (!wal->preallocate || wal->spare_state != SPARE_NONE)
+    if (!wal->preallocate || wal->spare_state != SPARE_NONE || rn_mono_ms() < wal->spare_retry_at ||
+        !room_for_spare(wal))
         return;
     wal->spare_state = SPARE_PREPARING;
     wal->spare_work.data = wal;
@@ -334,6 +438,37 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
+/* Logs a failed batch at error level: every write or sync failure, and
+ * refusals for lack of space at most once per FULL_LOG_REPORT_MS (the
+ * line counts the ones held back). Loop thread. */
+static void report_failure(rn_wal *wal, const wal_job *job) {
+    int err = job->status == RN_WAL_NOT_WRITTEN_FULL ? ENOSPC : -job->status;
+    const char *name = strerror(err);
+    if (job->status == RN_WAL_NOT_WRITTEN_FULL) {
+        rn_log_throttled(&wal->full_report, FULL_LOG_REPORT_MS, RN_LOG_ERROR, "wal",
+                         "log batch of %llu record%s for segment %llu refused while %s: %s "
+                         "(errno %d); nothing of it was written, its writes are refused",
+                         (unsigned long long)job->records, job->records == 1 ? "" : "s",
+                         (unsigned long long)job->segment, job->step, name, err);
+        return;
+    }
+    int written = strcmp(job->step, "writing") == 0 || strcmp(job->step, "syncing") == 0;
+    char next[96] = "";
+    if (job->sealed)
+        snprintf(next, sizeof next, "; the log continues in segment %llu",
+                 (unsigned long long)job->sealed);
+    rn_log(RN_LOG_ERROR, "wal",
+           "log batch of %llu record%s (%llu bytes) for segment %llu at byte %llu failed while "
+           "%s: %s (errno %d)%s; %s%s",
+           (unsigned long long)job->records, job->records == 1 ? "" : "s",
+           (unsigned long long)job->bytes, (unsigned long long)job->segment,
+           (unsigned long long)job->offset, job->step, name, err,
+           job->fail_injected ? " (injected by the test hook)" : "",
+           written ? "some of it may be on disk, its writes are answered as of unknown outcome"
+                   : "nothing of it was written",
+           next);
+}
+
 static void batch_done(uv_async_t *async) {
     rn_wal *wal = async->data;
     wal_job *job = &wal->job;
@@ -347,17 +482,27 @@ static void batch_done(uv_async_t *async) {
         wal->segment = job->sealed;
         wal->preallocated = 0;
     }
-    rn_metric.wal_batches++;
-    rn_metric.wal_records += job->records;
-    rn_metric_sync(job->write_us);
+    if (status != RN_WAL_NOT_WRITTEN_FULL) {
+        rn_metric.wal_batches++;
+        rn_metric.wal_records += job->records;
+        rn_metric_sync(job->write_us);
+    }
+    rn_log(RN_LOG_DEBUG, "wal_batch",
+           "%llu records, %llu bytes, segment %llu, write and sync %llu us%s",
+           (unsigned long long)job->records, (unsigned long long)job->bytes,
+           (unsigned long long)wal->segment, (unsigned long long)job->write_us,
+           status == 0 ? "" : status == RN_WAL_NOT_WRITTEN_FULL ? ", REFUSED (disk full)" : ", FAILED");
     if (status == 0) {
         rn_metric.wal_bytes += job->bytes;
         wal->valid_end += job->bytes;
+        wal->batch_seq = job->seq;
         wal->total_written += job->bytes;
     } else {
-        rn_metric.wal_sync_failures++;
-        if (!job->sealed && wal->fd >= 0) {
-            /* The segment's tail is now unknown: never append to it again. */
+        rn_metric.wal_sync_failures += status != RN_WAL_NOT_WRITTEN_FULL;
+        report_failure(wal, job);
+        /* After a refusal nothing was written and the segment goes on; after
+         * a failure its tail is unknown: never append to it again. */
+        if (status != RN_WAL_NOT_WRITTEN_FULL && !job->sealed && wal->fd >= 0) {
             close(wal->fd);
             wal->fd = -1;
         }
@@ -436,9 +581,7 @@ void rn_wal_submit(rn_wal *wal, rn_wal_entry *e) {
     crc = rn_crc32c(0, lenbytes, 4);
     for (int i = 0; i < e->pieces; i++)
         crc = rn_crc32c(crc, e->piece[i].iov_base, e->piece[i].iov_len);
-    memcpy(e->frame, lenbytes, 4);
-    for (int i = 0; i < 4; i++)
-        e->frame[4 + i] = (uint8_t)(crc >> (8 * i));
+    rn_record_frame(e->frame, (uint32_t)len, crc);
     e->next = NULL;
     if (wal->queue_tail)
         wal->queue_tail->next = e;
@@ -448,169 +591,27 @@ void rn_wal_submit(rn_wal *wal, rn_wal_entry *e) {
     start_batch(wal);
 }
 
-/* ---- recovery ---- */
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Lists segment numbers >= from, sorted. Caller frees *out. */
-static int list_segments(const char *dir, uint64_t from, uint64_t **out, size_t *count) {
-    char wdir[PATH_MAX];
-    snprintf(wdir, sizeof wdir, "%s/wal", dir);
-    DIR *d = opendir(wdir);
-    if (!d)
-        return -errno;
-    size_t n = 0, cap = 16;
-    uint64_t *v = rn_xmalloc(cap * sizeof *v);
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        unsigned long long num;
-        char tail[8];
-        if (strlen(de->d_name) != 24 || sscanf(de->d_name, "%20llu%4s", &num, tail) != 2 ||
-            strcmp(tail, ".log") != 0 || num < from)
-            continue;
-        if (n == cap)
-            v = rn_xrealloc(v, (cap *= 2) * sizeof *v);
-        v[n++] = num;
-    }
-    closedir(d);
-    qsort(v, n, sizeof *v, cmp_u64);
-    *out = v;
-    *count = n;
-    return 0;
-}
-
-/* Replays one mapped segment up to `limit` bytes (UINT64_MAX: until the first
- * bad record). Returns the end of the last good record in *end. */
-static int replay_segment(const uint8_t *map, size_t size, uint64_t limit, rn_wal_replay_fn fn,
-                          void *arg, uint64_t *end, uint64_t *records) {
-    size_t pos = HEADER_BYTES;
-    size_t stop = limit < size ? (size_t)limit : size;
-    while (pos + 8 <= stop) {
-        rn_reader r;
-        rn_reader_init(&r, map + pos, 8);
-        uint32_t len = rn_read_u32(&r);
-        uint32_t crc = rn_read_u32(&r);
-        if (len > RN_WAL_MAX_RECORD || pos + 8 + len > stop)
-            break;
-        uint32_t want = rn_crc32c(rn_crc32c(0, map + pos, 4), map + pos + 8, len);
-        if (want != crc)
-            break;
-        int rc = fn(arg, map + pos + 8, len);
-        if (rc)
-            return rc;
-        pos += 8 + len;
-        (*records)++;
-    }
-    *end = pos;
-    return 0;
-}
-
-int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
-                   rn_wal_recovery *out) {
-    memset(out, 0, sizeof *out);
-    /* Numbering continues after the checkpoint even when its segments are
-     * gone, so a later recovery from the same checkpoint finds new ones. */
-    out->last_segment = from_segment ? from_segment - 1 : 0;
-    char wdir[PATH_MAX];
-    snprintf(wdir, sizeof wdir, "%s/wal", dir);
-    if (mkdir(wdir, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    uint64_t *segs;
-    size_t n;
-    int rc = list_segments(dir, from_segment, &segs, &n);
-    if (rc)
+/* Opens wal/HEAD for the segments this log creates. A log that has none
+ * yet (a new data directory) gets one naming `last`, the segment recovery
+ * ended with; so does one with a torn slot (recovery found the segment that
+ * slot was naming), so the slot left standing is never one a later torn
+ * write could be mistaken for. Returns 0 or -errno. */
+static int open_head(rn_wal *wal, uint64_t last) {
+    uint64_t head;
+    int torn;
+    int rc = rn_head_read(wal->dir, &head, &torn);
+    if (rc == 0 || (rc == 1 && torn))
+        rc = rn_head_create(wal->dir, rc == 1 && head > last ? head : last);
+    else if (rc == RN_HEAD_DAMAGED)
+        rc = -EIO; /* recovery refuses this first */
+    else if (rc == 1)
+        rc = 0;
+    if (rc < 0)
         return rc;
-    /* A newest segment whose header never became durable holds nothing
-     * acknowledged: drop it. */
-    while (n > 0) {
-        char path[PATH_MAX];
-        segment_path(dir, segs[n - 1], path, sizeof path);
-        uint8_t h[HEADER_BYTES];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t got = fd >= 0 ? pread(fd, h, HEADER_BYTES, 0) : -1;
-        if (fd >= 0)
-            close(fd);
-        uint64_t seg, prev;
-        if (got == HEADER_BYTES && decode_header(h, HEADER_BYTES, &seg, &prev) == 0 &&
-            seg == segs[n - 1])
-            break;
-        unlink(path);
-        n--;
-    }
-    /* Segments are created one after the other, the first one after a
-     * checkpoint being from_segment itself (1 without one): a missing number
-     * is a lost segment, acknowledged records and all. */
-    for (size_t i = 0; i < n && rc == 0; i++)
-        if (segs[i] != (i ? segs[i - 1] + 1 : from_segment ? from_segment : 1))
-            rc = RN_WAL_CORRUPT;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        char path[PATH_MAX];
-        segment_path(dir, segs[i], path, sizeof path);
-        int fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd < 0) {
-            rc = -errno;
-            break;
-        }
-        struct stat st;
-        fstat(fd, &st);
-        size_t size = (size_t)st.st_size;
-        uint8_t *map = NULL;
-        if (size > 0) {
-            map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (map == MAP_FAILED) {
-                rc = -errno;
-                close(fd);
-                break;
-            }
-        }
-        uint64_t seg, prev;
-        if (!map || decode_header(map, size, &seg, &prev) != 0 || seg != segs[i]) {
-            rc = RN_WAL_CORRUPT;
-        } else {
-            /* The valid end of this segment is recorded by its successor. */
-            uint64_t limit = UINT64_MAX;
-            if (i + 1 < n) {
-                char next[PATH_MAX];
-                segment_path(dir, segs[i + 1], next, sizeof next);
-                int nfd = open(next, O_RDONLY | O_CLOEXEC);
-                uint8_t h[HEADER_BYTES];
-                uint64_t nseg;
-                if (nfd >= 0 && pread(nfd, h, HEADER_BYTES, 0) == HEADER_BYTES &&
-                    decode_header(h, HEADER_BYTES, &nseg, &limit) == 0) {
-                } else {
-                    rc = RN_WAL_CORRUPT;
-                }
-                if (nfd >= 0)
-                    close(nfd);
-            }
-            uint64_t end = 0;
-            if (rc == 0)
-                rc = replay_segment(map, size, limit, fn, arg, &end, &out->records);
-            if (rc == 0 && limit != UINT64_MAX && end != limit)
-                rc = RN_WAL_CORRUPT;
-            if (rc == 0 && i + 1 == n) {
-                /* Zeros past the records are the segment's preallocation,
-                 * not a torn write: count only what lies before them. */
-                size_t last = size;
-                while (last > end && map[last - 1] == 0)
-                    last--;
-                out->torn_bytes = last - end;
-                out->zero_bytes = size - last;
-                if (end < size && (ftruncate(fd, (off_t)end) < 0 || fsync(fd) < 0))
-                    rc = -errno;
-            }
-            out->last_segment = segs[i];
-            out->last_valid_end = end;
-        }
-        if (map)
-            munmap(map, size);
-        close(fd);
-    }
-    free(segs);
-    return rc;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/wal/%s", wal->dir, RN_HEAD_FILE);
+    wal->head_fd = open(path, O_RDWR | O_CLOEXEC);
+    return wal->head_fd < 0 ? -errno : 0;
 }
 
 rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec,
@@ -621,17 +622,23 @@ rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec
     wal->segment_bytes = opts->segment_bytes;
     wal->preallocate = opts->preallocate;
     wal->job.wal = wal;
+    wal->fd = wal->head_fd = -1;
     uint64_t seg = rec->last_segment + 1;
-    int fd = create_segment(dir, seg, rec->last_segment ? rec->last_valid_end : 0, 0);
-    if (fd < 0) {
-        *err = fd;
+    int rc = open_head(wal, rec->last_segment);
+    if (rc == 0) {
+        rc = create_segment(wal, seg, rec->last_segment ? rec->last_valid_end : 0, 0, &wal->salt);
+        wal->fd = rc;
+    }
+    if (rc < 0) {
+        *err = rc;
+        if (wal->head_fd >= 0)
+            close(wal->head_fd);
         free(wal->dir);
         free(wal);
         return NULL;
     }
-    wal->fd = fd;
     wal->segment = seg;
-    wal->valid_end = HEADER_BYTES;
+    wal->valid_end = wal->allocated_end = RN_SEG_HEADER;
     return wal; /* the first batch starts the writer and the spare */
 }
 
@@ -652,11 +659,11 @@ uint64_t rn_wal_rotate(rn_wal *wal) {
 void rn_wal_drop_before(rn_wal *wal, uint64_t segment) {
     uint64_t *segs;
     size_t n;
-    if (list_segments(wal->dir, 0, &segs, &n) != 0)
+    if (rn_list_segments(wal->dir, 0, &segs, &n) != 0)
         return;
     for (size_t i = 0; i < n && segs[i] < segment; i++) {
         char path[PATH_MAX];
-        segment_path(wal->dir, segs[i], path, sizeof path);
+        rn_seg_path(wal->dir, segs[i], path, sizeof path);
         unlink(path);
     }
     free(segs);
@@ -698,6 +705,8 @@ void rn_wal_close(rn_wal *wal) {
     }
     if (wal->fd >= 0)
         close(wal->fd);
+    if (wal->head_fd >= 0)
+        close(wal->head_fd);
     free(wal->dir);
     free(wal);
 }

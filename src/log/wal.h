@@ -10,13 +10,26 @@
  * that covers it returned: status 0 means durable, a negative errno means the
  * record must be treated as never written.
  *
- * On disk: segment files wal/<20-digit number>.log, each starting with a
- * 32-byte header {magic, segment number, valid length of the previous segment,
- * crc}, then records {u32 payload length, u32 crc32c(length || payload),
- * payload}. After a failed write or sync the log never appends to that
- * segment again: before reporting the failure it opens a new segment whose
- * header records where the previous one's acknowledged records end, so bytes
- * of a failed batch that reached the disk anyway are ignored by recovery.
+ * On disk (log/segment.h has the layout): numbered segment files, each
+ * starting with a header that records the valid length of the previous
+ * segment, holding batches (one per group commit: a batch header with its
+ * length and sequence number, then CRC-framed records), and wal/HEAD naming
+ * the newest segment created. Before writing a batch the log reserves its
+ * disk blocks, so a full disk refuses the batch before any of it is written
+ * (RN_WAL_NOT_WRITTEN_FULL). After a failed write or sync the log never
+ * appends to that segment again: before reporting the failure it opens a
+ * new segment whose header records where the previous one's acknowledged
+ * records end, so bytes of a failed batch that reached the disk anyway are
+ * ignored by recovery. Every failed batch is logged at error level.
+ *
+ * Recovery replays exactly the acknowledged batches. The one place a crash
+ * leaves unfinished bytes is the last batch of the newest segment (never
+ * acknowledged: the next batch is written only after it was synced); it is
+ * cut. Anything else that does not read back — a damaged batch followed by
+ * an intact later one, a segment shorter than its successor records, a
+ * damaged header of a segment the head names, a segment the head names
+ * that is missing — lost acknowledged records: recovery refuses, names the
+ * loss and changes nothing on disk.
  */
 #ifndef RN_WAL_H
 #define RN_WAL_H
@@ -63,26 +76,62 @@ typedef struct {
     int preallocate;
 } rn_wal_options;
 
+/* What recovery found lost (kind RN_WAL_INTACT: nothing). */
+typedef enum {
+    RN_WAL_INTACT = 0,
+    RN_WAL_MISSING_SEGMENTS, /* segments [segment, last_segment] do not exist */
+    RN_WAL_DAMAGED_HEADER,   /* segment's header does not read back */
+    RN_WAL_DAMAGED_RECORDS,  /* acknowledged bytes [offset, end) of segment do not */
+    RN_WAL_DAMAGED_HEAD,     /* wal/HEAD is missing, damaged or behind the segments */
+} rn_wal_damage_kind;
+
+typedef struct {
+    rn_wal_damage_kind kind;
+    uint64_t segment, last_segment;
+    uint64_t offset, end;
+    char what[400]; /* one sentence naming the files, bytes and why they count */
+} rn_wal_damage;
+
 /* Result of recovery: where the log continues. */
 typedef struct {
     uint64_t last_segment;   /* highest segment number replayed (0: none) */
     uint64_t last_valid_end; /* valid length of that segment */
     uint64_t records;        /* records replayed */
-    uint64_t torn_bytes;     /* non-zero bytes cut from the tail of the last segment */
+    uint64_t torn_bytes;     /* non-zero bytes of an unfinished last batch, cut */
+    uint64_t torn_offset;    /* where that batch started in segment last_segment */
     uint64_t zero_bytes;     /* trailing zero bytes cut (unused preallocation) */
+    rn_wal_damage damage;    /* when recovery returned RN_WAL_CORRUPT */
 } rn_wal_recovery;
 
 /* Called for each valid record during recovery, in log order. Returning
  * non-zero aborts recovery with that value. */
 typedef int (*rn_wal_replay_fn)(void *arg, const uint8_t *payload, size_t len);
 
-/* Replays every record of segments numbered >= from_segment in dir/wal,
- * truncating a torn tail of the newest segment. Returns 0, a negative errno
- * for I/O errors, or RN_WAL_CORRUPT when an acknowledged record (one before a
- * later segment's recorded valid end) fails its check. */
+/* Replays every acknowledged record of segments numbered >= from_segment
+ * in dir/wal (from_segment: the first segment a checkpoint does not cover,
+ * 0 without one), then cuts the newest segment's unfinished last batch and
+ * unused preallocation and removes a newest segment whose creation never
+ * finished. Returns 0, a negative errno for I/O errors, or RN_WAL_CORRUPT
+ * when acknowledged records are lost (out->damage says which): then no
+ * record was replayed and nothing on disk was changed. */
 #define RN_WAL_CORRUPT (-100000)
 int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
                    rn_wal_recovery *out);
+
+/* After rn_wal_recover() refused with `damage`: calls fn, in log order,
+ * for every record that still reads back on one side of the damage: after
+ * it (in the damaged batch before its first bad record, in intact later
+ * batches and segments) or, with after = 0, before it (from from_segment
+ * on). So the caller can name what the loss touches. Changes nothing.
+ * Returns 0, -errno, or fn's non-zero result. */
+int rn_wal_damaged_records(const char *dir, uint64_t from_segment, const rn_wal_damage *damage,
+                           int after, rn_wal_replay_fn fn, void *arg);
+
+/* Prepares a data directory written by data format 1 for this format: when
+ * dir/wal holds no segment (a clean stop leaves none) it gets a log head
+ * naming segment 0. Returns 0, -ENOTEMPTY when segments of the old format
+ * exist, or -errno. */
+int rn_wal_adopt_format1(const char *dir);
 
 /* Opens the log for writing in a new segment following the recovered ones.
  * Returns NULL and sets *err (negative errno) on failure. */
@@ -118,7 +167,7 @@ int rn_wal_busy(const rn_wal *wal);
 uint64_t rn_wal_bytes_written(const rn_wal *wal);
 
 /* Fault injection for tests: the next n batches fail as if fdatasync had
- * returned EIO (nothing of them is acknowledged). */
+ * returned EIO after their write (nothing of them is acknowledged). */
 void rn_wal_inject_sync_failures(rn_wal *wal, int n);
 
 /* Closes files. No batch may be in flight; a spare segment still being

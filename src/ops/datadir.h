@@ -1,27 +1,35 @@
 /*
  * datadir.h — files of the data directory that belong to the process, not
- * to the store: the lock, the format marker and the cluster id.
+ * to the store: the directory itself, the lock, the format marker and the
+ * cluster id.
  */
 #ifndef RN_DATADIR_H
 #define RN_DATADIR_H
 
 #include "ops/config.h"
 
-/* Creates the data directory and takes its exclusive lock; returns the lock
- * fd (held for the process's life) or -1 after logging why not (another
- * runnel uses the directory, or it cannot be created). */
+/* Creates the data directory with every missing parent (each new entry
+ * synced), refuses it when it holds a name Runnel never writes (an empty
+ * directory or one Runnel wrote is fine; the message names the first few
+ * such files and how many more), and takes its exclusive lock. Returns the
+ * lock fd (held for the process's life) or -1 after logging why not (it
+ * cannot be created or read, holds other files, or another runnel uses it);
+ * a refused directory is left untouched. */
 int rn_datadir_lock(const char *dir);
 
 /* The on-disk format this build reads and writes. Raise it with any change
  * a build of the previous format would misread (log records, checkpoints,
  * file layout), and say in docs/ARCHITECTURE.md what changed. */
-#define RN_DATA_FORMAT 1
+#define RN_DATA_FORMAT 2
 
 /* Checks <data>/FORMAT ("runnel data format N"): 0 when N is this build's
- * format; writes it (durably) when absent, which covers a new directory and
- * one written before the marker existed (its checkpoint still carries its
- * own magic). Returns -1 after logging why not when N differs or the file
- * is damaged: the server must not start on data it would misread. */
+ * format. Writes it (durably) when absent from a new directory. Format 1
+ * (the log without batch headers and wal/HEAD; also a directory with data
+ * written before the marker existed) is taken over when its log is empty,
+ * as a clean stop leaves it: the log gets its head and FORMAT says 2.
+ * Returns -1 after logging why not when N is another format, format 1 with
+ * records in its log, or the file is damaged: the server must not start on
+ * data it would misread, and nothing is changed then. */
 int rn_datadir_check_format(const char *dir);
 
 /* The deployment's id (extensions §10): --cluster-id when given, else the

@@ -2,6 +2,9 @@
  * endpoints.c — /__runnel/livez, /__runnel/readyz, /__runnel/metrics and
  * the test hooks. See endpoints.h.
  *
+ * Readiness: 200 once recovery finished and while the data directory
+ * probe (probe.h) reads; else 503 with the reason in the body.
+ *
  * Metrics are rendered in the Prometheus text format from the counters of
  * util/metrics.h plus gauges read at scrape time (streams, producers and
  * stored bytes come from one walk over the engine's streams, so a scrape
@@ -133,7 +136,9 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            rn_http_answer_bytes_held(ep->http));
     metric(b, "runnel_process_resident_bytes", "gauge", "Resident memory of the process.",
            resident_bytes());
-    metric(b, "runnel_ready", "gauge", "1 once recovery finished.", (uint64_t)ep->ready);
+    char why[512];
+    metric(b, "runnel_ready", "gauge", "1 while /__runnel/readyz answers 200.",
+           (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
 }
 
 void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,
@@ -145,8 +150,13 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
         rn_buf_append_str(&body, "ok\n");
         answer_text(req, 200, "text/plain", &body);
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
-        rn_buf_append_str(&body, ep->ready ? "ready\n" : "recovering\n");
-        answer_text(req, ep->ready ? 200 : 503, "text/plain", &body);
+        char why[512];
+        int failing = rn_probe_failing(ep->probe, why, sizeof why);
+        if (failing)
+            rn_buf_appendf(&body, "not ready: %s\n", why);
+        else
+            rn_buf_append_str(&body, ep->ready ? "ready\n" : "recovering\n");
+        answer_text(req, ep->ready && !failing ? 200 : 503, "text/plain", &body);
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
         render(&body, ep);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);

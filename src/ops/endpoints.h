@@ -1,12 +1,13 @@
 /*
  * endpoints.h — the operational routes under /__runnel/: liveness,
- * readiness, Prometheus metrics, and (with --test-hooks 1) the test hooks
+ * readiness, Prometheus metrics, and (with --test-hooks) the test hooks
  * of surface/admin.c.
  */
 #ifndef RN_ENDPOINTS_H
 #define RN_ENDPOINTS_H
 
 #include "engine/engine.h"
+#include "ops/probe.h"
 #include "surface/streams.h"
 #include "transport/http.h"
 
@@ -16,6 +17,7 @@ typedef struct {
     rn_engine *engine;
     rn_surface *surface;
     rn_http_server *http;
+    rn_probe *probe; /* the data directory probe (readiness) */
 } rn_endpoints;
 
 /* rn_ops_handler for the router; arg is an rn_endpoints. */

@@ -20,6 +20,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
 #include "surface/parts.h"
@@ -55,7 +56,7 @@ typedef struct {
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
-    char recovery_err[512];
+    char recovery_err[2048];
     uint64_t recovery_started;
     uint64_t drain_deadline;
     int stopping;
@@ -73,6 +74,7 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
+    rn_probe_stop(s->endpoints.probe);
     if (s->subs)
         rn_subs_stop(s->subs);
     if (s->parts)
@@ -310,6 +312,7 @@ int rn_serve(int argc, char **argv) {
     s.sigterm.data = s.sigint.data = &s;
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_signal_start(&s.sigint, on_signal, SIGINT);
+    s.endpoints.probe = rn_probe_start(s.loop, s.cfg.data_dir, 1000);
     uv_timer_init(s.loop, &s.sweep);
     uv_timer_init(s.loop, &s.drain);
     s.sweep.data = s.drain.data = &s;

@@ -56,8 +56,10 @@ typedef struct {
     atomic_int err;
 } failure_point;
 
-static failure_point points[] = {
-    {.name = "boundary-read"}, {.name = "blob-delete"}, {.name = "log-reserve"}};
+static failure_point points[] = {{.name = "boundary-read"},
+                                  {.name = "blob-delete"},
+                                  {.name = "log-reserve"},
+                                  {.name = "data-read"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

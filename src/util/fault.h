@@ -1,6 +1,6 @@
 /*
  * fault.h — fault injection for tests; everything here is inert unless the
- * server runs with --test-hooks 1.
+ * server runs with --test-hooks.
  *
  * Kill points: with RUNNEL_FAULT_KILL_AT naming a point ("point" or
  * "point:N", N counted from 1), the process kills itself (SIGKILL, as a
@@ -14,6 +14,9 @@
  *   "blob-delete"    the unlink of a blob (tiers/blobs.c)
  *   "log-reserve"    the step before a command is logged, as a full disk
  *                    refuses it there (engine)
+ *   "data-read"  a read of the data directory: stream files (engine/store.c)
+ *                and the readiness probe (ops/probe.c); armed with a large
+ *                N, the file system fails every read
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

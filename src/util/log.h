@@ -20,8 +20,23 @@ void rn_log_setup(int json, rn_log_level min_level);
 void rn_log(rn_log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A line that may repeat many times a second (a full disk refusing every
+ * write): rn_log_throttled() writes it at most once per interval_ms and
+ * says in the next line it writes how many were held back meanwhile, so
+ * every occurrence is accounted for. One throttle per kind of line, used
+ * from one thread; zero-initialized. */
+typedef struct {
+    uint64_t last_ms;
+    uint64_t held;
+} rn_log_throttle;
+void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level level,
+                      const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Writes one access-log line (request method, path without its query,
- * status, body bytes sent, duration in microseconds). */
+ * status, body bytes sent, duration in microseconds): in JSON, each item is
+ * its own member (method, path, status, bytes, duration_us); in text, the
+ * message "METHOD PATH STATUS BYTES MICROSECONDS". */
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,
                    uint64_t bytes, uint64_t micros);
 

@@ -15,15 +15,19 @@
 //       writes are missing;
 //     - after SIGKILL and after SIGTERM, recovery yields exactly the
 //       acknowledged state (the failed records never reappear).
-//   Full disk (a 48 MiB tmpfs mounted as the data directory, 1 MiB log
-//   segments, 1 MiB checkpoint interval; needs root: skipped with a message
-//   when mount is not permitted):
+//     - every failed batch is logged at error level with its errno (one
+//       "Input/output error" line per failed batch);
+//   Full disk (a 48 MiB tmpfs mounted as the data directory; needs root:
+//   skipped with a message when mount is not permitted), twice: with 1 MiB
+//   log segments and checkpoint interval, and with the defaults (64 MiB
+//   segments: no spare segment fits the disk):
 //     - with the disk filled up by another file while producers append,
-//       writes are refused with 503 WAL_DISK_PRESSURE (refused before the
-//       log: no room to reserve the data or to open the next log segment)
-//       or OUTCOME_UNKNOWN (a log write that failed part way), never
-//       acknowledged without being readable, never a 5xx with another code,
-//       never a crash; WAL_DISK_PRESSURE is seen at least once;
+//       every write is acknowledged or refused with 503 WAL_DISK_PRESSURE
+//       (refused before anything was logged: the log reserves the space of
+//       a batch before writing it, stream files theirs before submitting),
+//       never OUTCOME_UNKNOWN, never acknowledged without being readable,
+//       never another code, never a crash; WAL_DISK_PRESSURE is seen, and
+//       the refusals are logged at error level with their errno;
 //     - right after each refusal the stream holds exactly the acknowledged
 //       records (nothing of the refused write applied);
 //     - reads (catch-up, HEAD) keep answering 200 with the acknowledged data;
@@ -32,6 +36,13 @@
 //       acknowledged record; the producers' retries resolve the writes that
 //       were in doubt to exactly once; a final SIGKILL + restart and a
 //       SIGTERM + restart still hold exactly the acknowledged records.
+//   Readiness (test hook POST /__runnel/test/fail?point=data-read&n=N: the
+//   next N reads of the data directory fail with EIO, as on a file system
+//   whose device fails reads; n=1000000 for "every read", n=0 to stop):
+//     - /__runnel/readyz answers 200, then 503 with a body naming the data
+//       directory's read failure within 5 s of the reads failing, and 200
+//       again within 5 s of them working; livez stays 200 throughout;
+//     - a stream read meanwhile answers 5xx, never 200 with wrong bytes.
 //
 // OUTPUT: "FAIL ..." lines, "# ..." figures, last line "N passed, M failed".
 import { spawnSync } from "node:child_process";
@@ -43,10 +54,16 @@ import {
 
 const USAGE = "usage: node tests/faults/fault_test.mjs --bin build/runnel [--skip-full-disk] [--full-seconds 3]";
 const opts = parseArgs(process.argv.slice(2), { bin: "build/runnel", skipFullDisk: false, fullSeconds: 3 }, USAGE);
+let injectedFailures = 0; // batches made to fail through the test hook
 const checks = new Checks();
 const T = "text/plain";
 
-const failSyncs = (srv, n) => http(`${srv.url}/__runnel/test/fail-syncs?n=${n}`, { method: "POST" });
+const failSyncs = (srv, n) => {
+  injectedFailures += n;
+  return http(`${srv.url}/__runnel/test/fail-syncs?n=${n}`, { method: "POST" });
+};
+// Error-level lines of a server log (text or JSON format).
+const errorLines = (log) => log.split("\n").filter((l) => / error /.test(l) || /"level":"error"/.test(l));
 const producerHeaders = (id, seq) => ({ "content-type": T, "producer-id": id, "producer-epoch": "0", "producer-seq": String(seq) });
 const is503 = (r, code) => r.status === 503 && r.code() === code && r.headers.get("retry-after") !== null;
 const describe = (r) => `${r.status} ${r.text.slice(0, 160)}`;
@@ -55,7 +72,7 @@ const describe = (r) => `${r.status} ${r.text.slice(0, 160)}`;
 
 async function failedSyncs(root) {
   fs.mkdirSync(root, { recursive: true });
-  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "1", "--long-poll-timeout-ms", "5000"], logPath: path.join(root, "server.log") });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "--long-poll-timeout-ms", "5000"], logPath: path.join(root, "server.log") });
   await srv.start();
   const u = (n) => `${srv.url}/v1/stream/faults/${n}`;
   const model = new Map(); // stream -> Buffer of acknowledged content
@@ -183,6 +200,52 @@ async function failedSyncs(root) {
     }
     r = await append("s1", recordBody("p", 6), producerHeaders("p", 6));
     checks.check("sync: producer continues after restarts (seq 6 answers 200)", r.status === 200, describe(r));
+    const logged = errorLines(fs.readFileSync(srv.logPath, "utf8")).filter((l) => l.includes("Input/output error"));
+    checks.check(`sync: each of the ${injectedFailures} failed batches is logged at error level with its errno`,
+      logged.length === injectedFailures, `${logged.length} such lines: ${logged.slice(0, 2).join(" | ")}`);
+  } finally {
+    await srv.stop("SIGTERM");
+  }
+}
+
+// ====================================================================== readiness
+
+async function readiness(root) {
+  fs.mkdirSync(root, { recursive: true });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks"], logPath: path.join(root, "server.log") });
+  await srv.start();
+  const ready = () => http(`${srv.url}/__runnel/readyz`);
+  const failReads = (on) => http(`${srv.url}/__runnel/test/fail?point=data-read&n=${on ? 1000000 : 0}`, { method: "POST" });
+  // waits (bounded) until readyz answers `status`; returns the last answer
+  const readyzBecomes = async (status) => {
+    let r;
+    for (const t0 = Date.now(); Date.now() - t0 < 5000; await sleep(100)) {
+      r = await ready();
+      if (r.status === status) break;
+    }
+    return r;
+  };
+  try {
+    const s = `${srv.url}/v1/stream/ready/s`;
+    await http(s, { method: "PUT", headers: { "content-type": T }, body: "some bytes" });
+    let r = await ready();
+    checks.check("ready: readyz answers 200 on a healthy data directory", r.status === 200, describe(r));
+    r = await failReads(1);
+    checks.check("ready: the data-read failure point's hook answers 204", r.status === 204, describe(r));
+    if (r.status === 204) {
+      r = await readyzBecomes(503);
+      checks.check("ready: readyz answers 503 naming the read failure within 5 s of the data directory failing reads",
+        r.status === 503 && /data directory/.test(r.text) && /Input\/output error/.test(r.text), describe(r));
+      r = await http(`${srv.url}/__runnel/livez`);
+      checks.check("ready: livez still answers 200", r.status === 200, describe(r));
+      r = await http(`${s}?offset=-1`);
+      checks.check("ready: a stream read answers 5xx while reads fail", r.status >= 500, describe(r));
+      await failReads(0);
+      r = await readyzBecomes(200);
+      checks.check("ready: readyz answers 200 again within 5 s of reads working", r.status === 200, describe(r));
+      r = await http(`${s}?offset=-1`);
+      checks.check("ready: the stream reads again", r.status === 200 && r.text === "some bytes", describe(r));
+    }
   } finally {
     await srv.stop("SIGTERM");
   }
@@ -232,7 +295,7 @@ class Writer {
       }
       const code = r.code();
       this.refusals.set(code, (this.refusals.get(code) ?? 0) + 1);
-      if (r.status !== 503 || !(code === "WAL_DISK_PRESSURE" || code === "OUTCOME_UNKNOWN") || !r.headers.get("retry-after")) {
+      if (r.status !== 503 || code !== "WAL_DISK_PRESSURE" || !r.headers.get("retry-after")) {
         this.issues.push(`seq ${seq} answered ${describe(r)}`);
         await sleep(50);
         continue;
@@ -272,16 +335,15 @@ function fillDisk(dir) {
   return { path: p, bytes: written };
 }
 
-async function fullDisk(root) {
-  const mnt = path.join(root, "mnt");
+async function fullDisk(root, label, serverArgs) {
+  const mnt = path.join(root, `mnt-${label}`);
   const mounted = await mountTmpfs(mnt, 48);
   if (mounted !== true) {
     console.log(`# SKIP full-disk test: cannot mount a tmpfs (${mounted}); it needs root (CI runs as root)`);
     return;
   }
   const dataDir = path.join(mnt, "data");
-  const srv = new Server({ bin: opts.bin, dataDir, logPath: path.join(root, "server-disk.log"),
-    args: ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576"] });
+  const srv = new Server({ bin: opts.bin, dataDir, logPath: path.join(root, `server-disk-${label}.log`), args: serverArgs });
   // interrupted (a CI timeout, ^C): kill the server and unmount lazily,
   // which detaches the tmpfs even while something still holds it
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
@@ -302,7 +364,7 @@ async function fullDisk(root) {
     for (let i = 0; i < 4; i++) {
       const w = new Writer(srv, `w${i}`, i);
       const r = await http(w.url(), { method: "PUT", headers: { "content-type": T } });
-      checks.check(`disk: create ${w.name}`, r.status === 201, describe(r));
+      checks.check(`disk ${label}: create ${w.name}`, r.status === 201, describe(r));
       writers.push(w);
     }
     const runs = writers.map((w) => w.run());
@@ -336,17 +398,17 @@ async function fullDisk(root) {
       // wait until every writer is refused (bounded), then hold
       while (Date.now() - t0 < 20000 && writers.some((w) => Date.now() - w.lastAckAt < 500)) await sleep(100);
       const stalled = writers.every((w) => Date.now() - w.lastAckAt >= 500);
-      checks.check(`disk: phase ${phase}: writes stop being acknowledged on a full disk (filler ${fill.bytes >> 20} MiB)`, stalled,
+      checks.check(`disk ${label}: phase ${phase}: writes stop being acknowledged on a full disk (filler ${fill.bytes >> 20} MiB)`, stalled,
         writers.map((w) => `${w.name} last ack ${Date.now() - w.lastAckAt} ms ago`).join(", "));
       const headOk = [];
       for (const w of writers) headOk.push((await http(w.url(), { method: "HEAD" })).status);
-      checks.check(`disk: phase ${phase}: HEAD answers 200 on a full disk`, headOk.every((s) => s === 200), headOk.join(","));
+      checks.check(`disk ${label}: phase ${phase}: HEAD answers 200 on a full disk`, headOk.every((s) => s === 200), headOk.join(","));
       const pc = await http(`${srv.url}/v1/stream/disk/new-${phase}`, { method: "PUT", headers: { "content-type": T }, body: Buffer.alloc(200000, 0x62) });
-      checks.check(`disk: phase ${phase}: a create with data on a full disk answers 201 or 503 WAL_DISK_PRESSURE/OUTCOME_UNKNOWN`,
-        pc.status === 201 || is503(pc, "WAL_DISK_PRESSURE") || is503(pc, "OUTCOME_UNKNOWN"), describe(pc));
+      checks.check(`disk ${label}: phase ${phase}: a create with data on a full disk answers 201 or 503 WAL_DISK_PRESSURE`,
+        pc.status === 201 || is503(pc, "WAL_DISK_PRESSURE"), describe(pc));
       if (pc.status === 503) {
         const h = await http(`${srv.url}/v1/stream/disk/new-${phase}`, { method: "HEAD" });
-        checks.check(`disk: phase ${phase}: the refused create left no stream`, h.status === 404, describe(h));
+        checks.check(`disk ${label}: phase ${phase}: the refused create left no stream`, h.status === 404, describe(h));
       } else {
         await http(`${srv.url}/v1/stream/disk/new-${phase}`, { method: "DELETE" });
       }
@@ -357,7 +419,7 @@ async function fullDisk(root) {
         await srv.stop("SIGKILL");
         let startedFull = true;
         try { await srv.start({ readyMs: 15000 }); } catch (e) { startedFull = false; console.log(`# the server did not start on the full disk: ${e.message.split("\n")[0]}`); }
-        checks.check("disk: the server restarts on a full disk and serves reads", startedFull);
+        checks.check(`disk ${label}: the server restarts on a full disk and serves reads`, startedFull);
         if (startedFull) {
           const issues = [];
           for (const w of writers) {
@@ -365,20 +427,20 @@ async function fullDisk(root) {
             // acked records all there; at most the one in doubt beyond
             if (!(got.length >= w.expected().length && got.equals(w.expected(w.acked + 1).subarray(0, got.length)))) issues.push(`${w.name}: ${got.length} bytes, ${w.acked} acknowledged`);
           }
-          checks.check("disk: after SIGKILL on a full disk every acknowledged record is there, nothing else", issues);
+          checks.check(`disk ${label}: after SIGKILL on a full disk every acknowledged record is there, nothing else`, issues);
         }
       }
       fs.rmSync(fill.path);
       if (phase === 2 && !srv.alive()) await srv.start();
       for (const w of writers) w.down = false;
       const refusals = writers.reduce((a, w) => a + [...w.refusals.values()].reduce((x, y) => x + y, 0), 0) - refusedBefore;
-      checks.check(`disk: phase ${phase}: refusals observed while full`, refusals > 0, "no 503 at all");
+      checks.check(`disk ${label}: phase ${phase}: refusals observed while full`, refusals > 0, "no 503 at all");
       const ackedAtFree = writers.map((w) => w.acked);
       const tf = Date.now();
       while (Date.now() - tf < 10000 && writers.some((w, i) => w.acked < ackedAtFree[i] + 3)) await sleep(50);
-      checks.check(`disk: phase ${phase}: writes resume within 10 s of freeing space`, writers.every((w, i) => w.acked >= ackedAtFree[i] + 3),
+      checks.check(`disk ${label}: phase ${phase}: writes resume within 10 s of freeing space`, writers.every((w, i) => w.acked >= ackedAtFree[i] + 3),
         writers.map((w, i) => `${w.name} +${w.acked - ackedAtFree[i]}`).join(", "));
-      console.log(`# full disk phase ${phase}: ${refusals} refusals (${writers.map((w) => [...w.refusals].map(([c, n]) => `${c}=${n}`).join("/")).join(", ")}), ` +
+      console.log(`# full disk ${label} phase ${phase}: ${refusals} refusals (${writers.map((w) => [...w.refusals].map(([c, n]) => `${c}=${n}`).join("/")).join(", ")}), ` +
         `writes resumed after ${Date.now() - tf} ms`);
       await sleep(500);
     }
@@ -386,19 +448,22 @@ async function fullDisk(root) {
     await readers;
     for (const w of writers) w.stop = true;
     await Promise.all(runs);
-    checks.check("disk: reads during the run answered 200 with consistent data", readerStats.bad.length === 0 && readerStats.ok > 0,
+    checks.check(`disk ${label}: reads during the run answered 200 with consistent data`, readerStats.bad.length === 0 && readerStats.ok > 0,
       `${readerStats.ok} good, ${readerStats.bad.length} bad: ${readerStats.bad.slice(0, 3).join("; ")}`);
-    for (const w of writers) checks.check(`disk: ${w.name} saw only 2xx or 503 WAL_DISK_PRESSURE/OUTCOME_UNKNOWN`, w.issues);
+    for (const w of writers) checks.check(`disk ${label}: ${w.name} saw only 2xx or 503 WAL_DISK_PRESSURE`, w.issues);
     const byCode = new Map();
     for (const w of writers) for (const [code, n] of w.refusals) byCode.set(code, (byCode.get(code) ?? 0) + n);
-    checks.check("disk: a full disk is reported as WAL_DISK_PRESSURE (a refusal: nothing was logged)", (byCode.get("WAL_DISK_PRESSURE") ?? 0) > 0,
+    checks.check(`disk ${label}: every refusal on a full disk is WAL_DISK_PRESSURE (nothing was logged), none OUTCOME_UNKNOWN`,
+      (byCode.get("WAL_DISK_PRESSURE") ?? 0) > 0 && byCode.size === 1,
       `codes seen: ${[...byCode].map(([c, n]) => `${c}=${n}`).join(", ")}`);
-    console.log(`# full disk: ${readerStats.ok} consistent reads; acknowledged appends ${writers.map((w) => w.acked).join(", ")}`);
+    const spaceLines = errorLines(fs.readFileSync(srv.logPath, "utf8")).filter((l) => l.includes("No space left on device"));
+    checks.check(`disk ${label}: the refusals are logged at error level with their errno`, spaceLines.length > 0, "no error line says \"No space left on device\"");
+    console.log(`# full disk ${label}: ${readerStats.ok} consistent reads; acknowledged appends ${writers.map((w) => w.acked).join(", ")}`);
 
     // recovery: exactly the acknowledged records, dedup state intact
     for (const sig of ["SIGKILL", "SIGTERM"]) {
       const ex = await srv.stop(sig);
-      if (sig === "SIGTERM") checks.check("disk: graceful stop exits 0", ex.code === 0, JSON.stringify(ex));
+      if (sig === "SIGTERM") checks.check(`disk ${label}: graceful stop exits 0`, ex.code === 0, JSON.stringify(ex));
       await srv.start();
       const issues = [];
       for (const w of writers) {
@@ -407,7 +472,7 @@ async function fullDisk(root) {
         const dup = await http(w.url(), { method: "POST", headers: producerHeaders(w.name, w.acked - 1), body: w.body(w.acked - 1) });
         if (dup.status !== 204) issues.push(`${w.name}: duplicate of the last seq answered ${dup.status}`);
       }
-      checks.check(`disk: after ${sig} + restart exactly the acknowledged records, producers dedup`, issues);
+      checks.check(`disk ${label}: after ${sig} + restart exactly the acknowledged records, producers dedup`, issues);
     }
   } finally {
     stopReaders = true;
@@ -424,8 +489,12 @@ async function main() {
   let keep = false;
   try {
     await failedSyncs(path.join(root, "sync"));
+    await readiness(path.join(root, "ready"));
     if (opts.skipFullDisk) console.log("# SKIP full-disk test (--skip-full-disk)");
-    else await fullDisk(root);
+    else {
+      await fullDisk(root, "small-segments", ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576"]);
+      await fullDisk(root, "defaults", []);
+    }
   } catch (e) {
     checks.check("internal error", false, e.stack);
   }

@@ -1707,8 +1707,10 @@ static void test_restart_after_crash_rebuilds_stream_files_from_the_log(void **s
     check_population_behaviour(f);
 }
 
-/* The newest log segment of dir and where its records end (segments are
- * preallocated with zeros, so the file's size says nothing). */
+/* The newest log segment of dir and where its batches end (segments are
+ * preallocated with zeros, so the file's size says nothing). The format is
+ * log/segment.h's: a 40-byte header, then batches of a 32-byte header
+ * {"RNB2", records, sequence, bytes, crc, 0} and the records. */
 static void newest_segment_end(const char *dir, char *path, size_t cap, off_t *end) {
     char wdir[PATH_MAX];
     snprintf(wdir, sizeof wdir, "%s/wal", dir);
@@ -1726,16 +1728,13 @@ static void newest_segment_end(const char *dir, char *path, size_t cap, off_t *e
     assert_true(n > 0 && (size_t)n < cap);
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
-    off_t pos = 32; /* segment header */
-    uint8_t frame[8];
-    while (pread(fd, frame, 8, pos) == 8) {
-        uint32_t len = (uint32_t)frame[0] | (uint32_t)frame[1] << 8 | (uint32_t)frame[2] << 16 |
-                       (uint32_t)frame[3] << 24;
-        uint32_t crc = (uint32_t)frame[4] | (uint32_t)frame[5] << 8 | (uint32_t)frame[6] << 16 |
-                       (uint32_t)frame[7] << 24;
-        if (len == 0 && crc == 0)
-            break;
-        pos += 8 + len;
+    off_t pos = 40; /* segment header */
+    uint8_t h[32];
+    while (pread(fd, h, 32, pos) == 32 && memcmp(h, "RNB2", 4) == 0) {
+        uint64_t bytes = 0;
+        for (int i = 7; i >= 0; i--)
+            bytes = bytes << 8 | h[16 + i];
+        pos += 32 + (off_t)bytes;
     }
     close(fd);
     *end = pos;
@@ -1745,18 +1744,21 @@ static void test_restart_after_crash_cuts_a_torn_log_tail(void **state) {
     fx *f = *state;
     population p = populate(f);
     run(f);
-    /* Garbage right after the last record of the newest segment, as left by
-     * a write that was in progress at the crash. */
+    /* Bytes of an unfinished batch whose first page never reached the disk
+     * (it reads as the preallocated zeros), as a crash during its write
+     * can leave them. */
     char seg[PATH_MAX];
     off_t end;
     newest_segment_end(f->dir, seg, sizeof seg, &end);
     int fd = open(seg, O_WRONLY);
     assert_true(fd >= 0);
     const uint8_t garbage[21] = {9, 0, 0, 0, 1, 2, 3, 4, 'g', 'a', 'r', 'b', 'a', 'g', 'e'};
-    assert_int_equal(pwrite(fd, garbage, sizeof garbage, end), (ssize_t)sizeof garbage);
+    off_t at = (end / 4096 + 1) * 4096;
+    assert_int_equal(pwrite(fd, garbage, sizeof garbage, at), (ssize_t)sizeof garbage);
     close(fd);
     restart_crash(f, "crash", NULL);
-    assert_int_equal(f->stats.torn_bytes, 15); /* the garbage's last non-zero byte ends it */
+    /* the garbage's last non-zero byte ends it */
+    assert_int_equal(f->stats.torn_bytes, (uint64_t)(at + 15 - end));
     check_population(f, &p);
     check_population_behaviour(f);
 }
