@@ -90,8 +90,8 @@ static void written_at_once(rn_conn *c) {
 
 /* Queues the bytes of bufs[0..n) (n <= 3) past the first `sent` with the
  * byte transport's write. wr owns those bytes (its head, body or chunk) and
- * is freed once they are written or the connection fails. Returns -1 when the connection failed,
- * else 0. */
+ * is freed once they are written or the connection fails. Returns -1 when
+ * the connection failed, else 0. */
 static int queue_rest(rn_conn *c, write_req *wr, const uv_buf_t *bufs, unsigned n, size_t sent) {
     uv_buf_t rest[3];
     unsigned m = 0;
@@ -191,7 +191,8 @@ static void entry_send(void *item) {
 /* Settles an entry on the loop thread, sending it first unless that was
  * done: written whole, it is done like a write taken at once; otherwise
  * what remains is queued with the transport's write (which surfaces a
- * failed socket as conn_write does). The bytes of a closed connection are dropped. */
+ * failed socket as conn_write does). The bytes of a closed connection are
+ * dropped. */
 static void entry_settle(batch_entry *e) {
     rn_conn *c = e->conn;
     e->conn = NULL;
