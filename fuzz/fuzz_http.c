@@ -1,6 +1,6 @@
 /*
  * fuzz_http.c — libFuzzer harness for the HTTP request path: raw bytes
- * through the transport (transport/http.c, llhttp), the router, the v1 and
+ * through the transport (transport/http1.c, llhttp), the router, the v1 and
  * bucket surfaces, the subscription API and the operational routes, into a
  * real engine, wired as src/ops/server.c wires them.
  *

@@ -79,20 +79,10 @@ struct rn_request {
     int route; /* rn_route, set by the router (metrics and logs) */
     void *handler_data;
 
-    /* transport-private */
-    rn_conn *conn; /* NULL once the connection is gone */
-    int refs;
-    int responding; /* a response (or stream) was started */
-    int streaming;  /* chunked response in progress */
-    int file_fd;    /* rn_http_respond_file: body file, or -1 */
-    uint64_t file_off, file_left;
-    rn_buf file_suffix;
-    rn_buf raw; /* storage for target and header bytes */
-    size_t raw_header_len;
-    uint64_t start_ns;     /* when its first byte arrived */
-    int status;            /* of the response, once started */
-    uint64_t bytes_out;    /* body bytes queued */
-    uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
+    /* Set by the transport, for the access log (read only). */
+    uint64_t start_ns;  /* when its first byte arrived */
+    int status;         /* of the response, once started */
+    uint64_t bytes_out; /* body bytes queued */
 };
 
 typedef struct {
@@ -115,7 +105,7 @@ typedef struct {
      * small writes). 0: no bound. */
     uint64_t max_body_bytes_in_flight;
     /* Answer bytes held at once for clients that have not taken them yet,
-     * over all connections (owned buffers queued with uv_write; shared SSE
+     * over all connections (owned buffers of queued writes; shared SSE
      * chunks are bounded per reader instead). Past it, file bodies go out
      * in RN_HTTP_SMALL_PIECE_BYTES pieces, and the surfaces shorten reads
      * (rn_http_answer_room). 0: no bound. */

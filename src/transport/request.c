@@ -1,0 +1,92 @@
+/*
+ * request.c — the request object: its life (references, detaching from
+ * its connection), header lookup, and the bound on request body bytes held
+ * at once. See request.h.
+ */
+#include "transport/request.h"
+#include "util/text.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Request body bytes held, counted against max_body_bytes_in_flight. A
+ * request can outlive its connection (a handler holds it until the log
+ * answers), so the count belongs to the module; only the loop thread
+ * touches it. */
+static uint64_t body_bytes_held;
+
+rn_exchange *exchange_new(rn_conn *c) {
+    rn_exchange *x = rn_xcalloc(1, sizeof *x);
+    x->conn = c;
+    x->refs = 1;
+    x->file_fd = -1;
+    return x;
+}
+
+void rn_request_hold(rn_request *req) {
+    exchange_of(req)->refs++;
+}
+
+void rn_request_release(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    assert(x->refs > 0);
+    if (--x->refs > 0)
+        return;
+    exchange_uncharge_body(x);
+    rn_buf_free(&req->body);
+    rn_buf_free(&x->raw);
+    rn_buf_free(&x->file_suffix);
+    if (x->file_fd >= 0)
+        close(x->file_fd);
+    free(req->headers);
+    free(x);
+}
+
+int rn_request_gone(const rn_request *req) {
+    return exchange_of(req)->conn == NULL;
+}
+
+const rn_header *rn_request_header(const rn_request *req, const char *name, size_t *count) {
+    const rn_header *first = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < req->header_count; i++) {
+        if (rn_ieq(req->headers[i].name, req->headers[i].name_len, name)) {
+            if (!first)
+                first = &req->headers[i];
+            n++;
+        }
+    }
+    if (count)
+        *count = n;
+    return first;
+}
+
+void exchange_detach(rn_exchange *x, int aborted) {
+    assert(x->conn);
+    x->conn = NULL;
+    rn_request *r = &x->req;
+    if (aborted && r->on_abort) {
+        void (*fn)(rn_request *) = r->on_abort;
+        r->on_abort = NULL;
+        fn(r);
+    }
+    rn_request_release(r);
+}
+
+int exchange_charge_body(rn_exchange *x, uint64_t n) {
+    assert(x->conn);
+    uint64_t cap = x->conn->srv->cfg.max_body_bytes_in_flight;
+    if (cap && x->body_charged + n < RN_HTTP_EARLY_BODY_BYTES)
+        cap += cap / 8;
+    if (cap && (n > cap || body_bytes_held > cap - n))
+        return -1;
+    body_bytes_held += n;
+    x->body_charged += n;
+    return 0;
+}
+
+void exchange_uncharge_body(rn_exchange *x) {
+    body_bytes_held -= x->body_charged;
+    x->body_charged = 0;
+}
