@@ -19,6 +19,8 @@ typedef struct {
     rn_list_node node;
 } item;
 
+static const int none[1] = {0}; /* the values of an empty list: want[0..0) */
+
 /* Checks that l holds exactly the values want[0..n), in order, both ways. */
 static void check(const rn_list *l, const int *want, size_t n) {
     size_t i = 0;
@@ -38,7 +40,7 @@ static void check(const rn_list *l, const int *want, size_t n) {
 static void test_zeroed_list_is_empty(void **state) {
     (void)state;
     rn_list l = {0};
-    check(&l, NULL, 0);
+    check(&l, none, 0);
 }
 
 static void test_push_and_remove(void **state) {
@@ -59,7 +61,7 @@ static void test_push_and_remove(void **state) {
     rn_list_remove(&l, &it[3].node); /* tail */
     check(&l, (int[]){1}, 1);
     rn_list_remove(&l, &it[1].node); /* the only one */
-    check(&l, NULL, 0);
+    check(&l, none, 0);
     rn_list_push_front(&l, &it[2].node); /* a removed node links again */
     check(&l, (int[]){2}, 1);
 }
