@@ -192,6 +192,11 @@ bool consensus_is_leader(const consensus *c, unsigned group) {
     return group_running(g) && g->raft.state == RAFT_LEADER && g->raft.transfer == NULL;
 }
 
+bool consensus_leader_ready(const consensus *c, unsigned group) {
+    return consensus_is_leader(c, group) &&
+           c->groups[group].ready_term == c->groups[group].raft.current_term;
+}
+
 unsigned consensus_members(const consensus *c, unsigned group, consensus_member *out,
                            unsigned cap) {
     assert(c != NULL && group < c->cfg.groups && (out != NULL || cap == 0));

@@ -111,6 +111,13 @@ typedef struct {
      * free) and *len. Returns 0, or non-zero to skip this snapshot (it is
      * retried after more entries). Runs on the loop thread: keep it short. */
     int (*snapshot)(void *ctx, unsigned group, uint64_t index, void **out, size_t *len);
+    /* Optional: runs on a worker thread after snapshot() succeeded and
+     * before the snapshot is stored (so before the log entries it replaces
+     * are dropped): makes durable what the manifest names without holding
+     * (stream files). It may use what its snapshot() kept for the group
+     * (one snapshot of a group runs at a time). Non-zero fails the
+     * snapshot; it is retried after more entries. */
+    int (*snapshot_durable)(void *ctx, unsigned group);
     /* Replaces the group's whole state with the manifest's, as of `index`.
      * Returns 0, or non-zero when the manifest is unusable (the engine then
      * refuses the snapshot). */
@@ -259,6 +266,11 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
 
 /* True when this node leads the group (and is not handing it over). */
 bool consensus_is_leader(const consensus *c, unsigned group);
+
+/* True when this node leads the group, is not handing it over, and its
+ * first entry of the term applied here (leader_ready): its applied state
+ * holds everything earlier leaders committed. */
+bool consensus_leader_ready(const consensus *c, unsigned group);
 
 typedef struct {
     uint64_t id;

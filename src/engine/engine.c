@@ -312,6 +312,20 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
 
 /* ---- the mutation pipeline ---- */
 
+/* An id for a new stream at path, or a rewrite serial: the log's when it
+ * issues them (replicated), else the state's counter. */
+static uint64_t issue_id(rn_engine *e, const char *path, size_t len) {
+    if (e->log->ops->issue_id)
+        return e->log->ops->issue_id(e->log, &e->state, path, len);
+    return e->state.next_id++;
+}
+
+/* Whether the log takes a command of s now (internal mutations are only
+ * started where they can be logged). */
+static int log_accepts(const rn_engine *e, const rn_stream *s) {
+    return !e->log->ops->accepts || e->log->ops->accepts(e->log, s->path, s->path_len);
+}
+
 /* Sets the op's outcome: result, stream and the stream's state. */
 static void set_outcome(rn_op *op, rn_result result, rn_stream *s) {
     op->out.result = result;
@@ -670,7 +684,7 @@ static void expire_done(rn_op *op) {
 
 /* Starts the deletion of an expired stream (an internal mutation). */
 static void start_expiry(rn_engine *e, rn_stream *s) {
-    if (s->busy)
+    if (s->busy || !log_accepts(e, s))
         return;
     rn_op *op = rn_xcalloc(1, sizeof *op);
     op->in.kind = RN_OP_DELETE;
@@ -834,7 +848,12 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, (rn_result)refuse, NULL);
         return;
     }
-    s = rn_state_add(&e->state, e->state.next_id, op->in.path, op->in.path_len, ct, ct_len);
+    uint64_t id = issue_id(e, op->in.path, op->in.path_len);
+    if (!id) {
+        finish(op, RN_ERR_DISK_FULL, NULL);
+        return;
+    }
+    s = rn_state_add(&e->state, id, op->in.path, op->in.path_len, ct, ct_len);
     s->pending_create = 1;
     rn_cmd c = {.type = RN_CMD_CREATE,
                 .stream_id = s->id,
@@ -1024,15 +1043,25 @@ static void run_rewrite(rn_engine *e, rn_op *op, rn_stream *s) {
         finish(op, RN_ERR_CONFIG_MISMATCH, s);
         return;
     }
+    uint64_t serial = issue_id(e, s->path, s->path_len);
+    if (!serial) {
+        finish(op, RN_ERR_DISK_FULL, s);
+        return;
+    }
     rn_cmd c = {.type = RN_CMD_REWRITE,
                 .stream_id = s->id,
-                .serial = e->state.next_id++,
+                .serial = serial,
                 .offset = op->in.target_offset};
     log_command(e, op, s, &c);
 }
 
 static void run_op(rn_engine *e, rn_op *op) {
     rn_stream *s = rn_state_at(&e->state, op->in.path, op->in.path_len);
+    if (e->log->ops->accepts && !e->log->ops->accepts(e->log, op->in.path, op->in.path_len)) {
+        /* a replica that does not lead the stream's group (any more) */
+        finish(op, RN_ERR_NO_LEADER, NULL);
+        return;
+    }
     if (s && s->busy) {
         enqueue(s, op);
         return;
@@ -1097,7 +1126,7 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
     int64_t now = rn_now_ms();
     rn_stream *s = rn_state_at(&e->state, op->in.path, op->in.path_len);
     if (!s || s->busy || s->pending_create || s->soft_deleted || rn_stream_expired(s, now) ||
-        s->incarnation != op->in.incarnation)
+        s->incarnation != op->in.incarnation || !log_accepts(e, s))
         return 0;
     const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
     if (p && idle_for(p, now, e->cfg.producer_ttl_ms))
@@ -1202,7 +1231,8 @@ static void sweep_producers(rn_engine *e, int64_t now) {
     void *v;
     while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
-        if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count)
+        if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count ||
+            !log_accepts(e, s))
             continue;
         size_t n = 0, bytes = 0, j = 0;
         void *pv;
@@ -1343,7 +1373,7 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
 
 /* Decodes one stream, or returns NULL for a malformed record; its fork
  * source id goes to *source_id for linking once every stream is loaded. */
-static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_t *source_id) {
+static rn_stream *decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id) {
     size_t path_len, ct_len;
     const char *path = (const char *)rn_read_lstr(r, &path_len);
     uint64_t id = rn_read_u64(r);
@@ -1351,7 +1381,11 @@ static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_
     const char *ct = (const char *)rn_read_lstr(r, &ct_len);
     if (r->failed)
         return NULL;
-    rn_stream *s = rn_state_add(&e->state, id, path, path_len, ct, ct_len);
+    if (rn_state_stream(st, id) || rn_state_at(st, path, path_len)) {
+        r->failed = 1; /* listed twice: damaged */
+        return NULL;
+    }
+    rn_stream *s = rn_state_add(st, id, path, path_len, ct, ct_len);
     s->incarnation = incarnation;
     s->ttl_s = (int64_t)rn_read_u64(r);
     s->expires_at_ms = (int64_t)rn_read_u64(r);
@@ -1400,11 +1434,11 @@ static rn_stream *decode_stream(rn_engine *e, rn_reader *r, int64_t now, uint64_
 
 /* Points every loaded fork at its source and counts references. Returns 0,
  * or -1 when a source is missing. */
-static int link_forks(rn_engine *e, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
+static int link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
     for (uint64_t k = 0; k < n; k++) {
         if (!sources[k])
             continue;
-        rn_stream *src = rn_state_stream(&e->state, sources[k]);
+        rn_stream *src = rn_state_stream(st, sources[k]);
         if (!src)
             return -1;
         loaded[k]->source = src;
@@ -1419,6 +1453,43 @@ static int link_forks(rn_engine *e, rn_stream **loaded, const uint64_t *sources,
         loaded[k]->fork_depth = depth;
     }
     return 0;
+}
+
+/* Streams: u64 count, then each applied stream pick selects (NULL: all). */
+static void encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
+    size_t count_at = b->len;
+    rn_buf_append_u64(b, 0);
+    uint64_t count = 0;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&st->by_id, &i, &v)) {
+        rn_stream *s = v;
+        if (s->pending_create || (pick && !pick(s, arg)))
+            continue;
+        encode_stream(s, b);
+        count++;
+    }
+    for (int k = 0; k < 8; k++)
+        b->data[count_at + k] = (uint8_t)(count >> (8 * k));
+}
+
+/* Namespaces: u64 count, then one lstr each. */
+static void encode_namespaces(const rn_state *st, rn_buf *b) {
+    rn_buf_append_u64(b, st->namespaces.count);
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&st->namespaces, &i, &v))
+        rn_buf_append_lstr(b, v, strlen(v));
+}
+
+static void decode_namespaces(rn_state *st, rn_reader *r) {
+    uint64_t n = rn_read_u64(r);
+    for (uint64_t j = 0; j < n && !r->failed; j++) {
+        size_t len;
+        const char *id = (const char *)rn_read_lstr(r, &len);
+        if (id && len)
+            rn_state_add_namespace(st, id, len);
+    }
 }
 
 static ssize_t read_all(int fd, uint8_t *out, size_t len) {
@@ -1470,18 +1541,12 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
             uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
             rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
             for (; k < count; k++) {
-                loaded[k] = decode_stream(e, &r, now, &sources[k]);
+                loaded[k] = decode_stream(&e->state, &r, now, &sources[k]);
                 if (!loaded[k])
                     break;
             }
-            uint64_t nspaces = rn_read_u64(&r);
-            for (uint64_t j = 0; j < nspaces && !r.failed; j++) {
-                size_t n;
-                const char *id = (const char *)rn_read_lstr(&r, &n);
-                if (id && n)
-                    rn_state_add_namespace(&e->state, id, n);
-            }
-            if (k == count && !r.failed && link_forks(e, loaded, sources, count) == 0) {
+            decode_namespaces(&e->state, &r);
+            if (k == count && !r.failed && link_forks(&e->state, loaded, sources, count) == 0) {
                 result = (int64_t)segment;
                 *streams = count;
             }
@@ -1561,24 +1626,8 @@ static checkpoint_job *snapshot(rn_engine *e) {
     rn_buf_append(b, CHECKPOINT_MAGIC, 8);
     rn_buf_append_u64(b, job->segment);
     rn_buf_append_u64(b, e->state.next_id);
-    size_t count_at = b->len;
-    rn_buf_append_u64(b, 0);
-    uint64_t count = 0;
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&e->state.by_path, &i, &v)) {
-        rn_stream *s = v;
-        if (s->pending_create)
-            continue;
-        encode_stream(s, b);
-        count++;
-    }
-    for (int k = 0; k < 8; k++)
-        b->data[count_at + k] = (uint8_t)(count >> (8 * k));
-    rn_buf_append_u64(b, e->state.namespaces.count);
-    i = 0;
-    while (rn_map_next(&e->state.namespaces, &i, &v))
-        rn_buf_append_lstr(b, v, strlen(v));
+    encode_streams(&e->state, NULL, NULL, b);
+    encode_namespaces(&e->state, b);
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
     e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
     return job;
@@ -1669,9 +1718,10 @@ static void refuse_recovery(rn_engine *e, uint64_t from, const rn_wal_recovery *
                                       : strerror(-rc));
 }
 
-rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
-                          char *err, size_t errcap) {
-    memset(stats, 0, sizeof *stats);
+/* An engine with its stores and an empty state, no log yet; NULL with a
+ * message in err when the stores cannot be opened. */
+static rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg, char *err,
+                             size_t errcap) {
     rn_engine *e = rn_xcalloc(1, sizeof *e);
     e->loop = loop;
     e->cfg = *cfg;
@@ -1694,6 +1744,15 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         e->cfg.producer_ttl_ms = PRODUCER_TTL_DEFAULT_MS;
     if (!e->cfg.producer_cap)
         e->cfg.producer_cap = PRODUCER_CAP_DEFAULT;
+    return e;
+}
+
+rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
+                          char *err, size_t errcap) {
+    memset(stats, 0, sizeof *stats);
+    rn_engine *e = engine_new(loop, cfg, err, errcap);
+    if (!e)
+        return NULL;
     int64_t from = load_checkpoint(e, &stats->checkpoint_streams);
     if (from < 0) {
         snprintf(err, errcap, "checkpoint file in %s is damaged; refusing to start", cfg->data_dir);
@@ -1742,7 +1801,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
 }
 
 void rn_engine_inject_sync_failures(rn_engine *e, int n) {
-    rn_wal_inject_sync_failures(e->wal, n);
+    if (e->wal)
+        rn_wal_inject_sync_failures(e->wal, n);
 }
 
 int rn_engine_busy(const rn_engine *e) {
@@ -1762,7 +1822,7 @@ void rn_engine_close(rn_engine *e) {
         free(job);
     }
     rn_state_free(&e->state);
-    if (e->log)
+    if (e->wal) /* a replicated engine's log belongs to its owner */
         rn_wal_cmdlog_free(e->log);
     rn_wal_close(e->wal);
     rn_streamfiles_close(e->store);
@@ -1770,4 +1830,147 @@ void rn_engine_close(rn_engine *e) {
     rn_blobs_close(e->cold);
     free(e->dir);
     free(e);
+}
+
+/* ---- replicated mode (cluster/raft_log.c is the log) ---- */
+
+rn_engine *rn_engine_open_replicated(uv_loop_t *loop, const rn_engine_config *cfg, char *err,
+                                     size_t errcap) {
+    return engine_new(loop, cfg, err, errcap);
+}
+
+rn_cmdlog_applier rn_engine_applier(rn_engine *e) {
+    return (rn_cmdlog_applier){.ctx = e, .apply = apply_logged};
+}
+
+void rn_engine_set_log(rn_engine *e, rn_cmdlog *log) {
+    assert(!e->wal && !e->log && log);
+    e->log = log;
+}
+
+void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a) {
+    rerun_orphans(e);
+    rn_stream *s = rn_state_stream(&e->state, a->stream_id);
+    if (s && a->notify && !s->pending_create)
+        notify(e, s, a->event);
+}
+
+int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
+    return rn_streamfiles_sync_stream(e->store, id);
+}
+
+void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out) {
+    encode_streams(&e->state, pick, arg, out);
+    encode_namespaces(&e->state, out);
+}
+
+/* Moves what a manifest says of a stream from src (decoded, out of every
+ * table) into dst, the same stream (id and path) here; dst keeps its
+ * runtime fields (queue, waiters, files, TTL window) and loses its fork
+ * links (relinked by the caller). Frees src. */
+static void take_stream_state(rn_stream *dst, rn_stream *src) {
+    rn_stream keep = *dst;
+    free(dst->content_type);
+    free(dst->last_seq);
+    free(dst->snapshot.content_type);
+    free(dst->snapshot.key);
+    *dst = *src;
+    dst->path = keep.path; /* the tables' keys point at it */
+    dst->path_len = keep.path_len;
+    dst->last_access_ms = keep.last_access_ms;
+    dst->touched = keep.touched;
+    dst->busy = keep.busy;
+    dst->has_files = keep.has_files;
+    dst->queue_head = keep.queue_head;
+    dst->queue_tail = keep.queue_tail;
+    dst->waiters = keep.waiters;
+    dst->live_readers = keep.live_readers;
+    dst->source = NULL;
+    dst->refcount = 0;
+    dst->fork_depth = 0;
+    /* src keeps only what dst did not take: its path and dst's producers */
+    src->producers = keep.producers;
+    src->content_type = src->last_seq = src->snapshot.content_type = src->snapshot.key = NULL;
+    rn_state_free_stream(src);
+}
+
+int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len) {
+    rn_state scratch;
+    rn_state_init(&scratch);
+    rn_reader r;
+    rn_reader_init(&r, m, len);
+    uint64_t count = rn_read_u64(&r);
+    if (r.failed || count > len) {
+        rn_state_free(&scratch);
+        return -1;
+    }
+    rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
+    uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
+    uint64_t k = 0;
+    int64_t now = rn_now_ms();
+    for (; k < count && !r.failed; k++)
+        if (!(loaded[k] = decode_stream(&scratch, &r, now, &sources[k])))
+            break;
+    decode_namespaces(&scratch, &r);
+    int ok = k == count && !r.failed && r.p == r.end;
+    for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
+        ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
+    if (!ok) {
+        free(loaded);
+        free(sources);
+        rn_state_free(&scratch);
+        return -1;
+    }
+    rn_effects fx = effects;
+    fx.ctx = e;
+    /* Unlink the group's forks (they are relinked below), then drop the
+     * streams the manifest does not hold: their readers end, their files go. */
+    rn_stream **mine = NULL;
+    size_t n = 0, cap = 0, i = 0;
+    void *v;
+    while (rn_map_next(&e->state.by_id, &i, &v)) {
+        rn_stream *s = v;
+        if (!pick(s, arg))
+            continue;
+        s->source = NULL;
+        s->refcount = 0;
+        if (n == cap)
+            mine = rn_xrealloc(mine, (cap = cap ? cap * 2 : 16) * sizeof *mine);
+        mine[n++] = s;
+    }
+    for (size_t j = 0; j < n; j++) {
+        rn_stream *s = mine[j];
+        rn_stream *keep = rn_state_stream(&scratch, s->id);
+        if (!keep || s->pending_create || rn_state_at(&scratch, s->path, s->path_len) != keep)
+            rn_state_destroy(&e->state, s, &fx);
+    }
+    free(mine);
+    /* Take the manifest's streams over: in place where the stream is here
+     * already (its readers stay), else as new ones. */
+    for (uint64_t j = 0; j < count; j++) {
+        rn_stream *src = loaded[j];
+        rn_map_remove(&scratch.by_path, src->path, src->path_len);
+        rn_map_remove(&scratch.by_id, &src->id, sizeof src->id);
+        rn_stream *dst = rn_state_stream(&e->state, src->id);
+        uint64_t old_tail = dst ? dst->tail : 0, old_incarnation = dst ? dst->incarnation : 0;
+        if (dst) {
+            take_stream_state(dst, src);
+            loaded[j] = dst;
+            if (dst->waiters && dst->incarnation != old_incarnation)
+                notify(e, dst, RN_STREAM_REWRITTEN);
+            else if (dst->waiters && dst->tail != old_tail)
+                notify(e, dst, RN_STREAM_CHANGED);
+        } else {
+            rn_state_adopt(&e->state, src);
+        }
+    }
+    i = 0;
+    while (rn_map_next(&scratch.namespaces, &i, &v))
+        rn_state_add_namespace(&e->state, v, strlen(v));
+    int rc = link_forks(&e->state, loaded, sources, count);
+    free(loaded);
+    free(sources);
+    rn_state_free(&scratch);
+    rerun_orphans(e);
+    return rc;
 }

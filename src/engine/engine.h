@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "engine/cmdlog.h"
 #include "engine/op.h"
 #include "engine/state.h"
 #include "util/buf.h"
@@ -137,5 +138,45 @@ int rn_engine_busy(const rn_engine *e);
 
 /* Writes a final checkpoint (when the log is idle) and releases everything. */
 void rn_engine_close(rn_engine *e);
+
+/* ---- replicated mode (cluster mode: cluster/raft_log.c) ----
+ *
+ * A replicated engine has no log of its own: no recovery, no checkpoints.
+ * Its state comes from the replicated log, which restores manifests
+ * (rn_engine_restore) and applies committed commands through the engine's
+ * applier, on every replica, including commands no op of this engine
+ * waits for. Mutations go to the log set with rn_engine_set_log. */
+
+/* Opens an engine on cfg's data directory (stream files, blob stores) with
+ * an empty state and no log. NULL with a message in err on failure. */
+rn_engine *rn_engine_open_replicated(uv_loop_t *loop, const rn_engine_config *cfg, char *err,
+                                     size_t errcap);
+/* The applier a log gives the commands it made durable (cmdlog.h). */
+rn_cmdlog_applier rn_engine_applier(rn_engine *e);
+/* Sets the log mutations are submitted to (once, before any submit); the
+ * log stays its owner's. */
+void rn_engine_set_log(rn_engine *e, rn_cmdlog *log);
+/* A command applied through the applier that no op of this engine waited
+ * for (another replica's): tells observers what it left (a) and re-runs
+ * mutations a deletion orphaned. */
+void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a);
+
+/* Makes the bytes written to stream id's files durable (a manifest names
+ * them without holding them). Safe on any thread. Returns 0 or -errno. */
+int rn_engine_sync_stream(const rn_engine *e, uint64_t id);
+
+/* Selects streams for manifests (a replicated log's group). */
+typedef int (*rn_stream_pick)(const rn_stream *s, void *arg);
+/* Appends a manifest of the applied streams pick selects (metadata,
+ * producers, offsets; never stream bytes, which stay in the stream files)
+ * and of every namespace. */
+void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out);
+/* Replaces the streams pick selects by those of a manifest: streams it
+ * does not hold are deleted (readers end, files go), the others take its
+ * state in place (their readers stay, and hear of a changed tail or
+ * history), new ones are added; namespaces are added. Every stream of the
+ * manifest, and every fork source it names, must be one pick selects.
+ * Returns 0, or -1 for a manifest that does not decode (nothing changed). */
+int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len);
 
 #endif

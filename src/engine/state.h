@@ -210,6 +210,14 @@ rn_stream *rn_state_at(const rn_state *st, const char *path, size_t len);
 rn_stream *rn_state_add(rn_state *st, uint64_t id, const char *path, size_t path_len,
                         const char *ct, size_t ct_len);
 
+/* Puts s, a stream out of every table (rn_state_add made it for another
+ * state), into st's tables; no stream may have its id or path. */
+void rn_state_adopt(rn_state *st, rn_stream *s);
+
+/* Frees a stream out of every table, with everything it owns. No effect
+ * is run. */
+void rn_state_free_stream(rn_stream *s);
+
 /* Removes s from the tables and frees it, telling fx (removed() unless
  * it was pending or soft-deleted already, then destroyed()); then releases
  * its fork source, destroying that too when it was soft-deleted and this

@@ -152,6 +152,8 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
         int failing = rn_probe_failing(ep->probe, why, sizeof why);
+        if (!failing && ep->ready && ep->cluster_ready)
+            failing = !ep->cluster_ready(ep->cluster_ctx, why, sizeof why);
         if (failing)
             rn_buf_appendf(&body, "not ready: %s\n", why);
         else
@@ -160,6 +162,9 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
         render(&body, ep);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
+    } else if (ep->ready && ep->cluster_route &&
+               ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
+        rn_buf_free(&body);
     } else if (ep->ready) {
         rn_admin_handle(ep->surface, req, ep->test_hooks, path, path_len, query, query_len);
     } else {

@@ -5,6 +5,7 @@
 #include "surface/bootstrap.h"
 #include "surface/parts.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "surface/snapshots.h"
 #include "util/metrics.h"
 #include "util/text.h"
@@ -182,6 +183,19 @@ static int parse_path(const char *path, size_t path_len, bucket_path *bp) {
     return -1;
 }
 
+/* Cluster mode (routing.h): writes go to the leader of the stream's
+ * group; the stream, its bootstrap and its snapshots are read with
+ * consistency=leader there. The immutable resources are served by any
+ * replica. Returns 1 when the request was answered (or waits). */
+static int cluster_gate(rn_request *req, const bucket_path *bp, const char *query,
+                        size_t query_len) {
+    if (req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST || req->method == RN_HTTP_DELETE)
+        return rn_routing_write(req, bp->key, bp->key_len);
+    int leader_readable = bp->nsub == 0 || (bp->nsub == 1 && seg_is(bp->sub[0], "bootstrap")) ||
+                          (bp->nsub == 2 && seg_is(bp->sub[0], "snapshot"));
+    return leader_readable && rn_routing_read(req, bp->key, bp->key_len, query, query_len);
+}
+
 void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
                      const char *query, size_t query_len) {
     bucket_path bp;
@@ -190,6 +204,8 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
         bucket_only(req, bp.bucket, bp.bucket_len);
     } else if (r >= 0) {
         rn_reply_error(req, (rn_error)r, NULL);
+    } else if (cluster_gate(req, &bp, query, query_len)) {
+        req->route = bp.nsub ? RN_ROUTE_SUBRESOURCE : RN_ROUTE_BUCKET;
     } else if (bp.nsub) {
         req->route = RN_ROUTE_SUBRESOURCE;
         /* These resources refuse any query component, even an empty one. */
@@ -202,7 +218,8 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
 
 void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
     bucket_path bp;
-    if (parse_path(path, path_len, &bp) != -1)
+    if (parse_path(path, path_len, &bp) != -1 || rn_routing_write(req, bp.key, bp.key_len) ||
+        req->method != RN_HTTP_POST)
         return;
     if (bp.nsub == 0)
         rn_streams_answer_early(sf, req, bp.key, bp.key_len);

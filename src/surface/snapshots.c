@@ -82,8 +82,12 @@ static int take_precondition(snap_ctx *c) {
 
 void rn_snapshot_answer_publish(rn_request *req, const rn_op *op, rn_blobs *blobs,
                                 const char *blob_key) {
-    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat))
-        rn_blobs_delete(blobs, blob_key); /* the engine did not adopt it */
+    /* The engine did not adopt the body, unless its outcome is unknown: a
+     * replicated entry, or a log batch recovery replays, may still apply
+     * (the start's orphan sweep removes it when none did). */
+    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat) &&
+        op->out.result != RN_ERR_UNAVAILABLE)
+        rn_blobs_delete(blobs, blob_key);
     if (op->out.result == RN_OK_PUBLISHED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);

@@ -336,6 +336,23 @@ void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
     }
 }
 
+int rn_streamfiles_sync_stream(const rn_streamfiles *st, uint64_t id) {
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+        char p[PATH_MAX];
+        file_path(st, id, (rn_file_kind)kind, p, sizeof p);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue;
+        if (fd < 0)
+            return -errno;
+        int rc = fdatasync(fd) < 0 ? -errno : 0;
+        close(fd);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int rn_streamfiles_sync(rn_streamfiles *st) {
     return syncfs(st->dirfd) < 0 ? -errno : 0;
 }

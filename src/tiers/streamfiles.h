@@ -72,6 +72,10 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len);
 /* Deletes the stream's files. */
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id);
+/* Makes the written bytes of stream id's files durable (fdatasync); a
+ * file that does not exist (any more) is skipped. Touches no cache state:
+ * safe on any thread. Returns 0 or -errno. */
+int rn_streamfiles_sync_stream(const rn_streamfiles *st, uint64_t id);
 /* Makes every written byte durable (syncfs of the data directory). */
 int rn_streamfiles_sync(rn_streamfiles *st);
 

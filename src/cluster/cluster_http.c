@@ -1,0 +1,194 @@
+/*
+ * cluster_http.c — the cluster's operational routes and what peers report
+ * of themselves.
+ *
+ *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
+ *   GET /__runnel/cluster/applied  this node's applied index per group, as
+ *                                  "applied N0 N1 ...\n" (peers poll it)
+ *
+ * A replica's applied index is known exactly only on that replica: each
+ * node asks every peer once a second, so the report shows a peer's index
+ * as of its last answer (null until one came).
+ */
+#include "cluster/cluster_int.h"
+#include "cluster/cluster_config.h"
+#include "surface/reply.h"
+#include "util/text.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLL_MS 1000
+#define POLL_TIMEOUT_MS 900
+#define MAX_MEMBERS 64
+
+/* ---- peer status ---- */
+
+/* True when path is exactly lit. */
+static int path_is(const char *path, size_t len, const char *lit) {
+    return len == strlen(lit) && memcmp(path, lit, len) == 0;
+}
+
+static void got_status(void *arg, const rn_fetch_result *r) {
+    peer_status *ps = arg;
+    rn_cluster *cl = ps->cl;
+    ps->inflight = NULL;
+    static const char prefix[] = "applied";
+    if (r->failure != RN_FETCH_ANSWERED || r->status != 200 || r->body_len < sizeof prefix - 1 ||
+        memcmp(r->body, prefix, sizeof prefix - 1) != 0)
+        return;
+    const char *q = (const char *)r->body + sizeof prefix - 1;
+    const char *end = (const char *)r->body + r->body_len;
+    for (unsigned g = 0; g < cl->groups; g++) {
+        if (q >= end || *q != ' ')
+            return;
+        const char *num = ++q;
+        while (q < end && *q >= '0' && *q <= '9')
+            q++;
+        uint64_t v;
+        if (rn_parse_strict_u64(num, (size_t)(q - num), UINT64_MAX, &v) != 0)
+            return;
+        ps->applied[g] = v;
+    }
+    ps->known = 1;
+}
+
+static void on_poll(uv_timer_t *t) {
+    rn_cluster *cl = t->data;
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        peer_status *ps = &cl->peers[i];
+        if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight)
+            continue;
+        char url[600];
+        snprintf(url, sizeof url, "%s/__runnel/cluster/applied", cl->cfg.peers[i].url);
+        rn_fetch_request req = {.method = "GET",
+                                .url = url,
+                                .body_fd = -1,
+                                .sink_fd = -1,
+                                .sink_cap = 65536,
+                                .timeout_ms = POLL_TIMEOUT_MS};
+        ps->inflight = rn_outbound_start(cl->http, &req, got_status, ps);
+    }
+}
+
+void cluster_peers_start(rn_cluster *cl) {
+    rn_outbound_config oc = {.user_agent = "runnel-cluster", .max_running = 16, .max_queued = 64};
+    cl->http = rn_outbound_new(cl->loop, &oc);
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        cl->peers[i].cl = cl;
+        cl->peers[i].applied = rn_xcalloc(cl->groups, sizeof *cl->peers[i].applied);
+    }
+    uv_timer_init(cl->loop, &cl->poll);
+    cl->poll.data = cl;
+    uv_timer_start(&cl->poll, on_poll, 0, POLL_MS);
+    uv_unref((uv_handle_t *)&cl->poll);
+    cl->polling = 1;
+}
+
+void cluster_peers_stop(rn_cluster *cl) {
+    if (!cl->polling)
+        return;
+    rn_outbound_stop(cl->http); /* cancels the fetches in flight */
+    uv_close((uv_handle_t *)&cl->poll, NULL);
+}
+
+void cluster_peers_free(rn_cluster *cl) {
+    if (!cl->polling)
+        return;
+    rn_outbound_free(cl->http);
+    for (int i = 0; i < cl->cfg.n_peers; i++)
+        free(cl->peers[i].applied);
+    cl->polling = 0;
+}
+
+/* ---- the report ---- */
+
+/* A replica's applied index as known here; 0 with *known 0 when unknown. */
+static uint64_t replica_applied(const rn_cluster *cl, uint64_t id, unsigned g,
+                                const consensus_group_info *info, int *known) {
+    if (id == cl->cfg.node_id) {
+        *known = 1;
+        return info->applied_index;
+    }
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        if (cl->cfg.peers[i].id == id && cl->peers[i].known) {
+            *known = 1;
+            return cl->peers[i].applied[g];
+        }
+    }
+    *known = 0;
+    return 0;
+}
+
+static json_t *group_report(const rn_cluster *cl, unsigned g) {
+    consensus_group_info info;
+    consensus_group_info_get(cl->node, g, &info);
+    json_t *replicas = json_array();
+    consensus_member members[MAX_MEMBERS];
+    unsigned n = consensus_members(cl->node, g, members, MAX_MEMBERS);
+    for (unsigned i = 0; i < n && i < MAX_MEMBERS; i++) {
+        int known;
+        uint64_t applied = replica_applied(cl, members[i].id, g, &info, &known);
+        uint64_t lag = known && info.commit_index > applied ? info.commit_index - applied : 0;
+        json_array_append_new(
+            replicas,
+            json_pack("{s:I, s:o, s:o}", "node", (json_int_t)members[i].id, "applied_index",
+                      known ? json_integer((json_int_t)applied) : json_null(), "lag",
+                      known ? json_integer((json_int_t)lag) : json_null()));
+    }
+    return json_pack("{s:i, s:o, s:I, s:I, s:o}", "group", (int)g, "leader",
+                     info.leader_id ? json_integer((json_int_t)info.leader_id) : json_null(),
+                     "term", (json_int_t)info.term, "commit_index", (json_int_t)info.commit_index,
+                     "replicas", replicas);
+}
+
+static void report(const rn_cluster *cl, rn_buf *out) {
+    json_t *nodes = json_array();
+    for (int i = 0; i < cl->cfg.n_peers; i++)
+        json_array_append_new(
+            nodes, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)cl->cfg.peers[i].id, "url",
+                             cl->cfg.peers[i].url, "raft", cl->cfg.peers[i].raft));
+    json_t *groups = json_array();
+    for (unsigned g = 0; cl->node && g < cl->groups; g++)
+        json_array_append_new(groups, group_report(cl, g));
+    json_t *doc = json_pack("{s:s, s:I, s:o, s:o}", "cluster_id", cl->cfg.cluster_id, "node_id",
+                            (json_int_t)cl->cfg.node_id, "nodes", nodes, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    rn_buf_append_str(out, text);
+    rn_buf_append_str(out, "\n");
+    free(text);
+}
+
+static void answer(rn_request *req, const char *type, rn_buf *body) {
+    rn_buf h = {0};
+    rn_reply_common(&h);
+    rn_buf_appendf(&h, "Content-Type: %s\r\nCache-Control: no-store\r\n", type);
+    rn_http_respond(req, 200, &h, body);
+}
+
+int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
+                      const char *query, size_t query_len) {
+    (void)query, (void)query_len;
+    int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
+    rn_buf body = {0};
+    if (get && path_is(path, path_len, "cluster")) {
+        report(cl, &body);
+        answer(req, "application/json", &body);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/applied")) {
+        rn_buf_append_str(&body, "applied");
+        for (unsigned g = 0; cl->node && g < cl->groups; g++) {
+            consensus_group_info info;
+            consensus_group_info_get(cl->node, g, &info);
+            rn_buf_appendf(&body, " %llu", (unsigned long long)info.applied_index);
+        }
+        rn_buf_append_str(&body, "\n");
+        answer(req, "text/plain", &body);
+        return 1;
+    }
+    return 0;
+}
