@@ -1,15 +1,17 @@
 /*
- * engine.c — stream state machine, mutation pipeline, recovery and
- * checkpoints. See engine.h for the model.
+ * engine.c — the mutation pipeline and its validation, recovery and
+ * checkpoints, and the public calls that read state. See engine.h for the
+ * model and engine_int.h for the engine's other files.
  *
- * Mutation path: rn_engine_submit() -> validate_*() against applied state ->
- * either finish() at once, or log_command() (encode, reserve file space and
- * pin the stream's files, rn_wal_submit) -> the log's worker writes the data
- * into the stream files after the sync (write_stream_files) -> on_logged()
- * -> apply() -> finish() -> drain the stream's queue.
+ * Mutation path: rn_engine_submit() -> run_*() validates against applied
+ * state -> either finish() at once, or log_command() (encode, reserve file
+ * space and pin the stream's files, submit to the command log) -> the log
+ * makes it durable, writes the data into the stream files
+ * (write_stream_files), applies it through the engine's applier
+ * (effects.c) -> command_done() -> finish() -> drain the stream's queue.
  *
  * Recovery: load_checkpoint() restores every stream as of a snapshot, then
- * rn_wal_recover() replays later records through the same apply(); streams
+ * rn_wal_recover() replays later records through the same apply; streams
  * the replay touched get their files cut to the recovered tail.
  *
  * Checkpoints: after checkpoint_bytes of log, the batch hook (run between log
@@ -18,22 +20,15 @@
  * stream file durable), writes the checkpoint atomically, and the segments
  * before the rotation are dropped.
  */
-#include "engine/engine.h"
-#include "engine/cmdlog.h"
-#include "engine/state.h"
-#include "log/wal.h"
-#include "log/wal_cmdlog.h"
-#include "util/fault.h"
-#include "engine/command.h"
 #include "engine/damage_report.h"
-#include "tiers/streamfiles.h"
-#include "tiers/blobs.h"
+#include "engine/engine_int.h"
+#include "engine/producers.h"
+#include "log/wal_cmdlog.h"
 #include "util/blake3.h"
 #include "util/clock.h"
 #include "util/crc32c.h"
+#include "util/fault.h"
 #include "util/json_text.h"
-#include "util/log.h"
-#include "util/text.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -49,10 +44,9 @@ static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'}
 
 #define PRODUCER_TTL_DEFAULT_MS (7 * 24 * 3600 * 1000ull) /* ext §5.4 */
 #define PRODUCER_CAP_DEFAULT 4096
-#define PRODUCER_CROWDED_TTL_MS (3600 * 1000ull) /* kept at least this long when crowded */
-#define EXPIRE_LIST_MAX_BYTES (1u << 20)         /* producer ids per EXPIRE_PRODUCERS record */
+#define EXPIRE_LIST_MAX_BYTES (1u << 20) /* producer ids per EXPIRE_PRODUCERS record */
 
-typedef struct {
+typedef struct checkpoint_job {
     uv_work_t req;
     rn_engine *engine;
     rn_buf image;     /* serialized checkpoint */
@@ -60,60 +54,7 @@ typedef struct {
     int status;
 } checkpoint_job;
 
-struct rn_engine {
-    uv_loop_t *loop;
-    rn_engine_config cfg;
-    char *dir;
-    rn_streamfiles *store;
-    rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
-    rn_blobs *cold;      /* the cold store, or NULL */
-    rn_wal *wal;
-    rn_cmdlog *log; /* the WAL as the pipeline's command log */
-    rn_state state;
-    uint64_t log_bytes_at_checkpoint;
-    checkpoint_job *checkpoint; /* in flight, or NULL */
-    struct {
-        rn_stream_observer fn;
-        void *arg;
-    } observers[RN_ENGINE_MAX_OBSERVERS];
-    int observer_count;
-    uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
-    int ops_in_log;                 /* mutations submitted, not yet applied */
-    int ops_preparing;              /* mutations waiting for their stream's files */
-    rn_log_throttle store_refusals; /* writes refused for their stream files */
-    rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
-};
-
-/* The engine's room in an op (rn_op_private): everything a mutation needs
- * between its submission and its answer. */
-typedef struct {
-    rn_engine *engine;
-    rn_op *next_queued; /* in its stream's queue */
-    uint64_t stream_id;
-    rn_cmd cmd;             /* the command in the log, applied after its sync */
-    rn_buf head;            /* encoded command head */
-    rn_buf stored;          /* JSON message text of the body; EXPIRE_PRODUCERS: the id list */
-    size_t messages;        /* messages in the command's data */
-    rn_streamfiles_pin pin; /* the stream files the log's worker writes the data to */
-    uv_work_t files_work;   /* making the stream's files before its first data */
-    int files_status;
-    uint64_t index_entry; /* the append's number in the stream's index */
-    rn_cmdlog_entry log;  /* the command on its way through the log */
-} op_private;
-
-static_assert(sizeof(op_private) <= sizeof(rn_op_private), "rn_op_private is too small");
-static_assert(_Alignof(op_private) <= _Alignof(rn_op_private), "rn_op_private is misaligned");
-
-static op_private *priv(rn_op *op) {
-    return (op_private *)op->engine.bytes;
-}
-
 static void run_op(rn_engine *e, rn_op *op);
-
-static void notify(rn_engine *e, rn_stream *s, rn_stream_event ev) {
-    for (int i = 0; i < e->observer_count; i++)
-        e->observers[i].fn(s, ev, e->observers[i].arg);
-}
 
 void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
     if (e->observer_count == RN_ENGINE_MAX_OBSERVERS)
@@ -133,117 +74,6 @@ int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
     return rn_state_namespace_exists(&e->state, ns, len);
 }
 
-/* ---- effects of apply: storage and observers ---- */
-
-/* A command's data, written at apply (recovery; a log that does not
- * write it after its sync). */
-static int store_at_apply(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
-                          uint64_t k) {
-    rn_engine *e = ctx;
-    rn_fault_point("apply-before-store");
-    return rn_streamfiles_append(e->store, id, data, len, off, k);
-}
-
-/* A command's data that the log's writer wrote after the sync. */
-static int stored_by_log(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
-                         uint64_t k) {
-    (void)ctx, (void)id, (void)data, (void)len, (void)off, (void)k;
-    return 0;
-}
-
-static void retain_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
-    rn_engine *e = ctx;
-    rn_fault_point("retain-before-punch");
-    if (len)
-        rn_streamfiles_punch(e->store, id, from, len);
-    rn_fault_point("retain-after-punch");
-}
-
-/* Drops index entries past keep (an append the cut splits becomes one
- * that ends there) and cuts both files. */
-static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
-    rn_engine *e = ctx;
-    uint64_t appends = s->appends, end = s->fork_offset;
-    while (appends > 0 && rn_streamfiles_index_get(e->store, s->id, appends - 1, &end) == 0 &&
-           end > keep)
-        appends--;
-    if (appends == 0)
-        end = s->fork_offset;
-    if (end < keep && rn_streamfiles_index_set(e->store, s->id, appends, keep) == 0)
-        appends++;
-    rn_streamfiles_truncate(e->store, s->id, keep, appends);
-    return appends;
-}
-
-static void drop_body(void *ctx, int cold, const char *key) {
-    rn_engine *e = ctx;
-    rn_blobs_delete(cold ? e->cold : e->snapshots, key);
-}
-
-static void removed(void *ctx, rn_stream *s) {
-    notify(ctx, s, RN_STREAM_REMOVED);
-}
-
-/* Removes a destroyed stream's files and snapshot body, and keeps the
- * mutations queued on it to be re-run (rerun_orphans) once apply is over:
- * they then see no stream. */
-static void destroyed(void *ctx, rn_stream *s) {
-    rn_engine *e = ctx;
-    rn_fault_point("delete-before-remove");
-    rn_streamfiles_remove(e->store, s->id);
-    if (s->snapshot.present)
-        drop_body(e, s->snapshot.cold, s->snapshot.key);
-    rn_fault_point("delete-after-remove");
-    if (!s->queue_head)
-        return;
-    if (e->orphans_tail)
-        priv(e->orphans_tail)->next_queued = s->queue_head;
-    else
-        e->orphans = s->queue_head;
-    e->orphans_tail = s->queue_tail;
-}
-
-/* The effects of apply on this engine's storage and observers (ctx and,
- * live, store are set per call). */
-static const rn_effects effects = {
-    .store = store_at_apply,
-    .retain = retain_files,
-    .cut = cut_files,
-    .drop_body = drop_body,
-    .removed = removed,
-    .destroyed = destroyed,
-};
-
-/* Applies a durable command; its data is written unless data_stored (the
- * log's writer did, after the sync). */
-static int apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out) {
-    rn_effects fx = effects;
-    fx.ctx = e;
-    if (data_stored)
-        fx.store = stored_by_log;
-    return rn_state_apply(&e->state, c, &fx, out);
-}
-
-/* The command log's applier: applies a command the log made durable. A
- * failure here (the stream file cannot be written, or a command that does
- * not fit the state) leaves the log ahead of the state: stop, recovery
- * redoes it from the log. */
-static void apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out) {
-    int rc = apply(ctx, cmd, data_stored, out);
-    if (rc < 0) {
-        rn_log(RN_LOG_ERROR, "fatal", "a command durable in the log could not be applied: %s",
-               strerror(-rc));
-        abort();
-    }
-}
-
-/* Destroys s outside apply (a pending create that was not logged). */
-static void destroy(rn_engine *e, rn_stream *s) {
-    rn_effects fx = effects;
-    fx.ctx = e;
-    rn_state_destroy(&e->state, s, &fx);
-}
-
 /* Re-runs the mutations that were queued on destroyed streams. */
 static void rerun_orphans(rn_engine *e) {
     while (e->orphans) {
@@ -253,61 +83,6 @@ static void rerun_orphans(rn_engine *e) {
             e->orphans_tail = NULL;
         run_op(e, q);
     }
-}
-
-/* ---- reading through fork chains ---- */
-
-/* Copies the stream's bytes [off, off+len) into out, taking positions below
- * a fork's fork_offset from its source chain. The range must lie below the
- * tail. Returns 0 or -errno. */
-static int read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
-    while (len > 0 && off < s->fork_offset) {
-        uint64_t inherited = s->fork_offset - off;
-        size_t n = inherited < len ? (size_t)inherited : len;
-        int rc = read_range(e, s->source, off, n, out);
-        if (rc < 0)
-            return rc;
-        off += n;
-        out += n;
-        len -= n;
-    }
-    if (len == 0)
-        return 0;
-    ssize_t got = rn_streamfiles_read(e->store, s->id, out, len, off);
-    if (got < 0)
-        return (int)got;
-    return (size_t)got == len ? 0 : -EIO;
-}
-
-/* Finds the append holding position x (< tail) as seen by s: [start, end).
- * An inherited append is cut at the fork offset. Returns 0 or -errno. */
-static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *start,
-                       uint64_t *end) {
-    if (x < s->fork_offset) {
-        int rc = find_append(e, s->source, x, start, end);
-        if (rc == 0 && *end > s->fork_offset)
-            *end = s->fork_offset;
-        return rc;
-    }
-    uint64_t lo = 0, hi = s->appends, v;
-    while (lo < hi) { /* first entry whose end is past x */
-        uint64_t mid = lo + (hi - lo) / 2;
-        int rc = rn_streamfiles_index_get(e->store, s->id, mid, &v);
-        if (rc < 0)
-            return rc;
-        if (v > x)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    if (lo == s->appends)
-        return -ERANGE;
-    int rc = rn_streamfiles_index_get(e->store, s->id, lo, end);
-    if (rc == 0 && lo > 0)
-        rc = rn_streamfiles_index_get(e->store, s->id, lo - 1, start);
-    else if (rc == 0)
-        *start = s->fork_offset;
-    return rc;
 }
 
 /* ---- the mutation pipeline ---- */
@@ -345,133 +120,6 @@ static void finish(rn_op *op, rn_result result, rn_stream *s) {
     op->done(op);
 }
 
-/* ---- producer rules (ext §5.3, §5.4) ---- */
-
-#define APPLIES (-1) /* producer_rules(): the write would apply */
-
-/* How long a producer of a stream that holds producer_cap of them must
- * have been idle before one more producer may displace it. */
-static uint64_t crowded_ttl(const rn_engine *e) {
-    uint64_t ttl = e->cfg.producer_ttl_ms;
-    return ttl < PRODUCER_CROWDED_TTL_MS ? ttl : PRODUCER_CROWDED_TTL_MS;
-}
-
-static int idle_for(const rn_producer *p, int64_t now, uint64_t ms) {
-    return now - p->last_ms >= (int64_t)ms;
-}
-
-/* The closure a claim reported, for its answer and its repeats. */
-static void report_closure(rn_op *op, const rn_producer *p) {
-    op->out.closes_epoch = p->closes_epoch;
-    op->out.closed_epoch = p->closed_epoch;
-    op->out.closed_seq = p->closed_seq;
-}
-
-/* Fills the answer of an applied producer write: its receipt, the epoch's
- * highest seq and, for a claim, the closure it reported. */
-static void answer_applied(rn_op *op, const rn_producer *p) {
-    op->out.ack_epoch = p->epoch;
-    op->out.ack_seq = p->last_seq;
-    op->out.receipt = 1;
-    op->out.receipt_start = p->newest_start;
-    op->out.receipt_end = p->newest_end;
-    op->out.receipt_closed = p->newest_closed;
-    if (op->in.producer_seq == 0)
-        report_closure(op, p);
-}
-
-static int identity_matches(const rn_write_identity *held, const rn_op *op) {
-    return held->has_digest == (op->in.has_producer_digest != 0) &&
-           (!held->has_digest || memcmp(held->digest, op->in.producer_digest, 32) == 0);
-}
-
-/* A write (p->epoch, seq <= the epoch's highest surviving seq) repeats one
- * that applied. Where the server still holds that write's identity (the
- * newest write, or the claim) another identity is a key conflict; else the
- * answer is a repeat: the newest write's receipt, or one marked evicted. */
-static int answer_repeat(rn_op *op, const rn_producer *p) {
-    uint64_t seq = op->in.producer_seq;
-    const rn_write_identity *held = seq == p->last_seq ? &p->newest : seq == 0 ? &p->claim : NULL;
-    if (held && !identity_matches(held, op)) {
-        op->out.current_epoch = p->epoch;
-        return RN_ERR_KEY_CONFLICT;
-    }
-    int rewritten = p->history == RN_EPOCH_REWRITTEN;
-    if (seq == p->last_seq && (!rewritten || p->history_seq == p->last_seq)) {
-        answer_applied(op, p);
-        return RN_OK_DUPLICATE;
-    }
-    op->out.ack_epoch = p->epoch;
-    op->out.ack_seq = rewritten ? p->history_seq : p->last_seq;
-    if (seq == 0)
-        report_closure(op, p);
-    return RN_OK_DUPLICATE;
-}
-
-/* The producer rules of ext §5.3 for an append with producer headers,
- * against the applied state of s, from the headers alone (the body is never
- * consulted). Returns APPLIES, or the answer (a repeat or a refusal) with
- * its fields set in op. Changes nothing. */
-static int producer_rules(const rn_stream *s, rn_op *op) {
-    const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
-    uint64_t epoch = op->in.producer_epoch, seq = op->in.producer_seq;
-    /* The floor binds writes that carry Stream-Incarnation (§5.4). */
-    int floor_binds = op->in.has_incarnation && s->has_floor;
-    int lifts = seq == 0 && p && epoch > p->epoch && rn_stream_above_floor(s, epoch);
-    if (floor_binds && (p ? !p->above_floor && !lifts : epoch <= s->epoch_floor)) {
-        op->out.current_epoch = s->epoch_floor;
-        return RN_ERR_PRODUCER_EXPIRED;
-    }
-    if (!p) {
-        if (seq == 0)
-            return APPLIES;
-        op->out.expected_seq = 0;
-        return RN_ERR_SEQ_GAP;
-    }
-    op->out.current_epoch = p->epoch;
-    if (epoch < p->epoch) {
-        if (!p->closes_epoch || epoch != p->closed_epoch)
-            return RN_ERR_STALE_EPOCH;
-        report_closure(op, p);
-        return RN_ERR_EPOCH_CLOSED;
-    }
-    if (epoch > p->epoch) {
-        if (seq == 0)
-            return APPLIES;
-        op->out.expected_seq = 0;
-        return RN_ERR_EPOCH_SEQ;
-    }
-    if (p->history == RN_EPOCH_LOST)
-        return RN_ERR_STALE_EPOCH;
-    if (p->history == RN_EPOCH_REWRITTEN && seq > p->history_seq) {
-        op->out.closes_epoch = 1;
-        op->out.closed_by_history = 1;
-        op->out.closed_epoch = p->epoch;
-        op->out.closed_seq = p->history_seq;
-        return RN_ERR_EPOCH_CLOSED;
-    }
-    if (seq <= p->last_seq)
-        return answer_repeat(op, p);
-    if (seq == p->last_seq + 1)
-        return APPLIES;
-    op->out.expected_seq = p->last_seq + 1;
-    return RN_ERR_SEQ_GAP;
-}
-
-/* The producer that a new one displaces from a stream holding producer_cap
- * of them: the least recently written one. */
-static rn_producer *least_recent_producer(const rn_stream *s) {
-    rn_producer *lru = NULL;
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&s->producers, &i, &v)) {
-        rn_producer *p = v;
-        if (!lru || p->last_ms < lru->last_ms)
-            lru = p;
-    }
-    return lru;
-}
-
 static void command_done(rn_cmdlog_entry *entry);
 
 /* The entry's write_data: writes the command's data and index entry
@@ -499,7 +147,7 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
                      s->path, full ? "given disk space" : "prepared", strerror(-rc), -rc);
     s->busy = 0;
     if (pending) {
-        destroy(e, s);
+        engine_destroy_pending(e, s);
         rerun_orphans(e);
     }
     finish(op, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
@@ -523,7 +171,7 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     }
     if (c->data_len) {
         int rc =
-            rn_streamfiles_pin_append(e->store, s->id, c->offset, c->data_len, s->appends, &p->pin);
+            rn_streamfiles_pin_append(e->files, s->id, c->offset, c->data_len, s->appends, &p->pin);
         if (rc < 0) {
             refuse_unlogged(e, op, s, rc);
             return;
@@ -550,7 +198,7 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
  * exist, and the command goes on from files_ready(). */
 static void ensure_files_work(uv_work_t *req) {
     rn_op *op = req->data;
-    priv(op)->files_status = rn_streamfiles_ensure(priv(op)->engine->store, priv(op)->stream_id);
+    priv(op)->files_status = rn_streamfiles_ensure(priv(op)->engine->files, priv(op)->stream_id);
 }
 
 static void files_ready(uv_work_t *req, int status) {
@@ -621,7 +269,7 @@ static void command_done(rn_cmdlog_entry *entry) {
             s->busy = 0;
         finish(op, entry->refusal, pending ? NULL : s);
         if (pending) {
-            destroy(e, s);
+            engine_destroy_pending(e, s);
             rerun_orphans(e);
         } else {
             drain_queue(e, id);
@@ -655,7 +303,7 @@ static void command_done(rn_cmdlog_entry *entry) {
     /* done() may free the op and the entry in it: keep what follows. */
     rn_applied applied = entry->result;
     if (applied.has_producer)
-        answer_applied(op, &applied.producer);
+        rn_producer_answer_applied(&applied.producer, op->in.producer_seq, &op->out);
     if (c->type == RN_CMD_APPEND) {
         op->out.appended_bytes = c->data_len;
         op->out.appended_messages = c->data_len ? priv(op)->messages : 0;
@@ -663,7 +311,7 @@ static void command_done(rn_cmdlog_entry *entry) {
     finish(op, applied_result[op->in.kind], s);
     s = rn_state_stream(&e->state, id);
     if (s && applied.notify)
-        notify(e, s, applied.event);
+        engine_notify(e, s, applied.event);
     drain_queue(e, id);
 }
 
@@ -742,48 +390,6 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
     return 0;
 }
 
-/* Where a fork of src asked for by op starts: the fork offset (default: the
- * source tail) plus the sub-offset. Returns 0, or the result to refuse with. */
-static int resolve_fork_offset(rn_engine *e, rn_op *op, rn_stream *src, uint64_t *pos) {
-    uint64_t base = op->in.has_fork_offset ? op->in.fork_offset : src->tail;
-    int valid = base <= src->tail ? rn_engine_offset_valid(e, src, base) : 0;
-    if (valid <= 0)
-        return valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_FORK_OFFSET;
-    uint64_t n = op->in.fork_sub_offset;
-    if (n == 0) {
-        *pos = base;
-        return 0;
-    }
-    uint64_t start, end;
-    if (base >= src->tail)
-        return RN_ERR_SUB_OFFSET;
-    if (find_append(e, src, base, &start, &end) != 0)
-        return RN_ERR_BOUNDARY_UNVERIFIED; /* the append index was unreadable */
-    if (!src->json) {
-        if (n > end - base)
-            return RN_ERR_SUB_OFFSET;
-        *pos = base + n;
-        return 0;
-    }
-    /* JSON: n whole messages of the append, counted from base. */
-    uint8_t *text = rn_xmalloc((size_t)(end - base));
-    int rc = rn_fault_fail("boundary-read");
-    if (rc == 0)
-        rc = read_range(e, src, base, (size_t)(end - base), text);
-    uint64_t p = base;
-    for (size_t i = 0; rc == 0 && n > 0 && i < end - base; i++) {
-        if (text[i] == '\n') {
-            n--;
-            p = base + i + 1;
-        }
-    }
-    free(text);
-    if (rc != 0 || n > 0)
-        return rc != 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_SUB_OFFSET;
-    *pos = p;
-    return 0;
-}
-
 static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     if (s && s->soft_deleted) {
         finish(op, RN_ERR_CONFIG_MISMATCH, NULL);
@@ -819,7 +425,7 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
             finish(op, RN_ERR_CONTENT_TYPE, NULL);
             return;
         }
-        int refuse = resolve_fork_offset(e, op, src, &fork_at);
+        int refuse = engine_fork_position(e, &op->in, src, &fork_at);
         if (refuse) {
             finish(op, (rn_result)refuse, NULL);
             return;
@@ -872,24 +478,23 @@ static void run_create(rn_engine *e, rn_op *op, rn_stream *s) {
     log_command(e, op, s, &c);
 }
 
-/* Admits a producer the stream holds no state for. A stream holding
- * producer_cap producers displaces the least recently written one once it
- * has been idle for crowded_ttl(): returns 1 after queueing op behind that
- * discard. Returns 0 to go on, or 2 after refusing with PRODUCER_LIMIT. */
+/* Admits a producer the stream holds no state for (rn_producer_admit):
+ * returns 1 after queueing op behind the discard of the producer it
+ * displaces, 2 after refusing with PRODUCER_LIMIT, or 0 to go on. */
 static int admit_producer(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
-    if (s->producers.count < e->cfg.producer_cap ||
-        rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len))
-        return 0;
-    rn_producer *lru = least_recent_producer(s);
-    if (idle_for(lru, now, crowded_ttl(e))) {
+    rn_admission a =
+        rn_producer_admit(s, &op->in, e->cfg.producer_cap, e->cfg.producer_ttl_ms, now);
+    if (a.verdict == RN_ADMIT_DISPLACE) {
         enqueue(s, op);
-        start_producer_expiry(e, s, &lru, 1);
+        start_producer_expiry(e, s, &a.victim, 1);
         return 1;
     }
-    int64_t wait_ms = lru->last_ms + (int64_t)crowded_ttl(e) - now;
-    op->out.retry_after_s = (uint64_t)(wait_ms + 999) / 1000;
-    finish(op, RN_ERR_PRODUCER_LIMIT, s);
-    return 2;
+    if (a.verdict == RN_ADMIT_REFUSE) {
+        op->out.retry_after_s = a.retry_after_s;
+        finish(op, RN_ERR_PRODUCER_LIMIT, s);
+        return 2;
+    }
+    return 0;
 }
 
 /* An append or close, in the order of ext §5.3 after the stream checks of
@@ -901,13 +506,13 @@ static void run_append(rn_engine *e, rn_op *op, rn_stream *s) {
     int64_t now = rn_now_ms();
     if (op->in.has_producer) {
         rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
-        if (p && idle_for(p, now, e->cfg.producer_ttl_ms)) {
+        if (p && rn_producer_idle(p, now, e->cfg.producer_ttl_ms)) {
             enqueue(s, op);
             start_producer_expiry(e, s, &p, 1);
             return;
         }
-        int answer = producer_rules(s, op);
-        if (answer != APPLIES) {
+        int answer = rn_producer_rules(s, &op->in, &op->out);
+        if (answer != RN_PRODUCER_APPLIES) {
             finish(op, (rn_result)answer, s);
             return;
         }
@@ -1129,10 +734,10 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
         s->incarnation != op->in.incarnation || !log_accepts(e, s))
         return 0;
     const rn_producer *p = rn_map_get(&s->producers, op->in.producer_id, op->in.producer_id_len);
-    if (p && idle_for(p, now, e->cfg.producer_ttl_ms))
+    if (p && rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
         return 0; /* its discard is a logged step that comes first */
     rn_op probe = {.in = op->in};
-    int answer = producer_rules(s, &probe);
+    int answer = rn_producer_rules(s, &probe.in, &probe.out);
     if (answer != RN_OK_DUPLICATE && answer != RN_ERR_KEY_CONFLICT)
         return 0;
     op->out = probe.out;
@@ -1175,53 +780,6 @@ void rn_engine_touch(rn_engine *e, rn_stream *s) {
     s->last_access_ms = rn_now_ms();
 }
 
-int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
-    if (offset > s->tail)
-        return 0;
-    if (!s->json || offset == 0 || offset == s->tail || offset == s->retained)
-        return 1; /* the retained offset: retention cleared the byte before it */
-    uint8_t c;
-    int rc = rn_fault_fail("boundary-read");
-    if (rc == 0)
-        rc = read_range(e, s, offset - 1, 1, &c);
-    return rc < 0 ? rc : c == '\n';
-}
-
-long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
-                    rn_buf *out) {
-    if (offset >= s->tail)
-        return 0;
-    uint64_t avail = s->tail - offset;
-    size_t want = avail < max ? (size_t)avail : max;
-    size_t start = out->len;
-    for (;;) {
-        rn_buf_reserve(out, want);
-        int rc = read_range(e, s, offset, want, out->data + start);
-        if (rc < 0)
-            return rc;
-        out->len = start + want;
-        if (!s->json || !whole_messages || (want == avail && want <= max))
-            return (long)want;
-        /* Within max: cut at the last message end. A first message longer
-         * than max comes alone: the read grows until its end. */
-        size_t cut = 0;
-        if (want <= max) {
-            cut = want;
-            while (cut > 0 && out->data[start + cut - 1] != '\n')
-                cut--;
-        } else {
-            const uint8_t *lf = memchr(out->data + start + max, '\n', want - max);
-            cut = lf ? (size_t)(lf - (out->data + start)) + 1 : 0;
-        }
-        if (cut > 0 || want == avail) { /* stored messages end in LF: cut > 0 here */
-            out->len = start + (cut ? cut : want);
-            return (long)(cut ? cut : want);
-        }
-        want = want * 2 < avail ? want * 2 : (size_t)avail;
-        out->len = start;
-    }
-}
-
 /* Discards, with one logged command per stream, the state of producers
  * that wrote nothing for producer_ttl_ms (at most EXPIRE_LIST_MAX_BYTES of
  * ids per stream and sweep; the rest go in the next sweep). */
@@ -1238,7 +796,7 @@ static void sweep_producers(rn_engine *e, int64_t now) {
         void *pv;
         while (rn_map_next(&s->producers, &j, &pv) && bytes < EXPIRE_LIST_MAX_BYTES) {
             rn_producer *p = pv;
-            if (!idle_for(p, now, e->cfg.producer_ttl_ms))
+            if (!rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
                 continue;
             if (n == cap)
                 idle = rn_xrealloc(idle, (cap = cap ? cap * 2 : 16) * sizeof *idle);
@@ -1561,7 +1119,7 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
 static void checkpoint_work(uv_work_t *req) {
     checkpoint_job *job = req->data;
     rn_engine *e = job->engine;
-    job->status = rn_streamfiles_sync(e->store);
+    job->status = rn_streamfiles_sync(e->files);
     if (job->status)
         return;
     rn_fault_point("checkpoint-after-syncfs");
@@ -1689,7 +1247,7 @@ static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     if (rn_cmd_decode(rec, len, &c) != 0)
         return RN_WAL_CORRUPT;
     rn_applied applied;
-    int rc = apply(e, &c, 0, &applied);
+    int rc = engine_apply(e, &c, 0, &applied);
     return rc == -ENOENT ? 0 : rc;
 }
 
@@ -1727,7 +1285,7 @@ static rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg, char 
     e->cfg = *cfg;
     e->dir = rn_xstrdup(cfg->data_dir);
     rn_state_init(&e->state);
-    e->store = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
+    e->files = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
     char blob_dir[PATH_MAX];
     snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
     e->snapshots = rn_blobs_open(blob_dir);
@@ -1779,7 +1337,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         /* Cut bytes of unrecovered records. A stream with no appends of
          * its own has none: its files are only written for appends. */
         if (s->touched && s->appends)
-            rn_streamfiles_truncate(e->store, s->id, s->tail, s->appends);
+            rn_streamfiles_truncate(e->files, s->id, s->tail, s->appends);
         s->touched = 0;
         s->last_access_ms = rn_now_ms();
     }
@@ -1794,7 +1352,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         rn_engine_close(e);
         return NULL;
     }
-    rn_cmdlog_applier applier = {.ctx = e, .apply = apply_logged};
+    rn_cmdlog_applier applier = {.ctx = e, .apply = engine_apply_logged};
     e->log = rn_wal_cmdlog_new(e->wal, &applier);
     rn_wal_set_batch_hook(e->wal, maybe_checkpoint, e);
     return e;
@@ -1825,7 +1383,7 @@ void rn_engine_close(rn_engine *e) {
     if (e->wal) /* a replicated engine's log belongs to its owner */
         rn_wal_cmdlog_free(e->log);
     rn_wal_close(e->wal);
-    rn_streamfiles_close(e->store);
+    rn_streamfiles_close(e->files);
     rn_blobs_close(e->snapshots);
     rn_blobs_close(e->cold);
     free(e->dir);

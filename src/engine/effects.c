@@ -1,0 +1,125 @@
+/*
+ * effects.c — what applying a command does outside the state machine, on
+ * this engine: data into the stream files (tiers/streamfiles.h), holes
+ * punched, files cut and removed, snapshot bodies deleted (tiers/blobs.h),
+ * observers told, and mutations queued on a destroyed stream handed back
+ * to the pipeline. The kill points of the apply path (util/fault.h) sit
+ * around these operations. Also the entry points that apply a command:
+ * for recovery (engine_apply) and for a command log (engine_apply_logged).
+ */
+#include "engine/engine_int.h"
+#include "util/fault.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void engine_notify(rn_engine *e, rn_stream *s, rn_stream_event ev) {
+    for (int i = 0; i < e->observer_count; i++)
+        e->observers[i].fn(s, ev, e->observers[i].arg);
+}
+
+/* A command's data, written at apply (recovery; a log that does not
+ * write it after its sync). */
+static int store_at_apply(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
+                          uint64_t k) {
+    rn_engine *e = ctx;
+    rn_fault_point("apply-before-store");
+    return rn_streamfiles_append(e->files, id, data, len, off, k);
+}
+
+/* A command's data that the log's writer wrote after the sync. */
+static int stored_by_log(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
+                         uint64_t k) {
+    (void)ctx, (void)id, (void)data, (void)len, (void)off, (void)k;
+    return 0;
+}
+
+static void retain_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
+    rn_engine *e = ctx;
+    rn_fault_point("retain-before-punch");
+    if (len)
+        rn_streamfiles_punch(e->files, id, from, len);
+    rn_fault_point("retain-after-punch");
+}
+
+/* Drops index entries past keep (an append the cut splits becomes one
+ * that ends there) and cuts both files. */
+static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
+    rn_engine *e = ctx;
+    uint64_t appends = s->appends, end = s->fork_offset;
+    while (appends > 0 && rn_streamfiles_index_get(e->files, s->id, appends - 1, &end) == 0 &&
+           end > keep)
+        appends--;
+    if (appends == 0)
+        end = s->fork_offset;
+    if (end < keep && rn_streamfiles_index_set(e->files, s->id, appends, keep) == 0)
+        appends++;
+    rn_streamfiles_truncate(e->files, s->id, keep, appends);
+    return appends;
+}
+
+static void drop_body(void *ctx, int cold, const char *key) {
+    rn_engine *e = ctx;
+    rn_blobs_delete(cold ? e->cold : e->snapshots, key);
+}
+
+static void removed(void *ctx, rn_stream *s) {
+    engine_notify(ctx, s, RN_STREAM_REMOVED);
+}
+
+/* Removes a destroyed stream's files and snapshot body, and keeps the
+ * mutations queued on it for the pipeline to re-run once apply is over:
+ * they then see no stream. */
+static void destroyed(void *ctx, rn_stream *s) {
+    rn_engine *e = ctx;
+    rn_fault_point("delete-before-remove");
+    rn_streamfiles_remove(e->files, s->id);
+    if (s->snapshot.present)
+        drop_body(e, s->snapshot.cold, s->snapshot.key);
+    rn_fault_point("delete-after-remove");
+    if (!s->queue_head)
+        return;
+    if (e->orphans_tail)
+        priv(e->orphans_tail)->next_queued = s->queue_head;
+    else
+        e->orphans = s->queue_head;
+    e->orphans_tail = s->queue_tail;
+}
+
+/* The effects of apply on this engine's storage and observers (ctx and,
+ * live, store are set per call). */
+static const rn_effects effects = {
+    .store = store_at_apply,
+    .retain = retain_files,
+    .cut = cut_files,
+    .drop_body = drop_body,
+    .removed = removed,
+    .destroyed = destroyed,
+};
+
+int engine_apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out) {
+    rn_effects fx = effects;
+    fx.ctx = e;
+    if (data_stored)
+        fx.store = stored_by_log;
+    return rn_state_apply(&e->state, c, &fx, out);
+}
+
+/* A failure here (the stream file cannot be written, or a command that
+ * does not fit the state) leaves the log ahead of the state: stop, and
+ * recovery redoes it from the log. */
+void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out) {
+    int rc = engine_apply(ctx, cmd, data_stored, out);
+    if (rc < 0) {
+        rn_log(RN_LOG_ERROR, "fatal", "a command durable in the log could not be applied: %s",
+               strerror(-rc));
+        abort();
+    }
+}
+
+void engine_destroy_pending(rn_engine *e, rn_stream *s) {
+    assert(s->pending_create);
+    rn_effects fx = effects;
+    fx.ctx = e;
+    rn_state_destroy(&e->state, s, &fx);
+}

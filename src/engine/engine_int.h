@@ -1,0 +1,111 @@
+/*
+ * engine_int.h — what the engine's files share and nothing outside the
+ * engine sees: the engine object, the engine's room in an op, and the
+ * functions one engine file offers another.
+ *
+ *   state.c, apply.c    the state machine (state.h): no I/O
+ *   effects.c           the state machine's effects on this engine's storage
+ *                       and observers; the applier a command log calls
+ *   producers.c         producer rules and answers (producers.h): pure
+ *   forkread.c          reads through fork chains, boundaries, fork offsets
+ *   engine.c            the pipeline and its validation, checkpoints, open
+ *                       and close, the remaining public calls
+ *
+ * Everything runs on the engine's loop thread, except rn_engine_open
+ * (which may recover on a worker before the loop uses the engine), what a
+ * log runs on its own thread (rn_cmdlog_entry.write_data) and the
+ * checkpoint's worker.
+ */
+#ifndef RN_ENGINE_INT_H
+#define RN_ENGINE_INT_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine/cmdlog.h"
+#include "engine/command.h"
+#include "engine/engine.h"
+#include "engine/state.h"
+#include "log/wal.h"
+#include "tiers/blobs.h"
+#include "tiers/streamfiles.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+struct checkpoint_job;
+
+struct rn_engine {
+    uv_loop_t *loop;
+    rn_engine_config cfg;
+    char *dir;
+    rn_streamfiles *files;
+    rn_blobs *snapshots; /* snapshot bodies below the cold threshold */
+    rn_blobs *cold;      /* the cold store, or NULL */
+    rn_wal *wal;
+    rn_cmdlog *log; /* the WAL as the pipeline's command log */
+    rn_state state;
+    uint64_t log_bytes_at_checkpoint;
+    struct checkpoint_job *checkpoint; /* in flight, or NULL */
+    struct {
+        rn_stream_observer fn;
+        void *arg;
+    } observers[RN_ENGINE_MAX_OBSERVERS];
+    int observer_count;
+    uint64_t blob_serial;           /* makes blob keys unique within a millisecond */
+    int ops_in_log;                 /* mutations submitted, not yet answered by the log */
+    int ops_preparing;              /* mutations waiting for their stream's files */
+    rn_log_throttle store_refusals; /* writes refused for their stream files */
+    rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
+};
+
+/* The engine's room in an op (rn_op_private): everything a mutation needs
+ * between its submission and its answer. */
+typedef struct {
+    rn_engine *engine;
+    rn_op *next_queued; /* in its stream's queue */
+    uint64_t stream_id;
+    rn_cmd cmd;             /* the command to log; its pointers stay valid until the answer */
+    rn_buf head;            /* encoded command head */
+    rn_buf stored;          /* JSON message text of the body; EXPIRE_PRODUCERS: the id list */
+    size_t messages;        /* messages in the command's data */
+    rn_streamfiles_pin pin; /* the stream files the log's writer writes the data to */
+    uv_work_t files_work;   /* making the stream's files before its first data */
+    int files_status;
+    uint64_t index_entry; /* the append's number in the stream's index */
+    rn_cmdlog_entry log;  /* the command on its way through the log */
+} op_private;
+
+static_assert(sizeof(op_private) <= sizeof(rn_op_private), "rn_op_private is too small");
+static_assert(_Alignof(op_private) <= _Alignof(rn_op_private), "rn_op_private is misaligned");
+
+static inline op_private *priv(rn_op *op) {
+    return (op_private *)op->engine.bytes;
+}
+
+/* ---- effects.c ---- */
+
+/* Tells every observer, in registration order. */
+void engine_notify(rn_engine *e, rn_stream *s, rn_stream_event ev);
+/* Applies a durable command to e's state; its data is written unless
+ * data_stored. Returns rn_state_apply's result. */
+int engine_apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out);
+/* The command log's applier (rn_cmdlog_applier.apply; ctx is the engine). */
+void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out);
+/* Destroys a pending create's stream that was never applied (its files go;
+ * mutations queued on it join e->orphans). */
+void engine_destroy_pending(rn_engine *e, rn_stream *s);
+
+/* ---- forkread.c ---- */
+
+/* Copies the stream's bytes [off, off+len) into out, taking positions below
+ * a fork's fork_offset from its source chain. The range must lie below the
+ * tail. Returns 0 or -errno. */
+int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out);
+/* Where a fork of src asked for by `in` starts: the fork offset (default:
+ * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
+ * to refuse with (> 0). */
+int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, uint64_t *pos);
+
+#endif

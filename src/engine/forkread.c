@@ -1,0 +1,151 @@
+/*
+ * forkread.c — reading stream bytes: through fork chains (a fork's bytes
+ * below its fork offset are its source's, never copied), message
+ * boundaries of JSON streams, and where a fork starts (its offset and
+ * sub-offset, found through the append index of tiers/streamfiles.h).
+ * Reads run on the loop thread: a catch-up answer is pread there.
+ */
+#include "engine/engine_int.h"
+#include "util/fault.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
+    assert(off + len <= s->tail);
+    while (len > 0 && off < s->fork_offset) {
+        uint64_t inherited = s->fork_offset - off;
+        size_t n = inherited < len ? (size_t)inherited : len;
+        int rc = engine_read_range(e, s->source, off, n, out);
+        if (rc < 0)
+            return rc;
+        off += n;
+        out += n;
+        len -= n;
+    }
+    if (len == 0)
+        return 0;
+    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off);
+    if (got < 0)
+        return (int)got;
+    return (size_t)got == len ? 0 : -EIO;
+}
+
+/* Finds the append holding position x (< tail) as seen by s: [start, end).
+ * An inherited append is cut at the fork offset. Returns 0 or -errno. */
+static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *start,
+                       uint64_t *end) {
+    if (x < s->fork_offset) {
+        int rc = find_append(e, s->source, x, start, end);
+        if (rc == 0 && *end > s->fork_offset)
+            *end = s->fork_offset;
+        return rc;
+    }
+    uint64_t lo = 0, hi = s->appends, v;
+    while (lo < hi) { /* first entry whose end is past x */
+        uint64_t mid = lo + (hi - lo) / 2;
+        int rc = rn_streamfiles_index_get(e->files, s->id, mid, &v);
+        if (rc < 0)
+            return rc;
+        if (v > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo == s->appends)
+        return -ERANGE;
+    int rc = rn_streamfiles_index_get(e->files, s->id, lo, end);
+    if (rc == 0 && lo > 0)
+        rc = rn_streamfiles_index_get(e->files, s->id, lo - 1, start);
+    else if (rc == 0)
+        *start = s->fork_offset;
+    return rc;
+}
+
+int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, uint64_t *pos) {
+    uint64_t base = in->has_fork_offset ? in->fork_offset : src->tail;
+    int valid = base <= src->tail ? rn_engine_offset_valid(e, src, base) : 0;
+    if (valid <= 0)
+        return valid < 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_FORK_OFFSET;
+    uint64_t n = in->fork_sub_offset;
+    if (n == 0) {
+        *pos = base;
+        return 0;
+    }
+    uint64_t start, end;
+    if (base >= src->tail)
+        return RN_ERR_SUB_OFFSET;
+    if (find_append(e, src, base, &start, &end) != 0)
+        return RN_ERR_BOUNDARY_UNVERIFIED; /* the append index was unreadable */
+    if (!src->json) {
+        if (n > end - base)
+            return RN_ERR_SUB_OFFSET;
+        *pos = base + n;
+        return 0;
+    }
+    /* JSON: n whole messages of the append, counted from base. */
+    uint8_t *text = rn_xmalloc((size_t)(end - base));
+    int rc = rn_fault_fail("boundary-read");
+    if (rc == 0)
+        rc = engine_read_range(e, src, base, (size_t)(end - base), text);
+    uint64_t p = base;
+    for (size_t i = 0; rc == 0 && n > 0 && i < end - base; i++) {
+        if (text[i] == '\n') {
+            n--;
+            p = base + i + 1;
+        }
+    }
+    free(text);
+    if (rc != 0 || n > 0)
+        return rc != 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_SUB_OFFSET;
+    *pos = p;
+    return 0;
+}
+
+int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
+    if (offset > s->tail)
+        return 0;
+    if (!s->json || offset == 0 || offset == s->tail || offset == s->retained)
+        return 1; /* the retained offset: retention cleared the byte before it */
+    uint8_t c;
+    int rc = rn_fault_fail("boundary-read");
+    if (rc == 0)
+        rc = engine_read_range(e, s, offset - 1, 1, &c);
+    return rc < 0 ? rc : c == '\n';
+}
+
+long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
+                    rn_buf *out) {
+    if (offset >= s->tail)
+        return 0;
+    uint64_t avail = s->tail - offset;
+    size_t want = avail < max ? (size_t)avail : max;
+    size_t start = out->len;
+    for (;;) {
+        rn_buf_reserve(out, want);
+        int rc = engine_read_range(e, s, offset, want, out->data + start);
+        if (rc < 0)
+            return rc;
+        out->len = start + want;
+        if (!s->json || !whole_messages || (want == avail && want <= max))
+            return (long)want;
+        /* Within max: cut at the last message end. A first message longer
+         * than max comes alone: the read grows until its end. */
+        size_t cut = 0;
+        if (want <= max) {
+            cut = want;
+            while (cut > 0 && out->data[start + cut - 1] != '\n')
+                cut--;
+        } else {
+            const uint8_t *lf = memchr(out->data + start + max, '\n', want - max);
+            cut = lf ? (size_t)(lf - (out->data + start)) + 1 : 0;
+        }
+        if (cut > 0 || want == avail) { /* stored messages end in LF: cut > 0 here */
+            out->len = start + (cut ? cut : want);
+            return (long)(cut ? cut : want);
+        }
+        want = want * 2 < avail ? want * 2 : (size_t)avail;
+        out->len = start;
+    }
+}
