@@ -75,7 +75,7 @@ int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
 }
 
 /* Re-runs the mutations that were queued on destroyed streams. */
-static void rerun_orphans(rn_engine *e) {
+void engine_rerun_orphans(rn_engine *e) {
     while (e->orphans) {
         rn_op *q = e->orphans;
         e->orphans = priv(q)->next_queued;
@@ -148,7 +148,7 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
     s->busy = 0;
     if (pending) {
         engine_destroy_pending(e, s);
-        rerun_orphans(e);
+        engine_rerun_orphans(e);
     }
     finish(op, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
     if (!pending)
@@ -240,7 +240,7 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s, const rn_cmd *cmd
 
 /* Re-runs waiting mutations of stream `id` until one is in the log again.
  * The stream is looked up each time: a queued delete may remove it, and
- * then its destruction hands the rest to rerun_orphans(). */
+ * then its destruction hands the rest to engine_rerun_orphans(). */
 static void drain_queue(rn_engine *e, uint64_t id) {
     rn_stream *s;
     while ((s = rn_state_stream(&e->state, id)) && s->queue_head && !s->busy) {
@@ -270,7 +270,7 @@ static void command_done(rn_cmdlog_entry *entry) {
         finish(op, entry->refusal, pending ? NULL : s);
         if (pending) {
             engine_destroy_pending(e, s);
-            rerun_orphans(e);
+            engine_rerun_orphans(e);
         } else {
             drain_queue(e, id);
         }
@@ -279,7 +279,7 @@ static void command_done(rn_cmdlog_entry *entry) {
     /* Applied before this answer: done() may submit the next request (the
      * HTTP layer parses a pipelined one while answering), which must see
      * the state after this command (a deleted stream deleted). */
-    rerun_orphans(e);
+    engine_rerun_orphans(e);
     if (c->type == RN_CMD_DELETE) {
         if (s)
             s->busy = 0; /* soft-deleted: it stays, and its waiters now see 410 */
@@ -931,7 +931,7 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
 
 /* Decodes one stream, or returns NULL for a malformed record; its fork
  * source id goes to *source_id for linking once every stream is loaded. */
-static rn_stream *decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id) {
+rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id) {
     size_t path_len, ct_len;
     const char *path = (const char *)rn_read_lstr(r, &path_len);
     uint64_t id = rn_read_u64(r);
@@ -992,7 +992,7 @@ static rn_stream *decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_
 
 /* Points every loaded fork at its source and counts references. Returns 0,
  * or -1 when a source is missing. */
-static int link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
+int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
     for (uint64_t k = 0; k < n; k++) {
         if (!sources[k])
             continue;
@@ -1014,7 +1014,7 @@ static int link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources,
 }
 
 /* Streams: u64 count, then each applied stream pick selects (NULL: all). */
-static void encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
+void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
     uint64_t count = 0;
@@ -1032,7 +1032,7 @@ static void encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, r
 }
 
 /* Namespaces: u64 count, then one lstr each. */
-static void encode_namespaces(const rn_state *st, rn_buf *b) {
+void engine_encode_namespaces(const rn_state *st, rn_buf *b) {
     rn_buf_append_u64(b, st->namespaces.count);
     size_t i = 0;
     void *v;
@@ -1040,7 +1040,7 @@ static void encode_namespaces(const rn_state *st, rn_buf *b) {
         rn_buf_append_lstr(b, v, strlen(v));
 }
 
-static void decode_namespaces(rn_state *st, rn_reader *r) {
+void engine_decode_namespaces(rn_state *st, rn_reader *r) {
     uint64_t n = rn_read_u64(r);
     for (uint64_t j = 0; j < n && !r->failed; j++) {
         size_t len;
@@ -1099,12 +1099,13 @@ static int64_t load_checkpoint(rn_engine *e, uint64_t *streams) {
             uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
             rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
             for (; k < count; k++) {
-                loaded[k] = decode_stream(&e->state, &r, now, &sources[k]);
+                loaded[k] = engine_decode_stream(&e->state, &r, now, &sources[k]);
                 if (!loaded[k])
                     break;
             }
-            decode_namespaces(&e->state, &r);
-            if (k == count && !r.failed && link_forks(&e->state, loaded, sources, count) == 0) {
+            engine_decode_namespaces(&e->state, &r);
+            if (k == count && !r.failed &&
+                engine_link_forks(&e->state, loaded, sources, count) == 0) {
                 result = (int64_t)segment;
                 *streams = count;
             }
@@ -1184,8 +1185,8 @@ static checkpoint_job *snapshot(rn_engine *e) {
     rn_buf_append(b, CHECKPOINT_MAGIC, 8);
     rn_buf_append_u64(b, job->segment);
     rn_buf_append_u64(b, e->state.next_id);
-    encode_streams(&e->state, NULL, NULL, b);
-    encode_namespaces(&e->state, b);
+    engine_encode_streams(&e->state, NULL, NULL, b);
+    engine_encode_namespaces(&e->state, b);
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
     e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
     return job;
@@ -1278,8 +1279,7 @@ static void refuse_recovery(rn_engine *e, uint64_t from, const rn_wal_recovery *
 
 /* An engine with its stores and an empty state, no log yet; NULL with a
  * message in err when the stores cannot be opened. */
-static rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg, char *err,
-                             size_t errcap) {
+rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg, char *err, size_t errcap) {
     rn_engine *e = rn_xcalloc(1, sizeof *e);
     e->loop = loop;
     e->cfg = *cfg;
@@ -1388,147 +1388,4 @@ void rn_engine_close(rn_engine *e) {
     rn_blobs_close(e->cold);
     free(e->dir);
     free(e);
-}
-
-/* ---- replicated mode (cluster/raft_log.c is the log) ---- */
-
-rn_engine *rn_engine_open_replicated(uv_loop_t *loop, const rn_engine_config *cfg, char *err,
-                                     size_t errcap) {
-    return engine_new(loop, cfg, err, errcap);
-}
-
-rn_cmdlog_applier rn_engine_applier(rn_engine *e) {
-    return (rn_cmdlog_applier){.ctx = e, .apply = apply_logged};
-}
-
-void rn_engine_set_log(rn_engine *e, rn_cmdlog *log) {
-    assert(!e->wal && !e->log && log);
-    e->log = log;
-}
-
-void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a) {
-    rerun_orphans(e);
-    rn_stream *s = rn_state_stream(&e->state, a->stream_id);
-    if (s && a->notify && !s->pending_create)
-        notify(e, s, a->event);
-}
-
-int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
-    return rn_streamfiles_sync_stream(e->store, id);
-}
-
-void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out) {
-    encode_streams(&e->state, pick, arg, out);
-    encode_namespaces(&e->state, out);
-}
-
-/* Moves what a manifest says of a stream from src (decoded, out of every
- * table) into dst, the same stream (id and path) here; dst keeps its
- * runtime fields (queue, waiters, files, TTL window) and loses its fork
- * links (relinked by the caller). Frees src. */
-static void take_stream_state(rn_stream *dst, rn_stream *src) {
-    rn_stream keep = *dst;
-    free(dst->content_type);
-    free(dst->last_seq);
-    free(dst->snapshot.content_type);
-    free(dst->snapshot.key);
-    *dst = *src;
-    dst->path = keep.path; /* the tables' keys point at it */
-    dst->path_len = keep.path_len;
-    dst->last_access_ms = keep.last_access_ms;
-    dst->touched = keep.touched;
-    dst->busy = keep.busy;
-    dst->has_files = keep.has_files;
-    dst->queue_head = keep.queue_head;
-    dst->queue_tail = keep.queue_tail;
-    dst->waiters = keep.waiters;
-    dst->live_readers = keep.live_readers;
-    dst->source = NULL;
-    dst->refcount = 0;
-    dst->fork_depth = 0;
-    /* src keeps only what dst did not take: its path and dst's producers */
-    src->producers = keep.producers;
-    src->content_type = src->last_seq = src->snapshot.content_type = src->snapshot.key = NULL;
-    rn_state_free_stream(src);
-}
-
-int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len) {
-    rn_state scratch;
-    rn_state_init(&scratch);
-    rn_reader r;
-    rn_reader_init(&r, m, len);
-    uint64_t count = rn_read_u64(&r);
-    if (r.failed || count > len) {
-        rn_state_free(&scratch);
-        return -1;
-    }
-    rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
-    uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
-    uint64_t k = 0;
-    int64_t now = rn_now_ms();
-    for (; k < count && !r.failed; k++)
-        if (!(loaded[k] = decode_stream(&scratch, &r, now, &sources[k])))
-            break;
-    decode_namespaces(&scratch, &r);
-    int ok = k == count && !r.failed && r.p == r.end;
-    for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
-        ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
-    if (!ok) {
-        free(loaded);
-        free(sources);
-        rn_state_free(&scratch);
-        return -1;
-    }
-    rn_effects fx = effects;
-    fx.ctx = e;
-    /* Unlink the group's forks (they are relinked below), then drop the
-     * streams the manifest does not hold: their readers end, their files go. */
-    rn_stream **mine = NULL;
-    size_t n = 0, cap = 0, i = 0;
-    void *v;
-    while (rn_map_next(&e->state.by_id, &i, &v)) {
-        rn_stream *s = v;
-        if (!pick(s, arg))
-            continue;
-        s->source = NULL;
-        s->refcount = 0;
-        if (n == cap)
-            mine = rn_xrealloc(mine, (cap = cap ? cap * 2 : 16) * sizeof *mine);
-        mine[n++] = s;
-    }
-    for (size_t j = 0; j < n; j++) {
-        rn_stream *s = mine[j];
-        rn_stream *keep = rn_state_stream(&scratch, s->id);
-        if (!keep || s->pending_create || rn_state_at(&scratch, s->path, s->path_len) != keep)
-            rn_state_destroy(&e->state, s, &fx);
-    }
-    free(mine);
-    /* Take the manifest's streams over: in place where the stream is here
-     * already (its readers stay), else as new ones. */
-    for (uint64_t j = 0; j < count; j++) {
-        rn_stream *src = loaded[j];
-        rn_map_remove(&scratch.by_path, src->path, src->path_len);
-        rn_map_remove(&scratch.by_id, &src->id, sizeof src->id);
-        rn_stream *dst = rn_state_stream(&e->state, src->id);
-        uint64_t old_tail = dst ? dst->tail : 0, old_incarnation = dst ? dst->incarnation : 0;
-        if (dst) {
-            take_stream_state(dst, src);
-            loaded[j] = dst;
-            if (dst->waiters && dst->incarnation != old_incarnation)
-                notify(e, dst, RN_STREAM_REWRITTEN);
-            else if (dst->waiters && dst->tail != old_tail)
-                notify(e, dst, RN_STREAM_CHANGED);
-        } else {
-            rn_state_adopt(&e->state, src);
-        }
-    }
-    i = 0;
-    while (rn_map_next(&scratch.namespaces, &i, &v))
-        rn_state_add_namespace(&e->state, v, strlen(v));
-    int rc = link_forks(&e->state, loaded, sources, count);
-    free(loaded);
-    free(sources);
-    rn_state_free(&scratch);
-    rerun_orphans(e);
-    return rc;
 }

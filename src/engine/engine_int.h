@@ -93,8 +93,11 @@ void engine_notify(rn_engine *e, rn_stream *s, rn_stream_event ev);
 int engine_apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out);
 /* The command log's applier (rn_cmdlog_applier.apply; ctx is the engine). */
 void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out);
-/* Destroys a pending create's stream that was never applied (its files go;
- * mutations queued on it join e->orphans). */
+/* Destroys s outside apply with this engine's effects (rn_state_destroy:
+ * observers hear it removed, its files go, mutations queued on it join
+ * e->orphans). */
+void engine_destroy(rn_engine *e, rn_stream *s);
+/* The same for a pending create's stream that was never applied. */
 void engine_destroy_pending(rn_engine *e, rn_stream *s);
 
 /* ---- forkread.c ---- */
@@ -107,5 +110,33 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
  * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
  * to refuse with (> 0). */
 int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, uint64_t *pos);
+
+/* ---- engine.c: the pipeline ---- */
+
+/* Re-runs the mutations that were queued on destroyed streams. */
+void engine_rerun_orphans(rn_engine *e);
+
+/* ---- engine.c: checkpoints, whose stream records manifests reuse ---- */
+
+/* u64 count, then every applied stream pick selects (NULL: all). */
+void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
+/* u64 count, then one lstr per namespace. */
+void engine_encode_namespaces(const rn_state *st, rn_buf *b);
+/* Decodes one stream record into st (TTL window starting at now); its
+ * fork source's id goes to *source_id, for engine_link_forks once every
+ * stream is loaded. NULL (r->failed set) for a malformed record or a
+ * stream st holds already. */
+rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id);
+void engine_decode_namespaces(rn_state *st, rn_reader *r);
+/* Points each of the n loaded streams at its fork source (sources[k], 0:
+ * none) in st and counts references. Returns 0, or -1 when a source is
+ * missing or the chain is a cycle. */
+int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
+
+/* ---- engine.c: open ---- */
+
+/* An engine with its stores and an empty state, no log yet; NULL with a
+ * message in err when the stores cannot be opened. */
+rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg, char *err, size_t errcap);
 
 #endif
