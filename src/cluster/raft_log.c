@@ -224,6 +224,11 @@ static void *fsm_apply(void *ctx, unsigned group, uint64_t index, const void *da
         }
         if (cmd.data_len)
             mark_dirty(&l->g[group], cmd.stream_id);
+        rn_log(RN_LOG_DEBUG, "cluster_apply",
+               "group %u entry %llu command %u: type %u stream %llx offset %llu len %zu seq %llu",
+               group, (unsigned long long)index, i, cmd.type, (unsigned long long)cmd.stream_id,
+               (unsigned long long)cmd.offset, cmd.data_len,
+               (unsigned long long)cmd.producer_seq);
         l->applier.apply(l->applier.ctx, &cmd, 0, &res->applied[i]);
     }
     return res;

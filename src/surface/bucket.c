@@ -202,12 +202,17 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
     int r = parse_path(path, path_len, &bp);
     if (r == BUCKET_ONLY) {
         bucket_only(req, bp.bucket, bp.bucket_len);
-    } else if (r >= 0) {
+        return;
+    }
+    if (r >= 0) {
         rn_reply_error(req, (rn_error)r, NULL);
-    } else if (cluster_gate(req, &bp, query, query_len)) {
-        req->route = bp.nsub ? RN_ROUTE_SUBRESOURCE : RN_ROUTE_BUCKET;
-    } else if (bp.nsub) {
+        return;
+    }
+    if (bp.nsub)
         req->route = RN_ROUTE_SUBRESOURCE;
+    if (cluster_gate(req, &bp, query, query_len))
+        return; /* answered (req may be gone), or waiting for a confirmation */
+    if (bp.nsub) {
         /* These resources refuse any query component, even an empty one. */
         int has_query = memchr(req->target, '?', req->target_len) != NULL;
         subresource(sf, req, bp.key, bp.key_len, bp.sub, bp.nsub, has_query);

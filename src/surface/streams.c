@@ -374,11 +374,12 @@ static void handle_put(stream_ctx *c) {
         reply_and_finish(c, RN_E_INVALID_HEADER_TTL_AND_EXPIRES, NULL);
         return;
     }
-    /* a missing source still answers 404, from the engine */
+    /* whether or not the source exists: a replica of the fork's group may
+     * not have applied the source's group yet, the answer must not depend
+     * on it */
     if (c->op.in.fork_source &&
         !rn_routing_colocated(c->op.in.fork_source, c->op.in.fork_source_len, c->path,
-                              c->path_len) &&
-        rn_engine_find(c->sf->engine, c->op.in.fork_source, c->op.in.fork_source_len)) {
+                              c->path_len)) {
         reply_and_finish(c, RN_E_FORK_NOT_COLOCATED, NULL);
         return;
     }
