@@ -136,12 +136,44 @@ int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
             return 0;
         }
     }
+    unsigned gaps = cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0;
+    if (gaps) {
+        snprintf(why, cap, "%u streams wait for bytes from peers", gaps);
+        return 0;
+    }
     return 1;
 }
 
 /* ---- start and stop ---- */
 
 static void node_stopped(void *arg);
+
+/* A group restored a snapshot: fill the gaps it left (at start, before
+ * the fetcher exists, the start scans every group instead). */
+static void restored(void *arg, unsigned group) {
+    rn_cluster *cl = arg;
+    if (cl->fetcher)
+        rn_fetcher_scan(cl->fetcher, group);
+}
+
+/* Where a gap of the group is fetched from: its leader first, then every
+ * other peer in turn. */
+static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
+    rn_cluster *cl = ctx;
+    if (!cl->node)
+        return NULL;
+    consensus_group_info info;
+    consensus_group_info_get(cl->node, group, &info);
+    const rn_peer_config *order[RN_MAX_PEERS];
+    unsigned n = 0;
+    const rn_peer_config *leader = rn_cluster_peer(&cl->cfg, info.leader_id);
+    if (leader && leader->id != cl->cfg.node_id)
+        order[n++] = leader;
+    for (int i = 0; i < cl->cfg.n_peers; i++)
+        if (cl->cfg.peers[i].id != cl->cfg.node_id && &cl->cfg.peers[i] != leader)
+            order[n++] = &cl->cfg.peers[i];
+    return n ? order[attempt % n]->url : NULL;
+}
 
 static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready) {
     rn_cluster *cl = arg;
@@ -169,7 +201,8 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .groups = cl->groups,
                              .ids = &cl->ids,
                              .leader_changed = leader_changed,
-                             .leader_changed_arg = cl};
+                             .restored = restored,
+                             .hook_arg = cl};
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
     consensus_peer peers[RN_MAX_PEERS];
@@ -191,6 +224,8 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                            .fsm = rn_raft_log_fsm(cl->log)};
     consensus_params_default(&cc.params);
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
+    cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
+    cc.params.snapshot_trailing = (unsigned)cfg->snapshot_trailing;
     cc.params.heartbeat_ms =
         cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;
     consensus *node = NULL;
@@ -202,6 +237,9 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->node = node;
     rn_raft_log_attach(cl->log, node);
     cluster_peers_start(cl);
+    cl->fetcher = rn_fetcher_new(loop, engine, cl->http, fetch_source, cl);
+    for (unsigned g = 0; g < cl->groups; g++)
+        rn_fetcher_scan(cl->fetcher, g);
     return cl;
 }
 
@@ -220,6 +258,8 @@ static void node_stopped(void *arg) {
 void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     cl->stop_done = done;
     cl->stop_arg = arg;
+    rn_fetcher_free(cl->fetcher);
+    cl->fetcher = NULL;
     cluster_peers_stop(cl);
     consensus *node = cl->node;
     cl->node = NULL;

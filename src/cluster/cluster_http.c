@@ -5,6 +5,10 @@
  *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
  *   GET /__runnel/cluster/applied  this node's applied index per group, as
  *                                  "applied N0 N1 ...\n" (peers poll it)
+ *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
+ *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
+ *                                  (u64 LE), for peers filling gaps
+ *                                  (fetch.h); {id} is 16 hex digits
  *
  * A replica's applied index is known exactly only on that replica: each
  * node asks every peer once a second, so the report shows a peer's index
@@ -12,8 +16,11 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "surface/params.h"
 #include "surface/reply.h"
 #include "util/text.h"
+
+#include <errno.h>
 
 #include <jansson.h>
 #include <stdio.h>
@@ -169,9 +176,51 @@ static void answer(rn_request *req, const char *type, rn_buf *body) {
     rn_http_respond(req, 200, &h, body);
 }
 
+/* A query parameter that must be a decimal integer; -1 when absent or not. */
+static int query_u64(const char *query, size_t len, const char *name, uint64_t *out) {
+    char val[32];
+    long n;
+    rn_param_fault f;
+    if (rn_param_query(query, len, name, RN_PARAM_LENIENT, val, sizeof val, &n, &f) != 0 || n <= 0)
+        return -1;
+    return rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, out);
+}
+
+/* GET cluster/{bytes|index}/{id}?from=&to= (what is 16 hex digits after
+ * the prefix). */
+static void copy_for_peer(rn_cluster *cl, rn_request *req, int index, const char *what, size_t len,
+                          const char *query, size_t query_len) {
+    uint8_t raw[8];
+    uint64_t from, to;
+    if (len != 16 || rn_parse_lower_hex(what, len, raw) != 0 ||
+        query_u64(query, query_len, "from", &from) || query_u64(query, query_len, "to", &to)) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    uint64_t id = 0;
+    for (int k = 0; k < 8; k++)
+        id = id << 8 | raw[k];
+    rn_buf body = {0};
+    int rc = index ? rn_engine_replica_index(cl->engine, id, from, to, &body)
+                   : rn_engine_replica_bytes(cl->engine, id, from, to, &body);
+    if (rc == 0) {
+        answer(req, "application/octet-stream", &body);
+        return;
+    }
+    rn_buf_free(&body);
+    rn_buf extra = {0};
+    if (rc == -EAGAIN)
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+    rn_reply_error(req,
+                   rc == -ENOENT   ? RN_E_NOT_FOUND
+                   : rc == -ERANGE ? RN_E_RANGE_NOT_SATISFIABLE
+                   : rc == -EAGAIN ? RN_E_RECOVERING
+                                   : RN_E_INTERNAL,
+                   &extra);
+}
+
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len) {
-    (void)query, (void)query_len;
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     rn_buf body = {0};
     if (get && path_is(path, path_len, "cluster")) {
@@ -188,6 +237,12 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         }
         rn_buf_append_str(&body, "\n");
         answer(req, "text/plain", &body);
+        return 1;
+    }
+    static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
+    size_t bl = sizeof bytes - 1;
+    if (get && path_len > bl && (memcmp(path, bytes, bl) == 0 || memcmp(path, index, bl) == 0)) {
+        copy_for_peer(cl, req, path[8] == 'i', path + bl, path_len - bl, query, query_len);
         return 1;
     }
     return 0;

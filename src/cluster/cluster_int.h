@@ -7,6 +7,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/consensus.h"
+#include "cluster/fetch.h"
 #include "cluster/placement.h"
 #include "cluster/raft_log.h"
 #include "net/outbound.h"
@@ -26,7 +27,8 @@ struct rn_cluster {
     unsigned groups;
     rn_id_issuer ids;
     rn_raft_log *log;
-    consensus *node; /* NULL once stopping */
+    consensus *node;     /* NULL once stopping */
+    rn_fetcher *fetcher; /* fills gaps from peers */
     /* peer status polling (cluster_http.c) */
     rn_outbound *http;
     uv_timer_t poll;

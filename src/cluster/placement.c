@@ -2,6 +2,7 @@
  * placement.c — groups of stream keys and cluster-wide ids. See placement.h.
  */
 #include "cluster/placement.h"
+#include "engine/state.h"
 #include "util/buf.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -23,6 +24,10 @@ unsigned rn_placement_group(const char *key, size_t len, unsigned groups) {
         h *= 0x100000001b3ull;
     }
     return (unsigned)(h % groups);
+}
+
+int rn_placement_stream_in_group(const rn_stream *s, void *arg) {
+    return rn_placement_id_group(s->id) == *(const unsigned *)arg;
 }
 
 /* Makes block b the current one: the file then names b + 1, the first

@@ -25,6 +25,11 @@
 /* The group of a stream key (groups 1..256). */
 unsigned rn_placement_group(const char *key, size_t len, unsigned groups);
 
+struct rn_stream;
+/* An rn_stream_pick (engine.h): true when s is in the group *(unsigned *)arg
+ * (its id's group). */
+int rn_placement_stream_in_group(const struct rn_stream *s, void *arg);
+
 /* The group an id was issued for. */
 static inline unsigned rn_placement_id_group(uint64_t id) {
     return (unsigned)(id & 0xff);

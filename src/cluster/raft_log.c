@@ -46,6 +46,7 @@ struct rn_raft_log {
     int queued; /* some group has commands waiting */
     uv_check_t flush;
     void (*leader_changed)(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready);
+    void (*restored)(void *arg, unsigned group);
     void *leader_changed_arg;
 };
 
@@ -227,8 +228,7 @@ static void *fsm_apply(void *ctx, unsigned group, uint64_t index, const void *da
         rn_log(RN_LOG_DEBUG, "cluster_apply",
                "group %u entry %llu command %u: type %u stream %llx offset %llu len %zu seq %llu",
                group, (unsigned long long)index, i, cmd.type, (unsigned long long)cmd.stream_id,
-               (unsigned long long)cmd.offset, cmd.data_len,
-               (unsigned long long)cmd.producer_seq);
+               (unsigned long long)cmd.offset, cmd.data_len, (unsigned long long)cmd.producer_seq);
         l->applier.apply(l->applier.ctx, &cmd, 0, &res->applied[i]);
     }
     return res;
@@ -245,17 +245,13 @@ static void fsm_free_result(void *ctx, unsigned group, void *result) {
     free(res);
 }
 
-static int in_group(const rn_stream *s, void *arg) {
-    return rn_placement_id_group(s->id) == *(const unsigned *)arg;
-}
-
 static int fsm_snapshot(void *ctx, unsigned group, uint64_t index, void **out, size_t *len) {
     (void)index;
     rn_raft_log *l = ctx;
     group_state *gs = &l->g[group];
     assert(!gs->durable); /* libraft takes one snapshot of a group at a time */
     rn_buf m = {0};
-    rn_engine_manifest(l->engine, in_group, &group, &m);
+    rn_engine_manifest(l->engine, rn_placement_stream_in_group, &group, &m);
     *out = rn_buf_steal(&m, len);
     gs->durable = rn_xmalloc((gs->dirty.count ? gs->dirty.count : 1) * sizeof *gs->durable);
     gs->n_durable = 0;
@@ -288,10 +284,12 @@ static int fsm_snapshot_durable(void *ctx, unsigned group) {
 
 static int fsm_restore(void *ctx, unsigned group, uint64_t index, const void *m, size_t len) {
     rn_raft_log *l = ctx;
-    int rc = rn_engine_restore(l->engine, in_group, &group, m, len);
+    int rc = rn_engine_restore(l->engine, rn_placement_stream_in_group, &group, m, len);
     if (rc != 0)
         rn_log(RN_LOG_ERROR, "cluster_restore", "group %u: the manifest of index %llu is damaged",
                group, (unsigned long long)index);
+    else if (l->restored)
+        l->restored(l->leader_changed_arg, group);
     return rc;
 }
 
@@ -315,7 +313,8 @@ rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     l->ids = cfg->ids;
     l->g = rn_xcalloc(cfg->groups, sizeof *l->g);
     l->leader_changed = cfg->leader_changed;
-    l->leader_changed_arg = cfg->leader_changed_arg;
+    l->restored = cfg->restored;
+    l->leader_changed_arg = cfg->hook_arg;
     uv_check_init(cfg->loop, &l->flush);
     l->flush.data = l;
     uv_check_start(&l->flush, on_flush);

@@ -43,10 +43,13 @@ typedef struct {
     rn_engine *engine;
     unsigned groups;   /* 1..256 */
     rn_id_issuer *ids; /* issues the ids of new streams (the caller's) */
-    /* Optional: a group's leader, term or this node's readiness changed
-     * (consensus_fsm.leader_changed, passed on). */
+    /* Optional, given hook_arg: a group's leader, term or this node's
+     * readiness changed (consensus_fsm.leader_changed, passed on); a group
+     * restored a snapshot (the engine may have found gaps). Both run inside
+     * the consensus layer: no consensus call but queries. */
     void (*leader_changed)(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready);
-    void *leader_changed_arg;
+    void (*restored)(void *arg, unsigned group);
+    void *hook_arg;
 } rn_raft_log_config;
 
 /* A log for cfg->engine; give its cmdlog to the engine

@@ -28,6 +28,7 @@
 #include "engine/cmdlog.h"
 #include "engine/op.h"
 #include "engine/state.h"
+#include "tiers/streamfiles.h"
 #include "util/buf.h"
 #include "util/map.h"
 
@@ -178,5 +179,32 @@ void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *ou
  * manifest, and every fork source it names, must be one pick selects.
  * Returns 0, or -1 for a manifest that does not decode (nothing changed). */
 int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len);
+
+/* Gaps: a restored manifest may name bytes this replica's files lack (it
+ * was behind, and the leader sent its snapshot). rn_engine_restore finds
+ * them, per stream: data and append-index ranges, recorded beside the
+ * stream files until filled (tiers/streamfiles.h); reads of a gap's bytes
+ * fail -EAGAIN (a catch-up answer stops short of it), and the replica
+ * fetches them from a peer (cluster/fetch.c) and fills them in order. */
+#define RN_REPLICA_FETCH_MAX (8u << 20) /* bytes one fill or one copy moves */
+/* Stream id's gap into *out: 1 when it has one, else 0. */
+int rn_engine_gap(rn_engine *e, uint64_t id, rn_streamfiles_gap *out);
+/* Calls fn(id, fn_arg) for every stream pick selects that has a gap. */
+void rn_engine_gaps(rn_engine *e, rn_stream_pick pick, void *arg, void (*fn)(uint64_t, void *),
+                    void *fn_arg);
+/* Fills the start of the gap: len bytes fetched for [off, off + len),
+ * off its first byte (or index entries k.. of the index gap); the bytes are
+ * synced before the record shrinks. 0, -ESTALE when the gap no longer
+ * starts there (deleted, refilled, cut), or -errno. */
+int rn_engine_gap_fill_data(rn_engine *e, uint64_t id, uint64_t off, const uint8_t *data,
+                            size_t len);
+int rn_engine_gap_fill_index(rn_engine *e, uint64_t id, uint64_t k, const uint64_t *ends, size_t n);
+/* A peer's copy (what gaps are filled from): stream id's own bytes
+ * [from, to), or its index entries [kfrom, kto) as u64 LE, appended to out
+ * (at most RN_REPLICA_FETCH_MAX bytes). 0, -ENOENT (no such stream),
+ * -ERANGE (outside its own range), -EAGAIN (in this replica's own gap), or
+ * -errno. */
+int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t to, rn_buf *out);
+int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t kto, rn_buf *out);
 
 #endif

@@ -70,6 +70,157 @@ static void take_stream_state(rn_stream *dst, rn_stream *src) {
     rn_state_free_stream(src);
 }
 
+/* ---- gaps: what a restored manifest names and the files lack ---- */
+
+static uint64_t min_u64(uint64_t a, uint64_t b) {
+    return a < b ? a : b;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) {
+    return a > b ? a : b;
+}
+
+/* Sets s's gap from its files and its gap record: the hull of what the
+ * record says is missing and of what the files lack below the tail (data)
+ * and the append count (index), within the stream's own range; records
+ * it durably (or drops an empty record). */
+static void find_gap(rn_engine *e, rn_stream *s) {
+    rn_streamfiles_gap rec = {0};
+    int has = rn_streamfiles_gap_get(e->files, s->id, &rec) == 0;
+    uint64_t len = 0, entries = 0;
+    if (rn_streamfiles_extent(e->files, s->id, &len, &entries) < 0)
+        len = entries = 0; /* unreadable: fetch everything */
+    uint64_t own = max_u64(s->fork_offset, s->retained);
+    uint64_t from = has ? rec.from : UINT64_MAX, to = has ? rec.to : 0;
+    if (len < s->tail) {
+        from = min_u64(from, len);
+        to = s->tail;
+    }
+    s->gap_from = max_u64(from, own);
+    s->gap_to = min_u64(to, s->tail);
+    if (s->gap_from >= s->gap_to)
+        s->gap_from = s->gap_to = 0;
+    uint64_t kfrom = has ? rec.kfrom : UINT64_MAX, kto = has ? rec.kto : 0;
+    if (entries < s->appends) {
+        kfrom = min_u64(kfrom, entries);
+        kto = s->appends;
+    }
+    s->gap_kfrom = kfrom;
+    s->gap_kto = min_u64(kto, s->appends);
+    if (s->gap_kfrom >= s->gap_kto)
+        s->gap_kfrom = s->gap_kto = 0;
+    rn_streamfiles_gap now = {s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
+    if (now.from < now.to || now.kfrom < now.kto)
+        rn_log(RN_LOG_INFO, "cluster_gap",
+               "stream %016llx: the restored state names bytes %llu..%llu and index entries "
+               "%llu..%llu this node lacks; fetching them from peers",
+               (unsigned long long)s->id, (unsigned long long)now.from,
+               (unsigned long long)now.to, (unsigned long long)now.kfrom,
+               (unsigned long long)now.kto);
+    if ((has || now.from < now.to || now.kfrom < now.kto) &&
+        rn_streamfiles_gap_put(e->files, s->id, &now) < 0) {
+        rn_log(RN_LOG_ERROR, "fatal", "stream %llx: its gap record cannot be written",
+               (unsigned long long)s->id);
+        abort(); /* later appends would hide the gap from the next start */
+    }
+}
+
+int rn_engine_gap(rn_engine *e, uint64_t id, rn_streamfiles_gap *out) {
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s || s->pending_create)
+        return 0;
+    *out = (rn_streamfiles_gap){s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
+    return out->from < out->to || out->kfrom < out->kto;
+}
+
+void rn_engine_gaps(rn_engine *e, rn_stream_pick pick, void *arg, void (*fn)(uint64_t, void *),
+                    void *fn_arg) {
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->state.by_id, &i, &v)) {
+        rn_stream *s = v;
+        if ((s->gap_from < s->gap_to || s->gap_kfrom < s->gap_kto) && pick(s, arg))
+            fn(s->id, fn_arg);
+    }
+}
+
+/* Records s's smaller gap (after a fill). */
+static int gap_shrunk(rn_engine *e, rn_stream *s) {
+    if (s->gap_from >= s->gap_to)
+        s->gap_from = s->gap_to = 0;
+    if (s->gap_kfrom >= s->gap_kto)
+        s->gap_kfrom = s->gap_kto = 0;
+    int rc = rn_streamfiles_sync_stream(e->files, s->id); /* the bytes before the record */
+    rn_streamfiles_gap now = {s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
+    return rc < 0 ? rc : rn_streamfiles_gap_put(e->files, s->id, &now);
+}
+
+int rn_engine_gap_fill_data(rn_engine *e, uint64_t id, uint64_t off, const uint8_t *data,
+                            size_t len) {
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s || off != s->gap_from || off >= s->gap_to || len == 0)
+        return -ESTALE; /* the gap changed meanwhile */
+    size_t n = (size_t)min_u64(len, s->gap_to - off);
+    int rc = rn_streamfiles_write(e->files, id, data, n, off);
+    if (rc < 0)
+        return rc;
+    s->gap_from = off + n;
+    return gap_shrunk(e, s);
+}
+
+int rn_engine_gap_fill_index(rn_engine *e, uint64_t id, uint64_t k, const uint64_t *ends,
+                             size_t n) {
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s || k != s->gap_kfrom || k >= s->gap_kto || n == 0)
+        return -ESTALE;
+    n = (size_t)min_u64(n, s->gap_kto - k);
+    for (size_t j = 0; j < n; j++) {
+        int rc = rn_streamfiles_index_set(e->files, id, k + j, ends[j]);
+        if (rc < 0)
+            return rc;
+    }
+    s->gap_kfrom = k + n;
+    return gap_shrunk(e, s);
+}
+
+int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t to, rn_buf *out) {
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s || s->pending_create)
+        return -ENOENT;
+    if (from >= to || to > s->tail || from < max_u64(s->fork_offset, s->retained) ||
+        to - from > RN_REPLICA_FETCH_MAX)
+        return -ERANGE;
+    if (from < s->gap_to && to > s->gap_from)
+        return -EAGAIN;
+    rn_buf_reserve(out, (size_t)(to - from));
+    ssize_t got =
+        rn_streamfiles_read(e->files, id, out->data + out->len, (size_t)(to - from), from);
+    if (got < 0)
+        return (int)got;
+    if ((uint64_t)got != to - from)
+        return -EIO;
+    out->len += (size_t)got;
+    return 0;
+}
+
+int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t kto, rn_buf *out) {
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s || s->pending_create)
+        return -ENOENT;
+    if (kfrom >= kto || kto > s->appends || (kto - kfrom) * 8 > RN_REPLICA_FETCH_MAX)
+        return -ERANGE;
+    if (kfrom < s->gap_kto && kto > s->gap_kfrom)
+        return -EAGAIN;
+    for (uint64_t k = kfrom; k < kto; k++) {
+        uint64_t end;
+        int rc = rn_streamfiles_index_get(e->files, id, k, &end);
+        if (rc < 0)
+            return rc;
+        rn_buf_append_u64(out, end);
+    }
+    return 0;
+}
+
 int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len) {
     rn_state scratch;
     rn_state_init(&scratch);
@@ -142,6 +293,8 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
     while (rn_map_next(&scratch.namespaces, &i, &v))
         rn_state_add_namespace(&e->state, v, strlen(v));
     int rc = engine_link_forks(&e->state, loaded, sources, count);
+    for (uint64_t j = 0; j < count; j++)
+        find_gap(e, loaded[j]);
     free(loaded);
     free(sources);
     rn_state_free(&scratch);

@@ -133,6 +133,11 @@ typedef struct rn_stream {
     /* owned by the live-read module */
     void *waiters;
     uint32_t live_readers; /* waiters registered */
+    /* replicated mode (engine/replica.c): bytes [gap_from, gap_to) and
+     * append-index entries [gap_kfrom, gap_kto) of the stream's own range
+     * are not in the local files yet (a restored manifest named them; they
+     * are fetched from a peer). Empty ranges: none. */
+    uint64_t gap_from, gap_to, gap_kfrom, gap_kto;
 } rn_stream;
 
 /* What observers hear about applied changes (never during recovery). */

@@ -87,6 +87,13 @@ static const setting SETTINGS[] = {
         "at every start"),
     U64("election-timeout-ms", "RUNNEL_ELECTION_TIMEOUT_MS", election_timeout_ms, 1000, 50, 60000,
         "cluster mode: a follower that hears no leader for 1-2 times this starts an election"),
+    U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
+        "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
+        "applied entries and drops the log before it"),
+    U64("raft-snapshot-trailing", "RUNNEL_RAFT_SNAPSHOT_TRAILING", snapshot_trailing, 128, 1,
+        1000000,
+        "cluster mode: entries a group keeps behind its snapshot, so that a follower this far "
+        "behind catches up from the log rather than from the snapshot and its peers' bytes"),
     {"public-url", "RUNNEL_PUBLIC_URL", KIND_URL, offsetof(rn_config, public_url), 0, 0, 0, "",
      "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
      "(default: http://LISTEN)",

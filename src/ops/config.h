@@ -60,6 +60,8 @@ typedef struct {
     int n_peers;
     uint64_t groups;              /* Raft groups; the same on every node */
     uint64_t election_timeout_ms; /* Raft election timeout */
+    uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
+    uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
     char config_file[4096];       /* empty: none */
     int print_config;             /* print the effective configuration and exit */
     char log_format[8];           /* "text" or "json" */

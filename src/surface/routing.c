@@ -68,6 +68,19 @@ static void answer_elsewhere(rn_request *req, const rn_group_route *r, int may_r
     rn_reply_error(req, RN_E_NO_LEADER, &h);
 }
 
+void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
+    rn_group_route r = {0};
+    if (routing.active)
+        routing.view.route(routing.view.ctx, key, len, &r);
+    if (r.leader_url && r.leader_id && r.term) {
+        answer_elsewhere(req, &r, 1);
+        return;
+    }
+    rn_buf h = {0};
+    rn_buf_append_str(&h, "Retry-After: 1\r\n");
+    rn_reply_error(req, RN_E_RECOVERING, &h);
+}
+
 int rn_routing_write(rn_request *req, const char *key, size_t len) {
     if (!routing.active)
         return 0;

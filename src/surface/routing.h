@@ -71,6 +71,11 @@ int rn_routing_write(rn_request *req, const char *key, size_t len);
 int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
                     size_t query_len);
 
+/* A read of bytes this replica lacks (a gap it is filling, engine.h):
+ * 307 to the leader of the key's group when another node leads it, else
+ * 503 GROUP_RESTARTING with Retry-After. */
+void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
+
 /* True when the streams at keys a and b are in the same group (always in
  * single-node mode): a fork is created only in its source's group. */
 int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);

@@ -21,6 +21,7 @@
 #include "util/metrics.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -854,6 +855,12 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
     long got = 0;
     if (c->offset_kind != RN_OFFSET_NOW) {
         got = rn_engine_read(c->sf->engine, s, start, answer_cap(c), !reads_ndjson(c, s), &data);
+        if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
+            rn_buf_free(&data);
+            rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+            ctx_finish(c);
+            return;
+        }
         if (got < 0) {
             rn_buf_free(&data);
             reply_and_finish(c, RN_E_INTERNAL, NULL);
