@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Sets everything up, builds (plain and ASan+UBSan), and runs every test:
-# unit tests (ctest/cmocka), the S3 client against s3rver behind a
-# SigV4-verifying proxy, the official conformance suite, the black-box
-# tests (node --test tests/blackbox), the crash, subscription, fault-injection
-# (failed syncs, full disk, kill points) and abuse tests, each against both
-# builds; plus the BLAKE3 cross-check, the benchmark smoke and the fuzz
-# smoke. Ends with "N passed, M failed" over all test cases; exits non-zero
-# on any failure. Each step runs with TMPDIR in a fresh scratch directory that
+# Sets everything up, builds (plain, ASan+UBSan and Release), and runs every
+# test: unit tests (ctest/cmocka), the S3 client against s3rver behind a
+# SigV4-verifying proxy, the client library's and CLI's tests (ctest label
+# client), the official conformance suite, the black-box tests (node --test
+# tests/blackbox), the crash, log-damage, subscription, fault-injection
+# (failed syncs, full disk, kill points) and abuse tests, each against the
+# plain and the ASan+UBSan builds; the unit and black-box tests against the
+# Release build too (assertions compiled out); the check that the other
+# standard build types (Debug, MinSizeRel) build without a warning; plus the
+# BLAKE3 cross-check, the benchmark smoke, the fuzz smoke, the first-run
+# check (what each setup mode installs; a fresh clone stays clean through
+# setup and build) and the Debian packages (built, installed with dpkg -i,
+# run and purged; root only; the machine is left as found). Ends with
+# "N passed, M failed" over all test cases; exits non-zero on any failure.
+# Each step runs with TMPDIR in a fresh scratch directory that
 # is removed after it, so a run leaves no data directories behind, whatever
 # its tests forget or a crash strands.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh || exit 1
-scripts/build.sh plain asan || exit 1
+scripts/setup.sh test || exit 1
+scripts/build.sh plain asan release || exit 1
 
 passed=0
 failed=0
@@ -44,8 +51,11 @@ count() {
 }
 
 run_unit() {
-  local build=$1 log="$logdir/unit-$1.log"
-  (cd "$build" && ctest --output-on-failure -V -LE s3) >"$log" 2>&1
+  local build=$1 label=${2:-} log="$logdir/unit-$1${2:+-$2}.log"
+  # the client library's (label client) and the S3 client's (label s3)
+  # tests are steps of their own
+  (cd "$build" && if [ -n "$label" ]; then ctest --output-on-failure --no-tests=error -V -L "$label"
+                  else ctest --output-on-failure --no-tests=error -V -LE "client|s3"; fi) >"$log" 2>&1
   local status=$?
   local p f
   p=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
@@ -54,7 +64,7 @@ run_unit() {
   p=$((p + $(grep -oE '^[0-9]+: # pass [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   f=$((f + $(grep -oE '^[0-9]+: # fail [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')))
   [ "$status" -eq 0 ] || tail -50 "$log"
-  count "unit tests ($build)" "$p" "$f" "$status"
+  count "${label:-unit} tests ($build)" "$p" "$f" "$status"
 }
 
 # run_s3 BUILD: the S3 client's tests (ctest label s3: SigV4 against AWS's
@@ -118,10 +128,15 @@ run_unit build
 run_unit build-asan
 run_s3 build
 run_s3 build-asan
+run_unit build client
+run_unit build-asan client
+run_unit build-release
 run_conformance build
 run_conformance build-asan
 run_blackbox build
 run_blackbox build-asan
+run_blackbox build-release
+run_script "build types Debug, MinSizeRel" build-types scripts/check_build_types.sh Debug MinSizeRel
 run_script "crash test (build)" crash-plain node tests/crash/crash_test.mjs --bin build/runnel --rounds 6
 run_script "crash test (build-asan)" crash-asan node tests/crash/crash_test.mjs --bin build-asan/runnel --rounds 3
 run_script "log damage (build)" logdamage-plain node tests/crash/log_damage_test.mjs --bin build/runnel
@@ -137,6 +152,8 @@ run_script "kill points (build-asan)" kill-asan node tests/faults/killpoints_tes
 run_script "abuse resistance (build)" abuse-plain node tests/abuse/abuse_test.mjs --bin build/runnel
 run_script "abuse resistance (build-asan)" abuse-asan node tests/abuse/abuse_test.mjs --bin build-asan/runnel --p99-ms 400
 run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
+run_script "Debian packages (install, run, purge)" packages tests/client/package_test.sh
+run_script "first run (setup, fresh clone)" first-run tests/firstrun/first_run_test.sh
 
 rm -rf "$logdir"
 echo "$passed passed, $failed failed"

@@ -3,7 +3,7 @@
  *
  * Every mutation of stream state is a command. A command is encoded into a
  * log record before it is applied; recovery decodes the same records and
- * applies them again, so encode/decode here and apply in engine.c together
+ * applies them again, so encode/decode here and apply in apply.c together
  * define the state machine that a replicated log can later carry unchanged.
  *
  * Record layout (little-endian): u8 type, u64 stream id, i64 time (ms),
@@ -21,7 +21,7 @@
  *   PUBLISH: u64 snapshot offset, lstr content type, 32-byte digest,
  *            u64 size, u8 cold, lstr object key
  *   RETAIN: u64 retained offset
- *   REWRITE: u64 serial of the new incarnation (see engine.c), u64 kept
+ *   REWRITE: u64 serial of the new incarnation (see pipeline.c), u64 kept
  *            offset
  * and the data bytes last, so the engine can hand a request body to the log
  * as a separate piece without copying it.

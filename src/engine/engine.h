@@ -14,9 +14,10 @@
  * after it applied (so producer and Stream-Seq checks always see the state
  * the previous write left). Mutations of different streams share log syncs.
  *
- * Everything here runs on the loop thread that opened the engine, except
- * the stream-file writes of live appends, which the log's worker thread
- * does after the sync (see log_command() in engine.c).
+ * Everything here runs on the engine's loop thread (rn_engine_open may run
+ * on a worker before the loop uses the engine), except the stream-file
+ * writes of live appends, which the log's writer thread does after the
+ * sync (see submit_command() in pipeline.c).
  */
 #ifndef RN_ENGINE_H
 #define RN_ENGINE_H

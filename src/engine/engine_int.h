@@ -7,9 +7,13 @@
  *   effects.c           the state machine's effects on this engine's storage
  *                       and observers; the applier a command log calls
  *   producers.c         producer rules and answers (producers.h): pure
+ *   validate.c          a request against applied state: a verdict
+ *   pipeline.c          queues, submission to the command log, completion,
+ *                       expiry starts, sweeps
  *   forkread.c          reads through fork chains, boundaries, fork offsets
- *   engine.c            the pipeline and its validation, checkpoints, open
- *                       and close, the remaining public calls
+ *   checkpoint.c        the checkpoint image and its job
+ *   open.c              open (checkpoint + log replay) and close
+ *   engine.c            the remaining public calls (lookups, observers)
  *
  * Everything runs on the engine's loop thread, except rn_engine_open
  * (which may recover on a worker before the loop uses the engine), what a
@@ -100,6 +104,49 @@ void engine_destroy(rn_engine *e, rn_stream *s);
 /* The same for a pending create's stream that was never applied. */
 void engine_destroy_pending(rn_engine *e, rn_stream *s);
 
+/* ---- validate.c ---- */
+
+typedef enum {
+    VERDICT_ANSWER,          /* answer now: `result`, about `stream` (may be NULL) */
+    VERDICT_WAIT,            /* wait behind `stream`'s mutation in the log */
+    VERDICT_EXPIRE_STREAM,   /* `stream` expired: wait behind its deletion */
+    VERDICT_EXPIRE_PRODUCER, /* wait behind discarding `victim`'s state in `stream` */
+    VERDICT_LOG,             /* log priv(op)->cmd, a command for `stream` (NULL: a create,
+                                whose stream the pipeline makes) */
+} verdict_kind;
+
+typedef struct {
+    verdict_kind kind;
+    rn_result result;
+    rn_stream *stream;
+    rn_producer *victim;
+} verdict;
+
+/* Evaluates op against e's applied state at time now, in the order of the
+ * protocol's checks (see the top of validate.c). Sets op->out's answer fields; for LOG, fills
+ * priv(op)->cmd (and the stored JSON text). Reads stream files (offsets
+ * and boundaries) and renews the stream's TTL window (rn_engine_touch), but
+ * changes no other state. */
+verdict engine_validate(rn_engine *e, rn_op *op, int64_t now);
+
+/* ---- pipeline.c ---- */
+
+/* Validates op and acts on the verdict: answers it, queues it, or logs
+ * its command. done() may run before this returns. */
+void engine_run_op(rn_engine *e, rn_op *op);
+/* Starts the deletion of expired stream s unless a mutation of it is in the
+ * log or the log would refuse it (an internal mutation). */
+void engine_start_expiry(rn_engine *e, rn_stream *s);
+/* Re-runs the mutations that were queued on destroyed streams. */
+void engine_rerun_orphans(rn_engine *e);
+/* An id for a new stream at path, or a rewrite serial: the log's when it
+ * issues them (replicated), else the state's counter. 0: none can be. */
+uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len);
+/* Whether the log takes commands of the stream at path now (a replicated
+ * log: this replica leads its group); mutations are refused
+ * RN_ERR_NO_LEADER, and internal ones not started, where it does not. */
+int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
+
 /* ---- forkread.c ---- */
 
 /* Copies the stream's bytes [off, off+len) into out, taking positions below
@@ -111,16 +158,23 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
  * to refuse with (> 0). */
 int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, uint64_t *pos);
 
-/* ---- engine.c: the pipeline ---- */
+/* ---- checkpoint.c ---- */
 
-/* Re-runs the mutations that were queued on destroyed streams. */
-void engine_rerun_orphans(rn_engine *e);
-
-/* ---- engine.c: checkpoints, whose stream records manifests reuse ---- */
-
-/* u64 count, then every applied stream pick selects (NULL: all). */
+/* Loads <dir>/checkpoint if there is one into e's (empty) state, after
+ * removing a checkpoint.tmp a crash left. Returns 0 with *segment (the
+ * first log segment to replay: 0 without a checkpoint) and *streams, or
+ * -EBADMSG for a damaged checkpoint, or -errno when it cannot be read. */
+int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams);
+/* The log's batch hook: starts a checkpoint after checkpoint_bytes of log
+ * (arg is the engine). Runs between batches, when nothing is in flight. */
+void engine_checkpoint_maybe(void *arg);
+/* Writes a checkpoint now, on this thread, when no checkpoint and no batch
+ * is in flight (close). */
+void engine_checkpoint_final(rn_engine *e);
+/* The checkpoint's records, which manifests (replica.c) reuse: u64 count
+ * then every applied stream pick selects (NULL: all); u64 count then one
+ * lstr per namespace. */
 void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
-/* u64 count, then one lstr per namespace. */
 void engine_encode_namespaces(const rn_state *st, rn_buf *b);
 /* Decodes one stream record into st (TTL window starting at now); its
  * fork source's id goes to *source_id, for engine_link_forks once every
@@ -130,10 +184,10 @@ rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_
 void engine_decode_namespaces(rn_state *st, rn_reader *r);
 /* Points each of the n loaded streams at its fork source (sources[k], 0:
  * none) in st and counts references. Returns 0, or -1 when a source is
- * missing or the chain is a cycle. */
+ * missing or the chain loops. */
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
 
-/* ---- engine.c: open ---- */
+/* ---- open.c ---- */
 
 /* An engine with its stores and an empty state, no log yet; NULL with a
  * message in err when the stores cannot be opened. */

@@ -114,9 +114,8 @@ static void find_gap(rn_engine *e, rn_stream *s) {
         rn_log(RN_LOG_INFO, "cluster_gap",
                "stream %016llx: the restored state names bytes %llu..%llu and index entries "
                "%llu..%llu this node lacks; fetching them from peers",
-               (unsigned long long)s->id, (unsigned long long)now.from,
-               (unsigned long long)now.to, (unsigned long long)now.kfrom,
-               (unsigned long long)now.kto);
+               (unsigned long long)s->id, (unsigned long long)now.from, (unsigned long long)now.to,
+               (unsigned long long)now.kfrom, (unsigned long long)now.kto);
     if ((has || now.from < now.to || now.kfrom < now.kto) &&
         rn_streamfiles_gap_put(e->files, s->id, &now) < 0) {
         rn_log(RN_LOG_ERROR, "fatal", "stream %llx: its gap record cannot be written",

@@ -23,6 +23,7 @@
 #include "log/segment.h"
 #include "log/wal.h"
 #include "util/buf.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -419,6 +420,9 @@ static int replay(recovery *r, rn_wal_replay_fn fn, void *arg) {
         }
         r->out->last_segment = v->number;
         r->out->last_valid_end = v->end;
+        rn_log(RN_LOG_DEBUG, "recovery",
+               "log segment %llu replayed: records end at byte %llu of %zu",
+               (unsigned long long)v->number, (unsigned long long)v->end, v->size);
     }
     return 0;
 }

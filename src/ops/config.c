@@ -20,7 +20,7 @@ typedef enum {
     KIND_PATH,
     KIND_TEXT,
     KIND_URL,
-    KIND_FLAG,
+    KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true */
     KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
     KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
     KIND_PEER,   /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
@@ -39,6 +39,8 @@ typedef struct {
 
 #define U64(name, env, field, def, min, max, help)                                                 \
     { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help, NULL }
+#define BOOL(name, env, field, def, help)                                                          \
+    { name, env, KIND_BOOL, offsetof(rn_config, field), def, 0, 1, NULL, help, NULL }
 
 /* The CPUs this process may run on. */
 static uint64_t usable_cpus(void) {
@@ -60,15 +62,15 @@ static uint64_t cpus_default(const setting *s) {
 static const setting SETTINGS[] = {
     {"config", "RUNNEL_CONFIG", KIND_PATH, offsetof(rn_config, config_file), 0, 0, 0, NULL,
      "configuration file: lines of `key = value` with the options' names as keys", NULL},
-    {"print-config", "RUNNEL_PRINT_CONFIG", KIND_FLAG, offsetof(rn_config, print_config), 0, 0, 0,
-     NULL, "print the effective configuration and exit", NULL},
+    BOOL("print-config", "RUNNEL_PRINT_CONFIG", print_config, 0,
+         "print the effective configuration and exit"),
     {"log-format", "RUNNEL_LOG_FORMAT", KIND_CHOICE, offsetof(rn_config, log_format), 0, 0, 0,
      "text", "log lines as text or json", "text|json"},
     {"log-level", "RUNNEL_LOG_LEVEL", KIND_CHOICE, offsetof(rn_config, log_level), 0, 0, 0, "info",
      "lowest level logged", "debug|info|warn|error"},
-    U64("access-log", "RUNNEL_ACCESS_LOG", access_log, 0, 0, 1,
-        "1: log one line per answered request (method, path without query, status, bytes, "
-        "microseconds)"),
+    BOOL("access-log", "RUNNEL_ACCESS_LOG", access_log, 0,
+         "log one line per answered request (method, path without query, status, bytes, "
+         "microseconds)"),
     {"listen", "RUNNEL_LISTEN", KIND_LISTEN, 0, 0, 0, 0, "127.0.0.1:4437",
      "HOST:PORT to listen on (IPv6 as [::1]:PORT)", NULL},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
@@ -98,9 +100,8 @@ static const setting SETTINGS[] = {
      "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
      "(default: http://LISTEN)",
      NULL},
-    {"webhook-allow-loopback", "RUNNEL_WEBHOOK_ALLOW_LOOPBACK", KIND_FLAG,
-     offsetof(rn_config, webhook_allow_loopback), 0, 0, 0, NULL,
-     "development only: allow webhook URLs on http(s)://localhost and 127.0.0.x", NULL},
+    BOOL("webhook-allow-loopback", "RUNNEL_WEBHOOK_ALLOW_LOOPBACK", webhook_allow_loopback, 0,
+         "development only: allow webhook URLs on http(s)://localhost and 127.0.0.x"),
     U64("webhook-timeout-ms", "RUNNEL_WEBHOOK_TIMEOUT_MS", webhook_timeout_ms, 10000, 100, 600000,
         "how long one webhook delivery attempt may take before it counts as failed"),
     U64("long-poll-timeout-ms", "RUNNEL_LONG_POLL_TIMEOUT_MS", long_poll_timeout_ms, 30000, 1,
@@ -162,9 +163,9 @@ static const setting SETTINGS[] = {
         "stream data files kept open"),
     U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
         "interval of the sweep that deletes expired streams"),
-    U64("cold-store", "RUNNEL_COLD_STORE", cold_store, 1, 0, 1,
-        "1: keep large snapshot bodies and snapshot parts in the local cold store; 0: no cold "
-        "store (parts answer 501)"),
+    BOOL("cold-store", "RUNNEL_COLD_STORE", cold_store, 1,
+         "keep large snapshot bodies and snapshot parts in the local cold store; false: no "
+         "cold store (parts answer 501)"),
     U64("producer-ttl-ms", "RUNNEL_PRODUCER_TTL_MS", producer_ttl_ms, 604800000, 100, 1ull << 40,
         "a producer's state is kept while it wrote within this long; idle state is discarded and "
         "raises the stream's epoch floor"),
@@ -173,8 +174,8 @@ static const setting SETTINGS[] = {
         "idle for an hour (or --producer-ttl-ms when shorter), else gets 429"),
     U64("parts-grace-ms", "RUNNEL_PARTS_GRACE_MS", parts_grace_ms, 86400000, 1000, 1ull << 40,
         "staged snapshot parts no commit used are deleted after this long"),
-    U64("test-hooks", "RUNNEL_TEST_HOOKS", test_hooks, 0, 0, 1,
-        "1: enable /__runnel/test/ endpoints (history rewrites); never in production"),
+    BOOL("test-hooks", "RUNNEL_TEST_HOOKS", test_hooks, 0,
+         "enable /__runnel/test/ endpoints (history rewrites); never in production"),
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),
 };
@@ -312,11 +313,10 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         snprintf((char *)cfg + s->field, sizeof cfg->public_url, "%.*s", (int)n, v);
         return 0;
     }
-    case KIND_FLAG: {
-        int on = !*v || strcmp(v, "1") == 0 || strcmp(v, "true") == 0;
-        if (!on && strcmp(v, "0") != 0 && strcmp(v, "false") != 0) {
-            snprintf(err, errcap, "%s: %s takes no value, or true/false/1/0 (got \"%s\")", source,
-                     s->flag, v);
+    case KIND_BOOL: {
+        int on = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
+        if (!on && strcmp(v, "false") != 0 && strcmp(v, "0") != 0) {
+            snprintf(err, errcap, "%s: %s must be true or false (got \"%s\")", source, s->flag, v);
             return -1;
         }
         *(int *)((char *)cfg + s->field) = on;
@@ -349,12 +349,16 @@ void rn_config_usage(void) {
     printf("usage: runnel serve [options]\n\n"
            "Starts a Durable Streams server on an embedded durable store.\n"
            "Every option can also be set by its environment variable or, by its name, in the\n"
-           "configuration file; flags win over the environment, which wins over the file.\n\n");
+           "configuration file; flags win over the environment, which wins over the file.\n"
+           "Yes/no options (default true or false) are set by --NAME alone or --NAME=true|false,\n"
+           "and by true or false in the environment and the file (1 and 0 are aliases).\n"
+           "In the file a value may be enclosed in double or single quotes, which are removed\n"
+           "(nothing inside is escaped); a quote at only one end is refused.\n\n");
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
         char def[64];
-        if (s->kind == KIND_FLAG)
-            snprintf(def, sizeof def, "off (a flag)");
+        if (s->kind == KIND_BOOL)
+            snprintf(def, sizeof def, "%s", s->def ? "true" : "false");
         else if (s->kind == KIND_U64)
             snprintf(def, sizeof def, "%llu", (unsigned long long)s->def);
         else if (s->kind == KIND_CPUS) /* its help text says how it is computed */
@@ -382,6 +386,26 @@ typedef struct {
     unsigned char seen[NSETTINGS]; /* keys already given */
 } file_load;
 
+/* A file value without its enclosing quotes: "..." or '...' gives the text
+ * between them as it is (no escapes); a value without quotes is kept. Returns
+ * -1 for a quote at only one end, or a value longer than cap. */
+static int unquote(const char *v, char *out, size_t cap) {
+    size_t n = strlen(v);
+    int opens = n > 0 && (v[0] == '"' || v[0] == '\'');
+    int closes = n > 0 && (v[n - 1] == '"' || v[n - 1] == '\'');
+    if (opens && closes && n >= 2 && v[0] == v[n - 1]) {
+        v++;
+        n -= 2;
+    } else if (opens || closes) {
+        return -1;
+    }
+    if (n >= cap)
+        return -1;
+    memcpy(out, v, n);
+    out[n] = 0;
+    return 0;
+}
+
 static int on_ini_entry(void *user, const char *section, const char *name, const char *value) {
     file_load *l = user;
     if (l->failed)
@@ -406,7 +430,16 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
         l->failed = 1;
         return 0;
     }
-    if (set_value(l->cfg, s, value, source, FROM_FILE, l->err, l->errcap))
+    char unquoted[4200];
+    if (unquote(value, unquoted, sizeof unquoted) != 0) {
+        snprintf(l->err, l->errcap,
+                 "%s: a quote at only one end of the value (got %s); enclose the whole value in "
+                 "matching quotes, or use none",
+                 source, value);
+        l->failed = 1;
+        return 0;
+    }
+    if (set_value(l->cfg, s, unquoted, source, FROM_FILE, l->err, l->errcap))
         l->failed = 1;
     return !l->failed;
 }
@@ -453,7 +486,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
             *(uint64_t *)((char *)cfg + s->field) = s->def;
         else if (s->kind == KIND_CPUS)
             *(uint64_t *)((char *)cfg + s->field) = cpus_default(s);
-        else if (s->kind == KIND_FLAG)
+        else if (s->kind == KIND_BOOL)
             *(int *)((char *)cfg + s->field) = (int)s->def;
         else if (s->def_text &&
                  set_value(cfg, s, s->def_text, "default", FROM_DEFAULT, err, errcap))
@@ -475,7 +508,16 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
     for (int a = 0; a < argc; a++) {
         const char *arg = argv[a];
         if (strncmp(arg, "--", 2) != 0) {
-            snprintf(err, errcap, "unexpected argument \"%s\" (see runnel serve --help)", arg);
+            const char *before = a ? argv[a - 1] : "";
+            const setting *prev =
+                strncmp(before, "--", 2) == 0 ? find_setting(before + 2, strlen(before + 2)) : NULL;
+            if (prev && prev->kind == KIND_BOOL)
+                snprintf(err, errcap,
+                         "unexpected argument \"%s\" after --%s: a yes/no option takes --%s "
+                         "alone or --%s=true|false",
+                         arg, prev->flag, prev->flag, prev->flag);
+            else
+                snprintf(err, errcap, "unexpected argument \"%s\" (see runnel serve --help)", arg);
             return -1;
         }
         const char *name = arg + 2;
@@ -488,7 +530,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
             return -1;
         }
         const char *value = eq                     ? eq + 1
-                            : s->kind == KIND_FLAG ? ""
+                            : s->kind == KIND_BOOL ? "true"
                             : a + 1 < argc         ? argv[++a]
                                                    : NULL;
         if (!value) {
@@ -516,8 +558,9 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu", lead, s->flag,
                                   (unsigned long long)*(const uint64_t *)field);
             break;
-        case KIND_FLAG:
-            n += (size_t)snprintf(out + n, cap - n, "%s%s=%d", lead, s->flag, *(const int *)field);
+        case KIND_BOOL:
+            n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag,
+                                  *(const int *)field ? "true" : "false");
             break;
         case KIND_LISTEN:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, cfg->listen_host,

@@ -2,7 +2,10 @@
  * config.h — runnel serve's settings: one table defines every setting's
  * flag, environment variable, configuration-file key (the flag's name),
  * default, bounds and help text. Precedence: flags > environment >
- * configuration file (--config / RUNNEL_CONFIG) > defaults.
+ * configuration file (--config / RUNNEL_CONFIG) > defaults. Yes/no options
+ * are `--name` or `--name=true|false` and true|false elsewhere (1|0 are
+ * aliases); a file value may be enclosed in matching quotes, which are
+ * removed.
  */
 #ifndef RN_CONFIG_H
 #define RN_CONFIG_H
@@ -49,8 +52,8 @@ typedef struct {
     uint64_t max_open_files;
     uint64_t expiry_sweep_ms;
     uint64_t shutdown_grace_ms;
-    uint64_t cold_store; /* 1: the local-directory cold store; 0: none */
-    uint64_t test_hooks; /* 1: enable /__runnel/test/ (history rewrites) */
+    int cold_store; /* the local-directory cold store (else none) */
+    int test_hooks; /* enable /__runnel/test/ (history rewrites) */
     uint64_t parts_grace_ms;
     uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
     uint64_t producer_cap;    /* producers per stream */
@@ -66,7 +69,7 @@ typedef struct {
     int print_config;             /* print the effective configuration and exit */
     char log_format[8];           /* "text" or "json" */
     char log_level[8];            /* "debug", "info", "warn" or "error" */
-    uint64_t access_log;          /* 1: one log line per answered request */
+    int access_log;               /* one log line per answered request */
 } rn_config;
 
 /* Fills cfg from defaults, the environment and argv (the arguments after

@@ -1,9 +1,11 @@
 /*
- * datadir.c — the data directory's own files: the LOCK that keeps a second
- * server out, FORMAT naming the on-disk format, and the cluster id kept
- * across restarts. FORMAT and cluster-id are written once, atomically
- * (temporary file, fsync, rename, fsync of the directory), so a crash while
- * writing them leaves either nothing or the whole file. See datadir.h.
+ * datadir.c — the data directory itself and its own files: its creation
+ * (with every missing parent), the check that it holds only Runnel's files,
+ * the LOCK that keeps a second server out, FORMAT naming the on-disk format,
+ * and the cluster id kept across restarts. FORMAT and cluster-id are
+ * written once, atomically (temporary file, fsync, rename, fsync of the
+ * directory), so a crash while writing them leaves either nothing or the
+ * whole file. See datadir.h.
  */
 #include "ops/datadir.h"
 #include "log/wal.h"
@@ -12,6 +14,7 @@
 #include "util/text.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,12 +24,118 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Creates the data directory and takes its lock; returns the lock fd. */
-int rn_datadir_lock(const char *dir) {
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        rn_log(RN_LOG_ERROR, "start", "cannot create data directory %s: %s", dir, strerror(errno));
+/* The top-level names Runnel writes in a data directory (docs/ARCHITECTURE.md
+ * "Data directory layout"): a directory holding anything else is not one
+ * Runnel wrote. A new top-level file or directory must be added here.
+ * lost+found is accepted too: a file system mounted as the data directory
+ * has it at its root. */
+static const char *const RUNNEL_NAMES[] = {
+    "LOCK",
+    "FORMAT",
+    "FORMAT.tmp",
+    "cluster-id",
+    "cluster-id.tmp",
+    "checkpoint",
+    "checkpoint.tmp",
+    "wal",
+    "streams",
+    "snapshots",
+    "cold",
+    "subs",
+    /* cluster mode (src/cluster/cluster.h) */
+    "raft",
+    "cluster-node",
+    "cluster-node.tmp",
+    "cluster-ids",
+    "cluster-ids.tmp",
+};
+
+/* Foreign names the refusal lists (the alphabetically first). */
+enum { FOREIGN_SHOWN = 5 };
+
+static int runnel_name(const char *name) {
+    for (size_t i = 0; i < sizeof RUNNEL_NAMES / sizeof RUNNEL_NAMES[0]; i++)
+        if (strcmp(name, RUNNEL_NAMES[i]) == 0)
+            return 1;
+    return strcmp(name, "lost+found") == 0;
+}
+
+/* Keeps name among the alphabetically first FOREIGN_SHOWN names in shown. */
+static void keep_first_names(char shown[][NAME_MAX + 1], size_t *n, const char *name) {
+    size_t at = *n;
+    while (at > 0 && strcmp(name, shown[at - 1]) < 0)
+        at--;
+    if (at == FOREIGN_SHOWN)
+        return;
+    size_t last = *n < FOREIGN_SHOWN ? (*n)++ : FOREIGN_SHOWN - 1;
+    memmove(shown[at + 1], shown[at], (last - at) * sizeof shown[0]);
+    snprintf(shown[at], sizeof shown[0], "%s", name);
+}
+
+/* Refuses a directory that is neither empty nor Runnel's: 0 when every
+ * entry is a name Runnel writes, else -1 after logging the first foreign
+ * names and how many more there are. Reads the directory only. */
+static int check_only_runnel_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        rn_log(RN_LOG_ERROR, "start", "cannot read data directory %s: %s", dir, strerror(errno));
         return -1;
     }
+    char shown[FOREIGN_SHOWN][NAME_MAX + 1];
+    size_t nshown = 0, foreign = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+            !runnel_name(de->d_name)) {
+            foreign++;
+            keep_first_names(shown, &nshown, de->d_name);
+        }
+        errno = 0;
+    }
+    int read_errno = errno;
+    closedir(d);
+    if (read_errno) {
+        rn_log(RN_LOG_ERROR, "start", "cannot read data directory %s: %s", dir,
+               strerror(read_errno));
+        return -1;
+    }
+    if (foreign == 0)
+        return 0;
+    rn_buf names = {0};
+    for (size_t i = 0; i < nshown; i++) {
+        if (i)
+            rn_buf_append_str(&names, ", ");
+        for (const char *c = shown[i]; *c; c++) /* a name stays on its log line */
+            rn_buf_append_byte(&names, (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c);
+    }
+    if (foreign > nshown)
+        rn_buf_appendf(&names, " and %zu more", foreign - nshown);
+    rn_log(RN_LOG_ERROR, "start",
+           "data directory %s holds files runnel did not write: %.*s; refusing to start (give "
+           "an empty or new directory, or one runnel wrote)",
+           dir, (int)names.len, (const char *)names.data);
+    rn_buf_free(&names);
+    return -1;
+}
+
+/* Creates the data directory (and its parents), checks it holds nothing
+ * but Runnel's files and takes its lock; returns the lock fd. */
+int rn_datadir_lock(const char *dir) {
+    char failed[PATH_MAX];
+    int rc = rn_make_dirs(dir, 0755, failed, sizeof failed);
+    if (rc < 0) {
+        if (rc == -ENOTDIR)
+            rn_log(RN_LOG_ERROR, "start",
+                   "cannot create data directory %s: %s exists and is not a directory", dir,
+                   failed);
+        else
+            rn_log(RN_LOG_ERROR, "start", "cannot create data directory %s: mkdir %s: %s", dir,
+                   failed, strerror(-rc));
+        return -1;
+    }
+    if (check_only_runnel_files(dir) != 0)
+        return -1;
     char path[PATH_MAX + 8];
     snprintf(path, sizeof path, "%s/LOCK", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -1,15 +1,20 @@
 /*
  * datadir.h — files of the data directory that belong to the process, not
- * to the store: the lock, the format marker and the cluster id.
+ * to the store: the directory itself, the lock, the format marker and the
+ * cluster id.
  */
 #ifndef RN_DATADIR_H
 #define RN_DATADIR_H
 
 #include "ops/config.h"
 
-/* Creates the data directory and takes its exclusive lock; returns the lock
- * fd (held for the process's life) or -1 after logging why not (another
- * runnel uses the directory, or it cannot be created). */
+/* Creates the data directory with every missing parent (each new entry
+ * synced), refuses it when it holds a name Runnel never writes (an empty
+ * directory or one Runnel wrote is fine; the message names the first few
+ * such files and how many more), and takes its exclusive lock. Returns the
+ * lock fd (held for the process's life) or -1 after logging why not (it
+ * cannot be created or read, holds other files, or another runnel uses it);
+ * a refused directory is left untouched. */
 int rn_datadir_lock(const char *dir);
 
 /* The on-disk format this build reads and writes. Raise it with any change

@@ -1,6 +1,6 @@
 /*
  * endpoints.h — the operational routes under /__runnel/: liveness,
- * readiness, Prometheus metrics, and (with --test-hooks 1) the test hooks
+ * readiness, Prometheus metrics, and (with --test-hooks) the test hooks
  * of surface/admin.c.
  */
 #ifndef RN_ENDPOINTS_H

@@ -1,7 +1,8 @@
 /*
  * main.c — the runnel command: `runnel serve` (ops/server.c), `runnel
- * version`, `runnel help`.
+ * version`, `runnel help`, and the client subcommands (client/cli/).
  */
+#include "client/cli/cli.h"
 #include "ops/server.h"
 
 #include <stdio.h>
@@ -15,7 +16,9 @@ static void usage(void) {
     printf("usage: runnel <command> [options]\n\n"
            "commands:\n"
            "  serve      run the server (runnel serve --help for options)\n"
-           "  version    print the version (also --version)\n");
+           "  version    print the version (also --version)\n"
+           "\nclient commands (see runnel(1)):\n");
+    rn_cli_usage(stdout);
 }
 
 int main(int argc, char **argv) {
@@ -29,6 +32,9 @@ int main(int argc, char **argv) {
         usage();
         return 0;
     }
-    usage();
-    return 2;
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    return rn_cli_main(argc, argv);
 }

@@ -1,6 +1,6 @@
 /*
  * admin.h — test hooks under /__runnel/test/, which exist only with
- * --test-hooks 1: POST test/rewrite/{key}?keep=<offset> rewrites a stream's
+ * --test-hooks: POST test/rewrite/{key}?keep=<offset> rewrites a stream's
  * history (standing in for the operator actions, restore and accepted loss,
  * that will trigger rewrites later); POST test/fail-syncs?n=N makes the next
  * N log syncs fail, and POST test/fail?point=NAME&n=N[&errno=EIO|ENOSPC] the

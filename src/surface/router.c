@@ -6,6 +6,7 @@
 #include "surface/reply.h"
 #include "surface/routing.h"
 #include "surface/v1.h"
+#include "util/log.h"
 #include "util/metrics.h"
 #include "util/text.h"
 
@@ -54,15 +55,26 @@ void rn_router_answer_early(rn_request *req, void *arg) {
     }
 }
 
+/* The routing decision at debug level: method, path without the query (which
+ * may carry credentials), and where the request went. */
+static void log_route(const rn_request *req, const char *to) {
+    const char *q = memchr(req->target, '?', req->target_len);
+    int path_len = (int)(q ? (size_t)(q - req->target) : req->target_len);
+    rn_log(RN_LOG_DEBUG, "route", "%s %.*s -> %s", req->method_name ? req->method_name : "-",
+           path_len, req->target, to);
+}
+
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
     if (req->body_too_large) {
+        log_route(req, "413 REQUEST_TOO_LARGE (body over --max-body-bytes)");
         rn_buf extra = {0};
         rn_buf_appendf(&extra, "Ursula-Max-Request-Bytes: %zu\r\n", rt->max_body_bytes);
         rn_reply_error(req, RN_E_REQUEST_TOO_LARGE, &extra);
         return;
     }
     if (req->body_over_budget) { /* admission: nothing was read or applied */
+        log_route(req, "503 (request bodies over --max-body-bytes-in-flight)");
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_reply_error(req, RN_E_INGRESS_BODY_BYTES, &extra);
@@ -74,16 +86,19 @@ void rn_router_handle(rn_request *req, void *arg) {
     const char *query = q ? q + 1 : target + req->target_len;
     size_t query_len = req->target_len - (size_t)(query - target);
     if (req->method == RN_HTTP_OPTIONS) {
+        log_route(req, "CORS preflight");
         rn_reply_preflight(req);
         return;
     }
     size_t alen = sizeof ADMIN_PREFIX - 1;
     if (path_len > alen && memcmp(target, ADMIN_PREFIX, alen) == 0) {
         req->route = RN_ROUTE_OPS;
+        log_route(req, "operations (/__runnel/)");
         rt->ops_handler(req, target + alen, path_len - alen, query, query_len, rt->ops_arg);
         return;
     }
     if (!rt->ready) {
+        log_route(req, "503 (recovering)");
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_reply_error(req, RN_E_RECOVERING, &extra);
@@ -94,6 +109,7 @@ void rn_router_handle(rn_request *req, void *arg) {
         const char *rest = target + plen;
         size_t rest_len = path_len - plen, seg = reserved_prefix(rest, rest_len);
         req->route = seg ? RN_ROUTE_SUBS : RN_ROUTE_V1;
+        log_route(req, seg ? "subscriptions (/v1/stream/__ds/)" : "v1 stream");
         if (seg)
             rn_subs_handle(rt->subs, req, rest + seg, rest_len - seg);
         else
@@ -101,9 +117,11 @@ void rn_router_handle(rn_request *req, void *arg) {
         return;
     }
     if (path_len < 1 || target[0] != '/') {
+        log_route(req, "404 (not a path)");
         rn_reply_error(req, RN_E_NOT_FOUND, NULL);
         return;
     }
     req->route = RN_ROUTE_BUCKET;
+    log_route(req, "bucket stream");
     rn_bucket_route(rt->streams, req, target, path_len, query, query_len);
 }

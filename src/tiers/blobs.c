@@ -49,8 +49,11 @@ void rn_blobs_close(rn_blobs *b) {
     free(b);
 }
 
-static void key_path(const rn_blobs *b, const char *key, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%s", b->root, key);
+/* Writes the file path of key into out (cap bytes); returns 0, or
+ * -ENAMETOOLONG when it does not fit (never a cut path naming another file). */
+static int key_path(const rn_blobs *b, const char *key, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/%s", b->root, key);
+    return n >= 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
 }
 
 static int fsync_parent(const char *path) {
@@ -70,14 +73,16 @@ static int fsync_parent(const char *path) {
 
 /* Opens the temporary file for key (creating its directories). */
 static int open_tmp(rn_blobs *b, const char *key, char *path, size_t cap, char *tmp, size_t tcap) {
-    key_path(b, key, path, cap);
+    int rc = key_path(b, key, path, cap);
+    if (rc < 0)
+        return rc;
     snprintf(tmp, tcap, "%s.tmp", path);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash) {
         *slash = 0;
-        int rc = make_dirs(dir);
+        rc = make_dirs(dir);
         if (rc < 0)
             return rc;
     }
@@ -164,9 +169,8 @@ static int sweep_dir(rn_blobs *b, const char *prefix, sweep_state *st) {
 static int sweep_one(const char *key, void *arg) {
     sweep_state *st = arg;
     char path[PATH_MAX];
-    key_path(st->b, key, path, sizeof path);
     struct stat sb;
-    if (stat(path, &sb) < 0)
+    if (key_path(st->b, key, path, sizeof path) < 0 || stat(path, &sb) < 0)
         return 0;
     if (S_ISDIR(sb.st_mode)) {
         char sub[PATH_MAX];
@@ -196,14 +200,18 @@ int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
 
 int rn_blobs_open_read(rn_blobs *b, const char *key) {
     char path[PATH_MAX];
-    key_path(b, key, path, sizeof path);
+    int rc = key_path(b, key, path, sizeof path);
+    if (rc < 0)
+        return rc;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
 }
 
 int64_t rn_blobs_size(rn_blobs *b, const char *key) {
     char path[PATH_MAX];
-    key_path(b, key, path, sizeof path);
+    int rc = key_path(b, key, path, sizeof path);
+    if (rc < 0)
+        return rc;
     struct stat st;
     return stat(path, &st) < 0 ? -errno : (int64_t)st.st_size;
 }
@@ -213,26 +221,29 @@ int rn_blobs_delete(rn_blobs *b, const char *key) {
     if (injected)
         return injected;
     char path[PATH_MAX];
-    key_path(b, key, path, sizeof path);
+    int rc = key_path(b, key, path, sizeof path);
+    if (rc < 0)
+        return rc;
     return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 int rn_blobs_list(rn_blobs *b, const char *prefix, int (*fn)(const char *key, void *arg),
                   void *arg) {
     char path[PATH_MAX];
-    key_path(b, prefix, path, sizeof path);
+    int rc = key_path(b, prefix, path, sizeof path);
+    if (rc < 0)
+        return rc;
     DIR *d = opendir(path);
     if (!d)
         return errno == ENOENT ? 0 : -errno;
     struct dirent *de;
-    int rc = 0;
     while (rc == 0 && (de = readdir(d))) {
         size_t n = strlen(de->d_name);
         if (de->d_name[0] == '.' || (n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0))
             continue;
         char key[PATH_MAX];
-        snprintf(key, sizeof key, "%s%s", prefix, de->d_name);
-        rc = fn(key, arg);
+        int len = snprintf(key, sizeof key, "%s%s", prefix, de->d_name);
+        rc = len >= 0 && (size_t)len < sizeof key ? fn(key, arg) : -ENAMETOOLONG;
     }
     closedir(d);
     return rc > 0 ? 0 : rc;

@@ -4,7 +4,8 @@
  * threshold). An object is written once under a temporary name, synced,
  * renamed into place and its directory synced, so a key either names a whole
  * durable object or nothing. Keys are relative paths of [A-Za-z0-9._-] and
- * "/". The S3 backend will implement the same calls.
+ * "/". The S3 backend will implement the same calls. Every call taking a
+ * key answers -ENAMETOOLONG when the key's file path would not fit PATH_MAX.
  *
  * rn_blobs_put* and rn_blobs_delete block: call them from a worker thread
  * (uv_queue_work) when the object is large.

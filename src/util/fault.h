@@ -1,6 +1,6 @@
 /*
  * fault.h — fault injection for tests; everything here is inert unless the
- * server runs with --test-hooks 1.
+ * server runs with --test-hooks.
  *
  * Kill points: with RUNNEL_FAULT_KILL_AT naming a point ("point" or
  * "point:N", N counted from 1), the process kills itself (SIGKILL, as a

@@ -1,14 +1,17 @@
 /*
  * files.c — whole small files: an atomic, durable rewrite (temporary file,
  * fsync, rename, fsync of the directory, so a crash leaves the old file or
- * the new one, never a part) and a whole read. See files.h.
+ * the new one, never a part), a whole read, and `mkdir -p` with each new
+ * directory's entry synced. See files.h.
  */
 #include "util/files.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,11 +48,63 @@ int rn_atomic_write_file(const char *dir, const char *name, const void *data, si
         unlink(tmp);
         return rc;
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
+    return rn_sync_dir(dir);
+}
+
+int rn_sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
         return -errno;
-    rc = fsync(dfd) < 0 ? -errno : 0;
-    close(dfd);
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+/* Creates the directory path (whose parent exists) unless it exists; syncs
+ * the parent when it was created. 0, or -errno (-ENOTDIR: path exists and is
+ * not a directory). */
+static int make_one_dir(char *path, mode_t mode) {
+    if (mkdir(path, mode) < 0) {
+        if (errno != EEXIST)
+            return -errno;
+        struct stat st;
+        if (stat(path, &st) < 0)
+            return -errno;
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+    }
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return rn_sync_dir(".");
+    if (slash == path)
+        return rn_sync_dir("/");
+    *slash = 0;
+    int rc = rn_sync_dir(path);
+    *slash = '/';
+    return rc;
+}
+
+int rn_make_dirs(const char *path, mode_t mode, char *failed, size_t failed_cap) {
+    assert(path && *path);
+    char p[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof p) {
+        if (failed_cap)
+            snprintf(failed, failed_cap, "%s", path);
+        return -ENAMETOOLONG;
+    }
+    memcpy(p, path, n + 1);
+    int rc = 0;
+    for (size_t i = 1; rc == 0 && i <= n; i++) {
+        /* each prefix ending a component: before a '/', and the whole path */
+        if ((i < n && (p[i] != '/' || p[i - 1] == '/')) || (i == n && p[i - 1] == '/'))
+            continue;
+        char saved = p[i];
+        p[i] = 0;
+        rc = make_one_dir(p, mode);
+        if (rc < 0 && failed_cap)
+            snprintf(failed, failed_cap, "%s", p);
+        p[i] = saved;
+    }
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /*
- * files.h — whole small files: atomic durable rewrites and whole reads.
+ * files.h — whole small files: atomic durable rewrites and whole reads;
+ * directories: durable creation of a path, directory syncs.
  */
 #ifndef RN_UTIL_FILES_H
 #define RN_UTIL_FILES_H
@@ -16,5 +17,16 @@ int rn_atomic_write_file(const char *dir, const char *name, const void *data, si
 /* Reads the whole file dir/name into out. Returns 0, or -errno (-ENOENT
  * when it does not exist). */
 int rn_read_file(const char *dir, const char *name, rn_buf *out);
+
+/* fsyncs the directory dir (so entries created or renamed in it survive a
+ * crash). Returns 0 or -errno. */
+int rn_sync_dir(const char *dir);
+
+/* Creates the directory path and every missing parent (like mkdir -p) with
+ * mode, syncing the parent of each directory it creates. An existing
+ * directory is fine. Returns 0, or -errno with the path of the component
+ * that failed written to failed (failed_cap bytes; may be 0): -ENOTDIR when
+ * that component exists and is not a directory. Blocking. */
+int rn_make_dirs(const char *path, mode_t mode, char *failed, size_t failed_cap);
 
 #endif

@@ -3,7 +3,9 @@
  *
  * A text line: "<RFC 3339 time> <level> <event>: <message>". A JSON line:
  * {"ts":"...","level":"...","event":"...","msg":"..."} with the message
- * JSON-escaped, so every line parses on its own.
+ * JSON-escaped, so every line parses on its own; an access line carries
+ * its items as members instead of "msg" (method, path, status, bytes,
+ * duration_us).
  */
 #include "util/log.h"
 #include "util/buf.h"
@@ -43,8 +45,10 @@ static void json_escaped(rn_buf *b, const char *s, size_t n) {
 }
 
 /* Writes a finished line with one write(2)-sized fwrite, so lines from the
- * loop and from worker threads never interleave mid-line. */
-static void emit(rn_log_level level, const char *event, const char *msg, size_t msg_len) {
+ * loop and from worker threads never interleave mid-line. A JSON line
+ * carries json_members (`"name":value,...`) instead of "msg" when given. */
+static void emit(rn_log_level level, const char *event, const char *msg, size_t msg_len,
+                 const rn_buf *json_members) {
     char ts[48];
     rn_format_rfc3339(rn_now_ms(), ts);
     rn_buf line = {0};
@@ -52,9 +56,15 @@ static void emit(rn_log_level level, const char *event, const char *msg, size_t 
         rn_buf_appendf(&line, "{\"ts\":\"%s\",\"level\":\"%s\",\"event\":\"", ts,
                        LEVEL_NAMES[level]);
         json_escaped(&line, event, strlen(event));
-        rn_buf_append_str(&line, "\",\"msg\":\"");
-        json_escaped(&line, msg, msg_len);
-        rn_buf_append_str(&line, "\"}\n");
+        if (json_members) {
+            rn_buf_append_str(&line, "\",");
+            rn_buf_append(&line, json_members->data, json_members->len);
+        } else {
+            rn_buf_append_str(&line, "\",\"msg\":\"");
+            json_escaped(&line, msg, msg_len);
+            rn_buf_append_byte(&line, '"');
+        }
+        rn_buf_append_str(&line, "}\n");
     } else {
         rn_buf_appendf(&line, "%s %s %s: ", ts, LEVEL_NAMES[level], event);
         rn_buf_append(&line, msg, msg_len);
@@ -74,7 +84,7 @@ void rn_log(rn_log_level level, const char *event, const char *fmt, ...) {
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (n >= 0)
-        emit(level, event, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+        emit(level, event, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1, NULL);
 }
 
 void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level level,
@@ -104,7 +114,7 @@ void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level lev
     if (len >= sizeof msg)
         len = sizeof msg - 1;
     t->held = 0;
-    emit(level, event, msg, len);
+    emit(level, event, msg, len, NULL);
 }
 
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,
@@ -112,10 +122,20 @@ void rn_log_access(const char *method, const char *path, size_t path_len, int st
     if (RN_LOG_INFO < min_level)
         return;
     rn_buf msg = {0};
-    rn_buf_appendf(&msg, "%s ", method);
-    rn_buf_append(&msg, path, path_len);
-    rn_buf_appendf(&msg, " %d %llu %llu", status, (unsigned long long)bytes,
-                   (unsigned long long)micros);
-    emit(RN_LOG_INFO, "access", (const char *)msg.data, msg.len);
+    if (json_format) {
+        rn_buf_append_str(&msg, "\"method\":\"");
+        json_escaped(&msg, method, strlen(method));
+        rn_buf_append_str(&msg, "\",\"path\":\"");
+        json_escaped(&msg, path, path_len);
+        rn_buf_appendf(&msg, "\",\"status\":%d,\"bytes\":%llu,\"duration_us\":%llu", status,
+                       (unsigned long long)bytes, (unsigned long long)micros);
+        emit(RN_LOG_INFO, "access", NULL, 0, &msg);
+    } else {
+        rn_buf_appendf(&msg, "%s ", method);
+        rn_buf_append(&msg, path, path_len);
+        rn_buf_appendf(&msg, " %d %llu %llu", status, (unsigned long long)bytes,
+                       (unsigned long long)micros);
+        emit(RN_LOG_INFO, "access", (const char *)msg.data, msg.len, NULL);
+    }
     rn_buf_free(&msg);
 }

@@ -34,7 +34,9 @@ void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level lev
     __attribute__((format(printf, 5, 6)));
 
 /* Writes one access-log line (request method, path without its query,
- * status, body bytes sent, duration in microseconds). */
+ * status, body bytes sent, duration in microseconds): in JSON, each item is
+ * its own member (method, path, status, bytes, duration_us); in text, the
+ * message "METHOD PATH STATUS BYTES MICROSECONDS". */
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,
                    uint64_t bytes, uint64_t micros);
 

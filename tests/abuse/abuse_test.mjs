@@ -502,7 +502,16 @@ async function main() {
       }
       await sleep(300);
       const grew = rss() - before;
-      const heldGauge = async () => Number(/^runnel_answer_bytes_in_flight (\d+)$/m.exec(await (await fetch(`${base()}/__runnel/metrics`)).text())?.[1]);
+      // on a connection of its own: a pooled keep-alive connection may be
+      // one the server's 1 s idle timeout is closing while the answers drain
+      const heldGauge = () => new Promise((resolve, reject) => {
+        http.get(`${base()}/__runnel/metrics`, { agent: false }, (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d) => { text += d; });
+          res.on("end", () => resolve(Number(/^runnel_answer_bytes_in_flight (\d+)$/m.exec(text)?.[1])));
+        }).on("error", reject);
+      });
       const held = await heldGauge();
       checks.check(`answer memory: runnel_answer_bytes_in_flight shows the held answers (${held >> 20} MiB, budget ${LIMITS.answersInFlight >> 20} MiB)`,
         held >= LIMITS.answersInFlight && held <= LIMITS.answersInFlight + total, String(held));

@@ -11,14 +11,14 @@
 // current one: a long-poll answered at once, a parked one, an SSE start and
 // an SSE resumed from its last control event.
 // Rewrites come from the test hook POST /__runnel/test/rewrite/{key}?keep=
-// (runnel serve --test-hooks 1), which answers 204 with the new token.
+// (runnel serve --test-hooks), which answers 204 with the new token.
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Server } from "./lib/server.mjs";
 import { assertError, assertToken, get, head, openSse, post, put, req, sleep } from "./lib/bucket.mjs";
 
-const server = new Server({ args: ["--test-hooks", "1", "--sse-queue-bytes", "65536"] });
+const server = new Server({ args: ["--test-hooks", "--sse-queue-bytes", "65536"] });
 before(() => server.start());
 after(() => server.stop());
 

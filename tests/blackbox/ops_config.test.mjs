@@ -64,16 +64,15 @@ describe("--help and --print-config", () => {
     assert.deepEqual(Object.keys(cfg).sort(), opts.map((o) => o.name).sort(), "the same options");
     for (const o of opts) {
       let want = o.def;
-      if (want === "off (a flag)") want = "0";
       if (want === "none") want = "";
-      if (o.name === "print-config") want = "1"; // it is being used
+      if (o.name === "print-config") want = "true"; // it is being used
       assert.equal(cfg[o.name], want, `default of ${o.name}: --help says ${JSON.stringify(o.def)}, --print-config ${JSON.stringify(cfg[o.name])}`);
     }
   });
 
   test("a file setting every option to its documented default changes nothing", () => {
     const opts = helpOptions().filter((o) => o.name !== "config" && o.name !== "print-config");
-    const text = opts.map((o) => `${o.name} = ${o.def === "off (a flag)" ? "false" : o.def === "none" ? "" : o.def}`).join("\n");
+    const text = opts.map((o) => `${o.name} = ${o.def === "none" ? "" : o.def}`).join("\n");
     const file = confFile(`${text}\n`);
     const cfg = printConfig(["--config", file]);
     assert.deepEqual({ ...cfg, config: "" }, printConfig());
@@ -97,12 +96,12 @@ describe("the configuration file", () => {
   const VALUES = {
     "log-format": "json",
     "log-level": "warn",
-    "access-log": "1",
+    "access-log": ["1", "true"],
     listen: "127.0.0.2:5555",
     "data-dir": "/var/tmp/runnel-config-test",
     "cluster-id": "cluster-from-file",
     "public-url": ["https://streams.example.com/", "https://streams.example.com"],
-    "webhook-allow-loopback": ["true", "1"],
+    "webhook-allow-loopback": "true",
     "webhook-timeout-ms": "1234",
     "long-poll-timeout-ms": "2345",
     "sse-max-duration-ms": "3456",
@@ -119,11 +118,11 @@ describe("the configuration file", () => {
     "checkpoint-bytes": "3145728",
     "max-open-files": "64",
     "expiry-sweep-ms": "100",
-    "cold-store": "0",
+    "cold-store": "false",
     "producer-ttl-ms": "1000",
     "producer-cap": "10",
     "parts-grace-ms": "5000",
-    "test-hooks": "1",
+    "test-hooks": ["0", "false"],
     "shutdown-grace-ms": "0",
   };
 
@@ -171,12 +170,82 @@ describe("the configuration file", () => {
   });
 });
 
+describe("yes/no options: --NAME, --NAME=true|false, true|false in the file and the environment", () => {
+  const BOOLS = ["access-log", "cold-store", "print-config", "test-hooks", "webhook-allow-loopback"];
+
+  test("--help documents every yes/no option's default as true or false", () => {
+    const opts = new Map(helpOptions().map((o) => [o.name, o.def]));
+    for (const b of BOOLS) assert.ok(["true", "false"].includes(opts.get(b)), `--${b}: default ${opts.get(b)}`);
+  });
+
+  for (const b of BOOLS.filter((x) => x !== "print-config")) {
+    test(`--${b}: alone is true; =true, =false, =1, =0; true/false in the file and the environment`, () => {
+      assert.equal(printConfig([`--${b}`])[b], "true");
+      assert.equal(printConfig([`--${b}=true`])[b], "true");
+      assert.equal(printConfig([`--${b}=false`])[b], "false");
+      assert.equal(printConfig([`--${b}=1`])[b], "true");
+      assert.equal(printConfig([`--${b}=0`])[b], "false");
+      for (const v of ["true", "false"]) {
+        assert.equal(printConfig(["--config", confFile(`${b} = ${v}\n`)])[b], v);
+        const env = { [`RUNNEL_${b.toUpperCase().replace(/-/g, "_")}`]: v };
+        assert.equal(printConfig([], { env })[b], v);
+      }
+    });
+  }
+
+  test("--NAME 1 (a separate value) is refused, saying how yes/no options are written", () => {
+    for (const [b, v] of [["test-hooks", "1"], ["access-log", "true"], ["cold-store", "0"]]) {
+      assertRefused(runCli(["serve", "--data-dir", path.join(work, "never-bool"), `--${b}`, v]), `unexpected argument "${v}" after --${b}`, `--${b}=true|false`);
+    }
+    assert.ok(!fs.existsSync(path.join(work, "never-bool")));
+  });
+
+  test("an empty value or another word is refused", () => {
+    assertRefused(runCli(["serve", "--access-log="]), "--access-log: access-log must be true or false", '(got "")');
+    assertRefused(runCli(["serve", "--cold-store=no"]), "--cold-store: cold-store must be true or false", '"no"');
+    assertRefused(runCli(["serve"], { env: { RUNNEL_TEST_HOOKS: "yes" } }), "RUNNEL_TEST_HOOKS", "must be true or false");
+  });
+
+  test("a served start with --access-log and --test-hooks (no value) logs access lines and has the hooks", async () => {
+    const port = await freePort();
+    const child = spawnServe(["--listen", `127.0.0.1:${port}`, "--data-dir", path.join(work, "bools"), "--access-log", "--test-hooks", "--cold-store=false"]);
+    try {
+      await waitReady(`http://127.0.0.1:${port}`);
+      const hook = await fetch(`http://127.0.0.1:${port}/__runnel/test/fail-syncs?n=0`, { method: "POST" });
+      assert.notEqual(hook.status, 404, "the test hooks are on");
+    } finally {
+      assert.deepEqual(await child.stop(), { code: 0, signal: null });
+    }
+    assert.match(child.stderr, / info access: GET \/__runnel\/readyz 200 /);
+  });
+});
+
+describe("quoted values in the file", () => {
+  test("double or single quotes around a value are removed; what is inside is kept as it is", () => {
+    const file = confFile(`data-dir = "/var/tmp/runnel dir 'x'"\nlog-level = 'debug'\nmax-headers = "50"\naccess-log = "true"\ncluster-id = ""\n`);
+    const cfg = printConfig(["--config", file]);
+    assert.equal(cfg["data-dir"], "/var/tmp/runnel dir 'x'");
+    assert.equal(cfg["log-level"], "debug");
+    assert.equal(cfg["max-headers"], "50");
+    assert.equal(cfg["access-log"], "true");
+    assert.equal(cfg["cluster-id"], "");
+  });
+
+  for (const value of [`"/var/lib/runnel`, `/var/lib/runnel"`, `'debug"`, `"`]) {
+    test(`a quote at only one end is refused: ${value}`, () => {
+      const file = confFile(`data-dir = ${value}\n`);
+      assertRefused(runCli(["serve", "--config", file]), file, "key data-dir", "a quote at only one end", value);
+    });
+  }
+});
+
 describe("precedence: flags > environment > file > defaults", () => {
   const cases = [
     { key: "long-poll-timeout-ms", env: "RUNNEL_LONG_POLL_TIMEOUT_MS", def: "30000", file: "1111", envv: "2222", flag: "3333" },
     { key: "log-level", env: "RUNNEL_LOG_LEVEL", def: "info", file: "warn", envv: "error", flag: "debug" },
     { key: "listen", env: "RUNNEL_LISTEN", def: "127.0.0.1:4437", file: "127.0.0.1:1001", envv: "127.0.0.1:1002", flag: "127.0.0.1:1003" },
-    { key: "webhook-allow-loopback", env: "RUNNEL_WEBHOOK_ALLOW_LOOPBACK", def: "0", file: "true", envv: "false", flag: null, flagArgs: ["--webhook-allow-loopback"], shownFile: "1", shownEnv: "0", shown: "1" },
+    { key: "webhook-allow-loopback", env: "RUNNEL_WEBHOOK_ALLOW_LOOPBACK", def: "false", file: "true", envv: "false", flag: null, flagArgs: ["--webhook-allow-loopback"], shown: "true" },
+    { key: "cold-store", env: "RUNNEL_COLD_STORE", def: "true", file: "false", envv: "true", flag: "false", flagArgs: ["--cold-store=false"] },
   ];
   for (const c of cases) {
     test(`${c.key}`, () => {
@@ -235,13 +304,14 @@ describe("refused configurations: exit code 2, the key and the reason named, not
     ["max-headers", "10001", "must be an integer from 8 to 10000"],
     ["max-connections", "-5", "must be an integer"],
     ["max-connections", "1.5", "must be an integer"],
-    ["access-log", "yes", "must be an integer from 0 to 1"],
+    ["access-log", "yes", "must be true or false"],
+    ["test-hooks", "2", "must be true or false"],
     ["log-format", "xml", "must be one of text|json"],
     ["log-level", "verbose", "must be one of debug|info|warn|error"],
     ["listen", "localhost", "must be HOST:PORT"],
     ["listen", "127.0.0.1:70000", "must be HOST:PORT"],
     ["public-url", "ftp://example.com", "must be an http:// or https:// URL"],
-    ["webhook-allow-loopback", "maybe", "true/false/1/0"],
+    ["webhook-allow-loopback", "maybe", "must be true or false"],
   ];
   for (const [key, value, reason] of bad) {
     test(`${key} = ${value}`, () => {

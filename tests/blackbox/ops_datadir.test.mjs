@@ -5,13 +5,17 @@
 // marker existed starts with its data intact and gains it; format 1 (the log
 // before batch headers and wal/HEAD) is taken over when a clean stop left
 // its log empty and refused, unchanged, when its log holds records;
-// cluster-id is kept across restarts and a damaged one refuses to start.
+// cluster-id is kept across restarts and a damaged one refuses to start. The directory is
+// created with every missing parent; one holding files runnel never writes
+// is refused (naming them) and left untouched; an empty one, one with only
+// lost+found, and one runnel wrote with every kind of file are accepted.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { Server, readAll, tempDir } from "./lib/server.mjs";
 import { runCli } from "./lib/ops.mjs";
+import { stagePart } from "./lib/snap.mjs";
 
 const FORMAT_LINE = "runnel data format 2\n";
 
@@ -150,5 +154,99 @@ describe("LOCK and cluster-id", () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, "cluster-id"), "not a valid id!\n");
     assertRefusesToStart(dir, "cluster-id is damaged");
+  });
+});
+
+describe("creating the data directory", () => {
+  test("--data-dir a/b/c creates every missing component (like mkdir -p) and serves", async () => {
+    const root = tempDir();
+    const dir = path.join(root, "a", "b", "c");
+    const srv = new Server({ dataDir: dir });
+    await srv.start();
+    assert.ok(fs.statSync(dir).isDirectory());
+    assert.equal(fs.readFileSync(path.join(dir, "FORMAT"), "utf8"), FORMAT_LINE);
+    await srv.stop();
+  });
+
+  test("a trailing slash is fine", async () => {
+    const dir = path.join(tempDir(), "x", "y");
+    const srv = new Server({ dataDir: `${dir}/` });
+    await srv.start();
+    assert.ok(fs.existsSync(path.join(dir, "FORMAT")));
+    await srv.stop();
+  });
+
+  test("a component that is a file: refuses to start naming it", () => {
+    const root = tempDir();
+    fs.writeFileSync(path.join(root, "a"), "not a directory");
+    assertRefusesToStart(path.join(root, "a", "b", "c"), "cannot create data directory", `${path.join(root, "a")} exists and is not a directory`);
+    assert.equal(fs.readFileSync(path.join(root, "a"), "utf8"), "not a directory");
+  });
+
+  test("a component the system refuses: refuses to start naming the component and the reason", () => {
+    const root = tempDir();
+    const long = path.join(root, "n".repeat(300)); // longer than a file name may be
+    assertRefusesToStart(path.join(long, "c"), "cannot create data directory", `mkdir ${long}: File name too long`);
+    assert.deepEqual(fs.readdirSync(root), []);
+  });
+});
+
+describe("a directory that is not runnel's", () => {
+  test("unrelated files: refuses to start naming the first five and how many more, changes nothing", () => {
+    const dir = tempDir();
+    const names = ["notes.txt", "photos", "a.out", "Makefile", "zeta", "beta.md", "report.pdf"];
+    for (const n of names) {
+      if (n === "photos") fs.mkdirSync(path.join(dir, n));
+      else fs.writeFileSync(path.join(dir, n), n);
+    }
+    const before = snapshotTree(dir);
+    const err = assertRefusesToStart(dir, "holds files runnel did not write", "Makefile, a.out, beta.md, notes.txt, photos and 2 more", "refusing to start");
+    assert.ok(!err.includes("zeta"), err);
+    assert.deepEqual(snapshotTree(dir), before);
+    assert.deepEqual(fs.readdirSync(dir).sort(), names.slice().sort(), "no LOCK or FORMAT was written");
+  });
+
+  test("one unrelated file next to runnel's own: refused, naming it alone", async () => {
+    const { srv } = await dirWithData();
+    fs.writeFileSync(path.join(srv.dataDir, "backup.tar"), "x");
+    const before = snapshotTree(srv.dataDir);
+    const err = assertRefusesToStart(srv.dataDir, "holds files runnel did not write: backup.tar;");
+    assert.ok(!/more/.test(err), err);
+    assert.deepEqual(snapshotTree(srv.dataDir), before);
+  });
+
+  test("an empty existing directory and one with only lost+found are accepted", async () => {
+    const empty = new Server();
+    await empty.start();
+    await empty.stop();
+    const mounted = tempDir();
+    fs.mkdirSync(path.join(mounted, "lost+found"));
+    const srv = new Server({ dataDir: mounted });
+    await srv.start();
+    await srv.stop();
+  });
+
+  test("a directory runnel wrote with every kind of file (streams, checkpoint, snapshots, parts, subscriptions) restarts", async () => {
+    const srv = new Server({ args: ["--checkpoint-bytes", String(1 << 20)] });
+    await srv.start();
+    const s = `${srv.url}/dirs/all`;
+    assert.equal((await fetch(s, { method: "PUT", headers: { "content-type": "text/plain" }, body: "x".repeat(1 << 20) })).status, 201);
+    const off = (await fetch(s, { method: "HEAD" })).headers.get("stream-next-offset");
+    const snap = await fetch(`${s}/snapshot/${off}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "state" });
+    assert.ok(snap.status === 201 || snap.status === 204, `snapshot: ${snap.status}`);
+    await stagePart(s, off, "a staged part");
+    assert.equal((await fetch(`${srv.url}/dirs/wake`, { method: "PUT", headers: { "content-type": "application/json" } })).status, 201);
+    const sub = await fetch(`${srv.url}/v1/stream/__ds/subscriptions/dirs`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "pull-wake", pattern: "dirs/*", wake_stream: "dirs/wake" }),
+    });
+    assert.ok(sub.status === 201 || sub.status === 200, `subscription: ${sub.status} ${await sub.text()}`);
+    await srv.stop();
+    const top = fs.readdirSync(srv.dataDir).sort();
+    for (const name of ["FORMAT", "LOCK", "checkpoint", "cluster-id", "cold", "snapshots", "streams", "subs", "wal"]) assert.ok(top.includes(name), `${name} in ${top}`);
+    await srv.start();
+    assert.equal((await fetch(`${s}?offset=-1`)).status, 200);
+    await srv.stop();
   });
 });

@@ -1,8 +1,8 @@
 // Operations: logs (issue 9). One line per event on stderr: text by default
 // ("<RFC 3339> <level> <event>: <message>"), JSON with --log-format json
-// (every line parses, with ts, level, event and msg); --access-log 1 adds a
+// (every line parses, with ts, level, event and msg); --access-log adds a
 // line per answered request naming method, path without the query, status,
-// bytes and microseconds (SSE responses included, also when the client
+// bytes and microseconds (in JSON as separate members; SSE responses included, also when the client
 // ends them); --log-level filters; request bodies, query strings and
 // credentials (Authorization, Cookie, API-key headers, tokens in query
 // strings and in webhook URLs) never appear; a path with quotes and
@@ -64,24 +64,31 @@ function jsonLines(text) {
     .map((line) => {
       let j;
       assert.doesNotThrow(() => (j = JSON.parse(line)), `a log line is not JSON: ${line}`);
-      assert.deepEqual(Object.keys(j).sort(), ["event", "level", "msg", "ts"], `fields of ${line}`);
+      const fields = j.event === "access" ? ACCESS_FIELDS : ["event", "level", "msg", "ts"];
+      assert.deepEqual(Object.keys(j).sort(), fields, `fields of ${line}`);
       assert.match(j.ts, RFC3339, `ts of ${line}`);
       assert.ok(LEVELS.includes(j.level), `level of ${line}`);
       assert.match(j.event, /^[a-z_]+$/, `event of ${line}`);
-      assert.equal(typeof j.msg, "string");
+      if (j.event !== "access") assert.equal(typeof j.msg, "string");
       return j;
     });
 }
 
-// The access lines as {method, path, status, bytes, micros}.
+// A JSON access line has one member per item instead of a message.
+const ACCESS_FIELDS = ["bytes", "duration_us", "event", "level", "method", "path", "status", "ts"];
+
+// The access lines as {method, path, status, bytes, micros}, each member
+// checked for its type.
 function accessLines(lines) {
   return lines
     .filter((l) => l.event === "access")
     .map((l) => {
       assert.equal(l.level, "info");
-      const m = /^([A-Z]+|-) (\S+) (\d{3}) (\d+) (\d+)$/.exec(l.msg);
-      assert.ok(m, `access message form: ${l.msg}`);
-      return { method: m[1], path: m[2], status: Number(m[3]), bytes: Number(m[4]), micros: Number(m[5]) };
+      assert.match(l.method, /^([A-Z]+|-)$/, `method: ${JSON.stringify(l)}`);
+      assert.equal(typeof l.path, "string");
+      for (const k of ["status", "bytes", "duration_us"]) assert.ok(Number.isSafeInteger(l[k]) && l[k] >= 0, `${k} is a number: ${JSON.stringify(l)}`);
+      assert.ok(l.status >= 100 && l.status <= 599);
+      return { method: l.method, path: l.path, status: l.status, bytes: l.bytes, micros: l.duration_us };
     });
 }
 
@@ -91,7 +98,7 @@ describe("JSON logs with the access log", () => {
   let child, lines, access, answered;
 
   before(async () => {
-    child = await start(["--log-format", "json", "--access-log", "1", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
+    child = await start(["--log-format", "json", "--access-log", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
     const u = (p) => `${child.url}/v1/stream/${p}`;
     answered = [];
     const note = (method, p, r) => answered.push({ method, path: p, status: r.status });
@@ -137,7 +144,7 @@ describe("JSON logs with the access log", () => {
     access = accessLines(lines);
   });
 
-  test("every line is a JSON object with ts (RFC 3339), level, event and msg", () => {
+  test("every line is a JSON object with ts (RFC 3339), level, event and msg (access lines: method, path, status, bytes, duration_us)", () => {
     assert.ok(lines.length >= 5);
   });
 
@@ -206,7 +213,7 @@ describe("text logs and levels", () => {
   });
 
   test("--log-level warn: no info lines, even with the access log; warn lines stay", async () => {
-    const child = await start(["--log-level", "warn", "--access-log", "1", "--log-format", "json", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
+    const child = await start(["--log-level", "warn", "--access-log", "--log-format", "json", "--webhook-allow-loopback", "--webhook-timeout-ms", "500"]);
     const closed = await freePort();
     const sub = await call(`${child.url}/v1/stream/__ds/subscriptions/lvl`, {
       method: "PUT",
@@ -225,7 +232,7 @@ describe("text logs and levels", () => {
   });
 
   test("--log-level error with the access log: a clean run logs nothing", async () => {
-    const child = await start(["--log-level", "error", "--access-log", "1"]);
+    const child = await start(["--log-level", "error", "--access-log"]);
     await call(`${child.url}/v1/stream/e/a`, { method: "PUT", headers: { "content-type": "text/plain" } });
     assert.deepEqual(await child.stop(), { code: 0, signal: null });
     assert.equal(child.stderr, "");
@@ -235,6 +242,35 @@ describe("text logs and levels", () => {
     const child = await start(["--log-level", "debug"]);
     assert.deepEqual(await child.stop(), { code: 0, signal: null });
     assert.match(child.stderr, / info ready: /);
+  });
+
+  test("--log-level debug logs each routing decision, the recovery steps and every log batch (records, bytes, sync time)", async () => {
+    const dir = tempDir("runnel-logs-");
+    const first = await start(["--log-level", "debug", "--log-format", "json"], { dataDir: dir });
+    const u = `${first.url}/v1/stream/dbg/a`;
+    assert.equal((await call(u, { method: "PUT", headers: { "content-type": "text/plain" } })).status, 201);
+    assert.equal((await call(u, { method: "POST", headers: { "content-type": "text/plain" }, body: "0123456789" })).status, 204);
+    assert.equal((await call(`${first.url}/dbgb/b?offset=-1&token=QUERYSECRET`)).status, 404);
+    await first.stop("SIGKILL"); // the next start replays the log
+    const a = jsonLines(first.stderr).filter((l) => l.level === "debug");
+    const routes = a.filter((l) => l.event === "route").map((l) => l.msg);
+    assert.ok(routes.includes("PUT /v1/stream/dbg/a -> v1 stream"), routes.join("\n"));
+    assert.ok(routes.includes("POST /v1/stream/dbg/a -> v1 stream"), routes.join("\n"));
+    assert.ok(routes.includes("GET /dbgb/b -> bucket stream"), routes.join("\n"));
+    assert.ok(routes.includes("GET /__runnel/readyz -> operations (/__runnel/)"), routes.join("\n"));
+    assert.ok(!first.stderr.includes("QUERYSECRET"), "no query string in a debug line");
+    const batches = a.filter((l) => l.event === "wal_batch").map((l) => l.msg);
+    assert.ok(batches.length >= 2, `a line per log batch: ${batches}`);
+    for (const b of batches) assert.match(b, /^\d+ records, \d+ bytes, segment \d+, write and sync \d+ us$/);
+    assert.ok(batches.some((b) => /^1 records, \d+ bytes/.test(b) && Number(/, (\d+) bytes/.exec(b)[1]) > 10), `the append's batch: ${batches}`);
+    assert.ok(a.some((l) => l.event === "recovery" && /^no checkpoint; replaying the whole log$/.test(l.msg)));
+
+    const second = await start(["--log-level", "debug", "--log-format", "json"], { dataDir: dir });
+    assert.deepEqual(await second.stop(), { code: 0, signal: null });
+    const rec = jsonLines(second.stderr).filter((l) => l.level === "debug" && l.event === "recovery").map((l) => l.msg);
+    assert.ok(rec.some((m) => /^log segment 1 replayed: records end at byte \d+ of \d+$/.test(m)), rec.join("\n"));
+    assert.ok(rec.some((m) => /^log replayed: 2 records, up to segment 1 byte \d+; 0 torn bytes cut$/.test(m)), rec.join("\n"));
+    assert.ok(rec.some((m) => /^1 streams; new log segment 2 opened$/.test(m)), rec.join("\n"));
   });
 });
 

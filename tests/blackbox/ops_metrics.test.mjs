@@ -16,7 +16,7 @@ import { Server } from "./lib/server.mjs";
 import { assertError, openSse, req } from "./lib/bucket.mjs";
 import { parseExposition, rawGet, reqKey, requestDeltas, scrape, sleep } from "./lib/ops.mjs";
 
-const server = new Server({ args: ["--test-hooks", "1", "--webhook-allow-loopback", "--webhook-timeout-ms", "1000"] });
+const server = new Server({ args: ["--test-hooks", "--webhook-allow-loopback", "--webhook-timeout-ms", "1000"] });
 before(() => server.start());
 after(() => server.stop());
 

@@ -1,7 +1,7 @@
 // History rewrites and producer epochs (extensions.txt §2.4: "a rewrite
 // closes every producer epoch claimed before it"; §5.3 epoch-closed;by=
 // history). Rewrites come from the test hook POST /__runnel/test/rewrite/
-// {key}?keep=<offset> (runnel serve --test-hooks 1). The server knows only
+// {key}?keep=<offset> (runnel serve --test-hooks). The server knows only
 // each producer's newest write range, so Producer-Closed-Seq is last_seq when
 // that write survived, last_seq - 1 when the cut falls inside it, and the
 // epoch answers stale-epoch when the cut is below it.
@@ -11,7 +11,7 @@ import { Server } from "./lib/server.mjs";
 import { head, req } from "./lib/bucket.mjs";
 import { answer, assert403, assertEvicted, assertReceipt, createStream, off, pwrite } from "./lib/producer.mjs";
 
-const server = new Server({ args: ["--test-hooks", "1"] });
+const server = new Server({ args: ["--test-hooks"] });
 before(() => server.start());
 after(() => server.stop());
 

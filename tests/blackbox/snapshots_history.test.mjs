@@ -8,7 +8,7 @@
 // §4.1 / §4.3 (old-token immutable URLs: 412 with the current token, 416
 // before 412 once the stream ends before the offset) and §11 error bodies.
 // The hook: POST /__runnel/test/rewrite/{bucket}/{stream}?keep=<offset>
-// (--test-hooks 1) rewinds the stream to `keep` under a new token and
+// (--test-hooks) rewinds the stream to `keep` under a new token and
 // answers 204 with the new Stream-Incarnation.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -18,7 +18,7 @@ import {
   CHUNK, MiB, append, assertAbsent, createStream, enc, h, offsetAfter, publishOk, pseudoRandom, readRange, tok, stopAndRemove,
 } from "./lib/snap.mjs";
 
-const server = new Server({ args: ["--test-hooks", "1"] });
+const server = new Server({ args: ["--test-hooks"] });
 before(() => server.start());
 after(() => stopAndRemove(server));
 

@@ -31,7 +31,7 @@ const OCTET = "application/octet-stream";
 
 const server = new Server();
 const sweeper = new Server({ args: ["--parts-grace-ms", "1000"] });
-const noCold = new Server({ args: ["--cold-store", "0"] });
+const noCold = new Server({ args: ["--cold-store=false"] });
 before(async () => {
   await Promise.all([server.start(), sweeper.start(), noCold.start()]);
 });
@@ -554,7 +554,7 @@ describe("§2.2 abandoned parts (--parts-grace-ms 1000)", () => {
   });
 });
 
-describe("§2.2 / §10 / §11 without a cold store (--cold-store 0)", () => {
+describe("§2.2 / §10 / §11 without a cold store (--cold-store=false)", () => {
   test("HEAD sends Ursula-Max-Request-Bytes and no Ursula-Max-Snapshot-Bytes", async () => {
     const { url } = await binary(noCold);
     const hd = await head(url);

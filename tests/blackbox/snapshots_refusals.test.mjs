@@ -6,7 +6,7 @@
 // it failed to delete the parts), §11 (the removed latest-snapshot path
 // answers 405 UNSUPPORTED) and §11.1 (WAL_DISK_PRESSURE and
 // JSON_BOUNDARY_UNVERIFIED prove a refusal; OUTCOME_UNKNOWN is retried).
-// Failures are injected with the test hooks (--test-hooks 1):
+// Failures are injected with the test hooks (--test-hooks):
 // /__runnel/test/fail-syncs and /__runnel/test/fail?point=...
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -18,7 +18,7 @@ import {
 
 const OCTET = "application/octet-stream";
 const JSON_TYPE = "application/json";
-const server = new Server({ args: ["--test-hooks", "1"] });
+const server = new Server({ args: ["--test-hooks"] });
 before(() => server.start());
 after(() => stopAndRemove(server));
 

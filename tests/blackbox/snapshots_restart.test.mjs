@@ -40,7 +40,7 @@ async function bootstrapParts(url) {
 
 for (const signal of ["SIGTERM", "SIGKILL"]) {
   describe(`snapshots survive a ${signal} restart`, () => {
-    const server = new Server({ args: ["--test-hooks", "1"] });
+    const server = new Server({ args: ["--test-hooks"] });
     before(() => server.start());
     after(() => stopAndRemove(server));
     const B = `rst${signal.toLowerCase()}`;

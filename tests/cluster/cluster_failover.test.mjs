@@ -15,7 +15,7 @@ const GROUPS = 4;
 let c;
 
 before(async () => {
-  c = await Cluster.start({ groups: GROUPS, args: process.env.CLUSTER_DEBUG ? ["--access-log", "1", "--log-level", "debug"] : [] });
+  c = await Cluster.start({ groups: GROUPS, args: process.env.CLUSTER_DEBUG ? ["--access-log", "--log-level", "debug"] : [] });
 });
 
 after(() => {

@@ -72,7 +72,7 @@ const describe = (r) => `${r.status} ${r.text.slice(0, 160)}`;
 
 async function failedSyncs(root) {
   fs.mkdirSync(root, { recursive: true });
-  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "1", "--long-poll-timeout-ms", "5000"], logPath: path.join(root, "server.log") });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "--long-poll-timeout-ms", "5000"], logPath: path.join(root, "server.log") });
   await srv.start();
   const u = (n) => `${srv.url}/v1/stream/faults/${n}`;
   const model = new Map(); // stream -> Buffer of acknowledged content
@@ -212,7 +212,7 @@ async function failedSyncs(root) {
 
 async function readiness(root) {
   fs.mkdirSync(root, { recursive: true });
-  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks", "1"], logPath: path.join(root, "server.log") });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(root, "data"), args: ["--test-hooks"], logPath: path.join(root, "server.log") });
   await srv.start();
   const ready = () => http(`${srv.url}/__runnel/readyz`);
   const failReads = (on) => http(`${srv.url}/__runnel/test/fail?point=data-read&n=${on ? 1000000 : 0}`, { method: "POST" });

@@ -59,12 +59,12 @@ const opts = parseArgs(process.argv.slice(2), {
 
 const checks = new Checks();
 const BUCKET = "kpts";
-const SERVER_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576", "--test-hooks", "1",
+const SERVER_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576", "--test-hooks",
   "--long-poll-timeout-ms", "1000"];
 const ACTORS = 3;
 // The recovery template: everything stays in the log (no checkpoint), so a
 // restart replays it all through the apply path's kill points.
-const RECOVERY_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", String(1 << 30), "--test-hooks", "1"];
+const RECOVERY_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", String(1 << 30), "--test-hooks"];
 const RECOVERY_MIX = [["delete", 0, 1000], ["retention", 1, 30], ["publish", 2, 12], ["append", 0, 60]];
 
 // ---------------------------------------------------------------- the matrix

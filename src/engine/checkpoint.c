@@ -1,0 +1,442 @@
+/*
+ * checkpoint.c — the checkpoint: an image of every applied stream's
+ * metadata and the namespaces, as of a log rotation, so that recovery
+ * replays only the log segments after it.
+ *
+ * After checkpoint_bytes of log, the log's batch hook (run between batches,
+ * when nothing is in flight) serializes the state and rotates the log; a
+ * worker then syncs the file system (making every stream file durable up
+ * to the rotation), writes <dir>/checkpoint atomically (checkpoint.tmp,
+ * fdatasync, rename, directory fsync), and the segments before the
+ * rotation are dropped.
+ *
+ * Image: magic "RNCKPT02", u64 first segment to replay, u64 next id, u64
+ * stream count, the streams (encode_stream), u64 namespace count, the
+ * namespaces (lstr each), u32 CRC-32C of everything before it.
+ */
+#include "engine/engine_int.h"
+#include "util/clock.h"
+#include "util/crc32c.h"
+#include "util/fault.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'};
+
+typedef struct checkpoint_job {
+    uv_work_t req;
+    rn_engine *engine;
+    rn_buf image;     /* serialized checkpoint */
+    uint64_t segment; /* first log segment not covered */
+    int status;
+} checkpoint_job;
+
+/* ---- the image ---- */
+
+static void encode_identity(const rn_write_identity *id, rn_buf *b) {
+    rn_buf_append_u8(b, id->has_digest);
+    if (id->has_digest)
+        rn_buf_append(b, id->digest, 32);
+}
+
+static void decode_identity(rn_reader *r, rn_write_identity *id) {
+    id->has_digest = rn_read_u8(r);
+    const uint8_t *d = id->has_digest ? rn_read_bytes(r, 32) : NULL;
+    if (d)
+        memcpy(id->digest, d, 32);
+}
+
+/* A producer's state: lstr id, u64 epoch, last_seq, last_ms, the newest
+ * write (identity, u64 start, u64 end, u8 closed), the claim's identity,
+ * u8 above_floor, u8 closes_epoch, u64 closed_epoch, closed_seq, u8
+ * history, u64 history_seq. An identity is u8 has_digest [32 bytes]. */
+static void encode_producer(const rn_producer *p, rn_buf *b) {
+    rn_buf_append_lstr(b, p->id, p->id_len);
+    rn_buf_append_u64(b, p->epoch);
+    rn_buf_append_u64(b, p->last_seq);
+    rn_buf_append_u64(b, (uint64_t)p->last_ms);
+    encode_identity(&p->newest, b);
+    rn_buf_append_u64(b, p->newest_start);
+    rn_buf_append_u64(b, p->newest_end);
+    rn_buf_append_u8(b, p->newest_closed);
+    encode_identity(&p->claim, b);
+    rn_buf_append_u8(b, p->above_floor);
+    rn_buf_append_u8(b, p->closes_epoch);
+    rn_buf_append_u64(b, p->closed_epoch);
+    rn_buf_append_u64(b, p->closed_seq);
+    rn_buf_append_u8(b, p->history);
+    rn_buf_append_u64(b, p->history_seq);
+}
+
+/* Decodes one producer into s; returns 0, or -1 for a malformed record. */
+static int decode_producer(rn_reader *r, rn_stream *s) {
+    size_t n;
+    const char *id = (const char *)rn_read_lstr(r, &n);
+    if (!id || rn_map_get(&s->producers, id, n))
+        return -1;
+    rn_producer *p = rn_stream_add_producer(s, id, n);
+    p->epoch = rn_read_u64(r);
+    p->last_seq = rn_read_u64(r);
+    p->last_ms = (int64_t)rn_read_u64(r);
+    decode_identity(r, &p->newest);
+    p->newest_start = rn_read_u64(r);
+    p->newest_end = rn_read_u64(r);
+    p->newest_closed = rn_read_u8(r);
+    decode_identity(r, &p->claim);
+    p->above_floor = rn_read_u8(r);
+    p->closes_epoch = rn_read_u8(r);
+    p->closed_epoch = rn_read_u64(r);
+    p->closed_seq = rn_read_u64(r);
+    p->history = rn_read_u8(r);
+    p->history_seq = rn_read_u64(r);
+    return r->failed || p->history > RN_EPOCH_LOST ? -1 : 0;
+}
+
+static void encode_stream(const rn_stream *s, rn_buf *b) {
+    rn_buf_append_lstr(b, s->path, s->path_len);
+    rn_buf_append_u64(b, s->id);
+    rn_buf_append_u64(b, s->incarnation);
+    rn_buf_append_lstr(b, s->content_type, s->content_type_len);
+    rn_buf_append_u64(b, (uint64_t)s->ttl_s);
+    rn_buf_append_u64(b, (uint64_t)s->expires_at_ms);
+    rn_buf_append_u64(b, (uint64_t)s->created_ms);
+    rn_buf_append_u64(b, s->tail);
+    rn_buf_append_u64(b, s->appends);
+    rn_buf_append_u64(b, s->source ? s->source->id : 0);
+    rn_buf_append_u64(b, s->fork_offset);
+    rn_buf_append_u8(b, (uint8_t)s->soft_deleted);
+    rn_buf_append_u64(b, s->retained);
+    rn_buf_append_u8(b, (uint8_t)s->snapshot.present);
+    if (s->snapshot.present) {
+        rn_buf_append_u64(b, s->snapshot.offset);
+        rn_buf_append(b, s->snapshot.digest, 32);
+        rn_buf_append_u64(b, s->snapshot.size);
+        rn_buf_append_lstr(b, s->snapshot.content_type, s->snapshot.content_type_len);
+        rn_buf_append_lstr(b, s->snapshot.key, strlen(s->snapshot.key));
+        rn_buf_append_u8(b, (uint8_t)s->snapshot.cold);
+    }
+    rn_buf_append_u8(b, (uint8_t)s->has_previous);
+    rn_buf_append_u64(b, s->previous_incarnation);
+    rn_buf_append_u64(b, s->inherited_offset);
+    rn_buf_append_u8(b, (uint8_t)s->written_since_rewrite);
+    rn_buf_append_u8(b, (uint8_t)s->closed);
+    rn_buf_append_u8(b, s->last_seq != NULL);
+    if (s->last_seq)
+        rn_buf_append_lstr(b, s->last_seq, s->last_seq_len);
+    rn_buf_append_u8(b, (uint8_t)s->has_floor);
+    rn_buf_append_u64(b, s->epoch_floor);
+    rn_buf_append_u32(b, (uint32_t)s->producers.count);
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&s->producers, &i, &v))
+        encode_producer(v, b);
+}
+
+/* Decodes one stream into st, or returns NULL for a malformed record; its
+ * fork source id goes to *source_id for linking once every stream is
+ * loaded. now starts its TTL window. */
+rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id) {
+    size_t path_len, ct_len;
+    const char *path = (const char *)rn_read_lstr(r, &path_len);
+    uint64_t id = rn_read_u64(r);
+    uint64_t incarnation = rn_read_u64(r);
+    const char *ct = (const char *)rn_read_lstr(r, &ct_len);
+    if (r->failed || rn_state_stream(st, id) || rn_state_at(st, path, path_len)) {
+        r->failed = 1; /* malformed, or listed twice: damaged */
+        return NULL;
+    }
+    rn_stream *s = rn_state_add(st, id, path, path_len, ct, ct_len);
+    s->incarnation = incarnation;
+    s->ttl_s = (int64_t)rn_read_u64(r);
+    s->expires_at_ms = (int64_t)rn_read_u64(r);
+    s->created_ms = (int64_t)rn_read_u64(r);
+    s->last_access_ms = now;
+    s->tail = rn_read_u64(r);
+    s->appends = rn_read_u64(r);
+    *source_id = rn_read_u64(r);
+    s->fork_offset = rn_read_u64(r);
+    s->soft_deleted = rn_read_u8(r);
+    s->retained = rn_read_u64(r);
+    if (rn_read_u8(r)) {
+        s->snapshot.present = 1;
+        s->snapshot.offset = rn_read_u64(r);
+        const uint8_t *d = rn_read_bytes(r, 32);
+        if (d)
+            memcpy(s->snapshot.digest, d, 32);
+        s->snapshot.size = rn_read_u64(r);
+        size_t n;
+        const char *t = (const char *)rn_read_lstr(r, &n);
+        s->snapshot.content_type = rn_xstrndup(t ? t : "", n);
+        s->snapshot.content_type_len = n;
+        t = (const char *)rn_read_lstr(r, &n);
+        s->snapshot.key = rn_xstrndup(t ? t : "", n);
+        s->snapshot.cold = rn_read_u8(r);
+    }
+    s->has_previous = rn_read_u8(r);
+    s->previous_incarnation = rn_read_u64(r);
+    s->inherited_offset = rn_read_u64(r);
+    s->written_since_rewrite = rn_read_u8(r);
+    s->closed = rn_read_u8(r);
+    if (rn_read_u8(r)) {
+        size_t n;
+        const char *q = (const char *)rn_read_lstr(r, &n);
+        s->last_seq = rn_xstrndup(q ? q : "", n);
+        s->last_seq_len = n;
+    }
+    s->has_floor = rn_read_u8(r);
+    s->epoch_floor = rn_read_u64(r);
+    uint32_t np = rn_read_u32(r);
+    for (uint32_t k = 0; k < np && !r->failed; k++)
+        if (decode_producer(r, s))
+            r->failed = 1;
+    return r->failed ? NULL : s;
+}
+
+/* Points every loaded fork at its source and counts references. Returns 0,
+ * or -1 when a source is missing or the chain loops. */
+int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
+    for (uint64_t k = 0; k < n; k++) {
+        if (!sources[k])
+            continue;
+        rn_stream *src = rn_state_stream(st, sources[k]);
+        if (!src)
+            return -1;
+        loaded[k]->source = src;
+        src->refcount++;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        uint32_t depth = 0;
+        for (rn_stream *p = loaded[k]->source; p && depth <= RN_MAX_FORK_DEPTH; p = p->source)
+            depth++;
+        if (depth > RN_MAX_FORK_DEPTH)
+            return -1; /* a cycle: the checkpoint is damaged */
+        loaded[k]->fork_depth = depth;
+    }
+    return 0;
+}
+
+void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
+    size_t count_at = b->len;
+    rn_buf_append_u64(b, 0);
+    uint64_t count = 0;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&st->by_id, &i, &v)) {
+        rn_stream *s = v;
+        if (s->pending_create || (pick && !pick(s, arg)))
+            continue;
+        encode_stream(s, b);
+        count++;
+    }
+    for (int k = 0; k < 8; k++)
+        b->data[count_at + k] = (uint8_t)(count >> (8 * k));
+}
+
+void engine_encode_namespaces(const rn_state *st, rn_buf *b) {
+    rn_buf_append_u64(b, st->namespaces.count);
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&st->namespaces, &i, &v))
+        rn_buf_append_lstr(b, v, strlen(v));
+}
+
+void engine_decode_namespaces(rn_state *st, rn_reader *r) {
+    uint64_t n = rn_read_u64(r);
+    for (uint64_t j = 0; j < n && !r->failed; j++) {
+        size_t len;
+        const char *id = (const char *)rn_read_lstr(r, &len);
+        if (id && len)
+            rn_state_add_namespace(st, id, len);
+    }
+}
+
+/* Serializes st's applied streams and namespaces, as of log segment
+ * `segment`, into b (empty). */
+static void encode_image(const rn_state *st, uint64_t segment, rn_buf *b) {
+    rn_buf_append(b, CHECKPOINT_MAGIC, 8);
+    rn_buf_append_u64(b, segment);
+    rn_buf_append_u64(b, st->next_id);
+    engine_encode_streams(st, NULL, NULL, b);
+    engine_encode_namespaces(st, b);
+    rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
+}
+
+/* Loads an image into st (empty). Returns 0 with *segment and *streams, or
+ * -EBADMSG when the image is damaged (st then holds what was read). */
+static int decode_image(rn_state *st, const uint8_t *data, size_t size, int64_t now,
+                        uint64_t *segment, uint64_t *streams) {
+    if (size < 36 || memcmp(data, CHECKPOINT_MAGIC, 8) != 0)
+        return -EBADMSG;
+    rn_reader tail;
+    rn_reader_init(&tail, data + size - 4, 4);
+    if (rn_read_u32(&tail) != rn_crc32c(0, data, size - 4))
+        return -EBADMSG;
+    rn_reader r;
+    rn_reader_init(&r, data + 8, size - 12);
+    uint64_t first = rn_read_u64(&r);
+    st->next_id = rn_read_u64(&r);
+    uint64_t count = rn_read_u64(&r);
+    uint64_t k = 0;
+    uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
+    rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
+    for (; k < count; k++) {
+        loaded[k] = engine_decode_stream(st, &r, now, &sources[k]);
+        if (!loaded[k])
+            break;
+    }
+    engine_decode_namespaces(st, &r);
+    int rc = -EBADMSG;
+    if (k == count && !r.failed && engine_link_forks(st, loaded, sources, count) == 0) {
+        *segment = first;
+        *streams = count;
+        rc = 0;
+    }
+    free(sources);
+    free(loaded);
+    return rc;
+}
+
+/* ---- the file ---- */
+
+static ssize_t read_all(int fd, uint8_t *out, size_t len) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, out + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : (ssize_t)got;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static void checkpoint_path(const rn_engine *e, char *out, size_t cap, const char *suffix) {
+    snprintf(out, cap, "%s/checkpoint%s", e->dir, suffix);
+}
+
+int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams) {
+    assert(e->state.by_path.count == 0);
+    *segment = 0;
+    *streams = 0;
+    char path[PATH_MAX];
+    checkpoint_path(e, path, sizeof path, ".tmp");
+    unlink(path);
+    checkpoint_path(e, path, sizeof path, "");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *data = rn_xmalloc(size ? size : 1);
+    ssize_t got = read_all(fd, data, size);
+    close(fd);
+    int rc = got < 0 ? (int)got : (size_t)got != size ? -EBADMSG : 0;
+    if (rc == 0)
+        rc = decode_image(&e->state, data, size, rn_now_ms(), segment, streams);
+    free(data);
+    return rc;
+}
+
+/* Syncs the file system, then writes the image atomically (worker thread,
+ * or the loop thread at close). */
+static void checkpoint_work(uv_work_t *req) {
+    checkpoint_job *job = req->data;
+    rn_engine *e = job->engine;
+    job->status = rn_streamfiles_sync(e->files);
+    if (job->status)
+        return;
+    rn_fault_point("checkpoint-after-syncfs");
+    char tmp[PATH_MAX], final[PATH_MAX];
+    checkpoint_path(e, tmp, sizeof tmp, ".tmp");
+    checkpoint_path(e, final, sizeof final, "");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        job->status = -errno;
+        return;
+    }
+    size_t off = 0;
+    while (off < job->image.len) {
+        ssize_t w = write(fd, job->image.data + off, job->image.len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            job->status = -errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (!job->status && fdatasync(fd) < 0)
+        job->status = -errno;
+    close(fd);
+    rn_fault_point("checkpoint-before-rename");
+    if (!job->status && rename(tmp, final) < 0)
+        job->status = -errno;
+    if (job->status) {
+        unlink(tmp); /* a partial image must not hold the space a full disk needs */
+        return;
+    }
+    int dfd = open(e->dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        if (fsync(dfd) < 0)
+            job->status = -errno;
+        close(dfd);
+    }
+}
+
+static void checkpoint_done(uv_work_t *req, int status) {
+    checkpoint_job *job = req->data;
+    rn_engine *e = job->engine;
+    if (status == 0 && job->status == 0) {
+        rn_fault_point("checkpoint-before-drop");
+        rn_wal_drop_before(e->wal, job->segment);
+    } else
+        rn_log(RN_LOG_ERROR, "checkpoint", "checkpoint failed: %s",
+               strerror(-(status ? status : job->status)));
+    rn_buf_free(&job->image);
+    free(job);
+    e->checkpoint = NULL;
+}
+
+/* Rotates the log and serializes all applied streams as of the rotation.
+ * Must run when no log batch is in flight (rn_wal_rotate). */
+static checkpoint_job *start_job(rn_engine *e) {
+    checkpoint_job *job = rn_xcalloc(1, sizeof *job);
+    job->engine = e;
+    job->req.data = job;
+    job->segment = rn_wal_rotate(e->wal);
+    encode_image(&e->state, job->segment, &job->image);
+    e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
+    return job;
+}
+
+void engine_checkpoint_maybe(void *arg) {
+    rn_engine *e = arg;
+    if (e->checkpoint ||
+        rn_wal_bytes_written(e->wal) - e->log_bytes_at_checkpoint < e->cfg.checkpoint_bytes)
+        return;
+    e->checkpoint = start_job(e);
+    uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
+}
+
+void engine_checkpoint_final(rn_engine *e) {
+    assert(!e->checkpoint && !rn_wal_busy(e->wal));
+    checkpoint_job *job = start_job(e);
+    checkpoint_work(&job->req);
+    if (job->status == 0)
+        rn_wal_drop_before(e->wal, job->segment);
+    rn_buf_free(&job->image);
+    free(job);
+}

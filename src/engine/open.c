@@ -1,0 +1,226 @@
+/*
+ * open.c — opening an engine and closing it.
+ *
+ * Recovery: the checkpoint (checkpoint.c) restores every stream as of a
+ * log rotation, then rn_wal_recover() replays the later records through
+ * the state machine with effects that write their data (effects.c);
+ * streams the replay touched get their files cut to the recovered tail,
+ * and snapshot bodies no stream references are deleted. Then the log
+ * opens for new records, with the WAL as the pipeline's command log and
+ * the checkpoint as its batch hook. Close writes a final checkpoint when
+ * the log is idle, so the next start replays nothing.
+ */
+#include "engine/damage_report.h"
+#include "engine/engine_int.h"
+#include "log/wal_cmdlog.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PRODUCER_TTL_DEFAULT_MS (7 * 24 * 3600 * 1000ull) /* ext §5.4 */
+#define PRODUCER_CAP_DEFAULT 4096
+
+typedef struct {
+    rn_blobs *store;
+    rn_map referenced; /* key -> stream */
+} orphan_sweep;
+
+static int sweep_key(const char *key, void *arg) {
+    orphan_sweep *o = arg;
+    if (!rn_map_get(&o->referenced, key, strlen(key)))
+        rn_blobs_delete(o->store, key);
+    return 0;
+}
+
+/* Deletes snapshot bodies no stream references: written before a crash kept
+ * their publish out of the log, or superseded during replay. */
+static void sweep_orphan_snapshots(rn_engine *e) {
+    for (int cold = 0; cold <= 1; cold++) {
+        orphan_sweep o = {.store = cold ? e->cold : e->snapshots};
+        if (!o.store)
+            continue;
+        size_t i = 0;
+        void *v;
+        while (rn_map_next(&e->state.by_path, &i, &v)) {
+            rn_stream *s = v;
+            if (s->snapshot.present && s->snapshot.cold == cold)
+                rn_map_put(&o.referenced, s->snapshot.key, strlen(s->snapshot.key), s);
+        }
+        rn_blobs_list(o.store, RN_SNAPSHOT_PREFIX, sweep_key, &o);
+        rn_map_free(&o.referenced);
+    }
+}
+
+static int replay_record(void *arg, const uint8_t *rec, size_t len) {
+    rn_engine *e = arg;
+    rn_cmd c;
+    if (rn_cmd_decode(rec, len, &c) != 0)
+        return RN_WAL_CORRUPT;
+    rn_applied applied;
+    int rc = engine_apply(e, &c, 0, &applied);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* Names a stream the checkpoint restored (for the damage report). */
+static const char *checkpointed_path(void *arg, uint64_t id, size_t *len) {
+    rn_engine *e = arg;
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s)
+        return NULL;
+    *len = s->path_len;
+    return s->path;
+}
+
+/* The message of a log recovery that failed with rc. The engine is not
+ * used afterwards (a refusal replays nothing). */
+static void refuse_recovery(rn_engine *e, uint64_t from, const rn_wal_recovery *rec, int rc,
+                            char *err, size_t errcap) {
+    int n = snprintf(err, errcap, "log recovery in %s refused to start: ", e->dir);
+    size_t used = n > 0 && (size_t)n < errcap ? (size_t)n : 0;
+    if (rc == RN_WAL_CORRUPT && rec->damage.kind != RN_WAL_INTACT)
+        rn_damage_report(e->dir, from, &rec->damage, checkpointed_path, e, err + used,
+                         errcap - used);
+    else
+        snprintf(err + used, errcap - used, "%s",
+                 rc == RN_WAL_CORRUPT ? "a log record that reads back does not decode"
+                                      : strerror(-rc));
+}
+
+/* Opens the stream files and the snapshot stores. Returns 0, or -1 with a
+ * message in err. */
+static int open_storage(rn_engine *e, char *err, size_t errcap) {
+    const rn_engine_config *cfg = &e->cfg;
+    e->files = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
+    char blob_dir[PATH_MAX];
+    snprintf(blob_dir, sizeof blob_dir, "%s/snapshots", cfg->data_dir);
+    e->snapshots = rn_blobs_open(blob_dir);
+    if (cfg->cold_store) {
+        snprintf(blob_dir, sizeof blob_dir, "%s/cold", cfg->data_dir);
+        e->cold = rn_blobs_open(blob_dir);
+    }
+    if (!e->snapshots || (cfg->cold_store && !e->cold)) {
+        snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads the checkpoint and replays the log after it into e's state.
+ * Returns 0 with *rec, or -1 with a message in err. */
+static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec, char *err,
+                   size_t errcap) {
+    uint64_t from;
+    int rc = engine_checkpoint_load(e, &from, &stats->checkpoint_streams);
+    if (rc == -EBADMSG) {
+        snprintf(err, errcap, "checkpoint file in %s is damaged; refusing to start", e->dir);
+        return -1;
+    }
+    if (rc < 0) {
+        snprintf(err, errcap, "checkpoint file in %s cannot be read: %s; refusing to start", e->dir,
+                 strerror(-rc));
+        return -1;
+    }
+    if (from)
+        rn_log(RN_LOG_DEBUG, "recovery",
+               "checkpoint loaded: %llu streams; log replay from segment %llu",
+               (unsigned long long)stats->checkpoint_streams, (unsigned long long)from);
+    else
+        rn_log(RN_LOG_DEBUG, "recovery", "no checkpoint; replaying the whole log");
+    rc = rn_wal_recover(e->dir, from, replay_record, e, rec);
+    if (rc != 0) {
+        refuse_recovery(e, from, rec, rc, err, errcap);
+        return -1;
+    }
+    if (rec->torn_bytes)
+        rn_log(RN_LOG_WARN, "recovery",
+               "cut %llu bytes of an unfinished batch at byte %llu of log segment %llu: a "
+               "crash interrupted its write, so none of its writes had been acknowledged",
+               (unsigned long long)rec->torn_bytes, (unsigned long long)rec->torn_offset,
+               (unsigned long long)rec->last_segment);
+    int64_t now = rn_now_ms();
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->state.by_path, &i, &v)) {
+        rn_stream *s = v;
+        /* Cut bytes of unrecovered records. A stream with no appends of
+         * its own has none: its files are only written for appends. */
+        if (s->touched && s->appends)
+            rn_streamfiles_truncate(e->files, s->id, s->tail, s->appends);
+        s->touched = 0;
+        s->last_access_ms = now;
+    }
+    rn_log(RN_LOG_DEBUG, "recovery",
+           "log replayed: %llu records, up to segment %llu byte %llu; %llu torn bytes cut",
+           (unsigned long long)rec->records, (unsigned long long)rec->last_segment,
+           (unsigned long long)rec->last_valid_end, (unsigned long long)rec->torn_bytes);
+    sweep_orphan_snapshots(e);
+    stats->streams = e->state.by_path.count;
+    stats->records_replayed = rec->records;
+    stats->torn_bytes = rec->torn_bytes;
+    return 0;
+}
+
+rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg, char *err, size_t errcap) {
+    rn_engine *e = rn_xcalloc(1, sizeof *e);
+    e->loop = loop;
+    e->cfg = *cfg;
+    e->dir = rn_xstrdup(cfg->data_dir);
+    e->cfg.data_dir = e->dir;
+    if (!e->cfg.producer_ttl_ms)
+        e->cfg.producer_ttl_ms = PRODUCER_TTL_DEFAULT_MS;
+    if (!e->cfg.producer_cap)
+        e->cfg.producer_cap = PRODUCER_CAP_DEFAULT;
+    rn_state_init(&e->state);
+    if (open_storage(e, err, errcap) < 0) {
+        rn_engine_close(e);
+        return NULL;
+    }
+    return e;
+}
+
+rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
+                          char *err, size_t errcap) {
+    memset(stats, 0, sizeof *stats);
+    rn_engine *e = engine_new(loop, cfg, err, errcap);
+    if (!e)
+        return NULL;
+    rn_wal_recovery rec;
+    if (recover(e, stats, &rec, err, errcap) < 0) {
+        rn_engine_close(e);
+        return NULL;
+    }
+    rn_wal_options wo = {.segment_bytes = cfg->wal_segment_bytes, .preallocate = 1};
+    int rc;
+    e->wal = rn_wal_open(loop, e->dir, &rec, &wo, &rc);
+    if (!e->wal) {
+        snprintf(err, errcap, "cannot open the log in %s: %s", e->dir, strerror(-rc));
+        rn_engine_close(e);
+        return NULL;
+    }
+    rn_cmdlog_applier applier = {.ctx = e, .apply = engine_apply_logged};
+    e->log = rn_wal_cmdlog_new(e->wal, &applier);
+    rn_wal_set_batch_hook(e->wal, engine_checkpoint_maybe, e);
+    rn_log(RN_LOG_DEBUG, "recovery", "%zu streams; new log segment %llu opened",
+           e->state.by_path.count, (unsigned long long)rn_wal_current_segment(e->wal));
+    return e;
+}
+
+void rn_engine_close(rn_engine *e) {
+    if (!e)
+        return;
+    if (e->wal && !e->checkpoint && !rn_wal_busy(e->wal))
+        engine_checkpoint_final(e); /* the next start replays nothing */
+    rn_state_free(&e->state);
+    if (e->wal) /* a replicated engine's log belongs to its owner */
+        rn_wal_cmdlog_free(e->log);
+    rn_wal_close(e->wal);
+    rn_streamfiles_close(e->files);
+    rn_blobs_close(e->snapshots);
+    rn_blobs_close(e->cold);
+    free(e->dir);
+    free(e);
+}

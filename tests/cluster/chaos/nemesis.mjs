@@ -1,0 +1,187 @@
+// The nemesis: faults injected one at a time, each held for a while and
+// then healed, on a schedule drawn from the run's seed. Kinds:
+//   kill-leader     SIGKILL the leader of a group; restart it on its data
+//   kill-follower   SIGKILL a node that does not lead that group; restart
+//   pause-leader    SIGSTOP a group's leader past the election timeout;
+//                   SIGCONT
+//   isolate-node    blackhole a random node from the other two; heal
+//   isolate-leader  split a group's leader from the majority; heal
+//   cut-link        cut a group's leader from one follower only; heal
+//   kill-majority   SIGKILL the leader and one follower (no quorum);
+//                   restart both
+//   kill-all        SIGKILL every node; restart them all
+// Also the leader monitor, which polls /__runnel/cluster and counts
+// leader changes.
+import { cut, heal as healNetwork, isolate } from "./netns.mjs";
+import { sleep } from "./rng.mjs";
+
+export const KINDS = ["kill-leader", "kill-follower", "pause-leader", "isolate-node", "isolate-leader", "cut-link",
+  "kill-majority", "kill-all"];
+const WEIGHTS = { "kill-all": 0.5 };
+
+// The schedules run.mjs offers: faults, how long each is held and the
+// quiet time after each heal (ms ranges).
+export const SCHEDULES = {
+  short: { faults: 24, hold: [1000, 3000], quiet: [1000, 2000], maxMinutes: 20 },
+  long: { faults: 1000, hold: [500, 2500], quiet: [500, 1500], maxMinutes: 360 },
+};
+
+export class Nemesis {
+  // hotGroups: the groups the workload's streams live in, as far as known
+  // (a fault aims at one of them when it can).
+  constructor({ cluster, topo, history, rng, electionTimeoutMs, hotGroups = new Set(), log = () => {} }) {
+    Object.assign(this, { cluster, topo, history, rng, electionTimeoutMs, hotGroups, log });
+    this.active = null; // the fault in place: {event, heal}
+    this.failure = null; // a heal that did not work (a node that did not come back)
+  }
+
+  // The kinds in order for fault i: each kind once first (in a seeded
+  // order), then drawn by weight.
+  kindFor(i, order) {
+    if (i < order.length) return order[i];
+    const total = KINDS.reduce((t, k) => t + (WEIGHTS[k] ?? 1), 0);
+    let x = this.rng.next() * total;
+    for (const k of KINDS) if ((x -= WEIGHTS[k] ?? 1) < 0) return k;
+    return KINDS[0];
+  }
+
+  // Runs `faults` faults (or until the deadline or a failed heal).
+  async run({ faults, hold, quiet, deadline }) {
+    const order = [...KINDS].sort(() => this.rng.next() - 0.5);
+    for (let i = 0; i < faults && Date.now() < deadline && !this.failure; i++) {
+      const kind = this.kindFor(i, order);
+      await this.inject(kind);
+      let ms = this.rng.int(...hold);
+      if (kind === "pause-leader") ms = Math.max(ms, 2.5 * this.electionTimeoutMs);
+      await sleep(ms);
+      await this.heal();
+      await sleep(this.rng.int(...quiet));
+    }
+  }
+
+  // Picks a group with a known leader, one of the workload's if it can:
+  // {group, leader, term, follower, led (the groups its leader leads)}.
+  async target() {
+    const leaders = await this.cluster.leaders();
+    const ids = this.cluster.nodes.map((n) => n.id);
+    const all = [...leaders.keys()];
+    const hot = all.filter((g) => this.hotGroups.has(g));
+    const groups = hot.length ? hot : all;
+    if (groups.length === 0) {
+      const leader = this.rng.pick(ids);
+      return { group: null, leader, term: null, follower: this.rng.pick(ids.filter((x) => x !== leader)), led: [] };
+    }
+    const group = this.rng.pick(groups);
+    const { leader, term } = leaders.get(group);
+    const led = all.filter((g) => leaders.get(g).leader === leader);
+    return { group, leader, term, follower: this.rng.pick(ids.filter((x) => x !== leader)), led };
+  }
+
+  async inject(kind) {
+    const t = await this.target();
+    const c = this.cluster;
+    const all = c.nodes.map((n) => n.id);
+    const restart = (ids) => () => c.restart(ids);
+    let nodes;
+    let heal;
+    switch (kind) {
+      case "kill-leader":
+        nodes = [t.leader];
+        heal = restart(nodes);
+        break;
+      case "kill-follower":
+        nodes = [t.follower];
+        heal = restart(nodes);
+        break;
+      case "kill-majority":
+        nodes = [t.leader, t.follower];
+        heal = restart(nodes);
+        break;
+      case "kill-all":
+        nodes = all;
+        heal = restart(nodes);
+        break;
+      case "pause-leader":
+        nodes = [t.leader];
+        c.stop(t.leader);
+        heal = async () => c.resume(t.leader);
+        break;
+      case "isolate-node":
+        nodes = [this.rng.pick(all)];
+        await isolate(this.topo, nodes[0]);
+        heal = () => healNetwork(this.topo);
+        break;
+      case "isolate-leader":
+        nodes = [t.leader];
+        await isolate(this.topo, t.leader);
+        heal = () => healNetwork(this.topo);
+        break;
+      case "cut-link":
+        nodes = [t.leader, t.follower];
+        await cut(this.topo, t.leader, t.follower);
+        heal = () => healNetwork(this.topo);
+        break;
+      default:
+        throw new Error(`unknown fault ${kind}`);
+    }
+    if (kind.startsWith("kill")) for (const id of nodes) await c.kill(id);
+    const event = this.history.event({ kind, nodes, group: t.group, term: t.term, led: t.led, at: this.history.now(), healed: null });
+    this.log(`fault ${this.history.events.length}: ${kind} node(s) ${nodes.join(",")}${t.group === null ? "" : ` (group ${t.group} term ${t.term})`}`);
+    this.active = { event, heal };
+  }
+
+  async heal() {
+    if (!this.active) return;
+    const { event, heal } = this.active;
+    this.active = null;
+    try {
+      await heal();
+    } catch (err) {
+      this.failure = `healing ${event.kind} of node(s) ${event.nodes.join(",")}: ${err.message}`;
+    }
+    event.healed = this.history.now();
+  }
+
+  // Undoes everything: the active fault, then any node still stopped or
+  // down and any blackhole left.
+  async healAll() {
+    await this.heal();
+    for (const n of this.cluster.nodes) this.cluster.resume(n.id);
+    try {
+      await this.cluster.restart(this.cluster.nodes.map((n) => n.id));
+    } catch (err) {
+      this.failure ??= `restarting nodes at the end: ${err.message}`;
+    }
+    await healNetwork(this.topo);
+  }
+}
+
+// Polls the leaders every `everyMs` and counts leader changes per group.
+export class LeaderMonitor {
+  constructor(cluster, everyMs = 500) {
+    Object.assign(this, { cluster, everyMs });
+    this.last = new Map();
+    this.changes = 0;
+    this.running = false;
+  }
+
+  start() {
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        const leaders = await this.cluster.leaders();
+        for (const [g, { leader, term }] of leaders) {
+          const prev = this.last.get(g);
+          if (prev && (prev.leader !== leader) && term > prev.term) this.changes++;
+          if (!prev || term >= prev.term) this.last.set(g, { leader, term });
+        }
+        await sleep(this.everyMs);
+      }
+    })();
+  }
+
+  async stop() {
+    this.running = false;
+    await this.loop;
+  }
+}
