@@ -75,6 +75,20 @@ static int check_marker(const rn_config *cfg, char *err, size_t errcap) {
 
 /* ---- routing view ---- */
 
+/* Whether the group caught up since this node started: it led the group
+ * (ready), or applied what the group had committed when this node first
+ * heard of a leader. Once caught up it stays so: a replica that lags later
+ * serves local reads as consistency=local allows. */
+static int caught_up(rn_cluster *cl, unsigned g, const consensus_group_info *info) {
+    catch_up *cu = &cl->catch_up[g];
+    if (cu->done)
+        return 1;
+    if (!cu->target && info->leader_id)
+        cu->target = info->commit_index ? info->commit_index : 1;
+    cu->done = info->leader_ready || (cu->target && info->applied_index >= cu->target);
+    return cu->done;
+}
+
 static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     rn_cluster *cl = ctx;
     unsigned g = rn_raft_log_group(cl->log, key, len);
@@ -84,6 +98,7 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
         return; /* stopping */
     consensus_group_info info;
     consensus_group_info_get(cl->node, g, &info);
+    out->caught_up = caught_up(cl, g, &info);
     out->serves = info.leader_ready && !info.transferring;
     out->leader_id = info.leader_id;
     out->term = info.term;
@@ -192,7 +207,9 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->cfg = *cfg;
     cl->engine = engine;
     cl->groups = (unsigned)cfg->groups;
+    cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);
     if (rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
+        free(cl->catch_up);
         free(cl);
         return NULL;
     }
@@ -249,6 +266,7 @@ static void node_stopped(void *arg) {
     void *done_arg = cl->stop_arg;
     cluster_peers_free(cl);
     rn_raft_log_free(cl->log);
+    free(cl->catch_up);
     rn_id_issuer_close(&cl->ids);
     free(cl);
     if (done)

@@ -20,6 +20,12 @@ typedef struct {
     rn_fetch *inflight;
 } peer_status;
 
+/* A group's catching up after this node's start (cluster.c caught_up). */
+typedef struct {
+    uint64_t target; /* the commit index known when a leader was first heard of; 0: none yet */
+    int done;
+} catch_up;
+
 struct rn_cluster {
     uv_loop_t *loop;
     rn_config cfg;
@@ -28,6 +34,7 @@ struct rn_cluster {
     rn_id_issuer ids;
     rn_raft_log *log;
     consensus *node;     /* NULL once stopping */
+    catch_up *catch_up;  /* per group */
     rn_fetcher *fetcher; /* fills gaps from peers */
     /* peer status polling (cluster_http.c) */
     rn_outbound *http;

@@ -185,15 +185,17 @@ static int parse_path(const char *path, size_t path_len, bucket_path *bp) {
 
 /* Cluster mode (routing.h): writes go to the leader of the stream's
  * group; the stream, its bootstrap and its snapshots are read with
- * consistency=leader there. The immutable resources are served by any
- * replica. Returns 1 when the request was answered (or waits). */
+ * consistency=leader there; every other read (the immutable resources
+ * too) is served by any replica caught up since its start. Returns 1 when
+ * the request was answered (or waits). */
 static int cluster_gate(rn_request *req, const bucket_path *bp, const char *query,
                         size_t query_len) {
     if (req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST || req->method == RN_HTTP_DELETE)
         return rn_routing_write(req, bp->key, bp->key_len);
     int leader_readable = bp->nsub == 0 || (bp->nsub == 1 && seg_is(bp->sub[0], "bootstrap")) ||
                           (bp->nsub == 2 && seg_is(bp->sub[0], "snapshot"));
-    return leader_readable && rn_routing_read(req, bp->key, bp->key_len, query, query_len);
+    int read = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
+    return read && rn_routing_read(req, bp->key, bp->key_len, query, query_len, leader_readable);
 }
 
 void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,

@@ -131,11 +131,19 @@ static void confirmed(void *arg, int ok) {
 }
 
 int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
-                    size_t query_len) {
-    if (!routing.active || (req->route_flags & ROUTE_CONFIRMED) || !wants_leader(query, query_len))
+                    size_t query_len, int leader_param) {
+    if (!routing.active || (req->route_flags & ROUTE_CONFIRMED))
         return 0;
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
+    if (!(leader_param && wants_leader(query, query_len))) {
+        if (r.caught_up)
+            return 0;
+        rn_buf h = {0};
+        rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r.group);
+        rn_reply_error(req, RN_E_RECOVERING, &h);
+        return 1;
+    }
     if (!r.serves) {
         answer_elsewhere(req, &r, 1);
         return 1;

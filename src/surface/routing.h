@@ -37,6 +37,9 @@ typedef struct {
     uint64_t leader_id;     /* the leader this node knows, 0: none */
     uint64_t term;          /* its term */
     const char *leader_url; /* its public base URL; NULL: unknown (or this node) */
+    int caught_up;          /* since its start this replica applied what the group had
+                               committed when it first heard of a leader (or it leads):
+                               it may serve local reads */
 } rn_group_route;
 
 /* Called once with the outcome of a confirmation (before confirm returns
@@ -64,12 +67,16 @@ int rn_routing_active(void);
  * may redirect; with body bytes read it never does. */
 int rn_routing_write(rn_request *req, const char *key, size_t len);
 
-/* A read of the stream at key whose query may ask consistency=leader:
- * returns 0 when it goes on here (no such parameter, a malformed one the
- * read answers itself, or a confirmed read), 1 when it was answered or
- * waits for its confirmation (it is then run again). */
+/* A read (GET or HEAD) of the stream at key, or of one of its
+ * subresources; `leader_param`: its query may ask consistency=leader.
+ * Returns 0 when it goes on here: a local read on a replica caught up
+ * since its start, a malformed parameter the read answers itself, or a
+ * confirmed leader read; 1 when it was answered (a replica still catching
+ * up after its start answers a local read 503 GROUP_RESTARTING with
+ * Retry-After rather than from a state older than what it served before)
+ * or waits for its confirmation (it is then run again). */
 int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
-                    size_t query_len);
+                    size_t query_len, int leader_param);
 
 /* A read of bytes this replica lacks (a gap it is filling, engine.h):
  * 307 to the leader of the key's group when another node leads it, else

@@ -54,9 +54,11 @@ void rn_v1_route(rn_surface *sf, rn_request *req, const char *path, size_t path_
     long n = decode_name(path, path_len, name, &e);
     int write =
         req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST || req->method == RN_HTTP_DELETE;
+    int read = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     if (n < 0)
         rn_reply_error(req, e, NULL);
-    else if (!(write && rn_routing_write(req, name, (size_t)n)))
+    else if (!(write && rn_routing_write(req, name, (size_t)n)) &&
+             !(read && rn_routing_read(req, name, (size_t)n, query, query_len, 0)))
         rn_streams_handle(sf, req, &RN_PROFILE_V1, name, (size_t)n, query, query_len);
 }
 
