@@ -151,6 +151,9 @@ run_script "kill points (build)" kill-plain node tests/faults/killpoints_test.mj
 run_script "kill points (build-asan)" kill-asan node tests/faults/killpoints_test.mjs --bin build-asan/runnel --quick
 run_script "abuse resistance (build)" abuse-plain node tests/abuse/abuse_test.mjs --bin build/runnel
 run_script "abuse resistance (build-asan)" abuse-asan node tests/abuse/abuse_test.mjs --bin build-asan/runnel --p99-ms 400
+# the cluster's chaos harness, short schedule (24 faults; needs root for its
+# network namespaces: docs/TESTING.md "Cluster chaos harness")
+run_script "chaos short schedule (build)" chaos-short node tests/cluster/chaos/run.mjs --bin build/runnel --schedule short
 run_script "fuzz smoke" fuzz-smoke fuzz/smoke.sh
 run_script "Debian packages (install, run, purge)" packages tests/client/package_test.sh
 run_script "first run (setup, fresh clone)" first-run tests/firstrun/first_run_test.sh

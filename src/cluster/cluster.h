@@ -50,6 +50,10 @@ int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap);
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len);
 
+/* Appends the groups' gauges and counters in the Prometheus text format
+ * (/__runnel/metrics). */
+void rn_cluster_metrics(rn_cluster *cl, rn_buf *out);
+
 /* Stops every group (proposals in flight get their outcomes), then frees
  * the node and runs done(arg) on the loop. The engine stays open. */
 void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg);

@@ -169,6 +169,43 @@ static void report(const rn_cluster *cl, rn_buf *out) {
     free(text);
 }
 
+/* ---- metrics ---- */
+
+void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
+    static const struct {
+        const char *name, *type, *help;
+    } m[] = {
+        {"runnel_cluster_term", "gauge", "The group's current term as this node knows it."},
+        {"runnel_cluster_leader", "gauge", "The group's leader as this node knows it (0: none)."},
+        {"runnel_cluster_leading", "gauge", "1 while this node leads the group, ready."},
+        {"runnel_cluster_commit_index", "gauge", "Highest entry known committed."},
+        {"runnel_cluster_applied_index", "gauge", "Highest entry applied here."},
+        {"runnel_cluster_leader_changes_total", "counter",
+         "Changes of the group's leader or term."},
+        {"runnel_cluster_snapshots_total", "counter", "Snapshots (manifests) taken here."},
+        {"runnel_cluster_snapshot_bytes", "gauge", "Size of the newest snapshot taken here."},
+        {"runnel_cluster_restores_total", "counter", "Snapshots restored (at start or sent)."},
+        {"runnel_cluster_proposals_inflight", "gauge", "Proposals awaiting their outcome."},
+    };
+    for (size_t k = 0; cl->node && k < sizeof m / sizeof m[0]; k++) {
+        rn_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name,
+                       m[k].type);
+        for (unsigned g = 0; g < cl->groups; g++) {
+            consensus_group_info i;
+            consensus_group_info_get(cl->node, g, &i);
+            uint64_t v[] = {
+                i.term,          i.leader_id,         i.leader_ready, i.commit_index,
+                i.applied_index, i.leader_changes,    i.snapshots,    i.last_snapshot_bytes,
+                i.restores,      i.proposals_inflight};
+            rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g, (unsigned long long)v[k]);
+        }
+    }
+    rn_buf_appendf(out,
+                   "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
+                   "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
+                   cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0);
+}
+
 static void answer(rn_request *req, const char *type, rn_buf *body) {
     rn_buf h = {0};
     rn_reply_common(&h);

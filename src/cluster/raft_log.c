@@ -7,6 +7,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/map.h"
+#include "util/metrics.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ struct rn_raft_log {
 /* A proposal in flight: the entries of its commands, in order. */
 typedef struct {
     rn_raft_log *log;
+    uint64_t proposed_ns; /* uv_hrtime() when proposed */
     unsigned n;
     rn_cmdlog_entry *entries[];
 } batch;
@@ -94,6 +96,7 @@ static void proposed(void *arg, consensus_status st, uint64_t index, void *resul
     batch *b = arg;
     apply_result *r = result;
     assert(st != CONSENSUS_OK || (r && r->n == b->n));
+    rn_metric_commit((uv_hrtime() - b->proposed_ns) / 1000);
     for (unsigned i = 0; i < b->n; i++) {
         rn_cmdlog_entry *entry = b->entries[i]; /* done() may free it */
         if (st == CONSENSUS_OK && r) {
@@ -133,6 +136,9 @@ static void propose_group(rn_raft_log *l, unsigned group) {
         batch *b = rn_xmalloc(sizeof *b + n * sizeof b->entries[0]);
         b->log = l;
         b->n = n;
+        b->proposed_ns = uv_hrtime();
+        rn_metric.raft_proposals++;
+        rn_metric.raft_commands += n;
         for (unsigned i = 0; i < n; i++) {
             b->entries[i] = gs->head;
             gs->head = slot(gs->head)->next;

@@ -24,6 +24,7 @@ typedef struct {
     int (*cluster_route)(void *ctx, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len);
     int (*cluster_ready)(const void *ctx, char *why, size_t cap);
+    void (*cluster_metrics)(void *ctx, rn_buf *out); /* appends the groups' gauges */
     void *cluster_ctx;
 } rn_endpoints;
 

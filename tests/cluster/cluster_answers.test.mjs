@@ -81,6 +81,27 @@ describe("the /__runnel/cluster report", () => {
   });
 });
 
+describe("metrics", () => {
+  test("every node reports each group's term, leader, indexes; a leader counts its proposals", async () => {
+    const key = keyIn(1, "metrics");
+    const info = await roles(key);
+    const metric = (text, name) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1]);
+    const before = metric((await req(`${c.url(info.leader)}/__runnel/metrics`)).text, "runnel_cluster_commands_total");
+    await follow(`${c.url(info.leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+    for (let n = 1; n <= 3; n++) {
+      const text = (await req(`${c.url(n)}/__runnel/metrics`)).text;
+      for (let g = 0; g < GROUPS; g++)
+        for (const name of ["term", "leader", "leading", "commit_index", "applied_index", "leader_changes_total"])
+          assert.match(text, new RegExp(`^runnel_cluster_${name}\\{group="${g}"\\} \\d+$`, "m"), `node ${n}: ${name} of group ${g}`);
+      assert.match(text, /^runnel_cluster_proposal_seconds_count \d+$/m);
+      if (n === info.leader) {
+        assert.ok(metric(text, "runnel_cluster_commands_total") > before, "the create was proposed here");
+        assert.match(text, new RegExp(`^runnel_cluster_leading\\{group="1"\\} 1$`, "m"));
+      }
+    }
+  });
+});
+
 describe("writes (§5.7)", () => {
   test("a create through each node: 201 on the leader, 307 with the leader's id, group and term elsewhere", async () => {
     for (let n = 1; n <= 3; n++) {
