@@ -171,6 +171,13 @@ static void restored(void *arg, unsigned group) {
         rn_fetcher_scan(cl->fetcher, group);
 }
 
+/* A snapshot's PUBLISH applied: its body is fetched unless it is here. */
+static void published(void *arg, uint64_t stream_id) {
+    rn_cluster *cl = arg;
+    if (cl->fetcher)
+        rn_fetcher_published(cl->fetcher, stream_id);
+}
+
 /* Where a gap of the group is fetched from: its leader first, then every
  * other peer in turn. */
 static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
@@ -219,6 +226,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .ids = &cl->ids,
                              .leader_changed = leader_changed,
                              .restored = restored,
+                             .published = published,
                              .hook_arg = cl};
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));

@@ -9,6 +9,7 @@
  *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
  *                                  (u64 LE), for peers filling gaps
  *                                  (fetch.h); {id} is 16 hex digits
+ *   GET /__runnel/cluster/blob?cold=0|1&key=   a snapshot body (fetch.h)
  *
  * A replica's applied index is known exactly only on that replica: each
  * node asks every peer once a second, so the report shows a peer's index
@@ -18,9 +19,12 @@
 #include "cluster/cluster_config.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "tiers/blobs.h"
 #include "util/text.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <stdio.h>
@@ -256,6 +260,37 @@ static void copy_for_peer(rn_cluster *cl, rn_request *req, int index, const char
                    &extra);
 }
 
+/* GET cluster/blob?cold=&key=: a snapshot body of the local stores. */
+static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, size_t query_len) {
+    char key[RN_BLOB_KEY_MAX];
+    long n;
+    uint64_t cold;
+    rn_param_fault f;
+    static const char prefix[] = RN_SNAPSHOT_PREFIX;
+    int ok =
+        rn_param_query(query, query_len, "key", RN_PARAM_LENIENT, key, sizeof key, &n, &f) == 0 &&
+        n > (long)sizeof prefix - 1 && memcmp(key, prefix, sizeof prefix - 1) == 0 &&
+        query_u64(query, query_len, "cold", &cold) == 0 && cold <= 1;
+    /* snapshots/<16 hex>-<16 hex> (rn_engine_blob_key): no other path */
+    const char *name = key + sizeof prefix - 1;
+    ok = ok && n == (long)(sizeof prefix - 1 + 33) && name[16] == '-';
+    for (int i = 0; ok && i < 33; i++)
+        ok = i == 16 || isxdigit((unsigned char)name[i]);
+    rn_blobs *store = ok ? rn_engine_blobs(cl->engine, (int)cold) : NULL;
+    int fd = store ? rn_blobs_open_read(store, key) : -ENOENT;
+    int64_t size = fd >= 0 ? rn_blobs_size(store, key) : -ENOENT;
+    if (!ok || fd < 0 || size < 0) {
+        if (fd >= 0)
+            close(fd);
+        rn_reply_error(req, ok ? RN_E_NOT_FOUND : RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    rn_buf h = {0}, prefix_buf = {0}, suffix = {0};
+    rn_reply_common(&h);
+    rn_buf_append_str(&h, "Content-Type: application/octet-stream\r\nCache-Control: no-store\r\n");
+    rn_http_respond_file(req, 200, &h, &prefix_buf, fd, 0, (uint64_t)size, &suffix);
+}
+
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len) {
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
@@ -274,6 +309,10 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         }
         rn_buf_append_str(&body, "\n");
         answer(req, "text/plain", &body);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/blob")) {
+        blob_for_peer(cl, req, query, query_len);
         return 1;
     }
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";

@@ -31,9 +31,16 @@ typedef const char *(*rn_fetch_source)(void *ctx, unsigned group, unsigned attem
 
 rn_fetcher *rn_fetcher_new(uv_loop_t *loop, rn_engine *engine, rn_outbound *http,
                            rn_fetch_source source, void *source_ctx);
-/* Starts filling every gap of the group's streams (after a restore). */
+/* Starts filling every gap of the group's streams, and fetching every
+ * snapshot body they name that is not here (after a restore). */
 void rn_fetcher_scan(rn_fetcher *f, unsigned group);
-/* Streams with a gap waiting or being filled. */
+/* Stream id published a snapshot (its PUBLISH applied here): its body is
+ * fetched unless it is here (the leader wrote it; a follower fetches it:
+ * GET /__runnel/cluster/blob?cold=&key=, written to the store's temporary
+ * file as it comes, synced and renamed into place on a worker). */
+void rn_fetcher_published(rn_fetcher *f, uint64_t id);
+/* Streams with a gap or a missing snapshot body, waiting or being
+ * fetched. */
 unsigned rn_fetcher_pending(const rn_fetcher *f);
 /* Stops (fetches in flight are cancelled) and frees; run the loop after
  * so its timer finishes closing. */

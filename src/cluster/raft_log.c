@@ -48,6 +48,7 @@ struct rn_raft_log {
     uv_check_t flush;
     void (*leader_changed)(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready);
     void (*restored)(void *arg, unsigned group);
+    void (*published)(void *arg, uint64_t stream_id);
     void *leader_changed_arg;
 };
 
@@ -236,6 +237,8 @@ static void *fsm_apply(void *ctx, unsigned group, uint64_t index, const void *da
                group, (unsigned long long)index, i, cmd.type, (unsigned long long)cmd.stream_id,
                (unsigned long long)cmd.offset, cmd.data_len, (unsigned long long)cmd.producer_seq);
         l->applier.apply(l->applier.ctx, &cmd, 0, &res->applied[i]);
+        if (cmd.type == RN_CMD_PUBLISH && l->published)
+            l->published(l->leader_changed_arg, cmd.stream_id);
     }
     return res;
 }
@@ -320,6 +323,7 @@ rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     l->g = rn_xcalloc(cfg->groups, sizeof *l->g);
     l->leader_changed = cfg->leader_changed;
     l->restored = cfg->restored;
+    l->published = cfg->published;
     l->leader_changed_arg = cfg->hook_arg;
     uv_check_init(cfg->loop, &l->flush);
     l->flush.data = l;

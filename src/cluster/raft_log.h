@@ -49,6 +49,9 @@ typedef struct {
      * the consensus layer: no consensus call but queries. */
     void (*leader_changed)(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready);
     void (*restored)(void *arg, unsigned group);
+    /* Optional, given hook_arg, from inside apply: stream id's PUBLISH
+     * applied here (its body may have to be fetched). */
+    void (*published)(void *arg, uint64_t stream_id);
     void *hook_arg;
 } rn_raft_log_config;
 

@@ -167,6 +167,10 @@ void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a);
  * them without holding them). Safe on any thread. Returns 0 or -errno. */
 int rn_engine_sync_stream(const rn_engine *e, uint64_t id);
 
+/* The stream with this id whatever its status (pending, soft-deleted,
+ * expired), or NULL (replicated mode: what a peer fetch concerns). */
+const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id);
+
 /* Selects streams for manifests (a replicated log's group). */
 typedef int (*rn_stream_pick)(const rn_stream *s, void *arg);
 /* Appends a manifest of the applied streams pick selects (metadata,

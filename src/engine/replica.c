@@ -31,6 +31,10 @@ void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a) {
         engine_notify(e, s, a->event);
 }
 
+const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id) {
+    return rn_state_stream(&e->state, id);
+}
+
 int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
     return rn_streamfiles_sync_stream(e->files, id);
 }

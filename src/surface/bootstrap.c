@@ -14,10 +14,12 @@
 #include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "tiers/blobs.h"
 #include "util/blake3.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -70,7 +72,13 @@ void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_l
     if (got >= 0 && s->snapshot.present) {
         fd = rn_blobs_open_read(rn_engine_blobs(e, s->snapshot.cold), s->snapshot.key);
         if (fd < 0)
-            got = -1;
+            got = fd;
+    }
+    if ((got == -ENOENT || got == -EAGAIN) && rn_routing_active()) {
+        /* a replica that has not fetched the body or the bytes yet */
+        rn_buf_free(&updates);
+        rn_routing_read_elsewhere(req, key, key_len);
+        return;
     }
     if (got < 0) {
         rn_buf_free(&updates);

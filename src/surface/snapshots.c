@@ -20,6 +20,7 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "tiers/blobs.h"
 #include "util/blake3.h"
 #include "util/text.h"
@@ -354,6 +355,11 @@ void rn_snapshot_read(rn_surface *sf, rn_request *req, const char *key, size_t k
         return;
     }
     int fd = rn_blobs_open_read(rn_engine_blobs(e, s->snapshot.cold), s->snapshot.key);
+    if (fd == -ENOENT && rn_routing_active()) { /* a replica still fetching the body */
+        rn_buf_free(&h);
+        rn_routing_read_elsewhere(req, key, key_len);
+        return;
+    }
     if (fd < 0) {
         rn_buf_free(&h);
         refuse_read(req, RN_E_COLD_STORE_FAILED, s, NULL);
