@@ -164,8 +164,14 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
         rn_reply_error(req, RN_E_INVALID_RESOURCE, NULL);
         return;
     }
-    rn_stream *s = find_or_answer(sf, req, key, key_len);
-    if (!s)
+    /* A replica serves only what it can mark; the leader answers the rest
+     * once it confirmed it leads (extensions §4.3; routing.h). */
+    rn_stream *s = rn_engine_find(rn_surface_engine(sf), key, key_len);
+    if (!s || off < s->retained || off > s->tail || want != s->incarnation) {
+        if (rn_routing_authoritative(req, key, key_len))
+            return;
+    }
+    if (!s && !find_or_answer(sf, req, key, key_len))
         return;
     if (req->method == RN_HTTP_GET)
         rn_engine_touch(rn_surface_engine(sf), s); /* a read renews the TTL window, HEAD does not */
@@ -195,6 +201,10 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
     }
     int end_kind = end < s->tail ? 0 : s->closed ? 2 : 1;
     int marked = (end == chunk_end && end < s->tail) || end_kind == 2;
+    if (!marked && rn_routing_authoritative(req, key, key_len)) {
+        rn_buf_free(&body);
+        return;
+    }
     char ct_buf[256];
     const char *ct = "application/x-ndjson";
     if (!s->json) {

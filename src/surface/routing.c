@@ -130,6 +130,22 @@ static void confirmed(void *arg, int ok) {
     free(c);
 }
 
+/* A read only the leader answers: a follower redirects it; the leader
+ * confirms first and runs it again. Returns 1 (answered, or waiting). */
+static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
+    if (!r->serves) {
+        answer_elsewhere(req, r, 1);
+        return 1;
+    }
+    confirming *c = rn_xmalloc(sizeof *c);
+    c->req = req;
+    c->key = rn_xstrndup(key, len);
+    c->len = len;
+    rn_request_hold(req);
+    routing.view.confirm(routing.view.ctx, r->group, confirmed, c);
+    return 1;
+}
+
 int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
                     size_t query_len, int leader_param) {
     if (!routing.active || (req->route_flags & ROUTE_CONFIRMED))
@@ -144,15 +160,13 @@ int rn_routing_read(rn_request *req, const char *key, size_t len, const char *qu
         rn_reply_error(req, RN_E_RECOVERING, &h);
         return 1;
     }
-    if (!r.serves) {
-        answer_elsewhere(req, &r, 1);
-        return 1;
-    }
-    confirming *c = rn_xmalloc(sizeof *c);
-    c->req = req;
-    c->key = rn_xstrndup(key, len);
-    c->len = len;
-    rn_request_hold(req);
-    routing.view.confirm(routing.view.ctx, r.group, confirmed, c);
-    return 1;
+    return leader_only(req, key, len, &r);
+}
+
+int rn_routing_authoritative(rn_request *req, const char *key, size_t len) {
+    if (!routing.active || (req->route_flags & ROUTE_CONFIRMED))
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    return leader_only(req, key, len, &r);
 }

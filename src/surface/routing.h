@@ -78,6 +78,14 @@ int rn_routing_write(rn_request *req, const char *key, size_t len);
 int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
                     size_t query_len, int leader_param);
 
+/* An answer only an up-to-date replica may give (extensions §4.3: a
+ * chunk that cannot be marked, a 404, 410, 412 or 416 of an immutable
+ * resource): returns 0 when this node may give it (single-node mode, or a
+ * read already confirmed), else 1 after redirecting it to the leader (a
+ * follower; 503 NO_LEADER when none is known) or starting the leader's
+ * confirmation, after which the request runs again, confirmed. */
+int rn_routing_authoritative(rn_request *req, const char *key, size_t len);
+
 /* A read of bytes this replica lacks (a gap it is filling, engine.h):
  * 307 to the leader of the key's group when another node leads it, else
  * 503 GROUP_RESTARTING with Retry-After. */

@@ -251,6 +251,33 @@ describe("leader reads (§9.2)", () => {
   });
 });
 
+describe("immutable chunks on replicas (§4.3)", () => {
+  test("a follower serves a chunk it can mark and redirects one it cannot; the leader serves both", async () => {
+    const key = keyIn(2, "chunks");
+    const info = await roles(key);
+    const made = await follow(`${c.url(info.leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "hello" });
+    const tok = made.headers.get("stream-incarnation");
+    await c.converged();
+    const zero = "0000000000000000_0000000000000000";
+    const path = `/${key}/incarnation/${tok}/chunk/${zero}`;
+    const open = await req(`${c.url(info.follower)}${path}`);
+    assertRedirect(open, info, path);
+    const lead = await req(`${c.url(info.leader)}${path}`);
+    assert.equal(lead.status, 200);
+    assert.equal(lead.text, "hello");
+    assert.equal(lead.headers.get("stream-immutable"), null, "ends at an open tail: not marked");
+    const wrong = `/${key}/incarnation/${BigInt(tok) + 1n}/chunk/${zero}`;
+    assertRedirect(await req(`${c.url(info.follower)}${wrong}`), info, wrong);
+    assert.equal((await req(`${c.url(info.leader)}${wrong}`)).status, 412);
+    await follow(`${c.url(info.leader)}/${key}`, { method: "POST", headers: { "stream-closed": "true" } });
+    await c.converged();
+    const closed = await req(`${c.url(info.follower)}${path}`);
+    assert.equal(closed.status, 200, "marked: the follower serves it");
+    assert.equal(closed.headers.get("stream-immutable"), "true");
+    assert.equal(closed.text, "hello");
+  });
+});
+
 describe("no leader (§5.7)", () => {
   test("a node cut off from both peers answers 503 NO_LEADER with Retry-After and the group; nothing applies", async () => {
     const key = keyIn(0, "lonely");
