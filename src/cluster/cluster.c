@@ -5,6 +5,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/membership.h"
 #include "util/files.h"
 #include "util/log.h"
 
@@ -75,14 +76,28 @@ static int check_marker(const rn_config *cfg, char *err, size_t errcap) {
 
 /* ---- routing view ---- */
 
+/* True when this node is a voter of the group: it gets the group's
+ * entries and counts for its quorum (a node that joined is a spare until
+ * promoted, and may lack everything). */
+static int voter_here(const rn_cluster *cl, unsigned g) {
+    consensus_member m[64];
+    unsigned n = consensus_members(cl->node, g, m, 64);
+    for (unsigned k = 0; k < n && k < 64; k++)
+        if (m[k].id == cl->cfg.node_id)
+            return m[k].role == CONSENSUS_VOTER;
+    return 0;
+}
+
 /* Whether the group caught up since this node started: it led the group
- * (ready), or applied what the group had committed when this node first
- * heard of a leader. Once caught up it stays so: a replica that lags later
- * serves local reads as consistency=local allows. */
+ * (ready), or, a voter, applied what the group had committed when this
+ * node first heard of a leader. Once caught up it stays so: a replica
+ * that lags later serves local reads as consistency=local allows. */
 static int caught_up(rn_cluster *cl, unsigned g, const consensus_group_info *info) {
     catch_up *cu = &cl->catch_up[g];
     if (cu->done)
         return 1;
+    if (!info->leader_ready && !voter_here(cl, g))
+        return 0;
     if (!cu->target && info->leader_id)
         cu->target = info->commit_index ? info->commit_index : 1;
     cu->done = info->leader_ready || (cu->target && info->applied_index >= cu->target);
@@ -143,6 +158,10 @@ int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
         consensus_group_info_get(cl->node, g, &info);
         if (!info.leader_id) {
             snprintf(why, cap, "group %u has no leader", g);
+            return 0;
+        }
+        if (!voter_here(cl, g)) {
+            snprintf(why, cap, "this node is not a voter of group %u (yet)", g);
             return 0;
         }
         if (info.applied_index < info.commit_index) {
@@ -215,8 +234,11 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->engine = engine;
     cl->groups = (unsigned)cfg->groups;
     cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);
-    if (rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
+    cl->member_busy = rn_xcalloc(cl->groups, sizeof *cl->member_busy);
+    if (rn_membership_load(cl, err, errcap) != 0 ||
+        rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
         free(cl->catch_up);
+        free(cl->member_busy);
         free(cl);
         return NULL;
     }
@@ -244,7 +266,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                            .n_peers = (unsigned)cfg->n_peers,
                            .data_dir = cfg->data_dir,
                            .groups = cl->groups,
-                           .bootstrap = true,
+                           .bootstrap = !cfg->join,
                            .cluster_id = cfg->cluster_id,
                            .fsm = rn_raft_log_fsm(cl->log)};
     consensus_params_default(&cc.params);
@@ -263,6 +285,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     rn_raft_log_attach(cl->log, node);
     cluster_peers_start(cl);
     cl->fetcher = rn_fetcher_new(loop, engine, cl->http, fetch_source, cl);
+    rn_membership_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
     return cl;
@@ -275,6 +298,7 @@ static void node_stopped(void *arg) {
     cluster_peers_free(cl);
     rn_raft_log_free(cl->log);
     free(cl->catch_up);
+    free(cl->member_busy);
     rn_id_issuer_close(&cl->ids);
     free(cl);
     if (done)
@@ -286,6 +310,7 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     cl->stop_arg = arg;
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
+    rn_membership_stop(cl);
     cluster_peers_stop(cl);
     consensus *node = cl->node;
     cl->node = NULL;

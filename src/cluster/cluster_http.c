@@ -17,6 +17,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/membership.h"
 #include "surface/params.h"
 #include "surface/reply.h"
 #include "tiers/blobs.h"
@@ -72,6 +73,10 @@ static void on_poll(uv_timer_t *t) {
         peer_status *ps = &cl->peers[i];
         if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight)
             continue;
+        if (!ps->applied) { /* a peer added since the start */
+            ps->cl = cl;
+            ps->applied = rn_xcalloc(cl->groups, sizeof *ps->applied);
+        }
         char url[600];
         snprintf(url, sizeof url, "%s/__runnel/cluster/applied", cl->cfg.peers[i].url);
         rn_fetch_request req = {.method = "GET",
@@ -109,7 +114,7 @@ void cluster_peers_free(rn_cluster *cl) {
     if (!cl->polling)
         return;
     rn_outbound_free(cl->http);
-    for (int i = 0; i < cl->cfg.n_peers; i++)
+    for (int i = 0; i < RN_MAX_PEERS; i++)
         free(cl->peers[i].applied);
     cl->polling = 0;
 }
@@ -143,11 +148,13 @@ static json_t *group_report(const rn_cluster *cl, unsigned g) {
         int known;
         uint64_t applied = replica_applied(cl, members[i].id, g, &info, &known);
         uint64_t lag = known && info.commit_index > applied ? info.commit_index - applied : 0;
-        json_array_append_new(
-            replicas,
-            json_pack("{s:I, s:o, s:o}", "node", (json_int_t)members[i].id, "applied_index",
-                      known ? json_integer((json_int_t)applied) : json_null(), "lag",
-                      known ? json_integer((json_int_t)lag) : json_null()));
+        static const char *const roles[] = {"spare", "standby", "voter"};
+        json_array_append_new(replicas,
+                              json_pack("{s:I, s:o, s:o, s:s}", "node", (json_int_t)members[i].id,
+                                        "applied_index",
+                                        known ? json_integer((json_int_t)applied) : json_null(),
+                                        "lag", known ? json_integer((json_int_t)lag) : json_null(),
+                                        "role", roles[members[i].role]));
     }
     return json_pack("{s:i, s:o, s:I, s:I, s:o}", "group", (int)g, "leader",
                      info.leader_id ? json_integer((json_int_t)info.leader_id) : json_null(),
@@ -315,6 +322,8 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         blob_for_peer(cl, req, query, query_len);
         return 1;
     }
+    if (rn_membership_handle(cl, req, path, path_len, query, query_len))
+        return 1;
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
     size_t bl = sizeof bytes - 1;
     if (get && path_len > bl && (memcmp(path, bytes, bl) == 0 || memcmp(path, index, bl) == 0)) {

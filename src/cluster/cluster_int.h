@@ -20,6 +20,11 @@ typedef struct {
     rn_fetch *inflight;
 } peer_status;
 
+/* What membership.c wants of a node of the peers table. */
+enum { INTENT_NONE, INTENT_VOTER, INTENT_REMOVED };
+
+struct forward;
+
 /* A group's catching up after this node's start (cluster.c caught_up). */
 typedef struct {
     uint64_t target; /* the commit index known when a leader was first heard of; 0: none yet */
@@ -33,8 +38,15 @@ struct rn_cluster {
     unsigned groups;
     rn_id_issuer ids;
     rn_raft_log *log;
-    consensus *node;     /* NULL once stopping */
-    catch_up *catch_up;  /* per group */
+    consensus *node;    /* NULL once stopping */
+    catch_up *catch_up; /* per group */
+    /* membership (membership.c): an intent per node of cfg.peers (NONE: a
+     * --peer node, a voter), a change in flight per group, the reconciler,
+     * intents on their way to peers */
+    uint8_t intent[RN_MAX_PEERS];
+    uint8_t *member_busy;
+    uv_timer_t reconcile;
+    struct forward *forwards;
     rn_fetcher *fetcher; /* fills gaps from peers */
     /* peer status polling (cluster_http.c) */
     rn_outbound *http;

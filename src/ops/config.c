@@ -89,6 +89,10 @@ static const setting SETTINGS[] = {
         "at every start"),
     U64("election-timeout-ms", "RUNNEL_ELECTION_TIMEOUT_MS", election_timeout_ms, 1000, 50, 60000,
         "cluster mode: a follower that hears no leader for 1-2 times this starts an election"),
+    BOOL("join", "RUNNEL_JOIN", join, 0,
+         "cluster mode: this node joins a running cluster: its groups wait to be added "
+         "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
+         "peers as voters"),
     U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
         "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
         "applied entries and drops the log before it"),

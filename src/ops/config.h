@@ -65,6 +65,7 @@ typedef struct {
     uint64_t election_timeout_ms; /* Raft election timeout */
     uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
+    int join;                     /* a node added to a running cluster: groups wait to be added */
     char config_file[4096];       /* empty: none */
     int print_config;             /* print the effective configuration and exit */
     char log_format[8];           /* "text" or "json" */

@@ -48,6 +48,8 @@ static const char *const RUNNEL_NAMES[] = {
     "cluster-node.tmp",
     "cluster-ids",
     "cluster-ids.tmp",
+    "cluster-members",
+    "cluster-members.tmp",
 };
 
 /* Foreign names the refusal lists (the alphabetically first). */

@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { tempDir } from "../blackbox/lib/server.mjs";
+import { freePort, tempDir } from "../blackbox/lib/server.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const BIN = path.resolve(process.env.RUNNEL_BIN ?? path.join(ROOT, "build/runnel"));
@@ -100,6 +100,32 @@ export class Cluster {
     return this.urls[n - 1];
   }
 
+  // Starts node n (beyond the cluster's) with --join: its --peer lines are
+  // the cluster's nodes and its own, on two fresh ports; it waits to be
+  // added (POST /__runnel/cluster/members). Returns {url, raft}.
+  async addNode(n, extraArgs = []) {
+    const env = Object.fromEntries(fs.readFileSync(path.join(this.dir, "cluster.env"), "utf8")
+      .trim().split("\n").map((l) => l.split("=")));
+    const http = await freePort();
+    const raftPort = await freePort();
+    const peers = [];
+    for (let i = 1; i <= this.nodes; i++)
+      peers.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
+    const self = { url: `http://127.0.0.1:${http}`, raft: `127.0.0.1:${raftPort}` };
+    peers.push("--peer", `${n}=${self.raft},${self.url}`);
+    const argv = [BIN, "serve", "--node-id", String(n), "--cluster-id", this.clusterId, ...peers,
+      "--groups", String(this.groups), "--listen", `127.0.0.1:${http}`, "--data-dir",
+      path.join(this.dir, `node-${n}`), "--join", ...this.args, ...extraArgs];
+    const q = (a) => `'${a.replace(/'/g, "'\\''")}'`;
+    fs.writeFileSync(path.join(this.dir, `node-${n}.cmd`),
+      `${argv.map(q).join(" ")} >>${q(path.join(this.dir, `node-${n}.log`))} 2>&1 & echo $! >${q(path.join(this.dir, `node-${n}.pid`))}\n`);
+    execFileSync("bash", [path.join(this.dir, `node-${n}.cmd`)], { timeout: 10000 });
+    this.urls[n - 1] = self.url;
+    this.nodes = Math.max(this.nodes, n);
+    await waitFor(`node ${n} to answer`, async () => (await req(`${self.url}/__runnel/livez`)).status === 200);
+    return self;
+  }
+
   pid(n) {
     try {
       return Number(fs.readFileSync(path.join(this.dir, `node-${n}.pid`), "utf8"));
@@ -186,12 +212,15 @@ export class Cluster {
   // SIGTERM every node (scripts/cluster.sh stop); true when all stopped cleanly.
   stop() {
     live.delete(this);
+    let clean = true;
     try {
       execFileSync(SCRIPT, ["stop", this.dir], { timeout: 60000 });
-      return true;
     } catch {
-      return false;
+      clean = false;
     }
+    if (process.env.CLUSTER_KEEP) /* the nodes' logs and data, for a look after the run */
+      fs.cpSync(this.dir, process.env.CLUSTER_KEEP, { recursive: true });
+    return clean;
   }
 
   // Sanitizer reports in any node's log.
