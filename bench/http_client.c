@@ -60,12 +60,12 @@ struct bn_conn {
     bn_conn *prev, *next; /* in cl->conns */
     bn_conn *wait_next;   /* in cl's connect queue */
     enum state state;
-    int dying;    /* bn_conn_close called: free after the socket closed */
-    int reused;   /* this socket already completed a response */
-    int complete; /* on_message_complete seen for the current response */
-    int head;     /* the request in flight is a HEAD: its answer has no body */
-    size_t got;   /* response bytes received for the current request */
-    outreq *out;  /* the request in flight */
+    int dying;                    /* bn_conn_close called: free after the socket closed */
+    int reused;                   /* this socket already completed a response */
+    int complete;                 /* on_message_complete seen for the current response */
+    int head;                     /* the request in flight is a HEAD: its answer has no body */
+    size_t got;                   /* response bytes received for the current request */
+    outreq *out;                  /* the request in flight */
     struct sockaddr_storage addr; /* where it connects (the target's by default) */
     bn_resp resp;
     char hf[32]; /* current header field (truncated) */
@@ -304,7 +304,8 @@ static void start_connect(bn_conn *c) {
     uv_tcp_init(cl->loop, &c->tcp);
     c->tcp.data = c;
     c->connect_req.data = c;
-    int rc = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&c->addr, on_connect);
+    int rc =
+        uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&c->addr, on_connect);
     if (rc < 0) {
         cl->connecting--;
         close_socket(c);
