@@ -79,7 +79,10 @@ typedef struct {
     unsigned peer_timeout_ms;             /* 10000: TCP_USER_TIMEOUT and keepalive bound (mux.h) */
     unsigned max_inflight_entries;        /* 8192 proposals per group awaiting their outcome */
     size_t max_inflight_bytes;            /* 64 MiB of proposal bytes per group awaiting it */
-    unsigned max_read_waiters;            /* 65536 read barriers per group waiting */
+    unsigned max_read_waiters;            /* 65536 reads per group waiting for a round */
+    bool read_confirm;                    /* true: a ready leader confirms reads by asking its
+                                             peers (ReadIndex, reads.c); false: every round is a
+                                             barrier entry (a disk write on a majority) */
     unsigned catch_up_rounds;             /* 10: promotion gives up after this many rounds ... */
     unsigned catch_up_round_ms;           /* 5000: ... each at most this long */
 } consensus_params;
@@ -187,14 +190,15 @@ void consensus_propose(consensus *c, unsigned group, const void *data, size_t le
 
 /* Called once: CONSENSUS_OK with this node's applied index when this node
  * proved, after the read was asked for, that it still led the group (a
- * majority stored an entry of its term) and it applied everything
- * committed before: state read now reflects every write acknowledged
- * before the read, by any leader. Otherwise NOT_LEADER, BUSY, or
- * NOT_PROPOSED (the log refused the barrier, or the node is stopping);
- * never OUTCOME_UNKNOWN. */
+ * majority of voters confirmed its term: by answering over the control
+ * channel that they follow it, or by storing a barrier entry of its term)
+ * and it applied everything committed before: state read now reflects
+ * every write acknowledged before the read, by any leader. Otherwise
+ * NOT_LEADER, BUSY, or NOT_PROPOSED (the log refused the barrier, or the
+ * node is stopping); never OUTCOME_UNKNOWN. */
 typedef void (*consensus_read_cb)(void *arg, consensus_status status, uint64_t applied_index);
 
-/* Asks for a read barrier. Reads asked while one confirmation is in flight
+/* Asks for a read confirmation. Reads asked while one round is in flight
  * share the next one, so a burst of reads costs at most two rounds. */
 void consensus_read_barrier(consensus *c, unsigned group, consensus_read_cb cb, void *arg);
 
@@ -258,7 +262,8 @@ typedef struct {
     uint64_t snapshots;      /* snapshots taken here */
     uint64_t last_snapshot_bytes;
     uint64_t restores;      /* snapshots restored (at start or sent by a leader) */
-    uint64_t read_barriers; /* confirmation rounds started for reads */
+    uint64_t read_rounds;   /* confirmation rounds started for reads, ... */
+    uint64_t read_barriers; /* ... of which barrier entries (the rest asked the peers) */
     uint64_t proposals_inflight;
 } consensus_group_info;
 

@@ -15,7 +15,7 @@
  * A read with consistency=leader (bucket surface) is served by the leader
  * only: a follower redirects it like a write; the leader confirms with a
  * majority that it still leads and waits until it applied everything
- * committed before (a read barrier; concurrent reads share rounds), then
+ * committed before (consensus_read_barrier; concurrent reads share rounds), then
  * re-runs the request through the router, which lets it pass. Reads
  * without it (consistency=local, the default) are served by any replica
  * from its applied state.

@@ -4,7 +4,8 @@
 // restarted on its data every acknowledged write is on every replica,
 // exactly once, at its acknowledged offset. A leader cut off from its
 // followers while a write is in flight answers 503 OUTCOME_UNKNOWN, and the
-// producer's retry applies it exactly once. A cluster stopped and started
+// producer's retry applies it exactly once. A deposed leader does not
+// answer a stale consistency=leader read. A cluster stopped and started
 // again keeps everything.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -140,6 +141,86 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
     assert.ok(again.status === 200 || again.status === 204);
     await c.converged();
     for (let n = 1; n <= 3; n++) assert.equal((await req(`${c.url(n)}/${key}`)).text, "once", `node ${n}`);
+  });
+});
+
+describe("a deposed leader (§9.2)", () => {
+  test("frozen while a new leader took a write, it answers no stale consistency=leader read", async (t) => {
+    const key = "deposed/s";
+    const made = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "a" });
+    assert.equal(made.status, 201, made.text);
+    const group = groupOf(key, GROUPS);
+    await c.converged();
+    const old = await c.leaderOf(group);
+    const others = [1, 2, 3].filter((n) => n !== old.node);
+    // the leader freezes; the others elect a new one, which acknowledges "b"
+    c.kill(old.node, "SIGSTOP");
+    let r;
+    let took;
+    let fresh;
+    try {
+      fresh = await waitFor(`a new leader of group ${group}`, async () => {
+        const g = (await c.report(others[0])).groups[group];
+        return g.leader !== null && g.leader !== old.node && g.term > old.term ? g.leader : null;
+      });
+      const w = await follow(`${c.url(fresh)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "b" });
+      assert.ok(w.status === 200 || w.status === 204, `${w.status} ${w.text}`);
+      // the new majority freezes and the old leader wakes, still believing
+      // it leads its term (its peers answered it before the freeze): a read
+      // it answered from its own state would miss "b"
+      for (const n of others) c.kill(n, "SIGSTOP");
+      c.kill(old.node, "SIGCONT");
+      const t0 = Date.now();
+      r = await req(`${c.url(old.node)}/${key}?consistency=leader`, { timeoutMs: 20000 });
+      took = Date.now() - t0;
+    } finally {
+      for (const n of [old.node, ...others]) c.kill(n, "SIGCONT");
+    }
+    // it may have read the new leader's heartbeats, queued while it was
+    // frozen, before the request (then it redirects there), or not (then
+    // no majority confirms its term and it steps down knowing no leader)
+    t.diagnostic(`node ${old.node} answered ${r.status} after ${took} ms`);
+    assert.notEqual(r.text, "a", "a stale consistency=leader read");
+    if (r.status === 307) {
+      assert.equal(r.headers.get("x-ursula-raft-leader-id"), String(fresh));
+    } else {
+      assert.equal(r.status, 503, `no majority confirms node ${old.node}: ${r.status} ${r.text}`);
+      assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+    }
+    assert.ok(took < 10000, `answered after ${took} ms`);
+    await c.leaderOf(group);
+    for (let n = 1; n <= 3; n++) {
+      const back = await follow(`${c.url(n)}/${key}?consistency=leader`);
+      assert.equal(back.text, "ab", `node ${n}`);
+    }
+    await c.converged();
+  });
+
+  test("a leader whose followers froze confirms no consistency=leader read", async (t) => {
+    const key = "deposed/frozen";
+    const made = await follow(`${c.url(2)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "x" });
+    assert.equal(made.status, 201, made.text);
+    const group = groupOf(key, GROUPS);
+    await c.converged();
+    const { node: leader } = await c.leaderOf(group);
+    const ok = await req(`${c.url(leader)}/${key}?consistency=leader`);
+    assert.equal(ok.text, "x", "the leader confirms reads while its followers answer");
+    const others = [1, 2, 3].filter((n) => n !== leader);
+    // the leader still leads (it steps down only after an election timeout
+    // without a majority's word) but nothing can confirm its term
+    for (const n of others) c.kill(n, "SIGSTOP");
+    let r;
+    const t0 = Date.now();
+    try {
+      r = await req(`${c.url(leader)}/${key}?consistency=leader`, { timeoutMs: 20000 });
+    } finally {
+      for (const n of others) c.kill(n, "SIGCONT");
+    }
+    t.diagnostic(`node ${leader} answered ${r.status} after ${Date.now() - t0} ms`);
+    assert.equal(r.status, 503, `${r.status} ${r.text}`);
+    assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+    await c.leaderOf(group);
+    await c.converged();
   });
 });
 
