@@ -452,6 +452,10 @@ L.push("");
 const limitsFile = join(dirname(fileURLToPath(import.meta.url)), "limits.md");
 if (existsSync(limitsFile)) L.push(readFileSync(limitsFile, "utf8").trimEnd(), "");
 
+// The cluster's figures, measured by hand (bench/cluster.md).
+const clusterFile = join(dirname(fileURLToPath(import.meta.url)), "cluster.md");
+if (existsSync(clusterFile)) L.push(readFileSync(clusterFile, "utf8").trimEnd(), "");
+
 // Previous run.
 const prevFile = join(dirname(fileURLToPath(import.meta.url)), "previous-run.json");
 if (existsSync(prevFile)) {

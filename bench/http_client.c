@@ -60,12 +60,13 @@ struct bn_conn {
     bn_conn *prev, *next; /* in cl->conns */
     bn_conn *wait_next;   /* in cl's connect queue */
     enum state state;
-    int dying;    /* bn_conn_close called: free after the socket closed */
-    int reused;   /* this socket already completed a response */
-    int complete; /* on_message_complete seen for the current response */
-    int head;     /* the request in flight is a HEAD: its answer has no body */
-    size_t got;   /* response bytes received for the current request */
-    outreq *out;  /* the request in flight */
+    int dying;                    /* bn_conn_close called: free after the socket closed */
+    int reused;                   /* this socket already completed a response */
+    int complete;                 /* on_message_complete seen for the current response */
+    int head;                     /* the request in flight is a HEAD: its answer has no body */
+    size_t got;                   /* response bytes received for the current request */
+    outreq *out;                  /* the request in flight */
+    struct sockaddr_storage addr; /* where it connects (the target's by default) */
     bn_resp resp;
     char hf[32]; /* current header field (truncated) */
     size_t hf_len;
@@ -125,6 +126,8 @@ static int on_header_value_complete(llhttp_t *p) {
         copy_value(c->resp.snapshot_offset, sizeof c->resp.snapshot_offset, c);
     else if (is_field(c, "content-type"))
         copy_value(c->resp.content_type, sizeof c->resp.content_type, c);
+    else if (is_field(c, "location"))
+        copy_value(c->resp.location, sizeof c->resp.location, c);
     c->hf_len = c->hv_len = 0;
     c->hf[0] = c->hv[0] = 0;
     return 0;
@@ -301,8 +304,8 @@ static void start_connect(bn_conn *c) {
     uv_tcp_init(cl->loop, &c->tcp);
     c->tcp.data = c;
     c->connect_req.data = c;
-    int rc = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&cl->target->addr,
-                            on_connect);
+    int rc =
+        uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&c->addr, on_connect);
     if (rc < 0) {
         cl->connecting--;
         close_socket(c);
@@ -391,11 +394,19 @@ bn_conn *bn_conn_new(bn_client *cl, const bn_handlers *h, void *user) {
     c->h = h;
     c->user = user;
     c->state = DOWN;
+    c->addr = cl->target->addr;
     c->next = cl->conns;
     if (cl->conns)
         cl->conns->prev = c;
     cl->conns = c;
     return c;
+}
+
+void bn_conn_set_addr(bn_conn *c, const struct sockaddr_storage *addr) {
+    if (memcmp(&c->addr, addr, sizeof *addr) == 0)
+        return;
+    c->addr = *addr;
+    close_socket(c); /* the next request connects to addr */
 }
 
 void *bn_conn_user(const bn_conn *c) {

@@ -40,6 +40,7 @@ typedef struct {
     int closed;               /* Stream-Closed: true */
     char snapshot_offset[96]; /* Stream-Snapshot-Offset, "" when absent */
     char content_type[160];   /* Content-Type, "" when absent (truncated) */
+    char location[160];       /* Location, "" when absent (truncated) */
     uint64_t body_bytes;
     uint64_t t_start_ns; /* uv_hrtime() when the request was issued */
 } bn_resp;
@@ -60,6 +61,10 @@ bn_client *bn_client_new(uv_loop_t *loop, const bn_target *target);
 
 /* A new, unconnected connection. `h` must outlive it. */
 bn_conn *bn_conn_new(bn_client *cl, const bn_handlers *h, void *user);
+/* Sends c's requests to addr instead of the client's target (a cluster
+ * node); a connection to another address is closed first. c must not be
+ * busy. */
+void bn_conn_set_addr(bn_conn *c, const struct sockaddr_storage *addr);
 void *bn_conn_user(const bn_conn *c);
 /* Gives an idle connection other handlers and user pointer. */
 void bn_conn_rebind(bn_conn *c, const bn_handlers *h, void *user);

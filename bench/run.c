@@ -102,20 +102,50 @@ static struct {
     char **paths;
     int n, next, done;
     void (*then)(void);
+    struct sockaddr_storage *leaders; /* by stream index */
 } cr;
+
+static const bn_handlers create_handlers;
+
+/* Issues the create of stream i on c (to its leader's address). */
+static void create_one(bn_conn *c, int i) {
+    char h[256];
+    snprintf(h, sizeof h, "Content-Type: %s\r\n", bn_o.content_type);
+    bn_conn_rebind(c, &create_handlers, (void *)(intptr_t)i);
+    bn_conn_set_addr(c, &cr.leaders[i]);
+    bn_conn_request(c, "PUT", cr.paths[i], h, NULL, 0);
+}
 
 static void create_next(bn_conn *c) {
     if (cr.next >= cr.n) {
         bn_conn_close(c);
         return;
     }
-    char h[256];
-    snprintf(h, sizeof h, "Content-Type: %s\r\n", bn_o.content_type);
-    bn_conn_request(c, "PUT", cr.paths[cr.next++], h, NULL, 0);
+    create_one(c, cr.next++);
+}
+
+/* A 307 to the stream's leader: its address from Location's origin. */
+static int follow_leader(bn_conn *c, int i) {
+    const char *loc = bn_conn_resp(c)->location;
+    const char *slash = strncmp(loc, "http://", 7) == 0 ? strchr(loc + 7, '/') : NULL;
+    char origin[160];
+    bn_target t;
+    if (!slash || (size_t)(slash - loc) >= sizeof origin)
+        return -1;
+    memcpy(origin, loc, (size_t)(slash - loc));
+    origin[slash - loc] = 0;
+    if (bn_target_init(&t, origin, BN_TEMPLATE_V1, "bench") != 0)
+        return -1;
+    cr.leaders[i] = t.addr;
+    create_one(c, i);
+    return 0;
 }
 
 static void create_done(bn_conn *c, int err) {
     static const int ok[] = {201, 200, 0};
+    if (!err && bn_o.follow_leaders && bn_conn_resp(c)->status == 307 &&
+        follow_leader(c, (int)(intptr_t)bn_conn_user(c)) == 0)
+        return;
     if (!bn_expect(c, err, "create stream (PUT)", ok))
         return;
     if (++cr.done == cr.n) {
@@ -126,18 +156,27 @@ static void create_done(bn_conn *c, int err) {
     create_next(c);
 }
 
+static const bn_handlers create_handlers = {.on_done = create_done};
+
 void bn_create_streams(char **paths, int n, void (*done)(void)) {
-    static const bn_handlers h = {.on_done = create_done};
     cr.paths = paths;
     cr.n = n;
     cr.next = cr.done = 0;
     cr.then = done;
+    free(cr.leaders);
+    cr.leaders = rn_xcalloc(n ? (size_t)n : 1, sizeof *cr.leaders);
+    for (int i = 0; i < n; i++)
+        cr.leaders[i] = bn_o.target.addr;
     if (n == 0) {
         done();
         return;
     }
     for (int i = 0; i < CREATE_CONNS && i < n; i++)
-        create_next(bn_conn_new(bn_cl, &h, NULL));
+        create_next(bn_conn_new(bn_cl, &create_handlers, NULL));
+}
+
+const struct sockaddr_storage *bn_stream_leader(int i) {
+    return &cr.leaders[i];
 }
 
 /* ---- pacing, stamps, RSS ---- */

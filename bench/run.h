@@ -42,6 +42,7 @@ typedef struct {
     size_t append_bytes;   /* catchup pre-fill and fill: append size */
     uint64_t bytes;        /* catchup pre-fill total; fill: total over all streams */
     int surface_bucket;    /* --surface bucket (or a template without /v1/) */
+    int follow_leaders;    /* a cluster: each stream's requests go to its group's leader */
     char run_id[40];       /* unique per run: prefixes stream and producer names */
 } bn_opts;
 
@@ -70,8 +71,13 @@ char *bn_append_headers(char *out, size_t cap, int producer, uint64_t seq);
 int bn_expect(bn_conn *c, int err, const char *what, const int *allowed);
 
 /* Creates the named streams (PUT with bn_o.content_type; 201 or 200), at
- * most 64 at a time, then calls done(). */
+ * most 64 at a time, then calls done(). With --follow-leaders a 307 is
+ * followed once: the create goes to the leader named by Location, and
+ * bn_stream_leader(i) is that address from then on. */
 void bn_create_streams(char **paths, int n, void (*done)(void));
+/* Where stream i of the last bn_create_streams is written: its leader
+ * (--follow-leaders), else the target. */
+const struct sockaddr_storage *bn_stream_leader(int i);
 
 /* Fixed-rate scheduling: how many sends are due at `now_ns`. */
 typedef struct {

@@ -53,7 +53,10 @@ static const char USAGE[] =
     "  --content-type T         stream content type [text/plain]\n"
     "  --server-pid PID         report the server's VmRSS from /proc/PID/status\n"
     "  --timeout S              hard deadline of the whole run [300]\n"
-    "  --json                   print the report as JSON (summary goes to stderr)\n";
+    "  --json                   print the report as JSON (summary goes to stderr)\n"
+    "  --follow-leaders         a cluster (--base: any node): each stream is created where\n"
+    "                           a 307 sends it and written there, on its group's leader\n"
+    "                           (writes only)\n";
 
 enum {
     O_BASE = 256,
@@ -79,6 +82,7 @@ enum {
     O_PID,
     O_TIMEOUT,
     O_JSON,
+    O_FOLLOW,
     O_HELP,
 };
 
@@ -106,6 +110,7 @@ static const struct option OPTS[] = {
     {"server-pid", 1, 0, O_PID},
     {"timeout", 1, 0, O_TIMEOUT},
     {"json", 0, 0, O_JSON},
+    {"follow-leaders", 0, 0, O_FOLLOW},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -286,6 +291,9 @@ int main(int argc, char **argv) {
             break;
         case O_JSON:
             bn_o.json = 1;
+            break;
+        case O_FOLLOW:
+            bn_o.follow_leaders = 1;
             break;
         case O_HELP:
             fputs(USAGE, stdout);

@@ -118,6 +118,7 @@ static void start_writing(void) {
     s.pacer = (bn_pacer){.rate = bn_o.rate, .t0_ns = s.t0_ns};
     for (int i = 0; i < bn_o.streams; i++) {
         s.w[i].c = bn_conn_new(bn_cl, &h, &s.w[i]);
+        bn_conn_set_addr(s.w[i].c, bn_stream_leader(i));
         s.w[i].idx = i;
         if (bn_o.rate <= 0)
             send_append(&s.w[i], s.t0_ns);

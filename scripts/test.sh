@@ -83,7 +83,7 @@ run_ctest() {
 }
 
 # Every registered test must carry a label that a step below selects.
-labels='^(unit|cluster|s3|client|conformance|blackbox|crash|subs|faults|abuse|fuzz|bench|project)$'
+labels='^(unit|cluster|s3|client|conformance|blackbox|crash|subs|faults|abuse|chaos|fuzz|bench|project)$'
 unlabelled=$(ctest --test-dir build -N -LE "$labels" | grep -E 'Test +#')
 if [ -z "$unlabelled" ]; then count "every ctest test has a step" 1 0 0
 else echo "tests no step runs (give them a label):"; echo "$unlabelled"; count "every ctest test has a step" 0 1 0; fi
@@ -106,6 +106,7 @@ run_ctest "crash and log damage (build)" build -L '^crash$' -LE '^fast$' --no-te
 run_ctest "subscription tests (build)" build -L '^subs$' -LE '^fast$' --no-tests=error
 run_ctest "fault injection, kill points (build)" build -L '^faults$' -LE '^fast$' --no-tests=error
 run_ctest "abuse resistance (build)" build -L '^abuse$' -LE '^fast$' --no-tests=error
+run_ctest "chaos short schedule (build)" build -L '^chaos$' --no-tests=error
 run_ctest "fuzz smoke" build -L '^fuzz$' --no-tests=error
 run_ctest "benchmark smoke (build)" build -L '^bench$' -LE '^fast$' --no-tests=error
 run_ctest "build types, first run, packages" build -L '^project$' --no-tests=error

@@ -5,7 +5,7 @@
 #
 # Labels: unit (cmocka, tests/CMakeLists.txt), cluster, s3, client,
 # conformance, blackbox (one test per file, named blackbox.<file>), crash,
-# subs, faults, abuse, fuzz, bench, project (checks of the whole checkout:
+# subs, faults, abuse, chaos (the cluster's chaos harness), fuzz, bench, project (checks of the whole checkout:
 # other build types, the first run, the Debian packages; not per build).
 # `fast` marks the fast tier: the unit tests and a cross-section of the
 # black-box files, under two minutes on the 2-core machine (`ctest -L fast`).
@@ -77,6 +77,12 @@ runnel_suite(killpoints faults 1500
   ${NODE_JS} ${RUNNEL_SRC}/tests/faults/killpoints_test.mjs --bin ${bin} ${killpoints_extra})
 runnel_suite(abuse abuse 900
   ${NODE_JS} ${RUNNEL_SRC}/tests/abuse/abuse_test.mjs --bin ${bin} --p99-ms ${abuse_p99})
+
+# ---- the cluster's chaos harness, short schedule: 24 faults against a
+# 3-node cluster in network namespaces (root; docs/TESTING.md "Cluster chaos
+# harness"). scripts/test.sh runs it from build/ only.
+runnel_suite(chaos_short chaos 1800
+  ${NODE_JS} ${RUNNEL_SRC}/tests/cluster/chaos/run.mjs --bin ${bin} --schedule short)
 
 # ---- the fuzz harnesses (built with clang into build-fuzz/, whatever the
 # build directory), the BLAKE3 cross-check and the benchmark tools' smoke

@@ -57,6 +57,7 @@ void consensus_params_default(consensus_params *p) {
         .max_inflight_entries = 8192,
         .max_inflight_bytes = 64u << 20,
         .max_read_waiters = 65536,
+        .read_confirm = true,
         .catch_up_rounds = 10,
         .catch_up_round_ms = 5000,
     };
@@ -152,6 +153,7 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->snapshots = g->snapshots;
     out->last_snapshot_bytes = g->last_snapshot_bytes;
     out->restores = g->restores;
+    out->read_rounds = g->read_rounds;
     out->read_barriers = g->read_barriers;
     out->proposals_inflight = g->inflight_entries;
     if (!group_running(g))
@@ -190,6 +192,11 @@ bool consensus_is_leader(const consensus *c, unsigned group) {
     assert(c != NULL && group < c->cfg.groups);
     const cs_group *g = &c->groups[group];
     return group_running(g) && g->raft.state == RAFT_LEADER && g->raft.transfer == NULL;
+}
+
+bool consensus_leader_ready(const consensus *c, unsigned group) {
+    return consensus_is_leader(c, group) &&
+           c->groups[group].ready_term == c->groups[group].raft.current_term;
 }
 
 unsigned consensus_members(const consensus *c, unsigned group, consensus_member *out,
@@ -413,6 +420,20 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
         c->groups[i].node = c;
         c->groups[i].index = i;
     }
+    rn_ctl_options co = {
+        .loop = cfg->loop,
+        .self_id = cfg->self_id,
+        .self_address = c->self_address,
+        .cluster_tag = rn_wire_cluster_tag(cfg->cluster_id),
+        .tcp_nodelay = cfg->params.tcp_nodelay,
+        .peer_timeout_ms = cfg->params.peer_timeout_ms,
+        .connect_retry_ms = cfg->params.connect_retry_ms,
+        .connect_timeout_ms = 2000,
+        .on_ask = cs_confirm_ask,
+        .on_answer = cs_confirm_answer,
+        .ctx = c,
+    };
+    c->ctl = rn_ctl_open(&co);
     rn_mux_options mo = {
         .loop = cfg->loop,
         .listen_address = c->self_address,
@@ -422,6 +443,8 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
         .peer_timeout_ms = cfg->params.peer_timeout_ms,
         .handshake_timeout_ms = 5000,
         .max_handshakes = 64,
+        .control_accept = rn_ctl_accept,
+        .control_ctx = c->ctl,
     };
     int rv = rn_mux_open(&mo, &c->mux);
     if (rv != 0)
@@ -460,10 +483,22 @@ static void own_handle_closed(uv_handle_t *h) {
         done(arg);
 }
 
-static void mux_closed(void *arg) {
+static void ctl_closed(void *arg) {
     consensus *c = arg;
     uv_close((uv_handle_t *)&c->idle, own_handle_closed);
     uv_close((uv_handle_t *)&c->check, own_handle_closed);
+}
+
+/* The control channel closes after the mux, which may still hand it a
+ * connection until then. */
+static void mux_closed(void *arg) {
+    consensus *c = arg;
+    if (c->ctl) {
+        rn_ctl_close(c->ctl, ctl_closed, c);
+        c->ctl = NULL;
+    } else {
+        ctl_closed(c);
+    }
 }
 
 static void groups_closed(consensus *c) {

@@ -79,7 +79,10 @@ typedef struct {
     unsigned peer_timeout_ms;             /* 10000: TCP_USER_TIMEOUT and keepalive bound (mux.h) */
     unsigned max_inflight_entries;        /* 8192 proposals per group awaiting their outcome */
     size_t max_inflight_bytes;            /* 64 MiB of proposal bytes per group awaiting it */
-    unsigned max_read_waiters;            /* 65536 read barriers per group waiting */
+    unsigned max_read_waiters;            /* 65536 reads per group waiting for a round */
+    bool read_confirm;                    /* true: a ready leader confirms reads by asking its
+                                             peers (ReadIndex, reads.c); false: every round is a
+                                             barrier entry (a disk write on a majority) */
     unsigned catch_up_rounds;             /* 10: promotion gives up after this many rounds ... */
     unsigned catch_up_round_ms;           /* 5000: ... each at most this long */
 } consensus_params;
@@ -111,6 +114,13 @@ typedef struct {
      * free) and *len. Returns 0, or non-zero to skip this snapshot (it is
      * retried after more entries). Runs on the loop thread: keep it short. */
     int (*snapshot)(void *ctx, unsigned group, uint64_t index, void **out, size_t *len);
+    /* Optional: runs on a worker thread after snapshot() succeeded and
+     * before the snapshot is stored (so before the log entries it replaces
+     * are dropped): makes durable what the manifest names without holding
+     * (stream files). It may use what its snapshot() kept for the group
+     * (one snapshot of a group runs at a time). Non-zero fails the
+     * snapshot; it is retried after more entries. */
+    int (*snapshot_durable)(void *ctx, unsigned group);
     /* Replaces the group's whole state with the manifest's, as of `index`.
      * Returns 0, or non-zero when the manifest is unusable (the engine then
      * refuses the snapshot). */
@@ -180,14 +190,15 @@ void consensus_propose(consensus *c, unsigned group, const void *data, size_t le
 
 /* Called once: CONSENSUS_OK with this node's applied index when this node
  * proved, after the read was asked for, that it still led the group (a
- * majority stored an entry of its term) and it applied everything
- * committed before: state read now reflects every write acknowledged
- * before the read, by any leader. Otherwise NOT_LEADER, BUSY, or
- * NOT_PROPOSED (the log refused the barrier, or the node is stopping);
- * never OUTCOME_UNKNOWN. */
+ * majority of voters confirmed its term: by answering over the control
+ * channel that they follow it, or by storing a barrier entry of its term)
+ * and it applied everything committed before: state read now reflects
+ * every write acknowledged before the read, by any leader. Otherwise
+ * NOT_LEADER, BUSY, or NOT_PROPOSED (the log refused the barrier, or the
+ * node is stopping); never OUTCOME_UNKNOWN. */
 typedef void (*consensus_read_cb)(void *arg, consensus_status status, uint64_t applied_index);
 
-/* Asks for a read barrier. Reads asked while one confirmation is in flight
+/* Asks for a read confirmation. Reads asked while one round is in flight
  * share the next one, so a burst of reads costs at most two rounds. */
 void consensus_read_barrier(consensus *c, unsigned group, consensus_read_cb cb, void *arg);
 
@@ -251,7 +262,8 @@ typedef struct {
     uint64_t snapshots;      /* snapshots taken here */
     uint64_t last_snapshot_bytes;
     uint64_t restores;      /* snapshots restored (at start or sent by a leader) */
-    uint64_t read_barriers; /* confirmation rounds started for reads */
+    uint64_t read_rounds;   /* confirmation rounds started for reads, ... */
+    uint64_t read_barriers; /* ... of which barrier entries (the rest asked the peers) */
     uint64_t proposals_inflight;
 } consensus_group_info;
 
@@ -259,6 +271,11 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
 
 /* True when this node leads the group (and is not handing it over). */
 bool consensus_is_leader(const consensus *c, unsigned group);
+
+/* True when this node leads the group, is not handing it over, and its
+ * first entry of the term applied here (leader_ready): its applied state
+ * holds everything earlier leaders committed. */
+bool consensus_leader_ready(const consensus *c, unsigned group);
 
 typedef struct {
     uint64_t id;

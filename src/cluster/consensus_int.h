@@ -22,7 +22,12 @@
 #include <raft/uv.h>
 
 #include "cluster/consensus.h"
+#include "cluster/control.h"
 #include "cluster/mux.h"
+
+/* A confirmation round asks at most this many voters; a larger
+ * configuration confirms reads by barrier entries. */
+#define CS_CONFIRM_MAX_VOTERS 16u
 
 typedef struct cs_group cs_group;
 typedef struct cs_completion cs_completion;
@@ -67,6 +72,9 @@ typedef struct cs_op {
     consensus_status status;
 } cs_op;
 
+/* The read round in flight: none, a barrier entry, or peers asked. */
+typedef enum { CS_ROUND_NONE, CS_ROUND_BARRIER, CS_ROUND_CONFIRM } cs_read_round;
+
 /* A group's life: io initialized, raft initialized (running once started),
  * draining (stopping: waits for its leader appends, see appends.c),
  * closing (raft_close called), closed. */
@@ -86,12 +94,17 @@ struct cs_group {
     cs_proposal *proposals, *proposals_tail;
     uint64_t inflight_entries;
     size_t inflight_bytes;
-    /* read barriers: waiting for the next round, and covered by the round in flight */
+    /* reads (reads.c): waiting for the next round, and covered by the round in flight */
     cs_reader *readers_waiting, *readers_waiting_tail;
     unsigned n_waiting;
     cs_reader *readers_confirming;
-    bool read_round_active;
-    struct raft_barrier read_req;
+    cs_read_round round;
+    struct raft_barrier read_req; /* a barrier round's entry */
+    /* a confirm round: its number, term, the commit index when it started,
+     * its start (loop time), the voters needed and those that confirmed */
+    uint64_t confirm_round, confirm_term, confirm_index, confirm_started;
+    unsigned confirm_needed, confirm_count, confirm_unanswered;
+    raft_id confirmed_by[CS_CONFIRM_MAX_VOTERS];
     /* the leader's first entry of a term (Raft's no-op) */
     bool noop_active;
     uint64_t noop_term;
@@ -108,7 +121,7 @@ struct cs_group {
     uint64_t seen_leader, seen_term;
     bool seen_ready;
     /* counters */
-    uint64_t leader_changes, snapshots, last_snapshot_bytes, restores, read_barriers;
+    uint64_t leader_changes, snapshots, last_snapshot_bytes, restores, read_rounds, read_barriers;
     uint64_t applied_seen; /* last index the adapter applied or restored */
 };
 
@@ -118,6 +131,8 @@ struct consensus {
     char *data_dir;
     consensus_peer *peers;
     rn_mux *mux;
+    rn_ctl *ctl;         /* the control channel: reads' confirmations */
+    uint64_t last_round; /* confirm rounds' numbers, never reused while running */
     cs_group *groups;
     uv_idle_t idle;
     uv_check_t check;
@@ -155,8 +170,15 @@ void cs_appends_wrap(cs_group *g);
  * next read round for waiting readers, or fails them once not leading. */
 void cs_leader_duties(cs_group *g);
 
-/* reads.c: fails the readers waiting for a round (the node is stopping;
- * the round in flight, if any, is failed by raft_close). */
+/* reads.c: fails the readers waiting for a round and a confirm round in
+ * flight (the node is stopping; a barrier round is failed by raft_close). */
 void cs_reads_stop(cs_group *g);
+
+/* reads.c: the control channel's callbacks (rn_ctl_options, ctx = the
+ * node): a peer's ask answered from this node's view of the group, and an
+ * answer counted for the round in flight. */
+bool cs_confirm_ask(void *node, uint64_t sender, const rn_wire_confirm *ask,
+                    rn_wire_confirm *answer);
+void cs_confirm_answer(void *node, uint64_t peer, const rn_wire_confirm *answer);
 
 #endif

@@ -85,23 +85,24 @@ struct rn_mux {
 
 /* --- sockets --------------------------------------------------------------- */
 
-/* Applies the mux's socket options to a connected TCP handle. Failures are
- * ignored: a socket without them still works, only slower or with the
- * kernel's slower failure detection. */
-static void tune_socket(rn_mux *m, uv_tcp_t *tcp) {
-    (void)uv_tcp_nodelay(tcp, m->o.tcp_nodelay ? 1 : 0);
-    if (m->o.peer_timeout_ms == 0)
+void rn_mux_tune_socket(uv_tcp_t *tcp, bool nodelay, unsigned peer_timeout_ms) {
+    (void)uv_tcp_nodelay(tcp, nodelay ? 1 : 0);
+    if (peer_timeout_ms == 0)
         return;
-    unsigned half_s = m->o.peer_timeout_ms / 2000 ? m->o.peer_timeout_ms / 2000 : 1;
+    unsigned half_s = peer_timeout_ms / 2000 ? peer_timeout_ms / 2000 : 1;
     (void)uv_tcp_keepalive(tcp, 1, half_s);
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)tcp, &fd) != 0)
         return;
     int interval = 1, count = (int)half_s;
-    unsigned user_timeout = m->o.peer_timeout_ms;
+    unsigned user_timeout = peer_timeout_ms;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+static void tune_socket(rn_mux *m, uv_tcp_t *tcp) {
+    rn_mux_tune_socket(tcp, m->o.tcp_nodelay, m->o.peer_timeout_ms);
 }
 
 static void free_raft_handle(uv_handle_t *h) {
@@ -198,9 +199,31 @@ static void alloc_hello(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     buf->len = need - in->got;
 }
 
+/* Hands a control hello's stream to the control channel. */
+static void dispatch_control(mux_incoming *in) {
+    rn_mux *m = in->mux;
+    if (m->o.control_accept == NULL) {
+        refuse_incoming(in, "control connection, and no control channel");
+        return;
+    }
+    uv_read_stop((uv_stream_t *)in->tcp);
+    unlink_incoming(m, in);
+    m->open_handles--;
+    m->stats.dispatched++;
+    uv_tcp_t *tcp = in->tcp;
+    tcp->data = NULL;
+    uint64_t sender = in->hello.sender_id;
+    free(in);
+    m->o.control_accept(m->o.control_ctx, sender, tcp);
+}
+
 /* Hands a completed hello's stream to its group, or refuses it. */
 static void dispatch_incoming(mux_incoming *in) {
     rn_mux *m = in->mux;
+    if (in->hello.group == RN_WIRE_CONTROL_GROUP) {
+        dispatch_control(in);
+        return;
+    }
     mux_group *g = &m->groups[in->hello.group];
     if (g->accept_cb == NULL || g->closing) {
         refuse_incoming(in, NULL); /* the group is not listening (yet, or any more) */

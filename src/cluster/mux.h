@@ -36,6 +36,12 @@ typedef struct {
     unsigned peer_timeout_ms;      /* TCP_USER_TIMEOUT and keepalive bound; 0: kernel defaults */
     unsigned handshake_timeout_ms; /* an accepted connection silent this long is closed */
     unsigned max_handshakes;       /* accepted connections still in their hello; more are closed */
+    /* Optional: a hello naming RN_WIRE_CONTROL_GROUP hands its stream here
+     * (the control channel, control.h); the callee owns tcp from then on
+     * and releases it with raft_free once closed. NULL: such hellos are
+     * refused. */
+    void (*control_accept)(void *ctx, uint64_t sender, uv_tcp_t *tcp);
+    void *control_ctx;
 } rn_mux_options;
 
 typedef struct {
@@ -63,5 +69,11 @@ struct raft_uv_transport *rn_mux_transport(rn_mux *m, unsigned group);
 void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg);
 
 void rn_mux_get_stats(const rn_mux *m, rn_mux_stats *out);
+
+/* Applies the transport's socket options to a connected TCP handle:
+ * TCP_NODELAY as asked, and with peer_timeout_ms > 0 keepalive probes and
+ * TCP_USER_TIMEOUT bounded by it. Failures are ignored (the socket still
+ * works, only slower or with the kernel's slower failure detection). */
+void rn_mux_tune_socket(uv_tcp_t *tcp, bool nodelay, unsigned peer_timeout_ms);
 
 #endif

@@ -223,6 +223,52 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
     return 0;
 }
 
+/* libraft runs an FSM's snapshot_async through io->async_work, which
+ * Debian's raft_uv (io version 1) lacks: the adapter provides it, a
+ * uv_queue_work on the group's loop. */
+typedef struct {
+    uv_work_t work;
+    struct raft_io_async_work *req;
+    int status;
+} cs_async;
+
+static void async_run(uv_work_t *w) {
+    cs_async *a = w->data;
+    a->status = a->req->work(a->req);
+}
+
+static void async_done(uv_work_t *w, int status) {
+    cs_async *a = w->data;
+    struct raft_io_async_work *req = a->req;
+    int rv = status != 0 ? RAFT_CANCELED : a->status;
+    free(a);
+    req->cb(req, rv);
+}
+
+static int io_async_work(struct raft_io *io, struct raft_io_async_work *req,
+                         raft_io_async_work_cb cb) {
+    struct raft *r = io->data; /* raft_init points it at the instance */
+    cs_group *g = r->data;
+    cs_async *a = rn_xcalloc(1, sizeof *a);
+    a->work.data = a;
+    a->req = req;
+    req->cb = cb;
+    int rv = uv_queue_work(g->node->cfg.loop, &a->work, async_run, async_done);
+    if (rv != 0) {
+        free(a);
+        return RAFT_IOERR;
+    }
+    return 0;
+}
+
+/* On a worker thread, between fsm_snapshot and the snapshot's write. */
+static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs) {
+    (void)bufs, (void)n_bufs;
+    cs_group *g = fsm->data;
+    consensus *c = g->node;
+    return c->cfg.fsm.snapshot_durable(c->cfg.fsm.ctx, g->index) != 0 ? RAFT_IOERR : 0;
+}
+
 /* Releases what fsm_snapshot allocated, once libraft stored (or failed to
  * store) the snapshot. */
 static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[],
@@ -267,10 +313,17 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf) {
 
 void cs_fsm_setup(cs_group *g) {
     memset(&g->fsm, 0, sizeof g->fsm);
-    g->fsm.version = 2; /* snapshot_finalize: the adapter owns snapshot buffers */
+    /* 2: snapshot_finalize (the adapter owns snapshot buffers); 3: and
+     * snapshot_async, when the state machine has durable work to do */
+    g->fsm.version = g->node->cfg.fsm.snapshot_durable ? 3 : 2;
     g->fsm.data = g;
     g->fsm.apply = fsm_apply;
     g->fsm.snapshot = fsm_snapshot;
     g->fsm.restore = fsm_restore;
     g->fsm.snapshot_finalize = fsm_snapshot_finalize;
+    g->fsm.snapshot_async = g->node->cfg.fsm.snapshot_durable ? fsm_snapshot_async : NULL;
+    if (g->fsm.snapshot_async && g->io.version < 2) {
+        g->io.version = 2;
+        g->io.async_work = io_async_work;
+    }
 }

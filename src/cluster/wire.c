@@ -50,7 +50,7 @@ rn_wire_status rn_wire_hello_decode(const uint8_t *fixed, uint32_t groups, uint6
         return RN_WIRE_BAD_MAGIC;
     if (version != RN_WIRE_VERSION || reserved != 0)
         return RN_WIRE_BAD_VERSION;
-    if (h->group >= groups)
+    if (h->group >= groups && h->group != RN_WIRE_CONTROL_GROUP)
         return RN_WIRE_BAD_GROUP;
     if (address_len == 0 || address_len > RN_WIRE_MAX_ADDRESS)
         return RN_WIRE_BAD_ADDRESS;
@@ -59,6 +59,42 @@ rn_wire_status rn_wire_hello_decode(const uint8_t *fixed, uint32_t groups, uint6
     if (h->sender_id == 0)
         return RN_WIRE_BAD_SENDER;
     return RN_WIRE_OK;
+}
+
+void rn_wire_confirm_encode(const rn_wire_confirm *m, uint8_t out[RN_WIRE_CONFIRM_BYTES]) {
+    assert(m != NULL && out != NULL);
+    assert(m->kind == RN_WIRE_CONFIRM_ASK || m->kind == RN_WIRE_CONFIRM_ANSWER);
+    assert(m->kind == RN_WIRE_CONFIRM_ANSWER || !m->confirmed);
+    rn_buf b = {0};
+    rn_buf_append_u32(&b, (uint32_t)m->kind);
+    rn_buf_append_u32(&b, m->group);
+    rn_buf_append_u64(&b, m->term);
+    rn_buf_append_u64(&b, m->round);
+    rn_buf_append_u32(&b, m->confirmed ? 1 : 0);
+    rn_buf_append_u32(&b, 0);
+    assert(b.len == RN_WIRE_CONFIRM_BYTES);
+    memcpy(out, b.data, RN_WIRE_CONFIRM_BYTES);
+    rn_buf_free(&b);
+}
+
+int rn_wire_confirm_decode(const uint8_t in[RN_WIRE_CONFIRM_BYTES], rn_wire_confirm *m) {
+    assert(in != NULL && m != NULL);
+    rn_reader r;
+    rn_reader_init(&r, in, RN_WIRE_CONFIRM_BYTES);
+    uint32_t kind = rn_read_u32(&r);
+    m->group = rn_read_u32(&r);
+    m->term = rn_read_u64(&r);
+    m->round = rn_read_u64(&r);
+    uint32_t confirmed = rn_read_u32(&r);
+    uint32_t reserved = rn_read_u32(&r);
+    assert(!r.failed);
+    if (kind != RN_WIRE_CONFIRM_ASK && kind != RN_WIRE_CONFIRM_ANSWER)
+        return -1;
+    if (confirmed > 1 || reserved != 0 || (kind == RN_WIRE_CONFIRM_ASK && confirmed != 0))
+        return -1;
+    m->kind = (rn_wire_confirm_kind)kind;
+    m->confirmed = confirmed == 1;
+    return 0;
 }
 
 const char *rn_wire_status_name(rn_wire_status s) {

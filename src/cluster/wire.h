@@ -14,10 +14,22 @@
  *
  * and the listening side reads exactly those bytes (never one more: what
  * follows belongs to libraft) before it hands the stream to the group.
+ *
+ * A hello naming RN_WIRE_CONTROL_GROUP opens the node's control channel
+ * instead (control.h): after it, the connecting side writes confirmation
+ * asks and the listening side writes answers, RN_WIRE_CONFIRM_BYTES each
+ * (little-endian):
+ *
+ *   u32 kind (1 ask, 2 answer)      u32 group
+ *   u64 term: the leader's (ask), the answering node's current term (answer)
+ *   u64 round: the asker's round number, echoed in the answer
+ *   u32 confirmed (answer: 1 when it follows the asker in that term; ask: 0)
+ *   u32 reserved (0)
  */
 #ifndef RN_CLUSTER_WIRE_H
 #define RN_CLUSTER_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -29,6 +41,8 @@
 #define RN_WIRE_FIXED_BYTES 32u
 #define RN_WIRE_MAX_ADDRESS 255u
 #define RN_WIRE_MAX_HELLO (RN_WIRE_FIXED_BYTES + RN_WIRE_MAX_ADDRESS)
+#define RN_WIRE_CONTROL_GROUP 0xffffffffu /* the hello of a control connection */
+#define RN_WIRE_CONFIRM_BYTES 32u
 
 typedef struct {
     uint32_t group;
@@ -54,10 +68,30 @@ int rn_wire_hello_encode(rn_buf *out, uint32_t group, uint64_t sender_id, uint64
                          const char *address);
 
 /* Decodes the RN_WIRE_FIXED_BYTES fixed part and checks it against this
- * node: a group below `groups` and the same cluster tag. On RN_WIRE_OK the
+ * node: a group below `groups` (or RN_WIRE_CONTROL_GROUP) and the same
+ * cluster tag. On RN_WIRE_OK the
  * caller reads h->address_len more bytes of address. */
 rn_wire_status rn_wire_hello_decode(const uint8_t *fixed, uint32_t groups, uint64_t cluster_tag,
                                     rn_wire_hello *h);
+
+typedef enum { RN_WIRE_CONFIRM_ASK = 1, RN_WIRE_CONFIRM_ANSWER = 2 } rn_wire_confirm_kind;
+
+/* A leadership confirmation message of the control channel. */
+typedef struct {
+    rn_wire_confirm_kind kind;
+    uint32_t group;
+    uint64_t term;
+    uint64_t round;
+    bool confirmed; /* answers only */
+} rn_wire_confirm;
+
+/* Writes m's RN_WIRE_CONFIRM_BYTES bytes to out. */
+void rn_wire_confirm_encode(const rn_wire_confirm *m, uint8_t out[RN_WIRE_CONFIRM_BYTES]);
+
+/* Decodes RN_WIRE_CONFIRM_BYTES bytes. Returns 0, or -1 for an unknown
+ * kind, a confirmed field other than 0/1 (or set in an ask) or a non-zero
+ * reserved field (the peer speaks another version: close the connection). */
+int rn_wire_confirm_decode(const uint8_t in[RN_WIRE_CONFIRM_BYTES], rn_wire_confirm *m);
 
 /* A short name for a status ("bad magic", ...), for logs. */
 const char *rn_wire_status_name(rn_wire_status s);

@@ -142,14 +142,16 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
 /* Decodes one stream into st, or returns NULL for a malformed record; its
  * fork source id goes to *source_id for linking once every stream is
  * loaded. now starts its TTL window. */
-static rn_stream *decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id) {
+rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id) {
     size_t path_len, ct_len;
     const char *path = (const char *)rn_read_lstr(r, &path_len);
     uint64_t id = rn_read_u64(r);
     uint64_t incarnation = rn_read_u64(r);
     const char *ct = (const char *)rn_read_lstr(r, &ct_len);
-    if (r->failed)
+    if (r->failed || rn_state_stream(st, id) || rn_state_at(st, path, path_len)) {
+        r->failed = 1; /* malformed, or listed twice: damaged */
         return NULL;
+    }
     rn_stream *s = rn_state_add(st, id, path, path_len, ct, ct_len);
     s->incarnation = incarnation;
     s->ttl_s = (int64_t)rn_read_u64(r);
@@ -199,7 +201,7 @@ static rn_stream *decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_
 
 /* Points every loaded fork at its source and counts references. Returns 0,
  * or -1 when a source is missing or the chain loops. */
-static int link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
+int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
     for (uint64_t k = 0; k < n; k++) {
         if (!sources[k])
             continue;
@@ -220,30 +222,49 @@ static int link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources,
     return 0;
 }
 
-/* Serializes st's applied streams and namespaces, as of log segment
- * `segment`, into b (empty). */
-static void encode_image(const rn_state *st, uint64_t segment, rn_buf *b) {
-    rn_buf_append(b, CHECKPOINT_MAGIC, 8);
-    rn_buf_append_u64(b, segment);
-    rn_buf_append_u64(b, st->next_id);
+void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
     uint64_t count = 0;
     size_t i = 0;
     void *v;
-    while (rn_map_next(&st->by_path, &i, &v)) {
+    while (rn_map_next(&st->by_id, &i, &v)) {
         rn_stream *s = v;
-        if (s->pending_create)
+        if (s->pending_create || (pick && !pick(s, arg)))
             continue;
         encode_stream(s, b);
         count++;
     }
     for (int k = 0; k < 8; k++)
         b->data[count_at + k] = (uint8_t)(count >> (8 * k));
+}
+
+void engine_encode_namespaces(const rn_state *st, rn_buf *b) {
     rn_buf_append_u64(b, st->namespaces.count);
-    i = 0;
+    size_t i = 0;
+    void *v;
     while (rn_map_next(&st->namespaces, &i, &v))
         rn_buf_append_lstr(b, v, strlen(v));
+}
+
+void engine_decode_namespaces(rn_state *st, rn_reader *r) {
+    uint64_t n = rn_read_u64(r);
+    for (uint64_t j = 0; j < n && !r->failed; j++) {
+        size_t len;
+        const char *id = (const char *)rn_read_lstr(r, &len);
+        if (id && len)
+            rn_state_add_namespace(st, id, len);
+    }
+}
+
+/* Serializes st's applied streams and namespaces, as of log segment
+ * `segment`, into b (empty). */
+static void encode_image(const rn_state *st, uint64_t segment, rn_buf *b) {
+    rn_buf_append(b, CHECKPOINT_MAGIC, 8);
+    rn_buf_append_u64(b, segment);
+    rn_buf_append_u64(b, st->next_id);
+    engine_encode_streams(st, NULL, NULL, b);
+    engine_encode_namespaces(st, b);
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
 }
 
@@ -266,19 +287,13 @@ static int decode_image(rn_state *st, const uint8_t *data, size_t size, int64_t 
     uint64_t *sources = rn_xcalloc(count ? count : 1, sizeof *sources);
     rn_stream **loaded = rn_xcalloc(count ? count : 1, sizeof *loaded);
     for (; k < count; k++) {
-        loaded[k] = decode_stream(st, &r, now, &sources[k]);
+        loaded[k] = engine_decode_stream(st, &r, now, &sources[k]);
         if (!loaded[k])
             break;
     }
-    uint64_t nspaces = rn_read_u64(&r);
-    for (uint64_t j = 0; j < nspaces && !r.failed; j++) {
-        size_t n;
-        const char *id = (const char *)rn_read_lstr(&r, &n);
-        if (id && n)
-            rn_state_add_namespace(st, id, n);
-    }
+    engine_decode_namespaces(st, &r);
     int rc = -EBADMSG;
-    if (k == count && !r.failed && link_forks(st, loaded, sources, count) == 0) {
+    if (k == count && !r.failed && engine_link_forks(st, loaded, sources, count) == 0) {
         *segment = first;
         *streams = count;
         rc = 0;

@@ -12,11 +12,11 @@
  * runs over any log; the log decides when apply runs:
  *   - log/wal_cmdlog.c (today): the local log. An entry is applied right
  *     after the sync of its batch, then its done() runs, on the loop.
- *   - a Raft adapter (next): every replica applies committed entries from
- *     the consensus layer's apply callback, including entries no op of its
- *     own waits for; the leader's entry completes later, from the proposal
- *     callback. docs/ARCHITECTURE.md ("The command-log seam") says how it
- *     plugs in.
+ *   - cluster/raft_log.c (cluster mode): every replica applies committed
+ *     entries from the consensus layer's apply callback, including entries
+ *     no op of its own waits for; the leader's entry completes later, from
+ *     the proposal callback. docs/ARCHITECTURE.md ("The command-log seam")
+ *     says how it plugs in.
  *
  * Stream data. A command that carries data (CREATE, APPEND) may ask the log
  * to write it to the stream files after the log made it durable
@@ -67,9 +67,10 @@ struct rn_cmdlog_entry {
     void *arg; /* for the submitter */
     /* Set by the log before done(). */
     int applied;       /* 1: durable and applied; `result` is what apply left */
-    rn_result refusal; /* not applied: RN_ERR_DISK_FULL when nothing was logged and nothing
-                          ever will apply, RN_ERR_UNAVAILABLE when it may be in the log
-                          (recovery or another replica may still apply it) */
+    rn_result refusal; /* not applied: RN_ERR_DISK_FULL, RN_ERR_NO_LEADER or RN_ERR_LOG_BUSY
+                          when nothing was logged and nothing ever will apply,
+                          RN_ERR_UNAVAILABLE when it may be in the log (recovery or another
+                          replica may still apply it) */
     rn_applied result;
     union {
         max_align_t align;
@@ -80,6 +81,17 @@ struct rn_cmdlog_entry {
 typedef struct {
     /* Sends the entry's command to the log (loop thread). */
     void (*submit)(rn_cmdlog *log, rn_cmdlog_entry *entry);
+    /* Optional (NULL: the state's own counter, st->next_id). Issues the id
+     * of a new stream at path (or the serial of a rewrite of the stream at
+     * path): one no replica of the log ever issued and no stream of st
+     * holds (a replicated log partitions ids among its replicas). Returns
+     * 0 when it cannot (the mutation is refused RN_ERR_DISK_FULL). */
+    uint64_t (*issue_id)(rn_cmdlog *log, const rn_state *st, const char *path, size_t len);
+    /* Optional (NULL: always). Whether the log would take a command of the
+     * stream at path now (a replicated log: this replica leads its group).
+     * The engine starts no internal mutation (an expiry, a producer
+     * discard) that the log would refuse. */
+    int (*accepts)(rn_cmdlog *log, const char *path, size_t len);
 } rn_cmdlog_ops;
 
 /* A command log: adapters embed this first; each has its own constructor

@@ -117,9 +117,13 @@ void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_appli
     }
 }
 
-void engine_destroy_pending(rn_engine *e, rn_stream *s) {
-    assert(s->pending_create);
+void engine_destroy(rn_engine *e, rn_stream *s) {
     rn_effects fx = effects;
     fx.ctx = e;
     rn_state_destroy(&e->state, s, &fx);
+}
+
+void engine_destroy_pending(rn_engine *e, rn_stream *s) {
+    assert(s->pending_create);
+    engine_destroy(e, s);
 }

@@ -53,7 +53,8 @@ void rn_engine_touch(rn_engine *e, rn_stream *s) {
 }
 
 void rn_engine_inject_sync_failures(rn_engine *e, int n) {
-    rn_wal_inject_sync_failures(e->wal, n);
+    if (e->wal)
+        rn_wal_inject_sync_failures(e->wal, n);
 }
 
 int rn_engine_busy(const rn_engine *e) {

@@ -27,8 +27,10 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "engine/cmdlog.h"
 #include "engine/op.h"
 #include "engine/state.h"
+#include "tiers/streamfiles.h"
 #include "util/buf.h"
 #include "util/map.h"
 
@@ -129,5 +131,74 @@ int rn_engine_busy(const rn_engine *e);
 
 /* Writes a final checkpoint (when the log is idle) and releases everything. */
 void rn_engine_close(rn_engine *e);
+
+/* ---- replicated mode (cluster mode: cluster/raft_log.c) ----
+ *
+ * A replicated engine has no log of its own: no recovery, no checkpoints.
+ * Its state comes from the replicated log, which restores manifests
+ * (rn_engine_restore) and applies committed commands through the engine's
+ * applier, on every replica, including commands no op of this engine
+ * waits for. Mutations go to the log set with rn_engine_set_log. */
+
+/* An engine over cfg's tiers with an empty state and no log. */
+rn_engine *rn_engine_open_replicated(uv_loop_t *loop, const rn_engine_config *cfg);
+/* The applier a log gives the commands it made durable (cmdlog.h). */
+rn_cmdlog_applier rn_engine_applier(rn_engine *e);
+/* Sets the log mutations are submitted to (once, before any submit); the
+ * log stays its owner's. */
+void rn_engine_set_log(rn_engine *e, rn_cmdlog *log);
+/* A command applied through the applier that no op of this engine waited
+ * for (another replica's): tells observers what it left (a) and re-runs
+ * mutations a deletion orphaned. */
+void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a);
+
+/* Makes the bytes written to stream id's files durable (a manifest names
+ * them without holding them). Safe on any thread. Returns 0 or -errno. */
+int rn_engine_sync_stream(const rn_engine *e, uint64_t id);
+
+/* The stream with this id whatever its status (pending, soft-deleted,
+ * expired), or NULL (replicated mode: what a peer fetch concerns). */
+const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id);
+
+/* Selects streams for manifests (a replicated log's group). */
+typedef int (*rn_stream_pick)(const rn_stream *s, void *arg);
+/* Appends a manifest of the applied streams pick selects (metadata,
+ * producers, offsets; never stream bytes, which stay in the stream files)
+ * and of every namespace. */
+void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out);
+/* Replaces the streams pick selects by those of a manifest: streams it
+ * does not hold are deleted (readers end, files go), the others take its
+ * state in place (their readers stay, and hear of a changed tail or
+ * history), new ones are added; namespaces are added. Every stream of the
+ * manifest, and every fork source it names, must be one pick selects.
+ * Returns 0, or -1 for a manifest that does not decode (nothing changed). */
+int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len);
+
+/* Gaps: a restored manifest may name bytes this replica's files lack (it
+ * was behind, and the leader sent its snapshot). rn_engine_restore finds
+ * them, per stream: data and append-index ranges, recorded beside the
+ * stream files until filled (tiers/streamfiles.h); reads of a gap's bytes
+ * fail -EAGAIN (a catch-up answer stops short of it), and the replica
+ * fetches them from a peer (cluster/fetch.c) and fills them in order. */
+#define RN_REPLICA_FETCH_MAX (8u << 20) /* bytes one fill or one copy moves */
+/* Stream id's gap into *out: 1 when it has one, else 0. */
+int rn_engine_gap(rn_engine *e, uint64_t id, rn_streamfiles_gap *out);
+/* Calls fn(id, fn_arg) for every stream pick selects that has a gap. */
+void rn_engine_gaps(rn_engine *e, rn_stream_pick pick, void *arg, void (*fn)(uint64_t, void *),
+                    void *fn_arg);
+/* Fills the start of the gap: len bytes fetched for [off, off + len),
+ * off its first byte (or index entries k.. of the index gap); the bytes are
+ * synced before the record shrinks. 0, -ESTALE when the gap no longer
+ * starts there (deleted, refilled, cut), or -errno. */
+int rn_engine_gap_fill_data(rn_engine *e, uint64_t id, uint64_t off, const uint8_t *data,
+                            size_t len);
+int rn_engine_gap_fill_index(rn_engine *e, uint64_t id, uint64_t k, const uint64_t *ends, size_t n);
+/* A peer's copy (what gaps are filled from): stream id's own bytes
+ * [from, to), or its index entries [kfrom, kto) as u64 LE, appended to out
+ * (at most RN_REPLICA_FETCH_MAX bytes). 0, -ENOENT (no such stream),
+ * -ERANGE (outside its own range), -EAGAIN (in this replica's own gap), or
+ * -errno. */
+int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t to, rn_buf *out);
+int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t kto, rn_buf *out);
 
 #endif

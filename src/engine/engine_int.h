@@ -93,8 +93,11 @@ void engine_notify(rn_engine *e, rn_stream *s, rn_stream_event ev);
 int engine_apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out);
 /* The command log's applier (rn_cmdlog_applier.apply; ctx is the engine). */
 void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out);
-/* Destroys a pending create's stream that was never applied (its files go;
- * mutations queued on it join e->orphans). */
+/* Destroys s outside apply with this engine's effects (rn_state_destroy:
+ * observers hear it removed, its files go, mutations queued on it join
+ * e->orphans). */
+void engine_destroy(rn_engine *e, rn_stream *s);
+/* The same for a pending create's stream that was never applied. */
 void engine_destroy_pending(rn_engine *e, rn_stream *s);
 
 /* ---- validate.c ---- */
@@ -128,8 +131,17 @@ verdict engine_validate(rn_engine *e, rn_op *op, int64_t now);
  * its command. done() may run before this returns. */
 void engine_run_op(rn_engine *e, rn_op *op);
 /* Starts the deletion of expired stream s unless a mutation of it is in the
- * log (an internal mutation). */
+ * log or the log would refuse it (an internal mutation). */
 void engine_start_expiry(rn_engine *e, rn_stream *s);
+/* Re-runs the mutations that were queued on destroyed streams. */
+void engine_rerun_orphans(rn_engine *e);
+/* An id for a new stream at path, or a rewrite serial: the log's when it
+ * issues them (replicated), else the state's counter. 0: none can be. */
+uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len);
+/* Whether the log takes commands of the stream at path now (a replicated
+ * log: this replica leads its group); mutations are refused
+ * RN_ERR_NO_LEADER, and internal ones not started, where it does not. */
+int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
 
 /* ---- forkread.c ---- */
 
@@ -155,5 +167,25 @@ void engine_checkpoint_maybe(void *arg);
 /* Writes a checkpoint now, on this thread, when no checkpoint and no batch
  * is in flight (close). */
 void engine_checkpoint_final(rn_engine *e);
+/* The checkpoint's records, which manifests (replica.c) reuse: u64 count
+ * then every applied stream pick selects (NULL: all); u64 count then one
+ * lstr per namespace. */
+void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
+void engine_encode_namespaces(const rn_state *st, rn_buf *b);
+/* Decodes one stream record into st (TTL window starting at now); its
+ * fork source's id goes to *source_id, for engine_link_forks once every
+ * stream is loaded. NULL (r->failed set) for a malformed record or a
+ * stream st holds already. */
+rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_t *source_id);
+void engine_decode_namespaces(rn_state *st, rn_reader *r);
+/* Points each of the n loaded streams at its fork source (sources[k], 0:
+ * none) in st and counts references. Returns 0, or -1 when a source is
+ * missing or the chain loops. */
+int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
+
+/* ---- open.c ---- */
+
+/* An engine over cfg's tiers with an empty state, no log yet. */
+rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg);
 
 #endif

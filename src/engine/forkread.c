@@ -26,6 +26,8 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
     }
     if (len == 0)
         return 0;
+    if (off < s->gap_to && off + len > s->gap_from)
+        return -EAGAIN; /* not in this replica's files yet (replica.c) */
     ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off);
     if (got < 0)
         return (int)got;
@@ -42,6 +44,8 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
             *end = s->fork_offset;
         return rc;
     }
+    if (s->gap_kfrom < s->gap_kto)
+        return -EAGAIN; /* the index is not all here yet (replica.c) */
     uint64_t lo = 0, hi = s->appends, v;
     while (lo < hi) { /* first entry whose end is past x */
         uint64_t mid = lo + (hi - lo) / 2;
@@ -120,6 +124,9 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int
     if (offset >= s->tail)
         return 0;
     uint64_t avail = s->tail - offset;
+    int short_of_gap = offset < s->gap_from && s->gap_from < s->gap_to;
+    if (short_of_gap)
+        avail = s->gap_from - offset; /* a partial answer up to what is here */
     size_t want = avail < max ? (size_t)avail : max;
     size_t start = out->len;
     for (;;) {
@@ -141,6 +148,8 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int
             const uint8_t *lf = memchr(out->data + start + max, '\n', want - max);
             cut = lf ? (size_t)(lf - (out->data + start)) + 1 : 0;
         }
+        if (cut == 0 && want == avail && short_of_gap)
+            return -EAGAIN;             /* no whole message before the gap */
         if (cut > 0 || want == avail) { /* stored messages end in LF: cut > 0 here */
             out->len = start + (cut ? cut : want);
             return (long)(cut ? cut : want);

@@ -70,7 +70,12 @@ typedef enum {
     RN_ERR_SNAPSHOT_CONFLICT,       /* another snapshot is the latest (409 naming it) */
     RN_ERR_RETENTION_PAST_SNAPSHOT, /* retention newer than the latest snapshot */
     RN_ERR_DISK_FULL,               /* nothing written: no space */
-    RN_ERR_UNAVAILABLE,             /* nothing acknowledged: log write or sync failed */
+    RN_ERR_UNAVAILABLE,             /* nothing acknowledged: log write or sync failed, or a
+                                       replicated log lost the entry's outcome (it may apply) */
+    RN_ERR_NO_LEADER,               /* nothing logged: this replica does not lead the stream's
+                                       group (any more), or its log refused the entry */
+    RN_ERR_LOG_BUSY,                /* nothing logged: the replicated log's bound on entries
+                                       in flight is reached */
 } rn_result;
 
 /* What a caller asks; pointed-to memory must outlive done(). */

@@ -134,9 +134,7 @@ static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec,
     return 0;
 }
 
-rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
-                          char *err, size_t errcap) {
-    memset(stats, 0, sizeof *stats);
+rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg) {
     rn_engine *e = rn_xcalloc(1, sizeof *e);
     e->loop = loop;
     e->cfg = *cfg;
@@ -148,6 +146,13 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
         e->cfg.producer_cap = PRODUCER_CAP_DEFAULT;
     e->files = rn_tiers_streamfiles(cfg->tiers);
     rn_state_init(&e->state);
+    return e;
+}
+
+rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recovery_stats *stats,
+                          char *err, size_t errcap) {
+    memset(stats, 0, sizeof *stats);
+    rn_engine *e = engine_new(loop, cfg);
     rn_wal_recovery rec;
     if (recover(e, stats, &rec, err, errcap) < 0) {
         rn_engine_close(e);
@@ -175,7 +180,7 @@ void rn_engine_close(rn_engine *e) {
     if (e->wal && !e->checkpoint && !rn_wal_busy(e->wal))
         engine_checkpoint_final(e); /* the next start replays nothing */
     rn_state_free(&e->state);
-    if (e->log)
+    if (e->wal) /* a replicated engine's log belongs to its owner */
         rn_wal_cmdlog_free(e->log);
     rn_wal_close(e->wal);
     free(e->dir);

@@ -61,7 +61,7 @@ static void enqueue(rn_stream *s, rn_op *op) {
 
 /* Re-runs waiting mutations of stream `id` until one is in the log again.
  * The stream is looked up each time: a queued delete may remove it, and
- * then its destruction hands the rest to rerun_orphans(). */
+ * then its destruction hands the rest to engine_rerun_orphans(). */
 static void drain_queue(rn_engine *e, uint64_t id) {
     rn_stream *s;
     while ((s = rn_state_stream(&e->state, id)) && s->queue_head && !s->busy) {
@@ -75,7 +75,7 @@ static void drain_queue(rn_engine *e, uint64_t id) {
 
 /* Re-runs the mutations that were queued on streams since destroyed: they
  * now see no stream. */
-static void rerun_orphans(rn_engine *e) {
+void engine_rerun_orphans(rn_engine *e) {
     while (e->orphans) {
         rn_op *q = e->orphans;
         e->orphans = priv(q)->next_queued;
@@ -113,7 +113,7 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
     s->busy = 0;
     if (pending) {
         engine_destroy_pending(e, s);
-        rerun_orphans(e);
+        engine_rerun_orphans(e);
     }
     finish(op, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
     if (!pending)
@@ -225,7 +225,7 @@ static void command_done(rn_cmdlog_entry *entry) {
         finish(op, entry->refusal, pending ? NULL : s);
         if (pending) {
             engine_destroy_pending(e, s);
-            rerun_orphans(e);
+            engine_rerun_orphans(e);
         } else {
             drain_queue(e, id);
         }
@@ -234,7 +234,7 @@ static void command_done(rn_cmdlog_entry *entry) {
     /* Applied before this answer: done() may submit the next request (the
      * HTTP layer parses a pipelined one while answering), which must see
      * the state after this command (a deleted stream deleted). */
-    rerun_orphans(e);
+    engine_rerun_orphans(e);
     if (c->type == RN_CMD_DELETE) {
         if (s)
             s->busy = 0; /* soft-deleted: it stays, and its waiters now see 410 */
@@ -277,8 +277,18 @@ static void expire_done(rn_op *op) {
     free(op);
 }
 
+uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len) {
+    if (e->log->ops->issue_id)
+        return e->log->ops->issue_id(e->log, &e->state, path, len);
+    return e->state.next_id++;
+}
+
+int engine_log_accepts(const rn_engine *e, const char *path, size_t len) {
+    return !e->log->ops->accepts || e->log->ops->accepts(e->log, path, len);
+}
+
 void engine_start_expiry(rn_engine *e, rn_stream *s) {
-    if (s->busy)
+    if (s->busy || !engine_log_accepts(e, s->path, s->path_len))
         return;
     rn_op *op = rn_xcalloc(1, sizeof *op);
     op->in.kind = RN_OP_DELETE;
@@ -307,10 +317,13 @@ static void start_producer_expiry(rn_engine *e, rn_stream *s, rn_producer *const
 /* ---- running a mutation ---- */
 
 /* Makes the pending stream of a create about to be logged, issuing its id,
- * and points the command at it. */
+ * and points the command at it; NULL when no id can be issued. */
 static rn_stream *make_pending(rn_engine *e, rn_cmd *c) {
-    rn_stream *s = rn_state_add(&e->state, e->state.next_id, c->path, c->path_len, c->content_type,
-                                c->content_type_len);
+    uint64_t id = engine_issue_id(e, c->path, c->path_len);
+    if (!id)
+        return NULL;
+    rn_stream *s =
+        rn_state_add(&e->state, id, c->path, c->path_len, c->content_type, c->content_type_len);
     s->pending_create = 1;
     c->stream_id = s->id;
     c->path = s->path;
@@ -320,6 +333,11 @@ static rn_stream *make_pending(rn_engine *e, rn_cmd *c) {
 }
 
 void engine_run_op(rn_engine *e, rn_op *op) {
+    if (!engine_log_accepts(e, op->in.path, op->in.path_len)) {
+        /* a replica that does not lead the stream's group (any more) */
+        finish(op, RN_ERR_NO_LEADER, NULL);
+        return;
+    }
     verdict v = engine_validate(e, op, rn_now_ms());
     switch (v.kind) {
     case VERDICT_ANSWER:
@@ -342,7 +360,11 @@ void engine_run_op(rn_engine *e, rn_op *op) {
         if (c->type == RN_CMD_CREATE)
             s = make_pending(e, c);
         else if (c->type == RN_CMD_REWRITE)
-            c->serial = e->state.next_id++; /* never issued again */
+            c->serial = engine_issue_id(e, s->path, s->path_len); /* never issued again */
+        if (!s || (c->type == RN_CMD_REWRITE && !c->serial)) {
+            finish(op, RN_ERR_DISK_FULL, s); /* no id could be issued */
+            return;
+        }
         log_command(e, op, s);
         return;
     }
@@ -367,7 +389,8 @@ static void sweep_producers(rn_engine *e, int64_t now) {
     void *v;
     while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
-        if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count)
+        if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count ||
+            !engine_log_accepts(e, s->path, s->path_len))
             continue;
         size_t n = 0, bytes = 0, j = 0;
         void *pv;

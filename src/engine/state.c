@@ -23,7 +23,7 @@ static void producer_free(rn_producer *p) {
     free(p);
 }
 
-static void stream_free(rn_stream *s) {
+void rn_state_free_stream(rn_stream *s) {
     size_t i = 0;
     void *v;
     while (rn_map_next(&s->producers, &i, &v))
@@ -41,7 +41,7 @@ void rn_state_free(rn_state *st) {
     size_t i = 0;
     void *v;
     while (rn_map_next(&st->by_id, &i, &v))
-        stream_free(v);
+        rn_state_free_stream(v);
     rn_map_free(&st->by_path);
     rn_map_free(&st->by_id);
     i = 0;
@@ -58,9 +58,16 @@ rn_stream *rn_state_at(const rn_state *st, const char *path, size_t len) {
     return rn_map_get(&st->by_path, path, len);
 }
 
+void rn_state_adopt(rn_state *st, rn_stream *s) {
+    assert(!rn_state_stream(st, s->id) && !rn_state_at(st, s->path, s->path_len));
+    rn_map_put(&st->by_path, s->path, s->path_len, s);
+    rn_map_put(&st->by_id, &s->id, sizeof s->id, s);
+    if (s->id >= st->next_id)
+        st->next_id = s->id + 1;
+}
+
 rn_stream *rn_state_add(rn_state *st, uint64_t id, const char *path, size_t path_len,
                         const char *ct, size_t ct_len) {
-    assert(!rn_state_stream(st, id) && !rn_state_at(st, path, path_len));
     rn_stream *s = rn_xcalloc(1, sizeof *s);
     s->id = id;
     s->path = rn_xstrndup(path, path_len);
@@ -70,10 +77,7 @@ rn_stream *rn_state_add(rn_state *st, uint64_t id, const char *path, size_t path
     s->json = rn_content_type_is_json(ct, ct_len);
     s->ttl_s = -1;
     s->expires_at_ms = -1;
-    rn_map_put(&st->by_path, s->path, s->path_len, s);
-    rn_map_put(&st->by_id, &s->id, sizeof s->id, s);
-    if (id >= st->next_id)
-        st->next_id = id + 1;
+    rn_state_adopt(st, s);
     return s;
 }
 
@@ -85,7 +89,7 @@ void rn_state_destroy(rn_state *st, rn_stream *s, const rn_effects *fx) {
         fx->removed(fx->ctx, s);
     fx->destroyed(fx->ctx, s);
     rn_stream *source = s->source;
-    stream_free(s);
+    rn_state_free_stream(s);
     if (source && --source->refcount == 0 && source->soft_deleted)
         rn_state_destroy(st, source, fx);
 }

@@ -133,6 +133,11 @@ typedef struct rn_stream {
     /* owned by src/live/ (live.c) */
     void *live_room;       /* the list of this stream's live readers, or NULL */
     uint32_t live_readers; /* live readers registered */
+    /* replicated mode (engine/replica.c): bytes [gap_from, gap_to) and
+     * append-index entries [gap_kfrom, gap_kto) of the stream's own range
+     * are not in the local files yet (a restored manifest named them; they
+     * are fetched from a peer). Empty ranges: none. */
+    uint64_t gap_from, gap_to, gap_kfrom, gap_kto;
 } rn_stream;
 
 /* What observers hear about applied changes (never during recovery). */
@@ -209,6 +214,14 @@ rn_stream *rn_state_at(const rn_state *st, const char *path, size_t len);
  * above next_id raise it. */
 rn_stream *rn_state_add(rn_state *st, uint64_t id, const char *path, size_t path_len,
                         const char *ct, size_t ct_len);
+
+/* Puts s, a stream out of every table (rn_state_add made it for another
+ * state), into st's tables; no stream may have its id or path. */
+void rn_state_adopt(rn_state *st, rn_stream *s);
+
+/* Frees a stream out of every table, with everything it owns. No effect
+ * is run. */
+void rn_state_free_stream(rn_stream *s);
 
 /* Removes s from the tables and frees it, telling fx (removed() unless
  * it was pending or soft-deleted already, then destroyed()); then releases

@@ -307,7 +307,7 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
     int64_t now = rn_now_ms();
     rn_stream *s = rn_state_at(&e->state, in->path, in->path_len);
     if (!s || s->busy || s->pending_create || s->soft_deleted || rn_stream_expired(s, now) ||
-        s->incarnation != in->incarnation)
+        s->incarnation != in->incarnation || !engine_log_accepts(e, in->path, in->path_len))
         return 0;
     const rn_producer *p = rn_map_get(&s->producers, in->producer_id, in->producer_id_len);
     if (p && rn_producer_idle(p, now, e->cfg.producer_ttl_ms))

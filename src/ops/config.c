@@ -23,6 +23,7 @@ typedef enum {
     KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true */
     KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
     KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
+    KIND_PEER,   /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
 } setting_kind;
 
 typedef struct {
@@ -76,6 +77,29 @@ static const setting SETTINGS[] = {
      "./runnel-data", "directory of the embedded store (created if missing)", NULL},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
      "Ursula-Cluster-Id to send (default: generated once, kept in the data dir)", NULL},
+    U64("node-id", "RUNNEL_NODE_ID", node_id, 0, 0, 255,
+        "cluster mode: this node's id (1 to 255), unique in the cluster; 0: a single node"),
+    {"peer", "RUNNEL_PEER", KIND_PEER, offsetof(rn_config, peers), 0, 0, 0, NULL,
+     "cluster mode: N=RAFTADDR,URL for every node, this one included (repeat the option, or "
+     "the key in the file; RUNNEL_PEER takes them separated by spaces): its id, the numeric "
+     "host:port of its Raft port and its public base URL",
+     NULL},
+    U64("groups", "RUNNEL_GROUPS", groups, 16, 1, 256,
+        "cluster mode: number of Raft groups streams are spread over; the same on every node and "
+        "at every start"),
+    U64("election-timeout-ms", "RUNNEL_ELECTION_TIMEOUT_MS", election_timeout_ms, 1000, 50, 60000,
+        "cluster mode: a follower that hears no leader for 1-2 times this starts an election"),
+    BOOL("join", "RUNNEL_JOIN", join, 0,
+         "cluster mode: this node joins a running cluster: its groups wait to be added "
+         "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
+         "peers as voters"),
+    U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
+        "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
+        "applied entries and drops the log before it"),
+    U64("raft-snapshot-trailing", "RUNNEL_RAFT_SNAPSHOT_TRAILING", snapshot_trailing, 128, 1,
+        1000000,
+        "cluster mode: entries a group keeps behind its snapshot, so that a follower this far "
+        "behind catches up from the log rather than from the snapshot and its peers' bytes"),
     {"public-url", "RUNNEL_PUBLIC_URL", KIND_URL, offsetof(rn_config, public_url), 0, 0, 0, "",
      "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
      "(default: http://LISTEN)",
@@ -161,9 +185,78 @@ static const setting SETTINGS[] = {
 };
 #define NSETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 
-static int set_value(rn_config *cfg, const setting *s, const char *v, const char *source, char *err,
-                     size_t errcap) {
+/* Parses one peer, N=RAFTADDR,URL: N in 1..255, RAFTADDR a host:port (its
+ * form is checked with the rest of the cluster settings, cluster_config.c),
+ * URL http(s):// without a trailing slash, of characters a header may
+ * carry unquoted. Appends it to cfg->peers. */
+static int add_peer(rn_config *cfg, const char *v, size_t n, const char *source, char *err,
+                    size_t errcap) {
+    const char *eq = memchr(v, '=', n);
+    const char *comma = eq ? memchr(eq, ',', n - (size_t)(eq - v)) : NULL;
+    uint64_t id;
+    if (!eq || !comma || rn_parse_strict_u64(v, (size_t)(eq - v), 255, &id) || id == 0) {
+        snprintf(err, errcap, "%s: peer must be N=RAFTADDR,URL with N from 1 to 255 (got \"%.*s\")",
+                 source, (int)n, v);
+        return -1;
+    }
+    const char *raft = eq + 1, *url = comma + 1;
+    size_t raft_len = (size_t)(comma - raft), url_len = n - (size_t)(url - v);
+    while (url_len && url[url_len - 1] == '/')
+        url_len--;
+    rn_peer_config *p = &cfg->peers[cfg->n_peers];
+    if (cfg->n_peers == RN_MAX_PEERS) {
+        snprintf(err, errcap, "%s: more than %d peers", source, RN_MAX_PEERS);
+        return -1;
+    }
+    if (raft_len == 0 || raft_len >= sizeof p->raft) {
+        snprintf(err, errcap, "%s: peer %llu: RAFTADDR must be host:port (got \"%.*s\")", source,
+                 (unsigned long long)id, (int)raft_len, raft);
+        return -1;
+    }
+    int url_ok = url_len < sizeof p->url &&
+                 (rn_iprefix(url, url_len, "http://") || rn_iprefix(url, url_len, "https://"));
+    for (size_t i = 0; url_ok && i < url_len; i++)
+        url_ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\';
+    if (!url_ok || url_len <= 8) {
+        snprintf(err, errcap,
+                 "%s: peer %llu: URL must be an http:// or https:// URL of printable ASCII "
+                 "(got \"%.*s\")",
+                 source, (unsigned long long)id, (int)url_len, url);
+        return -1;
+    }
+    p->id = id;
+    memcpy(p->raft, raft, raft_len);
+    p->raft[raft_len] = 0;
+    memcpy(p->url, url, url_len);
+    p->url[url_len] = 0;
+    cfg->n_peers++;
+    return 0;
+}
+
+/* Where a value comes from: a repeatable setting given by a source replaces
+ * what a lower one gave (flags > environment > file). */
+enum { FROM_DEFAULT, FROM_FILE, FROM_ENV, FROM_FLAG };
+
+static int set_value(rn_config *cfg, const setting *s, const char *v, const char *source, int from,
+                     char *err, size_t errcap) {
     switch (s->kind) {
+    case KIND_PEER: {
+        static int peers_from; /* the source the peers so far came from */
+        if (from != peers_from || cfg->n_peers == 0) {
+            cfg->n_peers = 0;
+            peers_from = from;
+        }
+        /* the environment variable lists them separated by spaces */
+        for (const char *p = v; *p;) {
+            size_t n = from == FROM_ENV ? strcspn(p, " \t") : strlen(p);
+            if (n && add_peer(cfg, p, n, source, err, errcap))
+                return -1;
+            p += n;
+            while (from == FROM_ENV && (*p == ' ' || *p == '\t'))
+                p++;
+        }
+        return 0;
+    }
     case KIND_U64:
     case KIND_CPUS: {
         uint64_t n;
@@ -334,7 +427,7 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
     }
     /* A key given twice is refused rather than silently last-wins; inih
      * also reports an indented line as more value of the key above it. */
-    if (l->seen[s - SETTINGS]++) {
+    if (l->seen[s - SETTINGS]++ && s->kind != KIND_PEER) {
         snprintf(l->err, l->errcap,
                  "%s: given twice (or continued by an indented line; keys start their line)",
                  source);
@@ -350,7 +443,7 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
         l->failed = 1;
         return 0;
     }
-    if (set_value(l->cfg, s, unquoted, source, l->err, l->errcap))
+    if (set_value(l->cfg, s, unquoted, source, FROM_FILE, l->err, l->errcap))
         l->failed = 1;
     return !l->failed;
 }
@@ -399,7 +492,8 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
             *(uint64_t *)((char *)cfg + s->field) = cpus_default(s);
         else if (s->kind == KIND_BOOL)
             *(int *)((char *)cfg + s->field) = (int)s->def;
-        else if (s->def_text && set_value(cfg, s, s->def_text, "default", err, errcap))
+        else if (s->def_text &&
+                 set_value(cfg, s, s->def_text, "default", FROM_DEFAULT, err, errcap))
             return -1;
     }
     for (int a = 0; a < argc; a++) {
@@ -412,7 +506,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         return -1;
     for (size_t i = 0; i < NSETTINGS; i++) {
         const char *v = getenv(SETTINGS[i].env);
-        if (v && set_value(cfg, &SETTINGS[i], v, SETTINGS[i].env, err, errcap))
+        if (v && set_value(cfg, &SETTINGS[i], v, SETTINGS[i].env, FROM_ENV, err, errcap))
             return -1;
     }
     for (int a = 0; a < argc; a++) {
@@ -449,7 +543,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         }
         char source[80];
         snprintf(source, sizeof source, "--%s", s->flag);
-        if (set_value(cfg, s, value, source, err, errcap))
+        if (set_value(cfg, s, value, source, FROM_FLAG, err, errcap))
             return -1;
     }
     return 0;
@@ -475,6 +569,14 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
         case KIND_LISTEN:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, cfg->listen_host,
                                   cfg->listen_port);
+            break;
+        case KIND_PEER:
+            if (!cfg->n_peers)
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=", lead, s->flag);
+            for (int k = 0; k < cfg->n_peers && n < cap; k++)
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu=%s,%s", k || i ? sep : "",
+                                      s->flag, (unsigned long long)cfg->peers[k].id,
+                                      cfg->peers[k].raft, cfg->peers[k].url);
             break;
         default:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag, field);

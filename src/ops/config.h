@@ -13,6 +13,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One node of a cluster (--peer N=RAFTADDR,URL). */
+typedef struct {
+    uint64_t id;   /* 1..255 */
+    char raft[64]; /* host:port of its Raft/peer port, numeric */
+    char url[512]; /* its public base URL, without a trailing slash */
+} rn_peer_config;
+
+#define RN_MAX_PEERS 32
+
 typedef struct {
     char listen_host[256];
     int listen_port;
@@ -48,11 +57,20 @@ typedef struct {
     uint64_t parts_grace_ms;
     uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
     uint64_t producer_cap;    /* producers per stream */
-    char config_file[4096];   /* empty: none */
-    int print_config;         /* print the effective configuration and exit */
-    char log_format[8];       /* "text" or "json" */
-    char log_level[8];        /* "debug", "info", "warn" or "error" */
-    int access_log;           /* one log line per answered request */
+    /* Cluster mode (--node-id given; see src/cluster/cluster_config.h). */
+    uint64_t node_id; /* 0: single node */
+    rn_peer_config peers[RN_MAX_PEERS];
+    int n_peers;
+    uint64_t groups;              /* Raft groups; the same on every node */
+    uint64_t election_timeout_ms; /* Raft election timeout */
+    uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
+    uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
+    int join;                     /* a node added to a running cluster: groups wait to be added */
+    char config_file[4096];       /* empty: none */
+    int print_config;             /* print the effective configuration and exit */
+    char log_format[8];           /* "text" or "json" */
+    char log_level[8];            /* "debug", "info", "warn" or "error" */
+    int access_log;               /* one log line per answered request */
 } rn_config;
 
 /* Fills cfg from defaults, the environment and argv (the arguments after

@@ -30,8 +30,26 @@
  * lost+found is accepted too: a file system mounted as the data directory
  * has it at its root. */
 static const char *const RUNNEL_NAMES[] = {
-    "LOCK",           "FORMAT", "FORMAT.tmp", "cluster-id", "cluster-id.tmp", "checkpoint",
-    "checkpoint.tmp", "wal",    "streams",    "snapshots",  "cold",           "subs",
+    "LOCK",
+    "FORMAT",
+    "FORMAT.tmp",
+    "cluster-id",
+    "cluster-id.tmp",
+    "checkpoint",
+    "checkpoint.tmp",
+    "wal",
+    "streams",
+    "snapshots",
+    "cold",
+    "subs",
+    /* cluster mode (src/cluster/cluster.h) */
+    "raft",
+    "cluster-node",
+    "cluster-node.tmp",
+    "cluster-ids",
+    "cluster-ids.tmp",
+    "cluster-members",
+    "cluster-members.tmp",
 };
 
 /* Foreign names the refusal lists (the alphabetically first). */

@@ -61,6 +61,24 @@ static uint64_t resident_bytes(void) {
     return rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* A histogram of microsecond observations in RN_SYNC_BUCKETS buckets
+ * (le 2^k * 64 us, then +Inf), rendered in seconds. */
+static void histogram(rn_buf *b, const char *name, const char *help,
+                      const uint64_t le[RN_SYNC_BUCKETS], uint64_t us_sum) {
+    rn_buf_appendf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int k = 0; k < RN_SYNC_BUCKETS; k++) {
+        cum += le[k];
+        if (k == RN_SYNC_BUCKETS - 1)
+            rn_buf_appendf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+        else
+            rn_buf_appendf(b, "%s_bucket{le=\"%.6f\"} %llu\n", name, (double)(64ull << k) / 1e6,
+                           (unsigned long long)cum);
+    }
+    rn_buf_appendf(b, "%s_sum %.6f\n%s_count %llu\n", name, (double)us_sum / 1e6, name,
+                   (unsigned long long)cum);
+}
+
 static void render(rn_buf *b, const rn_endpoints *ep) {
     static const char *const routes[RN_ROUTE_COUNT] = {
         "other", "v1", "bucket", "subresource", "subscriptions", "ops"};
@@ -97,22 +115,19 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     metric(b, "runnel_wal_bytes_total", "counter", "Log bytes made durable.", rn_metric.wal_bytes);
     metric(b, "runnel_wal_sync_failures_total", "counter",
            "Log batches whose write or sync failed.", rn_metric.wal_sync_failures);
-    rn_buf_append_str(b, "# HELP runnel_wal_sync_seconds Time of a batch's write and fdatasync.\n"
-                         "# TYPE runnel_wal_sync_seconds histogram\n");
-    uint64_t cum = 0, count = 0;
-    for (int k = 0; k < RN_SYNC_BUCKETS; k++)
-        count += rn_metric.wal_sync_le[k];
-    for (int k = 0; k < RN_SYNC_BUCKETS; k++) {
-        cum += rn_metric.wal_sync_le[k];
-        if (k == RN_SYNC_BUCKETS - 1)
-            rn_buf_appendf(b, "runnel_wal_sync_seconds_bucket{le=\"+Inf\"} %llu\n",
-                           (unsigned long long)cum);
-        else
-            rn_buf_appendf(b, "runnel_wal_sync_seconds_bucket{le=\"%.6f\"} %llu\n",
-                           (double)(64ull << k) / 1e6, (unsigned long long)cum);
+    histogram(b, "runnel_wal_sync_seconds", "Time of a batch's write and fdatasync.",
+              rn_metric.wal_sync_le, rn_metric.wal_sync_us_sum);
+    if (ep->cluster_metrics) {
+        metric(b, "runnel_cluster_proposals_total", "counter",
+               "Raft entries proposed (each holds the commands of one loop turn and group).",
+               rn_metric.raft_proposals);
+        metric(b, "runnel_cluster_commands_total", "counter",
+               "Commands proposed (commands / proposals = batch size).", rn_metric.raft_commands);
+        histogram(b, "runnel_cluster_proposal_seconds",
+                  "Time from a proposal to its outcome (committed and applied here, or not).",
+                  rn_metric.raft_commit_le, rn_metric.raft_commit_us_sum);
+        ep->cluster_metrics(ep->cluster_ctx, b);
     }
-    rn_buf_appendf(b, "runnel_wal_sync_seconds_sum %.6f\nrunnel_wal_sync_seconds_count %llu\n",
-                   (double)rn_metric.wal_sync_us_sum / 1e6, (unsigned long long)count);
     metric(b, "runnel_subscription_deliveries_total", "counter", "Webhook deliveries answered 2xx.",
            rn_metric.sub_deliveries);
     metric(b, "runnel_subscription_delivery_failures_total", "counter",
@@ -152,6 +167,8 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
         int failing = rn_probe_failing(ep->probe, why, sizeof why);
+        if (!failing && ep->ready && ep->cluster_ready)
+            failing = !ep->cluster_ready(ep->cluster_ctx, why, sizeof why);
         if (failing)
             rn_buf_appendf(&body, "not ready: %s\n", why);
         else
@@ -160,6 +177,9 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
         render(&body, ep);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
+    } else if (ep->ready && ep->cluster_route &&
+               ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
+        rn_buf_free(&body);
     } else if (ep->ready) {
         rn_admin_handle(ep->surface, req, ep->test_hooks, path, path_len, query, query_len);
     } else {

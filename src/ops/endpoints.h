@@ -20,6 +20,14 @@ typedef struct {
     rn_surface *surface;
     rn_http_server *http;
     rn_probe *probe; /* the data directory probe (readiness) */
+    /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
+     * 1 when it answered) and a readiness condition (1: ready, else 0 with
+     * why), both given cluster_ctx. */
+    int (*cluster_route)(void *ctx, rn_request *req, const char *path, size_t path_len,
+                         const char *query, size_t query_len);
+    int (*cluster_ready)(const void *ctx, char *why, size_t cap);
+    void (*cluster_metrics)(void *ctx, rn_buf *out); /* appends the groups' gauges */
+    void *cluster_ctx;
 } rn_endpoints;
 
 /* rn_ops_handler for the router; arg is an rn_endpoints. */

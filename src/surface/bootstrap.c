@@ -14,10 +14,12 @@
 #include "surface/bucket.h"
 #include "surface/offset.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "surface/snapshots.h"
 #include "util/blake3.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -65,6 +67,13 @@ void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_l
     uint64_t start = s->snapshot.present ? s->snapshot.offset : s->retained;
     rn_buf updates = {0};
     long got = rn_engine_read(e, s, start, RN_BOOTSTRAP_CAP, 1, &updates);
+    if ((got == -ENOENT || got == -EAGAIN) && rn_routing_active()) {
+        /* a replica that has not fetched these bytes yet (the body: see
+         * rn_snapshot_respond_body) */
+        rn_buf_free(&updates);
+        rn_routing_read_elsewhere(req, key, key_len);
+        return;
+    }
     if (got < 0) {
         rn_buf_free(&updates);
         rn_reply_error(req, RN_E_COLD_STORE_FAILED, NULL);
@@ -149,8 +158,14 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
         rn_reply_error(req, RN_E_INVALID_RESOURCE, NULL);
         return;
     }
-    rn_stream *s = find_or_answer(sf, req, key, key_len);
-    if (!s)
+    /* A replica serves only what it can mark; the leader answers the rest
+     * once it confirmed it leads (extensions §4.3; routing.h). */
+    rn_stream *s = rn_engine_find(rn_surface_engine(sf), key, key_len);
+    if (!s || off < s->retained || off > s->tail || want != s->incarnation) {
+        if (rn_routing_authoritative(req, key, key_len))
+            return;
+    }
+    if (!s && !find_or_answer(sf, req, key, key_len))
         return;
     if (req->method == RN_HTTP_GET)
         rn_engine_touch(rn_surface_engine(sf), s); /* a read renews the TTL window, HEAD does not */
@@ -180,6 +195,10 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
     }
     int end_kind = end < s->tail ? 0 : s->closed ? 2 : 1;
     int marked = (end == chunk_end && end < s->tail) || end_kind == 2;
+    if (!marked && rn_routing_authoritative(req, key, key_len)) {
+        rn_buf_free(&body);
+        return;
+    }
     char ct_buf[256];
     const char *ct = "application/x-ndjson";
     if (!s->json) {

@@ -5,6 +5,7 @@
 #include "surface/bootstrap.h"
 #include "surface/parts.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "surface/snapshots.h"
 #include "util/metrics.h"
 #include "util/text.h"
@@ -182,16 +183,38 @@ static int parse_path(const char *path, size_t path_len, bucket_path *bp) {
     return -1;
 }
 
+/* Cluster mode (routing.h): writes go to the leader of the stream's
+ * group; the stream, its bootstrap and its snapshots are read with
+ * consistency=leader there; every other read (the immutable resources
+ * too) is served by any replica caught up since its start. Returns 1 when
+ * the request was answered (or waits). */
+static int cluster_gate(rn_request *req, const bucket_path *bp, const char *query,
+                        size_t query_len) {
+    if (req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST || req->method == RN_HTTP_DELETE)
+        return rn_routing_write(req, bp->key, bp->key_len);
+    int leader_readable = bp->nsub == 0 || (bp->nsub == 1 && seg_is(bp->sub[0], "bootstrap")) ||
+                          (bp->nsub == 2 && seg_is(bp->sub[0], "snapshot"));
+    int read = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
+    return read && rn_routing_read(req, bp->key, bp->key_len, query, query_len, leader_readable);
+}
+
 void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t path_len,
                      const char *query, size_t query_len) {
     bucket_path bp;
     int r = parse_path(path, path_len, &bp);
     if (r == BUCKET_ONLY) {
         bucket_only(req, bp.bucket, bp.bucket_len);
-    } else if (r >= 0) {
+        return;
+    }
+    if (r >= 0) {
         rn_reply_error(req, (rn_error)r, NULL);
-    } else if (bp.nsub) {
+        return;
+    }
+    if (bp.nsub)
         req->route = RN_ROUTE_SUBRESOURCE;
+    if (cluster_gate(req, &bp, query, query_len))
+        return; /* answered (req may be gone), or waiting for a confirmation */
+    if (bp.nsub) {
         /* These resources refuse any query component, even an empty one. */
         int has_query = memchr(req->target, '?', req->target_len) != NULL;
         subresource(sf, req, bp.key, bp.key_len, bp.sub, bp.nsub, has_query);
@@ -202,7 +225,8 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
 
 void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
     bucket_path bp;
-    if (parse_path(path, path_len, &bp) != -1)
+    if (parse_path(path, path_len, &bp) != -1 || rn_routing_write(req, bp.key, bp.key_len) ||
+        req->method != RN_HTTP_POST)
         return;
     if (bp.nsub == 0)
         rn_streams_answer_early(sf, req, bp.key, bp.key_len);

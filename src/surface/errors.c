@@ -191,6 +191,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                                          "the fork's content type differs from its source's"},
     [RN_E_STREAM_EXISTS_CONFLICT] = {409, "STREAM_ALREADY_EXISTS_CONFLICT",
                                      "the stream exists with another configuration"},
+    [RN_E_FORK_NOT_COLOCATED] = {409, "FORK_NOT_COLOCATED",
+                                 "in this cluster a fork must be placed with its source: its "
+                                 "path must hash to the source's group; nothing was created"},
     [RN_E_PRODUCER_SEQ_CONFLICT] = {409, "PRODUCER_SEQ_CONFLICT",
                                     "the producer seq is not the next expected one"},
     [RN_E_SUB_EXISTS_CONFLICT] = {409, "SUBSCRIPTION_ALREADY_EXISTS",
@@ -206,6 +209,12 @@ static const error_row TABLE[RN_E_COUNT] = {
                                 "the server's disk is full; nothing was written"},
     [RN_E_OUTCOME_UNKNOWN] = {503, "OUTCOME_UNKNOWN",
                               "the write could not be made durable; retry it"},
+    [RN_E_NO_LEADER] = {503, "NO_LEADER",
+                        "no leader of the stream's group is known here; nothing was applied, "
+                        "retry after Retry-After"},
+    [RN_E_RAFT_BACKPRESSURE] = {503, "RAFT_UNCOMMITTED_BACKPRESSURE",
+                                "too many writes of the stream's group await their commit; "
+                                "nothing was applied, retry after Retry-After"},
     [RN_E_JSON_BOUNDARY_UNVERIFIED] = {503, "JSON_BOUNDARY_UNVERIFIED",
                                        "the offset could not be verified as a message boundary; "
                                        "nothing was applied, retry"},

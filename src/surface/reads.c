@@ -17,6 +17,7 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "tiers/tiers.h"
 #include "surface/streams_int.h"
 #include "util/json_text.h"
@@ -24,6 +25,7 @@
 #include "util/text.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -114,6 +116,11 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
     long got = 0;
     if (c->offset_kind != RN_OFFSET_NOW) {
         got = rn_engine_read(c->sf->engine, s, start, answer_cap(c), !reads_ndjson(c, s), &data);
+        if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
+            rn_buf_free(&data);
+            rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+            return;
+        }
         if (got < 0) {
             rn_buf_free(&data);
             rn_reply_error(c->req, RN_E_INTERNAL, NULL);

@@ -4,6 +4,7 @@
 #include "surface/router.h"
 #include "surface/bucket.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "surface/v1.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -32,7 +33,11 @@ static size_t reserved_prefix(const char *path, size_t len) {
 
 void rn_router_answer_early(rn_request *req, void *arg) {
     rn_router *rt = arg;
-    if (!rt->ready || req->method != RN_HTTP_POST)
+    int write =
+        req->method == RN_HTTP_POST || req->method == RN_HTTP_PUT || req->method == RN_HTTP_DELETE;
+    /* a POST may get an early answer (ext §5.5); in cluster mode every
+     * write is routed from its head (§5.7) */
+    if (!rt->ready || !(req->method == RN_HTTP_POST || (write && rn_routing_active())))
         return;
     const char *target = req->target;
     const char *q = memchr(target, '?', req->target_len);

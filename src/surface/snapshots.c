@@ -20,6 +20,7 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "tiers/tiers.h"
 #include "util/blake3.h"
 #include "util/text.h"
@@ -81,8 +82,12 @@ static int take_precondition(snap_ctx *c) {
 /* ---- publish ---- */
 
 void rn_snapshot_answer_publish(rn_tiers *t, rn_request *req, const rn_op *op) {
-    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat))
-        rn_tiers_body_drop(t, op->in.blob_cold, op->in.blob_key); /* the engine did not adopt it */
+    /* The engine did not adopt the body, unless its outcome is unknown: a
+     * replicated entry, or a log batch recovery replays, may still apply
+     * (the start's orphan sweep removes it when none did). */
+    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat) &&
+        op->out.result != RN_ERR_UNAVAILABLE)
+        rn_tiers_body_drop(t, op->in.blob_cold, op->in.blob_key);
     if (op->out.result == RN_OK_PUBLISHED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
@@ -363,6 +368,8 @@ typedef struct {
     rn_buf head, prefix, suffix;
     uint64_t len;
     rn_buf refusal; /* header lines of the 502 when the body cannot be read */
+    char *key;      /* the stream's path: a replica still fetching the body redirects */
+    size_t key_len;
 } body_answer;
 
 static void body_opened(void *arg, int fd, uint64_t fd_off) {
@@ -371,13 +378,19 @@ static void body_opened(void *arg, int fd, uint64_t fd_off) {
         rn_buf_free(&a->head);
         rn_buf_free(&a->prefix);
         rn_buf_free(&a->suffix);
-        rn_reply_error(a->req, RN_E_COLD_STORE_FAILED, &a->refusal);
+        if (fd == -ENOENT && rn_routing_active()) { /* a replica still fetching the body */
+            rn_buf_free(&a->refusal);
+            rn_routing_read_elsewhere(a->req, a->key, a->key_len);
+        } else {
+            rn_reply_error(a->req, RN_E_COLD_STORE_FAILED, &a->refusal);
+        }
     } else {
         rn_http_respond_file(a->req, a->status, &a->head, &a->prefix, fd, fd_off, a->len,
                              &a->suffix);
         rn_buf_free(&a->refusal);
     }
     rn_request_release(a->req);
+    free(a->key);
     free(a);
 }
 
@@ -400,5 +413,7 @@ void rn_snapshot_respond_body(rn_surface *sf, rn_request *req, int status, rn_bu
     a->suffix = take(suffix);
     a->refusal = refusal ? take(refusal) : (rn_buf){0};
     a->len = len;
+    a->key = rn_xstrndup(s->path, s->path_len);
+    a->key_len = s->path_len;
     rn_tiers_body_read(tiers(sf), s->snapshot.cold, s->snapshot.key, off, len, body_opened, a);
 }

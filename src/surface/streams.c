@@ -12,6 +12,7 @@
 #include "surface/offset.h"
 #include "surface/params.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "util/json_text.h"
 #include "util/metrics.h"
 #include "util/text.h"
@@ -220,6 +221,15 @@ static void handle_put(stream_ctx *c) {
     }
     if (has_ttl && exp) {
         rn_streams_reply(c, RN_E_INVALID_HEADER_TTL_AND_EXPIRES, NULL);
+        return;
+    }
+    /* whether or not the source exists: a replica of the fork's group may
+     * not have applied the source's group yet, the answer must not depend
+     * on it */
+    if (c->op.in.fork_source &&
+        !rn_routing_colocated(c->op.in.fork_source, c->op.in.fork_source_len, c->path,
+                              c->path_len)) {
+        rn_streams_reply(c, RN_E_FORK_NOT_COLOCATED, NULL);
         return;
     }
     if (has_ttl)
@@ -448,6 +458,10 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_WAL_DISK_PRESSURE;
     case RN_ERR_UNAVAILABLE:
         return RN_E_OUTCOME_UNKNOWN;
+    case RN_ERR_NO_LEADER:
+        return RN_E_NO_LEADER;
+    case RN_ERR_LOG_BUSY:
+        return RN_E_RAFT_BACKPRESSURE;
     default:
         return RN_E_INTERNAL; /* a success code: a caller bug */
     }
@@ -534,6 +548,11 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     case RN_ERR_UNAVAILABLE:
     case RN_ERR_BOUNDARY_UNVERIFIED:
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        break;
+    case RN_ERR_NO_LEADER:
+    case RN_ERR_LOG_BUSY:
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_routing_group_header(&extra, op->in.path, op->in.path_len);
         break;
     default:
         break;

@@ -3,6 +3,7 @@
  */
 #include "surface/v1.h"
 #include "surface/reply.h"
+#include "surface/routing.h"
 #include "util/text.h"
 
 #include <string.h>
@@ -51,9 +52,13 @@ void rn_v1_route(rn_surface *sf, rn_request *req, const char *path, size_t path_
     char name[3 * MAX_V1_NAME];
     rn_error e;
     long n = decode_name(path, path_len, name, &e);
+    int write =
+        req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST || req->method == RN_HTTP_DELETE;
+    int read = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     if (n < 0)
         rn_reply_error(req, e, NULL);
-    else
+    else if (!(write && rn_routing_write(req, name, (size_t)n)) &&
+             !(read && rn_routing_read(req, name, (size_t)n, query, query_len, 0)))
         rn_streams_handle(sf, req, &RN_PROFILE_V1, name, (size_t)n, query, query_len);
 }
 
@@ -61,6 +66,6 @@ void rn_v1_answer_early(rn_surface *sf, rn_request *req, const char *path, size_
     char name[3 * MAX_V1_NAME];
     rn_error e;
     long n = decode_name(path, path_len, name, &e);
-    if (n > 0)
+    if (n > 0 && !rn_routing_write(req, name, (size_t)n) && req->method == RN_HTTP_POST)
         rn_streams_answer_early(sf, req, name, (size_t)n);
 }

@@ -191,6 +191,18 @@ long rn_blobs_sweep(rn_blobs *b, const char *prefix, int64_t older_than) {
     return rc < 0 ? rc : st.removed;
 }
 
+int rn_blobs_begin(rn_blobs *b, const char *key) {
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    return open_tmp(b, key, path, sizeof path, tmp, sizeof tmp);
+}
+
+int rn_blobs_end(rn_blobs *b, const char *key, int fd, int rc) {
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    int prc = key_path(b, key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    return finish_tmp(fd, prc < 0 ? prc : rc, tmp, path);
+}
+
 int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len) {
     char path[PATH_MAX], tmp[PATH_MAX + 8];
     int fd = open_tmp(b, key, path, sizeof path, tmp, sizeof tmp);

@@ -24,6 +24,13 @@ void rn_blobs_close(rn_blobs *b);
 
 /* Stores data under key durably. Returns 0 or -errno. */
 int rn_blobs_put(rn_blobs *b, const char *key, const void *data, size_t len);
+/* Stores an object written in pieces: rn_blobs_begin opens key's
+ * temporary file and returns its fd (or -errno) for the caller to write;
+ * rn_blobs_end syncs and closes it and renames it into place durably,
+ * or, when rc < 0 (the caller's failure), removes it. Returns 0 or -errno.
+ * One writer of a key at a time. */
+int rn_blobs_begin(rn_blobs *b, const char *key);
+int rn_blobs_end(rn_blobs *b, const char *key, int fd, int rc);
 /* Stores the concatenation of the objects src[0..n) under key durably,
  * passing every byte to observe (may be NULL) on the way, e.g. to hash it.
  * Returns 0, -ENOENT when a source is missing, or another -errno. */

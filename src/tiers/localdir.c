@@ -220,3 +220,7 @@ rn_store *rn_localdir_open(uv_loop_t *loop, const char *dir) {
     ld->files = files;
     return &ld->base;
 }
+
+struct rn_blobs *rn_localdir_files(rn_store *st) {
+    return st->ops == &localdir_ops ? local(st)->files : NULL;
+}

@@ -79,5 +79,8 @@ struct rn_store {
  * slow operations run on loop's worker pool. NULL when dir cannot be made.
  * Call on the loop thread. */
 rn_store *rn_localdir_open(uv_loop_t *loop, const char *dir);
+/* The files under a local-directory store (for the tiers' replica intake,
+ * tiers.h); NULL for a store of another backend. */
+struct rn_blobs *rn_localdir_files(rn_store *st);
 
 #endif

@@ -6,6 +6,7 @@
 #include "tiers/streamfiles.h"
 #include "util/buf.h"
 #include "util/fault.h"
+#include "util/files.h"
 #include "util/map.h"
 
 #include <assert.h>
@@ -324,6 +325,13 @@ int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t
     return 0;
 }
 
+/* The gap record's directory and name. */
+static void gap_place(const rn_streamfiles *st, uint64_t id, char *dir, size_t dcap, char *name,
+                      size_t ncap) {
+    snprintf(dir, dcap, "%s/streams/%02x", st->dir, (unsigned)(id & 0xff));
+    snprintf(name, ncap, "%016llx.gap", (unsigned long long)id);
+}
+
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
         uint64_t key = id * 2 + (uint64_t)kind;
@@ -334,6 +342,94 @@ void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
         file_path(st, id, (rn_file_kind)kind, p, sizeof p);
         unlink(p);
     }
+    rn_streamfiles_gap none = {0};
+    rn_streamfiles_gap_put(st, id, &none);
+}
+
+int rn_streamfiles_extent(rn_streamfiles *st, uint64_t id, uint64_t *data_len, uint64_t *entries) {
+    uint64_t size[2] = {0, 0};
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+        char p[PATH_MAX];
+        file_path(st, id, (rn_file_kind)kind, p, sizeof p);
+        struct stat sb;
+        if (stat(p, &sb) == 0)
+            size[kind] = (uint64_t)sb.st_size;
+        else if (errno != ENOENT)
+            return -errno;
+    }
+    *data_len = size[RN_FILE_DATA];
+    *entries = size[RN_FILE_INDEX] / 8;
+    return 0;
+}
+
+int rn_streamfiles_write(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
+                         uint64_t off) {
+    int fd = get_fd(st, id, RN_FILE_DATA, 1);
+    if (fd < 0)
+        return fd;
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(fd, (const uint8_t *)data + done, len - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int rn_streamfiles_gap_get(rn_streamfiles *st, uint64_t id, rn_streamfiles_gap *g) {
+    char dir[PATH_MAX], name[64];
+    gap_place(st, id, dir, sizeof dir, name, sizeof name);
+    rn_buf b = {0};
+    int rc = rn_read_file(dir, name, &b);
+    if (rc == 0) {
+        rn_reader r;
+        rn_reader_init(&r, b.data, b.len);
+        g->from = rn_read_u64(&r);
+        g->to = rn_read_u64(&r);
+        g->kfrom = rn_read_u64(&r);
+        g->kto = rn_read_u64(&r);
+        rc = r.failed || r.p != r.end ? -EBADMSG : 0;
+    }
+    rn_buf_free(&b);
+    return rc;
+}
+
+int rn_streamfiles_gap_put(rn_streamfiles *st, uint64_t id, const rn_streamfiles_gap *g) {
+    char dir[PATH_MAX], name[64];
+    gap_place(st, id, dir, sizeof dir, name, sizeof name);
+    if (g->from >= g->to && g->kfrom >= g->kto) {
+        char p[PATH_MAX + 64];
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        return unlink(p) == 0 || errno == ENOENT ? 0 : -errno;
+    }
+    rn_buf b = {0};
+    rn_buf_append_u64(&b, g->from);
+    rn_buf_append_u64(&b, g->to);
+    rn_buf_append_u64(&b, g->kfrom);
+    rn_buf_append_u64(&b, g->kto);
+    mkdir(dir, 0755);
+    int rc = rn_atomic_write_file(dir, name, b.data, b.len, 0644);
+    rn_buf_free(&b);
+    return rc;
+}
+
+int rn_streamfiles_sync_stream(const rn_streamfiles *st, uint64_t id) {
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+        char p[PATH_MAX];
+        file_path(st, id, (rn_file_kind)kind, p, sizeof p);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue;
+        if (fd < 0)
+            return -errno;
+        int rc = fdatasync(fd) < 0 ? -errno : 0;
+        close(fd);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
 }
 
 int rn_streamfiles_sync(rn_streamfiles *st) {

@@ -70,8 +70,31 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
 /* Gives the disk blocks of data [off, off+len) back (retention); reads of
  * the range return zeros afterwards. Returns 0 or -errno. */
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len);
-/* Deletes the stream's files. */
+/* Deletes the stream's files (its gap record too). */
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id);
+
+/* The data file's length and the index file's entries (0 for a file that
+ * does not exist). Returns 0 or -errno. */
+int rn_streamfiles_extent(rn_streamfiles *st, uint64_t id, uint64_t *data_len, uint64_t *entries);
+/* Writes len bytes at off of the data file (bytes fetched for a gap; the
+ * index is left alone). Returns 0 or -errno. */
+int rn_streamfiles_write(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
+                         uint64_t off);
+
+/* What a replica's files lack (cluster mode): data [from, to) and index
+ * entries [kfrom, kto), kept in a record beside the files (<id>.gap) until
+ * filled, so that a restart still knows bytes later appends wrote past. */
+typedef struct {
+    uint64_t from, to, kfrom, kto;
+} rn_streamfiles_gap;
+/* Reads the record: 0, or -ENOENT when there is none, or -errno. */
+int rn_streamfiles_gap_get(rn_streamfiles *st, uint64_t id, rn_streamfiles_gap *g);
+/* Writes the record durably (an empty gap removes it). Returns 0 or -errno. */
+int rn_streamfiles_gap_put(rn_streamfiles *st, uint64_t id, const rn_streamfiles_gap *g);
+/* Makes the written bytes of stream id's files durable (fdatasync); a
+ * file that does not exist (any more) is skipped. Touches no cache state:
+ * safe on any thread. Returns 0 or -errno. */
+int rn_streamfiles_sync_stream(const rn_streamfiles *st, uint64_t id);
 /* Makes every written byte durable (syncfs of the data directory). */
 int rn_streamfiles_sync(rn_streamfiles *st);
 

@@ -9,10 +9,13 @@
  * "snapshots/<stream id>-<time and serial>", so it is never overwritten.
  */
 #include "tiers/tiers_int.h"
+#include "tiers/blobs.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
 #include <assert.h>
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,4 +198,45 @@ void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, c
         st->ops->list(st, BODY_PREFIX, sweep_body, bodies_listed, &b);
         assert(b.listed); /* stores list at once during recovery (store.h) */
     }
+}
+
+/* ---- snapshot bodies on replicas ---- */
+
+int rn_tiers_body_key_valid(const char *key) {
+    static const char prefix[] = BODY_PREFIX;
+    size_t n = strlen(key), p = sizeof prefix - 1;
+    if (n != p + 33 || memcmp(key, prefix, p) != 0 || key[p + 16] != '-')
+        return 0;
+    for (size_t i = 0; i < 33; i++)
+        if (i != 16 && !isxdigit((unsigned char)key[p + i]))
+            return 0;
+    return 1;
+}
+
+/* The local files holding bodies of the store `cold` names, or NULL when
+ * that store is not this node's directory. */
+static rn_blobs *local_files(const rn_tiers *t, int cold) {
+    if (cold && !t->cold)
+        return NULL;
+    return rn_localdir_files(store_of(t, cold));
+}
+
+int rn_tiers_body_present(rn_tiers *t, int cold, const char *key) {
+    assert(rn_tiers_body_key_valid(key));
+    if (cold && !t->cold)
+        return 0; /* a cold body without a cold store here: cannot be kept */
+    rn_blobs *files = local_files(t, cold);
+    return !files || rn_blobs_size(files, key) >= 0;
+}
+
+int rn_tiers_body_intake_begin(rn_tiers *t, int cold, const char *key) {
+    assert(rn_tiers_body_key_valid(key));
+    rn_blobs *files = local_files(t, cold);
+    return files ? rn_blobs_begin(files, key) : -EOPNOTSUPP;
+}
+
+int rn_tiers_body_intake_end(rn_tiers *t, int cold, const char *key, int fd, int status) {
+    rn_blobs *files = local_files(t, cold);
+    assert(files && fd >= 0);
+    return rn_blobs_end(files, key, fd, status);
 }

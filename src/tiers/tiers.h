@@ -89,6 +89,23 @@ void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key);
 void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
                            void *ctx);
 
+/* ---- snapshot bodies on replicas (cluster/fetch.c, cluster_http.c) ----
+ * A replica keeps the bodies its streams' snapshots name under the (cold,
+ * key) the node that wrote them chose: it fetches those it lacks from a
+ * peer and serves its own to peers. A body in a store that is not this
+ * node's own directory (a shared backend) is never copied. These answer at
+ * once; intake_end may block on a sync (call it on a worker thread). */
+
+/* 1 when key has the form of a body key (rn_tiers_body_write's). */
+int rn_tiers_body_key_valid(const char *key);
+/* 1 when body (cold, key) needs no fetch: kept here, or in a shared store. */
+int rn_tiers_body_present(rn_tiers *t, int cold, const char *key);
+/* A descriptor to write the fetched body (cold, key) into, or -errno. */
+int rn_tiers_body_intake_begin(rn_tiers *t, int cold, const char *key);
+/* status 0: syncs the written body and names it (cold, key) durably;
+ * otherwise discards it. Returns 0 or -errno. Any thread. */
+int rn_tiers_body_intake_end(rn_tiers *t, int cold, const char *key, int fd, int status);
+
 /* ---- staged parts (ext §2.2) ----
  * Parts belong to one incarnation of one stream, named by (stream, inc),
  * and live in the cold store until a commit used them, a discard removed

@@ -77,6 +77,9 @@ struct rn_request {
      * answer and closes after it. */
     void (*on_input_end)(rn_request *req);
     int route; /* rn_route, set by the router (metrics and logs) */
+    /* The router's marks on a request it runs again (surface/routing.c:
+     * a linearizable read whose confirmation passed). */
+    unsigned route_flags;
     void *handler_data;
 
     /* Set by the transport, for the access log (read only). */
@@ -121,6 +124,10 @@ typedef struct {
      * answer, the body is read (after a 100 Continue when asked for) and
      * the request goes to on_request as usual. May be NULL. */
     void (*on_headers)(rn_request *req, void *arg);
+    /* Show every request whose body is still to come to on_headers, not
+     * only those above (cluster mode: a write is routed before any of its
+     * body is read, extensions §5.7). */
+    int on_headers_every_body;
     /* Helper threads that send large write batches with the loop thread
      * (rn_http_batch_flush); 0: batches are off. */
     int fanout_threads;

@@ -232,7 +232,8 @@ static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     int declared = (p->flags & F_CONTENT_LENGTH) != 0;
     int body_follows = declared ? p->content_length > 0 : (p->flags & F_CHUNKED) != 0;
     if (!srv->cfg.on_headers || !body_follows ||
-        !(wants_continue || (declared && p->content_length >= RN_HTTP_EARLY_BODY_BYTES)))
+        !(wants_continue || srv->cfg.on_headers_every_body ||
+          (declared && p->content_length >= RN_HTTP_EARLY_BODY_BYTES)))
         return 0;
     int close_after = h->close_after_response;
     h->close_after_response = close_after || wants_continue;
@@ -410,6 +411,8 @@ static const char *reason(int status) {
         return "Partial Content";
     case 304:
         return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
     case 400:
         return "Bad Request";
     case 403:

@@ -35,11 +35,18 @@ typedef struct {
     uint64_t wal_sync_us_sum;
     uint64_t wal_sync_failures;
     uint64_t sub_deliveries, sub_delivery_failures;
+    /* cluster mode: proposals (Raft entries) and the commands in them, and
+     * the time from a proposal to its outcome (commit and apply here) */
+    uint64_t raft_proposals, raft_commands;
+    uint64_t raft_commit_le[RN_SYNC_BUCKETS];
+    uint64_t raft_commit_us_sum;
 } rn_metrics;
 
 extern rn_metrics rn_metric;
 
 /* Records one log sync that took `us` microseconds. */
 void rn_metric_sync(uint64_t us);
+/* Records one proposal's outcome, `us` microseconds after it was made. */
+void rn_metric_commit(uint64_t us);
 
 #endif

@@ -29,7 +29,7 @@ typedef struct {
     uint64_t *sent_at; /* per request, by its slot number */
     uint8_t *payload;
     size_t size;
-    uint64_t barriers_before;
+    uint64_t rounds_before, barriers_before;
     bn_hist hist;
 } bench_run;
 
@@ -49,6 +49,8 @@ static void finish(void) {
         consensus_group_info i;
         consensus_group_info_get(N.c, B.group, &i);
         json_object_set_new(o, "rounds",
+                            json_integer((json_int_t)(i.read_rounds - B.rounds_before)));
+        json_object_set_new(o, "barrier_rounds",
                             json_integer((json_int_t)(i.read_barriers - B.barriers_before)));
     }
     json_object_set_new(o, "tag", B.tag);
@@ -108,6 +110,7 @@ static void start(json_t *tag, unsigned group, uint64_t count, uint64_t inflight
     bn_hist_init(&B.hist);
     consensus_group_info i;
     consensus_group_info_get(N.c, group, &i);
+    B.rounds_before = i.read_rounds;
     B.barriers_before = i.read_barriers;
     B.t0 = uv_hrtime();
     for (uint64_t k = 0; k < inflight && k < count; k++)

@@ -8,7 +8,7 @@
  *   info                    {"groups":[{group,state,leader,term,commit,applied,
  *                            last,snapshot,ready,transferring,voters,count,digest,
  *                            leader_changes,snapshots,snapshot_bytes,restores,
- *                            read_barriers,inflight}]}
+ *                            read_rounds,read_barriers,inflight}]}
  *   values G                {"count","digest","last_index","values":[...]}
  *   transfer G TARGET       {"status"}                TARGET 0: any voter
  *   add G ID ADDRESS        {"status"}                as spare
@@ -91,6 +91,7 @@ static json_t *group_json(unsigned g) {
     json_object_set_new(o, "snapshots", json_integer((json_int_t)i.snapshots));
     json_object_set_new(o, "snapshot_bytes", json_integer((json_int_t)i.last_snapshot_bytes));
     json_object_set_new(o, "restores", json_integer((json_int_t)i.restores));
+    json_object_set_new(o, "read_rounds", json_integer((json_int_t)i.read_rounds));
     json_object_set_new(o, "read_barriers", json_integer((json_int_t)i.read_barriers));
     json_object_set_new(o, "inflight", json_integer((json_int_t)i.proposals_inflight));
     return o;

@@ -146,17 +146,23 @@ test("consensus layer: 3 nodes x 8 groups", { timeout: 600000 }, async (t) => {
     const { node } = leaders[1];
     const w = await propose(node, 1);
     assert.equal(w.status, "ok");
-    const before = (await node.info())[1].read_barriers;
+    const before = (await node.info())[1];
     const reads = await Promise.all(Array.from({ length: 200 }, () => node.cmd("read 1")));
     for (const r of reads) {
       assert.equal(r.status, "ok");
       assert.ok(r.applied >= w.index, `read saw ${r.applied}, write was ${w.index}`);
     }
-    const rounds = (await node.info())[1].read_barriers - before;
-    t.diagnostic(`200 concurrent reads took ${rounds} confirmation rounds`);
-    // they arrive over the pipe in several loop turns, so a few rounds;
-    // one round per read would be 200
-    assert.ok(rounds >= 1 && rounds <= 20, `200 concurrent reads took ${rounds} rounds`);
+    const after = (await node.info())[1];
+    const rounds = after.read_rounds - before.read_rounds;
+    const barriers = after.read_barriers - before.read_barriers;
+    t.diagnostic(`200 concurrent reads took ${rounds} confirmation rounds, ${barriers} of them barrier entries`);
+    // a ready leader confirms by asking its peers: no log entry (a
+    // round's answers may be late on a loaded machine, then a barrier)
+    assert.ok(barriers < rounds, `${barriers} of ${rounds} rounds were barrier entries`);
+    assert.equal(after.last - before.last, barriers, "entries appended besides the barrier rounds'");
+    // they arrive over the pipe in many loop turns, and a confirm round
+    // takes about one round trip, so several rounds; one per read would be 200
+    assert.ok(rounds >= 1 && rounds <= 100, `200 concurrent reads took ${rounds} rounds`);
     // issued inside the node, 64 at a time: about two rounds per 64
     const rb = await node.cmd("readbench 1 640 64");
     assert.equal(rb.ok, 640);

@@ -6,6 +6,7 @@
  *
  *   runnel-consensus-node --id N --address IP:PORT --data DIR --groups G
  *       [--peers ID=IP:PORT,...] [--join] [--no-nodelay] [--snapshot-compression]
+ *       [--read-barriers]  (every read round a barrier entry, no confirm rounds)
  *       [--cluster-id S]
  *       [--snapshot-threshold N] [--snapshot-trailing N] [--segment-bytes N]
  *       [--election-timeout MS] [--heartbeat MS]
@@ -156,6 +157,10 @@ static void parse_args(int argc, char **argv, consensus_config *cfg) {
         }
         if (strcmp(a, "--no-nodelay") == 0) {
             cfg->params.tcp_nodelay = false;
+            continue;
+        }
+        if (strcmp(a, "--read-barriers") == 0) {
+            cfg->params.read_confirm = false;
             continue;
         }
         if (strcmp(a, "--snapshot-compression") == 0) {

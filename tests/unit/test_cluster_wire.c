@@ -69,6 +69,59 @@ static void test_refusals(void **state) {
     rn_buf_free(&b);
 }
 
+static void test_control_hello(void **state) {
+    (void)state;
+    rn_buf b = {0};
+    rn_wire_hello h;
+    encode(&b, RN_WIRE_CONTROL_GROUP, 3, 5, "127.0.0.1:1");
+    assert_int_equal(rn_wire_hello_decode(b.data, 8, 5, &h), RN_WIRE_OK);
+    assert_int_equal(h.group, RN_WIRE_CONTROL_GROUP);
+    encode(&b, RN_WIRE_CONTROL_GROUP - 1, 3, 5, "127.0.0.1:1");
+    assert_int_equal(rn_wire_hello_decode(b.data, 8, 5, &h), RN_WIRE_BAD_GROUP);
+    rn_buf_free(&b);
+}
+
+static void test_confirm_messages(void **state) {
+    (void)state;
+    uint8_t bytes[RN_WIRE_CONFIRM_BYTES];
+    rn_wire_confirm ask = {
+        .kind = RN_WIRE_CONFIRM_ASK, .group = 7, .term = 0x0102030405060708ull, .round = 99};
+    rn_wire_confirm_encode(&ask, bytes);
+    assert_int_equal(bytes[0], 1);
+    assert_int_equal(bytes[4], 7);
+    assert_int_equal(bytes[8], 0x08); /* little-endian */
+    assert_int_equal(bytes[15], 0x01);
+    rn_wire_confirm got;
+    assert_int_equal(rn_wire_confirm_decode(bytes, &got), 0);
+    assert_int_equal(got.kind, RN_WIRE_CONFIRM_ASK);
+    assert_int_equal(got.group, 7);
+    assert_true(got.term == 0x0102030405060708ull);
+    assert_int_equal(got.round, 99);
+    assert_false(got.confirmed);
+    rn_wire_confirm answer = {
+        .kind = RN_WIRE_CONFIRM_ANSWER, .group = 1, .term = 4, .round = 5, .confirmed = true};
+    rn_wire_confirm_encode(&answer, bytes);
+    assert_int_equal(rn_wire_confirm_decode(bytes, &got), 0);
+    assert_int_equal(got.kind, RN_WIRE_CONFIRM_ANSWER);
+    assert_true(got.confirmed);
+    assert_int_equal(got.term, 4);
+    assert_int_equal(got.round, 5);
+    /* refusals: unknown kind, confirmed 2, reserved set, an ask confirming */
+    uint8_t bad[RN_WIRE_CONFIRM_BYTES];
+    memcpy(bad, bytes, sizeof bad);
+    bad[0] = 3;
+    assert_int_equal(rn_wire_confirm_decode(bad, &got), -1);
+    memcpy(bad, bytes, sizeof bad);
+    bad[24] = 2;
+    assert_int_equal(rn_wire_confirm_decode(bad, &got), -1);
+    memcpy(bad, bytes, sizeof bad);
+    bad[31] = 1;
+    assert_int_equal(rn_wire_confirm_decode(bad, &got), -1);
+    memcpy(bad, bytes, sizeof bad);
+    bad[0] = 1; /* an ask with confirmed = 1 */
+    assert_int_equal(rn_wire_confirm_decode(bad, &got), -1);
+}
+
 static void test_cluster_tag(void **state) {
     (void)state;
     assert_int_equal(rn_wire_cluster_tag(NULL), 0);
@@ -99,10 +152,9 @@ static void test_addresses(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_cluster_tag),
-        cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_control_hello), cmocka_unit_test(test_confirm_messages),
+        cmocka_unit_test(test_cluster_tag),   cmocka_unit_test(test_addresses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,140 @@
+// Cluster measurements for BENCHMARKS.md (not a test: it asserts nothing).
+//
+//   node bench/cluster.mjs recovery [--kills 5] [--groups 16] [--bin build/runnel]
+//     A 3-node cluster at default settings; 16 producers append to their
+//     own streams (one write in flight each, through any node, following
+//     redirects and repeating unknown outcomes with their key) while the
+//     leader of a stream's group is SIGKILLed, --kills times (restarted on
+//     its data after each). Per kill: the time from the SIGKILL until a
+//     write to that group, sent after the kill, is acknowledged. Then every
+//     acknowledged write is checked once at its offset on every replica.
+//
+//   node bench/cluster.mjs leader-reads [--seconds 20] [--rate 200] [--groups 16]
+//                                       [--consistency leader|local]
+//     A 3-node cluster with 16 writers appending 256 B at --rate appends/s
+//     in all (moderate load), and 8 readers reading their streams with
+//     consistency=leader on the streams' leaders as fast as they answer:
+//     the latency of those reads (each waits for a confirmation round: the
+//     leader's peers asked, or a barrier entry, shared by the reads waiting
+//     at once). --consistency local reads the same way without it: the
+//     floor the machine and the HTTP path set.
+import { parseArgs } from "node:util";
+import { Cluster, follow, groupOf, req, sleep, waitFor } from "../tests/cluster/runnel_cluster.mjs";
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    kills: { type: "string", default: "5" },
+    groups: { type: "string", default: "16" },
+    seconds: { type: "string", default: "20" },
+    rate: { type: "string", default: "200" },
+    consistency: { type: "string", default: "leader" },
+  },
+});
+const GROUPS = Number(values.groups);
+
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+async function append(c, key, seq, body, deadline) {
+  const headers = { "content-type": "text/plain", "producer-id": "bench", "producer-epoch": "0", "producer-seq": String(seq) };
+  for (let attempt = 0; ; attempt++) {
+    const n = (attempt % 3) + 1;
+    if (c.alive(n)) {
+      try {
+        const r = await follow(`${c.url(n)}/${key}`, { method: "POST", headers, body, timeoutMs: 5000 });
+        if (r.status === 200 || r.status === 204) return r;
+      } catch {}
+    }
+    if (Date.now() > deadline) throw new Error(`${key} seq ${seq}: not acknowledged`);
+    await sleep(20);
+  }
+}
+
+async function recovery(c) {
+  const keys = Array.from({ length: 16 }, (_, i) => `benchrec/s${i}`);
+  for (const key of keys) await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+  const acked = new Map(keys.map((k) => [k, []]));
+  const lastAck = new Map(); // group -> time of the newest ack of a write sent then
+  let stop = false;
+  const writers = keys.map(async (key) => {
+    for (let seq = 0; !stop; seq++) {
+      const body = `${key}:${seq};`;
+      const sent = Date.now();
+      const r = await append(c, key, seq, body, Date.now() + 120000);
+      acked.get(key).push({ body, next: r.headers.get("stream-next-offset") });
+      const g = groupOf(key, GROUPS);
+      lastAck.set(g, Math.max(lastAck.get(g) ?? 0, sent));
+    }
+  });
+  const times = [];
+  for (let k = 0; k < Number(values.kills); k++) {
+    await sleep(2000);
+    const g = groupOf(keys[k % keys.length], GROUPS);
+    const { node, term } = await c.leaderOf(g);
+    await c.crash(node);
+    const killed = Date.now();
+    await waitFor(`group ${g} acknowledging again`, () => (lastAck.get(g) ?? 0) >= killed, 60000, 10);
+    const t = Date.now() - killed;
+    const after = await c.leaderOf(g);
+    times.push(t);
+    console.log(`kill ${k + 1}: leader of group ${g} (node ${node}, term ${term}): writes acknowledged ` +
+      `again after ${t} ms, by node ${after.node} in term ${after.term}`);
+    await c.restart(node);
+  }
+  stop = true;
+  await Promise.all(writers);
+  await c.converged();
+  let lost = 0;
+  for (const key of keys) {
+    const want = acked.get(key).map((a) => a.body).join("");
+    for (let n = 1; n <= 3; n++) if ((await req(`${c.url(n)}/${key}`)).text !== want) lost++;
+  }
+  times.sort((a, b) => a - b);
+  console.log(`recovery after a leader SIGKILL: n=${times.length} median ${quantile(times, 0.5)} ms, max ${times[times.length - 1]} ms`);
+  console.log(`acknowledged writes: ${[...acked.values()].reduce((s, l) => s + l.length, 0)}; replicas that differ from them: ${lost}`);
+}
+
+async function leaderReads(c) {
+  const keys = Array.from({ length: 16 }, (_, i) => `benchrd/s${i}`);
+  const leaderUrl = new Map();
+  for (const key of keys) {
+    await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+    const { node } = await c.leaderOf(groupOf(key, GROUPS));
+    leaderUrl.set(key, c.url(node));
+  }
+  const body = "x".repeat(256);
+  const end = Date.now() + Number(values.seconds) * 1000;
+  const interval = 1000 / (Number(values.rate) / keys.length);
+  const writers = keys.map(async (key) => {
+    while (Date.now() < end) {
+      const t = Date.now();
+      await req(`${leaderUrl.get(key)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body });
+      await sleep(Math.max(0, interval - (Date.now() - t)));
+    }
+  });
+  const lat = [];
+  const readers = keys.slice(0, 8).map(async (key) => {
+    while (Date.now() < end) {
+      const t = process.hrtime.bigint();
+      const r = await req(`${leaderUrl.get(key)}/${key}?offset=-1&max_bytes=1&consistency=${values.consistency}`);
+      if (r.status === 200) lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  });
+  await Promise.all([...writers, ...readers]);
+  lat.sort((a, b) => a - b);
+  console.log(`consistency=${values.consistency} reads: n=${lat.length} (${(lat.length / Number(values.seconds)).toFixed(0)}/s) p50 ${quantile(lat, 0.5).toFixed(2)} ms, p99 ${quantile(lat, 0.99).toFixed(2)} ms, max ${lat[lat.length - 1].toFixed(2)} ms`);
+}
+
+const mode = positionals[0];
+if (mode !== "recovery" && mode !== "leader-reads") {
+  console.error("usage: node bench/cluster.mjs recovery|leader-reads [options]");
+  process.exit(2);
+}
+const c = await Cluster.start({ groups: GROUPS });
+try {
+  await (mode === "recovery" ? recovery(c) : leaderReads(c));
+} finally {
+  c.stop();
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# A local Runnel cluster on 127.0.0.1, for tests and trying it out.
+#
+#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [-- SERVE_FLAGS...]
+#       Starts the nodes with their data in DIR/node-N, logs in DIR/node-N.log,
+#       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
+#       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
+#       node's base URL on its own line, node 1 first; returns 0 once every
+#       group has a leader on every node (30 s at most; non-zero otherwise).
+#       A DIR that held a cluster before keeps its ports, cluster id and group
+#       count (DIR/cluster.env), so the nodes restart on their data.
+#       SERVE_FLAGS go to every node (e.g. --election-timeout-ms 300).
+#   scripts/cluster.sh stop DIR
+#       SIGTERM to every node, waits for each to exit (15 s, then SIGKILL);
+#       exit 0 when all stopped cleanly.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/lib.sh"
+
+usage() {
+  sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# ready_everywhere N G: every node answers /__runnel/cluster with G groups,
+# each with a leader.
+ready_everywhere() {
+  local n=$1 g=$2 i report
+  for i in $(seq 1 "$n"); do
+    local port_var="HTTP_PORT_$i"
+    report=$(curl -s --max-time 2 "http://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
+    [ "$(grep -o '"group":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
+    ! grep -q '"leader":null' <<<"$report" || return 1
+  done
+  return 0
+}
+
+start() {
+  local dir=$1
+  shift
+  local nodes=3 groups=16 bin="$root/build/runnel"
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --nodes) nodes=$2; shift 2 ;;
+      --groups) groups=$2; shift 2 ;;
+      --bin) bin=$2; shift 2 ;;
+      --) shift; break ;;
+      *) usage ;;
+    esac
+  done
+  [[ "$nodes" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh: --nodes must be a positive integer" >&2; exit 2; }
+  [ -x "$bin" ] || { echo "cluster.sh: $bin is not an executable (build first, or --bin)" >&2; exit 2; }
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  if [ -f "$dir/cluster.env" ]; then
+    source "$dir/cluster.env" # the ports, cluster id and group count of the earlier start
+    nodes=$CLUSTER_NODES groups=$CLUSTER_GROUPS
+  else
+    CLUSTER_ID="local-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+    local used=" " port k
+    {
+      echo "CLUSTER_NODES=$nodes"
+      echo "CLUSTER_GROUPS=$groups"
+      echo "CLUSTER_ID=$CLUSTER_ID"
+      for k in $(seq 1 $((2 * nodes))); do
+        port=$(free_port)
+        while [[ "$used" == *" $port "* ]]; do port=$(free_port); done
+        used="$used$port "
+        if [ $((k % 2)) -eq 1 ]; then echo "HTTP_PORT_$(((k + 1) / 2))=$port"; else echo "RAFT_PORT_$((k / 2))=$port"; fi
+      done
+    } >"$dir/cluster.env"
+    source "$dir/cluster.env"
+  fi
+  local peers=() i
+  for i in $(seq 1 "$nodes"); do
+    local hp="HTTP_PORT_$i" rp="RAFT_PORT_$i"
+    peers+=(--peer "$i=127.0.0.1:${!rp},http://127.0.0.1:${!hp}")
+  done
+  for i in $(seq 1 "$nodes"); do
+    local hp="HTTP_PORT_$i"
+    local cmd=("$bin" serve --node-id "$i" --cluster-id "$CLUSTER_ID" "${peers[@]}"
+      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "$@")
+    printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
+    printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
+    bash "$dir/node-$i.cmd"
+  done
+  for _ in $(seq 1 300); do
+    if ready_everywhere "$nodes" "$groups"; then
+      for i in $(seq 1 "$nodes"); do
+        local hp="HTTP_PORT_$i"
+        echo "http://127.0.0.1:${!hp}"
+      done
+      return 0
+    fi
+    for i in $(seq 1 "$nodes"); do
+      if ! kill -0 "$(cat "$dir/node-$i.pid")" 2>/dev/null; then
+        echo "cluster.sh: node $i exited:" >&2
+        tail -20 "$dir/node-$i.log" >&2
+        return 1
+      fi
+    done
+    sleep 0.1
+  done
+  echo "cluster.sh: not every group had a leader on every node within 30 s" >&2
+  return 1
+}
+
+stop() {
+  local dir=$1 rc=0 f pid
+  for f in "$dir"/node-*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for f in "$dir"/node-*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "cluster.sh: $(basename "$f" .pid) did not stop within 15 s of SIGTERM" >&2
+      kill -KILL "$pid" 2>/dev/null
+      rc=1
+    fi
+    rm -f "$f"
+  done
+  return $rc
+}
+
+[ $# -ge 2 ] || usage
+case $1 in
+  start) shift; start "$@" ;;
+  stop) stop "$2" ;;
+  *) usage ;;
+esac

@@ -1,0 +1,320 @@
+/*
+ * cluster.c — a node in cluster mode: start and stop, the data directory's
+ * marker, and the routing view. See cluster.h; cluster_http.c has the
+ * operational routes and what peers report of themselves.
+ */
+#include "cluster/cluster_int.h"
+#include "cluster/cluster_config.h"
+#include "cluster/membership.h"
+#include "util/files.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MARKER "cluster-node"
+
+/* The marker line for cfg. */
+static int marker_line(const rn_config *cfg, char *out, size_t cap) {
+    return snprintf(out, cap, "cluster-id=%s node=%llu groups=%llu\n", cfg->cluster_id,
+                    (unsigned long long)cfg->node_id, (unsigned long long)cfg->groups);
+}
+
+int rn_cluster_check_single(const rn_config *cfg) {
+    rn_buf b = {0};
+    int rc = rn_read_file(cfg->data_dir, MARKER, &b);
+    if (rc == 0)
+        rn_log(RN_LOG_ERROR, "start",
+               "%s belongs to a cluster node (%.*s); refusing to start it as a single node: "
+               "start it with its --node-id, --cluster-id, --peer and --groups",
+               cfg->data_dir, (int)(b.len && b.data[b.len - 1] == '\n' ? b.len - 1 : b.len),
+               (const char *)b.data);
+    rn_buf_free(&b);
+    return rc == 0 ? -1 : 0;
+}
+
+/* Checks the marker against cfg, or writes it in a directory that has none
+ * and no Raft data. Returns 0, or -1 with err set. */
+static int check_marker(const rn_config *cfg, char *err, size_t errcap) {
+    char want[256];
+    int n = marker_line(cfg, want, sizeof want);
+    rn_buf b = {0};
+    int rc = rn_read_file(cfg->data_dir, MARKER, &b);
+    if (rc == 0) {
+        int same = b.len == (size_t)n && memcmp(b.data, want, (size_t)n) == 0;
+        if (!same)
+            snprintf(err, errcap,
+                     "%s was created for %.*s; refusing to start it as cluster-id=%s node=%llu "
+                     "groups=%llu (the group count and ids cannot change)",
+                     cfg->data_dir, (int)(b.len && b.data[b.len - 1] == '\n' ? b.len - 1 : b.len),
+                     (const char *)b.data, cfg->cluster_id, (unsigned long long)cfg->node_id,
+                     (unsigned long long)cfg->groups);
+        rn_buf_free(&b);
+        return same ? 0 : -1;
+    }
+    rn_buf_free(&b);
+    char raft[4200], wal[4200];
+    snprintf(raft, sizeof raft, "%s/raft", cfg->data_dir);
+    snprintf(wal, sizeof wal, "%s/wal", cfg->data_dir);
+    if (rc != -ENOENT || access(raft, F_OK) == 0 || access(wal, F_OK) == 0) {
+        snprintf(err, errcap,
+                 "%s has no readable %s marker but holds %s data; refusing to start a cluster "
+                 "node on it",
+                 cfg->data_dir, MARKER, access(wal, F_OK) == 0 ? "single-node" : "Raft");
+        return -1;
+    }
+    rc = rn_atomic_write_file(cfg->data_dir, MARKER, want, (size_t)n, 0644);
+    if (rc < 0) {
+        snprintf(err, errcap, "cannot write %s/%s: %s", cfg->data_dir, MARKER, strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- routing view ---- */
+
+/* True when this node is a voter of the group: it gets the group's
+ * entries and counts for its quorum (a node that joined is a spare until
+ * promoted, and may lack everything). */
+static int voter_here(const rn_cluster *cl, unsigned g) {
+    consensus_member m[64];
+    unsigned n = consensus_members(cl->node, g, m, 64);
+    for (unsigned k = 0; k < n && k < 64; k++)
+        if (m[k].id == cl->cfg.node_id)
+            return m[k].role == CONSENSUS_VOTER;
+    return 0;
+}
+
+/* Whether the group caught up since this node started: it led the group
+ * (ready), or, a voter, applied what the group had committed when this
+ * node first heard of a leader. Once caught up it stays so: a replica
+ * that lags later serves local reads as consistency=local allows. */
+static int caught_up(rn_cluster *cl, unsigned g, const consensus_group_info *info) {
+    catch_up *cu = &cl->catch_up[g];
+    if (cu->done)
+        return 1;
+    if (!info->leader_ready && !voter_here(cl, g))
+        return 0;
+    if (!cu->target && info->leader_id)
+        cu->target = info->commit_index ? info->commit_index : 1;
+    cu->done = info->leader_ready || (cu->target && info->applied_index >= cu->target);
+    return cu->done;
+}
+
+static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
+    rn_cluster *cl = ctx;
+    unsigned g = rn_raft_log_group(cl->log, key, len);
+    memset(out, 0, sizeof *out);
+    out->group = g;
+    if (!cl->node)
+        return; /* stopping */
+    consensus_group_info info;
+    consensus_group_info_get(cl->node, g, &info);
+    out->caught_up = caught_up(cl, g, &info);
+    out->serves = info.leader_ready && !info.transferring;
+    out->leader_id = info.leader_id;
+    out->term = info.term;
+    const rn_peer_config *p = rn_cluster_peer(&cl->cfg, info.leader_id);
+    out->leader_url = p && info.leader_id != cl->cfg.node_id ? p->url : NULL;
+}
+
+typedef struct {
+    rn_confirm_cb cb;
+    void *arg;
+} confirm_wait;
+
+static void barrier_done(void *arg, consensus_status st, uint64_t applied) {
+    (void)applied;
+    confirm_wait *w = arg;
+    w->cb(w->arg, st == CONSENSUS_OK);
+    free(w);
+}
+
+static void confirm(void *ctx, unsigned group, rn_confirm_cb cb, void *arg) {
+    rn_cluster *cl = ctx;
+    confirm_wait *w = rn_xmalloc(sizeof *w);
+    w->cb = cb;
+    w->arg = arg;
+    if (cl->node)
+        consensus_read_barrier(cl->node, group, barrier_done, w);
+    else
+        barrier_done(w, CONSENSUS_NOT_PROPOSED, 0);
+}
+
+rn_cluster_view rn_cluster_view_of(rn_cluster *cl) {
+    return (rn_cluster_view){.ctx = cl, .route = route, .confirm = confirm};
+}
+
+int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
+    if (!cl->node) {
+        snprintf(why, cap, "stopping");
+        return 0;
+    }
+    for (unsigned g = 0; g < cl->groups; g++) {
+        consensus_group_info info;
+        consensus_group_info_get(cl->node, g, &info);
+        if (!info.leader_id) {
+            snprintf(why, cap, "group %u has no leader", g);
+            return 0;
+        }
+        if (!voter_here(cl, g)) {
+            snprintf(why, cap, "this node is not a voter of group %u (yet)", g);
+            return 0;
+        }
+        if (info.applied_index < info.commit_index) {
+            snprintf(why, cap, "group %u applied %llu of %llu committed entries", g,
+                     (unsigned long long)info.applied_index, (unsigned long long)info.commit_index);
+            return 0;
+        }
+    }
+    unsigned gaps = cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0;
+    if (gaps) {
+        snprintf(why, cap, "%u streams wait for bytes from peers", gaps);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- start and stop ---- */
+
+static void node_stopped(void *arg);
+
+/* A group restored a snapshot: fill the gaps it left (at start, before
+ * the fetcher exists, the start scans every group instead). */
+static void restored(void *arg, unsigned group) {
+    rn_cluster *cl = arg;
+    if (cl->fetcher)
+        rn_fetcher_scan(cl->fetcher, group);
+}
+
+/* A snapshot's PUBLISH applied: its body is fetched unless it is here. */
+static void published(void *arg, uint64_t stream_id) {
+    rn_cluster *cl = arg;
+    if (cl->fetcher)
+        rn_fetcher_published(cl->fetcher, stream_id);
+}
+
+/* Where a gap of the group is fetched from: its leader first, then every
+ * other peer in turn. */
+static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
+    rn_cluster *cl = ctx;
+    if (!cl->node)
+        return NULL;
+    consensus_group_info info;
+    consensus_group_info_get(cl->node, group, &info);
+    const rn_peer_config *order[RN_MAX_PEERS];
+    unsigned n = 0;
+    const rn_peer_config *leader = rn_cluster_peer(&cl->cfg, info.leader_id);
+    if (leader && leader->id != cl->cfg.node_id)
+        order[n++] = leader;
+    for (int i = 0; i < cl->cfg.n_peers; i++)
+        if (cl->cfg.peers[i].id != cl->cfg.node_id && &cl->cfg.peers[i] != leader)
+            order[n++] = &cl->cfg.peers[i];
+    return n ? order[attempt % n]->url : NULL;
+}
+
+static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready) {
+    rn_cluster *cl = arg;
+    (void)cl;
+    rn_log(RN_LOG_INFO, "cluster_leader", "group %u: leader %llu, term %llu%s", group,
+           (unsigned long long)leader, (unsigned long long)term,
+           ready ? " (this node, ready)" : "");
+}
+
+rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *engine,
+                             struct rn_tiers *tiers, char *err, size_t errcap) {
+    if (check_marker(cfg, err, errcap) != 0)
+        return NULL;
+    rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
+    cl->loop = loop;
+    cl->cfg = *cfg;
+    cl->engine = engine;
+    cl->tiers = tiers;
+    cl->groups = (unsigned)cfg->groups;
+    cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);
+    cl->member_busy = rn_xcalloc(cl->groups, sizeof *cl->member_busy);
+    if (rn_membership_load(cl, err, errcap) != 0 ||
+        rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
+        free(cl->catch_up);
+        free(cl->member_busy);
+        free(cl);
+        return NULL;
+    }
+    rn_raft_log_config lc = {.loop = loop,
+                             .engine = engine,
+                             .groups = cl->groups,
+                             .ids = &cl->ids,
+                             .leader_changed = leader_changed,
+                             .restored = restored,
+                             .published = published,
+                             .hook_arg = cl};
+    cl->log = rn_raft_log_new(&lc);
+    rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
+    consensus_peer peers[RN_MAX_PEERS];
+    const char *self_raft = NULL;
+    for (int i = 0; i < cfg->n_peers; i++) {
+        peers[i] = (consensus_peer){.id = cfg->peers[i].id, .address = cfg->peers[i].raft};
+        if (cfg->peers[i].id == cfg->node_id)
+            self_raft = cfg->peers[i].raft;
+    }
+    consensus_config cc = {.loop = loop,
+                           .self_id = cfg->node_id,
+                           .self_address = self_raft,
+                           .peers = peers,
+                           .n_peers = (unsigned)cfg->n_peers,
+                           .data_dir = cfg->data_dir,
+                           .groups = cl->groups,
+                           .bootstrap = !cfg->join,
+                           .cluster_id = cfg->cluster_id,
+                           .fsm = rn_raft_log_fsm(cl->log)};
+    consensus_params_default(&cc.params);
+    cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
+    cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
+    cc.params.snapshot_trailing = (unsigned)cfg->snapshot_trailing;
+    cc.params.heartbeat_ms =
+        cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;
+    consensus *node = NULL;
+    if (consensus_start(&cc, &node) != 0) {
+        snprintf(err, errcap, "cluster start failed: %s", consensus_error(node));
+        consensus_stop(node, node_stopped, cl); /* finishes while the loop runs */
+        return NULL;
+    }
+    cl->node = node;
+    rn_raft_log_attach(cl->log, node);
+    cluster_peers_start(cl);
+    cl->fetcher = rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl);
+    rn_membership_start(cl);
+    for (unsigned g = 0; g < cl->groups; g++)
+        rn_fetcher_scan(cl->fetcher, g);
+    return cl;
+}
+
+static void node_stopped(void *arg) {
+    rn_cluster *cl = arg;
+    void (*done)(void *) = cl->stop_done;
+    void *done_arg = cl->stop_arg;
+    cluster_peers_free(cl);
+    rn_raft_log_free(cl->log);
+    free(cl->catch_up);
+    free(cl->member_busy);
+    rn_id_issuer_close(&cl->ids);
+    free(cl);
+    if (done)
+        done(done_arg);
+}
+
+void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
+    cl->stop_done = done;
+    cl->stop_arg = arg;
+    rn_fetcher_free(cl->fetcher);
+    cl->fetcher = NULL;
+    rn_membership_stop(cl);
+    cluster_peers_stop(cl);
+    consensus *node = cl->node;
+    cl->node = NULL;
+    rn_raft_log_attach(cl->log, NULL);
+    consensus_stop(node, node_stopped, cl);
+}

@@ -1,0 +1,62 @@
+/*
+ * cluster.h — a node in cluster mode (runnel serve --node-id): the engine's
+ * streams spread over Raft groups by key (placement.h), replicated by the
+ * consensus layer through the engine's command log (raft_log.h); the
+ * routing view the surfaces ask (surface/routing.h); readiness; and the
+ * /__runnel/cluster report.
+ *
+ * The data directory holds, beside the stream files and snapshot stores:
+ * raft/g<NN>/ (each group's Raft log and snapshots, consensus.h),
+ * cluster-node (the cluster id, node id and group count it was created
+ * for: a start with others is refused, as is a single-node start) and
+ * cluster-ids (placement.h).
+ */
+#ifndef RN_CLUSTER_H
+#define RN_CLUSTER_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "engine/engine.h"
+#include "ops/config.h"
+#include "surface/routing.h"
+#include "util/buf.h"
+
+typedef struct rn_cluster rn_cluster;
+
+/* Refuses a single-node start (cfg->node_id 0) on a cluster node's data
+ * directory. Returns 0, or -1 after logging why. */
+int rn_cluster_check_single(const rn_config *cfg);
+
+/* Starts cluster mode for cfg (rn_cluster_config_check passed; SIGPIPE
+ * ignored) on a replicated engine (rn_engine_open_replicated): checks or
+ * writes the data directory's cluster-node marker, reserves stream ids,
+ * sets the engine's log and starts every group, which restores its newest
+ * snapshot (blocking while the groups load). Returns NULL with a message
+ * in err on failure. tiers: the engine's, where replicated snapshot
+ * bodies are kept. */
+rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *engine,
+                             struct rn_tiers *tiers, char *err, size_t errcap);
+
+/* The view the surfaces route by (valid until rn_cluster_stop). */
+rn_cluster_view rn_cluster_view_of(rn_cluster *cl);
+
+/* 1 when every group knows a leader and this node applied every entry it
+ * knows committed; else 0 with the reason in why. */
+int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap);
+
+/* Handles the cluster's operational routes under /__runnel/ (path after
+ * that prefix): GET cluster (the JSON report) and what peers ask of each
+ * other. Returns 1 when path is one of them (answered), else 0. */
+int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
+                      const char *query, size_t query_len);
+
+/* Appends the groups' gauges and counters in the Prometheus text format
+ * (/__runnel/metrics). */
+void rn_cluster_metrics(rn_cluster *cl, rn_buf *out);
+
+/* Stops every group (proposals in flight get their outcomes), then frees
+ * the node and runs done(arg) on the loop. The engine stays open. */
+void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg);
+
+#endif

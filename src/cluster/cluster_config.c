@@ -1,0 +1,61 @@
+/*
+ * cluster_config.c — the cluster settings checked together. See
+ * cluster_config.h.
+ */
+#include "cluster/cluster_config.h"
+#include "cluster/wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const rn_peer_config *rn_cluster_peer(const rn_config *cfg, uint64_t id) {
+    for (int i = 0; i < cfg->n_peers; i++)
+        if (cfg->peers[i].id == id)
+            return &cfg->peers[i];
+    return NULL;
+}
+
+int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap) {
+    if (!cfg->node_id) {
+        if (cfg->n_peers) {
+            snprintf(err, errcap, "--peer needs --node-id: peers are for cluster mode");
+            return -1;
+        }
+        return 0;
+    }
+    if (!cfg->cluster_id[0]) {
+        snprintf(err, errcap,
+                 "--cluster-id is required in cluster mode (--node-id), the same on every node");
+        return -1;
+    }
+    if (!rn_cluster_peer(cfg, cfg->node_id)) {
+        snprintf(err, errcap,
+                 "--peer must list every node of the cluster, this one (--node-id %llu) included",
+                 (unsigned long long)cfg->node_id);
+        return -1;
+    }
+    for (int i = 0; i < cfg->n_peers; i++) {
+        const rn_peer_config *p = &cfg->peers[i];
+        struct sockaddr_storage sa;
+        if (rn_wire_parse_address(p->raft, &sa) != 0) {
+            snprintf(err, errcap,
+                     "--peer %llu: RAFTADDR must be a numeric a.b.c.d:port or [v6]:port (got "
+                     "\"%s\")",
+                     (unsigned long long)p->id, p->raft);
+            return -1;
+        }
+        for (int j = 0; j < i; j++) {
+            const rn_peer_config *q = &cfg->peers[j];
+            const char *what = q->id == p->id                  ? "id"
+                               : strcmp(q->raft, p->raft) == 0 ? "Raft address"
+                               : strcmp(q->url, p->url) == 0   ? "URL"
+                                                               : NULL;
+            if (what) {
+                snprintf(err, errcap, "--peer %llu and --peer %llu have the same %s",
+                         (unsigned long long)q->id, (unsigned long long)p->id, what);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}

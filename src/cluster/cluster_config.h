@@ -1,0 +1,24 @@
+/*
+ * cluster_config.h — the cluster settings of runnel serve checked together:
+ * what --node-id, --cluster-id, --peer, --groups and --election-timeout-ms
+ * must satisfy beyond each value's own form (config.c), and the node's view
+ * of its peers (id, Raft address, public URL) for redirects.
+ */
+#ifndef RN_CLUSTER_CONFIG_H
+#define RN_CLUSTER_CONFIG_H
+
+#include <stddef.h>
+
+#include "ops/config.h"
+
+/* Checks the cluster settings of cfg. Single node (node_id 0): no peer may
+ * be given. Cluster mode: --cluster-id given, this node among the peers,
+ * peer ids, Raft addresses and URLs each unique, every Raft address numeric
+ * (a.b.c.d:port or [v6]:port). Returns 0, or -1 with a message naming the
+ * setting in err. */
+int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap);
+
+/* The peer with this id, or NULL. */
+const rn_peer_config *rn_cluster_peer(const rn_config *cfg, uint64_t id);
+
+#endif

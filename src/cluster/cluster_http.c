@@ -1,0 +1,358 @@
+/*
+ * cluster_http.c — the cluster's operational routes and what peers report
+ * of themselves.
+ *
+ *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
+ *   GET /__runnel/cluster/applied  this node's applied index per group, as
+ *                                  "applied N0 N1 ...\n" (peers poll it)
+ *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
+ *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
+ *                                  (u64 LE), for peers filling gaps
+ *                                  (fetch.h); {id} is 16 hex digits
+ *   GET /__runnel/cluster/blob?cold=0|1&key=   a snapshot body (fetch.h)
+ *
+ * A replica's applied index is known exactly only on that replica: each
+ * node asks every peer once a second, so the report shows a peer's index
+ * as of its last answer (null until one came).
+ */
+#include "cluster/cluster_int.h"
+#include "cluster/cluster_config.h"
+#include "cluster/membership.h"
+#include "surface/params.h"
+#include "surface/reply.h"
+#include "tiers/tiers.h"
+#include "util/text.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLL_MS 1000
+#define POLL_TIMEOUT_MS 900
+#define MAX_MEMBERS 64
+
+/* ---- peer status ---- */
+
+/* True when path is exactly lit. */
+static int path_is(const char *path, size_t len, const char *lit) {
+    return len == strlen(lit) && memcmp(path, lit, len) == 0;
+}
+
+static void got_status(void *arg, const rn_fetch_result *r) {
+    peer_status *ps = arg;
+    rn_cluster *cl = ps->cl;
+    ps->inflight = NULL;
+    static const char prefix[] = "applied";
+    if (r->failure != RN_FETCH_ANSWERED || r->status != 200 || r->body_len < sizeof prefix - 1 ||
+        memcmp(r->body, prefix, sizeof prefix - 1) != 0)
+        return;
+    const char *q = (const char *)r->body + sizeof prefix - 1;
+    const char *end = (const char *)r->body + r->body_len;
+    for (unsigned g = 0; g < cl->groups; g++) {
+        if (q >= end || *q != ' ')
+            return;
+        const char *num = ++q;
+        while (q < end && *q >= '0' && *q <= '9')
+            q++;
+        uint64_t v;
+        if (rn_parse_strict_u64(num, (size_t)(q - num), UINT64_MAX, &v) != 0)
+            return;
+        ps->applied[g] = v;
+    }
+    ps->known = 1;
+}
+
+static void on_poll(uv_timer_t *t) {
+    rn_cluster *cl = t->data;
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        peer_status *ps = &cl->peers[i];
+        if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight)
+            continue;
+        if (!ps->applied) { /* a peer added since the start */
+            ps->cl = cl;
+            ps->applied = rn_xcalloc(cl->groups, sizeof *ps->applied);
+        }
+        char url[600];
+        snprintf(url, sizeof url, "%s/__runnel/cluster/applied", cl->cfg.peers[i].url);
+        rn_fetch_request req = {.method = "GET",
+                                .url = url,
+                                .body_fd = -1,
+                                .sink_fd = -1,
+                                .sink_cap = 65536,
+                                .timeout_ms = POLL_TIMEOUT_MS};
+        ps->inflight = rn_outbound_start(cl->http, &req, got_status, ps);
+    }
+}
+
+void cluster_peers_start(rn_cluster *cl) {
+    rn_outbound_config oc = {.user_agent = "runnel-cluster", .max_running = 16, .max_queued = 64};
+    cl->http = rn_outbound_new(cl->loop, &oc);
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        cl->peers[i].cl = cl;
+        cl->peers[i].applied = rn_xcalloc(cl->groups, sizeof *cl->peers[i].applied);
+    }
+    uv_timer_init(cl->loop, &cl->poll);
+    cl->poll.data = cl;
+    uv_timer_start(&cl->poll, on_poll, 0, POLL_MS);
+    uv_unref((uv_handle_t *)&cl->poll);
+    cl->polling = 1;
+}
+
+void cluster_peers_stop(rn_cluster *cl) {
+    if (!cl->polling)
+        return;
+    rn_outbound_stop(cl->http); /* cancels the fetches in flight */
+    uv_close((uv_handle_t *)&cl->poll, NULL);
+}
+
+void cluster_peers_free(rn_cluster *cl) {
+    if (!cl->polling)
+        return;
+    rn_outbound_free(cl->http);
+    for (int i = 0; i < RN_MAX_PEERS; i++)
+        free(cl->peers[i].applied);
+    cl->polling = 0;
+}
+
+/* ---- the report ---- */
+
+/* A replica's applied index as known here; 0 with *known 0 when unknown. */
+static uint64_t replica_applied(const rn_cluster *cl, uint64_t id, unsigned g,
+                                const consensus_group_info *info, int *known) {
+    if (id == cl->cfg.node_id) {
+        *known = 1;
+        return info->applied_index;
+    }
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        if (cl->cfg.peers[i].id == id && cl->peers[i].known) {
+            *known = 1;
+            return cl->peers[i].applied[g];
+        }
+    }
+    *known = 0;
+    return 0;
+}
+
+static json_t *group_report(const rn_cluster *cl, unsigned g) {
+    consensus_group_info info;
+    consensus_group_info_get(cl->node, g, &info);
+    json_t *replicas = json_array();
+    consensus_member members[MAX_MEMBERS];
+    unsigned n = consensus_members(cl->node, g, members, MAX_MEMBERS);
+    for (unsigned i = 0; i < n && i < MAX_MEMBERS; i++) {
+        int known;
+        uint64_t applied = replica_applied(cl, members[i].id, g, &info, &known);
+        uint64_t lag = known && info.commit_index > applied ? info.commit_index - applied : 0;
+        static const char *const roles[] = {"spare", "standby", "voter"};
+        json_array_append_new(replicas,
+                              json_pack("{s:I, s:o, s:o, s:s}", "node", (json_int_t)members[i].id,
+                                        "applied_index",
+                                        known ? json_integer((json_int_t)applied) : json_null(),
+                                        "lag", known ? json_integer((json_int_t)lag) : json_null(),
+                                        "role", roles[members[i].role]));
+    }
+    return json_pack("{s:i, s:o, s:I, s:I, s:o}", "group", (int)g, "leader",
+                     info.leader_id ? json_integer((json_int_t)info.leader_id) : json_null(),
+                     "term", (json_int_t)info.term, "commit_index", (json_int_t)info.commit_index,
+                     "replicas", replicas);
+}
+
+static void report(const rn_cluster *cl, rn_buf *out) {
+    json_t *nodes = json_array();
+    for (int i = 0; i < cl->cfg.n_peers; i++)
+        json_array_append_new(
+            nodes, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)cl->cfg.peers[i].id, "url",
+                             cl->cfg.peers[i].url, "raft", cl->cfg.peers[i].raft));
+    json_t *groups = json_array();
+    for (unsigned g = 0; cl->node && g < cl->groups; g++)
+        json_array_append_new(groups, group_report(cl, g));
+    json_t *doc = json_pack("{s:s, s:I, s:o, s:o}", "cluster_id", cl->cfg.cluster_id, "node_id",
+                            (json_int_t)cl->cfg.node_id, "nodes", nodes, "groups", groups);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    rn_buf_append_str(out, text);
+    rn_buf_append_str(out, "\n");
+    free(text);
+}
+
+/* ---- metrics ---- */
+
+void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
+    static const struct {
+        const char *name, *type, *help;
+    } m[] = {
+        {"runnel_cluster_term", "gauge", "The group's current term as this node knows it."},
+        {"runnel_cluster_leader", "gauge", "The group's leader as this node knows it (0: none)."},
+        {"runnel_cluster_leading", "gauge", "1 while this node leads the group, ready."},
+        {"runnel_cluster_commit_index", "gauge", "Highest entry known committed."},
+        {"runnel_cluster_applied_index", "gauge", "Highest entry applied here."},
+        {"runnel_cluster_leader_changes_total", "counter",
+         "Changes of the group's leader or term."},
+        {"runnel_cluster_snapshots_total", "counter", "Snapshots (manifests) taken here."},
+        {"runnel_cluster_snapshot_bytes", "gauge", "Size of the newest snapshot taken here."},
+        {"runnel_cluster_restores_total", "counter", "Snapshots restored (at start or sent)."},
+        {"runnel_cluster_proposals_inflight", "gauge", "Proposals awaiting their outcome."},
+    };
+    for (size_t k = 0; cl->node && k < sizeof m / sizeof m[0]; k++) {
+        rn_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name,
+                       m[k].type);
+        for (unsigned g = 0; g < cl->groups; g++) {
+            consensus_group_info i;
+            consensus_group_info_get(cl->node, g, &i);
+            uint64_t v[] = {
+                i.term,          i.leader_id,         i.leader_ready, i.commit_index,
+                i.applied_index, i.leader_changes,    i.snapshots,    i.last_snapshot_bytes,
+                i.restores,      i.proposals_inflight};
+            rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g, (unsigned long long)v[k]);
+        }
+    }
+    rn_buf_appendf(out,
+                   "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
+                   "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
+                   cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0);
+}
+
+static void answer(rn_request *req, const char *type, rn_buf *body) {
+    rn_buf h = {0};
+    rn_reply_common(&h);
+    rn_buf_appendf(&h, "Content-Type: %s\r\nCache-Control: no-store\r\n", type);
+    rn_http_respond(req, 200, &h, body);
+}
+
+/* A query parameter that must be a decimal integer; -1 when absent or not. */
+static int query_u64(const char *query, size_t len, const char *name, uint64_t *out) {
+    char val[32];
+    long n;
+    rn_param_fault f;
+    if (rn_param_query(query, len, name, RN_PARAM_LENIENT, val, sizeof val, &n, &f) != 0 || n <= 0)
+        return -1;
+    return rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, out);
+}
+
+/* GET cluster/{bytes|index}/{id}?from=&to= (what is 16 hex digits after
+ * the prefix). */
+static void copy_for_peer(rn_cluster *cl, rn_request *req, int index, const char *what, size_t len,
+                          const char *query, size_t query_len) {
+    uint8_t raw[8];
+    uint64_t from, to;
+    if (len != 16 || rn_parse_lower_hex(what, len, raw) != 0 ||
+        query_u64(query, query_len, "from", &from) || query_u64(query, query_len, "to", &to)) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    uint64_t id = 0;
+    for (int k = 0; k < 8; k++)
+        id = id << 8 | raw[k];
+    rn_buf body = {0};
+    int rc = index ? rn_engine_replica_index(cl->engine, id, from, to, &body)
+                   : rn_engine_replica_bytes(cl->engine, id, from, to, &body);
+    if (rc == 0) {
+        answer(req, "application/octet-stream", &body);
+        return;
+    }
+    rn_buf_free(&body);
+    rn_buf extra = {0};
+    if (rc == -EAGAIN)
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+    rn_reply_error(req,
+                   rc == -ENOENT   ? RN_E_NOT_FOUND
+                   : rc == -ERANGE ? RN_E_RANGE_NOT_SATISFIABLE
+                   : rc == -EAGAIN ? RN_E_RECOVERING
+                                   : RN_E_INTERNAL,
+                   &extra);
+}
+
+/* A peer's read of a snapshot body, waiting for the tiers to open it. */
+typedef struct {
+    rn_request *req;
+    uint64_t size;
+} blob_answer;
+
+static void blob_opened(void *arg, int fd, uint64_t fd_off) {
+    blob_answer *a = arg;
+    if (fd < 0) {
+        rn_reply_error(a->req, fd == -ENOENT ? RN_E_NOT_FOUND : RN_E_INTERNAL, NULL);
+    } else {
+        rn_buf h = {0}, prefix = {0}, suffix = {0};
+        rn_reply_common(&h);
+        rn_buf_append_str(&h,
+                          "Content-Type: application/octet-stream\r\nCache-Control: no-store\r\n");
+        rn_http_respond_file(a->req, 200, &h, &prefix, fd, fd_off, a->size, &suffix);
+    }
+    rn_request_release(a->req);
+    free(a);
+}
+
+/* GET cluster/blob?cold=&key=: the snapshot body a stream of this node
+ * names now (a body no stream here names answers 404: the asking replica
+ * tries again, here or at another peer). */
+static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, size_t query_len) {
+    char key[RN_TIERS_KEY_MAX];
+    long n;
+    uint64_t cold;
+    rn_param_fault f;
+    int ok =
+        rn_param_query(query, query_len, "key", RN_PARAM_LENIENT, key, sizeof key, &n, &f) == 0 &&
+        n > 0 && (size_t)n < sizeof key && query_u64(query, query_len, "cold", &cold) == 0 &&
+        cold <= 1;
+    if (ok) {
+        key[n] = 0;
+        ok = rn_tiers_body_key_valid(key);
+    }
+    if (!ok) {
+        rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        return;
+    }
+    /* the key names its stream: snapshots/<stream id, 16 hex>-... */
+    const rn_stream *s = rn_engine_stream(cl->engine, strtoull(key + strlen(key) - 33, NULL, 16));
+    if (!s || !s->snapshot.present || s->snapshot.cold != (int)cold ||
+        strcmp(s->snapshot.key, key) != 0) {
+        rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+        return;
+    }
+    blob_answer *a = rn_xcalloc(1, sizeof *a);
+    a->req = req;
+    a->size = s->snapshot.size;
+    rn_request_hold(req);
+    rn_tiers_body_read(cl->tiers, (int)cold, key, 0, a->size, blob_opened, a);
+}
+
+int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
+                      const char *query, size_t query_len) {
+    int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
+    rn_buf body = {0};
+    if (get && path_is(path, path_len, "cluster")) {
+        report(cl, &body);
+        answer(req, "application/json", &body);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/applied")) {
+        rn_buf_append_str(&body, "applied");
+        for (unsigned g = 0; cl->node && g < cl->groups; g++) {
+            consensus_group_info info;
+            consensus_group_info_get(cl->node, g, &info);
+            rn_buf_appendf(&body, " %llu", (unsigned long long)info.applied_index);
+        }
+        rn_buf_append_str(&body, "\n");
+        answer(req, "text/plain", &body);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/blob")) {
+        blob_for_peer(cl, req, query, query_len);
+        return 1;
+    }
+    if (rn_membership_handle(cl, req, path, path_len, query, query_len))
+        return 1;
+    static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
+    size_t bl = sizeof bytes - 1;
+    if (get && path_len > bl && (memcmp(path, bytes, bl) == 0 || memcmp(path, index, bl) == 0)) {
+        copy_for_peer(cl, req, path[8] == 'i', path + bl, path_len - bl, query, query_len);
+        return 1;
+    }
+    return 0;
+}

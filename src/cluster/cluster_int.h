@@ -1,0 +1,68 @@
+/*
+ * cluster_int.h — what cluster.c and cluster_http.c share: the node
+ * structure and the peer status poller.
+ */
+#ifndef RN_CLUSTER_INT_H
+#define RN_CLUSTER_INT_H
+
+#include "cluster/cluster.h"
+#include "cluster/consensus.h"
+#include "cluster/fetch.h"
+#include "cluster/placement.h"
+#include "cluster/raft_log.h"
+#include "net/outbound.h"
+
+/* What a peer last reported of itself (GET /__runnel/cluster/applied). */
+typedef struct {
+    struct rn_cluster *cl;
+    int known;         /* a report arrived */
+    uint64_t *applied; /* per group */
+    rn_fetch *inflight;
+} peer_status;
+
+/* What membership.c wants of a node of the peers table. */
+enum { INTENT_NONE, INTENT_VOTER, INTENT_REMOVED };
+
+struct forward;
+
+/* A group's catching up after this node's start (cluster.c caught_up). */
+typedef struct {
+    uint64_t target; /* the commit index known when a leader was first heard of; 0: none yet */
+    int done;
+} catch_up;
+
+struct rn_cluster {
+    uv_loop_t *loop;
+    rn_config cfg;
+    rn_engine *engine;
+    struct rn_tiers *tiers; /* snapshot bodies (fetched from and served to peers) */
+    unsigned groups;
+    rn_id_issuer ids;
+    rn_raft_log *log;
+    consensus *node;    /* NULL once stopping */
+    catch_up *catch_up; /* per group */
+    /* membership (membership.c): an intent per node of cfg.peers (NONE: a
+     * --peer node, a voter), a change in flight per group, the reconciler,
+     * intents on their way to peers */
+    uint8_t intent[RN_MAX_PEERS];
+    uint8_t *member_busy;
+    uv_timer_t reconcile;
+    struct forward *forwards;
+    rn_fetcher *fetcher; /* fills gaps from peers */
+    /* peer status polling (cluster_http.c) */
+    rn_outbound *http;
+    uv_timer_t poll;
+    int polling;
+    peer_status peers[RN_MAX_PEERS]; /* by index in cfg.peers */
+    void (*stop_done)(void *arg);
+    void *stop_arg;
+};
+
+/* Starts asking every peer for its applied indexes, once a second. */
+void cluster_peers_start(rn_cluster *cl);
+/* Stops asking (the node is stopping). */
+void cluster_peers_stop(rn_cluster *cl);
+/* Frees what the poller kept (after its handles closed). */
+void cluster_peers_free(rn_cluster *cl);
+
+#endif

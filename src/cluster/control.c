@@ -1,0 +1,367 @@
+/*
+ * control.c — the control channel between nodes: one outgoing connection
+ * per peer for this node's asks (and their answers), the accepted ones for
+ * the peers' asks. See control.h.
+ *
+ * Ownership: the channel owns every socket (outgoing ones from their
+ * connect, accepted ones from rn_ctl_accept) until its handle is closed, and
+ * a link per peer asked (its address, its current socket, the bytes waiting
+ * for the connection). TCP handles are raft_malloc'd, as the mux's are.
+ */
+#include "cluster/control.h"
+
+#include <assert.h>
+#include <raft.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/mux.h"
+#include "util/buf.h"
+
+#define CTL_READ_BYTES (128u * RN_WIRE_CONFIRM_BYTES)   /* a multiple of a message */
+#define CTL_MAX_PENDING (1024u * RN_WIRE_CONFIRM_BYTES) /* asks waiting for a connection */
+#define CTL_MAX_QUEUED ((size_t)1 << 20)                /* bytes in a socket's write queue */
+
+typedef struct ctl_sock ctl_sock;
+typedef struct ctl_link ctl_link;
+
+struct ctl_sock {
+    ctl_sock *next; /* on ctl->socks */
+    rn_ctl *ctl;
+    uv_tcp_t *tcp;
+    ctl_link *link; /* outgoing: its link, until the socket closes; accepted: NULL */
+    bool incoming;
+    bool connected; /* outgoing: connected, the hello and pending asks written */
+    bool closing;
+    uint64_t peer;
+    uint64_t started_ms;
+    uv_connect_t connect;
+    size_t got; /* bytes in `in` not yet consumed */
+    uint8_t in[CTL_READ_BYTES];
+};
+
+struct ctl_link {
+    ctl_link *next;
+    uint64_t peer;
+    char address[RN_WIRE_MAX_ADDRESS + 1];
+    ctl_sock *sock;    /* NULL: no connection */
+    uint64_t retry_at; /* no connection: no attempt before this loop time */
+    rn_buf pending;    /* connecting: the hello and the asks, written once connected */
+};
+
+struct rn_ctl {
+    rn_ctl_options o;
+    char self_address[RN_WIRE_MAX_ADDRESS + 1];
+    ctl_link *links;
+    ctl_sock *socks;
+    uv_timer_t sweep;
+    bool closing;
+    unsigned open_handles;
+    void (*done)(void *arg);
+    void *done_arg;
+};
+
+typedef struct {
+    uv_write_t req;
+    uint8_t bytes[];
+} ctl_write;
+
+/* --- sockets --------------------------------------------------------------- */
+
+static void ctl_maybe_done(rn_ctl *ctl) {
+    if (!ctl->closing || ctl->open_handles > 0)
+        return;
+    void (*done)(void *) = ctl->done;
+    void *arg = ctl->done_arg;
+    free(ctl);
+    if (done)
+        done(arg);
+}
+
+static void sock_closed(uv_handle_t *h) {
+    ctl_sock *s = h->data;
+    rn_ctl *ctl = s->ctl;
+    for (ctl_sock **p = &ctl->socks; *p; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
+    raft_free(s->tcp);
+    free(s);
+    assert(ctl->open_handles > 0);
+    ctl->open_handles--;
+    ctl_maybe_done(ctl);
+}
+
+/* Closes s; its link (if any) is down and not retried for retry_ms. */
+static void sock_close(ctl_sock *s, unsigned retry_ms) {
+    if (s->closing)
+        return;
+    s->closing = true;
+    ctl_link *l = s->link;
+    if (l) {
+        l->sock = NULL;
+        l->retry_at = uv_now(s->ctl->o.loop) + retry_ms;
+        l->pending.len = 0;
+        s->link = NULL;
+    }
+    uv_close((uv_handle_t *)s->tcp, sock_closed);
+}
+
+static void sock_fail(ctl_sock *s) {
+    sock_close(s, s->ctl->o.connect_retry_ms);
+}
+
+/* A socket with its handle initialized (tcp given, or allocated here). */
+static ctl_sock *sock_new(rn_ctl *ctl, uv_tcp_t *tcp) {
+    ctl_sock *s = rn_xcalloc(1, sizeof *s);
+    s->ctl = ctl;
+    if (tcp == NULL) {
+        tcp = raft_malloc(sizeof *tcp);
+        if (tcp == NULL)
+            abort();
+        uv_tcp_init(ctl->o.loop, tcp);
+    }
+    s->tcp = tcp;
+    tcp->data = s;
+    s->started_ms = uv_now(ctl->o.loop);
+    s->next = ctl->socks;
+    ctl->socks = s;
+    ctl->open_handles++;
+    return s;
+}
+
+static void write_done(uv_write_t *req, int status) {
+    ctl_sock *s = req->handle->data;
+    free(req->data);
+    if (status < 0 && status != UV_ECANCELED)
+        sock_fail(s);
+}
+
+/* Queues len bytes on s. Returns false (nothing queued) when the queue is
+ * over its bound or libuv refuses. */
+static bool sock_write(ctl_sock *s, const uint8_t *bytes, size_t len) {
+    assert(!s->closing && len > 0);
+    if (uv_stream_get_write_queue_size((uv_stream_t *)s->tcp) >= CTL_MAX_QUEUED)
+        return false;
+    ctl_write *w = rn_xmalloc(sizeof *w + len);
+    memcpy(w->bytes, bytes, len);
+    w->req.data = w;
+    uv_buf_t b = uv_buf_init((char *)w->bytes, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)s->tcp, &b, 1, write_done) != 0) {
+        free(w);
+        sock_fail(s);
+        return false;
+    }
+    return true;
+}
+
+static void alloc_in(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    ctl_sock *s = h->data;
+    assert(s->got < sizeof s->in);
+    buf->base = (char *)s->in + s->got;
+    buf->len = sizeof s->in - s->got;
+}
+
+/* Handles one message; false: s was closed (a protocol error, or by a
+ * callback) and nothing more is read. */
+static bool handle_message(ctl_sock *s, const uint8_t *bytes) {
+    rn_ctl *ctl = s->ctl;
+    rn_wire_confirm m;
+    rn_wire_confirm_kind expected = s->incoming ? RN_WIRE_CONFIRM_ASK : RN_WIRE_CONFIRM_ANSWER;
+    if (rn_wire_confirm_decode(bytes, &m) != 0 || m.kind != expected) {
+        sock_fail(s);
+        return false;
+    }
+    if (s->incoming) {
+        rn_wire_confirm answer;
+        if (ctl->o.on_ask(ctl->o.ctx, s->peer, &m, &answer)) {
+            assert(answer.kind == RN_WIRE_CONFIRM_ANSWER);
+            uint8_t out[RN_WIRE_CONFIRM_BYTES];
+            rn_wire_confirm_encode(&answer, out);
+            if (!sock_write(s, out, sizeof out))
+                sock_fail(s); /* the asker does not read its answers */
+        }
+    } else {
+        ctl->o.on_answer(ctl->o.ctx, s->peer, &m);
+    }
+    return !s->closing;
+}
+
+static void read_in(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    ctl_sock *s = stream->data;
+    if (nread == 0 || s->closing)
+        return;
+    if (nread < 0) {
+        sock_fail(s);
+        return;
+    }
+    s->got += (size_t)nread;
+    size_t at = 0;
+    while (s->got - at >= RN_WIRE_CONFIRM_BYTES) {
+        if (!handle_message(s, s->in + at))
+            return;
+        at += RN_WIRE_CONFIRM_BYTES;
+    }
+    memmove(s->in, s->in + at, s->got - at);
+    s->got -= at;
+}
+
+/* --- outgoing ------------------------------------------------------------ */
+
+static void on_connected(uv_connect_t *req, int status) {
+    ctl_sock *s = req->data;
+    if (s->closing)
+        return;
+    if (status < 0) {
+        sock_fail(s);
+        return;
+    }
+    rn_ctl *ctl = s->ctl;
+    ctl_link *l = s->link;
+    assert(l != NULL && l->pending.len > 0);
+    rn_mux_tune_socket(s->tcp, ctl->o.tcp_nodelay, ctl->o.peer_timeout_ms);
+    s->connected = true;
+    bool written = sock_write(s, l->pending.data, l->pending.len);
+    l->pending.len = 0;
+    if (!written || uv_read_start((uv_stream_t *)s->tcp, alloc_in, read_in) != 0)
+        sock_fail(s);
+}
+
+/* Starts connecting l with its pending bytes; false when that failed at
+ * once (l is then down until its retry time). */
+static bool link_connect(rn_ctl *ctl, ctl_link *l) {
+    assert(l->sock == NULL && l->pending.len > 0);
+    struct sockaddr_storage addr;
+    if (rn_wire_parse_address(l->address, &addr) != 0) {
+        l->retry_at = uv_now(ctl->o.loop) + ctl->o.connect_retry_ms;
+        l->pending.len = 0;
+        return false;
+    }
+    ctl_sock *s = sock_new(ctl, NULL);
+    s->peer = l->peer;
+    s->link = l;
+    l->sock = s;
+    s->connect.data = s;
+    if (uv_tcp_connect(&s->connect, s->tcp, (struct sockaddr *)&addr, on_connected) != 0) {
+        sock_fail(s);
+        return false;
+    }
+    return true;
+}
+
+static ctl_link *find_link(rn_ctl *ctl, uint64_t peer, const char *address) {
+    ctl_link *l = ctl->links;
+    while (l && l->peer != peer)
+        l = l->next;
+    if (l == NULL) {
+        l = rn_xcalloc(1, sizeof *l);
+        l->peer = peer;
+        l->next = ctl->links;
+        ctl->links = l;
+    } else if (strcmp(l->address, address) == 0) {
+        return l;
+    } else if (l->sock) {
+        sock_close(l->sock, 0); /* the peer moved: a new connection, at once */
+    }
+    snprintf(l->address, sizeof l->address, "%s", address);
+    l->retry_at = 0;
+    return l;
+}
+
+bool rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask) {
+    assert(ctl != NULL && peer != 0 && address != NULL && ask != NULL);
+    assert(ask->kind == RN_WIRE_CONFIRM_ASK);
+    if (ctl->closing || strlen(address) > RN_WIRE_MAX_ADDRESS)
+        return false;
+    uint8_t msg[RN_WIRE_CONFIRM_BYTES];
+    rn_wire_confirm_encode(ask, msg);
+    ctl_link *l = find_link(ctl, peer, address);
+    if (l->sock == NULL) {
+        if (uv_now(ctl->o.loop) < l->retry_at)
+            return false;
+        l->pending.len = 0;
+        if (rn_wire_hello_encode(&l->pending, RN_WIRE_CONTROL_GROUP, ctl->o.self_id,
+                                 ctl->o.cluster_tag, ctl->self_address) != 0)
+            abort(); /* rn_ctl_open checked the address */
+        rn_buf_append(&l->pending, msg, sizeof msg);
+        return link_connect(ctl, l);
+    }
+    if (!l->sock->connected) {
+        if (l->pending.len >= CTL_MAX_PENDING)
+            return false;
+        rn_buf_append(&l->pending, msg, sizeof msg);
+        return true;
+    }
+    return sock_write(l->sock, msg, sizeof msg);
+}
+
+/* Drops outgoing connections still not established after the timeout. */
+static void on_sweep(uv_timer_t *t) {
+    rn_ctl *ctl = t->data;
+    uint64_t now = uv_now(ctl->o.loop);
+    for (ctl_sock *s = ctl->socks; s; s = s->next)
+        if (!s->incoming && !s->connected && !s->closing &&
+            now - s->started_ms >= ctl->o.connect_timeout_ms)
+            sock_fail(s);
+}
+
+/* --- accepted ------------------------------------------------------------ */
+
+void rn_ctl_accept(void *arg, uint64_t sender, uv_tcp_t *tcp) {
+    rn_ctl *ctl = arg;
+    assert(ctl != NULL && tcp != NULL);
+    ctl_sock *s = sock_new(ctl, tcp);
+    s->incoming = true;
+    s->peer = sender;
+    if (ctl->closing) {
+        sock_close(s, 0);
+        return;
+    }
+    if (uv_read_start((uv_stream_t *)tcp, alloc_in, read_in) != 0)
+        sock_close(s, 0);
+}
+
+/* --- the channel --------------------------------------------------------- */
+
+rn_ctl *rn_ctl_open(const rn_ctl_options *o) {
+    assert(o != NULL && o->loop != NULL && o->self_id != 0 && o->self_address != NULL);
+    assert(o->on_ask != NULL && o->on_answer != NULL && o->connect_timeout_ms > 0);
+    assert(strlen(o->self_address) > 0 && strlen(o->self_address) <= RN_WIRE_MAX_ADDRESS);
+    rn_ctl *ctl = rn_xcalloc(1, sizeof *ctl);
+    ctl->o = *o;
+    snprintf(ctl->self_address, sizeof ctl->self_address, "%s", o->self_address);
+    ctl->o.self_address = ctl->self_address;
+    uv_timer_init(o->loop, &ctl->sweep);
+    ctl->sweep.data = ctl;
+    uint64_t every = o->connect_timeout_ms / 2 ? o->connect_timeout_ms / 2 : 1;
+    uv_timer_start(&ctl->sweep, on_sweep, every, every);
+    ctl->open_handles = 1;
+    return ctl;
+}
+
+static void sweep_closed(uv_handle_t *h) {
+    rn_ctl *ctl = h->data;
+    assert(ctl->open_handles > 0);
+    ctl->open_handles--;
+    ctl_maybe_done(ctl);
+}
+
+void rn_ctl_close(rn_ctl *ctl, void (*done)(void *arg), void *arg) {
+    assert(ctl != NULL && !ctl->closing);
+    ctl->closing = true;
+    ctl->done = done;
+    ctl->done_arg = arg;
+    for (ctl_sock *s = ctl->socks; s; s = s->next)
+        sock_close(s, 0);
+    while (ctl->links) {
+        ctl_link *l = ctl->links;
+        ctl->links = l->next;
+        rn_buf_free(&l->pending);
+        free(l);
+    }
+    uv_close((uv_handle_t *)&ctl->sweep, sweep_closed);
+}

@@ -1,0 +1,49 @@
+/*
+ * fetch.h — filling a replica's gaps from its peers: the stream bytes and
+ * append-index entries a restored manifest names and this node's files
+ * lack (engine.h, "Gaps"; a node that fell behind gets the leader's
+ * snapshot, a manifest, never stream bytes).
+ *
+ * For each stream with a gap, in order: the data gap from its first byte,
+ * then the index gap, in pieces of at most RN_REPLICA_FETCH_MAX bytes, each
+ * asked of a peer over HTTP (GET /__runnel/cluster/bytes/{id}?from=&to=,
+ * /__runnel/cluster/index/{id}?from=&to=: cluster_http.c serves them) and
+ * written through the engine, which syncs it before the gap's record
+ * shrinks. The group's leader is asked first, then the other peers in
+ * turn; a failed piece is asked again after FETCH_RETRY_MS. At most
+ * FETCH_JOBS streams are filled at once, so memory is bounded by that many
+ * pieces. A stream deleted or cut meanwhile ends its job.
+ */
+#ifndef RN_CLUSTER_FETCH_H
+#define RN_CLUSTER_FETCH_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine/engine.h"
+#include "net/outbound.h"
+
+typedef struct rn_fetcher rn_fetcher;
+
+/* The base URL of the peer to ask for a piece of `group`'s streams on the
+ * attempt-th try (0: the leader), or NULL when none is known now. */
+typedef const char *(*rn_fetch_source)(void *ctx, unsigned group, unsigned attempt);
+
+rn_fetcher *rn_fetcher_new(uv_loop_t *loop, rn_engine *engine, struct rn_tiers *tiers,
+                           rn_outbound *http, rn_fetch_source source, void *source_ctx);
+/* Starts filling every gap of the group's streams, and fetching every
+ * snapshot body they name that is not here (after a restore). */
+void rn_fetcher_scan(rn_fetcher *f, unsigned group);
+/* Stream id published a snapshot (its PUBLISH applied here): its body is
+ * fetched unless it is here (the leader wrote it; a follower fetches it:
+ * GET /__runnel/cluster/blob?cold=&key=, written to the store's temporary
+ * file as it comes, synced and renamed into place on a worker). */
+void rn_fetcher_published(rn_fetcher *f, uint64_t id);
+/* Streams with a gap or a missing snapshot body, waiting or being
+ * fetched. */
+unsigned rn_fetcher_pending(const rn_fetcher *f);
+/* Stops (fetches in flight are cancelled) and frees; run the loop after
+ * so its timer finishes closing. */
+void rn_fetcher_free(rn_fetcher *f);
+
+#endif

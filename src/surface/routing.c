@@ -1,0 +1,172 @@
+/*
+ * routing.c — the routing answers of cluster mode. See routing.h.
+ */
+#include "surface/routing.h"
+#include "surface/params.h"
+#include "surface/reply.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUTE_CONFIRMED 1u /* rn_request.route_flags: a leader read confirmed */
+
+static struct {
+    int active;
+    rn_cluster_view view;
+    void (*redispatch)(rn_request *, void *);
+    void *arg;
+} routing;
+
+void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request *, void *),
+                      void *arg) {
+    assert(view && view->route && view->confirm && redispatch);
+    routing.active = 1;
+    routing.view = *view;
+    routing.redispatch = redispatch;
+    routing.arg = arg;
+}
+
+int rn_routing_active(void) {
+    return routing.active;
+}
+
+int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen) {
+    if (!routing.active)
+        return 1;
+    rn_group_route ra, rb;
+    routing.view.route(routing.view.ctx, a, alen, &ra);
+    routing.view.route(routing.view.ctx, b, blen, &rb);
+    return ra.group == rb.group;
+}
+
+void rn_routing_group_header(rn_buf *h, const char *key, size_t len) {
+    if (!routing.active)
+        return;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    rn_buf_appendf(h, "x-ursula-raft-group: %u\r\n", r.group);
+}
+
+/* 307 to the leader, or 503 NO_LEADER when no leader (with its URL) is
+ * known or a redirect is not allowed any more. */
+static void answer_elsewhere(rn_request *req, const rn_group_route *r, int may_redirect) {
+    rn_buf h = {0};
+    if (may_redirect && r->leader_id && r->leader_url && r->term) {
+        rn_reply_common(&h);
+        rn_buf_appendf(&h,
+                       "Location: %s%.*s\r\nx-ursula-raft-leader-id: %llu\r\n"
+                       "x-ursula-raft-group: %u\r\nx-ursula-raft-term: %llu\r\n"
+                       "Cache-Control: no-store\r\n",
+                       r->leader_url, (int)req->target_len, req->target,
+                       (unsigned long long)r->leader_id, r->group, (unsigned long long)r->term);
+        rn_buf body = {0};
+        rn_http_respond(req, 307, &h, &body);
+        return;
+    }
+    rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r->group);
+    rn_reply_error(req, RN_E_NO_LEADER, &h);
+}
+
+void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
+    rn_group_route r = {0};
+    if (routing.active)
+        routing.view.route(routing.view.ctx, key, len, &r);
+    if (r.leader_url && r.leader_id && r.term) {
+        answer_elsewhere(req, &r, 1);
+        return;
+    }
+    rn_buf h = {0};
+    rn_buf_append_str(&h, "Retry-After: 1\r\n");
+    rn_reply_error(req, RN_E_RECOVERING, &h);
+}
+
+int rn_routing_write(rn_request *req, const char *key, size_t len) {
+    if (!routing.active)
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    if (r.serves)
+        return 0;
+    answer_elsewhere(req, &r, req->body.len == 0);
+    return 1;
+}
+
+/* True when the query asks consistency=leader (once, exactly that value);
+ * anything malformed is left to the read, which refuses it. */
+static int wants_leader(const char *query, size_t query_len) {
+    char val[8];
+    long n;
+    rn_param_fault f;
+    if (rn_param_query(query, query_len, "consistency", RN_PARAM_LENIENT, val, sizeof val, &n,
+                       &f) != 0)
+        return 0;
+    return n == 6 && memcmp(val, "leader", 6) == 0;
+}
+
+typedef struct {
+    rn_request *req;
+    char *key;
+    size_t len;
+} confirming;
+
+static void confirmed(void *arg, int ok) {
+    confirming *c = arg;
+    rn_request *req = c->req;
+    if (!rn_request_gone(req)) {
+        if (ok) {
+            req->route_flags |= ROUTE_CONFIRMED;
+            routing.redispatch(req, routing.arg);
+        } else {
+            rn_group_route r;
+            routing.view.route(routing.view.ctx, c->key, c->len, &r);
+            if (r.serves) /* leading again, unconfirmed: no answer from this state */
+                r.leader_id = 0;
+            answer_elsewhere(req, &r, 1);
+        }
+    }
+    rn_request_release(req);
+    free(c->key);
+    free(c);
+}
+
+/* A read only the leader answers: a follower redirects it; the leader
+ * confirms first and runs it again. Returns 1 (answered, or waiting). */
+static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
+    if (!r->serves) {
+        answer_elsewhere(req, r, 1);
+        return 1;
+    }
+    confirming *c = rn_xmalloc(sizeof *c);
+    c->req = req;
+    c->key = rn_xstrndup(key, len);
+    c->len = len;
+    rn_request_hold(req);
+    routing.view.confirm(routing.view.ctx, r->group, confirmed, c);
+    return 1;
+}
+
+int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
+                    size_t query_len, int leader_param) {
+    if (!routing.active || (req->route_flags & ROUTE_CONFIRMED))
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    if (!(leader_param && wants_leader(query, query_len))) {
+        if (r.caught_up)
+            return 0;
+        rn_buf h = {0};
+        rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r.group);
+        rn_reply_error(req, RN_E_RECOVERING, &h);
+        return 1;
+    }
+    return leader_only(req, key, len, &r);
+}
+
+int rn_routing_authoritative(rn_request *req, const char *key, size_t len) {
+    if (!routing.active || (req->route_flags & ROUTE_CONFIRMED))
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    return leader_only(req, key, len, &r);
+}

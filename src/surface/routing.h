@@ -1,0 +1,101 @@
+/*
+ * routing.h — cluster mode at the surfaces (extensions §5.7, §9.2, §10):
+ * whether this node serves a stream's writes and linearizable reads, and
+ * the answers of one that does not.
+ *
+ * A write goes on here only when this node leads the stream's group and
+ * has applied everything earlier leaders committed. Otherwise, decided
+ * from the request head before any body byte is read: 307 to the leader's
+ * public URL (the request's target appended) with x-ursula-raft-leader-id,
+ * x-ursula-raft-group and x-ursula-raft-term, or, when no leader (or no
+ * leader's URL or term) is known, 503 NO_LEADER with Retry-After and
+ * x-ursula-raft-group. Once body bytes were read a write is never
+ * redirected: it answers 503 NO_LEADER.
+ *
+ * A read with consistency=leader (bucket surface) is served by the leader
+ * only: a follower redirects it like a write; the leader confirms with a
+ * majority that it still leads and waits until it applied everything
+ * committed before (consensus_read_barrier; concurrent reads share rounds), then
+ * re-runs the request through the router, which lets it pass. Reads
+ * without it (consistency=local, the default) are served by any replica
+ * from its applied state.
+ *
+ * Single-node mode sets no view: every request is served here.
+ */
+#ifndef RN_ROUTING_H
+#define RN_ROUTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/http.h"
+
+/* Where a stream's writes and leader reads are served. */
+typedef struct {
+    unsigned group;
+    int serves;             /* this node leads the group, ready: serve here */
+    uint64_t leader_id;     /* the leader this node knows, 0: none */
+    uint64_t term;          /* its term */
+    const char *leader_url; /* its public base URL; NULL: unknown (or this node) */
+    int caught_up;          /* since its start this replica applied what the group had
+                               committed when it first heard of a leader (or it leads):
+                               it may serve local reads */
+} rn_group_route;
+
+/* Called once with the outcome of a confirmation (before confirm returns
+ * only when it fails at once): 1 when this node led the group after the
+ * call and applied everything committed before it. */
+typedef void (*rn_confirm_cb)(void *arg, int confirmed);
+
+/* What the cluster tells the surfaces; every call on the loop thread. */
+typedef struct {
+    void *ctx;
+    void (*route)(void *ctx, const char *key, size_t len, rn_group_route *out);
+    void (*confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
+} rn_cluster_view;
+
+/* Sets the view (cluster mode), and how a confirmed read is run again:
+ * redispatch(req, arg) routes it from the start (the router). */
+void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request *, void *),
+                      void *arg);
+
+/* True in cluster mode. */
+int rn_routing_active(void);
+
+/* A write to the stream at key: returns 0 when it goes on here, 1 when it
+ * was answered (307, or 503 NO_LEADER). From the head (no body read) it
+ * may redirect; with body bytes read it never does. */
+int rn_routing_write(rn_request *req, const char *key, size_t len);
+
+/* A read (GET or HEAD) of the stream at key, or of one of its
+ * subresources; `leader_param`: its query may ask consistency=leader.
+ * Returns 0 when it goes on here: a local read on a replica caught up
+ * since its start, a malformed parameter the read answers itself, or a
+ * confirmed leader read; 1 when it was answered (a replica still catching
+ * up after its start answers a local read 503 GROUP_RESTARTING with
+ * Retry-After rather than from a state older than what it served before)
+ * or waits for its confirmation (it is then run again). */
+int rn_routing_read(rn_request *req, const char *key, size_t len, const char *query,
+                    size_t query_len, int leader_param);
+
+/* An answer only an up-to-date replica may give (extensions §4.3: a
+ * chunk that cannot be marked, a 404, 410, 412 or 416 of an immutable
+ * resource): returns 0 when this node may give it (single-node mode, or a
+ * read already confirmed), else 1 after redirecting it to the leader (a
+ * follower; 503 NO_LEADER when none is known) or starting the leader's
+ * confirmation, after which the request runs again, confirmed. */
+int rn_routing_authoritative(rn_request *req, const char *key, size_t len);
+
+/* A read of bytes this replica lacks (a gap it is filling, engine.h):
+ * 307 to the leader of the key's group when another node leads it, else
+ * 503 GROUP_RESTARTING with Retry-After. */
+void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
+
+/* True when the streams at keys a and b are in the same group (always in
+ * single-node mode): a fork is created only in its source's group. */
+int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);
+
+/* Appends x-ursula-raft-group for the stream at key (cluster mode). */
+void rn_routing_group_header(rn_buf *h, const char *key, size_t len);
+
+#endif

@@ -1,0 +1,107 @@
+// Cluster mode's settings, black-box: each bad combination refused with a
+// message naming it (exit 2, nothing started), the config file's repeated
+// peer key, and the data directory's marker: a node refuses to start with
+// another cluster id, node id or group count than it was created with, and
+// a cluster node's directory refuses a single-node start.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { freePort, tempDir } from "../blackbox/lib/server.mjs";
+import { BIN, sleep } from "./runnel_cluster.mjs";
+
+function serve(args, env = {}) {
+  return spawnSync(BIN, ["serve", ...args], {
+    encoding: "utf8",
+    timeout: 20000,
+    env: { ...process.env, ...env },
+  });
+}
+
+const peers = ["--peer", "1=127.0.0.1:7001,http://127.0.0.1:8001", "--peer", "2=127.0.0.1:7002,http://127.0.0.1:8002"];
+
+describe("refused settings (exit 2, a message naming them)", () => {
+  const cases = [
+    [["--peer", "1=127.0.0.1:7001,http://127.0.0.1:8001"], /--peer needs --node-id/],
+    [["--node-id", "1", ...peers], /--cluster-id is required in cluster mode/],
+    [["--node-id", "3", "--cluster-id", "c", ...peers], /--peer must list every node of the cluster, this one \(--node-id 3\) included/],
+    [["--node-id", "1", "--cluster-id", "c", "--peer", "1=localhost:7001,http://127.0.0.1:8001"], /--peer 1: RAFTADDR must be a numeric/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--peer", "2=127.0.0.1:7003,http://127.0.0.1:8003"], /--peer 2 and --peer 2 have the same id/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--peer", "3=127.0.0.1:7002,http://127.0.0.1:8003"], /same Raft address/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--peer", "3=127.0.0.1:7003,http://127.0.0.1:8002"], /same URL/],
+    [["--node-id", "256"], /node-id must be an integer from 0 to 255/],
+    [["--node-id", "1", "--cluster-id", "c", "--peer", "1=127.0.0.1:7001"], /peer must be N=RAFTADDR,URL/],
+    [["--node-id", "1", "--cluster-id", "c", "--peer", "0=127.0.0.1:7001,http://x:1"], /N from 1 to 255/],
+    [["--node-id", "1", "--cluster-id", "c", "--peer", "1=127.0.0.1:7001,ftp://x"], /URL must be an http/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--groups", "0"], /groups must be an integer from 1 to 256/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--groups", "257"], /groups must be an integer from 1 to 256/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--election-timeout-ms", "10"], /election-timeout-ms must be an integer from 50/],
+    [["--node-id", "1", "--cluster-id", "bad id!", ...peers], /--cluster-id must be 1 to 64 characters/],
+  ];
+  for (const [args, message] of cases) {
+    test(args.join(" "), () => {
+      const r = serve(["--data-dir", tempDir(), "--listen", "127.0.0.1:0", ...args]);
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr + r.stdout, message);
+    });
+  }
+});
+
+describe("the configuration file and the environment", () => {
+  test("peer may be given once per line in the file, RUNNEL_PEER lists them separated by spaces", () => {
+    const dir = tempDir();
+    const file = path.join(dir, "c.conf");
+    fs.writeFileSync(file, "node-id = 2\ncluster-id = c\npeer = 1=127.0.0.1:7001,http://127.0.0.1:8001\npeer = 2=127.0.0.1:7002,http://127.0.0.1:8002\n");
+    const r = serve(["--config", file, "--print-config"]);
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.split("\n").filter((l) => l.startsWith("peer="));
+    assert.deepEqual(lines, ["peer=1=127.0.0.1:7001,http://127.0.0.1:8001", "peer=2=127.0.0.1:7002,http://127.0.0.1:8002"]);
+    const e = serve(["--config", file, "--print-config"], { RUNNEL_PEER: "2=127.0.0.1:9002,http://a:1  3=127.0.0.1:9003,http://b:1" });
+    assert.equal(e.status, 0, e.stderr);
+    assert.deepEqual(e.stdout.split("\n").filter((l) => l.startsWith("peer=")),
+      ["peer=2=127.0.0.1:9002,http://a:1", "peer=3=127.0.0.1:9003,http://b:1"], "the environment replaces the file's");
+    const f = serve(["--config", file, "--print-config", "--peer", "2=127.0.0.1:9004,http://c:1"], { RUNNEL_PEER: "1=127.0.0.1:9001,http://a:1" });
+    assert.equal(f.status, 0, f.stderr);
+    assert.deepEqual(f.stdout.split("\n").filter((l) => l.startsWith("peer=")), ["peer=2=127.0.0.1:9004,http://c:1"], "flags replace both");
+  });
+});
+
+describe("the data directory remembers its cluster", () => {
+  async function startNode(dir, args) {
+    const port = await freePort();
+    const raft = await freePort();
+    return serve(["--data-dir", dir, "--listen", `127.0.0.1:${port}`, "--node-id", "1",
+      "--peer", `1=127.0.0.1:${raft},http://127.0.0.1:${port}`, ...args, "--shutdown-grace-ms", "0"]);
+  }
+
+  test("another group count, cluster id or node id is refused; so is a single-node start", async () => {
+    const dir = tempDir();
+    // a one-node cluster that starts and is stopped at once by a timeout of the test's own
+    const port = await freePort();
+    const raft = await freePort();
+    const { spawn } = await import("node:child_process");
+    const p = spawn(BIN, ["serve", "--data-dir", dir, "--listen", `127.0.0.1:${port}`, "--node-id", "1",
+      "--cluster-id", "c1", "--groups", "2", "--peer", `1=127.0.0.1:${raft},http://127.0.0.1:${port}`]);
+    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, "cluster-node")); i++) await sleep(100);
+    p.kill("SIGTERM");
+    await new Promise((r) => p.on("exit", r));
+    assert.equal(fs.readFileSync(path.join(dir, "cluster-node"), "utf8"), "cluster-id=c1 node=1 groups=2\n");
+    for (const args of [["--cluster-id", "c1", "--groups", "3"], ["--cluster-id", "c2", "--groups", "2"]]) {
+      const r = await startNode(dir, args);
+      assert.equal(r.status, 1);
+      assert.match(r.stdout + r.stderr, /was created for cluster-id=c1 node=1 groups=2; refusing to start/);
+    }
+    const single = serve(["--data-dir", dir, "--listen", `127.0.0.1:${await freePort()}`]);
+    assert.equal(single.status, 1);
+    assert.match(single.stdout + single.stderr, /belongs to a cluster node \(cluster-id=c1 node=1 groups=2\); refusing to start it as a single node/);
+  });
+
+  test("a single node's directory refuses a cluster start", async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, "wal"));
+    const r = await startNode(dir, ["--cluster-id", "c1"]);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout + r.stderr, /holds single-node data; refusing to start a cluster node on it/);
+  });
+});

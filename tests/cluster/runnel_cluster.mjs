@@ -1,0 +1,236 @@
+// Drives a local Runnel cluster for the black-box cluster tests through
+// scripts/cluster.sh (start, stop) and the files it leaves (node-N.pid,
+// node-N.cmd to restart a node on its data), with bounded waits on what
+// /__runnel/cluster reports. The binary comes from RUNNEL_BIN.
+// Every cluster still running when the test process exits is SIGKILLed and
+// its directory removed (tempDir).
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, tempDir } from "../blackbox/lib/server.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const BIN = path.resolve(process.env.RUNNEL_BIN ?? path.join(ROOT, "build/runnel"));
+const SCRIPT = path.join(ROOT, "scripts/cluster.sh");
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const live = new Set();
+process.on("exit", () => {
+  for (const c of live) for (let n = 1; n <= c.nodes; n++) c.kill(n, "SIGKILL");
+});
+
+// Polls fn until it returns a truthy value; throws after ms naming what.
+export async function waitFor(what, fn, ms = 20000, every = 100) {
+  const end = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
+    await sleep(every);
+  }
+}
+
+// The group of a stream key, as src/cluster/placement.c computes it
+// (FNV-1a 64 of the key's bytes, modulo the group count).
+export function groupOf(key, groups) {
+  let h = 0xcbf29ce484222325n;
+  for (const b of Buffer.from(key, "utf8")) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return Number(h % BigInt(groups));
+}
+
+// One request; the answer with its body read (bounded). Never follows
+// redirects. A read that fails on a kept-alive connection of a node that
+// restarted since is sent once more (writes never are: they may have
+// applied).
+export async function req(url, { method = "GET", headers = {}, body, timeoutMs = 15000 } = {}) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await fetch(url, { method, headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
+      const buf = Buffer.from(await res.arrayBuffer());
+      return { status: res.status, headers: res.headers, body: buf, text: buf.toString("utf8") };
+    } catch (e) {
+      if (attempt > 0 || !(method === "GET" || method === "HEAD") || !/fetch failed/.test(String(e))) throw e;
+    }
+  }
+}
+
+// The same, following 307s (resending the body) up to 5 times.
+export async function follow(url, opts = {}) {
+  for (let hops = 0; ; hops++) {
+    const r = await req(url, opts);
+    if (r.status !== 307 || hops === 5) return r;
+    url = r.headers.get("location");
+  }
+}
+
+export class Cluster {
+  // Starts a cluster (scripts/cluster.sh start) in a fresh directory.
+  static async start({ nodes = 3, groups = 4, args = [] } = {}) {
+    const c = new Cluster(tempDir("runnel-cluster-"), nodes, groups, args);
+    c.startAll();
+    const env = fs.readFileSync(path.join(c.dir, "cluster.env"), "utf8");
+    c.clusterId = /CLUSTER_ID=(.*)/.exec(env)[1];
+    return c;
+  }
+
+  constructor(dir, nodes, groups, args) {
+    Object.assign(this, { dir, nodes, groups, args });
+  }
+
+  // Starts every node (again, on its data after stop()); returns once every
+  // group has a leader on every node.
+  startAll() {
+    const out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
+      String(this.groups), "--bin", BIN, "--", ...this.args], { encoding: "utf8", timeout: 60000 });
+    this.urls = out.trim().split("\n");
+    live.add(this);
+  }
+
+  url(n) {
+    return this.urls[n - 1];
+  }
+
+  // Starts node n (beyond the cluster's) with --join: its --peer lines are
+  // the cluster's nodes and its own, on two fresh ports; it waits to be
+  // added (POST /__runnel/cluster/members). Returns {url, raft}.
+  async addNode(n, extraArgs = []) {
+    const env = Object.fromEntries(fs.readFileSync(path.join(this.dir, "cluster.env"), "utf8")
+      .trim().split("\n").map((l) => l.split("=")));
+    const http = await freePort();
+    const raftPort = await freePort();
+    const peers = [];
+    for (let i = 1; i <= this.nodes; i++)
+      peers.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
+    const self = { url: `http://127.0.0.1:${http}`, raft: `127.0.0.1:${raftPort}` };
+    peers.push("--peer", `${n}=${self.raft},${self.url}`);
+    const argv = [BIN, "serve", "--node-id", String(n), "--cluster-id", this.clusterId, ...peers,
+      "--groups", String(this.groups), "--listen", `127.0.0.1:${http}`, "--data-dir",
+      path.join(this.dir, `node-${n}`), "--join", ...this.args, ...extraArgs];
+    const q = (a) => `'${a.replace(/'/g, "'\\''")}'`;
+    fs.writeFileSync(path.join(this.dir, `node-${n}.cmd`),
+      `${argv.map(q).join(" ")} >>${q(path.join(this.dir, `node-${n}.log`))} 2>&1 & echo $! >${q(path.join(this.dir, `node-${n}.pid`))}\n`);
+    execFileSync("bash", [path.join(this.dir, `node-${n}.cmd`)], { timeout: 10000 });
+    this.urls[n - 1] = self.url;
+    this.nodes = Math.max(this.nodes, n);
+    await waitFor(`node ${n} to answer`, async () => (await req(`${self.url}/__runnel/livez`)).status === 200);
+    return self;
+  }
+
+  pid(n) {
+    try {
+      return Number(fs.readFileSync(path.join(this.dir, `node-${n}.pid`), "utf8"));
+    } catch {
+      return 0;
+    }
+  }
+
+  alive(n) {
+    const pid = this.pid(n);
+    if (!pid) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  kill(n, signal = "SIGKILL") {
+    const pid = this.pid(n);
+    if (!pid) return;
+    try {
+      process.kill(pid, signal);
+    } catch {}
+  }
+
+  // SIGKILL and wait until the process is gone.
+  async crash(n) {
+    this.kill(n, "SIGKILL");
+    await waitFor(`node ${n} to die`, () => !this.alive(n), 10000, 20);
+  }
+
+  // Restarts node n on its data (its command line from node-N.cmd) and
+  // waits until it answers /__runnel/cluster.
+  async restart(n) {
+    execFileSync("bash", [path.join(this.dir, `node-${n}.cmd`)], { timeout: 10000 });
+    await waitFor(`node ${n} to answer`, async () => (await this.report(n)).groups.length === this.groups);
+  }
+
+  log(n) {
+    return fs.readFileSync(path.join(this.dir, `node-${n}.log`), "utf8");
+  }
+
+  async report(n) {
+    const r = await req(`${this.url(n)}/__runnel/cluster`, { timeoutMs: 5000 });
+    if (r.status !== 200) throw new Error(`/__runnel/cluster of node ${n}: ${r.status}`);
+    return JSON.parse(r.text);
+  }
+
+  // The node leading `group` as every live node reports it (one leader,
+  // the same term everywhere).
+  async leaderOf(group, ms = 20000) {
+    return waitFor(`one leader of group ${group}`, async () => {
+      let leader = null;
+      let term = null;
+      for (let n = 1; n <= this.nodes; n++) {
+        if (!this.alive(n)) continue;
+        const g = (await this.report(n)).groups[group];
+        if (g.leader === null) return null;
+        if (leader !== null && (g.leader !== leader || g.term !== term)) return null;
+        leader = g.leader;
+        term = g.term;
+      }
+      return leader !== null && this.alive(leader) ? { node: leader, term } : null;
+    }, ms);
+  }
+
+  // Waits until every live node applied every entry of every group the
+  // leaders committed (the same applied index on every live replica).
+  async converged(ms = 30000) {
+    await waitFor("replicas to converge", async () => {
+      const reports = [];
+      for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
+      for (let g = 0; g < this.groups; g++) {
+        const applied = reports.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id).applied_index);
+        const commits = reports.map((r) => r.groups[g].commit_index);
+        if (new Set(applied).size !== 1 || Math.max(...commits) > applied[0]) return false;
+      }
+      return true;
+    }, ms, 200);
+  }
+
+  // SIGTERM every node (scripts/cluster.sh stop); true when all stopped cleanly.
+  stop() {
+    live.delete(this);
+    let clean = true;
+    try {
+      execFileSync(SCRIPT, ["stop", this.dir], { timeout: 60000 });
+    } catch {
+      clean = false;
+    }
+    if (process.env.CLUSTER_KEEP) /* the nodes' logs and data, for a look after the run */
+      fs.cpSync(this.dir, process.env.CLUSTER_KEEP, { recursive: true });
+    return clean;
+  }
+
+  // Sanitizer reports in any node's log.
+  sanitizerReports() {
+    let found = "";
+    for (let n = 1; n <= this.nodes; n++) {
+      const log = this.log(n);
+      const m = /ERROR: (Address|Leak)Sanitizer|runtime error:/.exec(log);
+      if (m) found += `node ${n}: ${log.slice(m.index, m.index + 2000)}\n`;
+    }
+    return found;
+  }
+}
