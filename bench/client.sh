@@ -33,8 +33,12 @@
 # on the one clock; the tail's also holds its SSE parsing, its write to
 # stdout and the pipe hop, which is what a program reading `runnel tail -f`
 # sees. Every record of a tail must equal, byte for byte, the next payload
-# sent (else the run fails), and at the end each tail must have printed
-# exactly the acknowledged payloads (tail_bytes = tail_bytes_expected).
+# sent (else the run fails); a tail that fell behind shows in delivered /
+# expected (with --smoke every tail must print every acknowledged payload).
+# The tails start first, so they are the server's oldest waiters, and it
+# wakes the newest first: runnel-bench also reports each tail arrival minus
+# the same event's last SSE arrival, which tells that place in line from
+# the tail's own cost.
 #
 # The machine is shared: before every run the script waits for a quiet
 # machine (bench/quiet.sh: 1-minute load below QUIET_LOAD, bounded by

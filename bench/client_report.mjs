@@ -2,10 +2,12 @@
 // directory of bench/client.sh: meta.json, append-R.json / fanout-R.json per
 // round, and each run's load and CPU files (TAG.env, .stat0/.stat1, .time,
 // fanout-R.server_cpu), TAG.failed for a run that failed its checks. Every
-// number printed comes from those files.
+// number printed comes from those files, except bench/client_limits.md (if
+// present): the hand-written reading of what limits the targets.
 // Usage: node bench/client_report.mjs RESULTS_DIR > client.md
 import { readFileSync, readdirSync, existsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { CLK_TCK, cell, condCell, fmt, mstat, runEnv, verdict } from "./report_util.mjs";
 
 const dir = process.argv[2];
@@ -58,6 +60,8 @@ const FANOUT = [
   ["`runnel tail -f`: delivery max (ms)", (x) => ms(x.r.tail_delivery_latency, "max_us")],
   ["`runnel tail -f`: delivered / expected (%)", tailKept],
   ["`runnel tail -f` p99 − SSE readers' p99, same run (ms)", p99Gap],
+  ["`runnel tail -f` arrival − the same event's last SSE reader: p50 (ms)", (x) => x.r.tail_after_last_sse_p50_us / 1000],
+  ["… p99 (ms)", (x) => x.r.tail_after_last_sse_p99_us / 1000],
   ["`runnel tail -f` CPU per process (s per run)", (x) => x.r.tail_cpu_s / x.r.tail_readers],
   ["server CPU (s per run)", (x) => x.r.server_cpu_s],
 ];
@@ -115,4 +119,9 @@ L.push(`| \`runnel append --producer\` from stdin: ≥ 50,000 lines/s of 100 B i
 L.push(`| \`runnel tail -f\` keeps up with the fan-out's rate (every event, every run) | ${fmt(kept.min)} % delivered (worst run) | ${kept.n ? (kept.min === 100 ? "**met**" : "**missed**") : "not measured"} |`);
 L.push(`| … with p99 within 1 ms of runnel-bench's own readers | ${fmt(gap.med)} ms over (range ${fmt(gap.min)}–${fmt(gap.max)}) | ${!gap.n ? "not measured" : gap.med <= 1 ? "**met**" : `**missed** by ${fmt(gap.med - 1)} ms`} |`);
 L.push("");
+
+// What limits them: written by hand from a run's profiles
+// (bench/client_limits.md), shown under the verdicts.
+const limitsFile = join(dirname(fileURLToPath(import.meta.url)), "client_limits.md");
+if (existsSync(limitsFile)) L.push(readFileSync(limitsFile, "utf8").trimEnd(), "");
 process.stdout.write(L.join("\n") + "\n");

@@ -19,6 +19,13 @@
  * be, byte for byte, the next payload sent (else a run error), and gives
  * one latency on the same clock, taken the same way, as the SSE readers'.
  * The drain also waits for them; then they get SIGTERM.
+ *
+ * Started first, the tails are the server's oldest waiters; it wakes the
+ * newest first, so a tail gets each event about last. To tell that place
+ * in line from the client's own cost, each tail record is also compared
+ * with the last SSE reader's arrival of the same event (tail_after_last_sse:
+ * its percentiles over all events and tails, in µs; negative when the tail
+ * came first).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,16 +59,37 @@ static struct {
     uint64_t t_subscribe_ns, t_ready_ns, t_drain_ns;
     /* --tail-cmd readers */
     bn_hist tail_lat;
-    uint64_t *sent; /* stamp of every payload sent, in order */
+    uint64_t *sent;     /* stamp of every payload sent, in order */
+    uint64_t *sse_last; /* per payload: the last SSE reader's arrival */
+    uint64_t *tail_at;  /* per payload and tail: the tail's arrival */
     size_t n_sent, cap_sent;
     uint64_t *tail_next; /* per reader: index in sent of its next record */
     uint64_t tail_delivered;
     char *expect; /* scratch: the payload a record must equal */
 } s;
 
+/* The index in s.sent of the payload stamped ns (stamps rise), or n_sent. */
+static size_t sent_index(uint64_t ns) {
+    size_t lo = 0, hi = s.n_sent;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s.sent[mid] < ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s.n_sent && s.sent[lo] == ns ? lo : s.n_sent;
+}
+
 static void on_stamp(void *arg, uint64_t ns) {
-    bn_hist_add(&s.lat, (uv_hrtime() - ns) / 1000);
+    uint64_t now = uv_hrtime();
+    bn_hist_add(&s.lat, (now - ns) / 1000);
     s.delivered++;
+    if (bn_o.tails) {
+        size_t i = sent_index(ns);
+        if (i < s.n_sent && now > s.sse_last[i])
+            s.sse_last[i] = now;
+    }
 }
 
 static void on_data_line(void *arg, const char *line, size_t n) {
@@ -99,8 +127,32 @@ static void on_tail_record(void *arg, int reader, const char *rec, size_t len) {
         bn_run_stop();
         return;
     }
-    bn_hist_add(&s.tail_lat, (uv_hrtime() - s.sent[i]) / 1000);
+    uint64_t now = uv_hrtime();
+    bn_hist_add(&s.tail_lat, (now - s.sent[i]) / 1000);
+    s.tail_at[i * (size_t)bn_o.tails + (size_t)reader] = now;
     s.tail_delivered++;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* tail_after_last_sse_{p50,p99,max}_us over the payloads every SSE reader
+ * and the tail both got. */
+static void report_tail_vs_sse(void) {
+    size_t n = 0, t = (size_t)bn_o.tails;
+    int64_t *d = rn_xmalloc((s.n_sent * t + 1) * sizeof *d);
+    for (size_t i = 0; i < s.n_sent; i++)
+        for (size_t k = 0; k < t; k++)
+            if (s.sse_last[i] && s.tail_at[i * t + k])
+                d[n++] = ((int64_t)s.tail_at[i * t + k] - (int64_t)s.sse_last[i]) / 1000;
+    qsort(d, n, sizeof *d, cmp_i64);
+    bn_report_int("tail_after_last_sse_count", (int64_t)n);
+    bn_report_int("tail_after_last_sse_p50_us", n ? d[(n - 1) / 2] : 0);
+    bn_report_int("tail_after_last_sse_p99_us", n ? d[(n * 99 + 99) / 100 - 1] : 0);
+    bn_report_int("tail_after_last_sse_max_us", n ? d[n - 1] : 0);
+    free(d);
 }
 
 static void report(void) {
@@ -136,6 +188,7 @@ static void report(void) {
         bn_report_int("tail_bytes_expected",
                       (int64_t)(s.acked * bn_o.payload * (uint64_t)bn_o.tails));
         bn_report_hist("tail_delivery_latency", &s.tail_lat);
+        report_tail_vs_sse();
         bn_report_real("tail_cpu_s", bn_procs_cpu_s());
     }
     bn_report_int("server_rss_kib", bn_server_rss_kib());
@@ -157,7 +210,12 @@ static void send_event(void) {
         if (s.n_sent == s.cap_sent) {
             s.cap_sent = s.cap_sent ? 2 * s.cap_sent : 1024;
             s.sent = rn_xrealloc(s.sent, s.cap_sent * sizeof *s.sent);
+            s.sse_last = rn_xrealloc(s.sse_last, s.cap_sent * sizeof *s.sse_last);
+            s.tail_at = rn_xrealloc(s.tail_at, s.cap_sent * (size_t)bn_o.tails * sizeof *s.tail_at);
         }
+        s.sse_last[s.n_sent] = 0;
+        memset(&s.tail_at[s.n_sent * (size_t)bn_o.tails], 0,
+               (size_t)bn_o.tails * sizeof *s.tail_at);
         s.sent[s.n_sent++] = now;
     }
     s.pacer.issued++;
