@@ -908,8 +908,8 @@ static void build(input *in, image *img, head_image *hi, record_loc *orig, built
         image *im = &img[which];
         size_t pos = take(in) | (size_t)take(in) << 8;
         uint8_t val = take(in);
-        TRACE("op %u on image %zu (segment %llu): pos %zu val %u\n", code % 8, which,
-              (unsigned long long)im->number, pos, val);
+        TRACE("op %u on image %zu (segment %llu): pos %zu val %u\n", (unsigned)(code % 8), which,
+              (unsigned long long)im->number, pos, (unsigned)val);
         switch (code % 8) {
         case 0: /* XOR a byte */
         case 1: /* set a byte */

@@ -6,7 +6,9 @@
 #   scripts/setup.sh test   that, plus the test toolchain: cmocka (unit
 #                           tests), b3sum (BLAKE3 cross-check), clang-14 and
 #                           its libFuzzer runtime (fuzz smoke), iproute2
-#                           (the cluster chaos harness), Node.js >= 20
+#                           (the cluster chaos harness), clang-format and
+#                           cppcheck (CI's format and static-analysis
+#                           stages), Node.js >= 20
 #                           and the conformance suite's npm packages, installed
 #                           exactly as tests/conformance/package-lock.json
 #                           pins them (npm ci: the lock file and every other
@@ -34,8 +36,10 @@ RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
 # python3-botocore: the S3 test endpoint's proxy (tests/s3/proxy.py)
 # recomputes every SigV4 signature with botocore. iproute2: the cluster
 # chaos harness's network namespaces, veth pairs and blackhole routes
-# (tests/cluster/chaos/netns.mjs).
-TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2)
+# (tests/cluster/chaos/netns.mjs). clang-format-14 and cppcheck:
+# scripts/check_format.sh and scripts/lint.sh.
+TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2
+  clang-format-14 cppcheck)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")

@@ -132,9 +132,9 @@ typedef struct rn_stream {
     int has_files;      /* its files were made (or found) in this process */
     int touched;        /* changed by log replay (recovery truncates its file) */
     rn_op *queue_head, *queue_tail;
-    /* owned by the live-read module */
-    void *waiters;
-    uint32_t live_readers; /* waiters registered */
+    /* owned by src/live/ (live.c) */
+    void *live_room;       /* the list of this stream's live readers, or NULL */
+    uint32_t live_readers; /* live readers registered */
 } rn_stream;
 
 typedef enum {

@@ -491,7 +491,9 @@ static void batch_done(uv_async_t *async) {
            "%llu records, %llu bytes, segment %llu, write and sync %llu us%s",
            (unsigned long long)job->records, (unsigned long long)job->bytes,
            (unsigned long long)wal->segment, (unsigned long long)job->write_us,
-           status == 0 ? "" : status == RN_WAL_NOT_WRITTEN_FULL ? ", REFUSED (disk full)" : ", FAILED");
+           status == 0                         ? ""
+           : status == RN_WAL_NOT_WRITTEN_FULL ? ", REFUSED (disk full)"
+                                               : ", FAILED");
     if (status == 0) {
         rn_metric.wal_bytes += job->bytes;
         wal->valid_end += job->bytes;

@@ -128,7 +128,7 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            g.snapshot_bytes);
     metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g.cold_bytes);
     metric(b, "runnel_live_readers", "gauge", "Parked long-poll and SSE readers.",
-           ep->ready ? rn_surface_live_reads(ep->surface) : 0);
+           ep->ready ? rn_live_count(ep->live) : 0);
     metric(b, "runnel_open_connections", "gauge", "Open client connections.",
            rn_http_connections(ep->http));
     metric(b, "runnel_answer_bytes_in_flight", "gauge",

@@ -7,14 +7,16 @@
 #define RN_ENDPOINTS_H
 
 #include "engine/engine.h"
+#include "live/live.h"
 #include "ops/probe.h"
 #include "surface/streams.h"
 #include "transport/http.h"
 
 typedef struct {
-    int ready;      /* recovery finished (engine and surface are set) */
+    int ready;      /* recovery finished (engine, live and surface are set) */
     int test_hooks; /* /__runnel/test/ routes exist */
     rn_engine *engine;
+    rn_live *live;
     rn_surface *surface;
     rn_http_server *http;
     rn_probe *probe; /* the data directory probe (readiness) */

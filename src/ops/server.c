@@ -46,6 +46,7 @@ typedef struct {
     rn_config cfg;
     char public_url[1024];
     rn_engine *engine;
+    rn_live *live;
     rn_surface *surface;
     rn_subs *subs;
     rn_parts *parts;
@@ -102,8 +103,8 @@ static void begin_shutdown(server *s) {
         return;
     s->stopping = 1;
     rn_http_stop_accepting(s->http);
-    if (s->surface)
-        rn_surface_end_live_reads(s->surface);
+    if (s->live)
+        rn_live_end_all(s->live);
     if (s->subs)
         rn_subs_quiesce(s->subs);
     s->drain_deadline = rn_mono_ms() + s->cfg.shutdown_grace_ms;
@@ -137,7 +138,7 @@ static void fit_descriptor_limit(const rn_config *cfg) {
                (unsigned long long)lim.rlim_cur, (unsigned long long)need);
 }
 
-/* The wake hooks of live.c: a stream's waiters are woken inside one write
+/* The wake hooks of live.c: a stream's readers are woken inside one write
  * batch of the transport. */
 static void wake_begin(void *arg) {
     rn_http_batch_begin(arg);
@@ -208,7 +209,15 @@ static void recovered(uv_work_t *w, int status) {
            (unsigned long long)s->stats.streams, (unsigned long long)s->stats.checkpoint_streams,
            (unsigned long long)s->stats.records_replayed, (unsigned long long)s->stats.torn_bytes,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
-    rn_engine_observe(s->engine, rn_live_observer, NULL);
+    rn_live_config lc = {.max_reads = s->cfg.max_live_reads,
+                         .max_reads_per_stream = s->cfg.max_live_reads_per_stream,
+                         .sse_queue_bytes = s->cfg.sse_queue_bytes,
+                         .sse_max_duration_ms = s->cfg.sse_max_duration_ms,
+                         .wake_begin = wake_begin,
+                         .wake_end = wake_end,
+                         .wake_arg = s->http};
+    s->live = rn_live_new(s->loop, s->engine, &lc);
+    rn_engine_observe(s->engine, rn_live_observer, s->live);
     rn_subs_config subc = {.data_dir = s->cfg.data_dir,
                            .public_url = s->public_url,
                            .allow_loopback = s->cfg.webhook_allow_loopback,
@@ -222,20 +231,17 @@ static void recovered(uv_work_t *w, int status) {
         return;
     }
     rn_surface_config sc = {.long_poll_timeout_ms = s->cfg.long_poll_timeout_ms,
-                            .sse_max_duration_ms = s->cfg.sse_max_duration_ms,
                             .max_read_bytes = s->cfg.max_read_bytes,
-                            .sse_queue_bytes = s->cfg.sse_queue_bytes,
                             .max_body_bytes = s->cfg.max_body_bytes,
-                            .max_live_reads = s->cfg.max_live_reads,
-                            .max_live_reads_per_stream = s->cfg.max_live_reads_per_stream,
                             .cold_store = (int)s->cfg.cold_store};
-    s->surface = rn_surface_new(s->loop, s->engine, &sc);
+    s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
     s->parts = rn_parts_new(s->surface, s->cfg.parts_grace_ms);
     rn_surface_set_parts(s->surface, s->parts);
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
     s->endpoints.surface = s->surface;
+    s->endpoints.live = s->live;
     uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
     s->router.ready = 1;
     s->endpoints.ready = 1;
@@ -302,7 +308,6 @@ int rn_serve(int argc, char **argv) {
         return 1;
     }
     s.endpoints.http = s.http;
-    rn_live_set_wake_hooks(wake_begin, wake_end, s.http);
     rn_config_describe(&s.cfg, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
     warn_if_exposed(s.http);
@@ -328,7 +333,7 @@ int rn_serve(int argc, char **argv) {
         rn_engine_close(s.engine);
     if (s.surface)
         rn_surface_free(s.surface);
-    rn_live_set_wake_hooks(NULL, NULL, NULL);
+    rn_live_free(s.live);
     rn_http_free(s.http);
     uv_loop_close(s.loop);
     close(lock_fd);

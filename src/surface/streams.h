@@ -5,7 +5,9 @@
  * differ only in an rn_profile: the v1 surface (/v1/stream/{path}) follows
  * PROTOCOL.md (JSON reads as arrays), the bucket surface
  * (/{bucket_id}/{stream_id}) follows extensions.txt (NDJSON reads, read-path
- * parameters, SSE error events).
+ * parameters, SSE error events). streams.c dispatches and answers the
+ * mutations, reads.c the reads; long-polls that wait and SSE responses are
+ * handed to live/ (live.h).
  */
 #ifndef RN_STREAMS_H
 #define RN_STREAMS_H
@@ -14,6 +16,7 @@
 #include <uv.h>
 
 #include "engine/engine.h"
+#include "live/live.h"
 #include "transport/http.h"
 
 typedef struct rn_surface rn_surface;
@@ -32,17 +35,16 @@ extern const rn_profile RN_PROFILE_V1;
 extern const rn_profile RN_PROFILE_BUCKET;
 
 typedef struct {
-    uint64_t long_poll_timeout_ms;    /* v1 surface; the bucket surface uses timeout_ms */
-    uint64_t sse_max_duration_ms;     /* SSE responses end after this (CDN collapsing) */
-    size_t max_read_bytes;            /* per catch-up response and per SSE event */
-    size_t sse_queue_bytes;           /* pause an SSE reader with this much unsent */
-    size_t max_body_bytes;            /* reported as Ursula-Max-Request-Bytes */
-    size_t max_live_reads;            /* parked long-polls + SSE readers (503 beyond) */
-    size_t max_live_reads_per_stream; /* the same per stream (429 beyond) */
-    int cold_store;                   /* snapshots in parts are accepted */
+    uint64_t long_poll_timeout_ms; /* v1 surface; the bucket surface uses timeout_ms */
+    size_t max_read_bytes;         /* per catch-up response and per SSE event */
+    size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
+    int cold_store;                /* snapshots in parts are accepted */
 } rn_surface_config;
 
-rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, const rn_surface_config *cfg);
+/* The surfaces park and stream their live reads in live, whose bounds they
+ * answer (503 LIVE_READ_BACKPRESSURE, 429 LIVE_READS_EXHAUSTED). */
+rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, rn_live *live,
+                           const rn_surface_config *cfg);
 rn_engine *rn_surface_engine(const rn_surface *sf);
 /* The snapshot-parts service (parts.h) the bucket surface routes to. */
 struct rn_parts *rn_surface_parts(const rn_surface *sf);
@@ -71,10 +73,6 @@ int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, si
  * a success), with the headers that refusal carries. */
 void rn_reply_refusal(rn_request *req, const rn_op *op);
 
-/* Answers every parked live read as if it had timed out (shutdown). */
-void rn_surface_end_live_reads(rn_surface *sf);
-/* Number of live reads (long-poll and SSE) in progress. */
-size_t rn_surface_live_reads(const rn_surface *sf);
 void rn_surface_free(rn_surface *sf);
 
 #endif

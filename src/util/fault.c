@@ -57,9 +57,9 @@ typedef struct {
 } failure_point;
 
 static failure_point points[] = {{.name = "boundary-read"},
-                                  {.name = "blob-delete"},
-                                  {.name = "log-reserve"},
-                                  {.name = "data-read"}};
+                                 {.name = "blob-delete"},
+                                 {.name = "log-reserve"},
+                                 {.name = "data-read"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

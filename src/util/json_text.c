@@ -20,6 +20,7 @@
  */
 #include "util/json_text.h"
 
+#include <assert.h>
 #include <string.h>
 
 #if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__)) && !defined(RN_JSON_NO_SIMD)
@@ -606,4 +607,22 @@ size_t rn_json_count_messages(const uint8_t *text, size_t len) {
     for (; i < len; i++)
         n += text[i] == '\n';
     return n;
+}
+
+void rn_json_append_array(rn_buf *out, const uint8_t *text, size_t len) {
+    assert(len == 0 || text[len - 1] == '\n');
+    rn_buf_reserve(out, len + 2);
+    uint8_t *p = out->data + out->len;
+    p[0] = '[';
+    if (len == 0) {
+        p[1] = ']';
+        out->len += 2;
+        return;
+    }
+    memcpy(p + 1, text, len - 1);
+    for (size_t i = 1; i < len; i++)
+        if (p[i] == '\n')
+            p[i] = ',';
+    p[len] = ']';
+    out->len += len + 1;
 }

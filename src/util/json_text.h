@@ -2,7 +2,8 @@
  * json_text.h - JSON request-body validation and "JSON message text" encoding.
  *
  * Owns: turning an HTTP request body that claims to be application/json into
- * the stored message-text form, and counting messages in that stored form.
+ * the stored message-text form, counting messages in that stored form, and
+ * writing it back as one JSON array (how v1 reads render it).
  *
  * Stored message text is a sequence of messages, each the compact original
  * text of one JSON value (insignificant whitespace removed, nothing else
@@ -23,6 +24,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/buf.h"
 
 typedef enum {
     RN_JSON_OK = 0,      /* valid; out holds >= 1 message */
@@ -71,5 +74,12 @@ const char *rn_json_status_name(rn_json_status s);
  * only when len == 0.
  */
 size_t rn_json_count_messages(const uint8_t *text, size_t len);
+
+/*
+ * Appends stored message text ("m1\nm2\n", whole messages: empty or ending
+ * in LF) to out as one JSON array ("[m1,m2]", "[]" when empty). text may be
+ * NULL only when len == 0.
+ */
+void rn_json_append_array(rn_buf *out, const uint8_t *text, size_t len);
 
 #endif /* RUNNEL_UTIL_JSON_TEXT_H */

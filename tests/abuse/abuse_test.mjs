@@ -58,7 +58,7 @@ import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import fs from "node:fs";
-import { Checks, Server, percentile, parseArgs, readAll, scratchDir, sleep } from "../faults/lib.mjs";
+import { Checks, Server, percentile, parseArgs, readAll, tempDir, sleep } from "../faults/lib.mjs";
 import { commit, createStream, enc, snapshotDigestOf, stagePart } from "../blackbox/lib/snap.mjs";
 
 const OCTET = "application/octet-stream";
@@ -184,7 +184,7 @@ const H = (lines) => lines.join("\r\n") + "\r\n\r\n";
 
 async function main() {
   const t0 = Date.now();
-  const root = scratchDir("runnel-abuse-");
+  const root = tempDir("runnel-abuse-", { fast: true, keep: true });
   const srv = new Server({
     bin: opts.bin, dataDir: path.join(root, "data"), logPath: path.join(root, "server.log"),
     args: ["--request-timeout-ms", String(LIMITS.requestTimeoutMs), "--idle-timeout-ms", String(LIMITS.idleTimeoutMs),

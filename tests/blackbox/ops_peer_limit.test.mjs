@@ -8,9 +8,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import { Server } from "./lib/server.mjs";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { Server, sleep } from "./lib/server.mjs";
 
 // A keep-alive connection from localAddress that asks for readyz once.
 // Resolves to { sock, answered: the status or null, closed: whether the

@@ -15,14 +15,13 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import net from "node:net";
 import { test } from "node:test";
-import { readAll, Server } from "./lib/server.mjs";
+import { readAll, Server, sleep } from "./lib/server.mjs";
 
 const READERS = 300;
 const BIG = 256 * 1024;
 const CURSOR_EPOCH_MS = 1728432000000;
 const interval = () => Math.floor((Date.now() - CURSOR_EPOCH_MS) / 20000);
 const token = (n) => `0000000000000000_${String(n).padStart(16, "0")}`;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function until(cond, what, ms = 60000) {
   const end = Date.now() + ms;

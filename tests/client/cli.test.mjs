@@ -9,7 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { BIN, Server, tempDir } from "../blackbox/lib/server.mjs";
+import { BIN, Server, sleep, tempDir } from "../lib/server.mjs";
 
 const server = new Server({ args: ["--test-hooks"] });
 let work;
@@ -20,7 +20,6 @@ before(async () => {
 after(() => server.stop());
 
 const env = () => ({ ...process.env, RUNNEL_URL: server.url, XDG_STATE_HOME: path.join(work, "state") });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Runs `runnel args...` to the end (30 s at most).
 function run(args, { input, timeout = 30000 } = {}) {

@@ -22,7 +22,10 @@
 #include <cmocka.h>
 
 /* An answer built from header lines ("HTTP/1.1 503 ...", "Name: value")
- * and an error body, read as the library reads a real one. */
+ * and an error body, read as the library reads a real one. The lines end
+ * with END_LINES: a bare NULL after the last typed argument of a variadic
+ * function is undefined behaviour where NULL is a plain 0. */
+#define END_LINES ((const char *)NULL)
 static runnel_answer answer(const char *body, ...) {
     runnel_answer a;
     memset(&a, 0, sizeof a);
@@ -63,7 +66,7 @@ static void check_codes(const code_row *rows, size_t n) {
         char status[48];
         snprintf(status, sizeof status, "HTTP/1.1 %d X", rows[i].status);
         runnel_answer a = answer(rows[i].code ? err(rows[i].code) : NULL, status,
-                                 "Content-Type: application/json", NULL);
+                                 "Content-Type: application/json", END_LINES);
         for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
             runnel_outcome got = runnel_classify(KINDS[k], &a);
             if (got != rows[i].want)
@@ -135,9 +138,9 @@ static void synthetic_codes(void **state) {
 
 /* A 2xx proves an apply only with its kind's typed answer. */
 static void typed_answers(void **state) {
-    runnel_answer bare = answer(NULL, "HTTP/1.1 200 OK", NULL);
-    runnel_answer bare204 = answer(NULL, "HTTP/1.1 204 No Content", NULL);
-    runnel_answer bare201 = answer(NULL, "HTTP/1.1 201 Created", NULL);
+    runnel_answer bare = answer(NULL, "HTTP/1.1 200 OK", END_LINES);
+    runnel_answer bare204 = answer(NULL, "HTTP/1.1 204 No Content", END_LINES);
+    runnel_answer bare201 = answer(NULL, "HTTP/1.1 201 Created", END_LINES);
     for (runnel_write_kind k = RUNNEL_WRITE_APPEND; k <= RUNNEL_WRITE_RETENTION; k++) {
         assert_int_equal(runnel_classify(k, &bare), RUNNEL_UNKNOWN);
         assert_int_equal(runnel_classify(k, &bare204), RUNNEL_UNKNOWN);
@@ -147,36 +150,36 @@ static void typed_answers(void **state) {
     assert_int_equal(runnel_classify(RUNNEL_WRITE_BUCKET_CREATE, &bare201), RUNNEL_APPLIED);
 
     runnel_answer r =
-        answer(NULL, "HTTP/1.1 200 OK", "Stream-Offset: 0_0", "Stream-Next-Offset: 0_5", NULL);
+        answer(NULL, "HTTP/1.1 200 OK", "Stream-Offset: 0_0", "Stream-Next-Offset: 0_5", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PRODUCER, &r), RUNNEL_APPLIED);
     r = answer(NULL, "HTTP/1.1 204 No Content", "stream-offset: 0_0", "STREAM-NEXT-OFFSET: 0_5",
-               NULL);
+               END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PRODUCER, &r), RUNNEL_REPEAT);
-    r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Next-Offset: 0_5", NULL);
+    r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Next-Offset: 0_5", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PRODUCER, &r),
                      RUNNEL_UNKNOWN); /* half a receipt */
     assert_int_equal(runnel_classify(RUNNEL_WRITE_APPEND, &r), RUNNEL_APPLIED);
     r = answer(NULL, "HTTP/1.1 204 No Content", "Producer-Outcome: receipt-evicted",
-               "Producer-Epoch: 1", "Producer-Seq: 4", NULL);
+               "Producer-Epoch: 1", "Producer-Seq: 4", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PRODUCER, &r), RUNNEL_REPEAT);
-    r = answer(NULL, "HTTP/1.1 201 Created", "Stream-Incarnation: 4503599627370497", NULL);
+    r = answer(NULL, "HTTP/1.1 201 Created", "Stream-Incarnation: 4503599627370497", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_CREATE, &r), RUNNEL_APPLIED);
-    r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Incarnation: 4503599627370497", NULL);
+    r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Incarnation: 4503599627370497", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_DISCARD, &r), RUNNEL_APPLIED);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_RETENTION, &r), RUNNEL_UNKNOWN);
     r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Retained-Offset: 0_1",
-               "Stream-Incarnation: 4503599627370497", NULL);
+               "Stream-Incarnation: 4503599627370497", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_RETENTION, &r), RUNNEL_APPLIED);
-    r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Snapshot-Offset: 0_1", NULL);
+    r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Snapshot-Offset: 0_1", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PUBLISH, &r), RUNNEL_UNKNOWN);
     r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Snapshot-Offset: 0_1",
-               "Stream-Snapshot-Digest: ab", NULL);
+               "Stream-Snapshot-Digest: ab", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PUBLISH, &r), RUNNEL_APPLIED);
-    r = answer(NULL, "HTTP/1.1 201 Created", "Stream-Snapshot-Part: p1", NULL);
+    r = answer(NULL, "HTTP/1.1 201 Created", "Stream-Snapshot-Part: p1", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PART, &r), RUNNEL_APPLIED);
     /* a repeated typed header is dropped: the answer proves nothing */
     r = answer(NULL, "HTTP/1.1 204 No Content", "Stream-Next-Offset: 0_5",
-               "Stream-Next-Offset: 0_6", NULL);
+               "Stream-Next-Offset: 0_6", END_LINES);
     assert_string_equal(r.malformed, "Stream-Next-Offset");
     assert_int_equal(runnel_classify(RUNNEL_WRITE_APPEND, &r), RUNNEL_UNKNOWN);
 }
@@ -185,27 +188,27 @@ static void typed_answers(void **state) {
 static void producer_403(void **state) {
     runnel_answer a = answer(err("PRODUCER_EPOCH_CLOSED"), "HTTP/1.1 403 Forbidden",
                              "Producer-Epoch: 4", "Producer-Outcome: epoch-closed;by=claim",
-                             "Producer-Closed-Epoch: 3", "Producer-Closed-Seq: 45", NULL);
+                             "Producer-Closed-Epoch: 3", "Producer-Closed-Seq: 45", END_LINES);
     assert_true(a.producer_answer);
     assert_string_equal(a.error_code, "PRODUCER_EPOCH_CLOSED");
     assert_int_equal(a.closed_seq, 45);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PRODUCER, &a), RUNNEL_REFUSED);
     /* the same body without the headers: an access layer's 403 */
-    a = answer(err("PRODUCER_EPOCH_CLOSED"), "HTTP/1.1 403 Forbidden", NULL);
+    a = answer(err("PRODUCER_EPOCH_CLOSED"), "HTTP/1.1 403 Forbidden", END_LINES);
     assert_false(a.producer_answer);
     assert_string_equal(a.error_code, "");
     assert_int_equal(runnel_classify(RUNNEL_WRITE_PRODUCER, &a), RUNNEL_REFUSED);
     /* epoch-closed without Producer-Closed-Seq is not a producer answer */
     a = answer(err("PRODUCER_EPOCH_CLOSED"), "HTTP/1.1 403 Forbidden", "Producer-Epoch: 4",
-               "Producer-Outcome: epoch-closed;by=claim", NULL);
+               "Producer-Outcome: epoch-closed;by=claim", END_LINES);
     assert_false(a.producer_answer);
     assert_string_equal(a.error_code, "");
     /* a code that does not match the outcome is not believed */
     a = answer(err("PRODUCER_KEY_CONFLICT"), "HTTP/1.1 403 Forbidden", "Producer-Epoch: 4",
-               "Producer-Outcome: stale-epoch", NULL);
+               "Producer-Outcome: stale-epoch", END_LINES);
     assert_true(a.producer_answer);
     assert_string_equal(a.error_code, "");
-    a = answer(err("FORBIDDEN"), "HTTP/1.1 403 Forbidden", NULL);
+    a = answer(err("FORBIDDEN"), "HTTP/1.1 403 Forbidden", END_LINES);
     assert_false(a.producer_answer);
     assert_string_equal(a.error_code, "FORBIDDEN");
 }
@@ -215,7 +218,7 @@ static void answer_parsing(void **state) {
     runnel_answer a = answer(
         NULL, "HTTP/1.1 100 Continue", "Stream-Next-Offset: 0_1", "HTTP/1.1 204 No Content",
         "Stream-Closed: TRUE", "Stream-Up-To-Date: yes", "Producer-Epoch: 01", "Retry-After: 3",
-        "Ursula-Protocol: 2", "Location: /elsewhere", "x-ursula-raft-term: 7", NULL);
+        "Ursula-Protocol: 2", "Location: /elsewhere", "x-ursula-raft-term: 7", END_LINES);
     assert_int_equal(a.status, 204);
     assert_string_equal(a.next_offset, "");
     assert_true(a.closed);
@@ -229,14 +232,14 @@ static void answer_parsing(void **state) {
     char long_offset[400] = "Stream-Next-Offset: ";
     memset(long_offset + 20, '7', 300);
     long_offset[320] = 0;
-    a = answer(NULL, "HTTP/1.1 204 No Content", long_offset, NULL);
+    a = answer(NULL, "HTTP/1.1 204 No Content", long_offset, END_LINES);
     assert_string_equal(a.next_offset, "");
     assert_string_equal(a.malformed, "Stream-Next-Offset");
-    a = answer("not json", "HTTP/1.1 500 Internal", NULL);
+    a = answer("not json", "HTTP/1.1 500 Internal", END_LINES);
     assert_string_equal(a.error_code, "");
-    a = answer("{\"error\":{\"code\":\"lower_case\"}}", "HTTP/1.1 400 Bad", NULL);
+    a = answer("{\"error\":{\"code\":\"lower_case\"}}", "HTTP/1.1 400 Bad", END_LINES);
     assert_string_equal(a.error_code, ""); /* not a code's form */
-    a = answer("{\"error\":{\"code\":\"NO_MESSAGE\"}}", "HTTP/1.1 400 Bad", NULL);
+    a = answer("{\"error\":{\"code\":\"NO_MESSAGE\"}}", "HTTP/1.1 400 Bad", END_LINES);
     assert_string_equal(a.error_code, "NO_MESSAGE");
 }
 
@@ -354,9 +357,10 @@ static void routes(void **state) {
     runnel_client *c = runnel_client_new(&o);
     rnc_request req;
     const char *url = "http://127.0.0.1:9/orders/eu-1";
-    runnel_answer r = answer(
-        NULL, "HTTP/1.1 307 Temporary Redirect", "Location: http://127.0.0.2:7/orders/eu-1",
-        "x-ursula-raft-leader-id: 2", "x-ursula-raft-group: g1", "x-ursula-raft-term: 5", NULL);
+    runnel_answer r =
+        answer(NULL, "HTTP/1.1 307 Temporary Redirect", "Location: http://127.0.0.2:7/orders/eu-1",
+               "x-ursula-raft-leader-id: 2", "x-ursula-raft-group: g1", "x-ursula-raft-term: 5",
+               END_LINES);
     rnc_route_learn(c, url, &r);
     rnc_request_init(&req, c, "POST", "/orders/eu-1", "?offset=1");
     rnc_route_apply(c, &req);
@@ -364,21 +368,21 @@ static void routes(void **state) {
     /* an older term's hint is ignored */
     r = answer(NULL, "HTTP/1.1 307 Temporary Redirect", "Location: http://127.0.0.3:7/orders/eu-1",
                "x-ursula-raft-leader-id: 3", "x-ursula-raft-group: g1", "x-ursula-raft-term: 4",
-               NULL);
+               END_LINES);
     rnc_route_learn(c, url, &r);
     rnc_request_init(&req, c, "POST", "/orders/eu-1", NULL);
     rnc_route_apply(c, &req);
     assert_string_equal(req.url, "http://127.0.0.2:7/orders/eu-1");
     /* a redirect that names only the group teaches no leader */
     r = answer(NULL, "HTTP/1.1 307 Temporary Redirect", "Location: http://127.0.0.4:7/other",
-               "x-ursula-raft-group: g2", NULL);
+               "x-ursula-raft-group: g2", END_LINES);
     rnc_route_learn(c, "http://127.0.0.1:9/other", &r);
     rnc_request_init(&req, c, "POST", "/other", NULL);
     rnc_route_apply(c, &req);
     assert_string_equal(req.url, "http://127.0.0.1:9/other");
     /* NO_LEADER for the group forgets its leader */
     r = answer(err("NO_LEADER"), "HTTP/1.1 503 Service Unavailable", "x-ursula-raft-group: g1",
-               "Retry-After: 1", NULL);
+               "Retry-After: 1", END_LINES);
     assert_int_equal(runnel_classify(RUNNEL_WRITE_APPEND, &r), RUNNEL_REFUSED);
     rnc_route_learn(c, "http://127.0.0.2:7/orders/eu-1", &r);
     rnc_request_init(&req, c, "POST", "/orders/eu-1", NULL);
@@ -387,7 +391,7 @@ static void routes(void **state) {
     /* a newer term teaches again; a leader that does not answer is forgotten */
     r = answer(NULL, "HTTP/1.1 308 Permanent Redirect", "Location: http://127.0.0.5:7/orders/eu-1",
                "x-ursula-raft-leader-id: 5", "x-ursula-raft-group: g1", "x-ursula-raft-term: 6",
-               NULL);
+               END_LINES);
     rnc_route_learn(c, url, &r);
     rnc_request_init(&req, c, "POST", "/orders/eu-1", NULL);
     rnc_route_apply(c, &req);

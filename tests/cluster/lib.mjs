@@ -5,31 +5,15 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import readline from "node:readline";
-import { freePort, tempDir } from "../blackbox/lib/server.mjs";
+import { freePort, sleep, tempDir, waitFor } from "../lib/server.mjs";
 
 export const NODE_BIN = process.env.RUNNEL_CONSENSUS_NODE ?? "build/tests/runnel-consensus-node";
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-export { freePort, tempDir };
+export { freePort, sleep, tempDir, waitFor };
 
 const running = new Set();
 process.on("exit", () => {
   for (const proc of running) proc.kill("SIGKILL");
 });
-
-// Polls fn until it returns a truthy value; throws after ms, naming what
-// describe() says of the last state (when given).
-export async function waitFor(what, fn, ms = 15000, every = 100, describe = null) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const last = await fn();
-    if (last) return last;
-    if (Date.now() > end) {
-      const state = describe ? `: ${describe()}` : "";
-      throw new Error(`timed out after ${ms} ms waiting for ${what}${state}`);
-    }
-    await sleep(every);
-  }
-}
 
 // One node process. Its answers are matched to commands by tag; events
 // (leader changes) are kept with their arrival time.

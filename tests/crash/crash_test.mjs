@@ -39,9 +39,8 @@
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
+import { freePort, sleep, tempDir } from '../lib/server.mjs';
 
 const USAGE =
   'usage: node tests/crash/crash_test.mjs --bin PATH_TO_RUNNEL [--rounds 6] [--streams 40]\n' +
@@ -120,20 +119,6 @@ function makeRng(seed) {
 function deriveSeed(seed, ...parts) {
   const h = crypto.createHash('sha256').update(`${seed}/${parts.join('/')}`).digest();
   return h.readUInt32LE(0);
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// freePort() -> a TCP port that was free on 127.0.0.1 a moment ago.
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 // A request that got no HTTP answer (refused, reset, timed out). Its effect on
@@ -597,7 +582,7 @@ async function main() {
   console.log(`# seed ${opts.seed} (rerun with --seed ${opts.seed}); rounds ${opts.rounds}, streams ${opts.streams}, ` +
     `writers per stream ${opts.writersPerStream}, timeout ${opts.timeoutMs} ms`);
 
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-crash-'));
+  const tmp = tempDir('runnel-crash-', { keep: true });
   const dataDir = path.join(tmp, 'data');
   fs.mkdirSync(dataDir);
   const logPath = path.join(tmp, 'server.log');

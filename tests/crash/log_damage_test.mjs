@@ -27,7 +27,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Checks, Server, http, parseArgs, readAll, scratchDir, sleep } from "../faults/lib.mjs";
+import { Checks, Server, http, parseArgs, readAll, tempDir, sleep } from "../faults/lib.mjs";
 
 const USAGE = "usage: node tests/crash/log_damage_test.mjs --bin build/runnel";
 const opts = parseArgs(process.argv.slice(2), { bin: "build/runnel" }, USAGE);
@@ -227,7 +227,7 @@ async function torn(root) {
 
 async function main() {
   const t0 = Date.now();
-  const root = scratchDir("runnel-logdamage-", { fast: false });
+  const root = tempDir("runnel-logdamage-", { keep: true });
   for (const [name, fn] of [["flip", flip], ["missing", missing], ["header", header], ["torn", torn]]) {
     try {
       await fn(root);

@@ -49,7 +49,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import {
-  Checks, Server, http, mountTmpfs, parseArgs, readAll, recordBody, scratchDir, sleep, umount,
+  Checks, Server, http, mountTmpfs, parseArgs, readAll, recordBody, tempDir, sleep, umount,
 } from "./lib.mjs";
 
 const USAGE = "usage: node tests/faults/fault_test.mjs --bin build/runnel [--skip-full-disk] [--full-seconds 3]";
@@ -485,7 +485,7 @@ async function fullDisk(root, label, serverArgs) {
 
 async function main() {
   const t0 = Date.now();
-  const root = scratchDir("runnel-faults-", { fast: false });
+  const root = tempDir("runnel-faults-", { keep: true });
   let keep = false;
   try {
     await failedSyncs(path.join(root, "sync"));

@@ -48,7 +48,7 @@ import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Checks, NetError, Server, http, parseArgs, scratchDir, sleep } from "./lib.mjs";
+import { Checks, NetError, Server, http, parseArgs, tempDir, sleep } from "./lib.mjs";
 
 const USAGE = `usage: node tests/faults/killpoints_test.mjs --bin build/runnel [--quick] [--jobs 2]
   [--only POINT] [--ops create,append,...] [--seed N] [--case-ms 8000]
@@ -413,7 +413,7 @@ function diff(name, o, st) {
 
 // ---------------------------------------------------------------- templates and cases
 
-const root = scratchDir("runnel-kp-");
+const root = tempDir("runnel-kp-", { fast: true, keep: true });
 const templates = new Map(); // op -> {dir, models: [Map per actor], filler: Map}
 
 function* take(gen, n) {

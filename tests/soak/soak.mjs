@@ -33,9 +33,8 @@
 // plus unexpected answers). Exit 0 only when M == 0.
 import crypto from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { Server, http, parseArgs, recordBody, sleep } from "../faults/lib.mjs";
+import { Server, http, parseArgs, recordBody, sleep, tempDir } from "../faults/lib.mjs";
 
 const USAGE = `usage: node tests/soak/soak.mjs --bin build/runnel [--duration-s 1800] [--writers 12]
   [--readers 2] [--long-polls 2] [--sses 2] [--restart-every-s 0] [--append-pause-ms 10]
@@ -85,7 +84,7 @@ function makeRng(seed) {
 
 // ---------------------------------------------------------------- server
 
-const dataRoot = opts.dataDir || fs.mkdtempSync(path.join(os.tmpdir(), "runnel-soak-"));
+const dataRoot = opts.dataDir || tempDir("runnel-soak-", { keep: true });
 fs.mkdirSync(path.join(dataRoot, "data"), { recursive: true });
 const server = new Server({
   bin: opts.bin,

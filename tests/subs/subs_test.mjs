@@ -29,13 +29,11 @@
 //
 // usage: node tests/subs/subs_test.mjs --bin PATH_TO_RUNNEL [--timeout-ms 180000]
 
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
+import { Server, sleep, tempDir, waitFor as waitUntil } from '../lib/server.mjs';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 const READY_TIMEOUT_MS = 10_000;
@@ -63,16 +61,6 @@ function parseArgs(argv) {
 }
 
 // ------------------------------------------------------------------ helpers
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-  });
-}
 
 // req(method, url, {body, headers}) -> {status, headers, text, json}. Each
 // request opens its own connection (no keep-alive pool), so no request can
@@ -104,17 +92,9 @@ function req(method, url, { body, headers = {} } = {}) {
   });
 }
 
-// waitFor(what, predicate, timeoutMs) -> the predicate's first truthy value;
-// throws after timeoutMs.
-async function waitFor(what, predicate, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await predicate();
-    if (v) return v;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+// waitFor(what, predicate, timeoutMs) -> the predicate's first truthy value,
+// polled every 25 ms; throws after timeoutMs.
+const waitFor = (what, predicate, timeoutMs = 5_000) => waitUntil(what, predicate, timeoutMs, 25);
 
 // ------------------------------------------------------------------ checks
 
@@ -139,58 +119,19 @@ function expect(cond, message) {
 
 // ------------------------------------------------------------ the server
 
-class Runnel {
-  constructor(bin, dataDir, port, logPath) {
-    Object.assign(this, { bin, dataDir, port, logPath });
-    this.base = `http://127.0.0.1:${port}`;
-    this.child = null;
+// The server under test: the shared launcher (tests/lib/server.mjs) with
+// webhook deliveries to loopback receivers allowed. start() resolves once
+// /__runnel/readyz answers 200 (recovery finished); stop() SIGKILLs after
+// EXIT_TIMEOUT_MS.
+class Runnel extends Server {
+  constructor(bin, dataDir, logPath) {
+    super({ bin, dataDir, logPath,
+      args: ['--webhook-allow-loopback', '--webhook-timeout-ms', String(WEBHOOK_TIMEOUT_MS)] });
   }
 
-  async start() {
-    const log = fs.openSync(this.logPath, 'a');
-    this.child = spawn(this.bin, ['serve', '--listen', `127.0.0.1:${this.port}`, '--data-dir', this.dataDir,
-      '--webhook-allow-loopback', '--webhook-timeout-ms', String(WEBHOOK_TIMEOUT_MS)],
-    { stdio: ['ignore', log, log] });
-    fs.closeSync(log);
-    this.expectExit = false;
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
-      if (!this.expectExit) console.log(`# the server exited unexpectedly (code ${code}, signal ${signal})`);
-      resolve({ code, signal });
-    }));
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`server exited at start (code ${this.child.exitCode})`);
-      // 200 only once recovery finished (the server answers 503 before).
-      try {
-        if ((await req('GET', `${this.base}/v1/stream/__ds/jwks.json`)).status === 200) return;
-      } catch { /* not listening yet */ }
-      await sleep(50);
-    }
-    throw new Error('server did not answer within 10 s');
-  }
-
-  // stop(signal) -> {code, signal}; SIGKILLs after EXIT_TIMEOUT_MS.
-  async stop(signal) {
-    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
-    this.expectExit = true;
-    this.child.kill(signal);
-    const ex = await Promise.race([this.exited, sleep(EXIT_TIMEOUT_MS).then(() => null)]);
-    if (ex) return ex;
-    this.child.kill('SIGKILL');
-    return { ...(await this.exited), timedOut: true };
-  }
-
-  killNow() {
-    try {
-      if (this.child && this.child.exitCode === null) {
-        this.expectExit = true;
-        this.child.kill('SIGKILL');
-      }
-    } catch { /* gone */ }
-  }
-
-  url(p) { return `${this.base}/v1/stream/${p}`; }
-  sub(id) { return this.url(`__ds/subscriptions/${id}`); }
+  start() { return super.start({ readyMs: READY_TIMEOUT_MS }); }
+  stop(signal) { return super.stop(signal, EXIT_TIMEOUT_MS); }
+  sub(id) { return this.stream(`__ds/subscriptions/${id}`); }
 }
 
 // ------------------------------------------------------- webhook receivers
@@ -252,7 +193,7 @@ async function ackedOf(rn, id, streamPath) {
 }
 
 async function tailOf(rn, streamPath) {
-  const r = await req('HEAD', rn.url(streamPath));
+  const r = await req('HEAD', rn.stream(streamPath));
   return r.headers.get('stream-next-offset');
 }
 
@@ -265,7 +206,7 @@ async function signatureChecks(rn) {
     const jwksUrl = created.webhook?.signing?.jwks_url;
     let jwks;
     await check('signature: JWK Set document (content type, caching, OKP/Ed25519 key with the subscription kid)', async () => {
-      expect(jwksUrl === rn.url('__ds/jwks.json'), `jwks_url ${jwksUrl}`);
+      expect(jwksUrl === rn.stream('__ds/jwks.json'), `jwks_url ${jwksUrl}`);
       const r = await req('GET', jwksUrl);
       expect(r.status === 200, `status ${r.status}`);
       expect((r.headers.get('content-type') ?? '').includes('application/jwk-set+json'), `content-type ${r.headers.get('content-type')}`);
@@ -276,14 +217,14 @@ async function signatureChecks(rn) {
       expect(key && key.kty === 'OKP' && key.crv === 'Ed25519' && key.alg === 'EdDSA' && !key.d, `keys ${r.text}`);
       expect(!('webhook_secret' in created) && !JSON.stringify(created).includes('secret'), 'a secret is exposed');
     });
-    await req('PUT', rn.url('sig/a'), { body: { n: 1 } });
+    await req('PUT', rn.stream('sig/a'), { body: { n: 1 } });
     await check('signature: webhook notification verifies with the published key', async () => {
       const n = await waitFor('the webhook', () => rcv.requests[0]);
       expect(n.contentType === 'application/json', `content-type ${n.contentType}`);
       expect(verifySignature(jwks, n.signature, n.raw), `signature ${n.signature} does not verify`);
       const b = n.body;
       expect(b.subscription_id === 'sig-1' && /^w_/.test(b.wake_id) && Number.isInteger(b.generation), `body ${n.raw}`);
-      expect(b.callback_url === rn.url('__ds/subscriptions/sig-1/callback'), `callback_url ${b.callback_url}`);
+      expect(b.callback_url === rn.stream('__ds/subscriptions/sig-1/callback'), `callback_url ${b.callback_url}`);
       expect(typeof b.callback_token === 'string' && b.callback_token.length > 20, 'callback_token');
       const s = b.streams.find((x) => x.path === 'sig/a');
       expect(s && s.has_pending === true && s.link_type === 'glob' &&
@@ -329,7 +270,7 @@ async function retryChecks(rn) {
   const rcv = await receiver((n) => (n < FAILURES ? { status: 500, body: { error: 'down' } } : { status: 200, body: { done: true } }));
   try {
     await createWebhookSub(rn, 'retry-1', 'retry/*', rcv.url);
-    await req('PUT', rn.url('retry/a'), { body: { n: 1 } });
+    await req('PUT', rn.stream('retry/a'), { body: { n: 1 } });
     await check('retry: status is "failed" while a retry is scheduled', async () => {
       await waitFor('the first attempt', () => rcv.requests[0]);
       await waitFor('status failed', async () => (await req('GET', rn.sub('retry-1'))).json?.status === 'failed');
@@ -363,16 +304,16 @@ async function isolationChecks(rn) {
   const rcv = await receiver(() => 'hang');
   try {
     await createWebhookSub(rn, 'hang-1', 'hang/*', rcv.url);
-    await req('PUT', rn.url('hang/a'), { body: { n: 1 } });
+    await req('PUT', rn.stream('hang/a'), { body: { n: 1 } });
     await waitFor('the hanging attempt', () => rcv.requests[0]);
     await check('isolation: a receiver that never answers does not slow appends or reads', async () => {
-      await req('PUT', rn.url('free/x'), { headers: { 'content-type': 'text/plain' }, body: '' });
+      await req('PUT', rn.stream('free/x'), { headers: { 'content-type': 'text/plain' }, body: '' });
       let worst = 0;
       for (let i = 0; i < 40; i++) {
         const t0 = Date.now();
-        const a = await req('POST', rn.url(i % 2 ? 'free/x' : 'hang/a'), {
+        const a = await req('POST', rn.stream(i % 2 ? 'free/x' : 'hang/a'), {
           headers: { 'content-type': i % 2 ? 'text/plain' : 'application/json' }, body: i % 2 ? 'x' : '{"n":2}' });
-        const r = await req('GET', `${rn.url('free/x')}?offset=-1`);
+        const r = await req('GET', `${rn.stream('free/x')}?offset=-1`);
         worst = Math.max(worst, Date.now() - t0);
         expect((a.status === 204 || a.status === 200) && r.status === 200, `append ${a.status}, read ${r.status}`);
       }
@@ -394,14 +335,14 @@ const view = async (rn, id) => (await req('GET', rn.sub(id))).text;
 
 async function restartChecks(rn) {
   // A pull-wake subscription with a claimed, partly acked wake.
-  await req('PUT', rn.url('wake/pool'), { body: '[]' });
-  await req('PUT', rn.url('dur/a'), { body: [{ n: 1 }, { n: 2 }] });
+  await req('PUT', rn.stream('wake/pool'), { body: '[]' });
+  await req('PUT', rn.stream('dur/a'), { body: [{ n: 1 }, { n: 2 }] });
   const pw = await req('PUT', rn.sub('pw-1'), { body: {
     type: 'pull-wake', pattern: 'dur/*', streams: ['dur/explicit', 'dur/a'], wake_stream: 'wake/pool',
     lease_ttl_ms: 600000, description: 'restart test' } });
-  const wakeEvents = async () => (await req('GET', `${rn.url('wake/pool')}?offset=-1`)).json ?? [];
-  await req('POST', rn.url('dur/a'), { body: { n: 3 } });
-  await req('PUT', rn.url('dur/b'), { body: { n: 1 } });
+  const wakeEvents = async () => (await req('GET', `${rn.stream('wake/pool')}?offset=-1`)).json ?? [];
+  await req('POST', rn.stream('dur/a'), { body: { n: 3 } });
+  await req('PUT', rn.stream('dur/b'), { body: { n: 1 } });
   await waitFor('a wake event', async () => (await wakeEvents()).some((e) => e.subscription_id === 'pw-1'));
   const claim = await req('POST', `${rn.sub('pw-1')}/claim`, { body: { worker: 'worker-1' } });
   const c = claim.json;
@@ -412,7 +353,7 @@ async function restartChecks(rn) {
   // A webhook subscription whose receiver accepted the wake without finishing it.
   const rcv = await receiver(() => ({ status: 200, body: {} }));
   await createWebhookSub(rn, 'wh-1', 'hook/*', rcv.url, { lease_ttl_ms: 600000 });
-  await req('PUT', rn.url('hook/a'), { body: { n: 1 } });
+  await req('PUT', rn.stream('hook/a'), { body: { n: 1 } });
   const note = await waitFor('the webhook', () => rcv.requests[0]).catch(() => null);
   await sleep(200); // the receiver's answer starts the lease
 
@@ -421,7 +362,7 @@ async function restartChecks(rn) {
       `create ${pw.status}, claim ${claim.status} ${claim.text}, ack ${heartbeat.status} ${heartbeat.text}, webhook ${!!note}`);
     expect((await ackedOf(rn, 'pw-1', 'dur/b')) === partial, 'heartbeat ack not applied');
   });
-  const jwksBefore = (await req('GET', rn.url('__ds/jwks.json'))).text;
+  const jwksBefore = (await req('GET', rn.stream('__ds/jwks.json'))).text;
 
   for (const signal of ['SIGTERM', 'SIGKILL']) {
     const before = { pw: await view(rn, 'pw-1'), wh: await view(rn, 'wh-1') };
@@ -452,7 +393,7 @@ async function restartChecks(rn) {
       expect(r.status === 200 && r.json?.ok === true, `${r.status} ${r.text}`);
     });
     await check(`restart (${signal}): the signing key is unchanged`, async () => {
-      const now = (await req('GET', rn.url('__ds/jwks.json'))).text;
+      const now = (await req('GET', rn.stream('__ds/jwks.json'))).text;
       expect(now === jwksBefore, `JWKS changed: ${now}`);
     });
   }
@@ -472,7 +413,7 @@ async function restartChecks(rn) {
       body: { wake_id: c.wake_id, generation: c.generation, done: true,
         acks: c.streams.map((s) => ({ stream: s.path, offset: s.tail_offset })) } });
     expect(done.status === 200 && done.json.next_wake === false, `done ${done.status} ${done.text}`);
-    await req('POST', rn.url('dur/a'), { body: { n: 4 } });
+    await req('POST', rn.stream('dur/a'), { body: { n: 4 } });
     const gen = await waitFor('the next wake event', async () =>
       (await wakeEvents()).find((e) => e.subscription_id === 'pw-1' && e.generation > c.generation)?.generation);
     await rn.stop('SIGKILL');
@@ -497,7 +438,7 @@ async function retryScheduleSurvivesKill(rn) {
   const rcv = await receiver(() => ({ status: 503, body: {} }));
   try {
     await createWebhookSub(rn, 'sched-1', 'sched/*', rcv.url);
-    await req('PUT', rn.url('sched/a'), { body: { n: 1 } });
+    await req('PUT', rn.stream('sched/a'), { body: { n: 1 } });
     await waitFor('three failed attempts', () => rcv.requests[2], 10_000);
     await sleep(300); // the third failure's schedule (about 4 s) is persisted
     const third = rcv.requests[2].t;
@@ -520,9 +461,9 @@ async function retryScheduleSurvivesKill(rn) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-subs-'));
+  const tmp = tempDir('runnel-subs-', { keep: true });
   const logPath = path.join(tmp, 'server.log');
-  const rn = new Runnel(opts.bin, path.join(tmp, 'data'), await freePort(), logPath);
+  const rn = new Runnel(opts.bin, path.join(tmp, 'data'), logPath);
   const watchdog = setTimeout(() => {
     console.log(`FAIL watchdog: the test did not finish within ${opts.timeoutMs} ms`);
     rn.killNow();

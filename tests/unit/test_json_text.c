@@ -1469,6 +1469,33 @@ static void test_count_messages(void **state) {
     free(t);
 }
 
+/* Renders stored message text as an array and compares it with want. */
+static void check_array(const char *text, size_t len, const char *want) {
+    rn_buf out = {0};
+    rn_buf_append_str(&out, "x"); /* appended after what out holds */
+    rn_json_append_array(&out, (const uint8_t *)text, len);
+    assert_int_equal(out.len, 1 + strlen(want));
+    assert_memory_equal(out.data, "x", 1);
+    assert_memory_equal(out.data + 1, want, strlen(want));
+    rn_buf_free(&out);
+}
+
+static void test_append_array(void **state) {
+    (void)state;
+    check_array(NULL, 0, "[]");
+    check_array("1\n", 2, "[1]");
+    const char *text = "{\"a\":[1,2]}\n\"x\\ny\"\n[]\n";
+    check_array(text, strlen(text), "[{\"a\":[1,2]},\"x\\ny\",[]]");
+    /* what rn_json_to_messages stores reads back as the array it was sent as */
+    const char *body = "[ {\"k\": \"v\"}, 2, \"s\" ]";
+    uint8_t stored[64];
+    size_t stored_len, count;
+    assert_int_equal(
+        rn_json_to_messages((const uint8_t *)body, strlen(body), stored, &stored_len, &count, NULL),
+        RN_JSON_OK);
+    check_array((const char *)stored, stored_len, "[{\"k\":\"v\"},2,\"s\"]");
+}
+
 static void test_status_names(void **state) {
     (void)state;
     assert_string_equal(rn_json_status_name(RN_JSON_OK), "ok");
@@ -1517,6 +1544,7 @@ int main(void) {
         cmocka_unit_test(test_random_roundtrip),
         cmocka_unit_test(test_random_mutations),
         cmocka_unit_test(test_count_messages),
+        cmocka_unit_test(test_append_array),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_capacity_bound),
     };

@@ -33,8 +33,10 @@ typedef struct {
 static int setup(void **state) {
     fx *f = calloc(1, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "/tmp/runnel-store-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (!mkdtemp(f->dir)) {
+        free(f);
         return -1;
+    }
     f->st = rn_store_open(f->dir, 2);
     *state = f;
     return 0;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export { sleep } from "../../lib/server.mjs";
 
 export const MAX_REQUEST_BYTES = 33554432;
 export const TWO_52 = 2 ** 52;

@@ -7,9 +7,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import http from "node:http";
-import { BIN, freePort } from "./server.mjs";
-
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { BIN, freePort, sleep } from "./server.mjs";
 
 // ---- the exposition format ----
 
@@ -217,4 +215,4 @@ export function printConfig(args = [], opts = {}) {
   return cfg;
 }
 
-export { BIN, freePort };
+export { BIN, freePort, sleep };

@@ -9,10 +9,10 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
+import { tempDir } from "../../lib/server.mjs";
 import { listNamespaces, netnsUnavailable } from "./netns.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -63,7 +63,7 @@ test("a fake follower that applies writes it redirects, or exits by itself, is c
 });
 
 test("a binary without the cluster flags fails at once, saying so", { skip }, async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "chaos-noflags-"));
+  const dir = tempDir("chaos-noflags-");
   const bin = path.join(dir, "runnel");
   fs.writeFileSync(bin, '#!/bin/sh\necho "runnel: unknown option \\"--node-id\\"" >&2\nexit 2\n', { mode: 0o755 });
   try {

@@ -28,4 +28,4 @@ export class Rng {
   }
 }
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export { sleep } from "../../lib/server.mjs";

@@ -25,6 +25,7 @@ import { History, seconds } from "./history.mjs";
 import { LeaderMonitor, Nemesis, SCHEDULES } from "./nemesis.mjs";
 import { cleanupStale, createTopology, spawnIn, teardown, topologyFor } from "./netns.mjs";
 import { Rng, sleep } from "./rng.mjs";
+import { tempDir } from "../../lib/server.mjs";
 import { Workload } from "./workload.mjs";
 
 const NODES = 3;
@@ -89,7 +90,7 @@ function outer(opts) {
   } catch (err) {
     abort(err.message);
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${DIR_PREFIX}${process.pid}-`));
+  const dir = tempDir(`${DIR_PREFIX}${process.pid}-`, { keep: true });
   let cleaned = false;
   const cleanup = () => {
     if (cleaned) return;

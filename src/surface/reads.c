@@ -1,0 +1,421 @@
+/*
+ * reads.c — the read path of both surfaces: HEAD, catch-up reads, and live
+ * reads up to their hand-off to live/. See streams.h.
+ *
+ * Reads are answered from applied (durable) state. A GET's query is parsed
+ * strictly (params.h), its offset checked against the retained offset, the
+ * tail and, for JSON arrays, a message boundary, and its Stream-Incarnation
+ * precondition applied. A long-poll with nothing to answer yet, or an SSE
+ * read, is then admitted by live/'s bounds and handed over with the ctx's
+ * reader and live_ops: the long-poll answers (the same as a catch-up's),
+ * the SSE error body and the offset token, which live/ cannot spell itself
+ * (it includes nothing from surface/). live/ gives the ctx back
+ * (release_reader) when it is done with it.
+ */
+#include "live/cursor.h"
+#include "live/live.h"
+#include "surface/offset.h"
+#include "surface/params.h"
+#include "surface/reply.h"
+#include "surface/streams_int.h"
+#include "util/json_text.h"
+#include "util/metrics.h"
+#include "util/text.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BUCKET_READ_CAP (8u << 20) /* ext §9.3: bytes per response or SSE event */
+#define BUCKET_POLL_DEFAULT_MS 1000
+#define BUCKET_POLL_MAX_MS 60000
+
+static void append_cursor(rn_buf *h, const stream_ctx *c) {
+    rn_buf_appendf(h, "Stream-Cursor: %llu\r\n",
+                   (unsigned long long)rn_cursor_next(&c->read.cursor));
+}
+
+static void append_expiry(rn_buf *h, const rn_stream *s) {
+    if (s->ttl_s >= 0)
+        rn_buf_appendf(h, "Stream-TTL: %lld\r\n", (long long)s->ttl_s);
+    if (s->expires_at_ms >= 0) {
+        char ts[48];
+        rn_format_rfc3339(s->expires_at_ms, ts);
+        rn_buf_appendf(h, "Stream-Expires-At: %s\r\n", ts);
+    }
+}
+
+/* Answers 404, or 410 for a soft-deleted stream, when s is NULL. */
+static int answer_missing(stream_ctx *c, const rn_stream *s) {
+    if (s)
+        return 0;
+    rn_reply_missing(c->req, rn_streams_missing_error(c), c->path, c->path_len, NULL);
+    rn_streams_ctx_finish(c);
+    return 1;
+}
+
+/* Answers 412 with the current token when the request's Stream-Incarnation
+ * names another incarnation of s. Returns 1 when it answered. */
+static int answer_precondition(stream_ctx *c, const rn_stream *s) {
+    if (!c->op.has_incarnation || c->op.incarnation == s->incarnation)
+        return 0;
+    rn_buf extra = {0};
+    rn_reply_incarnation(&extra, s);
+    rn_streams_reply(c, RN_E_INCARNATION_MISMATCH, &extra);
+    return 1;
+}
+
+void rn_streams_head(stream_ctx *c) {
+    rn_stream *s = rn_engine_find(c->sf->engine, c->path, c->path_len);
+    if (answer_missing(c, s) || answer_precondition(c, s))
+        return;
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_streams_append_content_type(&h, s);
+    rn_reply_offset(&h, "Stream-Next-Offset", s->tail);
+    append_expiry(&h, s);
+    if (s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    rn_reply_incarnation(&h, s);
+    rn_reply_offset(&h, "Stream-Retained-Offset", s->retained);
+    rn_reply_snapshot_id(&h, s);
+    if (s->has_previous) {
+        rn_buf_appendf(&h, "Stream-Previous-Incarnation: %llu\r\n",
+                       (unsigned long long)s->previous_incarnation);
+        rn_reply_offset(&h, "Stream-Inherited-Offset", s->inherited_offset);
+    }
+    rn_buf_appendf(&h, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
+    if (c->sf->cfg.cold_store)
+        rn_buf_append_str(&h, "Ursula-Max-Snapshot-Bytes: 1073741824\r\n");
+    rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
+    rn_http_respond(c->req, 200, &h, &body);
+    rn_streams_ctx_finish(c);
+}
+
+/* True when this read renders the stream's JSON message text as NDJSON. */
+static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
+    return s->json && c->prof->ndjson_reads;
+}
+
+/* The most bytes this answer reads: the request's cap, shortened while
+ * answers for slow clients hold the server's answer budget (the answer is
+ * then partial, and the client continues from Stream-Next-Offset). */
+static size_t answer_cap(const stream_ctx *c) {
+    size_t room = rn_http_answer_room(c->req);
+    return room < c->read.max_bytes ? room : c->read.max_bytes;
+}
+
+/* Answers a read with the data at its offset (possibly none): catch-up 200,
+ * or a long-poll 200 with a cursor. */
+static void answer_data(stream_ctx *c, rn_stream *s) {
+    rn_buf data = {0}, body = {0}, h = {0};
+    uint64_t start = c->read.offset;
+    long got = 0;
+    if (c->offset_kind != RN_OFFSET_NOW) {
+        got = rn_engine_read(c->sf->engine, s, start, answer_cap(c), !reads_ndjson(c, s), &data);
+        if (got < 0) {
+            rn_buf_free(&data);
+            rn_reply_error(c->req, RN_E_INTERNAL, NULL);
+            return;
+        }
+    }
+    uint64_t end = start + (uint64_t)got;
+    int at_tail = end == s->tail;
+    if (got > 0) {
+        rn_metric.reads++;
+        rn_metric.read_bytes += (uint64_t)got;
+    }
+    rn_reply_common(&h);
+    if (reads_ndjson(c, s))
+        rn_buf_append_str(&h, "Content-Type: application/x-ndjson\r\n");
+    else
+        rn_streams_append_content_type(&h, s);
+    rn_reply_offset(&h, "Stream-Next-Offset", end);
+    if (at_tail)
+        rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\n");
+    if (at_tail && s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    if (c->mode == READ_LONG_POLL && !(at_tail && s->closed))
+        append_cursor(&h, c);
+    rn_reply_incarnation(&h, s);
+    if (c->offset_kind == RN_OFFSET_NOW || got == 0) {
+        rn_buf_append_str(&h, "Cache-Control: no-store\r\n");
+    } else {
+        rn_buf_append_str(&h, "Cache-Control: public, max-age=60, stale-while-revalidate=300\r\n");
+    }
+    int status = 200;
+    if (c->offset_kind != RN_OFFSET_NOW) {
+        /* The ETag names the incarnation, the range, closure at the tail and
+         * the representation (JSON arrays and NDJSON differ in bytes). */
+        char etag[128];
+        snprintf(etag, sizeof etag, "\"%llu:%llu:%llu:%s%s\"", (unsigned long long)s->incarnation,
+                 (unsigned long long)start, (unsigned long long)end, c->prof->name,
+                 at_tail && s->closed ? ":c" : "");
+        rn_buf_appendf(&h, "ETag: %s\r\n", etag);
+        if (rn_if_none_match(c->req, etag))
+            status = 304;
+    }
+    if (status == 200) {
+        if (s->json && !reads_ndjson(c, s))
+            rn_json_append_array(&body, data.data, data.len);
+        else
+            body = data, data = (rn_buf){0};
+    }
+    rn_buf_free(&data);
+    rn_http_respond(c->req, status, &h, &body);
+}
+
+static void answer_poll_timeout(stream_ctx *c, rn_stream *s) {
+    rn_buf h = {0}, body = {0};
+    rn_reply_common(&h);
+    rn_reply_offset(&h, "Stream-Next-Offset", s->tail);
+    rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\nCache-Control: no-store\r\n");
+    if (s->closed)
+        rn_buf_append_str(&h, "Stream-Closed: true\r\n");
+    else
+        append_cursor(&h, c);
+    rn_reply_incarnation(&h, s);
+    rn_http_respond(c->req, 204, &h, &body);
+}
+
+/* --- live reads, held by live/ once handed over --- */
+
+/* How c's SSE data events carry the stream's bytes: JSON arrays (v1),
+ * base64 for binary content types, else text (NDJSON included). */
+static rn_sse_encoding sse_encoding(const stream_ctx *c, const rn_stream *s) {
+    if (s->json)
+        return reads_ndjson(c, s) ? RN_SSE_TEXT : RN_SSE_JSON_ARRAY;
+    return rn_iprefix(s->content_type, s->content_type_len, "text/") ? RN_SSE_TEXT : RN_SSE_BASE64;
+}
+
+static stream_ctx *reader_ctx(const rn_live_reader *r) {
+    return (stream_ctx *)((char *)r - offsetof(stream_ctx, read));
+}
+
+/* The error a live read ends in when its stream goes away (404) or its
+ * history is rewritten: the read was opened under the retired incarnation
+ * and its offsets belong to the old history, so it answers 412 with the
+ * current token whether or not it carried the precondition (an SSE read
+ * sends the same error as its last event). */
+static rn_error live_end_error(rn_live_end why) {
+    assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED);
+    return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
+           : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
+                                      : RN_E_INTERNAL;
+}
+
+static void answer_live_poll(rn_live_reader *r, rn_stream *s, rn_live_end why) {
+    stream_ctx *c = reader_ctx(r);
+    if (why == RN_LIVE_DATA) {
+        answer_data(c, s);
+    } else if (why == RN_LIVE_TIMEOUT) {
+        answer_poll_timeout(c, s);
+    } else if (why == RN_LIVE_REMOVED) {
+        rn_reply_missing(c->req, live_end_error(why), c->path, c->path_len, NULL);
+    } else {
+        rn_buf extra = {0};
+        rn_reply_incarnation(&extra, s);
+        rn_reply_error(c->req, live_end_error(why), &extra);
+    }
+}
+
+/* On surfaces that send them, an SSE read ending in error sends an error
+ * event whose data is the error body on one line (ext §11). */
+static void sse_error_body(const rn_live_reader *r, rn_live_end why, rn_buf *out) {
+    const stream_ctx *c = reader_ctx(r);
+    if (!c->prof->sse_error_events)
+        return;
+    rn_error e = live_end_error(why);
+    rn_buf path = {0};
+    if (e == RN_E_STREAM_NOT_FOUND) /* named as rn_reply_missing() names it */
+        rn_reply_stream_path(&path, c->req, c->path, c->path_len);
+    rn_error_body(e, path.len ? (const char *)path.data : NULL, path.len, out);
+    rn_buf_free(&path);
+}
+
+static void append_offset_token(rn_buf *out, uint64_t position) {
+    char tok[RN_OFFSET_LEN + 1];
+    rn_offset_format(position, tok);
+    rn_buf_append_str(out, tok);
+}
+
+static void release_reader(rn_live_reader *r) {
+    rn_streams_ctx_free(reader_ctx(r));
+}
+
+static const rn_live_ops live_ops = {.answer_poll = answer_live_poll,
+                                     .sse_error = sse_error_body,
+                                     .append_offset = append_offset_token,
+                                     .release = release_reader};
+
+/* Applies the read-path parameters of ext §9: timeout_ms and max_bytes
+ * that do not parse mean the default, consistency must be local or leader
+ * (*leader). Returns 0, or -1 with *f set. */
+static int read_parameters(stream_ctx *c, const char *q, size_t len, int *leader,
+                           rn_param_fault *f) {
+    char val[32];
+    long n;
+    uint64_t v;
+    if (rn_param_query(q, len, "timeout_ms", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+        return -1;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0)
+        c->poll_timeout_ms = v < 1 ? 1 : v > BUCKET_POLL_MAX_MS ? BUCKET_POLL_MAX_MS : v;
+    if (rn_param_query(q, len, "max_bytes", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+        return -1;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0 &&
+        v < c->read.max_bytes)
+        c->read.max_bytes = v ? (size_t)v : 1;
+    if (rn_param_query(q, len, "consistency", RN_E_INVALID_QUERY_CONSISTENCY, val, sizeof val, &n,
+                       f))
+        return -1;
+    if (n == 6 && memcmp(val, "leader", 6) == 0)
+        *leader = 1; /* one node: every read is linearizable */
+    else if (n >= 0 && !(n == 5 && memcmp(val, "local", 5) == 0))
+        return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
+    return 0;
+}
+
+/* Parses the query: offset, live, cursor (an echo: one this server could
+ * not have sent is ignored), and the profile's read parameters; each at
+ * most once (params.h). Unknown names are ignored. Returns 0, or -1 with
+ * *f set. */
+static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset,
+                       rn_param_fault *f) {
+    char val[256];
+    long n;
+    int leader = 0;
+    c->offset_kind = RN_OFFSET_START;
+    c->mode = READ_CATCHUP;
+    if (rn_param_query(q, len, "offset", RN_E_INVALID_OFFSET, val, sizeof val, &n, f))
+        return -1;
+    *has_offset = n >= 0;
+    if (n >= 0 && rn_offset_parse(val, (size_t)n, &c->offset_kind, &c->read.offset))
+        return rn_param_refuse(f, RN_E_INVALID_OFFSET);
+    if (rn_param_query(q, len, "live", RN_E_INVALID_QUERY_LIVE, val, sizeof val, &n, f))
+        return -1;
+    if (n == 9 && memcmp(val, "long-poll", 9) == 0)
+        c->mode = READ_LONG_POLL;
+    else if (n == 3 && memcmp(val, "sse", 3) == 0)
+        c->mode = READ_SSE;
+    else if (n >= 0)
+        return rn_param_refuse(f, RN_E_INVALID_QUERY_LIVE);
+    if (rn_param_query(q, len, "cursor", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+        return -1;
+    uint64_t v;
+    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0) {
+        c->read.cursor.present = 1;
+        c->read.cursor.value = v;
+    }
+    if (c->prof->read_parameters && read_parameters(c, q, len, &leader, f))
+        return -1;
+    if (leader && c->mode != READ_CATCHUP)
+        return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
+    if (c->mode == READ_SSE && c->read.max_bytes < 4)
+        c->read.max_bytes = 4; /* room for one UTF-8 character in a text event */
+    return 0;
+}
+
+/* Refuses a live read that would park past the server's or the stream's
+ * bound (a long-poll that can answer at once is not refused). Returns 1
+ * when it answered. */
+static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
+    if (c->mode == READ_CATCHUP ||
+        (c->mode == READ_LONG_POLL && (c->read.offset < s->tail || s->closed)))
+        return 0;
+    rn_live_admission a = rn_live_admit(c->sf->live, s);
+    if (a == RN_LIVE_ADMITTED)
+        return 0;
+    rn_error e = a == RN_LIVE_FULL ? RN_E_LIVE_READ_BACKPRESSURE : RN_E_LIVE_READS_EXHAUSTED;
+    rn_buf extra = {0};
+    rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+    rn_reply_incarnation(&extra, s);
+    rn_streams_reply(c, e, &extra);
+    return 1;
+}
+
+void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
+    c->read.req = c->req;
+    c->read.ops = &live_ops;
+    c->read.max_bytes = c->prof->read_parameters ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
+    c->poll_timeout_ms =
+        c->prof->read_parameters ? BUCKET_POLL_DEFAULT_MS : c->sf->cfg.long_poll_timeout_ms;
+    int has_offset;
+    rn_param_fault f;
+    if (parse_query(c, query, query_len, &has_offset, &f)) {
+        rn_streams_reply_fault(c, &f);
+        return;
+    }
+    if (c->mode != READ_CATCHUP && !has_offset) {
+        rn_streams_reply(c, RN_E_INVALID_QUERY_OFFSET_REQUIRED, NULL);
+        return;
+    }
+    rn_engine *e = c->sf->engine;
+    rn_stream *s = rn_engine_find(e, c->path, c->path_len);
+    if (answer_missing(c, s))
+        return;
+    rn_engine_touch(e, s);
+    uint64_t *offset = &c->read.offset;
+    if (c->offset_kind != RN_OFFSET_NOW && *offset < s->retained) {
+        rn_buf extra = {0};
+        rn_reply_incarnation(&extra, s);
+        rn_streams_reply(c, RN_E_OFFSET_RETAINED_AWAY, &extra);
+        return;
+    }
+    if (c->offset_kind == RN_OFFSET_NOW) {
+        *offset = s->tail;
+    } else if (c->offset_kind == RN_OFFSET_POSITION && *offset > s->tail &&
+               c->prof->offset_past_tail_416) {
+        rn_buf extra = {0};
+        rn_reply_incarnation(&extra, s);
+        rn_streams_reply(c, RN_E_OFFSET_OUT_OF_RANGE, &extra);
+        return;
+    } else if (c->offset_kind == RN_OFFSET_POSITION) {
+        int valid = *offset > s->tail    ? 0
+                    : reads_ndjson(c, s) ? 1
+                                         : rn_engine_offset_valid(e, s, *offset);
+        if (valid <= 0) { /* unverified (< 0): a failed read, retryable */
+            rn_buf extra = {0};
+            if (valid < 0)
+                rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+            rn_streams_reply(c, valid < 0 ? RN_E_JSON_BOUNDARY_UNVERIFIED : RN_E_INVALID_OFFSET,
+                             &extra);
+            return;
+        }
+    }
+    if (answer_precondition(c, s))
+        return;
+    if (answer_live_limit(c, s))
+        return;
+    switch (c->mode) {
+    case READ_CATCHUP:
+        answer_data(c, s);
+        break;
+    case READ_LONG_POLL:
+        c->offset_kind = RN_OFFSET_POSITION; /* a long-poll 200 carries data and an ETag */
+        if (*offset < s->tail) {
+            answer_data(c, s);
+        } else if (s->closed) {
+            answer_poll_timeout(c, s);
+        } else {
+            rn_live_poll(c->sf->live, &c->read, s, c->poll_timeout_ms);
+            return;
+        }
+        break;
+    case READ_SSE: {
+        c->read.encoding = sse_encoding(c, s);
+        rn_buf h = {0};
+        rn_reply_common(&h);
+        if (reads_ndjson(c, s)) {
+            rn_buf_append_str(&h, "Stream-Data-Content-Type: application/x-ndjson\r\n");
+        } else {
+            rn_buf_append_str(&h, "Stream-Data-Content-Type: ");
+            rn_buf_append(&h, s->content_type, s->content_type_len);
+            rn_buf_append_str(&h, "\r\n");
+        }
+        rn_reply_incarnation(&h, s);
+        rn_live_sse(c->sf->live, &c->read, s, &h);
+        return;
+    }
+    }
+    rn_streams_ctx_finish(c);
+}

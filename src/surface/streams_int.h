@@ -1,0 +1,63 @@
+/*
+ * streams_int.h — what streams.c (dispatch, ctx lifetime, mutations) and
+ * reads.c (HEAD, catch-up and live reads) share: the state of one request
+ * for a stream, the surface, and the answers both give. Private to those
+ * two files.
+ */
+#ifndef RN_STREAMS_INT_H
+#define RN_STREAMS_INT_H
+
+#include "live/live.h"
+#include "surface/errors.h"
+#include "surface/offset.h"
+#include "surface/params.h"
+#include "surface/streams.h"
+
+typedef enum { READ_CATCHUP, READ_LONG_POLL, READ_SSE } read_mode;
+
+typedef struct stream_ctx {
+    rn_surface *sf;
+    const rn_profile *prof;
+    rn_request *req;
+    char *path; /* percent-decoded stream path */
+    size_t path_len;
+    char *fork_source; /* percent-decoded Stream-Forked-From, or NULL */
+    rn_op op;
+    /* reads: the position, the cap on a response or an SSE event and the
+     * cursor echo are kept in the reader that live reads hand to live/ */
+    read_mode mode;
+    rn_offset_kind offset_kind;
+    uint64_t poll_timeout_ms; /* this request's long-poll wait */
+    rn_live_reader read;
+} stream_ctx;
+
+struct rn_surface {
+    uv_loop_t *loop;
+    rn_engine *engine;
+    rn_live *live;
+    rn_surface_config cfg;
+    struct rn_parts *parts;
+};
+
+/* Frees c: its buffers, its path and its hold on the request. */
+void rn_streams_ctx_free(stream_ctx *c);
+/* Ends c, which live/ does not hold: it was answered, or its client went
+ * away. */
+void rn_streams_ctx_finish(stream_ctx *c);
+/* Answers c with the error e (extra: more header lines, taken over, or
+ * NULL) and ends it. */
+void rn_streams_reply(stream_ctx *c, rn_error e, rn_buf *extra);
+/* Answers c as its headers or query were refused (params.h) and ends it. */
+void rn_streams_reply_fault(stream_ctx *c, const rn_param_fault *f);
+/* The answer for a stream the engine did not find: 410 when soft-deleted,
+ * else 404 (on the bucket surface, BUCKET_NOT_FOUND for an empty bucket). */
+rn_error rn_streams_missing_error(const stream_ctx *c);
+/* Appends "Content-Type: <the stream's content type>\r\n". */
+void rn_streams_append_content_type(rn_buf *h, const rn_stream *s);
+
+/* reads.c: answers (or hands to live/) a GET with this raw query. */
+void rn_streams_get(stream_ctx *c, const char *query, size_t query_len);
+/* reads.c: answers a HEAD. */
+void rn_streams_head(stream_ctx *c);
+
+#endif

@@ -1,0 +1,217 @@
+// The helpers every JavaScript test suite shares (black-box, client CLI,
+// cluster, crash, log damage, subscriptions, faults, kill points, abuse,
+// soak): a runnel server on a free loopback port with bounded waits, free
+// ports, temporary directories, sleeps and polls, and a whole-stream read.
+// Every server started here is killed, and every temporary directory not
+// kept is removed, when the test process exits (also on SIGINT, SIGTERM and
+// SIGHUP), so no server outlives its test and a run leaves nothing behind.
+// Nothing here talks to anything but 127.0.0.1.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+// The server binary when a test names none: RUNNEL_BIN (ctest and
+// scripts/test.sh set it per build), else the plain build's.
+export const BIN = process.env.RUNNEL_BIN ?? "build/runnel";
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A TCP port that was free on 127.0.0.1 a moment ago.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const running = new Set(); // server processes not yet exited
+const madeDirs = []; // temporary directories removed at exit
+let exitHooked = false;
+function hookExit() {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.on("exit", () => {
+    for (const proc of running) {
+      try { proc.kill("SIGKILL"); } catch { /* gone */ }
+    }
+    for (const dir of madeDirs) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+    if (process.listenerCount(sig) === 0) {
+      process.on(sig, () => {
+        console.log(`# interrupted by ${sig}`);
+        process.exit(1);
+      });
+    }
+  }
+}
+
+// tempDir(prefix, {fast, keep}) -> a new directory. fast: under /dev/shm
+// when it is writable (for tests that need a file system surviving the
+// process, not the machine), else under the system temp dir. keep: not
+// removed at exit (the test removes it, or keeps it to show a failure).
+export function tempDir(prefix = "runnel-test-", { fast = false, keep = false } = {}) {
+  let base = os.tmpdir();
+  if (fast) {
+    try {
+      fs.accessSync("/dev/shm", fs.constants.W_OK);
+      base = "/dev/shm";
+    } catch { /* fall back to the temp dir */ }
+  }
+  const dir = fs.mkdtempSync(path.join(base, prefix));
+  if (!keep) {
+    hookExit();
+    madeDirs.push(dir);
+  }
+  return dir;
+}
+
+// Polls fn until it returns a truthy value, which it returns; throws after
+// ms, naming what describe() says of the last state (when given).
+export async function waitFor(what, fn, ms = 15000, every = 100, describe = null) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const last = await fn();
+    if (last) return last;
+    if (Date.now() > end) {
+      const state = describe ? `: ${describe()}` : "";
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${state}`);
+    }
+    await sleep(every);
+  }
+}
+
+// One server process: `runnel serve` on 127.0.0.1 with a data directory (a
+// new temporary one unless given). Its output goes to logPath (appended,
+// each start headed by a line) or, without one, to the string `log`.
+export class Server {
+  constructor({ bin = BIN, dataDir, args = [], env = {}, logPath = null, port } = {}) {
+    Object.assign(this, { bin, dataDir: dataDir ?? tempDir("runnel-bb-"), args, env, logPath, port });
+    this.proc = null;
+    this.memoryLog = "";
+  }
+
+  // Starts the server; resolves once /__runnel/readyz answers 200 (recovery
+  // finished) within readyMs, or rejects with the log's tail. With
+  // waitReady false it resolves at once.
+  async start({ readyMs = 15000, waitReady = true } = {}) {
+    this.port ??= await freePort();
+    this.url = `http://127.0.0.1:${this.port}`;
+    const argv = ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...this.args];
+    const options = { env: { ...process.env, ...this.env } };
+    let fd = null;
+    if (this.logPath) {
+      fd = fs.openSync(this.logPath, "a");
+      fs.writeSync(fd, `\n===== start ${new Date().toISOString()} ${this.args.join(" ")} ${JSON.stringify(this.env)}\n`);
+      options.stdio = ["ignore", fd, fd];
+    } else {
+      options.stdio = ["ignore", "pipe", "pipe"];
+    }
+    hookExit();
+    const proc = spawn(this.bin, argv, options);
+    this.proc = proc;
+    if (fd !== null) fs.closeSync(fd);
+    else for (const s of [proc.stdout, proc.stderr]) s.on("data", (d) => (this.memoryLog += d));
+    running.add(proc);
+    this.exitInfo = null;
+    this.exited = new Promise((resolve) =>
+      proc.once("exit", (code, signal) => {
+        running.delete(proc);
+        resolve({ code, signal });
+      }),
+    );
+    this.exited.then((x) => { if (this.proc === proc) this.exitInfo = x; });
+    if (!waitReady) return this;
+    const t0 = Date.now();
+    while (Date.now() - t0 < readyMs) {
+      if (this.exitInfo) throw new Error(`server exited during start (${JSON.stringify(this.exitInfo)}):\n${this.logTail()}`);
+      try {
+        const r = await fetch(`${this.url}/__runnel/readyz`, { signal: AbortSignal.timeout(1000) });
+        await r.arrayBuffer();
+        if (r.status === 200) return this;
+      } catch { /* not yet */ }
+      await sleep(15);
+    }
+    throw new Error(`server not ready within ${readyMs} ms:\n${this.logTail()}`);
+  }
+
+  alive() {
+    return this.proc !== null && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  // Stops with signal (SIGKILL after graceMs); resolves to {code, signal},
+  // or null when it was never started.
+  async stop(signal = "SIGTERM", graceMs = 15000) {
+    if (!this.proc) return null;
+    if (this.alive()) this.proc.kill(signal);
+    const t = setTimeout(() => { if (this.alive()) this.proc.kill("SIGKILL"); }, graceMs);
+    const r = await this.exited;
+    clearTimeout(t);
+    return r;
+  }
+
+  async restart(signal = "SIGTERM") {
+    await this.stop(signal);
+    return this.start();
+  }
+
+  // SIGKILL now, if running (safe in an 'exit' handler).
+  killNow() {
+    try { if (this.alive()) this.proc.kill("SIGKILL"); } catch { /* gone */ }
+  }
+
+  pid() {
+    return this.proc?.pid;
+  }
+
+  // Everything the server wrote (all its starts).
+  get log() {
+    if (!this.logPath) return this.memoryLog;
+    try { return fs.readFileSync(this.logPath, "utf8"); } catch { return ""; }
+  }
+
+  logTail(lines = 30) {
+    return this.log.split("\n").slice(-lines).join("\n");
+  }
+
+  // Resident set size in KiB from /proc (0 when unknown).
+  rssKiB() {
+    try {
+      const m = fs.readFileSync(`/proc/${this.proc.pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/);
+      return m ? Number(m[1]) : 0;
+    } catch { return 0; }
+  }
+
+  stream(p) {
+    return `${this.url}/v1/stream/${p}`;
+  }
+}
+
+// Reads a whole stream: catch-up reads from offset -1, following
+// Stream-Next-Offset. Returns {body, next, closed}; throws on an answer
+// other than 200 (the error carries its status) or a request past timeoutMs.
+export async function readAll(url, { maxPages = 100000, timeoutMs = 10000 } = {}) {
+  let offset = "-1";
+  const parts = [];
+  for (let i = 0; i < maxPages; i++) {
+    const res = await fetch(`${url}?offset=${encodeURIComponent(offset)}`, { signal: AbortSignal.timeout(timeoutMs) });
+    const body = Buffer.from(await res.arrayBuffer());
+    if (res.status !== 200) {
+      const e = new Error(`GET ${url}?offset=${offset} answered ${res.status} ${body.toString("utf8").slice(0, 200)}`);
+      e.status = res.status;
+      throw e;
+    }
+    parts.push(body);
+    offset = res.headers.get("stream-next-offset");
+    if (res.headers.get("stream-up-to-date") === "true") {
+      return { body: Buffer.concat(parts), next: offset, closed: res.headers.get("stream-closed") === "true" };
+    }
+  }
+  throw new Error("stream did not end within the page bound");
+}

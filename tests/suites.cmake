@@ -1,0 +1,90 @@
+# Every test suite beyond the cmocka unit tests, registered with ctest so that
+# one tool runs them all (scripts/test.sh runs ctest label by label; see
+# docs/TESTING.md). Each build directory registers the suites against its own
+# binary, so `cd build-asan && ctest -L crash` tests the sanitizer build.
+#
+# Labels: unit (cmocka, tests/CMakeLists.txt), cluster, s3, client,
+# conformance, blackbox (one test per file, named blackbox.<file>), crash,
+# subs, faults, abuse, fuzz, bench, project (checks of the whole checkout:
+# other build types, the first run, the Debian packages; not per build).
+# `fast` marks the fast tier: the unit tests and a cross-section of the
+# black-box files, under two minutes on the 2-core machine (`ctest -L fast`).
+
+find_program(NODE_JS node)
+if(NOT NODE_JS)
+  message(STATUS "node not found: only the unit tests are registered (scripts/setup.sh test installs it)")
+  return()
+endif()
+
+set(RUNNEL_SRC ${CMAKE_SOURCE_DIR})
+set(RUNNEL_BIN_ENV "RUNNEL_BIN=$<TARGET_FILE:runnel>")
+
+# runnel_suite(NAME LABELS TIMEOUT COMMAND...): a test run from the source
+# directory with RUNNEL_BIN naming this build's server.
+function(runnel_suite name labels timeout)
+  add_test(NAME ${name} COMMAND ${ARGN} WORKING_DIRECTORY ${RUNNEL_SRC})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${timeout}
+                       ENVIRONMENT "${RUNNEL_BIN_ENV}")
+endfunction()
+
+# ---- the official conformance suite, against a fresh server of this build
+runnel_suite(conformance conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${CMAKE_BINARY_DIR})
+
+# ---- black-box tests: one ctest test per file
+# The fast tier's cross-section: both surfaces (v1 names and parameters,
+# buckets, JSON messages, offsets), forks, snapshots, retention, producers,
+# the strict HTTP layer and half-closes, listening, metrics and the peer
+# limit; each file a few seconds. The long ones (SSE fan-out, 1 GiB
+# snapshots, expiry and readiness waits, the docs' examples, restarts) run
+# in the full run only.
+set(RUNNEL_BLACKBOX_FAST
+  bucket_ids bucket_json bucket_reads forks http_halfclose http_strict names_params
+  offsets_encoding ops_listen ops_metrics ops_peer_limit producers_early producers_order
+  retention_json snapshots_read snapshots_refusals)
+file(GLOB RUNNEL_BLACKBOX_FILES CONFIGURE_DEPENDS ${RUNNEL_SRC}/tests/blackbox/*.test.mjs)
+foreach(file ${RUNNEL_BLACKBOX_FILES})
+  get_filename_component(stem ${file} NAME)
+  string(REPLACE ".test.mjs" "" stem ${stem})
+  set(labels blackbox)
+  if(stem IN_LIST RUNNEL_BLACKBOX_FAST)
+    list(APPEND labels fast)
+  endif()
+  runnel_suite(blackbox.${stem} "${labels}" 900 ${NODE_JS} --test ${file})
+endforeach()
+
+# ---- crash recovery, subscriptions, storage faults, kill points, abuse
+# The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's
+# quick variant, a looser p99 bound for the abuse probe (as before ctest).
+if(RUNNEL_SANITIZE)
+  set(crash_rounds 3)
+  set(killpoints_extra --quick)
+  set(abuse_p99 400)
+else()
+  set(crash_rounds 6)
+  set(killpoints_extra)
+  set(abuse_p99 200)
+endif()
+set(bin $<TARGET_FILE:runnel>)
+runnel_suite(crash crash 900
+  ${NODE_JS} ${RUNNEL_SRC}/tests/crash/crash_test.mjs --bin ${bin} --rounds ${crash_rounds})
+# the fast tier's crash check: two SIGKILLs under 8 streams of writers
+runnel_suite(crash_quick "crash;fast" 300
+  ${NODE_JS} ${RUNNEL_SRC}/tests/crash/crash_test.mjs --bin ${bin} --rounds 2 --streams 8)
+runnel_suite(log_damage crash 900 ${NODE_JS} ${RUNNEL_SRC}/tests/crash/log_damage_test.mjs --bin ${bin})
+runnel_suite(subs subs 900 ${NODE_JS} ${RUNNEL_SRC}/tests/subs/subs_test.mjs --bin ${bin})
+runnel_suite(faults faults 900 ${NODE_JS} ${RUNNEL_SRC}/tests/faults/fault_test.mjs --bin ${bin})
+runnel_suite(killpoints faults 1500
+  ${NODE_JS} ${RUNNEL_SRC}/tests/faults/killpoints_test.mjs --bin ${bin} ${killpoints_extra})
+runnel_suite(abuse abuse 900
+  ${NODE_JS} ${RUNNEL_SRC}/tests/abuse/abuse_test.mjs --bin ${bin} --p99-ms ${abuse_p99})
+
+# ---- the fuzz harnesses (built with clang into build-fuzz/, whatever the
+# build directory), the BLAKE3 cross-check and the benchmark tools' smoke
+runnel_suite(fuzz_smoke fuzz 900 ${RUNNEL_SRC}/fuzz/smoke.sh)
+runnel_suite(blake3_vs_b3sum unit 300 ${RUNNEL_SRC}/tests/unit/blake3_vs_b3sum.sh ${CMAKE_BINARY_DIR})
+runnel_suite(bench_smoke bench 600 ${RUNNEL_SRC}/bench/smoke.sh ${CMAKE_BINARY_DIR})
+
+# ---- the checkout as a whole (scripts/test.sh runs these from build/ only)
+runnel_suite(build_types project 1800 ${RUNNEL_SRC}/scripts/check_build_types.sh Debug MinSizeRel)
+runnel_suite(first_run project 1800 ${RUNNEL_SRC}/tests/firstrun/first_run_test.sh)
+runnel_suite(debian_packages project 1800 ${RUNNEL_SRC}/tests/client/package_test.sh)
