@@ -96,10 +96,8 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -z "$bin" ]; then
-  scripts/build.sh plain || exit 1
   bin="$out/bin"
-  mkdir -p "$bin"
-  cp build/runnel build/bench/runnel-bench "$bin/" || exit 1
+  build_bench_bin "$bin" || exit 1
 fi
 bench="$bin/runnel-bench"
 [ -x "$bench" ] || bench="$bin/bench/runnel-bench"

@@ -81,7 +81,7 @@ L.push(
 );
 if (meta.smoke) L.push("**Smoke run (`--smoke`): tiny sizes, the figures mean nothing.**", "");
 L.push("```sh",
-  `bench/client.sh --rounds ${meta.rounds} --lines ${meta.lines} --tails ${meta.tails}${meta.append_args ? ` --append-args "${meta.append_args}"` : ""} --record`,
+  `QUIET_LOAD=${meta.quiet_load} QUIET_MAX=${meta.quiet_max} QUIET_BUDGET=${meta.quiet_budget} bench/client.sh --rounds ${meta.rounds} --lines ${meta.lines} --tails ${meta.tails}${meta.append_args ? ` --append-args "${meta.append_args}"` : ""} --record`,
   `cat input | runnel append --url URL STREAM --producer bench --state FILE --json${meta.append_args ? ` ${meta.append_args}` : ""}   # ${fmt(meta.lines)} lines × 100 B`,
   `runnel-bench ${meta.fanout_args} --tail-cmd "runnel tail -f" --tails ${meta.tails} --base URL --server-pid PID --json`,
   "```", "");
