@@ -52,10 +52,8 @@ done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -z "$bin" ]; then
-  scripts/build.sh plain || exit 1
   bin="$out/bin"
-  mkdir -p "$bin"
-  cp build/runnel build/bench/runnel-bench "$bin/" || exit 1
+  build_bench_bin "$bin" || exit 1
 fi
 work=$(mktemp -d /var/tmp/runnel-capacity.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -5,12 +5,14 @@
 // perf/strace summaries, and the capacity results of bench/capacity.sh
 // (DIR/capacity). bench/previous-run.json gives the previous run's figures
 // for the comparison table, bench/limits.md (if present) the hand-written
-// reading of what limits missed targets. Every other number printed comes
+// reading of what limits missed targets, bench/client.md (if present) the
+// client section bench/client.sh recorded. Every other number printed comes
 // from those files; a figure with no data says so.
 // Usage: node bench/compare_report.mjs RESULTS_DIR > BENCHMARKS.md
 import { readFileSync, readdirSync, existsSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CLK_TCK, cell, condCell, fmt, median, mstat, runEnv as runEnvIn, verdict } from "./report_util.mjs";
 
 const dir = process.argv[2];
 const files = readdirSync(dir);
@@ -24,7 +26,6 @@ const json = (f) => {
   }
 };
 const SERVERS = ["runnel", "reference"];
-const CLK_TCK = 100;
 
 // ---- raw data -----------------------------------------------------------------
 
@@ -51,33 +52,7 @@ function threadCpu(a0, a1) {
   return out;
 }
 
-// Load and machine CPU around a run (bench/quiet.sh run_begin/run_end).
-function runEnv(tag) {
-  if (!has(tag + ".env")) return null;
-  const env = {};
-  for (const line of read(tag + ".env").split("\n")) {
-    const m = line.match(/^(\w+)=(.*)$/);
-    if (m) env[m[1]] = Number(m[2]);
-  }
-  const stat = (f) => (has(f) ? read(f).trim().split(/\s+/).slice(1).map(Number) : null);
-  const s0 = stat(tag + ".stat0"), s1 = stat(tag + ".stat1");
-  if (s0 && s1) {
-    const d = s1.map((v, i) => (v - s0[i]) / CLK_TCK);
-    // user nice system idle iowait irq softirq steal: busy counts irq and
-    // softirq time too (loopback TCP delivery runs there and is charged to
-    // the interrupted task's own CPU time as well).
-    env.busy_s = d[0] + d[1] + d[2] + d[5] + d[6];
-    env.steal_s = d[7] ?? 0;
-    env.iowait_s = d[4];
-    env.total_s = d.slice(0, 8).reduce((x, y) => x + y, 0);
-  }
-  if (has(tag + ".time")) {
-    const last = read(tag + ".time").trim().split("\n").pop().split(" ").map(Number);
-    env.bench_wall_s = last[0];
-    env.bench_cpu_s = last[1] + last[2];
-  }
-  return env;
-}
+const runEnv = (tag) => runEnvIn(dir, tag);
 
 // Prometheus text → { name: value } for plain samples, buckets kept apart.
 function parseMetrics(f) {
@@ -142,24 +117,6 @@ for (const f of files) {
 for (const byServer of Object.values(runs))
   for (const rs of Object.values(byServer)) rs.sort((a, b) => a._round - b._round);
 
-const median = (xs) => {
-  const s = [...xs].filter(Number.isFinite).sort((x, y) => x - y);
-  const n = s.length;
-  return n === 0 ? NaN : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-};
-const fmt = (v) =>
-  v === Infinity
-    ? "∞"
-    : !Number.isFinite(v)
-      ? "n/a"
-      : Math.abs(v) >= 1000
-        ? Math.round(v).toLocaleString("en-US")
-        : Math.abs(v) >= 100
-          ? v.toFixed(0)
-          : Math.abs(v) >= 10
-            ? v.toFixed(1)
-            : v.toFixed(2);
-
 const ms = (h, k) => (h ? h[k] / 1000 : NaN);
 const cpuTotal = (r) => r._cpu.loop + r._cpu.workers;
 // [scenario, label, getter]
@@ -203,14 +160,8 @@ const FIGURES = [
 const valid = (r) => r.errors === 0 && (r.appends ?? 1) > 0;
 function stats(sc, server, get) {
   const rs = (runs[sc]?.[server] ?? []).filter(valid);
-  const v = rs.map(get).filter(Number.isFinite);
-  return { med: median(v), min: Math.min(...v), max: Math.max(...v), n: v.length };
+  return mstat(rs.map(get));
 }
-const mstat = (v) => {
-  v = v.filter(Number.isFinite);
-  return { med: median(v), min: Math.min(...v), max: Math.max(...v), n: v.length };
-};
-const cell = (s) => (s.n ? `${fmt(s.med)} (${fmt(s.min)}–${fmt(s.max)})` : "n/a");
 const NOW = new Map(); // label → this run's median, for the previous-run table
 
 const L = [];
@@ -293,8 +244,6 @@ L.push("### Run conditions", "",
   "/proc/stat minus the server's and the load generator's own CPU time. Approximate: the two are accounted",
   "differently, so values within about ±1 s of zero mean nothing else ran (the harness's own curl/node is ~0.1 s).", "",
   "| scenario | server | round 1 | round 2 | round 3 |", "|---|---|---|---|---|");
-const condCell = (e) =>
-  !e ? "n/a" : `${e.waited_s}s ${e.quiet ? "✓" : "✗"}, load ${fmt(e.load_start)}→${fmt(e.load_end)}, other ${fmt(e.other_s)} s`;
 let notQuiet = 0, nRuns = 0;
 const otherCpu = (r) => (r._env ? r._env.busy_s - cpuTotal(r) - (r._env.bench_cpu_s ?? 0) : NaN);
 for (const sc of Object.keys(runs))
@@ -437,14 +386,7 @@ const TARGETS = [
 ];
 L.push("## Targets (issue 7: 2 cores, load generator on the same machine, appends acknowledged after fsync)", "");
 L.push("| target | measured (median) | verdict |", "|---|---|---|");
-for (const [label, v, op, goal, unit] of TARGETS) {
-  let verdict;
-  if (!Number.isFinite(v)) verdict = "not measured";
-  else if (op === ">=" ? v >= goal : v <= goal) verdict = `**met** (${fmt(op === ">=" ? v / goal : goal / v)}× margin)`;
-  else if (op === ">=") verdict = `**missed** by ${fmt(100 * (1 - v / goal))} % (needs ${fmt(goal / v)}×)`;
-  else verdict = `**missed**: ${fmt(100 * (v / goal - 1))} % over (needs ${fmt(v / goal)}× less)`;
-  L.push(`| ${label} | ${fmt(v)} ${unit} | ${verdict} |`);
-}
+for (const [label, v, op, goal, unit] of TARGETS) L.push(`| ${label} | ${fmt(v)} ${unit} | ${verdict(v, op, goal)} |`);
 L.push("");
 
 // What limits the targets a run missed: written by hand from the profiles
@@ -452,9 +394,13 @@ L.push("");
 const limitsFile = join(dirname(fileURLToPath(import.meta.url)), "limits.md");
 if (existsSync(limitsFile)) L.push(readFileSync(limitsFile, "utf8").trimEnd(), "");
 
-// The cluster's figures, measured by hand (bench/cluster.md).
-const clusterFile = join(dirname(fileURLToPath(import.meta.url)), "cluster.md");
-if (existsSync(clusterFile)) L.push(readFileSync(clusterFile, "utf8").trimEnd(), "");
+// Sections measured apart and kept as recorded: the cluster's, by hand
+// (bench/cluster.md), and the client's targets, whose bench/client.sh
+// --record writes bench/client.md.
+for (const name of ["cluster.md", "client.md"]) {
+  const file = join(dirname(fileURLToPath(import.meta.url)), name);
+  if (existsSync(file)) L.push(readFileSync(file, "utf8").trimEnd(), "");
+}
 
 // Previous run.
 const prevFile = join(dirname(fileURLToPath(import.meta.url)), "previous-run.json");

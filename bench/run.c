@@ -3,6 +3,7 @@
  */
 #include "run.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@ bn_client *bn_cl;
 static uv_timer_t *timers[MAX_TIMERS];
 static int n_timers;
 static int stopping;
+#define MAX_STOP_HOOKS 4
+static void (*stop_hooks[MAX_STOP_HOOKS])(void);
+static int n_stop_hooks;
 
 static void on_deadline(uv_timer_t *t) {
     bn_report_error("run did not finish within --timeout %.0f s", bn_o.timeout);
@@ -42,6 +46,13 @@ void bn_run_stop(void) {
     for (int i = 0; i < n_timers; i++)
         uv_close((uv_handle_t *)timers[i], free_timer);
     n_timers = 0;
+    for (int i = 0; i < n_stop_hooks; i++)
+        stop_hooks[i]();
+}
+
+void bn_run_at_stop(void (*fn)(void)) {
+    assert(n_stop_hooks < MAX_STOP_HOOKS);
+    stop_hooks[n_stop_hooks++] = fn;
 }
 
 int bn_run_stopping(void) {

@@ -23,15 +23,17 @@ typedef struct {
     const char *scenario;
     bn_target target;
     const char *content_type;
-    int streams;      /* writes, longpoll, create, fill */
-    int subscribers;  /* fanout */
-    int readers;      /* longpoll */
-    int clients;      /* catchup (concurrent phase), bootstrap, create (connections) */
-    int events;       /* bootstrap: events per stream */
-    int batch;        /* bootstrap: events per pre-fill append */
-    int replay_mode;  /* bootstrap: 1 replay, 0 bootstrap (snapshot + GET /bootstrap) */
-    int after_events; /* bootstrap mode: events appended after the snapshot */
-    int server_pid;   /* sample this process's VmRSS (0: don't) */
+    int streams;          /* writes, longpoll, create, fill */
+    int subscribers;      /* fanout */
+    int tails;            /* fanout: reader processes of tail_cmd (0: none) */
+    const char *tail_cmd; /* fanout: a client program reading the stream's URL */
+    int readers;          /* longpoll */
+    int clients;          /* catchup (concurrent phase), bootstrap, create (connections) */
+    int events;           /* bootstrap: events per stream */
+    int batch;            /* bootstrap: events per pre-fill append */
+    int replay_mode;      /* bootstrap: 1 replay, 0 bootstrap (snapshot + GET /bootstrap) */
+    int after_events;     /* bootstrap mode: events appended after the snapshot */
+    int server_pid;       /* sample this process's VmRSS (0: don't) */
     int json;
     double rate;           /* requests or events per second; 0: closed loop */
     double duration;       /* seconds of measurement */
@@ -54,6 +56,9 @@ extern bn_client *bn_cl;
 void bn_run_init(void);
 /* Ends the run (idempotent). */
 void bn_run_stop(void);
+/* Registers fn to be called once by bn_run_stop(), after the client and the
+ * timers are closed (for handles the run owns besides those: at most 4). */
+void bn_run_at_stop(void (*fn)(void));
 int bn_run_stopping(void);
 /* Starts a timer that bn_run_stop() closes. */
 void bn_timer(uv_timer_cb cb, uint64_t timeout_ms, uint64_t repeat_ms);

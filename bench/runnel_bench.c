@@ -30,7 +30,10 @@ static const char USAGE[] =
     "  writes     --streams [100] writers, --payload [256] B appends with producer headers,\n"
     "             --rate [0 = one in flight per stream] total appends/s, --duration [10] s\n"
     "  fanout     one stream, --subscribers [100] SSE readers, a writer at --rate [50]\n"
-    "             events/s of --payload [64] B for --duration [10] s\n"
+    "             events/s of --payload [64] B for --duration [10] s; with --tail-cmd CMD\n"
+    "             also --tails [1] processes of CMD (split at spaces) + the stream's URL,\n"
+    "             e.g. 'runnel tail -f', whose stdout must be the stream's bytes (timed\n"
+    "             like the SSE readers' events; not for JSON streams)\n"
     "  catchup    pre-fill --bytes [256M] in --append-bytes [1M] appends, read it from\n"
     "             offset -1 with 1 client, then with --clients [4] clients\n"
     "  longpoll   --readers [1000] parked long-polls on --streams [100] streams, writers at\n"
@@ -81,6 +84,8 @@ enum {
     O_AFTER_EVENTS,
     O_PID,
     O_TIMEOUT,
+    O_TAIL_CMD,
+    O_TAILS,
     O_JSON,
     O_FOLLOW,
     O_HELP,
@@ -109,6 +114,8 @@ static const struct option OPTS[] = {
     {"after-events", 1, 0, O_AFTER_EVENTS},
     {"server-pid", 1, 0, O_PID},
     {"timeout", 1, 0, O_TIMEOUT},
+    {"tail-cmd", 1, 0, O_TAIL_CMD},
+    {"tails", 1, 0, O_TAILS},
     {"json", 0, 0, O_JSON},
     {"follow-leaders", 0, 0, O_FOLLOW},
     {"help", 0, 0, O_HELP},
@@ -289,6 +296,12 @@ int main(int argc, char **argv) {
         case O_AFTER_EVENTS:
             bn_o.after_events = count_int(optarg);
             break;
+        case O_TAIL_CMD:
+            bn_o.tail_cmd = optarg;
+            break;
+        case O_TAILS:
+            bn_o.tails = positive_int(optarg);
+            break;
         case O_JSON:
             bn_o.json = 1;
             break;
@@ -330,6 +343,12 @@ int main(int argc, char **argv) {
         usage_error("catchup, bootstrap and fill send and verify raw bytes: use a non-JSON "
                     "--content-type",
                     NULL);
+    if (bn_o.tails && !bn_o.tail_cmd)
+        usage_error("--tails needs --tail-cmd", NULL);
+    if (bn_o.tail_cmd && (start != bn_fanout_start || json_stream || !bn_o.tail_cmd[0]))
+        usage_error("--tail-cmd is a non-empty command for fanout on a non-JSON stream", NULL);
+    if (bn_o.tail_cmd && !bn_o.tails)
+        bn_o.tails = 1;
     if (start == bn_longpoll_start && bn_o.readers < bn_o.streams)
         usage_error("--readers must be >= --streams", NULL);
     snprintf(bn_o.run_id, sizeof bn_o.run_id, "bench%ld-%d", (long)time(NULL), (int)getpid());

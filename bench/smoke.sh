@@ -5,7 +5,11 @@
 # the snapshot and with an answer past the server's 8 MiB cap, so that the
 # partial form and its follow-up reads are exercised), and the three
 # micro-benchmarks briefly. A case passes when the tool
-# exits 0 and the figure that proves work was done is non-zero.
+# exits 0 and the figure that proves work was done is non-zero. Then the
+# client benchmark in its short form (bench/client.sh --smoke): it passes
+# when the stream holds exactly what `runnel append --producer` read and
+# every `runnel tail -f` printed exactly the payloads sent; no speed is
+# asserted.
 # Usage: bench/smoke.sh BUILD_DIR        Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,21 +23,28 @@ port=$(free_port)
 passed=0
 failed=0
 
+# tally NAME PASSED WHY: counts a case; a failure prints WHY and the case's
+# output ($out).
+tally() {
+  if [ "$2" = yes ]; then
+    passed=$((passed + 1))
+    echo "ok   $1"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1 ($3)"
+    sed 's/^/     /' "$out" | head -30
+  fi
+}
+
 # check NAME KEY CMD...: runs CMD (JSON on stdout); passes when it exits 0
 # and the JSON has "KEY":<non-zero number>.
 check() {
-  local name=$1 key=$2
+  local name=$1 key=$2 ok=no
   shift 2
   timeout 120 "$@" >"$out" 2>&1
   local rc=$?
-  if [ "$rc" -eq 0 ] && grep -qE "\"$key\":[1-9]" "$out"; then
-    passed=$((passed + 1))
-    echo "ok   $name"
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name (exit $rc, expected non-zero $key)"
-    sed 's/^/     /' "$out" | head -30
-  fi
+  [ "$rc" -eq 0 ] && grep -qE "\"$key\":[1-9]" "$out" && ok=yes
+  tally "$name" "$ok" "exit $rc, expected non-zero $key"
 }
 
 start_server "$build/runnel" "$data" "$port" "$log" --long-poll-timeout-ms 2000 || exit 1
@@ -67,6 +78,11 @@ check micro-blake3 1m_mb_per_s "$build/bench/runnel-micro-blake3" --seconds 0.05
 check micro-wal records "$build/bench/runnel-micro-wal" --dir "$data" --concurrency 8 \
   --seconds 0.5 --json
 stop_server "$log" || { echo "FAIL server did not shut down cleanly"; failed=$((failed + 1)); }
-rm -rf "$data" "$log" "$out"
+client_out=$(mktemp -d)
+timeout 300 bench/client.sh --smoke --bin "$build" --out "$client_out" >"$out" 2>&1
+rc=$?
+tally "client (append --producer, tail -f: bytes exact)" "$([ "$rc" -eq 0 ] && echo yes)" \
+  "bench/client.sh --smoke exited $rc"
+rm -rf "$data" "$log" "$out" "$client_out"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

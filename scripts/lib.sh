@@ -35,3 +35,14 @@ stop_server() {
   fi
   return "$rc"
 }
+
+# build_bench_bin DIR: builds build/ (scripts/build.sh plain, under nice: the
+# machine is shared and the measuring is not done yet) and copies runnel and
+# runnel-bench into DIR, so that a rebuild during the measurement cannot
+# change what is measured. Returns non-zero when either step fails.
+build_bench_bin() {
+  local dir=$1
+  nice -n 19 scripts/build.sh plain || return 1
+  mkdir -p "$dir"
+  cp build/runnel build/bench/runnel-bench "$dir/"
+}
