@@ -1018,14 +1018,20 @@ static void test_rewrite_closes_producer_epochs(void **state) {
     assert_int_equal(producer(find(f, "/h"), "kept")->history_seq, 2);
 }
 
+/* A producer TTL short enough for a test and long enough that writes meant
+ * to be back to back stay within it on a loaded machine (the sanitizer
+ * build under parallel tests has stalled for more than 100 ms). */
+#define IDLE_TTL_MS 1000
+#define PAST_IDLE_TTL_US (1200 * 1000)
+
 static void test_idle_producers_expire_and_raise_the_floor(void **state) {
     fx *f = *state;
-    f->producer_ttl_ms = 100;
+    f->producer_ttl_ms = IDLE_TTL_MS;
     restart_clean(f);
     create(f, "/x", NULL, NULL);
     uint64_t inc = find(f, "/x")->incarnation;
     write_id(f, "/x", "a", "old", 5, 0, NULL, 0);
-    usleep(150 * 1000);
+    usleep(PAST_IDLE_TTL_US);
     rn_engine_sweep_expired(f->e);
     run(f);
     rn_stream *s = find(f, "/x");
@@ -1045,7 +1051,7 @@ static void test_idle_producers_expire_and_raise_the_floor(void **state) {
     assert_int_equal(o.closes_epoch, 0);
     assert_int_equal(producer(find(f, "/x"), "new")->above_floor, 1);
     /* On access: the writer's own idle state goes before its write is judged. */
-    usleep(150 * 1000);
+    usleep(PAST_IDLE_TTL_US);
     o = write_id(f, "/x", "d", "new", 6, 1, NULL, 0);
     assert_int_equal(o.result, RN_ERR_SEQ_GAP);
     assert_int_equal(find(f, "/x")->epoch_floor, 6);
@@ -1057,7 +1063,7 @@ static void test_idle_producers_expire_and_raise_the_floor(void **state) {
 
 static void test_producer_cap_displaces_only_idle_producers(void **state) {
     fx *f = *state;
-    f->producer_ttl_ms = 100;
+    f->producer_ttl_ms = IDLE_TTL_MS;
     f->producer_cap = 2;
     restart_clean(f);
     create(f, "/cap", NULL, NULL);
@@ -1066,7 +1072,7 @@ static void test_producer_cap_displaces_only_idle_producers(void **state) {
     outcome o = write_id(f, "/cap", "c", "C", 0, 0, NULL, 0);
     assert_int_equal(o.result, RN_ERR_PRODUCER_LIMIT);
     assert_int_equal(o.retry_after_s, 1);
-    usleep(150 * 1000);
+    usleep(PAST_IDLE_TTL_US);
     assert_int_equal(write_id(f, "/cap", "c", "C", 0, 0, NULL, 0).result, RN_OK_APPENDED);
     rn_stream *s = find(f, "/cap");
     assert_int_equal(s->producers.count, 2);
