@@ -34,9 +34,9 @@ size_t chunk_size_line(char *out, size_t n);
 /* Sends head then body (may be NULL) on c; takes both over. The bytes are
  * collected by an open batch, or tried at once, and whatever remains is
  * queued; the protocol's `written` runs when a queued write completes. A
- * file piece is always queued, so that its completion pumps the next one.
+ * body piece is always queued, so that its completion pumps the next one.
  * Returns -1 when the connection failed (it is closed), else 0. */
-int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
+int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int body_piece);
 
 /* Sends a shared chunk's bytes on c: collected by an open batch, or tried
  * at once from the chunk itself; only when the socket does not take them
