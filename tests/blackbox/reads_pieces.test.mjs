@@ -147,46 +147,47 @@ describe("a large catch-up answer is the stream's bytes, whole", () => {
   });
 });
 
+// Starts a slow read of a fresh 48 MiB stream (with a snapshot at its tail,
+// so that retention may advance to it), makes `change` to the stream while
+// the answer waits for its client, and asserts the answer was cut.
+async function assertCutBy(what, change) {
+  const body = pseudoRandom(TOTAL, what);
+  const s = await octetStream(body);
+  await publishOk(s.bucketUrl, s.tail, "snapshot at the tail");
+  const r = await slowRead(`/v1/stream/${s.key}?offset=-1`);
+  await change(s);
+  assertCut(await r.ended(), r.length, body, what);
+}
+
+// Appends 48 MiB of other bytes to the stream at url.
+async function appendOther(url, from = 0) {
+  for (let at = from; at < TOTAL; at += 8 * MiB) await append(url, Buffer.alloc(8 * MiB, 0x2a), OCTET);
+}
+
 describe("a large catch-up answer is cut when the stream changes under it", () => {
-  test("retention advanced past it (its bytes punched out): cut, never wrong bytes", async () => {
-    const body = pseudoRandom(TOTAL, "retain");
-    const s = await octetStream(body);
-    await publishOk(s.bucketUrl, s.tail, "snapshot at the tail");
-    const r = await slowRead(`/v1/stream/${s.key}?offset=-1`);
-    const ret = await req(`${s.bucketUrl}/retention/${enc(s.tail)}`, { method: "PUT" });
-    assert.ok(ret.status === 200 || ret.status === 204, `retention answered ${ret.status} ${ret.text}`);
-    assertCut(await r.ended(), r.length, body, "retention");
-  });
+  test("retention advanced past it (its bytes punched out): cut, never wrong bytes", () =>
+    assertCutBy("retention", async (s) => {
+      const ret = await req(`${s.bucketUrl}/retention/${enc(s.tail)}`, { method: "PUT" });
+      assert.ok(ret.status === 200 || ret.status === 204, `retention answered ${ret.status} ${ret.text}`);
+    }));
 
-  test("the stream deleted: cut, never wrong bytes", async () => {
-    const body = pseudoRandom(TOTAL, "delete");
-    const s = await octetStream(body);
-    const r = await slowRead(`/v1/stream/${s.key}?offset=-1`);
-    assert.equal((await del(s.v1Url)).status, 204);
-    assertCut(await r.ended(), r.length, body, "delete");
-  });
+  test("the stream deleted: cut, never wrong bytes", () =>
+    assertCutBy("delete", async (s) => assert.equal((await del(s.v1Url)).status, 204)));
 
-  test("the stream deleted and re-created with other bytes: cut, never the new bytes", async () => {
-    const body = pseudoRandom(TOTAL, "recreate");
-    const s = await octetStream(body);
-    const r = await slowRead(`/v1/stream/${s.key}?offset=-1`);
-    assert.equal((await del(s.v1Url)).status, 204);
-    const again = await put(s.bucketUrl, { type: OCTET });
-    assert.equal(again.status, 201);
-    for (let at = 0; at < TOTAL; at += 8 * MiB) await append(s.bucketUrl, Buffer.alloc(8 * MiB, 0x2a), OCTET);
-    assertCut(await r.ended(), r.length, body, "re-create");
-  });
+  test("the stream deleted and re-created with other bytes: cut, never the new bytes", () =>
+    assertCutBy("re-create", async (s) => {
+      assert.equal((await del(s.v1Url)).status, 204);
+      assert.equal((await put(s.bucketUrl, { type: OCTET })).status, 201);
+      await appendOther(s.bucketUrl);
+    }));
 
-  test("the stream rewritten (a new incarnation) and appended to: cut, never the new bytes", async () => {
-    const body = pseudoRandom(TOTAL, "rewrite");
-    const s = await octetStream(body);
-    const r = await slowRead(`/v1/stream/${s.key}?offset=-1`);
-    const keep = `0000000000000000_${String(MiB).padStart(16, "0")}`;
-    const rw = await req(`${server.url}/__runnel/test/rewrite/${s.key}?keep=${keep}`, { method: "POST" });
-    assert.equal(rw.status, 204, `the rewrite hook answered ${rw.status} ${rw.text}`);
-    for (let at = MiB; at < TOTAL; at += 8 * MiB) await append(s.bucketUrl, Buffer.alloc(8 * MiB, 0x2a), OCTET);
-    assertCut(await r.ended(), r.length, body, "rewrite");
-  });
+  test("the stream rewritten (a new incarnation) and appended to: cut, never the new bytes", () =>
+    assertCutBy("rewrite", async (s) => {
+      const keep = `0000000000000000_${String(MiB).padStart(16, "0")}`;
+      const rw = await req(`${server.url}/__runnel/test/rewrite/${s.key}?keep=${keep}`, { method: "POST" });
+      assert.equal(rw.status, 204, `the rewrite hook answered ${rw.status} ${rw.text}`);
+      await appendOther(s.bucketUrl, MiB);
+    }));
 
   test("an append, and retention below what is left to send, do not cut it", async () => {
     const body = pseudoRandom(TOTAL, "keep");
