@@ -141,12 +141,6 @@ int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap);
 
 /* Stops accepting and closes idle connections; active requests finish. */
 void rn_http_stop_accepting(rn_http_server *srv);
-/* The most bytes a new answer to req's server should hold so that answers
- * stay within max_answer_bytes_in_flight: what is left of it, but at least
- * RN_HTTP_SMALL_PIECE_BYTES (every reader keeps making progress), and
- * SIZE_MAX without a bound. An answer built whole in memory should be no
- * longer (or be sent piece by piece). */
-size_t rn_http_answer_room(const rn_request *req);
 /* Answer bytes queued for clients that have not taken them yet (the
  * count max_answer_bytes_in_flight bounds). */
 uint64_t rn_http_answer_bytes_held(const rn_http_server *srv);
@@ -198,7 +192,7 @@ void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *p
 
 /* How many body bytes rn_http_respond_pieces makes at a time for req now:
  * 256 KiB, or RN_HTTP_SMALL_PIECE_BYTES while less than that is left of
- * the answer budget (rn_http_answer_room). A body no longer than this
+ * the answer budget. A body no longer than this
  * costs no more memory built whole and sent with rn_http_respond. */
 size_t rn_http_piece_bytes(const rn_request *req);
 

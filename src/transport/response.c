@@ -55,7 +55,7 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
 }
 
 size_t rn_http_piece_bytes(const rn_request *req) {
-    return rn_http_answer_room(req) < PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES : PIECE_BYTES;
+    return answer_room(req) < PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES : PIECE_BYTES;
 }
 
 void answer_pieces_release(rn_exchange *x) {

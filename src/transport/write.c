@@ -353,7 +353,7 @@ size_t conn_queued(const rn_conn *c) {
     return c->bytes->queued(c);
 }
 
-size_t rn_http_answer_room(const rn_request *req) {
+size_t answer_room(const rn_request *req) {
     const rn_conn *c = exchange_of(req)->conn;
     const rn_http_server *srv = c ? c->srv : NULL;
     if (!srv || !srv->cfg.max_answer_bytes_in_flight)

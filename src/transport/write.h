@@ -43,6 +43,12 @@ int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int body_piece);
  * whole is a write queued, holding a reference. Returns as conn_write. */
 int conn_write_chunk(rn_conn *c, rn_http_chunk *ch);
 
+/* The most bytes a new answer to req's server should hold so that answers
+ * stay within max_answer_bytes_in_flight: what is left of it, but at least
+ * RN_HTTP_SMALL_PIECE_BYTES (every reader keeps making progress), and
+ * SIZE_MAX without a bound (rn_http_piece_bytes follows it). */
+size_t answer_room(const rn_request *req);
+
 /* Bytes queued on c's socket and not yet taken by the kernel. */
 size_t conn_queued(const rn_conn *c);
 
