@@ -60,6 +60,7 @@ import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import fs from "node:fs";
+import { Worker } from "node:worker_threads";
 import { Checks, Server, percentile, parseArgs, readAll, tempDir, sleep } from "../faults/lib.mjs";
 import { commit, createStream, enc, snapshotDigestOf, stagePart } from "../blackbox/lib/snap.mjs";
 
@@ -102,49 +103,55 @@ class Raw {
   destroy() { this.sock.destroy(); }
 }
 
-// A raw TCP client that asks for one answer and checks its body as it
-// arrives, every byte against `byte`, without keeping it (24 answers of 48
-// MiB would not fit the test's memory); `wrong` counts the received pieces
-// holding any other byte. It starts paused.
-class CheckedAnswer {
-  constructor(port, byte) {
-    this.expected = Buffer.alloc(1 << 20, byte); // compared natively, a slice at a time
-    this.raw = Buffer.alloc(0);
-    this.head = null;
-    this.status = 0;
-    this.length = -1;
-    this.bodyBytes = 0;
-    this.wrong = 0;
-    this.closedAt = null;
-    this.sock = net.connect(port, "127.0.0.1");
-    this.sock.pause();
-    this.sock.on("data", (d) => this.take(d));
-    this.sock.on("error", () => {});
-    this.sock.on("close", () => { this.closedAt = Date.now(); });
-    this.connected = new Promise((r) => { this.sock.once("connect", r); this.sock.once("close", r); });
-  }
-  take(d) {
-    if (this.head === null) {
-      this.raw = Buffer.concat([this.raw, d]);
-      const end = this.raw.indexOf("\r\n\r\n");
+// Unread answers taken on a worker thread, so that swallowing them (24 x
+// 48 MiB) never holds up the main thread, whose probe measures the server:
+// the worker opens `count` connections, asks each for `path` and leaves the
+// answers unread (posting "sent"); on "resume" it reads them all, checking
+// every body byte against `byte` as it arrives without keeping it, and
+// posts each answer's head, status, Content-Length, body bytes received
+// and how many received pieces held any other byte ("wrong").
+const UNREAD_ANSWERS_WORKER = `
+import net from "node:net";
+import { parentPort, workerData } from "node:worker_threads";
+const { port, path, count, byte } = workerData;
+const expected = Buffer.alloc(1 << 20, byte); // compared natively, a slice at a time
+const readers = [];
+for (let i = 0; i < count; i++) {
+  const r = { head: null, status: 0, length: -1, bodyBytes: 0, wrong: 0, closed: false, raw: Buffer.alloc(0) };
+  r.done = () => r.head !== null && r.bodyBytes >= r.length;
+  r.sock = net.connect(port, "127.0.0.1");
+  r.sock.pause();
+  r.sock.on("error", () => {});
+  r.sock.on("close", () => { r.closed = true; });
+  r.sock.on("data", (d) => {
+    if (r.head === null) {
+      r.raw = Buffer.concat([r.raw, d]);
+      const end = r.raw.indexOf("\\r\\n\\r\\n");
       if (end < 0) return;
-      this.head = this.raw.subarray(0, end).toString("latin1");
-      this.status = Number(this.head.slice(9, 12));
-      this.length = Number(/\r\ncontent-length: (\d+)/i.exec(this.head)?.[1] ?? NaN);
-      d = this.raw.subarray(end + 4);
-      this.raw = null;
+      r.head = r.raw.subarray(0, end).toString("latin1");
+      r.status = Number(r.head.slice(9, 12));
+      r.length = Number(/\\r\\ncontent-length: (\\d+)/i.exec(r.head)?.[1] ?? NaN);
+      d = r.raw.subarray(end + 4);
+      r.raw = null;
     }
-    for (let at = 0; at < d.length; at += this.expected.length) {
-      const part = d.subarray(at, at + this.expected.length);
-      if (!part.equals(this.expected.subarray(0, part.length))) this.wrong++;
+    for (let at = 0; at < d.length; at += expected.length) {
+      const part = d.subarray(at, at + expected.length);
+      if (!part.equals(expected.subarray(0, part.length))) r.wrong++;
     }
-    this.bodyBytes += d.length;
-  }
-  done() { return this.head !== null && this.bodyBytes >= this.length; }
-  send(s) { this.sock.write(s); }
-  resume() { this.sock.resume(); }
-  destroy() { this.sock.destroy(); }
+    r.bodyBytes += d.length;
+  });
+  r.sock.write("GET " + path + " HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n");
+  readers.push(r);
 }
+parentPort.postMessage("sent");
+parentPort.once("message", async () => {
+  for (const r of readers) r.sock.resume();
+  const t0 = Date.now();
+  while (readers.some((r) => !r.done() && !r.closed) && Date.now() - t0 < 30000) await new Promise((ok) => setTimeout(ok, 20));
+  parentPort.postMessage(readers.map((r) => ({ head: r.head, status: r.status, length: r.length, bodyBytes: r.bodyBytes, wrong: r.wrong, done: r.done() })));
+  for (const r of readers) r.sock.destroy();
+});
+`;
 
 // Sends `text` as one piece and waits for the server to close (bounded).
 async function oneShot(port, text, waitMs = 3000) {
@@ -545,13 +552,9 @@ async function main() {
       const PIECE = 256 << 10;
       const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.proc.pid}/status`, "utf8"))[1]) << 10;
       const before = rss();
-      const readers = [];
-      for (let i = 0; i < 24; i++) {
-        const c = new CheckedAnswer(port(), 0x62);
-        await c.connected;
-        c.send(`GET ${path}?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n`);
-        readers.push(c);
-      }
+      const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(UNREAD_ANSWERS_WORKER)}`), { workerData: { port: port(), path: `${path}?offset=-1`, count: 24, byte: 0x62 } });
+      const fromWorker = () => new Promise((resolve, reject) => { worker.once("message", resolve); worker.once("error", reject); });
+      await fromWorker(); // "sent"
       await sleep(300);
       const grew = rss() - before;
       // on a connection of its own: a pooled keep-alive connection may be
@@ -572,12 +575,14 @@ async function main() {
         held > 0 && held <= heldBound, String(held));
       const bound = 32 << 20; // 24 pieces (6 MiB), plus the allocator's slack
       checks.check(`answer memory: server RSS grew ${grew >> 20} MiB for 24 unread 48 MiB answers (<= ${bound >> 20} MiB)`, grew <= bound, `${grew >> 20} MiB`);
-      for (const c of readers) c.resume();
       const t0 = Date.now();
-      while (readers.some((c) => !c.done() && c.closedAt === null) && Date.now() - t0 < 30000) await sleep(20);
+      const results = fromWorker();
+      worker.postMessage("resume");
+      const readers = await results;
+      await worker.terminate();
       const bad = [];
       readers.forEach((c, i) => {
-        if (!c.done()) return bad.push(`reader ${i}: no whole answer (${c.bodyBytes} of ${c.length} body bytes)`);
+        if (!c.done) return bad.push(`reader ${i}: no whole answer (${c.bodyBytes} of ${c.length} body bytes)`);
         const next = /\r\nstream-next-offset: (\S+)/i.exec(c.head)?.[1];
         const upToDate = /\r\nstream-up-to-date: true/i.test(c.head);
         if (c.status !== 200 || c.wrong > 0 || c.length !== total) bad.push(`reader ${i}: status ${c.status}, ${c.length} bytes, ${c.wrong} pieces with wrong bytes`);
@@ -585,8 +590,7 @@ async function main() {
         else if (!upToDate) bad.push(`reader ${i}: a whole answer without Stream-Up-To-Date`);
       });
       checks.check("answer memory: all 24 answers are whole: 200, 48 MiB of correct bytes, Stream-Next-Offset at the tail, Stream-Up-To-Date", bad, "");
-      figures.push(`answer memory: RSS grew ${grew >> 20} MiB, ${held >> 10} KiB held for 24 unread answers; ${readers.filter((c) => c.done()).length} of 24 whole after ${Date.now() - t0} ms`);
-      readers.forEach((c) => c.destroy());
+      figures.push(`answer memory: RSS grew ${grew >> 20} MiB, ${held >> 10} KiB held for 24 unread answers; ${readers.filter((c) => c.done).length} of 24 whole after ${Date.now() - t0} ms`);
       const heldAfter = await heldGauge();
       checks.check("answer memory: runnel_answer_bytes_in_flight returns to 0 once the answers are taken", heldAfter === 0, String(heldAfter));
       const again = await fetch(`${base()}${path}?offset=-1`);
