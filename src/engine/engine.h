@@ -98,9 +98,33 @@ void rn_engine_touch(rn_engine *e, rn_stream *s);
 /* Reads stream bytes from offset, at most max bytes, appending to out. With
  * `whole_messages` on a JSON stream, the range ends on a message boundary
  * and holds at least one whole message when any exists past offset (it may
- * then exceed max). Returns bytes read or -errno. */
+ * then exceed max). On a replica filling a gap (replica.c) the range stops
+ * short of the gap; -EAGAIN when it starts inside it (or no whole message
+ * comes before it). Returns bytes read or -errno. */
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
                     rn_buf *out);
+
+/* How many bytes rn_engine_read would read, found without reading them
+ * (a JSON stream's range is cut where rn_engine_read cuts it: its last
+ * bytes are scanned for a message end). Returns the length or -errno. */
+long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t max,
+                           int whole_messages);
+
+/* Reads the bytes [offset, offset + len) of the stream with internal id
+ * `id` into out, for an answer sent a piece at a time that began when the
+ * stream had that id and incarnation and the range lay at or above its
+ * retained offset and below its tail; only when they are still the bytes
+ * the answer began with. Between two pieces the stream may have been
+ * deleted (its id is gone, or it is soft-deleted), re-created (another
+ * id), rewritten (another incarnation: its files were cut, and later
+ * appends write over the old bytes), or had its retention advanced past
+ * offset (the bytes below it are punched out: reads give zeros). All of
+ * these are applied on this (the loop) thread, like this call; bytes below
+ * the tail change in no other way (appends, which the log's writer thread
+ * writes, land at the tail or past it). Returns 0, -ESTALE when the bytes
+ * may have changed (the answer must end), or -errno. */
+int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64_t offset,
+                         size_t len, uint8_t *out);
 
 /* Whether offset is a valid position for reads and for snapshot, retention
  * and fork offsets: <= tail and, for JSON streams, on a message boundary

@@ -3,7 +3,8 @@
  * below its fork offset are its source's, never copied), message
  * boundaries of JSON streams, and where a fork starts (its offset and
  * sub-offset, found through the append index of tiers/streamfiles.h).
- * Reads run on the loop thread: a catch-up answer is pread there.
+ * Reads run on the loop thread: a catch-up answer is pread there, a piece
+ * at a time when it is large (rn_engine_read_again).
  */
 #include "engine/engine_int.h"
 #include "util/fault.h"
@@ -119,42 +120,78 @@ int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     return rc < 0 ? rc : c == '\n';
 }
 
-long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
-                    rn_buf *out) {
+#define SCAN_BYTES (64 * 1024) /* message ends are looked for this much at a time */
+
+/* Finds a message end of s (a position just past an LF) in (lo, hi]: the
+ * last one when `backwards`, else the first, reading SCAN_BYTES at a time.
+ * Returns 1 with *end, 0 when there is none, or -errno. */
+static int find_message_end(rn_engine *e, const rn_stream *s, uint64_t lo, uint64_t hi,
+                            int backwards, uint64_t *end) {
+    uint8_t *buf = rn_xmalloc(SCAN_BYTES);
+    int rc = 0;
+    for (uint64_t done = 0; rc == 0 && done < hi - lo;) {
+        size_t n = hi - lo - done < SCAN_BYTES ? (size_t)(hi - lo - done) : SCAN_BYTES;
+        uint64_t at = backwards ? hi - done - n : lo + done;
+        rc = engine_read_range(e, s, at, n, buf);
+        for (size_t k = 0; rc == 0 && k < n; k++) {
+            size_t i = backwards ? n - 1 - k : k;
+            if (buf[i] == '\n') {
+                *end = at + i + 1;
+                rc = 1;
+            }
+        }
+        done += n;
+    }
+    free(buf);
+    return rc;
+}
+
+long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t max,
+                           int whole_messages) {
     if (offset >= s->tail)
         return 0;
     uint64_t avail = s->tail - offset;
-    int short_of_gap = offset < s->gap_from && s->gap_from < s->gap_to;
-    if (short_of_gap)
-        avail = s->gap_from - offset; /* a partial answer up to what is here */
-    size_t want = avail < max ? (size_t)avail : max;
-    size_t start = out->len;
-    for (;;) {
-        rn_buf_reserve(out, want);
-        int rc = engine_read_range(e, s, offset, want, out->data + start);
-        if (rc < 0)
-            return rc;
-        out->len = start + want;
-        if (!s->json || !whole_messages || (want == avail && want <= max))
-            return (long)want;
-        /* Within max: cut at the last message end. A first message longer
-         * than max comes alone: the read grows until its end. */
-        size_t cut = 0;
-        if (want <= max) {
-            cut = want;
-            while (cut > 0 && out->data[start + cut - 1] != '\n')
-                cut--;
-        } else {
-            const uint8_t *lf = memchr(out->data + start + max, '\n', want - max);
-            cut = lf ? (size_t)(lf - (out->data + start)) + 1 : 0;
-        }
-        if (cut == 0 && want == avail && short_of_gap)
-            return -EAGAIN;             /* no whole message before the gap */
-        if (cut > 0 || want == avail) { /* stored messages end in LF: cut > 0 here */
-            out->len = start + (cut ? cut : want);
-            return (long)(cut ? cut : want);
-        }
-        want = want * 2 < avail ? want * 2 : (size_t)avail;
-        out->len = start;
+    /* A replica filling a gap (replica.c) answers up to what is here, and
+     * sends a read inside the gap elsewhere. */
+    uint64_t limit = s->tail;
+    int short_of_gap = s->gap_from < s->gap_to && offset < s->gap_to;
+    if (short_of_gap) {
+        if (offset >= s->gap_from)
+            return -EAGAIN;
+        limit = s->gap_from;
+        avail = limit - offset;
     }
+    if (!s->json || !whole_messages || avail <= max)
+        return (long)(avail < max ? avail : max);
+    /* Within max: cut at the last message end. A first message longer
+     * than max comes alone: the range then ends where it does. */
+    uint64_t end = limit;
+    int rc = find_message_end(e, s, offset, offset + max, 1, &end);
+    if (rc == 0)
+        rc = find_message_end(e, s, offset + max, limit, 0, &end);
+    if (rc == 0 && short_of_gap)
+        return -EAGAIN;                        /* no whole message before the gap */
+    return rc < 0 ? rc : (long)(end - offset); /* stored messages end in LF: found */
+}
+
+long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
+                    rn_buf *out) {
+    long n = rn_engine_read_length(e, s, offset, max, whole_messages);
+    if (n <= 0)
+        return n;
+    rn_buf_reserve(out, (size_t)n);
+    int rc = engine_read_range(e, s, offset, (size_t)n, out->data + out->len);
+    if (rc < 0)
+        return rc;
+    out->len += (size_t)n;
+    return n;
+}
+
+int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64_t offset,
+                         size_t len, uint8_t *out) {
+    const rn_stream *s = rn_state_stream(&e->state, id);
+    if (!s || s->pending_create || s->soft_deleted || s->incarnation != incarnation ||
+        offset < s->retained || offset + len > s->tail)
+        return -ESTALE;
+    return engine_read_range(e, s, offset, len, out);
 }

@@ -140,9 +140,9 @@ static const setting SETTINGS[] = {
         "INGRESS_BODY_BYTES_LIMIT_REACHED unread"),
     U64("max-answer-bytes-in-flight", "RUNNEL_MAX_ANSWER_BYTES_IN_FLIGHT",
         max_answer_bytes_in_flight, 268435456, 0, 1ull << 40,
-        "answer bytes held in memory at once for clients that have not taken them; past it "
-        "reads answer partially (64 KiB, the client continues from Stream-Next-Offset) and "
-        "files go out in 64 KiB pieces; 0: no bound"),
+        "answer bytes held in memory at once for clients that have not taken them; large "
+        "answers (catch-up reads, snapshots) go out a piece at a time, 256 KiB, and past it "
+        "64 KiB; 0: no bound"),
     U64("max-live-reads", "RUNNEL_MAX_LIVE_READS", max_live_reads, 8192, 1, 10000000,
         "parked long-polls and SSE readers in all; one more gets 503 LIVE_READ_BACKPRESSURE"),
     U64("max-live-reads-per-stream", "RUNNEL_MAX_LIVE_READS_PER_STREAM", max_live_reads_per_stream,

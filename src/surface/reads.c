@@ -20,13 +20,13 @@
 #include "surface/routing.h"
 #include "tiers/tiers.h"
 #include "surface/streams_int.h"
-#include "util/json_text.h"
 #include "util/metrics.h"
 #include "util/text.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BUCKET_READ_CAP (8u << 20) /* ext §9.3: bytes per response or SSE event */
@@ -100,29 +100,83 @@ static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
     return s->json && c->prof->ndjson_reads;
 }
 
-/* The most bytes this answer reads: the request's cap, shortened while
- * answers for slow clients hold the server's answer budget (the answer is
- * then partial, and the client continues from Stream-Next-Offset). */
-static size_t answer_cap(const stream_ctx *c) {
-    size_t room = rn_http_answer_room(c->req);
-    return room < c->read.max_bytes ? room : c->read.max_bytes;
+/* A catch-up answer's body, read from the stream a piece at a time
+ * (rn_http_pieces) or whole: the stream's bytes [start, start + len) as
+ * the read found them; for a JSON array, the message text with every LF
+ * turned into a comma ("[" and "]" go around it, the last LF left out). */
+typedef struct {
+    rn_engine *engine;
+    uint64_t stream_id, incarnation;
+    uint64_t start;
+    int commas;
+} read_source;
+
+/* Appends the answer's bytes [pos, pos + len) to out. Returns 0, or -1
+ * when they are no longer the stream's bytes the answer began with
+ * (rn_engine_read_again) or could not be read. */
+static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
+    const read_source *r = ctx;
+    rn_buf_reserve(out, len);
+    uint8_t *p = out->data + out->len;
+    if (rn_engine_read_again(r->engine, r->stream_id, r->incarnation, r->start + pos, len, p) < 0)
+        return -1;
+    for (size_t i = 0; r->commas && i < len; i++)
+        if (p[i] == '\n')
+            p[i] = ',';
+    out->len += len;
+    return 0;
+}
+
+static void read_release(void *ctx) {
+    free(ctx);
+}
+
+/* Sends a 200 catch-up answer: head h, then the `got` stream bytes at
+ * src->start, rendered as a JSON array or as they are. One that fits one
+ * piece of the transport is read here and sent whole; a longer one is read
+ * and sent a piece at a time (rn_http_respond_pieces), so it never holds
+ * the loop, or memory, for more than a piece. Returns -1 (nothing sent)
+ * when the bytes of a whole answer could not be read. */
+static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t got) {
+    rn_buf prefix = {0}, body = {0}, suffix = {0};
+    if (src->commas) { /* "[" text-without-its-last-LF "]" */
+        rn_buf_append_str(&prefix, "[");
+        rn_buf_append_str(&suffix, "]");
+        got = got ? got - 1 : 0;
+    }
+    if (got > rn_http_piece_bytes(c->req)) {
+        read_source *pieces_src = rn_xmalloc(sizeof *pieces_src);
+        *pieces_src = *src;
+        rn_http_pieces pieces = {.fill = read_fill, .release = read_release, .ctx = pieces_src};
+        rn_http_respond_pieces(c->req, 200, h, &prefix, &pieces, got, &suffix);
+        return 0;
+    }
+    body = prefix;
+    if (got && read_fill((void *)src, 0, (size_t)got, &body) < 0) {
+        rn_buf_free(&body);
+        rn_buf_free(&suffix);
+        return -1;
+    }
+    rn_buf_append(&body, suffix.data, suffix.len);
+    rn_buf_free(&suffix);
+    rn_http_respond(c->req, 200, h, &body);
+    return 0;
 }
 
 /* Answers a read with the data at its offset (possibly none): catch-up 200,
  * or a long-poll 200 with a cursor. */
 static void answer_data(stream_ctx *c, rn_stream *s) {
-    rn_buf data = {0}, body = {0}, h = {0};
+    rn_buf h = {0};
     uint64_t start = c->read.offset;
     long got = 0;
     if (c->offset_kind != RN_OFFSET_NOW) {
-        got = rn_engine_read(c->sf->engine, s, start, answer_cap(c), !reads_ndjson(c, s), &data);
+        got =
+            rn_engine_read_length(c->sf->engine, s, start, c->read.max_bytes, !reads_ndjson(c, s));
         if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
-            rn_buf_free(&data);
             rn_routing_read_elsewhere(c->req, c->path, c->path_len);
             return;
         }
         if (got < 0) {
-            rn_buf_free(&data);
             rn_reply_error(c->req, RN_E_INTERNAL, NULL);
             return;
         }
@@ -151,7 +205,6 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
     } else {
         rn_buf_append_str(&h, "Cache-Control: public, max-age=60, stale-while-revalidate=300\r\n");
     }
-    int status = 200;
     if (c->offset_kind != RN_OFFSET_NOW) {
         /* The ETag names the incarnation, the range, closure at the tail and
          * the representation (JSON arrays and NDJSON differ in bytes). */
@@ -160,17 +213,21 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
                  (unsigned long long)start, (unsigned long long)end, c->prof->name,
                  at_tail && s->closed ? ":c" : "");
         rn_buf_appendf(&h, "ETag: %s\r\n", etag);
-        if (rn_if_none_match(c->req, etag))
-            status = 304;
+        if (rn_if_none_match(c->req, etag)) {
+            rn_buf empty = {0};
+            rn_http_respond(c->req, 304, &h, &empty);
+            return;
+        }
     }
-    if (status == 200) {
-        if (s->json && !reads_ndjson(c, s))
-            rn_json_append_array(&body, data.data, data.len);
-        else
-            body = data, data = (rn_buf){0};
+    read_source src = {.engine = c->sf->engine,
+                       .stream_id = s->id,
+                       .incarnation = s->incarnation,
+                       .start = start,
+                       .commas = s->json && !reads_ndjson(c, s)};
+    if (send_data(c, &h, &src, (uint64_t)got) < 0) {
+        rn_buf_free(&h);
+        rn_reply_error(c->req, RN_E_INTERNAL, NULL);
     }
-    rn_buf_free(&data);
-    rn_http_respond(c->req, status, &h, &body);
 }
 
 static void answer_poll_timeout(stream_ctx *c, rn_stream *s) {

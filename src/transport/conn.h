@@ -70,10 +70,10 @@ extern const rn_byte_transport rn_tcp_bytes;
 
 /* Body bytes given to rn_protocol.send_body. */
 typedef enum {
-    RN_BODY_CHUNK,      /* a chunk of a streamed answer: the protocol frames it */
-    RN_BODY_BYTES,      /* bytes of a sized body */
-    RN_BODY_FILE_PIECE, /* bytes of a sized body read from its file: once they are
-                         * written, the protocol calls answer_file_pump */
+    RN_BODY_CHUNK, /* a chunk of a streamed answer: the protocol frames it */
+    RN_BODY_BYTES, /* bytes of a sized body */
+    RN_BODY_PIECE, /* a piece of a sized body sent piece by piece: once it is
+                    * written, the protocol calls answer_pump */
 } rn_body_kind;
 
 /* The protocol spoken on a connection: what the connection code calls when
@@ -88,9 +88,9 @@ typedef struct {
     /* The connection's timer ran out while no answer bytes wait and the
      * connection is not ending. */
     void (*timeout)(rn_conn *c);
-    /* A write queued with the byte transport completed (file_piece: it carried a
-     * piece of a file body). */
-    void (*written)(rn_conn *c, int file_piece);
+    /* A write queued with the byte transport completed (body_piece: it carried a
+     * piece of a body sent piece by piece). */
+    void (*written)(rn_conn *c, int body_piece);
     /* The connection closes (once): requests still held are aborted. */
     void (*closing)(rn_conn *c);
     /* True between requests (stopping the server closes such a connection). */
@@ -119,7 +119,8 @@ typedef struct {
     /* x's answer is complete (all of it was handed to send_*): the request
      * is done, and the protocol goes on with the connection. */
     void (*finished)(rn_exchange *x);
-    /* x's answer cannot be completed (a file body ended short). */
+    /* x's answer cannot be completed (a piece of its body could not be
+     * made: a file ended short, a stream's bytes changed). */
     void (*fail)(rn_exchange *x);
     /* Answer bytes of x still queued for its client. */
     size_t (*queued)(const rn_exchange *x);

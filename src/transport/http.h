@@ -109,9 +109,9 @@ typedef struct {
     uint64_t max_body_bytes_in_flight;
     /* Answer bytes held at once for clients that have not taken them yet,
      * over all connections (owned buffers of queued writes; shared SSE
-     * chunks are bounded per reader instead). Past it, file bodies go out
-     * in RN_HTTP_SMALL_PIECE_BYTES pieces, and the surfaces shorten reads
-     * (rn_http_answer_room). 0: no bound. */
+     * chunks are bounded per reader instead). Past it, bodies sent piece
+     * by piece (rn_http_respond_pieces) go out in RN_HTTP_SMALL_PIECE_BYTES
+     * pieces (rn_http_piece_bytes). 0: no bound. */
     uint64_t max_answer_bytes_in_flight;
     /* Called when a response is complete (access log); may be NULL. */
     void (*on_complete)(const rn_request *req);
@@ -148,12 +148,6 @@ int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap);
 
 /* Stops accepting and closes idle connections; active requests finish. */
 void rn_http_stop_accepting(rn_http_server *srv);
-/* The most bytes a new answer to req's server should hold so that answers
- * stay within max_answer_bytes_in_flight: what is left of it, but at least
- * RN_HTTP_SMALL_PIECE_BYTES (every reader keeps making progress), and
- * SIZE_MAX without a bound. A read that would be longer returns a partial
- * answer instead. */
-size_t rn_http_answer_room(const rn_request *req);
 /* Answer bytes queued for clients that have not taken them yet (the
  * count max_answer_bytes_in_flight bounds). */
 uint64_t rn_http_answer_bytes_held(const rn_http_server *srv);
@@ -178,11 +172,40 @@ void rn_request_release(rn_request *req);
  * body (204, 304). Both buffers are taken over (left empty). */
 void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body);
 
-/* Sends a response whose body is prefix, then len bytes of fd from off,
- * then suffix (prefix and suffix may be empty). The file is read and sent
- * piece by piece as the socket drains, so a large body costs no more than
- * one piece of memory. Takes over head, prefix, suffix and fd (closed when
- * done or when the connection goes away). */
+/* A sized body made a piece at a time (rn_http_respond_pieces). fill
+ * appends to out (empty) the body's bytes [pos, pos + len): len > 0, within
+ * the body, asked for in order; it returns 0, or -1 when it cannot make
+ * exactly those bytes (a file ended short, or the bytes are no longer the
+ * ones the answer promised): the connection is then cut, the only honest
+ * end of an answer whose Content-Length was sent. release frees ctx: it
+ * runs exactly once, when the answer is done, its connection is gone, or
+ * it was never sent (HEAD). fill runs on the loop thread, only while the
+ * answer's connection is open. */
+typedef struct {
+    int (*fill)(void *ctx, uint64_t pos, size_t len, rn_buf *out);
+    void (*release)(void *ctx);
+    void *ctx;
+} rn_http_pieces;
+
+/* Sends a response whose body is prefix, then the len bytes `pieces`
+ * makes, then suffix (prefix and suffix may be empty). The body is made
+ * and sent one piece at a time as the socket drains (rn_http_piece_bytes
+ * each, one in flight), so a large body costs no more than one piece of
+ * memory, and making it blocks the loop for no longer than one piece at a
+ * time. Takes over head, prefix, suffix and the source (see
+ * rn_http_pieces). */
+void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *prefix,
+                            const rn_http_pieces *pieces, uint64_t len, rn_buf *suffix);
+
+/* How many body bytes rn_http_respond_pieces makes at a time for req now:
+ * 256 KiB, or RN_HTTP_SMALL_PIECE_BYTES while less than that is left of
+ * the answer budget. A body no longer than this
+ * costs no more memory built whole and sent with rn_http_respond. */
+size_t rn_http_piece_bytes(const rn_request *req);
+
+/* rn_http_respond_pieces with the body read from len bytes of fd from off
+ * (pread). Takes over head, prefix, suffix and fd (closed when done or
+ * when the connection goes away). */
 void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
                           uint64_t off, uint64_t len, rn_buf *suffix);
 

@@ -377,15 +377,15 @@ static int output_blocked(rn_conn *c) {
 }
 
 /* What follows a completed write on an HTTP/1.1 connection: the idle timer
- * of a connection whose last answer just left, the next file piece, a
+ * of a connection whose last answer just left, the next body piece, a
  * drained streaming response's hook, pipelined requests, or the end of an
  * ending connection. */
-static void http1_written(rn_conn *c, int file_piece) {
+static void http1_written(rn_conn *c, int body_piece) {
     rn_http1 *h = http1_of(c);
     if (h->state == ST_IDLE && c->pending_writes == 0 && !c->closed)
         conn_arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle from the last byte out */
-    if (file_piece && !c->closed) {
-        answer_file_pump(h->cur);
+    if (body_piece && !c->closed) {
+        answer_pump(h->cur);
         return;
     }
     rn_exchange *x = h->cur;
@@ -477,7 +477,7 @@ static void http1_send_head(rn_exchange *x, int status, rn_buf *head, uint64_t l
 static void http1_send_body(rn_exchange *x, rn_buf *bytes, rn_body_kind kind) {
     rn_conn *c = x->conn;
     if (kind != RN_BODY_CHUNK) {
-        conn_write(c, bytes, NULL, kind == RN_BODY_FILE_PIECE);
+        conn_write(c, bytes, NULL, kind == RN_BODY_PIECE);
         return;
     }
     rn_buf frame = {0};

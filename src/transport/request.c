@@ -4,11 +4,11 @@
  * at once. See request.h.
  */
 #include "transport/request.h"
+#include "transport/response.h"
 #include "util/text.h"
 
 #include <assert.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* Request body bytes held, counted against max_body_bytes_in_flight. A
  * request can outlive its connection (a handler holds it until the log
@@ -20,7 +20,6 @@ rn_exchange *exchange_new(rn_conn *c) {
     rn_exchange *x = rn_xcalloc(1, sizeof *x);
     x->conn = c;
     x->refs = 1;
-    x->file_fd = -1;
     return x;
 }
 
@@ -36,9 +35,7 @@ void rn_request_release(rn_request *req) {
     exchange_uncharge_body(x);
     rn_buf_free(&req->body);
     rn_buf_free(&x->raw);
-    rn_buf_free(&x->file_suffix);
-    if (x->file_fd >= 0)
-        close(x->file_fd);
+    answer_pieces_release(x);
     free(req->headers);
     free(x);
 }

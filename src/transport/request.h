@@ -24,9 +24,11 @@ struct rn_exchange {
     int refs;
     int responding; /* an answer (or stream) was started */
     int streaming;  /* a streamed answer is in progress */
-    int file_fd;    /* rn_http_respond_file: body file, or -1 */
-    uint64_t file_off, file_left;
-    rn_buf file_suffix;
+    /* rn_http_respond_pieces: the body's source (fill NULL: none), the
+     * position of its next piece, the bytes left, and what follows them */
+    rn_http_pieces pieces;
+    uint64_t pieces_pos, pieces_left;
+    rn_buf pieces_suffix;
     rn_buf raw;            /* storage for target and header bytes */
     uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
 };

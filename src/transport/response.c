@@ -1,9 +1,11 @@
 /*
  * response.c — what a handler calls to answer a request (http.h:
- * rn_http_respond, rn_http_respond_file, rn_http_stream_*), whatever the
- * protocol: the answer's state (started, streamed, a file body), its status
- * and metrics, the body bytes counted for the access log, answers to gone
- * requests dropped, and file bodies read piece by piece. The bytes go out
+ * rn_http_respond, rn_http_respond_pieces and rn_http_respond_file,
+ * rn_http_stream_*), whatever the
+ * protocol: the answer's state (started, streamed, a body sent in pieces),
+ * its status and metrics, the body bytes counted for the access log,
+ * answers to gone requests dropped, and bodies made and sent piece by piece
+ * from a source (a file's, or any rn_http_pieces). The bytes go out
  * through the request's protocol (rn_protocol's send calls).
  */
 #include "transport/response.h"
@@ -12,9 +14,11 @@
 #include "util/metrics.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
-#define FILE_PIECE_BYTES (256 * 1024) /* rn_http_respond_file reads this much at a time */
+#define PIECE_BYTES (256 * 1024) /* rn_http_respond_pieces makes this much at a time */
 
 /* Records the status of req's answer, and counts it in the metrics. */
 static void answer_status(rn_request *req, int status) {
@@ -50,68 +54,114 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
         proto->finished(x);
 }
 
-void answer_file_pump(rn_exchange *x) {
-    if (!x || x->file_fd < 0)
+size_t rn_http_piece_bytes(const rn_request *req) {
+    return answer_room(req) < PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES : PIECE_BYTES;
+}
+
+void answer_pieces_release(rn_exchange *x) {
+    rn_buf_free(&x->pieces_suffix);
+    if (!x->pieces.fill)
+        return;
+    rn_http_pieces p = x->pieces;
+    x->pieces = (rn_http_pieces){0};
+    p.release(p.ctx);
+}
+
+void answer_pump(rn_exchange *x) {
+    if (!x || !x->pieces.fill)
         return;
     assert(x->conn);
     const rn_protocol *proto = x->conn->proto;
-    if (x->file_left == 0) {
-        close(x->file_fd);
-        x->file_fd = -1;
-        if (x->file_suffix.len)
-            proto->send_body(x, &x->file_suffix, RN_BODY_BYTES);
+    if (x->pieces_left == 0) {
+        rn_buf suffix = x->pieces_suffix;
+        x->pieces_suffix = (rn_buf){0};
+        answer_pieces_release(x);
+        if (suffix.len)
+            proto->send_body(x, &suffix, RN_BODY_BYTES);
+        rn_buf_free(&suffix);
         if (x->conn)
             proto->finished(x);
         return;
     }
-    size_t piece_max = rn_http_answer_room(&x->req) < FILE_PIECE_BYTES ? RN_HTTP_SMALL_PIECE_BYTES
-                                                                       : FILE_PIECE_BYTES;
-    size_t n = x->file_left < piece_max ? (size_t)x->file_left : piece_max;
+    size_t max = rn_http_piece_bytes(&x->req);
+    size_t n = x->pieces_left < max ? (size_t)x->pieces_left : max;
     rn_buf piece = {0};
-    rn_buf_reserve(&piece, n);
-    ssize_t got = pread(x->file_fd, piece.data, n, (off_t)x->file_off);
-    if (got <= 0) {
-        rn_buf_free(&piece); /* a short file */
+    if (x->pieces.fill(x->pieces.ctx, x->pieces_pos, n, &piece) < 0) {
+        rn_buf_free(&piece);
         proto->fail(x);
         return;
     }
-    piece.len = (size_t)got;
-    x->file_off += (uint64_t)got;
-    x->file_left -= (uint64_t)got;
-    proto->send_body(x, &piece, RN_BODY_FILE_PIECE);
+    assert(piece.len == n);
+    x->pieces_pos += n;
+    x->pieces_left -= n;
+    proto->send_body(x, &piece, RN_BODY_PIECE);
 }
 
-void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
-                          uint64_t off, uint64_t len, rn_buf *suffix) {
+void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *prefix,
+                            const rn_http_pieces *pieces, uint64_t len, rn_buf *suffix) {
+    assert(pieces->fill && pieces->release);
     rn_exchange *x = exchange_of(req);
     rn_conn *c = x->conn;
     if (!c || x->responding || req->method == RN_HTTP_HEAD) {
+        pieces->release(pieces->ctx);
+        rn_buf_free(prefix);
+        rn_buf_free(suffix);
         if (c && !x->responding) {
             /* HEAD: the headers of the whole answer, no body. */
-            close(fd);
-            rn_buf_free(prefix);
-            rn_buf_free(suffix);
             rn_buf empty = {0};
             rn_http_respond(req, status, head, &empty);
             return;
         }
-        close(fd);
         rn_buf_free(head);
-        rn_buf_free(prefix);
-        rn_buf_free(suffix);
         return;
     }
     x->responding = 1;
     answer_status(req, status);
     req->bytes_out = prefix->len + len + suffix->len;
-    x->file_fd = fd;
-    x->file_off = off;
-    x->file_left = len;
-    x->file_suffix = *suffix;
+    x->pieces = *pieces;
+    x->pieces_pos = 0;
+    x->pieces_left = len;
+    x->pieces_suffix = *suffix;
     *suffix = (rn_buf){0};
     c->proto->send_head(x, status, head, req->bytes_out, prefix);
     if (x->conn)
-        answer_file_pump(x);
+        answer_pump(x);
+}
+
+/* ---- file bodies: a source that preads a range of a file ---- */
+
+typedef struct {
+    int fd;
+    uint64_t off; /* of the body's first byte in the file */
+} file_source;
+
+static int file_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
+    const file_source *f = ctx;
+    rn_buf_reserve(out, len);
+    while (out->len < len) {
+        ssize_t got =
+            pread(f->fd, out->data + out->len, len - out->len, (off_t)(f->off + pos + out->len));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1; /* a short file */
+        out->len += (size_t)got;
+    }
+    return 0;
+}
+
+static void file_release(void *ctx) {
+    file_source *f = ctx;
+    close(f->fd);
+    free(f);
+}
+
+void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *prefix, int fd,
+                          uint64_t off, uint64_t len, rn_buf *suffix) {
+    file_source *f = rn_xmalloc(sizeof *f);
+    *f = (file_source){.fd = fd, .off = off};
+    rn_http_pieces pieces = {.fill = file_fill, .release = file_release, .ctx = f};
+    rn_http_respond_pieces(req, status, head, prefix, &pieces, len, suffix);
 }
 
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {

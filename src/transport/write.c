@@ -30,7 +30,7 @@ struct write_req {
     rn_conn *conn;
     rn_buf head, body;
     rn_http_chunk *chunk;
-    int file_piece; /* a piece of rn_http_respond_file: send the next one when done */
+    int body_piece; /* a piece of rn_http_respond_pieces: send the next one when done */
     size_t held;    /* head and body bytes counted in answer_bytes_held */
 };
 typedef struct write_req write_req;
@@ -60,7 +60,7 @@ static void write_req_free(write_req *wr) {
 static void on_written(uv_write_t *w, int status) {
     write_req *wr = (write_req *)w;
     rn_conn *c = wr->conn;
-    int file_piece = wr->file_piece;
+    int body_piece = wr->body_piece;
     write_req_free(wr);
     c->pending_writes--;
     c->writes_done++;
@@ -68,7 +68,7 @@ static void on_written(uv_write_t *w, int status) {
         conn_close(c);
         return;
     }
-    c->proto->written(c, file_piece);
+    c->proto->written(c, body_piece);
 }
 
 /* Writes bufs at once (the transport's try_write) when nothing is queued:
@@ -263,9 +263,9 @@ void rn_http_batch_flush(rn_http_server *srv) {
 
 /* ---- writes ---- */
 
-int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
+int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int body_piece) {
     batch_settle(c);
-    if (!file_piece && batch_takes(c)) {
+    if (!body_piece && batch_takes(c)) {
         batch_add(c, head, body, NULL);
         return 0;
     }
@@ -273,7 +273,7 @@ int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
         uv_buf_init((char *)head->data, (unsigned)head->len),
         uv_buf_init(body ? (char *)body->data : NULL, body ? (unsigned)body->len : 0)};
     unsigned n = bufs[1].len ? 2 : 1;
-    size_t sent = file_piece ? 0 : try_now(c, bufs, n);
+    size_t sent = body_piece ? 0 : try_now(c, bufs, n);
     if (sent == bufs[0].len + bufs[1].len) {
         rn_buf_free(head);
         if (body)
@@ -282,7 +282,7 @@ int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece) {
         return 0;
     }
     write_req *wr = rn_xcalloc(1, sizeof *wr); /* takes the bytes bufs point at */
-    wr->file_piece = file_piece;
+    wr->body_piece = body_piece;
     wr->head = *head;
     *head = (rn_buf){0};
     if (body) {
@@ -353,7 +353,7 @@ size_t conn_queued(const rn_conn *c) {
     return c->bytes->queued(c);
 }
 
-size_t rn_http_answer_room(const rn_request *req) {
+size_t answer_room(const rn_request *req) {
     const rn_conn *c = exchange_of(req)->conn;
     const rn_http_server *srv = c ? c->srv : NULL;
     if (!srv || !srv->cfg.max_answer_bytes_in_flight)

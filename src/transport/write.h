@@ -34,14 +34,20 @@ size_t chunk_size_line(char *out, size_t n);
 /* Sends head then body (may be NULL) on c; takes both over. The bytes are
  * collected by an open batch, or tried at once, and whatever remains is
  * queued; the protocol's `written` runs when a queued write completes. A
- * file piece is always queued, so that its completion pumps the next one.
+ * body piece is always queued, so that its completion pumps the next one.
  * Returns -1 when the connection failed (it is closed), else 0. */
-int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int file_piece);
+int conn_write(rn_conn *c, rn_buf *head, rn_buf *body, int body_piece);
 
 /* Sends a shared chunk's bytes on c: collected by an open batch, or tried
  * at once from the chunk itself; only when the socket does not take them
  * whole is a write queued, holding a reference. Returns as conn_write. */
 int conn_write_chunk(rn_conn *c, rn_http_chunk *ch);
+
+/* The most bytes a new answer to req's server should hold so that answers
+ * stay within max_answer_bytes_in_flight: what is left of it, but at least
+ * RN_HTTP_SMALL_PIECE_BYTES (every reader keeps making progress), and
+ * SIZE_MAX without a bound (rn_http_piece_bytes follows it). */
+size_t answer_room(const rn_request *req);
 
 /* Bytes queued on c's socket and not yet taken by the kernel. */
 size_t conn_queued(const rn_conn *c);

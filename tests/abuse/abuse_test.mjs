@@ -28,17 +28,19 @@
 //                    the server holds about one answer (RSS grows <= 16 MiB),
 //                    and all 60 arrive whole once the client reads
 //   stalled download a 48 MiB answer (far past the socket buffers), a
-//                    catch-up read built in memory and a snapshot sent from
-//                    its file, to a client that stops reading: cut (resumed after two idle
+//                    catch-up read and a snapshot, both read and sent a piece
+//                    at a time, to a client that stops reading: cut (resumed after two idle
 //                    periods + slack, it gets the end of the connection
 //                    before the whole answer); a client reading 64 KiB every
 //                    10 ms keeps its connection through four periods, then
 //                    gets every byte
-//   answer memory    24 unread 48 MiB catch-up reads: server RSS grows by
-//                    about the answer budget, not 24 answers; answers past
-//                    the budget are partial (64 KiB, no Stream-Up-To-Date,
-//                    Stream-Next-Offset just past them), every byte correct;
-//                    once taken, a read is whole again
+//   answer memory    24 unread 48 MiB catch-up reads, each read and sent a
+//                    256 KiB piece at a time: the server holds at most a
+//                    piece per answer (runnel_answer_bytes_in_flight) and
+//                    its RSS grows by a few pieces, not 24 answers; every
+//                    answer is whole (48 MiB of correct bytes, Stream-Next-
+//                    Offset at the tail, Stream-Up-To-Date); once taken, a
+//                    read is whole again
 //   body memory      bodies declared past the in-flight bound: 503
 //                    INGRESS_BODY_BYTES_LIMIT_REACHED with Retry-After,
 //                    unread; bodies under 64 KiB pass on a reserve of an
@@ -58,6 +60,7 @@ import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import fs from "node:fs";
+import { Worker } from "node:worker_threads";
 import { Checks, Server, percentile, parseArgs, readAll, tempDir, sleep } from "../faults/lib.mjs";
 import { commit, createStream, enc, snapshotDigestOf, stagePart } from "../blackbox/lib/snap.mjs";
 
@@ -99,6 +102,56 @@ class Raw {
   }
   destroy() { this.sock.destroy(); }
 }
+
+// Unread answers taken on a worker thread, so that swallowing them (24 x
+// 48 MiB) never holds up the main thread, whose probe measures the server:
+// the worker opens `count` connections, asks each for `path` and leaves the
+// answers unread (posting "sent"); on "resume" it reads them all, checking
+// every body byte against `byte` as it arrives without keeping it, and
+// posts each answer's head, status, Content-Length, body bytes received
+// and how many received pieces held any other byte ("wrong").
+const UNREAD_ANSWERS_WORKER = `
+import net from "node:net";
+import { parentPort, workerData } from "node:worker_threads";
+const { port, path, count, byte } = workerData;
+const expected = Buffer.alloc(1 << 20, byte); // compared natively, a slice at a time
+const readers = [];
+for (let i = 0; i < count; i++) {
+  const r = { head: null, status: 0, length: -1, bodyBytes: 0, wrong: 0, closed: false, raw: Buffer.alloc(0) };
+  r.done = () => r.head !== null && r.bodyBytes >= r.length;
+  r.sock = net.connect(port, "127.0.0.1");
+  r.sock.pause();
+  r.sock.on("error", () => {});
+  r.sock.on("close", () => { r.closed = true; });
+  r.sock.on("data", (d) => {
+    if (r.head === null) {
+      r.raw = Buffer.concat([r.raw, d]);
+      const end = r.raw.indexOf("\\r\\n\\r\\n");
+      if (end < 0) return;
+      r.head = r.raw.subarray(0, end).toString("latin1");
+      r.status = Number(r.head.slice(9, 12));
+      r.length = Number(/\\r\\ncontent-length: (\\d+)/i.exec(r.head)?.[1] ?? NaN);
+      d = r.raw.subarray(end + 4);
+      r.raw = null;
+    }
+    for (let at = 0; at < d.length; at += expected.length) {
+      const part = d.subarray(at, at + expected.length);
+      if (!part.equals(expected.subarray(0, part.length))) r.wrong++;
+    }
+    r.bodyBytes += d.length;
+  });
+  r.sock.write("GET " + path + " HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n");
+  readers.push(r);
+}
+parentPort.postMessage("sent");
+parentPort.once("message", async () => {
+  for (const r of readers) r.sock.resume();
+  const t0 = Date.now();
+  while (readers.some((r) => !r.done() && !r.closed) && Date.now() - t0 < 30000) await new Promise((ok) => setTimeout(ok, 20));
+  parentPort.postMessage(readers.map((r) => ({ head: r.head, status: r.status, length: r.length, bodyBytes: r.bodyBytes, wrong: r.wrong, done: r.done() })));
+  for (const r of readers) r.sock.destroy();
+});
+`;
 
 // Sends `text` as one piece and waits for the server to close (bounded).
 async function oneShot(port, text, waitMs = 3000) {
@@ -397,8 +450,9 @@ async function main() {
       c.destroy();
     });
 
-    // Two kinds of answer: a catch-up read (built in memory) and a snapshot
-    // (sent from its file a piece at a time), each 48 MiB.
+    // Two kinds of answer: a catch-up read (read from the stream a piece at
+    // a time) and a snapshot (sent from its file a piece at a time), each
+    // 48 MiB.
     const piece = Buffer.alloc(LIMITS.maxBodyBytes, 0x62);
     const PIECES = 48;
     const downloads = {
@@ -449,9 +503,8 @@ async function main() {
         // up to it, so the stalled one is resumed after two periods (+ slack):
         // cut, it gets less than the answer and the end; never cut, it would
         // get all of it
-        // the slow reader asks first: its answer is whole (48 MiB); the
-        // stalled one's is then cut to what is left of the answer budget,
-        // still far more than the socket buffers hold
+        // both answers are whole (48 MiB), far more than the socket
+        // buffers hold
         const t0 = Date.now();
         const slow = await open();
         const stalled = await open();
@@ -487,19 +540,21 @@ async function main() {
     }
 
     await attack("answer memory", probe, async () => {
-      // the catch-up stream of the stalled-download attack: 48 MiB
+      // the catch-up stream of the stalled-download attack: 48 MiB. A
+      // catch-up answer is read and sent a piece at a time (256 KiB, one in
+      // flight per answer), so 24 unread answers hold about 24 pieces, not
+      // 24 answers nor the answer budget: no answer needs shortening to bound
+      // memory any more, and every one is whole. (Before pieces, answers past
+      // the budget were cut short, down to 64 KiB; the checks that asked for
+      // that now ask for whole answers and for memory bounded by pieces.)
       const path = "/v1/stream/abuse/huge";
       const total = 48 * LIMITS.maxBodyBytes;
+      const PIECE = 256 << 10;
       const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.proc.pid}/status`, "utf8"))[1]) << 10;
       const before = rss();
-      const readers = [];
-      for (let i = 0; i < 24; i++) {
-        const c = new Raw(port());
-        await c.connected;
-        c.sock.pause();
-        c.send(`GET ${path}?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n`);
-        readers.push(c);
-      }
+      const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(UNREAD_ANSWERS_WORKER)}`), { workerData: { port: port(), path: `${path}?offset=-1`, count: 24, byte: 0x62 } });
+      const fromWorker = () => new Promise((resolve, reject) => { worker.once("message", resolve); worker.once("error", reject); });
+      await fromWorker(); // "sent"
       await sleep(300);
       const grew = rss() - before;
       // on a connection of its own: a pooled keep-alive connection may be
@@ -513,40 +568,29 @@ async function main() {
         }).on("error", reject);
       });
       const held = await heldGauge();
-      checks.check(`answer memory: runnel_answer_bytes_in_flight shows the held answers (${held >> 20} MiB, budget ${LIMITS.answersInFlight >> 20} MiB)`,
-        held >= LIMITS.answersInFlight && held <= LIMITS.answersInFlight + total, String(held));
-      const bound = LIMITS.answersInFlight + 64 * 1048576; // the budget, plus the answer that crossed it and slack
+      // at most one piece (and its head) per unread answer: far below the
+      // 64 MiB budget, which the unread answers no longer fill
+      const heldBound = 24 * (PIECE + 4096);
+      checks.check(`answer memory: runnel_answer_bytes_in_flight shows the held pieces (${held >> 10} KiB, <= ${heldBound >> 10} KiB: one piece per unread answer)`,
+        held > 0 && held <= heldBound, String(held));
+      const bound = 32 << 20; // 24 pieces (6 MiB), plus the allocator's slack
       checks.check(`answer memory: server RSS grew ${grew >> 20} MiB for 24 unread 48 MiB answers (<= ${bound >> 20} MiB)`, grew <= bound, `${grew >> 20} MiB`);
-      for (const c of readers) c.sock.resume();
-      // each answer: head, then Content-Length bytes
-      const parse = (c) => {
-        const end = c.data.indexOf("\r\n\r\n");
-        if (end < 0) return null;
-        const head = c.data.slice(0, end);
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? NaN);
-        if (c.data.length < end + 4 + length) return null;
-        return { head, status: Number(head.slice(9, 12)), body: c.data.slice(end + 4, end + 4 + length) };
-      };
       const t0 = Date.now();
-      while (readers.some((c) => !parse(c) && c.closedAt === null) && Date.now() - t0 < 10000) await sleep(20);
-      const answers = readers.map(parse);
+      const results = fromWorker();
+      worker.postMessage("resume");
+      const readers = await results;
+      await worker.terminate();
       const bad = [];
-      let partial = 0;
-      answers.forEach((a, i) => {
-        if (!a) return bad.push(`reader ${i}: no whole answer (${readers[i].data.length} bytes)`);
-        const next = /\r\nstream-next-offset: (\S+)/i.exec(a.head)?.[1];
-        const upToDate = /\r\nstream-up-to-date: true/i.test(a.head);
-        if (a.status !== 200 || /[^b]/.test(a.body) || a.body.length === 0) bad.push(`reader ${i}: status ${a.status}, ${a.body.length} bytes`);
-        else if (next !== `0000000000000000_${String(a.body.length).padStart(16, "0")}`) bad.push(`reader ${i}: Stream-Next-Offset ${next} after ${a.body.length} bytes`);
-        else if (upToDate !== (a.body.length === total)) bad.push(`reader ${i}: ${a.body.length} bytes with Stream-Up-To-Date ${upToDate}`);
-        if (a.body.length < total) partial++;
+      readers.forEach((c, i) => {
+        if (!c.done) return bad.push(`reader ${i}: no whole answer (${c.bodyBytes} of ${c.length} body bytes)`);
+        const next = /\r\nstream-next-offset: (\S+)/i.exec(c.head)?.[1];
+        const upToDate = /\r\nstream-up-to-date: true/i.test(c.head);
+        if (c.status !== 200 || c.wrong > 0 || c.length !== total) bad.push(`reader ${i}: status ${c.status}, ${c.length} bytes, ${c.wrong} pieces with wrong bytes`);
+        else if (next !== `0000000000000000_${String(total).padStart(16, "0")}`) bad.push(`reader ${i}: Stream-Next-Offset ${next} after ${c.length} bytes`);
+        else if (!upToDate) bad.push(`reader ${i}: a whole answer without Stream-Up-To-Date`);
       });
-      checks.check("answer memory: every answer is 200 with correct bytes, Stream-Next-Offset just past them, Stream-Up-To-Date only when whole", bad, "");
-      const shortest = Math.min(...answers.filter(Boolean).map((a) => a.body.length));
-      figures.push(`answer memory: RSS grew ${grew >> 20} MiB; ${partial} of 24 answers partial, sizes ${answers.filter(Boolean).map((a) => a.body.length >> 10).join(",")} KiB`);
-      checks.check(`answer memory: answers past the budget are partial, down to 64 KiB (${partial} of 24 partial, shortest ${shortest} bytes)`,
-        partial > 0 && shortest === 65536, `${partial} partial, shortest ${shortest}`);
-      readers.forEach((c) => c.destroy());
+      checks.check("answer memory: all 24 answers are whole: 200, 48 MiB of correct bytes, Stream-Next-Offset at the tail, Stream-Up-To-Date", bad, "");
+      figures.push(`answer memory: RSS grew ${grew >> 20} MiB, ${held >> 10} KiB held for 24 unread answers; ${readers.filter((c) => c.done).length} of 24 whole after ${Date.now() - t0} ms`);
       const heldAfter = await heldGauge();
       checks.check("answer memory: runnel_answer_bytes_in_flight returns to 0 once the answers are taken", heldAfter === 0, String(heldAfter));
       const again = await fetch(`${base()}${path}?offset=-1`);

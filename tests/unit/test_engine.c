@@ -700,6 +700,36 @@ static void test_json_reads_end_on_message_boundaries(void **state) {
     assert_true(rn_engine_offset_valid(f->e, s, strlen(all)));
 }
 
+/* A read's length is found without reading it: a JSON range's last message
+ * end is looked for backwards, 64 KiB at a time, and a first message longer
+ * than max is followed forwards to its end. */
+static void test_read_length_finds_message_ends_far_from_max(void **state) {
+    fx *f = *state;
+    size_t big = 200000; /* a message far longer than a scan step */
+    char *body = malloc(big + 32);
+    int n = snprintf(body, 32, "[\"a\", \"");
+    memset(body + n, 'x', big);
+    strcpy(body + n + big, "\", \"b\"]");
+    create(f, "/long", JSON, body);
+    free(body);
+    rn_stream *s = find(f, "/long");
+    uint64_t big_line = big + 3; /* the quoted message and its LF */
+    assert_int_equal(s->tail, 4 + big_line + 4);
+    /* the last message end within max lies more than two steps back */
+    assert_int_equal(rn_engine_read_length(f->e, s, 0, 150000, 1), 4);
+    /* a first message longer than max comes whole */
+    assert_int_equal(rn_engine_read_length(f->e, s, 4, 1000, 1), (long)big_line);
+    assert_int_equal(rn_engine_read_length(f->e, s, 4, (size_t)big_line + 3, 1), (long)big_line);
+    assert_int_equal(rn_engine_read_length(f->e, s, 0, 1u << 30, 1), (long)s->tail);
+    /* without whole_messages max is exact; past the tail nothing */
+    assert_int_equal(rn_engine_read_length(f->e, s, 0, 150000, 0), 150000);
+    assert_int_equal(rn_engine_read_length(f->e, s, s->tail, 10, 1), 0);
+    rn_buf b = {0};
+    assert_int_equal(rn_engine_read(f->e, s, 4, 1000, 1, &b), (long)big_line);
+    assert_int_equal(b.data[big_line - 1], '\n');
+    rn_buf_free(&b);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Idempotent producers                                                      */
 
@@ -984,6 +1014,36 @@ static outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
     req_init(&r, RN_OP_REWRITE, path);
     r.op.in.target_offset = keep;
     return run_req(f, &r);
+}
+
+/* A later piece of an answer is read only while the stream keeps the id and
+ * incarnation the answer began with, and the piece lies within its bytes. */
+static void test_read_again_refuses_once_the_bytes_may_have_changed(void **state) {
+    fx *f = *state;
+    create(f, "/again", NULL, "0123456789");
+    rn_stream *s = find(f, "/again");
+    uint64_t id = s->id, inc = s->incarnation;
+    uint8_t out[8];
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, out), 0);
+    assert_memory_equal(out, "234", 3);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc + 1, 2, 3, out), -ESTALE);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 8, 3, out), -ESTALE); /* past the tail */
+    append(f, "/again", "ab");
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 8, 3, out),
+                     0); /* an append changes nothing below */
+    assert_memory_equal(out, "89a", 3);
+    assert_int_equal(rewrite_to(f, "/again", 5).result, RN_OK_REWRITTEN);
+    append(f, "/again", "ZZZZZ");
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, out),
+                     -ESTALE); /* another incarnation */
+    s = find(f, "/again");
+    inc = s->incarnation;
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 4, 3, out), 0);
+    assert_memory_equal(out, "4ZZ", 3);
+    assert_int_equal(delete_stream(f, "/again").result, RN_OK_DELETED);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 4, 3, out), -ESTALE); /* gone */
+    create(f, "/again", NULL, "0123456789");
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, out), -ESTALE); /* another stream */
 }
 
 static void test_rewrite_closes_producer_epochs(void **state) {
@@ -1978,6 +2038,8 @@ int main(void) {
         T(test_json_append_refuses_invalid_and_empty_array),
         T(test_json_create_with_invalid_body_creates_nothing),
         T(test_json_reads_end_on_message_boundaries),
+        T(test_read_length_finds_message_ends_far_from_max),
+        T(test_read_again_refuses_once_the_bytes_may_have_changed),
         T(test_producer_sequence_rules),
         T(test_producer_state_is_per_stream),
         T(test_stream_seq_must_increase_lexicographically),
