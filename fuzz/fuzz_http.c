@@ -132,6 +132,7 @@ CURLMcode curl_multi_add_handle(CURLM *multi, CURL *easy) {
 typedef struct {
     rn_tiers *tiers;
     rn_engine *engine;
+    rn_live *live;
     rn_subs *subs;
     rn_surface *surface;
     rn_router router;
@@ -181,7 +182,9 @@ static void server_start(server *s) {
     s->engine = rn_engine_open(&loop, &ec, &stats, err, sizeof err);
     if (!s->engine)
         FAIL("rn_engine_open: %s", err);
-    rn_engine_observe(s->engine, rn_live_observer, NULL);
+    rn_live_config lc = {.sse_queue_bytes = 4096, .sse_max_duration_ms = 10};
+    s->live = rn_live_new(&loop, s->engine, &lc);
+    rn_engine_observe(s->engine, rn_live_observer, s->live);
     rn_subs_config subc = {.data_dir = data_dir,
                            .public_url = "http://127.0.0.1:4437",
                            .webhook_timeout_ms = 100,
@@ -190,14 +193,13 @@ static void server_start(server *s) {
     if (!s->subs)
         FAIL("rn_subs_open: %s", err);
     rn_surface_config sc = {.long_poll_timeout_ms = 5,
-                            .sse_max_duration_ms = 10,
                             .max_read_bytes = 1024,
-                            .sse_queue_bytes = 4096,
                             .max_body_bytes = MAX_BODY,
                             .tiers = s->tiers};
-    s->surface = rn_surface_new(&loop, s->engine, &sc);
+    s->surface = rn_surface_new(&loop, s->engine, s->live, &sc);
     rn_tiers_start(s->tiers);
-    s->endpoints = (rn_endpoints){.ready = 1, .engine = s->engine, .surface = s->surface};
+    s->endpoints =
+        (rn_endpoints){.ready = 1, .engine = s->engine, .surface = s->surface, .live = s->live};
     s->router = (rn_router){.streams = s->surface,
                             .subs = s->subs,
                             .max_body_bytes = MAX_BODY,
@@ -219,7 +221,7 @@ static void on_walk(uv_handle_t *h, void *arg) {
  * bounded: the loop must run out of work within CLOSE_WAIT_MS. */
 static void server_stop(server *s) {
     rn_http_stop_accepting(s->http);
-    rn_surface_end_live_reads(s->surface);
+    rn_live_end_all(s->live);
     rn_subs_quiesce(s->subs);
     rn_subs_stop(s->subs);
     rn_tiers_stop(s->tiers);
@@ -238,6 +240,7 @@ static void server_stop(server *s) {
     rn_engine_close(s->engine);
     rn_tiers_close(s->tiers);
     rn_surface_free(s->surface);
+    rn_live_free(s->live);
     rn_http_free(s->http);
     remove_data_dir();
 }
@@ -399,8 +402,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 write_failed = 1; /* the server closed: it refused the input */
         }
-        int busy = rn_engine_busy(s.engine) || rn_surface_live_reads(s.surface) > 0 ||
-                   loop.active_reqs.count > 0;
+        int busy =
+            rn_engine_busy(s.engine) || rn_live_count(s.live) > 0 || loop.active_reqs.count > 0;
         uv_run(&loop, busy ? UV_RUN_ONCE : UV_RUN_NOWAIT);
         closed = client_drain(fd, &chk);
         quiet = (sent == size || write_failed) && !busy ? quiet + 1 : 0;

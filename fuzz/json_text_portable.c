@@ -8,4 +8,5 @@
 #define rn_json_to_messages rn_json_to_messages_portable
 #define rn_json_status_name rn_json_status_name_portable
 #define rn_json_count_messages rn_json_count_messages_portable
+#define rn_json_append_array rn_json_append_array_portable
 #include "util/json_text.c"
