@@ -276,8 +276,11 @@ static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, si
     static const char prefix[] = RN_SNAPSHOT_PREFIX;
     int ok =
         rn_param_query(query, query_len, "key", RN_PARAM_LENIENT, key, sizeof key, &n, &f) == 0 &&
-        n > (long)sizeof prefix - 1 && memcmp(key, prefix, sizeof prefix - 1) == 0 &&
+        n > (long)sizeof prefix - 1 && n < (long)sizeof key &&
+        memcmp(key, prefix, sizeof prefix - 1) == 0 &&
         query_u64(query, query_len, "cold", &cold) == 0 && cold <= 1;
+    if (ok)
+        key[n] = '\0'; /* rn_param_query does not terminate it */
     /* snapshots/<16 hex>-<16 hex> (rn_engine_blob_key): no other path */
     const char *name = key + sizeof prefix - 1;
     ok = ok && n == (long)(sizeof prefix - 1 + 33) && name[16] == '-';
