@@ -255,12 +255,16 @@ static void answer_intent(rn_request *req, const rn_cluster *cl, int i) {
     rn_http_respond(req, 202, &h, &body);
 }
 
-/* A query parameter's value (decoded) into out; 0, or -1 when absent or
- * malformed. */
+/* A query parameter's value (decoded) into out as a C string; 0, or -1
+ * when absent, malformed or too long for cap with its terminator. */
 static int param(const char *q, size_t len, const char *name, char *out, size_t cap) {
     long n;
     rn_param_fault f;
-    return rn_param_query(q, len, name, RN_PARAM_LENIENT, out, cap, &n, &f) == 0 && n > 0 ? 0 : -1;
+    if (rn_param_query(q, len, name, RN_PARAM_LENIENT, out, cap, &n, &f) != 0 || n <= 0 ||
+        n >= (long)cap)
+        return -1;
+    out[n] = '\0'; /* rn_param_query does not terminate it */
+    return 0;
 }
 
 int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,

@@ -199,29 +199,32 @@ static void alloc_hello(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     buf->len = need - in->got;
 }
 
-/* Hands a control hello's stream to the control channel. */
-static void dispatch_control(mux_incoming *in) {
+/* Takes a completed hello's stream off the mux (its receiver owns it from
+ * now on) and frees in. */
+static uv_tcp_t *hand_over(mux_incoming *in) {
     rn_mux *m = in->mux;
-    if (m->o.control_accept == NULL) {
-        refuse_incoming(in, "control connection, and no control channel");
-        return;
-    }
     uv_read_stop((uv_stream_t *)in->tcp);
     unlink_incoming(m, in);
     m->open_handles--;
     m->stats.dispatched++;
     uv_tcp_t *tcp = in->tcp;
     tcp->data = NULL;
-    uint64_t sender = in->hello.sender_id;
     free(in);
-    m->o.control_accept(m->o.control_ctx, sender, tcp);
+    return tcp;
 }
 
-/* Hands a completed hello's stream to its group, or refuses it. */
+/* Hands a completed hello's stream to its group or the control channel, or
+ * refuses it. */
 static void dispatch_incoming(mux_incoming *in) {
     rn_mux *m = in->mux;
+    raft_id sender = in->hello.sender_id;
     if (in->hello.group == RN_WIRE_CONTROL_GROUP) {
-        dispatch_control(in);
+        if (m->o.control_accept == NULL) {
+            refuse_incoming(in, "control connection, and no control channel");
+            return;
+        }
+        uv_tcp_t *tcp = hand_over(in);
+        m->o.control_accept(m->o.control_ctx, sender, tcp);
         return;
     }
     mux_group *g = &m->groups[in->hello.group];
@@ -229,17 +232,10 @@ static void dispatch_incoming(mux_incoming *in) {
         refuse_incoming(in, NULL); /* the group is not listening (yet, or any more) */
         return;
     }
-    uv_read_stop((uv_stream_t *)in->tcp);
-    in->bytes[RN_WIRE_FIXED_BYTES + in->hello.address_len] = '\0';
-    unlink_incoming(m, in);
-    m->open_handles--;
-    m->stats.dispatched++;
-    uv_tcp_t *tcp = in->tcp;
-    tcp->data = NULL;
-    raft_id sender = in->hello.sender_id;
     char address[RN_WIRE_MAX_ADDRESS + 1];
-    memcpy(address, in->bytes + RN_WIRE_FIXED_BYTES, (size_t)in->hello.address_len + 1);
-    free(in);
+    memcpy(address, in->bytes + RN_WIRE_FIXED_BYTES, in->hello.address_len);
+    address[in->hello.address_len] = '\0';
+    uv_tcp_t *tcp = hand_over(in);
     g->accept_cb(&g->transport, sender, address, (uv_stream_t *)tcp);
 }
 
