@@ -11,8 +11,12 @@ LONG_POLL_MS=1000
 trap 'scripts/cluster.sh stop "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 # --webhook-allow-loopback: the subscription tests' webhook receivers listen
 # on 127.0.0.1.
+# --election-timeout-ms 5000: on a loaded machine the followers can miss the
+# leader's heartbeats for over a second (seen during the large-payload
+# tests, plain and ASan builds), elect another leader, and every later test
+# then fails against a follower; the suite tests one node, not failover.
 urls=$(scripts/cluster.sh start "$dir" --groups 1 --bin "$build/runnel" -- \
-  --long-poll-timeout-ms "$LONG_POLL_MS" --webhook-allow-loopback) || exit 1
+  --long-poll-timeout-ms "$LONG_POLL_MS" --webhook-allow-loopback --election-timeout-ms 5000) || exit 1
 first=$(head -1 <<<"$urls")
 leader=$(curl -s "$first/__runnel/cluster" |
   python3 -c 'import json,sys; d=json.load(sys.stdin); l=d["groups"][0]["leader"]; print([n["url"] for n in d["nodes"] if n["id"]==l][0])')

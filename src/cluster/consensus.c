@@ -330,6 +330,7 @@ static int start_group(consensus *c, cs_group *g, const char *raft_dir) {
         return fail(c, "snapshot compression asked for, and libraft has no lz4");
     cs_fsm_setup(g);
     cs_appends_wrap(g);
+    cs_sends_wrap(g);
     rv = raft_init(&g->raft, &g->io, &g->fsm, c->cfg.self_id, c->self_address);
     if (rv != 0)
         return fail(c, "group %u: raft_init: %s", g->index, raft_errmsg(&g->raft));

@@ -89,7 +89,9 @@ struct cs_group {
     struct raft raft;
     int (*real_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
                        unsigned, raft_io_append_cb); /* libraft's, wrapped by appends.c */
-    uint64_t leader_appends; /* appends submitted while leading, in flight */
+    int (*real_send)(struct raft_io *, struct raft_io_send *, const struct raft_message *,
+                     raft_io_send_cb); /* libraft's, wrapped by sends.c */
+    uint64_t leader_appends;           /* appends submitted while leading, in flight */
     /* proposals awaiting their outcome, oldest (lowest index) first */
     cs_proposal *proposals, *proposals_tail;
     uint64_t inflight_entries;
@@ -164,6 +166,11 @@ void cs_fsm_setup(cs_group *g);
 
 /* appends.c: wraps g->io's append (after raft_uv_init, before raft_start). */
 void cs_appends_wrap(cs_group *g);
+
+/* sends.c: wraps g->io's send (after raft_uv_init, before raft_start): a
+ * follower's rejection of an index compacted into its snapshot is sent as
+ * a success at its snapshot index (a libraft 0.15 defect, see sends.c). */
+void cs_sends_wrap(cs_group *g);
 
 /* reads.c: from the leader watch, each loop turn: appends the leader's
  * no-op in a term this node leads and has not proposed one in, starts the
