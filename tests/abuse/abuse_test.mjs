@@ -53,7 +53,7 @@
 //                    connection alternates a catch-up read and an append:
 //                    every probe request must succeed, and the p99 latency
 //                    over each attack must stay within --p99-ms (default 200
-//                    ms; the sanitizer build is given 600 ms).
+//                    ms; the sanitizer build is given 1000 ms: see tests/suites.cmake).
 //
 // OUTPUT: "FAIL ..." lines, "# ..." figures, last line "N passed, M failed".
 import http from "node:http";
