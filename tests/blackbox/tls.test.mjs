@@ -9,7 +9,6 @@
 // failed reload keeps the previous one. The certificates come from a test
 // CA made by tests/lib/test_pki.sh for this run.
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import https from "node:https";
@@ -19,33 +18,13 @@ import tls from "node:tls";
 import { after, before, describe, test } from "node:test";
 import { Server, freePort, sleep, tempDir } from "./lib/server.mjs";
 import { spawnServe } from "./lib/ops.mjs";
+import { curlTls, makePki } from "../lib/tls.mjs";
 
-const pki = tempDir("runnel-pki-");
-execFileSync("tests/lib/test_pki.sh", [pki]);
-const file = (name) => path.join(pki, name);
-const ca = fs.readFileSync(file("ca.pem"));
+const pki = makePki();
+const { file, ca } = pki;
 const serialOf = (pem) => new crypto.X509Certificate(pem).serialNumber;
 
-// curl over https trusting the test CA; {status, headers, body}.
-function curl(url, args = []) {
-  const bodyFile = path.join(pki, `body-${process.pid}-${Math.random().toString(36).slice(2)}`);
-  return new Promise((resolve, reject) => {
-    execFile("curl", ["-sS", "--cacert", file("ca.pem"), "--max-time", "15", "-D", "-", "-o", bodyFile, ...args, url],
-      { encoding: "utf8" }, (err, stdout, stderr) => {
-        if (err) return reject(new Error(`curl ${args.join(" ")} ${url}: ${stderr || err.message}`));
-        const blocks = stdout.trim().split(/\r\n\r\n/);
-        const lines = blocks[blocks.length - 1].split("\r\n");
-        const headers = {};
-        for (const l of lines.slice(1)) {
-          const i = l.indexOf(":");
-          headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
-        }
-        const body = fs.readFileSync(bodyFile, "utf8");
-        fs.rmSync(bodyFile, { force: true });
-        resolve({ status: Number(lines[0].split(" ")[1]), version: lines[0].split(" ")[0], headers, body });
-      });
-  });
-}
+const curl = (url, args) => curlTls(pki, url, args);
 
 // One https request with node (agent: a keep-alive agent, or none for a
 // connection of its own); {status, headers, body, socket, reused}.
