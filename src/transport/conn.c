@@ -74,6 +74,7 @@ void conn_attach_protocol(rn_conn *c, const unsigned char *alpn, size_t len) {
         if (len && strlen(PROTOCOLS[i].alpn) == len && memcmp(PROTOCOLS[i].alpn, alpn, len) == 0)
             p = &PROTOCOLS[i];
     p->attach(c);
+    conn_arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle until its first request */
 }
 
 /* ---- the timer ----

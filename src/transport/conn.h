@@ -197,7 +197,8 @@ const unsigned char *conn_alpn_protocols(size_t *len);
 /* Attaches to c, not closed and without a protocol, the protocol named
  * alpn[0..len) (an ALPN name), or the default (HTTP/1.1) when len is 0 or
  * the name is not in the table: at accept for a cleartext connection,
- * after the handshake for a TLS one. */
+ * after the handshake for a TLS one. Its timer then runs for an idle
+ * period (until then it bounds the whole TLS handshake). */
 void conn_attach_protocol(rn_conn *c, const unsigned char *alpn, size_t len);
 
 /* Closes c at once (idempotent): its protocol is told (closing), its

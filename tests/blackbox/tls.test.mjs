@@ -173,6 +173,30 @@ describe("TLS", () => {
     }
   });
 
+  test("a client that does not read holds one answer: pipelined reads wait, the answer budget stays bounded", async () => {
+    const url = `${server.url}/v1/stream/tls/big`;
+    assert.equal((await request(url, { method: "PUT", headers: { "content-type": "application/octet-stream" } })).status, 201);
+    const mib = Buffer.alloc(1 << 20, 0x61);
+    for (let i = 0; i < 4; i++)
+      assert.equal((await request(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: mib })).status, 204);
+    const gauge = async () => Number(/^runnel_answer_bytes_in_flight (\d+)$/m.exec((await request(`${server.url}/__runnel/metrics`)).body)[1]);
+    const rss0 = server.rssKiB();
+    const s = tls.connect({ port: server.port, host: "127.0.0.1", servername: "localhost", ca });
+    await new Promise((r, j) => { s.once("secureConnect", r); s.once("error", j); });
+    s.pause(); // reads nothing more than its buffer
+    const one = "GET /v1/stream/tls/big?offset=-1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    s.write(one.repeat(100)); // 100 answers of 4 MiB: 400 MiB if they were all queued
+    let most = 0;
+    for (let i = 0; i < 15; i++) {
+      await sleep(100);
+      most = Math.max(most, await gauge());
+    }
+    const grown = server.rssKiB() - rss0;
+    s.destroy();
+    assert.ok(most <= 2 * 4.1 * (1 << 20), `answer bytes held ${most}: one answer and its ciphertext at most`);
+    assert.ok(grown < 64 * 1024, `the server grew by ${grown} KiB`);
+  });
+
   test("plain HTTP to the TLS port is answered 400 and closed; other plain bytes are closed", async () => {
     const t0 = Date.now();
     const r = await rawExchange(server.port, "GET /__runnel/livez HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -184,32 +208,58 @@ describe("TLS", () => {
     assert.ok(Date.now() - t0 < 4000, "neither waited for a timeout");
   });
 
-  test("a handshake dribbled byte by byte holds no other client up and ends at the idle timeout", async () => {
-    const hello = await clientHello();
-    const s = net.connect(server.port, "127.0.0.1");
-    let closedAt = 0;
-    s.on("close", () => (closedAt = Date.now()));
-    s.on("error", () => {});
-    await new Promise((r) => s.on("connect", r));
-    let sent = 0;
-    const dribble = setInterval(() => { if (sent < hello.length - 1 && !closedAt) s.write(hello.subarray(sent, ++sent)); }, 20);
+  test("a handshake dribbled byte by byte holds no other client up and is cut at the idle timeout", async () => {
+    // a server of its own: the whole handshake must arrive within --idle-timeout-ms from accept
+    const idle = 4000;
+    const own = new Server({ tls: { cert: file("server.pem"), key: file("server.key"), ca: file("ca.pem") },
+      args: ["--idle-timeout-ms", String(idle)] });
+    await own.start();
     try {
-      for (let i = 0; i < 200 && sent < 10; i++) await sleep(10);
-      for (let i = 0; i < 20; i++) {
-        const t0 = Date.now();
-        const r = await request(`${server.url}/__runnel/livez`);
-        assert.equal(r.status, 200);
-        assert.ok(Date.now() - t0 < 2000, `request ${i} took ${Date.now() - t0} ms`);
+      const hello = await clientHello();
+      const s = net.connect(own.port, "127.0.0.1");
+      let closedAt = 0;
+      s.on("close", () => (closedAt = Date.now()));
+      s.on("error", () => {});
+      await new Promise((r) => s.on("connect", r));
+      const connectedAt = Date.now();
+      let sent = 0;
+      const dribble = setInterval(() => { if (sent < hello.length - 1 && !closedAt) s.write(hello.subarray(sent, ++sent)); }, 20);
+      try {
+        for (let i = 0; i < 200 && sent < 5; i++) await sleep(10);
+        for (let i = 0; i < 10; i++) {
+          const t0 = Date.now();
+          const r = await request(`${own.url}/__runnel/livez`);
+          assert.equal(r.status, 200);
+          assert.ok(Date.now() - t0 < 2000, `request ${i} took ${Date.now() - t0} ms`);
+        }
+        assert.ok(sent >= 5 && !closedAt, `the dribbler was still handshaking meanwhile (${sent} bytes sent, closed after ${closedAt - connectedAt} ms)`);
+        const deadline = connectedAt + idle + 4000;
+        while (!closedAt && Date.now() < deadline) await sleep(50);
+      } finally {
+        clearInterval(dribble);
       }
-      assert.ok(sent >= 10 && !closedAt, `the dribbler was still handshaking meanwhile (${sent} bytes sent, closed: ${closedAt})`);
+      assert.ok(closedAt, "the unfinished handshake was closed");
+      const after = closedAt - connectedAt;
+      assert.ok(after >= idle - 100 && after < idle + 3000, `closed ${after} ms after connecting (idle timeout ${idle})`);
+      assert.ok(sent < hello.length - 1, "it was cut while still dribbling");
     } finally {
-      clearInterval(dribble);
+      assert.equal((await own.stop()).code, 0);
     }
-    const stopped = Date.now();
-    const deadline = stopped + 6000;
-    while (!closedAt && Date.now() < deadline) await sleep(50);
-    assert.ok(closedAt, "the unfinished handshake was closed");
-    assert.ok(closedAt - stopped < 4000, `closed ${closedAt - stopped} ms after the last byte (idle timeout 2000)`);
+  });
+
+  test("a handshake that completes starts a whole idle period for the first request", async () => {
+    // the handshake takes most of the idle timeout (2000 ms); the request comes 1500 ms after it
+    const s = net.connect(server.port, "127.0.0.1");
+    await new Promise((r) => s.on("connect", r));
+    await sleep(1500);
+    const t = tls.connect({ socket: s, servername: "localhost", ca });
+    await new Promise((r, j) => { t.once("secureConnect", r); t.once("error", j); });
+    await sleep(1500);
+    const got = [];
+    t.on("data", (d) => got.push(d));
+    t.write("GET /__runnel/livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    await new Promise((r) => { t.on("end", r); t.on("close", r); setTimeout(r, 5000); });
+    assert.match(Buffer.concat(got).toString(), /^HTTP\/1\.1 200 /);
   });
 });
 
