@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local Runnel cluster on 127.0.0.1, for tests and trying it out.
 #
-#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [-- SERVE_FLAGS...]
+#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [--tls PKI] [-- SERVE_FLAGS...]
 #       Starts the nodes with their data in DIR/node-N, logs in DIR/node-N.log,
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
@@ -10,6 +10,9 @@
 #       A DIR that held a cluster before keeps its ports, cluster id and group
 #       count (DIR/cluster.env), so the nodes restart on their data.
 #       SERVE_FLAGS go to every node (e.g. --election-timeout-ms 300).
+#       --tls PKI: the nodes serve https with PKI/server.pem and server.key
+#       and trust PKI/ca.pem for their requests to each other (a directory
+#       made by tests/lib/test_pki.sh); their URLs are https.
 #   scripts/cluster.sh stop DIR
 #       SIGTERM to every node, waits for each to exit (15 s, then SIGKILL);
 #       exit 0 when all stopped cleanly.
@@ -23,12 +26,12 @@ usage() {
 }
 
 # ready_everywhere N G: every node answers /__runnel/cluster with G groups,
-# each with a leader.
+# each with a leader (SCHEME and CURL_TLS: how to reach them).
 ready_everywhere() {
   local n=$1 g=$2 i report
   for i in $(seq 1 "$n"); do
     local port_var="HTTP_PORT_$i"
-    report=$(curl -s --max-time 2 "http://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
+    report=$(curl -s "${CURL_TLS[@]}" --max-time 2 "$SCHEME://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
     [ "$(grep -o '"group":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
     ! grep -q '"leader":null' <<<"$report" || return 1
   done
@@ -38,9 +41,16 @@ ready_everywhere() {
 start() {
   local dir=$1
   shift
-  local nodes=3 groups=16 bin="$root/build/runnel"
+  local nodes=3 groups=16 bin="$root/build/runnel" tls_flags=()
+  SCHEME=http CURL_TLS=()
   while [ $# -gt 0 ]; do
     case $1 in
+      --tls)
+        local pki
+        pki=$(cd "$2" && pwd) || exit 2
+        SCHEME=https CURL_TLS=(--cacert "$pki/ca.pem")
+        tls_flags=(--tls-cert "$pki/server.pem" --tls-key "$pki/server.key" --tls-ca "$pki/ca.pem")
+        shift 2 ;;
       --nodes) nodes=$2; shift 2 ;;
       --groups) groups=$2; shift 2 ;;
       --bin) bin=$2; shift 2 ;;
@@ -74,12 +84,12 @@ start() {
   local peers=() i
   for i in $(seq 1 "$nodes"); do
     local hp="HTTP_PORT_$i" rp="RAFT_PORT_$i"
-    peers+=(--peer "$i=127.0.0.1:${!rp},http://127.0.0.1:${!hp}")
+    peers+=(--peer "$i=127.0.0.1:${!rp},$SCHEME://127.0.0.1:${!hp}")
   done
   for i in $(seq 1 "$nodes"); do
     local hp="HTTP_PORT_$i"
     local cmd=("$bin" serve --node-id "$i" --cluster-id "$CLUSTER_ID" "${peers[@]}"
-      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "$@")
+      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "$@")
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
     printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
     bash "$dir/node-$i.cmd"
@@ -88,7 +98,7 @@ start() {
     if ready_everywhere "$nodes" "$groups"; then
       for i in $(seq 1 "$nodes"); do
         local hp="HTTP_PORT_$i"
-        echo "http://127.0.0.1:${!hp}"
+        echo "$SCHEME://127.0.0.1:${!hp}"
       done
       return 0
     fi

@@ -7,14 +7,16 @@ free_port() {
 
 # start_server BIN DATA_DIR PORT LOG [extra serve flags...]: starts runnel in
 # the background, sets SERVER_PID, and waits (10 s at most) until it is ready
-# (/__runnel/readyz answers 200: recovery finished).
+# (/__runnel/readyz answers 200: recovery finished). With SERVER_CA set (a
+# CA file) the server is asked over https, trusting that CA.
 start_server() {
-  local bin=$1 data=$2 port=$3 log=$4
+  local bin=$1 data=$2 port=$3 log=$4 scheme=http tls=()
   shift 4
+  if [ -n "${SERVER_CA:-}" ]; then scheme=https tls=(--cacert "$SERVER_CA"); fi
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" "$@" >"$log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 100); do
-    if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/__runnel/readyz" 2>/dev/null)" = 200 ]; then return 0; fi
+    if [ "$(curl -s "${tls[@]}" -o /dev/null -w '%{http_code}' "$scheme://127.0.0.1:$port/__runnel/readyz" 2>/dev/null)" = 200 ]; then return 0; fi
     kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited early:"; cat "$log"; return 1; }
     sleep 0.1
   done

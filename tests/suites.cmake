@@ -29,6 +29,9 @@ endfunction()
 
 # ---- the official conformance suite, against a fresh server of this build
 runnel_suite(conformance conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${CMAKE_BINARY_DIR})
+# ... and over HTTPS (a test CA made for the run, trusted by NODE_EXTRA_CA_CERTS)
+runnel_suite(conformance-tls conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${CMAKE_BINARY_DIR}
+             --tls)
 
 # ---- black-box tests: one ctest test per file
 # The fast tier's cross-section: both surfaces (v1 names and parameters,

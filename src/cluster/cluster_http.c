@@ -90,7 +90,10 @@ static void on_poll(uv_timer_t *t) {
 }
 
 void cluster_peers_start(rn_cluster *cl) {
-    rn_outbound_config oc = {.user_agent = "runnel-cluster", .max_running = 16, .max_queued = 64};
+    rn_outbound_config oc = {.user_agent = "runnel-cluster",
+                             .max_running = 16,
+                             .max_queued = 64,
+                             .ca_file = cl->cfg.tls_ca[0] ? cl->cfg.tls_ca : NULL};
     cl->http = rn_outbound_new(cl->loop, &oc);
     for (int i = 0; i < cl->cfg.n_peers; i++) {
         cl->peers[i].cl = cl;

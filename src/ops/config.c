@@ -73,6 +73,16 @@ static const setting SETTINGS[] = {
          "microseconds)"),
     {"listen", "RUNNEL_LISTEN", KIND_LISTEN, 0, 0, 0, 0, "127.0.0.1:4437",
      "HOST:PORT to listen on (IPv6 as [::1]:PORT)", NULL},
+    {"tls-cert", "RUNNEL_TLS_CERT", KIND_PATH, offsetof(rn_config, tls_cert), 0, 0, 0, NULL,
+     "PEM certificate chain (leaf first): the port speaks TLS 1.2/1.3 (https) instead of "
+     "cleartext; with --tls-key; both files are read again on SIGHUP",
+     NULL},
+    {"tls-key", "RUNNEL_TLS_KEY", KIND_PATH, offsetof(rn_config, tls_key), 0, 0, 0, NULL,
+     "PEM private key of --tls-cert", NULL},
+    {"tls-ca", "RUNNEL_TLS_CA", KIND_PATH, offsetof(rn_config, tls_ca), 0, 0, 0, NULL,
+     "cluster mode: PEM CA certificates that the requests to peers' https URLs trust (default: "
+     "the system's)",
+     NULL},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
      "./runnel-data", "directory of the embedded store (created if missing)", NULL},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
@@ -285,8 +295,8 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         return -1;
     }
     case KIND_PATH: {
-        if (!*v && s->field == offsetof(rn_config, config_file)) {
-            cfg->config_file[0] = 0;
+        if (!*v && !s->def_text) { /* an optional path: none */
+            ((char *)cfg + s->field)[0] = 0;
             return 0;
         }
         if (!*v || strlen(v) >= sizeof cfg->data_dir) {
@@ -545,6 +555,11 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         snprintf(source, sizeof source, "--%s", s->flag);
         if (set_value(cfg, s, value, source, FROM_FLAG, err, errcap))
             return -1;
+    }
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+        snprintf(err, errcap, "--tls-cert and --tls-key go together (%s is missing)",
+                 cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
+        return -1;
     }
     return 0;
 }

@@ -26,6 +26,9 @@ typedef struct {
     char listen_host[256];
     int listen_port;
     char data_dir[4096];
+    char tls_cert[4096];  /* PEM certificate chain; empty: cleartext (with tls_key) */
+    char tls_key[4096];   /* PEM private key of tls_cert */
+    char tls_ca[4096];    /* CA file for https requests to peers; empty: the system's */
     char cluster_id[128]; /* empty: generated once and kept in the data dir */
     char public_url[512]; /* empty: http://<listen> */
     int webhook_allow_loopback;

@@ -33,6 +33,7 @@
 #include "surface/streams.h"
 #include "tiers/tiers.h"
 #include "transport/http.h"
+#include "transport/tls.h"
 #include "util/clock.h"
 
 #include <signal.h>
@@ -59,7 +60,8 @@ typedef struct {
     rn_router router;
     rn_endpoints endpoints;
     rn_http_server *http;
-    uv_signal_t sigterm, sigint;
+    uv_signal_t sigterm, sigint, sighup;
+    rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
@@ -81,6 +83,7 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sighup, NULL);
     rn_probe_stop(s->endpoints.probe);
     if (s->subs)
         rn_subs_stop(s->subs);
@@ -127,7 +130,25 @@ static void on_signal(uv_signal_t *sig, int signum) {
     begin_shutdown(s);
 }
 
-/* The URL clients reach the server at: --public-url, else http://<listen>. */
+/* SIGHUP: the TLS certificate and key are read again; new handshakes use
+ * them, open connections keep theirs. A failed reload changes nothing. */
+static void on_sighup(uv_signal_t *sig, int signum) {
+    server *s = sig->data;
+    (void)signum;
+    if (!s->tls) {
+        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert to reload");
+        return;
+    }
+    char err[1024];
+    if (rn_tls_context_reload(s->tls, err, sizeof err) < 0)
+        rn_log(RN_LOG_ERROR, "reload", "TLS certificate not reloaded, the previous one stays: %s",
+               err);
+    else
+        rn_log(RN_LOG_INFO, "reload", "TLS certificate and key reloaded from %s and %s",
+               s->cfg.tls_cert, s->cfg.tls_key);
+}
+
+/* The URL clients reach the server at: --public-url, else http(s)://<listen>. */
 /* Raises the soft limit on open descriptors (up to the hard one) so that
  * --max-connections sockets and --max-open-files stream files fit, plus a
  * reserve for the log, checkpoints, blobs and outbound requests; warns
@@ -189,12 +210,13 @@ static void warn_if_exposed(const rn_http_server *http) {
 }
 
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
+    const char *scheme = cfg->tls_cert[0] ? "https" : "http";
     if (cfg->public_url[0])
         snprintf(out, cap, "%s", cfg->public_url);
     else if (strchr(cfg->listen_host, ':'))
-        snprintf(out, cap, "http://[%s]:%d", cfg->listen_host, cfg->listen_port);
+        snprintf(out, cap, "%s://[%s]:%d", scheme, cfg->listen_host, cfg->listen_port);
     else
-        snprintf(out, cap, "http://%s:%d", cfg->listen_host, cfg->listen_port);
+        snprintf(out, cap, "%s://%s:%d", scheme, cfg->listen_host, cfg->listen_port);
 }
 
 static void access_line(const rn_request *req) {
@@ -378,6 +400,13 @@ int rn_serve(int argc, char **argv) {
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
                            .ops_arg = &s.endpoints};
+    if (s.cfg.tls_cert[0]) {
+        s.tls = rn_tls_context_new(s.cfg.tls_cert, s.cfg.tls_key, err, sizeof err);
+        if (!s.tls) {
+            rn_log(RN_LOG_ERROR, "start", "%s", err);
+            return 1;
+        }
+    }
     rn_http_config hc = {.host = s.cfg.listen_host,
                          .port = s.cfg.listen_port,
                          .max_body_bytes = s.cfg.max_body_bytes,
@@ -393,10 +422,12 @@ int rn_serve(int argc, char **argv) {
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early,
                          .on_headers_every_body = s.cfg.node_id != 0,
-                         .fanout_threads = (int)s.cfg.fanout_threads};
+                         .fanout_threads = (int)s.cfg.fanout_threads,
+                         .tls = s.tls};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
     if (!s.http) {
         rn_log(RN_LOG_ERROR, "start", "%s", err);
+        rn_tls_context_free(s.tls);
         return 1;
     }
     s.endpoints.http = s.http;
@@ -409,6 +440,9 @@ int rn_serve(int argc, char **argv) {
     s.sigterm.data = s.sigint.data = &s;
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_signal_start(&s.sigint, on_signal, SIGINT);
+    uv_signal_init(s.loop, &s.sighup);
+    s.sighup.data = &s;
+    uv_signal_start(&s.sighup, on_sighup, SIGHUP);
     s.endpoints.probe = rn_probe_start(s.loop, s.cfg.data_dir, 1000);
     uv_timer_init(s.loop, &s.sweep);
     uv_timer_init(s.loop, &s.drain);
@@ -442,6 +476,7 @@ int rn_serve(int argc, char **argv) {
         rn_surface_free(s.surface);
     rn_live_free(s.live);
     rn_http_free(s.http);
+    rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
     close(lock_fd);
     rn_log(RN_LOG_INFO, "stopped", "exit code %d", s.exit_code);

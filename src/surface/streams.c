@@ -380,8 +380,8 @@ static void answer_create(stream_ctx *c, rn_op *op) {
         const rn_header *host = rn_request_header(c->req, "host", NULL);
         const char *q = memchr(c->req->target, '?', c->req->target_len);
         size_t tlen = q ? (size_t)(q - c->req->target) : c->req->target_len;
-        rn_buf_appendf(&h, "Location: http://%.*s", host ? (int)host->value_len : 9,
-                       host ? host->value : "localhost");
+        rn_buf_appendf(&h, "Location: %s://%.*s", c->req->tls ? "https" : "http",
+                       host ? (int)host->value_len : 9, host ? host->value : "localhost");
         append_uri_path(&h, c->req->target, tlen);
         rn_buf_append_str(&h, "\r\n");
     }

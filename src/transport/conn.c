@@ -3,8 +3,13 @@
  * and the connection limits (in all, per client address), the one timer of
  * a connection (its protocol's timeouts, the send watch, the lingering
  * close), reading into the connection's input, half-closes, and the end of
- * a connection. What the bytes mean is the protocol's (rn_protocol, set at
- * accept: HTTP/1.1). See conn.h.
+ * a connection, and the table of protocols a connection can speak (by
+ * ALPN name). What the bytes mean is the protocol's (rn_protocol, set at
+ * accept, or after the TLS handshake: HTTP/1.1). See conn.h.
+ *
+ * Until a TLS connection's handshake completes it has no protocol: its
+ * timer running out, its client's EOF and a server that stops close it,
+ * and it counts as idle.
  *
  * EOF (a half-close) stops reading and is told to the protocol, which
  * still serves what was received; a read error closes the connection at
@@ -33,6 +38,44 @@ struct conn_peer {
 };
 
 static void conn_finish(rn_conn *c);
+
+/* ---- protocols ---- */
+
+typedef struct {
+    const char *alpn; /* its ALPN name */
+    void (*attach)(rn_conn *c);
+} conn_protocol;
+
+/* The server's preference first; the last is the default. */
+static const conn_protocol PROTOCOLS[] = {
+    {"http/1.1", http1_attach},
+};
+#define N_PROTOCOLS (sizeof PROTOCOLS / sizeof PROTOCOLS[0])
+
+const unsigned char *conn_alpn_protocols(size_t *len) {
+    static unsigned char wire[64];
+    static size_t wire_len;
+    if (!wire_len)
+        for (size_t i = 0; i < N_PROTOCOLS; i++) {
+            size_t n = strlen(PROTOCOLS[i].alpn);
+            assert(n < 256 && wire_len + 1 + n <= sizeof wire);
+            wire[wire_len++] = (unsigned char)n;
+            memcpy(wire + wire_len, PROTOCOLS[i].alpn, n);
+            wire_len += n;
+        }
+    *len = wire_len;
+    return wire;
+}
+
+void conn_attach_protocol(rn_conn *c, const unsigned char *alpn, size_t len) {
+    assert(!c->closed && !c->proto);
+    const conn_protocol *p = &PROTOCOLS[N_PROTOCOLS - 1];
+    for (size_t i = 0; i < N_PROTOCOLS; i++)
+        if (len && strlen(PROTOCOLS[i].alpn) == len && memcmp(PROTOCOLS[i].alpn, alpn, len) == 0)
+            p = &PROTOCOLS[i];
+    p->attach(c);
+    conn_arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle until its first request */
+}
 
 /* ---- the timer ----
  * One timer per connection: the send watch while answer bytes wait, the
@@ -88,8 +131,8 @@ static void on_timeout(uv_timer_t *t) {
         return;
     }
     c->watching = 0;
-    if (c->ending) {
-        conn_close(c); /* the lingering close is over */
+    if (c->ending || !c->proto) {
+        conn_close(c); /* the lingering close is over, or the handshake took too long */
         return;
     }
     c->proto->timeout(c);
@@ -114,6 +157,10 @@ void conn_finish_when_written(rn_conn *c) {
 static void input_end(rn_conn *c) {
     conn_read_stop(c);
     c->input_ended = 1;
+    if (!c->proto) {
+        conn_close(c); /* the client left during the TLS handshake */
+        return;
+    }
     if (c->ending) {
         if (c->pending_writes == 0)
             conn_close(c);
@@ -167,6 +214,8 @@ static void on_handle_closed(uv_handle_t *h) {
     srv->conn_count--;
     if (c->proto)
         c->proto->free(c);
+    if (c->bytes->free)
+        c->bytes->free(c);
     rn_buf_free(&c->input);
     free(c);
 }
@@ -291,7 +340,12 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    http1_attach(c);
+    if (!srv->cfg.tls)
+        conn_attach_protocol(c, NULL, 0);
+    else if (tls_accept(c, srv->cfg.tls) < 0) {
+        conn_close(c);
+        return;
+    }
     conn_arm_timer(c, srv->cfg.idle_timeout_ms);
     conn_read_start(c);
 }
@@ -325,7 +379,7 @@ void rn_http_stop_accepting(rn_http_server *srv) {
     rn_listeners_close(&srv->listeners);
     for (rn_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (!c->closed && c->proto->idle(c))
+        if (!c->closed && (!c->proto || c->proto->idle(c)))
             conn_close(c);
     }
 }
@@ -337,7 +391,7 @@ size_t rn_http_connections(const rn_http_server *srv) {
 size_t rn_http_active_connections(const rn_http_server *srv) {
     size_t n = 0;
     for (rn_conn *c = srv->conns; c; c = c->next)
-        if (!c->closed && c->proto->busy(c))
+        if (!c->closed && c->proto && c->proto->busy(c))
             n++;
     return n;
 }

@@ -4,7 +4,7 @@
  *
  * Layers, bottom up: the connection (conn.c: the socket, its life, timers,
  * limits, the send watch) moves bytes through its byte transport
- * (rn_byte_transport: plain TCP in tcp.c) and carries the bytes of one
+ * (rn_byte_transport: plain TCP in tcp.c, TLS in tls.c) and carries the bytes of one
  * protocol (rn_protocol: HTTP/1.1 in http1.c), whose requests (request.h)
  * are answered through the answer calls of http.h (response.c). Bytes go
  * out through the write path (write.h), which every protocol shares and
@@ -23,6 +23,7 @@
 #include "transport/fanout.h"
 #include "transport/http.h"
 #include "transport/listen.h"
+#include "transport/tls.h"
 #include "util/buf.h"
 #include "util/map.h"
 
@@ -32,7 +33,8 @@ typedef struct conn_peer conn_peer;
 
 /* The byte transport under a connection's protocol: the layer the
  * protocol's bytes pass through to the socket, and the client's bytes
- * through to c->input. Set at accept, before the protocol. */
+ * through to c->input. Set at accept, before the protocol (which a TLS
+ * connection attaches only once its handshake has chosen it). */
 typedef struct {
     /* Starts (stops) delivering the client's bytes: each read is appended
      * to c->input and reported with conn_received. read_start returns 0 or
@@ -53,6 +55,9 @@ typedef struct {
     size_t (*queued)(const rn_conn *c);
     /* Shuts the sending side once what was written is out; as uv_shutdown. */
     int (*shutdown)(rn_conn *c, uv_shutdown_t *sr, uv_shutdown_cb cb);
+    /* Frees c->bytes_state once the connection's handles closed (NULL:
+     * the transport keeps none). */
+    void (*free)(rn_conn *c);
     /* The protocol's bytes are the socket's bytes: a write batch may send
      * them with sendmsg on the descriptor from the fan-out threads. A
      * transport that transforms them (TLS) leaves it 0, and its
@@ -62,6 +67,15 @@ typedef struct {
 
 /* Plain TCP (tcp.c). */
 extern const rn_byte_transport rn_tcp_bytes;
+
+/* TLS (tls.c): memory BIOs between OpenSSL and the socket. */
+extern const rn_byte_transport rn_tls_bytes;
+
+/* Makes c, accepted and not closed, a TLS connection of ctx's current
+ * certificate: sets c->bytes and c->bytes_state. Its protocol is attached
+ * by conn_attach_protocol once the handshake completes. Returns 0, or -1
+ * when OpenSSL could not make the connection's state. */
+int tls_accept(rn_conn *c, rn_tls_context *ctx);
 
 /* The length given to rn_protocol.send_head for an answer without a body
  * (204, 304, an answer to HEAD), and for a streamed one. */
@@ -151,7 +165,8 @@ struct rn_conn {
     rn_http_server *srv;
     rn_conn *prev, *next;
     const rn_byte_transport *bytes;
-    const rn_protocol *proto; /* NULL until accepted */
+    void *bytes_state;        /* the byte transport's (TLS: its SSL), or NULL */
+    const rn_protocol *proto; /* NULL until attached (a TLS handshake ends before) */
     void *proto_state;        /* the protocol's (rn_http1) */
     int reading;              /* the byte transport delivers reads */
     int closed;               /* uv_close called */
@@ -171,6 +186,21 @@ struct rn_conn {
     size_t watch_queued;   /* bytes in the transport's write queue, */
     int watch_unsent;      /* bytes the kernel holds unacknowledged, when last read */
 };
+
+/* The protocols a connection can speak, chosen by name: the wire format
+ * of the TLS ALPN list (length-prefixed names), the server's preference
+ * first, with its length in *len. A protocol is added by one line in
+ * conn.c's table (its ALPN name and its attach function, which sets
+ * c->proto and c->proto_state on a connection between requests); tls.c
+ * offers whatever the table holds. */
+const unsigned char *conn_alpn_protocols(size_t *len);
+
+/* Attaches to c, not closed and without a protocol, the protocol named
+ * alpn[0..len) (an ALPN name), or the default (HTTP/1.1) when len is 0 or
+ * the name is not in the table: at accept for a cleartext connection,
+ * after the handshake for a TLS one. Its timer then runs for an idle
+ * period (until then it bounds the whole TLS handshake). */
+void conn_attach_protocol(rn_conn *c, const unsigned char *alpn, size_t len);
 
 /* Closes c at once (idempotent): its protocol is told (closing), its
  * handles close, and it is freed once they have. */

@@ -82,6 +82,8 @@ struct rn_request {
     unsigned route_flags;
     void *handler_data;
 
+    /* Set by the transport: the request came over TLS (its URLs are https). */
+    int tls;
     /* Set by the transport, for the access log (read only). */
     uint64_t start_ns;  /* when its first byte arrived */
     int status;         /* of the response, once started */
@@ -131,6 +133,9 @@ typedef struct {
     /* Helper threads that send large write batches with the loop thread
      * (rn_http_batch_flush); 0: batches are off. */
     int fanout_threads;
+    /* Connections speak TLS with this context's certificate (tls.h); it
+     * outlives the server. NULL: cleartext. */
+    struct rn_tls_context *tls;
 } rn_http_config;
 
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)

@@ -19,6 +19,7 @@ static uint64_t body_bytes_held;
 rn_exchange *exchange_new(rn_conn *c) {
     rn_exchange *x = rn_xcalloc(1, sizeof *x);
     x->conn = c;
+    x->req.tls = c->bytes == &rn_tls_bytes;
     x->refs = 1;
     return x;
 }

@@ -75,8 +75,10 @@ export async function follow(url, opts = {}) {
 
 export class Cluster {
   // Starts a cluster (scripts/cluster.sh start) in a fresh directory.
-  static async start({ nodes = 3, groups = 4, args = [] } = {}) {
+  // tls: a PKI directory (tests/lib/test_pki.sh): the nodes speak https.
+  static async start({ nodes = 3, groups = 4, args = [], tls = null } = {}) {
     const c = new Cluster(tempDir("runnel-cluster-"), nodes, groups, args);
+    c.tls = tls;
     c.startAll();
     const env = fs.readFileSync(path.join(c.dir, "cluster.env"), "utf8");
     c.clusterId = /CLUSTER_ID=(.*)/.exec(env)[1];
@@ -91,7 +93,8 @@ export class Cluster {
   // group has a leader on every node.
   startAll() {
     const out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
-      String(this.groups), "--bin", BIN, "--", ...this.args], { encoding: "utf8", timeout: 60000 });
+      String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []), "--", ...this.args],
+      { encoding: "utf8", timeout: 60000 });
     this.urls = out.trim().split("\n");
     live.add(this);
   }

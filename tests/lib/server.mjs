@@ -8,6 +8,7 @@
 // Nothing here talks to anything but 127.0.0.1.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import https from "node:https";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -87,12 +88,28 @@ export async function waitFor(what, fn, ms = 15000, every = 100, describe = null
   }
 }
 
+// The status of a GET over https trusting the CA certificate(s) ca (PEM),
+// on a connection of its own.
+export function httpsStatus(url, ca, timeoutMs = 1000) {
+  return new Promise((resolve, reject) => {
+    const rq = https.get(url, { ca, agent: false, timeout: timeoutMs }, (rs) => {
+      rs.resume();
+      rs.on("end", () => resolve(rs.statusCode));
+      rs.on("error", reject);
+    });
+    rq.on("timeout", () => rq.destroy(new Error(`GET ${url} timed out`)));
+    rq.on("error", reject);
+  });
+}
+
 // One server process: `runnel serve` on 127.0.0.1 with a data directory (a
 // new temporary one unless given). Its output goes to logPath (appended,
-// each start headed by a line) or, without one, to the string `log`.
+// each start headed by a line) or, without one, to the string `log`. With
+// tls ({cert, key, ca}: file paths) it serves https with that certificate
+// and key, and its readiness is asked trusting the CA file ca.
 export class Server {
-  constructor({ bin = BIN, dataDir, args = [], env = {}, logPath = null, port } = {}) {
-    Object.assign(this, { bin, dataDir: dataDir ?? tempDir("runnel-bb-"), args, env, logPath, port });
+  constructor({ bin = BIN, dataDir, args = [], env = {}, logPath = null, port, tls = null } = {}) {
+    Object.assign(this, { bin, dataDir: dataDir ?? tempDir("runnel-bb-"), args, env, logPath, port, tls });
     this.proc = null;
     this.memoryLog = "";
   }
@@ -102,8 +119,9 @@ export class Server {
   // waitReady false it resolves at once.
   async start({ readyMs = 15000, waitReady = true } = {}) {
     this.port ??= await freePort();
-    this.url = `http://127.0.0.1:${this.port}`;
-    const argv = ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...this.args];
+    this.url = `${this.tls ? "https" : "http"}://127.0.0.1:${this.port}`;
+    const tlsArgs = this.tls ? ["--tls-cert", this.tls.cert, "--tls-key", this.tls.key] : [];
+    const argv = ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...tlsArgs, ...this.args];
     const options = { env: { ...process.env, ...this.env } };
     let fd = null;
     if (this.logPath) {
@@ -132,9 +150,13 @@ export class Server {
     while (Date.now() - t0 < readyMs) {
       if (this.exitInfo) throw new Error(`server exited during start (${JSON.stringify(this.exitInfo)}):\n${this.logTail()}`);
       try {
-        const r = await fetch(`${this.url}/__runnel/readyz`, { signal: AbortSignal.timeout(1000) });
-        await r.arrayBuffer();
-        if (r.status === 200) return this;
+        if (this.tls) {
+          if ((await httpsStatus(`${this.url}/__runnel/readyz`, fs.readFileSync(this.tls.ca))) === 200) return this;
+        } else {
+          const r = await fetch(`${this.url}/__runnel/readyz`, { signal: AbortSignal.timeout(1000) });
+          await r.arrayBuffer();
+          if (r.status === 200) return this;
+        }
       } catch { /* not yet */ }
       await sleep(15);
     }
