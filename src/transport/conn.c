@@ -301,6 +301,14 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
     rn_http_server *srv = rn_xcalloc(1, sizeof *srv);
     srv->loop = loop;
     srv->cfg = *cfg;
+    if (!srv->cfg.http2_max_streams)
+        srv->cfg.http2_max_streams = 100;
+    if (!srv->cfg.http2_max_header_list_bytes)
+        srv->cfg.http2_max_header_list_bytes = 16384;
+    if (!srv->cfg.http2_header_table_bytes)
+        srv->cfg.http2_header_table_bytes = 4096;
+    if (!srv->cfg.http2_max_control_frames)
+        srv->cfg.http2_max_control_frames = 200;
     srv->on_request = on_request;
     srv->arg = arg;
     if (rn_listeners_open(&srv->listeners, loop, cfg->host, cfg->port, on_connection, srv, err,
