@@ -688,9 +688,9 @@ static void http2_timeout(rn_conn *c) {
         return;
     }
     for (h2_stream *s = h->streams; s && !c->closed; s = s->next) {
-        if (s->closed || !s->x)
+        if (s->closed)
             continue;
-        if (!s->ready && now - s->began >= cfg->request_timeout_ms) {
+        if (s->x && !s->ready && now - s->began >= cfg->request_timeout_ms) {
             s->ready = 1;
             s->early = 1;
             rn_buf head = {0}, body = {0};
