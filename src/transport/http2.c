@@ -542,10 +542,24 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t error,
 
 /* ---- writing ---- */
 
-/* After frames left: the next file piece of a stream whose piece was
+/* True when s's answer may not send a byte: its window or the
+ * connection's is used up. */
+static int window_shut(rn_http2 *h, const h2_stream *s) {
+    return nghttp2_session_get_stream_remote_window_size(h->session, s->id) <= 0 ||
+           nghttp2_session_get_remote_window_size(h->session) <= 0;
+}
+
+/* After frames left: a stream a half-closed client cannot unblock is
+ * reset; the next file piece of a stream whose piece was
  * taken, on_drain of a streamed answer whose queue emptied. */
 static void after_frames(rn_http2 *h) {
     for (h2_stream *s = h->streams; s && !h->conn->closed; s = s->next) {
+        if (s->out_bytes && !s->closed && h->conn->input_ended && window_shut(h, s)) {
+            /* a client that half-closed can open no window any more */
+            nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+            h->flush_again = 1;
+            continue;
+        }
         if (!s->x || s->out_bytes)
             continue;
         if (s->file_piece) {
