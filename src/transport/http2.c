@@ -346,7 +346,7 @@ static int head_with_body(h2_stream *s) {
         s->ready = 1; /* a hook's answer is the whole answer: never dispatched */
         s->early = 1;
         srv->cfg.on_headers(r, srv->arg);
-        if (x->responding)
+        if (!s->x || x->responding) /* answered (and finished: x is gone) */
             return 1;
         s->ready = 0;
         s->early = 0;

@@ -19,7 +19,7 @@ import { scrape } from "./lib/ops.mjs";
 import { E, F, H2Conn, T, ping, request, rst, settings } from "./lib/h2.mjs";
 
 const run = promisify(execFile);
-const server = new Server({ args: ["--idle-timeout-ms", "2000", "--http2-max-control-frames", "100"] });
+const server = new Server({ args: ["--idle-timeout-ms", "2000", "--http2-max-control-frames", "100"], logPath: process.env.RUNNEL_H2_LOG ?? null });
 before(() => server.start());
 after(() => server.stop());
 
