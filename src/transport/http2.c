@@ -846,45 +846,44 @@ static void http2_send_head(rn_exchange *x, int status, rn_buf *head, uint64_t l
     leave(h);
 }
 
+/* More of s's answer is queued (or its end): nghttp2 is told, the frames
+ * go out, and the call into this file ends. */
+static void answer_moved(h2_stream *s) {
+    resume(s);
+    flush(s->h);
+    leave(s->h);
+}
+
 static void http2_send_body(rn_exchange *x, rn_buf *bytes, rn_body_kind kind) {
     h2_stream *s = stream_of(x);
-    rn_http2 *h = s->h;
-    enter(h);
+    enter(s->h);
     if (kind != RN_BODY_CHUNK) {
         s->body_left -= bytes->len < s->body_left ? bytes->len : s->body_left;
         s->eof = s->body_left == 0;
         s->file_piece = kind == RN_BODY_FILE_PIECE;
     }
     queue_bytes(s, bytes);
-    resume(s);
-    flush(h);
-    leave(h);
+    answer_moved(s);
 }
 
 /* A shared chunk's payload, without its HTTP/1.1 framing, referenced. */
 static void http2_send_chunk(rn_exchange *x, rn_http_chunk *ch) {
     h2_stream *s = stream_of(x);
-    rn_http2 *h = s->h;
-    enter(h);
+    enter(s->h);
     h2_piece *p = rn_xcalloc(1, sizeof *p);
     p->chunk = ch;
     ch->refs++;
     p->at = ch->bytes + ch->len - ch->payload_len - 2;
     p->left = ch->payload_len;
     queue_piece(s, p);
-    resume(s);
-    flush(h);
-    leave(h);
+    answer_moved(s);
 }
 
 static void http2_end_stream(rn_exchange *x) {
     h2_stream *s = stream_of(x);
-    rn_http2 *h = s->h;
-    enter(h);
+    enter(s->h);
     s->eof = 1;
-    resume(s);
-    flush(h);
-    leave(h);
+    answer_moved(s);
 }
 
 /* x's answer is all queued: the request is done for the handler; its
