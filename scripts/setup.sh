@@ -40,9 +40,12 @@ RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
 # chaos harness's network namespaces, veth pairs and blackhole routes
 # (tests/cluster/chaos/netns.mjs). clang-format-14 and cppcheck:
 # scripts/check_format.sh and scripts/lint.sh. nghttp2-client: nghttp and
-# h2load, the HTTP/2 tests' frame-level client and load generator.
+# h2load, the HTTP/2 tests' frame-level client and load generator;
+# nghttp2-proxy: nghttpx, through which scripts/conformance_h2.sh runs the
+# conformance suite over HTTP/2.
 TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2
-  clang-format-14 cppcheck nghttp2-client)
+  clang-format-14 cppcheck nghttp2-client
+  nghttp2-proxy)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")

@@ -29,6 +29,12 @@ endfunction()
 
 # ---- the official conformance suite, against a fresh server of this build
 runnel_suite(conformance conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${CMAKE_BINARY_DIR})
+# ... and again with every request reaching the server over HTTP/2 (h2c),
+# through nghttpx, when it is installed (nghttp2-proxy)
+find_program(NGHTTPX nghttpx PATHS /usr/sbin)
+if(NGHTTPX)
+  runnel_suite(conformance_h2 conformance 900 ${RUNNEL_SRC}/scripts/conformance_h2.sh ${CMAKE_BINARY_DIR})
+endif()
 
 # ---- black-box tests: one ctest test per file
 # The fast tier's cross-section: both surfaces (v1 names and parameters,
