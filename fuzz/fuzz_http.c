@@ -34,6 +34,11 @@
  * Seeds (fuzz/corpus/fuzz_http) cover every method on both surfaces, live
  * reads, forks, producers, snapshots, subscriptions and the transport's
  * edge cases; fuzz/fuzz_http.dict holds the protocol's tokens.
+ *
+ * fuzz_http2.c compiles this file with FUZZ_HTTP2: the client sends
+ * HTTP/2's connection preface, then the input as frames (h2c by prior
+ * knowledge, through src/transport/http2.c), and http2_check.c checks
+ * what the server sends instead of check 3.
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
@@ -71,12 +76,15 @@ static void remove_dir(void);
  * running atexit handlers after a crash). */
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
-        fprintf(stderr, "fuzz_http: " __VA_ARGS__);                                                \
+        fprintf(stderr, HARNESS ": " __VA_ARGS__);                                                 \
         fputc('\n', stderr);                                                                       \
         remove_dir();                                                                              \
         abort();                                                                                   \
     } while (0)
 
+#ifndef HARNESS
+#define HARNESS "fuzz_http"
+#endif
 #define MAX_BODY 4096
 #define IDLE_WAIT_MS 200 /* longest wait for the server to finish the requests */
 #define CLOSE_WAIT_MS 2000
@@ -182,7 +190,7 @@ static void server_start(server *s) {
     s->engine = rn_engine_open(&loop, &ec, &stats, err, sizeof err);
     if (!s->engine)
         FAIL("rn_engine_open: %s", err);
-    rn_live_config lc = {.sse_queue_bytes = 4096, .sse_max_duration_ms = 10};
+    rn_live_config lc = {.max_reads = 64, .sse_queue_bytes = 4096, .sse_max_duration_ms = 10};
     s->live = rn_live_new(&loop, s->engine, &lc);
     rn_engine_observe(s->engine, rn_live_observer, s->live);
     rn_subs_config subc = {.data_dir = data_dir,
@@ -213,7 +221,7 @@ static void server_start(server *s) {
 static void on_walk(uv_handle_t *h, void *arg) {
     (void)arg;
     if (!uv_is_closing(h))
-        fprintf(stderr, "fuzz_http: handle still open: %s (active %d)\n",
+        fprintf(stderr, HARNESS ": handle still open: %s (active %d)\n",
                 uv_handle_type_name(uv_handle_get_type(h)), uv_is_active(h));
 }
 
@@ -247,6 +255,9 @@ static void server_stop(server *s) {
 
 /* ---- checking what the server sends ---- */
 
+#ifdef FUZZ_HTTP2
+#include "http2_check.c"
+#else
 /* Methods of the requests in the input, in order, as llhttp (the server's
  * parser) sees them: a HEAD answer has no body, so the response parser must
  * know which answers belong to HEAD requests. */
@@ -280,6 +291,18 @@ static int on_response_headers(llhttp_t *p) {
     return head ? 1 : 0;
 }
 
+static void checker_setup(void) {
+    llhttp_settings_init(&req_settings);
+    req_settings.on_headers_complete = on_request_headers;
+    llhttp_settings_init(&resp_settings);
+    resp_settings.on_headers_complete = on_response_headers;
+}
+
+/* HTTP/1.1 needs nothing sent before the input. */
+static void client_begin(int fd) {
+    (void)fd;
+}
+
 static void checker_init(checker *c, const uint8_t *data, size_t size) {
     memset(c, 0, sizeof *c);
     llhttp_init(&c->req_parser, HTTP_REQUEST, &req_settings);
@@ -299,6 +322,8 @@ static void checker_feed(checker *c, const char *p, size_t n) {
              c->answered, llhttp_errno_name(e), llhttp_get_error_reason(&c->resp_parser));
     }
 }
+
+#endif
 
 /* Reads what the server sent; returns 1 once the server closed. */
 static int client_drain(int fd, checker *c) {
@@ -366,10 +391,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     __sanitizer_set_death_callback(remove_dir);
     uv_loop_init(&loop);
     trace = getenv("RUNNEL_FUZZ_TRACE") != NULL;
-    llhttp_settings_init(&req_settings);
-    req_settings.on_headers_complete = on_request_headers;
-    llhttp_settings_init(&resp_settings);
-    resp_settings.on_headers_complete = on_response_headers;
+    checker_setup();
     return 0;
 }
 
@@ -380,6 +402,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     checker_init(&chk, data, size);
 
     int fd = client_connect();
+    client_begin(fd);
 
     uv_timer_init(&loop, &tick);
     uv_timer_start(&tick, on_tick, 1, 1); /* UV_RUN_ONCE returns at least every 1 ms */

@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_EACH=${FUZZ_SECONDS:-20}
-HARNESSES=(fuzz_json fuzz_offset_text fuzz_wal_recovery fuzz_http)
+HARNESSES=(fuzz_json fuzz_offset_text fuzz_wal_recovery fuzz_http fuzz_http2)
 
 if ! fuzz/build.sh; then
   echo "0 passed, ${#HARNESSES[@]} failed"
@@ -28,6 +28,7 @@ for h in "${HARNESSES[@]}"; do
   case "$h" in
     fuzz_json) opts+=(-max_len=8192) ;;
     fuzz_http) opts+=(-max_len=8192 -dict=fuzz/fuzz_http.dict) ;;
+    fuzz_http2) opts+=(-max_len=8192) ;;
   esac
   mkdir -p "$work/$h"
   log="$work/$h.log"

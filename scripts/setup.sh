@@ -30,16 +30,22 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # libcurl (webhook deliveries), libssl (Ed25519, SHA-256, HMAC) and jansson
 # (subscription request bodies and state) serve src/subs/; libraft
 # (Canonical's C Raft on libuv) serves src/cluster/; expat reads S3's XML
-# answers (src/tiers/s3/); curl is for the README's examples.
+# answers (src/tiers/s3/); libnghttp2 is HTTP/2 (src/transport/http2.c);
+# curl is for the README's examples.
 RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
-  libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev libraft-dev libexpat1-dev)
+  libcurl4-openssl-dev libssl-dev libjansson-dev libinih-dev libraft-dev libexpat1-dev
+  libnghttp2-dev)
 # python3-botocore: the S3 test endpoint's proxy (tests/s3/proxy.py)
 # recomputes every SigV4 signature with botocore. iproute2: the cluster
 # chaos harness's network namespaces, veth pairs and blackhole routes
 # (tests/cluster/chaos/netns.mjs). clang-format-14 and cppcheck:
-# scripts/check_format.sh and scripts/lint.sh.
+# scripts/check_format.sh and scripts/lint.sh. nghttp2-client: nghttp and
+# h2load, the HTTP/2 tests' frame-level client and load generator;
+# nghttp2-proxy: nghttpx, through which scripts/conformance_h2.sh runs the
+# conformance suite over HTTP/2.
 TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2
-  clang-format-14 cppcheck)
+  clang-format-14 cppcheck nghttp2-client
+  nghttp2-proxy)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")

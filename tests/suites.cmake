@@ -32,6 +32,12 @@ runnel_suite(conformance conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${
 # ... and over HTTPS (a test CA made for the run, trusted by NODE_EXTRA_CA_CERTS)
 runnel_suite(conformance-tls conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${CMAKE_BINARY_DIR}
              --tls)
+# ... and again with every request reaching the server over HTTP/2 (h2c),
+# through nghttpx, when it is installed (nghttp2-proxy)
+find_program(NGHTTPX nghttpx PATHS /usr/sbin)
+if(NGHTTPX)
+  runnel_suite(conformance_h2 conformance 900 ${RUNNEL_SRC}/scripts/conformance_h2.sh ${CMAKE_BINARY_DIR})
+endif()
 
 # ---- black-box tests: one ctest test per file
 # The fast tier's cross-section: both surfaces (v1 names and parameters,

@@ -134,6 +134,17 @@ static const setting SETTINGS[] = {
         1000000,
         "open connections from one client address; more are closed at accept (0: no bound; "
         "behind a proxy every client has the proxy's address)"),
+    U64("http2-max-streams", "RUNNEL_HTTP2_MAX_STREAMS", http2_max_streams, 100, 1, 10000,
+        "concurrent streams of one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS)"),
+    U64("http2-max-header-list-bytes", "RUNNEL_HTTP2_MAX_HEADER_LIST_BYTES",
+        http2_max_header_list_bytes, 16384, 1024, 1048576,
+        "decoded header list of one HTTP/2 request (SETTINGS_MAX_HEADER_LIST_SIZE; 431 beyond)"),
+    U64("http2-header-table-bytes", "RUNNEL_HTTP2_HEADER_TABLE_BYTES", http2_header_table_bytes,
+        4096, 512, 65536, "HPACK dynamic table the server keeps per HTTP/2 connection"),
+    U64("http2-max-control-frames", "RUNNEL_HTTP2_MAX_CONTROL_FRAMES", http2_max_control_frames,
+        200, 10, 100000,
+        "PING, SETTINGS and RST_STREAM frames one HTTP/2 connection may send per second; more "
+        "close it (GOAWAY ENHANCE_YOUR_CALM: floods and rapid reset)"),
     U64("request-timeout-ms", "RUNNEL_REQUEST_TIMEOUT_MS", request_timeout_ms, 30000, 100, 3600000,
         "time to receive a whole request (408 beyond), plus what its body earns at "
         "--min-body-rate"),

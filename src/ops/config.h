@@ -39,7 +39,11 @@ typedef struct {
     uint64_t max_header_bytes;
     uint64_t max_headers;
     uint64_t max_connections;
-    uint64_t max_connections_per_ip; /* 0: no bound */
+    uint64_t max_connections_per_ip;      /* 0: no bound */
+    uint64_t http2_max_streams;           /* concurrent streams of one HTTP/2 connection */
+    uint64_t http2_max_header_list_bytes; /* decoded header list of one HTTP/2 request */
+    uint64_t http2_header_table_bytes;    /* HPACK dynamic table the server keeps */
+    uint64_t http2_max_control_frames;    /* PING, SETTINGS, RST_STREAM per connection per s */
     uint64_t request_timeout_ms;
     uint64_t min_body_rate; /* body bytes/s that extend the request timeout (0: none) */
     uint64_t idle_timeout_ms;

@@ -108,6 +108,20 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     metric(b, "runnel_sse_events_total", "counter", "SSE data events sent.", rn_metric.sse_events);
     metric(b, "runnel_sse_bytes_total", "counter", "Stream bytes sent in SSE data events.",
            rn_metric.sse_bytes);
+    metric(b, "runnel_http2_connections_total", "counter", "HTTP/2 connections opened.",
+           rn_metric.h2_connections);
+    metric(b, "runnel_http2_streams_total", "counter", "HTTP/2 streams (requests) opened.",
+           rn_metric.h2_streams);
+    metric(b, "runnel_http2_ping_frames_total", "counter", "HTTP/2 PING frames received.",
+           rn_metric.h2_ping_frames);
+    metric(b, "runnel_http2_settings_frames_total", "counter",
+           "HTTP/2 SETTINGS frames received (acks excluded).", rn_metric.h2_settings_frames);
+    metric(b, "runnel_http2_rst_frames_total", "counter", "HTTP/2 RST_STREAM frames received.",
+           rn_metric.h2_rst_frames);
+    metric(b, "runnel_http2_flood_closes_total", "counter",
+           "HTTP/2 connections closed for sending control frames past "
+           "--http2-max-control-frames a second, or for a flood nghttp2 detected.",
+           rn_metric.h2_flood_closes);
     metric(b, "runnel_wal_batches_total", "counter", "Log group-commit batches.",
            rn_metric.wal_batches);
     metric(b, "runnel_wal_records_total", "counter",

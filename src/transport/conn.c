@@ -20,6 +20,7 @@
  */
 #include "transport/conn.h"
 #include "transport/http1.h"
+#include "transport/http2.h"
 
 #include <assert.h>
 #include <linux/sockios.h>
@@ -48,6 +49,7 @@ typedef struct {
 
 /* The server's preference first; the last is the default. */
 static const conn_protocol PROTOCOLS[] = {
+    {"h2", http2_attach},
     {"http/1.1", http1_attach},
 };
 #define N_PROTOCOLS (sizeof PROTOCOLS / sizeof PROTOCOLS[0])
@@ -73,8 +75,8 @@ void conn_attach_protocol(rn_conn *c, const unsigned char *alpn, size_t len) {
     for (size_t i = 0; i < N_PROTOCOLS; i++)
         if (len && strlen(PROTOCOLS[i].alpn) == len && memcmp(PROTOCOLS[i].alpn, alpn, len) == 0)
             p = &PROTOCOLS[i];
-    p->attach(c);
     conn_arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle until its first request */
+    p->attach(c); /* which may arm the timer for its own use */
 }
 
 /* ---- the timer ----
@@ -355,6 +357,14 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
     rn_http_server *srv = rn_xcalloc(1, sizeof *srv);
     srv->loop = loop;
     srv->cfg = *cfg;
+    if (!srv->cfg.http2_max_streams)
+        srv->cfg.http2_max_streams = 100;
+    if (!srv->cfg.http2_max_header_list_bytes)
+        srv->cfg.http2_max_header_list_bytes = 16384;
+    if (!srv->cfg.http2_header_table_bytes)
+        srv->cfg.http2_header_table_bytes = 4096;
+    if (!srv->cfg.http2_max_control_frames)
+        srv->cfg.http2_max_control_frames = 200;
     srv->on_request = on_request;
     srv->arg = arg;
     if (rn_listeners_open(&srv->listeners, loop, cfg->host, cfg->port, on_connection, srv, err,

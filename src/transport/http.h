@@ -103,6 +103,15 @@ typedef struct {
     /* Open connections from one client address (IPv4, or IPv6); more are
      * closed at accept like those past max_connections. 0: no bound. */
     int max_connections_per_ip;
+    /* HTTP/2 (http2.c): concurrent streams of a connection, the decoded
+     * header list of a request (431 beyond), the HPACK table the server
+     * keeps, and PING, SETTINGS and RST_STREAM frames a connection may send
+     * per second (more close it with GOAWAY ENHANCE_YOUR_CALM). 0 (a config
+     * struct that does not set them): 100, 16 KiB, 4096, 200. */
+    uint32_t http2_max_streams;
+    uint32_t http2_max_header_list_bytes;
+    uint32_t http2_header_table_bytes;
+    uint32_t http2_max_control_frames;
     /* Request body bytes held at once, over all requests: a body's declared
      * Content-Length from its headers (or its bytes as they arrive, when
      * chunked) until the request is released. Bodies under

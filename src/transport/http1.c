@@ -23,6 +23,7 @@
  * read as usual, after a 100 Continue when the client asked for one.
  */
 #include "transport/http1.h"
+#include "transport/http2.h"
 #include "transport/request.h"
 #include "transport/request_head.h"
 #include "transport/response.h"
@@ -64,6 +65,7 @@ typedef struct {
     rn_fold_scan fold;      /* obs-fold in the current head (request_head.h) */
     const char *fold_from;  /* head bytes from here on are not fed to it yet; NULL: none */
     uint64_t request_began; /* uv_now() when the current request's first byte arrived */
+    int fresh;              /* no request began yet: the input may be HTTP/2's preface */
 } rn_http1;
 
 static rn_http1 *http1_of(const rn_conn *c) {
@@ -105,6 +107,7 @@ static void http1_timeout(rn_conn *c) {
 static int on_message_begin(llhttp_t *p) {
     rn_http1 *h = p->data;
     rn_conn *c = h->conn;
+    h->fresh = 0;
     h->cur = exchange_new(c);
     h->cur->req.start_ns = uv_hrtime();
     h->span_count = 0;
@@ -634,12 +637,36 @@ static void process_input(rn_http1 *h) {
         conn_read_start(c);
 }
 
+static void http1_free(rn_conn *c);
+
+/* A connection's first bytes that are HTTP/2's connection preface (h2c by
+ * prior knowledge) switch it to HTTP/2, which takes the input as it is.
+ * Returns 1 when it switched, or when the bytes so far are a beginning of
+ * the preface (more are awaited: at most HTTP2_PREFACE_LEN - 1 bytes). */
+static int switched_to_http2(rn_http1 *h) {
+    rn_conn *c = h->conn;
+    int match = http2_preface_match(c->input.data + c->input_off, c->input.len - c->input_off);
+    if (match == 0) {
+        h->fresh = 0;
+        return 0;
+    }
+    if (match < 0)
+        return 1;
+    http1_free(c);
+    c->proto = NULL;
+    c->proto_state = NULL;
+    http2_attach(c);
+    return 1;
+}
+
 /* Bytes arrived on an HTTP/1.1 connection: parsed at once, unless a
  * request is being handled or its answer waits to go out (pipelining);
  * then they wait in the input, which stops being read past
  * INPUT_PAUSE_BYTES. */
 static void http1_received(rn_conn *c) {
     rn_http1 *h = http1_of(c);
+    if (h->fresh && switched_to_http2(h))
+        return;
     if (h->state == ST_DISCARDING) {
         uint64_t now = uv_now(c->srv->loop);
         if (now >= h->discard_deadline) {
@@ -707,6 +734,7 @@ void http1_attach(rn_conn *c) {
     llhttp_init(&h->parser, HTTP_REQUEST, &parser_settings);
     h->parser.data = h;
     h->state = ST_IDLE;
+    h->fresh = 1;
     c->proto = &http1_protocol;
     c->proto_state = h;
 }

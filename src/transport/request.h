@@ -31,6 +31,7 @@ struct rn_exchange {
     rn_buf pieces_suffix;
     rn_buf raw;            /* storage for target and header bytes */
     uint64_t body_charged; /* bytes counted against max_body_bytes_in_flight */
+    void *stream;          /* the protocol's state of the request (HTTP/2: its stream) */
 };
 
 /* The exchange of a request the transport made. */

@@ -35,6 +35,11 @@ typedef struct {
     uint64_t wal_sync_us_sum;
     uint64_t wal_sync_failures;
     uint64_t sub_deliveries, sub_delivery_failures;
+    /* HTTP/2: connections and streams opened, control frames received
+     * (PING, SETTINGS, RST_STREAM; acks excluded) and connections closed for
+     * a flood of them */
+    uint64_t h2_connections, h2_streams;
+    uint64_t h2_ping_frames, h2_settings_frames, h2_rst_frames, h2_flood_closes;
     /* cluster mode: proposals (Raft entries) and the commands in them, and
      * the time from a proposal to its outcome (commit and apply here) */
     uint64_t raft_proposals, raft_commands;

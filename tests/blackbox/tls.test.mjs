@@ -1,5 +1,6 @@
 // TLS (issue 17): --tls-cert/--tls-key make the port speak HTTPS. Every
-// route family answers over https (curl); start refuses an expired
+// route family answers over https (curl), on HTTP/1.1 and on HTTP/2 chosen
+// by ALPN; start refuses an expired
 // certificate, a key that does not match it and an unreadable file with a
 // message naming the file; plain HTTP to the TLS port is answered 400 or
 // closed, never left hanging; a handshake dribbled byte by byte holds no
@@ -83,59 +84,64 @@ describe("TLS", () => {
     assert.doesNotMatch(server.log, /Sanitizer|runtime error:/);
   });
 
-  test("every route family answers over https (curl)", async () => {
-    const u = server.url;
-    // operator routes
-    assert.equal((await curl(`${u}/__runnel/livez`)).status, 200);
-    assert.equal((await curl(`${u}/__runnel/readyz`)).status, 200);
-    assert.match((await curl(`${u}/__runnel/metrics`)).body, /runnel_http_requests_total/);
-    // v1 surface: create (Location is https), append, catch-up, HEAD, long-poll, SSE, delete
-    const v1 = `${u}/v1/stream/tls/one`;
-    const created = await curl(v1, ["-X", "PUT", "-H", "content-type: text/plain"]);
-    assert.equal(created.status, 201);
-    assert.equal(created.version, "HTTP/1.1");
-    assert.equal(created.headers.location, v1);
-    assert.equal((await curl(v1, ["-X", "POST", "-H", "content-type: text/plain", "--data-binary", "hello "])).status, 204);
-    const tail = (await curl(v1, ["-X", "POST", "-H", "content-type: text/plain", "--data-binary", "world"])).headers["stream-next-offset"];
-    const read = await curl(`${v1}?offset=-1`);
-    assert.equal(read.status, 200);
-    assert.equal(read.body, "hello world");
-    assert.equal((await curl(v1, ["-I"])).headers["stream-next-offset"], tail);
-    assert.equal((await curl(`${v1}?offset=${tail}&live=long-poll`)).status, 204);
-    const sse = await curl(`${v1}?offset=-1&live=sse`, ["-N"]);
-    assert.equal(sse.status, 200);
-    assert.match(sse.body, /event: data\ndata:hello world\n/);
-    assert.equal((await curl(v1, ["-X", "DELETE"])).status, 204);
-    assert.equal((await curl(`${v1}?offset=-1`)).status, 404);
-    // bucket surface: create, append, read, snapshot publish and read, bootstrap
-    const b = `${u}/tlsbucket/one`;
-    assert.equal((await curl(b, ["-X", "PUT", "-H", "content-type: text/plain"])).status, 201);
-    const appended = await curl(b, ["-X", "POST", "-H", "content-type: text/plain", "--data-binary", "abc"]);
-    assert.equal(appended.status, 204);
-    const off = appended.headers["stream-next-offset"];
-    assert.equal((await curl(`${b}?offset=-1`)).body, "abc");
-    const snap = `${b}/snapshot/${encodeURIComponent(off)}`;
-    assert.equal((await curl(snap, ["-X", "PUT", "-H", "content-type: text/plain", "--data-binary", "ABC"])).status, 204);
-    const got = await curl(snap);
-    assert.equal(got.status, 200);
-    assert.equal(got.body, "ABC");
-    const boot = await curl(`${b}/bootstrap`);
-    assert.equal(boot.status, 200);
-    assert.match(boot.headers["content-type"], /^multipart\/mixed/);
-    // subscriptions (/v1/stream/__ds/): a refusal with the §11 body still comes back over TLS
-    const subs = await curl(`${u}/v1/stream/__ds/subscriptions/nope`);
-    assert.ok(subs.status >= 400 && subs.status < 500, `subscriptions answered ${subs.status}`);
+  test("every route family answers over https (curl, HTTP/1.1 and HTTP/2 by ALPN)", async () => {
+    for (const [flag, version, name] of [["--http1.1", "HTTP/1.1", "h1"], ["--http2", "HTTP/2", "h2"]]) {
+      const c = (url, args = []) => curl(url, [flag, ...args]);
+      const u = server.url;
+      // operator routes
+      assert.equal((await c(`${u}/__runnel/livez`)).status, 200);
+      assert.equal((await c(`${u}/__runnel/readyz`)).status, 200);
+      assert.match((await c(`${u}/__runnel/metrics`)).body, /runnel_http_requests_total/);
+      // v1 surface: create (Location is https), append, catch-up, HEAD, long-poll, SSE, delete
+      const v1 = `${u}/v1/stream/tls/one-${name}`;
+      const created = await c(v1, ["-X", "PUT", "-H", "content-type: text/plain"]);
+      assert.equal(created.status, 201);
+      assert.equal(created.version, version);
+      assert.equal(created.headers.location, v1);
+      assert.equal((await c(v1, ["-X", "POST", "-H", "content-type: text/plain", "--data-binary", "hello "])).status, 204);
+      const tail = (await c(v1, ["-X", "POST", "-H", "content-type: text/plain", "--data-binary", "world"])).headers["stream-next-offset"];
+      const read = await c(`${v1}?offset=-1`);
+      assert.equal(read.status, 200);
+      assert.equal(read.body, "hello world");
+      assert.equal((await c(v1, ["-I"])).headers["stream-next-offset"], tail);
+      assert.equal((await c(`${v1}?offset=${tail}&live=long-poll`)).status, 204);
+      const sse = await c(`${v1}?offset=-1&live=sse`, ["-N"]);
+      assert.equal(sse.status, 200);
+      assert.match(sse.body, /event: data\ndata:hello world\n/);
+      assert.equal((await c(v1, ["-X", "DELETE"])).status, 204);
+      assert.equal((await c(`${v1}?offset=-1`)).status, 404);
+      // bucket surface: create, append, read, snapshot publish and read, bootstrap
+      const b = `${u}/tlsbucket/one-${name}`;
+      assert.equal((await c(b, ["-X", "PUT", "-H", "content-type: text/plain"])).status, 201);
+      const appended = await c(b, ["-X", "POST", "-H", "content-type: text/plain", "--data-binary", "abc"]);
+      assert.equal(appended.status, 204);
+      const off = appended.headers["stream-next-offset"];
+      assert.equal((await c(`${b}?offset=-1`)).body, "abc");
+      const snap = `${b}/snapshot/${encodeURIComponent(off)}`;
+      assert.equal((await c(snap, ["-X", "PUT", "-H", "content-type: text/plain", "--data-binary", "ABC"])).status, 204);
+      const got = await c(snap);
+      assert.equal(got.status, 200);
+      assert.equal(got.body, "ABC");
+      const boot = await c(`${b}/bootstrap`);
+      assert.equal(boot.status, 200);
+      assert.match(boot.headers["content-type"], /^multipart\/mixed/);
+      // subscriptions (/v1/stream/__ds/): a refusal with the §11 body still comes back over TLS
+      const subs = await c(`${u}/v1/stream/__ds/subscriptions/nope`);
+      assert.ok(subs.status >= 400 && subs.status < 500, `subscriptions answered ${subs.status}`);
+    }
   });
 
-  test("ALPN agrees on http/1.1; TLS 1.2 and 1.3 are served, TLS 1.1 is refused", async () => {
-    const alpn = await new Promise((resolve, reject) => {
-      const s = tls.connect({ port: server.port, host: "127.0.0.1", servername: "localhost", ca, ALPNProtocols: ["http/1.1"] }, () => {
+  test("ALPN prefers h2, agrees on http/1.1 when only it is offered; TLS 1.2 and 1.3 are served, TLS 1.1 is refused", async () => {
+    const agreed = (offer) => new Promise((resolve, reject) => {
+      const s = tls.connect({ port: server.port, host: "127.0.0.1", servername: "localhost", ca, ALPNProtocols: offer }, () => {
         resolve(s.alpnProtocol);
         s.end();
       });
       s.on("error", reject);
     });
-    assert.equal(alpn, "http/1.1");
+    assert.equal(await agreed(["http/1.1"]), "http/1.1");
+    assert.equal(await agreed(["http/1.1", "h2"]), "h2");
+    assert.equal(await agreed(["h2"]), "h2");
     for (const version of ["TLSv1.2", "TLSv1.3"]) {
       const v = await new Promise((resolve, reject) => {
         const s = tls.connect({ port: server.port, host: "127.0.0.1", servername: "localhost", ca, minVersion: version, maxVersion: version },
