@@ -311,10 +311,12 @@ typedef struct {
     uint64_t max_bytes, total;
     rn_store_observe_fn observe;
     void *observe_arg;
-    int copy;        /* 1: parts are UploadPartCopy of whole sources */
-    size_t at;       /* the source being read (or HEADed) */
-    uint64_t at_off; /* bytes of it read */
-    uint8_t *buf;    /* READ_PIECE (copy) or part_bytes (upload) */
+    int copy;          /* 1: parts are UploadPartCopy of whole sources */
+    int copied;        /* copy: source `at` is copied (its pieces then feed the observer) */
+    uint64_t observed; /* bytes passed to the observer */
+    size_t at;         /* the source being read (or HEADed) */
+    uint64_t at_off;   /* bytes of it read */
+    uint8_t *buf;      /* READ_PIECE (copy) or part_bytes (upload) */
     uint64_t buf_len, buf_cap;
     char *upload_id;
     rn_s3_part *parts;
@@ -375,6 +377,7 @@ static void concat_begin(concat_op *c) {
     c->buf_len = 0;
     c->at = 0;
     c->at_off = 0;
+    c->copied = 0;
     call(&c->r, RN_COLD_MULTIPART, issue_concat_create, concat_created);
 }
 
@@ -451,7 +454,7 @@ static void add_concat_part(concat_op *c, const char *etag) {
 static void part_done(req *r, const rn_s3_result *res) {
     concat_op *c = (concat_op *)r;
     if (res->outcome != RN_S3_OK) {
-        if (c->copy && res->status == 501) { /* this store cannot copy: upload instead */
+        if (c->copy && res->status == 501 && !c->observed) { /* cannot copy: upload instead */
             c->r.st->no_part_copy = 1;
             abort_upload(r->st, c->key, c->upload_id);
             free(c->upload_id);
@@ -464,10 +467,7 @@ static void part_done(req *r, const rn_s3_result *res) {
     }
     add_concat_part(c, res->etag);
     c->buf_len = 0;
-    if (c->copy && c->at < c->n) { /* the next source */
-        c->at++;
-        c->at_off = 0;
-    }
+    c->copied = c->copy;
     concat_read_next(c);
 }
 
@@ -484,13 +484,9 @@ static void piece_read(req *r, const rn_s3_result *res) {
     }
     if (c->observe)
         c->observe(c->observe_arg, c->buf + c->buf_len, res->length);
+    c->observed += res->length;
     c->at_off += res->length;
-    if (c->copy) { /* the piece only fed the observer */
-        if (c->at_off == c->sizes[c->at]) {
-            call(r, RN_COLD_MULTIPART, issue_part_copy, part_done);
-            return;
-        }
-    } else {
+    if (!c->copy) {
         c->buf_len += res->length;
         if (c->at_off == c->sizes[c->at]) {
             c->at++;
@@ -504,18 +500,33 @@ static void piece_read(req *r, const rn_s3_result *res) {
     concat_read_next(c);
 }
 
-/* Reads the next piece, or copies what needs no reading, or completes. */
+/* The next step: copy a source (then read its pieces for the observer),
+ * or read the next piece to upload, or complete. A source is copied before
+ * any of it is observed, so a store that cannot copy is found before the
+ * observer saw a byte. */
 static void concat_read_next(concat_op *c) {
-    while (c->at < c->n && c->sizes[c->at] == 0) {
-        c->at++; /* an empty source adds nothing */
-        c->at_off = 0;
-    }
-    if (c->at < c->n) {
-        if (c->observe || !c->copy)
+    for (;;) {
+        while (c->at < c->n && c->sizes[c->at] == 0) {
+            c->at++; /* an empty source adds nothing */
+            c->at_off = 0;
+        }
+        if (c->at == c->n)
+            break;
+        if (!c->copy) {
             call(&c->r, RN_COLD_GET, issue_get_piece, piece_read);
-        else
+            return;
+        }
+        if (!c->copied) {
             call(&c->r, RN_COLD_MULTIPART, issue_part_copy, part_done);
-        return;
+            return;
+        }
+        if (c->observe && c->at_off < c->sizes[c->at]) {
+            call(&c->r, RN_COLD_GET, issue_get_piece, piece_read);
+            return;
+        }
+        c->at++; /* copied and observed: the next source */
+        c->at_off = 0;
+        c->copied = 0;
     }
     if (c->nparts == 0) { /* nothing at all: one empty part */
         c->buf_len = 0;
