@@ -79,6 +79,22 @@ static void full_key(const s3store *st, const char *key, char out[FULL_KEY_MAX])
     snprintf(out, FULL_KEY_MAX, "%s%s", st->prefix, key);
 }
 
+/* The full keys of keys[0..n), each allocated. */
+static char **full_keys(const s3store *st, const char *const *keys, size_t n) {
+    char **out = rn_xcalloc(n, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = rn_xmalloc(FULL_KEY_MAX);
+        full_key(st, keys[i], out[i]);
+    }
+    return out;
+}
+
+static void free_keys(char **keys, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
 /* -errno of a failed answer (s3store.h). */
 static int answer_errno(const rn_s3_result *res) {
     switch (res->outcome) {
@@ -326,11 +342,9 @@ typedef struct {
 } concat_op;
 
 static void concat_free(concat_op *c) {
-    for (size_t i = 0; i < c->n; i++)
-        free(c->src[i]);
+    free_keys(c->src, c->n);
     for (uint32_t i = 0; i < c->nparts; i++)
         free((char *)c->parts[i].etag);
-    free(c->src);
     free(c->sizes);
     free(c->buf);
     free(c->parts);
@@ -545,12 +559,8 @@ static void s3_concat(rn_store *store, const char *key, const char *const *src, 
     c->r.st = st;
     full_key(st, key, c->key);
     c->n = n;
-    c->src = rn_xcalloc(n, sizeof *c->src);
+    c->src = full_keys(st, src, n);
     c->sizes = rn_xcalloc(n, sizeof *c->sizes);
-    for (size_t i = 0; i < n; i++) {
-        c->src[i] = rn_xmalloc(FULL_KEY_MAX);
-        full_key(st, src[i], c->src[i]);
-    }
     c->max_bytes = max_bytes;
     c->observe = observe;
     c->observe_arg = observe_arg;
@@ -653,9 +663,7 @@ static rn_s3_call *issue_delete_doomed(req *r) {
 }
 
 static void free_doomed(list_op *l) {
-    for (size_t i = 0; i < l->ndoomed; i++)
-        free(l->doomed[i]);
-    free(l->doomed);
+    free_keys(l->doomed, l->ndoomed);
     l->doomed = NULL;
     l->ndoomed = 0;
 }
@@ -757,9 +765,7 @@ static void removed(req *r, const rn_s3_result *res) {
         return;
     }
     m->done(m->arg, m->first_failure);
-    for (size_t i = 0; i < m->n; i++)
-        free(m->keys[i]);
-    free(m->keys);
+    free_keys(m->keys, m->n);
     free(m);
 }
 
@@ -772,11 +778,7 @@ static void s3_remove(rn_store *store, const char *const *keys, size_t n, rn_sto
     }
     remove_op *m = rn_xcalloc(1, sizeof *m);
     m->r.st = st;
-    m->keys = rn_xcalloc(n, sizeof *m->keys);
-    for (size_t i = 0; i < n; i++) {
-        m->keys[i] = rn_xmalloc(FULL_KEY_MAX);
-        full_key(st, keys[i], m->keys[i]);
-    }
+    m->keys = full_keys(st, keys, n);
     m->n = n;
     m->batch = n < PAGE_KEYS ? n : PAGE_KEYS;
     m->done = done;

@@ -51,42 +51,32 @@ const counts = async () => (await control("GET", "/state")).counts;
 const clearFaults = () => control("DELETE", "/faults");
 const fault = (rule) => control("POST", "/faults", rule);
 
-// Objects s3rver holds under a key prefix (its data directory: one
-// directory per key holding the object and its metadata).
-function objectsUnder(prefix) {
-  const root = path.join(S3_TEST_DIR, "data", S3_BUCKET);
-  const out = [];
-  const walk = (d, rel) => {
-    let ents;
-    try {
-      ents = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of ents) {
-      if (e.name.startsWith("._S3rver")) continue;
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else if (e.name.endsWith("._S3rver_object")) out.push(r.slice(0, -"._S3rver_object".length));
-    }
-  };
-  walk(root, "");
-  return out.filter((k) => k.startsWith(prefix));
+// Every file below dir, as paths relative to it ([] when dir is missing).
+function filesBelow(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath ?? e.path, e.name)));
 }
 
-function localColdFiles(srv) {
-  const out = [];
-  const walk = (d) => {
-    let ents;
-    try {
-      ents = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of ents) (e.isDirectory() ? walk(path.join(d, e.name)) : out.push(e.name));
-  };
-  walk(path.join(srv.dataDir, "cold"));
-  return out;
+// Objects s3rver holds under a key prefix (its data directory: a file
+// "<key>._S3rver_object" beside its metadata).
+function objectsUnder(prefix) {
+  const suffix = "._S3rver_object";
+  return filesBelow(path.join(S3_TEST_DIR, "data", S3_BUCKET))
+    .filter((f) => f.endsWith(suffix) && !f.split(path.sep).some((s) => s.startsWith("._S3rver_uploads")))
+    .map((f) => f.slice(0, -suffix.length))
+    .filter((k) => k.startsWith(prefix));
+}
+
+const localColdFiles = (srv) => filesBelow(path.join(srv.dataDir, "cold"));
+
+// Stops srv with SIGTERM and checks it exited 0 with no sanitizer report
+// (the ASan build: nothing leaked, no operation of the store left behind).
+async function stopClean(srv) {
+  const r = await srv.stop();
+  assert.equal(r?.code, 0, `the server exits 0 at SIGTERM: ${JSON.stringify(r)}\n${srv.logTail(40)}`);
+  assert.ok(!/Sanitizer|runtime error/.test(srv.log), `no sanitizer report:\n${srv.logTail(60)}`);
 }
 
 const server = new Server({ args: s3Args("main/") });
@@ -95,6 +85,7 @@ before(async () => {
 });
 after(async () => {
   await clearFaults();
+  await stopClean(server);
   await stopAndRemove(server);
 });
 
@@ -138,7 +129,7 @@ describe("snapshot bodies in S3", () => {
       const { parts } = parseMultipart(b.body, boundary);
       assert.ok(parts[0].body.equals(body), `${round}: bootstrap's snapshot part is byte-exact`);
       if (round.startsWith("before")) {
-        await server.stop();
+        await stopClean(server);
         await server.start();
       }
     }
@@ -170,7 +161,7 @@ describe("parts staged in S3 and committed", () => {
     const ids = [];
     for (const b of bodies) ids.push(await stagePart(url, tail, b));
     if (restart) {
-      await server.stop();
+      await stopClean(server);
       await server.start();
     }
     const whole = Buffer.concat(bodies);
@@ -297,6 +288,7 @@ describe("a wrong signature fails through the proxy", () => {
       assert.ok(recent.some((q) => q.op === "PutObject" && q.status === 403), "the proxy refused the signature");
       assert.deepEqual(objectsUnder("badsig/"), [], "nothing stored");
       assert.ok(!bad.memoryLog.includes("wrong-secret"), "the secret is never logged");
+      await stopClean(bad);
     } finally {
       await stopAndRemove(bad);
     }
@@ -326,6 +318,7 @@ describe("the orphan sweep and the metrics", () => {
       await sleep(2500); /* several sweeps: a referenced body stays */
       assert.equal(objectsUnder("orphans/snapshots/").length, 1, "the published body stays");
       await assertSnapshot(url, tail, published, "after the sweeps");
+      await stopClean(srv);
     } finally {
       await stopAndRemove(srv);
     }
