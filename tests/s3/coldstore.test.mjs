@@ -23,7 +23,8 @@ import { after, before, describe, test } from "node:test";
 import { Server } from "../blackbox/lib/server.mjs";
 import { assertError, get, head, req, sleep } from "../blackbox/lib/bucket.mjs";
 import { parseMultipart, parseMultipartType } from "../blackbox/lib/multipart.mjs";
-import { scrape } from "../blackbox/lib/ops.mjs";
+import { printConfig, runCli, scrape } from "../blackbox/lib/ops.mjs";
+import { tempDir } from "../blackbox/lib/server.mjs";
 import {
   MiB, append, commit, createStream, enc, publish, publishOk, pseudoRandom, snapshotDigest, stagePart, stopAndRemove,
 } from "../blackbox/lib/snap.mjs";
@@ -106,6 +107,27 @@ async function assertSnapshot(url, offset, body, what) {
   assert.equal(r.status, 200, `${what}: read answered ${r.status} ${r.text}`);
   assert.ok(r.body.equals(body), `${what}: the body reads back byte-exact (${r.body.length} of ${body.length} bytes)`);
 }
+
+describe("configuration", () => {
+  test("--cold-store=s3 with its settings; refused without a bucket or credentials, naming no secret", () => {
+    const cfg = printConfig(s3Args("p/", ["--s3-virtual-host"]));
+    assert.equal(cfg["cold-store"], "s3");
+    assert.equal(cfg["s3-bucket"], S3_BUCKET);
+    assert.equal(cfg["s3-virtual-host"], "true");
+    assert.ok(!Object.values(cfg).includes(process.env.AWS_SECRET_ACCESS_KEY), "no secret printed");
+    const serve = (args, env = {}) => runCli(["serve", "--listen", "127.0.0.1:0", "--data-dir", tempDir("runnel-s3cfg-"), ...args], { env });
+    const noBucket = serve(["--cold-store=s3"]);
+    assert.equal(noBucket.code, 1);
+    assert.match(noBucket.stderr, /--cold-store=s3 needs --s3-bucket/);
+    const noCreds = serve(s3Args("p/"), {
+      AWS_ACCESS_KEY_ID: "", AWS_SECRET_ACCESS_KEY: "", AWS_SHARED_CREDENTIALS_FILE: "/nonexistent", HOME: "/nonexistent",
+    });
+    assert.equal(noCreds.code, 1);
+    assert.match(noCreds.stderr, /S3 cold store has no credentials/);
+    assert.ok(!noCreds.stderr.includes(process.env.AWS_SECRET_ACCESS_KEY));
+    assert.match(runCli(["serve", "--cold-store=maybe"]).stderr, /cold-store must be true or false or s3/);
+  });
+});
 
 describe("snapshot bodies in S3", () => {
   test("a 3 MiB body is an S3 object: read whole, ranged and by bootstrap, before and after a restart", async () => {
