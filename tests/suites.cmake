@@ -61,6 +61,11 @@ foreach(file ${RUNNEL_BLACKBOX_FILES})
   runnel_suite(blackbox.${stem} "${labels}" 900 ${NODE_JS} --test ${file})
 endforeach()
 
+# ---- the S3 cold store end to end, against s3rver behind the SigV4-verifying
+# proxy the test command starts (tests/s3/run_with_endpoint.sh)
+runnel_suite(s3_coldstore s3 900
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/coldstore.test.mjs)
+
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's
 # quick variant, a looser p99 bound for the abuse probe: in "answer memory"

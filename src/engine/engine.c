@@ -7,6 +7,7 @@
 #include "util/clock.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
     if (e->observer_count == RN_ENGINE_MAX_OBSERVERS)
@@ -40,6 +41,19 @@ void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *
         if (!s->pending_create && !s->soft_deleted && !rn_stream_expired(s, now))
             fn(s, arg);
     }
+}
+
+int rn_engine_body_referenced(rn_engine *e, int cold, const char *key) {
+    static const char prefix[] = "snapshots/"; /* rn_tiers_body_key's form */
+    size_t p = sizeof prefix - 1;
+    if (strncmp(key, prefix, p) != 0 || strlen(key) < p + 16)
+        return 1; /* not a body key: never the sweep's to remove */
+    char hex[17];
+    memcpy(hex, key + p, 16);
+    hex[16] = 0;
+    const rn_stream *s = rn_state_stream(&e->state, strtoull(hex, NULL, 16));
+    return s && s->snapshot.present && s->snapshot.cold == cold && s->snapshot.key &&
+           strcmp(s->snapshot.key, key) == 0;
 }
 
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {

@@ -74,6 +74,11 @@ void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg);
  * expired). fn must not mutate the engine. */
 void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg);
 
+/* 1 when the state references snapshot body (cold, key), or key is not of
+ * a body's form (the tiers' orphan sweep asks; ctx-style for
+ * rn_tiers_watch_bodies). Loop thread, once the engine is open. */
+int rn_engine_body_referenced(rn_engine *e, int cold, const char *key);
+
 /* Starts a mutation; op->done is called exactly once, possibly before this
  * returns. The op must stay valid until then. */
 void rn_engine_submit(rn_engine *e, rn_op *op);

@@ -20,7 +20,8 @@ typedef enum {
     KIND_PATH,
     KIND_TEXT,
     KIND_URL,
-    KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true */
+    KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true;
+                    with `choices`, one more word too, stored as 2 */
     KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
     KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
     KIND_PEER,   /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
@@ -188,9 +189,26 @@ static const setting SETTINGS[] = {
         "stream data files kept open"),
     U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
         "interval of the sweep that deletes expired streams"),
-    BOOL("cold-store", "RUNNEL_COLD_STORE", cold_store, 1,
-         "keep large snapshot bodies and snapshot parts in the local cold store; false: no "
-         "cold store (parts answer 501)"),
+    {"cold-store", "RUNNEL_COLD_STORE", KIND_BOOL, offsetof(rn_config, cold_store), 1, 0, 2, NULL,
+     "keep large snapshot bodies and snapshot parts in a cold store: true, the local directory "
+     "<data>/cold; s3, an S3 bucket (the --s3-* options; credentials from AWS_ACCESS_KEY_ID and "
+     "AWS_SECRET_ACCESS_KEY or the AWS credentials file); false: none (parts answer 501)",
+     "s3"},
+    {"s3-endpoint", "RUNNEL_S3_ENDPOINT", KIND_URL, offsetof(rn_config, s3_endpoint), 0, 0, 0, "",
+     "the S3 cold store's endpoint, http(s)://host[:port]; empty: AWS's for the region", NULL},
+    {"s3-bucket", "RUNNEL_S3_BUCKET", KIND_TEXT, offsetof(rn_config, s3_bucket), 0, 0, 0, "",
+     "the S3 cold store's bucket", NULL},
+    {"s3-region", "RUNNEL_S3_REGION", KIND_TEXT, offsetof(rn_config, s3_region), 0, 0, 0, "",
+     "the S3 cold store's region; empty: AWS_REGION, AWS_DEFAULT_REGION or the AWS config file",
+     NULL},
+    {"s3-prefix", "RUNNEL_S3_PREFIX", KIND_TEXT, offsetof(rn_config, s3_prefix), 0, 0, 0, "",
+     "prepended to every object key of the S3 cold store: empty or ending in /", NULL},
+    BOOL("s3-virtual-host", "RUNNEL_S3_VIRTUAL_HOST", s3_virtual_host, 0,
+         "address the bucket as bucket.endpoint (virtual host); else endpoint/bucket (path style)"),
+    U64("s3-part-bytes", "RUNNEL_S3_PART_BYTES", s3_part_bytes, 8388608, 5242880, 5368709120ull,
+        "S3 objects larger are written as multipart uploads of parts this large"),
+    U64("s3-timeout-ms", "RUNNEL_S3_TIMEOUT_MS", s3_timeout_ms, 30000, 100, 3600000,
+        "each S3 call's timeout, plus its payload's time at 1 MiB/s"),
     U64("producer-ttl-ms", "RUNNEL_PRODUCER_TTL_MS", producer_ttl_ms, 604800000, 100, 1ull << 40,
         "a producer's state is kept while it wrote within this long; idle state is discarded and "
         "raises the stream's epoch floor"),
@@ -340,8 +358,11 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
     }
     case KIND_BOOL: {
         int on = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
-        if (!on && strcmp(v, "false") != 0 && strcmp(v, "0") != 0) {
-            snprintf(err, errcap, "%s: %s must be true or false (got \"%s\")", source, s->flag, v);
+        if (s->choices && strcmp(v, s->choices) == 0) {
+            on = 2;
+        } else if (!on && strcmp(v, "false") != 0 && strcmp(v, "0") != 0) {
+            snprintf(err, errcap, "%s: %s must be true or false%s%s (got \"%s\")", source, s->flag,
+                     s->choices ? " or " : "", s->choices ? s->choices : "", v);
             return -1;
         }
         *(int *)((char *)cfg + s->field) = on;
@@ -588,10 +609,14 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu", lead, s->flag,
                                   (unsigned long long)*(const uint64_t *)field);
             break;
-        case KIND_BOOL:
+        case KIND_BOOL: {
+            int v = *(const int *)field;
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag,
-                                  *(const int *)field ? "true" : "false");
+                                  v == 2 ? s->choices
+                                  : v    ? "true"
+                                         : "false");
             break;
+        }
         case KIND_LISTEN:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, cfg->listen_host,
                                   cfg->listen_port);

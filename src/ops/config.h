@@ -59,7 +59,16 @@ typedef struct {
     uint64_t max_open_files;
     uint64_t expiry_sweep_ms;
     uint64_t shutdown_grace_ms;
-    int cold_store; /* the local-directory cold store (else none) */
+    int cold_store; /* RN_COLD_NONE, RN_COLD_LOCAL or RN_COLD_S3 */
+    /* The S3 cold store (--cold-store=s3); credentials come from the AWS
+     * environment or files (tiers/s3/creds.h), never from here. */
+    char s3_endpoint[512]; /* "": https://s3.<region>.amazonaws.com */
+    char s3_bucket[128];
+    char s3_region[128]; /* "": AWS_REGION, AWS_DEFAULT_REGION or the AWS config file */
+    char s3_prefix[128]; /* before every key: "" or ending in "/" */
+    int s3_virtual_host; /* bucket.endpoint addressing (else path style) */
+    uint64_t s3_part_bytes;
+    uint64_t s3_timeout_ms;
     int test_hooks; /* enable /__runnel/test/ (history rewrites) */
     uint64_t parts_grace_ms;
     uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
@@ -79,6 +88,8 @@ typedef struct {
     char log_level[8];            /* "debug", "info", "warn" or "error" */
     int access_log;               /* one log line per answered request */
 } rn_config;
+
+enum { RN_COLD_NONE, RN_COLD_LOCAL, RN_COLD_S3 };
 
 /* Fills cfg from defaults, the environment and argv (the arguments after
  * "serve"). Returns 0; 1 when --help was printed; -1 with a message in err

@@ -41,6 +41,7 @@ static const char *const RUNNEL_NAMES[] = {
     "streams",
     "snapshots",
     "cold",
+    "cold-reads", /* ranged reads of an S3 cold store (ops/coldstore.c) */
     "subs",
     /* cluster mode (src/cluster/cluster.h) */
     "raft",

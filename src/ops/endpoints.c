@@ -50,6 +50,37 @@ static void metric(rn_buf *b, const char *name, const char *type, const char *he
                    (unsigned long long)v);
 }
 
+/* The cold store's S3 calls, one sample per operation. */
+static void cold_store_metrics(rn_buf *b) {
+    static const char *const ops[RN_COLD_OP_COUNT] = {"put",  "get",    "head",
+                                                      "list", "delete", "multipart"};
+    static const struct {
+        const char *name, *type, *help;
+    } families[] = {
+        {"runnel_cold_store_requests_total", "counter", "S3 calls of the cold store answered."},
+        {"runnel_cold_store_errors_total", "counter", "S3 calls of the cold store that failed."},
+        {"runnel_cold_store_request_seconds_total", "counter",
+         "Time the cold store's S3 calls took, summed."},
+    };
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        rn_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", families[f].name, families[f].help,
+                       families[f].name, families[f].type);
+        for (int op = 0; op < RN_COLD_OP_COUNT; op++) {
+            if (f == 2)
+                rn_buf_appendf(b, "%s{op=\"%s\"} %.6f\n", families[f].name, ops[op],
+                               (double)rn_metric.cold_us_sum[op] / 1e6);
+            else
+                rn_buf_appendf(b, "%s{op=\"%s\"} %llu\n", families[f].name, ops[op],
+                               (unsigned long long)(f == 0 ? rn_metric.cold_requests[op]
+                                                           : rn_metric.cold_errors[op]));
+        }
+    }
+    metric(b, "runnel_cold_store_put_bytes_total", "counter",
+           "Bytes written to the cold store's S3 objects.", rn_metric.cold_put_bytes);
+    metric(b, "runnel_cold_store_get_bytes_total", "counter",
+           "Bytes read from the cold store's S3 objects.", rn_metric.cold_get_bytes);
+}
+
 static uint64_t resident_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long long size = 0, rss = 0;
@@ -156,6 +187,7 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     metric(b, "runnel_snapshot_bytes", "gauge", "Snapshot bodies in the local snapshot store.",
            g.snapshot_bytes);
     metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g.cold_bytes);
+    cold_store_metrics(b);
     metric(b, "runnel_live_readers", "gauge", "Parked long-poll and SSE readers.",
            ep->ready ? rn_live_count(ep->live) : 0);
     metric(b, "runnel_open_connections", "gauge", "Open client connections.",

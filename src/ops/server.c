@@ -31,6 +31,7 @@
 #include "surface/router.h"
 #include "surface/routing.h"
 #include "surface/streams.h"
+#include "ops/coldstore.h"
 #include "tiers/tiers.h"
 #include "transport/http.h"
 #include "transport/tls.h"
@@ -52,6 +53,7 @@ typedef struct {
     rn_config cfg;
     char public_url[1024];
     rn_tiers *tiers;
+    rn_store *cold_backend; /* until the tiers took it over */
     rn_engine *engine;
     rn_live *live;
     rn_cluster *cluster; /* cluster mode (--node-id) */
@@ -75,6 +77,10 @@ typedef struct {
 static void on_sweep(uv_timer_t *t) {
     server *s = t->data;
     rn_engine_sweep_expired(s->engine);
+}
+
+static int body_referenced(void *engine, int cold, const char *key) {
+    return rn_engine_body_referenced(engine, cold, key);
 }
 
 static void close_handles(server *s) {
@@ -341,6 +347,8 @@ static void wire(server *s) {
                             .max_body_bytes = s->cfg.max_body_bytes,
                             .tiers = s->tiers};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
+    if (!s->cfg.node_id) /* a shared store holds other nodes' bodies: no orphan sweep */
+        rn_tiers_watch_bodies(s->tiers, body_referenced, s->engine);
     rn_tiers_start(s->tiers);
     s->router.streams = s->surface;
     s->router.subs = s->subs;
@@ -452,10 +460,17 @@ int rn_serve(int argc, char **argv) {
     uv_timer_init(s.loop, &s.drain);
     s.sweep.data = s.drain.data = &s;
     rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
-                          .cold_store = (int)s.cfg.cold_store,
+                          .cold_store = s.cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = (int)s.cfg.max_open_files,
                           .parts_grace_ms = s.cfg.parts_grace_ms};
-    s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
+    if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
+        tc.cold_backend = s.cold_backend;
+        s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
+        if (s.tiers)
+            s.cold_backend = NULL;
+        else if (s.cold_backend)
+            s.cold_backend->ops->stop(s.cold_backend); /* closed once the loop ran */
+    }
     if (!s.tiers) {
         rn_log(RN_LOG_ERROR, "start", "%s", err);
         s.exit_code = 1;
@@ -476,6 +491,8 @@ int rn_serve(int argc, char **argv) {
     if (s.engine)
         rn_engine_close(s.engine);
     rn_tiers_close(s.tiers);
+    if (s.cold_backend)
+        s.cold_backend->ops->close(s.cold_backend);
     if (s.surface)
         rn_surface_free(s.surface);
     rn_live_free(s.live);

@@ -222,6 +222,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                          "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
     [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the snapshot store failed; retry"},
+    [RN_E_COLD_BACKPRESSURE] = {503, "COLD_BACKPRESSURE",
+                                "the cold store is slow or saturated; nothing was applied, retry "
+                                "after Retry-After"},
     [RN_E_INGRESS_BODY_BYTES] = {503, "INGRESS_BODY_BYTES_LIMIT_REACHED",
                                  "too many request body bytes are in flight; nothing was applied, "
                                  "retry after Retry-After"},

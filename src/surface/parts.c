@@ -170,7 +170,7 @@ void rn_parts_answer_early(rn_surface *sf, rn_request *req, const char *key, siz
 static void part_staged(void *arg, int status, const char *part_id) {
     part_ctx *c = arg;
     if (status < 0) {
-        rn_reply_error(c->req, RN_E_COLD_STORE_FAILED, NULL);
+        rn_reply_cold_failure(c->req, status, NULL);
     } else {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
@@ -210,7 +210,7 @@ void rn_parts_stage(rn_surface *sf, rn_request *req, const char *key, size_t key
 static void discarded(void *arg, int status) {
     part_ctx *c = arg;
     if (status < 0) {
-        rn_reply_error(c->req, RN_E_COLD_STORE_FAILED, NULL); /* never 204: some may remain */
+        rn_reply_cold_failure(c->req, status, NULL); /* never 204: some may remain */
     } else {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
@@ -302,8 +302,10 @@ static void refuse_assembly(rn_request *req, int status) {
         rn_buf extra = {0};
         rn_buf_appendf(&extra, "Ursula-Max-Snapshot-Bytes: %llu\r\n", MAX_SNAPSHOT_BYTES);
         rn_reply_error(req, RN_E_SNAPSHOT_TOO_LARGE, &extra);
+    } else if (status == -ENOENT) {
+        rn_reply_error(req, RN_E_UNKNOWN_PART, NULL);
     } else {
-        rn_reply_error(req, status == -ENOENT ? RN_E_UNKNOWN_PART : RN_E_COLD_STORE_FAILED, NULL);
+        rn_reply_cold_failure(req, status, NULL);
     }
 }
 

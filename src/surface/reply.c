@@ -5,6 +5,8 @@
 #include "surface/offset.h"
 #include "util/metrics.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +81,19 @@ void rn_reply_snapshot_id(rn_buf *h, const rn_stream *s) {
 
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra) {
     rn_reply_error_detail(req, e, extra, NULL, 0);
+}
+
+void rn_reply_cold_failure(rn_request *req, int status, rn_buf *extra) {
+    assert(status < 0);
+    if (status != -EAGAIN) {
+        rn_reply_error(req, RN_E_COLD_STORE_FAILED, extra);
+        return;
+    }
+    if (extra)
+        rn_buf_free(extra);
+    rn_buf h = {0};
+    rn_buf_append_str(&h, "Retry-After: 1\r\n");
+    rn_reply_error(req, RN_E_COLD_BACKPRESSURE, &h);
 }
 
 void rn_reply_stream_path(rn_buf *out, const rn_request *req, const char *key, size_t key_len) {

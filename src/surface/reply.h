@@ -24,6 +24,11 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);
 /* Sends the error answer e; `extra` (may be NULL) holds more header lines and
  * is taken over. */
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra);
+/* Answers a failed cold-store operation (status < 0 from the tiers):
+ * -EAGAIN (slow or saturated) 503 COLD_BACKPRESSURE with Retry-After,
+ * anything else 502 COLD_STORE_FAILED with the header lines of extra (may
+ * be NULL; freed either way). */
+void rn_reply_cold_failure(rn_request *req, int status, rn_buf *extra);
 /* The same with a detail after the fixed message (NULL: none; see
  * rn_error_body): only what the request named. */
 void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,

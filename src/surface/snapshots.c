@@ -110,8 +110,10 @@ static void body_written(void *arg, int status, int cold, const char *body_key) 
     if (status < 0) {
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-        rn_reply_error(c->req, status == -ENOSPC ? RN_E_WAL_DISK_PRESSURE : RN_E_COLD_STORE_FAILED,
-                       &extra);
+        if (status == -ENOSPC)
+            rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
+        else
+            rn_reply_cold_failure(c->req, status, &extra);
         ctx_free(c);
         return;
     }
@@ -382,7 +384,7 @@ static void body_opened(void *arg, int fd, uint64_t fd_off) {
             rn_buf_free(&a->refusal);
             rn_routing_read_elsewhere(a->req, a->key, a->key_len);
         } else {
-            rn_reply_error(a->req, RN_E_COLD_STORE_FAILED, &a->refusal);
+            rn_reply_cold_failure(a->req, fd, &a->refusal);
         }
     } else {
         rn_http_respond_file(a->req, a->status, &a->head, &a->prefix, fd, fd_off, a->len,

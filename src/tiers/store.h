@@ -66,6 +66,9 @@ typedef struct {
      * older_than (Unix seconds). */
     void (*sweep)(rn_store *st, const char *prefix, int64_t older_than, rn_store_done_fn done,
                   void *arg);
+    /* Cancels nothing in flight but closes the store's loop handles; run
+     * the loop afterwards, then close. NULL: the store holds none. */
+    void (*stop)(rn_store *st);
     /* Frees the store; no operation may be in flight. */
     void (*close)(rn_store *st);
 } rn_store_ops;
@@ -73,6 +76,10 @@ typedef struct {
 /* Backends embed this as their first member. */
 struct rn_store {
     const rn_store_ops *ops;
+    /* 1: a store across the network, whose every operation answers on a
+     * later loop turn and none may be made off the loop thread (no
+     * recovery-thread listing or removal: see rn_tiers_sweep_bodies). */
+    int network;
 };
 
 /* The local-directory backend rooted at dir (created when missing), whose

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #define COLD_THRESHOLD (1u << 20) /* bodies this large go to the cold store */
-#define BODY_PREFIX "snapshots/"
+#define BODY_PREFIX RN_TIERS_BODY_PREFIX
 
 static rn_store *store_of(const rn_tiers *t, int cold) {
     assert(!cold || t->cold); /* a cold body exists only with a cold store */
@@ -46,6 +46,8 @@ rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, 
         t->cold = cfg->cold_backend ? cfg->cold_backend : open_store(loop, cfg->data_dir, "cold");
     if (!t->local || (cfg->cold_store && !t->cold)) {
         snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
+        if (t->cold && t->cold->ops->stop)
+            t->cold = NULL; /* the caller's: it must stop it and run the loop first */
         rn_tiers_close(t);
         return NULL;
     }
@@ -54,6 +56,7 @@ rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, 
 
 static void on_sweep(uv_timer_t *timer) {
     rn_tiers_parts_sweep(timer->data);
+    rn_tiers_orphans_sweep(timer->data);
 }
 
 void rn_tiers_start(rn_tiers *t) {
@@ -70,12 +73,15 @@ void rn_tiers_start(rn_tiers *t) {
 void rn_tiers_stop(rn_tiers *t) {
     if (t->started)
         uv_close((uv_handle_t *)&t->sweep, NULL);
+    if (t->cold && t->cold->ops->stop)
+        t->cold->ops->stop(t->cold);
 }
 
 void rn_tiers_close(rn_tiers *t) {
     if (!t)
         return;
     rn_tiers_parts_free(t);
+    rn_tiers_orphans_free(t);
     rn_streamfiles_close(t->files);
     if (t->local)
         t->local->ops->close(t->local);
@@ -159,6 +165,8 @@ static void body_dropped(void *arg, int status) {
 }
 
 void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key) {
+    if (!t->started && store_of(t, cold)->network)
+        return; /* recovery cannot reach it: the orphan sweep will */
     body_drop *d = rn_xcalloc(1, sizeof *d);
     snprintf(d->key, sizeof d->key, "%s", key);
     d->keys[0] = d->key;
@@ -191,8 +199,8 @@ void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, c
                            void *ctx) {
     assert(!t->started); /* recovery only: nothing may be publishing */
     for (int cold = 0; cold <= 1; cold++) {
-        if (cold && !t->cold)
-            continue;
+        if (cold && (!t->cold || t->cold->network))
+            continue; /* a network store's orphans: rn_tiers_watch_bodies */
         body_sweep b = {t, cold, referenced, ctx, 0};
         rn_store *st = store_of(t, cold);
         st->ops->list(st, BODY_PREFIX, sweep_body, bodies_listed, &b);

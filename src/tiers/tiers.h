@@ -40,14 +40,16 @@ typedef struct {
     struct rn_store *cold_backend;
 } rn_tiers_config;
 
-/* Opens the stores under cfg->data_dir. NULL with the reason in err. */
+/* Opens the stores under cfg->data_dir. NULL with the reason in err; a
+ * cold_backend with a stop operation then stays the caller's. */
 rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, size_t errcap);
 /* Starts the sweeps of staged parts (once the engine recovered): the
  * tiers' only libuv handle, which an unstarted tiers does not hold. */
 void rn_tiers_start(rn_tiers *t);
-/* Stops the sweeps and closes their handle (when started); run the loop
- * afterwards until it closed. The stream files stay usable (the engine's
- * final checkpoint syncs them). */
+/* Stops the sweeps and closes their handle (when started) and the stores'
+ * handles (a network store's operations in flight end failed); run the
+ * loop afterwards until they closed. The stream files stay usable (the
+ * engine's final checkpoint syncs them). */
 void rn_tiers_stop(rn_tiers *t);
 /* Frees everything; the engine is closed and no call is in flight. */
 void rn_tiers_close(rn_tiers *t);
@@ -82,6 +84,14 @@ void rn_tiers_body_read(rn_tiers *t, int cold, const char *key, uint64_t off, ui
  * or a later snapshot or a delete superseded it). Reports nothing: a body
  * that stays is an orphan for rn_tiers_sweep_bodies. Also at recovery. */
 void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key);
+/* Sets how the tiers learn which bodies the state references, once the
+ * engine is open: with a network cold store (store.h), whose bodies
+ * recovery cannot list, the sweep of staged parts also removes the cold
+ * bodies referenced() denied at two listings parts_grace_ms apart (a body
+ * whose publish is still on its way is referenced by then). Not in cluster
+ * mode: a store shared by nodes holds bodies other nodes' groups name. */
+void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
+                           void *ctx);
 /* Recovery: removes every body for which referenced() answers 0 (written
  * before a crash kept its publish out of the log, or superseded during
  * replay). Made once by the engine's open, on its thread, before

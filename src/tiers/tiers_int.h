@@ -19,6 +19,11 @@ struct rn_tiers {
     uv_timer_t sweep; /* of staged parts, every parts_grace_ms / 4 */
     int started;
     rn_map staged; /* (stream, incarnation) -> staged parts (parts.c) */
+    /* the orphan sweep of a network cold store's bodies (orphans.c) */
+    int (*referenced)(void *ctx, int cold, const char *key);
+    void *referenced_ctx;
+    rn_map suspects; /* body key -> when a listing first found it unreferenced */
+    int orphan_listing;
 };
 
 /* A fresh key for a snapshot body of stream `stream`. */
@@ -28,5 +33,12 @@ void rn_tiers_body_key(rn_tiers *t, uint64_t stream, char out[RN_TIERS_KEY_MAX])
  * the counts of idle incarnations; frees every count (at close). */
 void rn_tiers_parts_sweep(rn_tiers *t);
 void rn_tiers_parts_free(rn_tiers *t);
+
+/* orphans.c: one orphan sweep of the cold store's bodies (when watched and
+ * the cold store is a network store); frees what it keeps (at close). */
+void rn_tiers_orphans_sweep(rn_tiers *t);
+void rn_tiers_orphans_free(rn_tiers *t);
+
+#define RN_TIERS_BODY_PREFIX "snapshots/" /* where bodies are, in both stores */
 
 #endif

@@ -21,6 +21,17 @@ typedef enum {
     RN_ROUTE_COUNT
 } rn_route;
 
+/* Calls of the cold store's S3 backend (tiers/s3store.c). */
+typedef enum {
+    RN_COLD_PUT,
+    RN_COLD_GET,
+    RN_COLD_HEAD,
+    RN_COLD_LIST,
+    RN_COLD_DELETE,
+    RN_COLD_MULTIPART, /* create, part, part copy, complete */
+    RN_COLD_OP_COUNT
+} rn_cold_op;
+
 #define RN_METHOD_SLOTS 7   /* rn_http_method values */
 #define RN_STATUS_SLOTS 600 /* status codes 0..599 */
 #define RN_SYNC_BUCKETS 16  /* sync latency: le 2^k * 64 us, k = 0..14, then +Inf */
@@ -45,6 +56,10 @@ typedef struct {
     uint64_t raft_proposals, raft_commands;
     uint64_t raft_commit_le[RN_SYNC_BUCKETS];
     uint64_t raft_commit_us_sum;
+    /* the cold store's S3 calls: answers (each try), failed tries, time */
+    uint64_t cold_requests[RN_COLD_OP_COUNT], cold_errors[RN_COLD_OP_COUNT];
+    uint64_t cold_us_sum[RN_COLD_OP_COUNT];
+    uint64_t cold_put_bytes, cold_get_bytes; /* objects written, bytes read */
 } rn_metrics;
 
 extern rn_metrics rn_metric;

@@ -274,8 +274,13 @@ static void m_close(rn_store *st) {
     free(ms);
 }
 
-static const rn_store_ops memstore_ops = {m_put,    m_concat, m_open, m_list,
-                                          m_remove, m_sweep,  m_close};
+static const rn_store_ops memstore_ops = {.put = m_put,
+                                          .concat = m_concat,
+                                          .open = m_open,
+                                          .list = m_list,
+                                          .remove = m_remove,
+                                          .sweep = m_sweep,
+                                          .close = m_close};
 
 static size_t mem_count_under(rn_store *st, const char *prefix) {
     size_t n = 0;

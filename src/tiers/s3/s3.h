@@ -71,6 +71,7 @@ typedef struct {
     const char *key;
     uint64_t size;
     const char *etag;
+    int64_t last_modified_ms; /* Unix ms; -1 when the listing gave none */
 } rn_s3_entry;
 
 typedef struct {

@@ -175,7 +175,7 @@ static void on_list_open(void *arg, const char *path) {
         p->root_seen = 1;
     } else if (strcmp(path, "ListBucketResult/Contents") == 0) {
         p->entries = grow(p->entries, &p->cap, p->n, sizeof *p->entries);
-        p->entries[p->n++] = (rn_s3_entry){.key = NULL, .etag = NULL};
+        p->entries[p->n++] = (rn_s3_entry){.key = NULL, .etag = NULL, .last_modified_ms = -1};
     }
 }
 
@@ -193,6 +193,8 @@ static void on_list_text(void *arg, const char *path, const char *text, size_t l
         e->etag = rn_xstrndup(text, len);
     } else if (e && strcmp(path, "ListBucketResult/Contents/Size") == 0) {
         p->bad |= parse_u64(text, len, &e->size) != 0;
+    } else if (e && strcmp(path, "ListBucketResult/Contents/LastModified") == 0) {
+        p->bad |= rn_parse_rfc3339(text, len, &e->last_modified_ms) != 0;
     }
 }
 
