@@ -18,7 +18,13 @@
  * An answer given before the request's body was received (an early answer
  * from the on_headers hook, 413, 503 over the body budget, 408) resets the
  * stream with NO_ERROR once its last frame is sent (RFC 9113 §8.1): the
- * body is never read. Streams are freed outside nghttp2 and the handler's
+ * body is never read. Unless the rest of a declared body fits in the
+ * stream's receive window and no 100 Continue is awaited: the client then
+ * sends it without waiting for us, and it is dropped as it comes until the
+ * client ends the stream (or the request timeout resets it). Clients that
+ * fail an upload whose stream is reset under them (curl 7.88, Debian 12's,
+ * fails about a third of the writes a cluster follower redirects) then see
+ * an ordinary end. Streams are freed outside nghttp2 and the handler's
  * calls (leave()), never while an outer call is on the stack.
  *
  * The connection's one timer ticks every TICK_MS while streams are open: a
@@ -71,14 +77,18 @@ typedef struct h2_stream {
     size_t span_count, span_cap;
     size_t method_off, path_off, path_len, authority_off, authority_len;
     int has_method, has_path, has_authority;
-    int refusal;        /* 431: the head passed its bounds */
-    int headers_done;   /* the request's head arrived (later headers are trailers) */
-    int declared;       /* content-length given */
-    int ready;          /* on the ready list, or dispatched */
-    int early;          /* handed over before its body was received */
-    int closed;         /* nghttp2 closed it */
-    int eof;            /* every answer byte was queued */
-    int deferred;       /* nghttp2 waits for resume_data */
+    int refusal;         /* 431: the head passed its bounds */
+    int headers_done;    /* the request's head arrived (later headers are trailers) */
+    int declared;        /* content-length given */
+    int awaits_continue; /* Expect: 100-continue, and no 100 sent */
+    int draining;        /* answered early: the body's rest is dropped as it comes */
+    uint64_t body_declared, body_received; /* the content-length; DATA bytes so far */
+    uint64_t answered_at;                  /* uv_now() when a draining stream's answer left */
+    int ready;                             /* on the ready list, or dispatched */
+    int early;                             /* handed over before its body was received */
+    int closed;                            /* nghttp2 closed it */
+    int eof;                               /* every answer byte was queued */
+    int deferred;                          /* nghttp2 waits for resume_data */
     int file_piece;     /* a file piece is queued: pump the next once it is taken */
     int drain_wanted;   /* queued() reported bytes: tell on_drain once they are taken */
     uint64_t body_left; /* of a sized answer, still to be queued */
@@ -334,6 +344,7 @@ static int head_with_body(h2_stream *s) {
     const rn_header *cl = rn_request_header(r, "content-length", NULL);
     uint64_t declared = 0;
     s->declared = cl && rn_parse_strict_u64(cl->value, cl->value_len, UINT64_MAX, &declared) == 0;
+    s->body_declared = declared;
     if (s->declared && declared > srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
         make_ready(s, 1);
@@ -341,6 +352,7 @@ static int head_with_body(h2_stream *s) {
     }
     const rn_header *expect = rn_request_header(r, "expect", NULL);
     int wants_continue = expect && rn_ieq(expect->value, expect->value_len, "100-continue");
+    s->awaits_continue = wants_continue;
     if (srv->cfg.on_headers && (wants_continue || srv->cfg.on_headers_every_body ||
                                 (s->declared && declared >= RN_HTTP_EARLY_BODY_BYTES))) {
         s->ready = 1; /* a hook's answer is the whole answer: never dispatched */
@@ -359,6 +371,7 @@ static int head_with_body(h2_stream *s) {
     if (s->declared)
         rn_buf_reserve(&r->body, (size_t)declared);
     if (wants_continue) {
+        s->awaits_continue = 0;
         const nghttp2_nv nv = {(uint8_t *)":status", (uint8_t *)"100", 7, 3, NGHTTP2_NV_FLAG_NONE};
         nghttp2_submit_headers(s->h->session, NGHTTP2_FLAG_NONE, s->id, NULL, &nv, 1, NULL);
     }
@@ -434,6 +447,8 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
                          size_t len, void *user) {
     (void)flags, (void)user;
     h2_stream *s = nghttp2_session_get_stream_user_data(session, id);
+    if (s)
+        s->body_received += len;
     if (!s || !s->x || s->ready)
         return 0; /* answered already: the body is dropped */
     rn_request *r = &s->x->req;
@@ -511,15 +526,33 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     return 0;
 }
 
+/* True when the client sends the rest of s's declared body without
+ * waiting for us: it fits in the stream's receive window and no 100
+ * Continue is awaited. */
+static int body_rest_in_flight(nghttp2_session *session, const h2_stream *s) {
+    if (!s->declared || s->awaits_continue)
+        return 0;
+    uint64_t rest = s->body_declared > s->body_received ? s->body_declared - s->body_received : 0;
+    int32_t window = nghttp2_session_get_stream_local_window_size(session, s->id);
+    return window >= 0 && rest <= (uint64_t)window;
+}
+
 /* The last frame of an answer left while the client still sends its
- * request: the stream is reset with NO_ERROR (RFC 9113 §8.1). */
+ * request: the stream is reset with NO_ERROR (RFC 9113 §8.1), or drained
+ * when the rest of its body is in flight anyway (see the top comment). */
 static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user) {
-    (void)user;
-    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
-        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
-        !nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id))
-        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
-                                  NGHTTP2_NO_ERROR);
+    rn_http2 *h = user;
+    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
+        !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
+        nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id))
+        return 0;
+    h2_stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (s && body_rest_in_flight(session, s)) {
+        s->draining = 1;
+        s->answered_at = uv_now(h->conn->srv->loop);
+        return 0;
+    }
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
     return 0;
 }
 
@@ -704,6 +737,10 @@ static void http2_timeout(rn_conn *c) {
     for (h2_stream *s = h->streams; s && !c->closed; s = s->next) {
         if (s->closed)
             continue;
+        if (s->draining && now - s->answered_at >= cfg->request_timeout_ms) {
+            nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+            continue;
+        }
         if (s->x && !s->ready && now - s->began >= cfg->request_timeout_ms) {
             s->ready = 1;
             s->early = 1;
