@@ -212,7 +212,7 @@ void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *p
                             const rn_http_pieces *pieces, uint64_t len, rn_buf *suffix);
 
 /* How many body bytes rn_http_respond_pieces makes at a time for req now:
- * 256 KiB, or RN_HTTP_SMALL_PIECE_BYTES while less than that is left of
+ * 512 KiB, or RN_HTTP_SMALL_PIECE_BYTES while less than that is left of
  * the answer budget. A body no longer than this
  * costs no more memory built whole and sent with rn_http_respond. */
 size_t rn_http_piece_bytes(const rn_request *req);

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define PIECE_BYTES (256 * 1024) /* rn_http_respond_pieces makes this much at a time */
+#define PIECE_BYTES (512 * 1024) /* rn_http_respond_pieces makes this much at a time */
 
 /* Records the status of req's answer, and counts it in the metrics. */
 static void answer_status(rn_request *req, int status) {

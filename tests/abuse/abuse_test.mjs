@@ -35,7 +35,7 @@
 //                    10 ms keeps its connection through four periods, then
 //                    gets every byte
 //   answer memory    24 unread 48 MiB catch-up reads, each read and sent a
-//                    256 KiB piece at a time: the server holds at most a
+//                    512 KiB piece at a time: the server holds at most a
 //                    piece per answer (runnel_answer_bytes_in_flight) and
 //                    its RSS grows by a few pieces, not 24 answers; every
 //                    answer is whole (48 MiB of correct bytes, Stream-Next-
@@ -548,7 +548,7 @@ async function main() {
 
     await attack("answer memory", probe, async () => {
       // the catch-up stream of the stalled-download attack: 48 MiB. A
-      // catch-up answer is read and sent a piece at a time (256 KiB, one in
+      // catch-up answer is read and sent a piece at a time (512 KiB, one in
       // flight per answer), so 24 unread answers hold about 24 pieces, not
       // 24 answers nor the answer budget: no answer needs shortening to bound
       // memory any more, and every one is whole. (Before pieces, answers past
@@ -556,7 +556,7 @@ async function main() {
       // that now ask for whole answers and for memory bounded by pieces.)
       const path = "/v1/stream/abuse/huge";
       const total = 48 * LIMITS.maxBodyBytes;
-      const PIECE = 256 << 10;
+      const PIECE = 512 << 10; // rn_http_piece_bytes below the budget
       const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.proc.pid}/status`, "utf8"))[1]) << 10;
       const before = rss();
       const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(UNREAD_ANSWERS_WORKER)}`), { workerData: { port: port(), path: `${path}?offset=-1`, count: 24, byte: 0x62 } });
@@ -580,7 +580,7 @@ async function main() {
       const heldBound = 24 * (PIECE + 4096);
       checks.check(`answer memory: runnel_answer_bytes_in_flight shows the held pieces (${held >> 10} KiB, <= ${heldBound >> 10} KiB: one piece per unread answer)`,
         held > 0 && held <= heldBound, String(held));
-      const bound = 32 << 20; // 24 pieces (6 MiB), plus the allocator's slack
+      const bound = 32 << 20; // 24 pieces (12 MiB), plus the allocator's slack
       checks.check(`answer memory: server RSS grew ${grew >> 20} MiB for 24 unread 48 MiB answers (<= ${bound >> 20} MiB)`, grew <= bound, `${grew >> 20} MiB`);
       const t0 = Date.now();
       const results = fromWorker();

@@ -1,5 +1,5 @@
 // Catch-up reads answered a piece at a time (docs/ARCHITECTURE.md, "The
-// read path"): a large answer is read from the stream and sent 256 KiB at
+// read path"): a large answer is read from the stream and sent 512 KiB at
 // a time as its client takes it, its Content-Length promised up front.
 //   - what it sends is the stream's bytes, whole: octet streams, forks read
 //     through their source, JSON arrays (v1) and NDJSON (bucket surface),
