@@ -124,7 +124,7 @@ run_ctest "abuse resistance (build-asan)" build-asan -L '^abuse$' --no-tests=err
 
 # the Release build (assertions compiled out)
 run_ctest "unit and cluster tests (build-release)" build-release -L '^(unit|cluster)$' --no-tests=error
-run_ctest "black-box tests (build-release)" build-release -L '^blackbox$' --no-tests=error
+run_ctest "fast tier (build-release)" build-release -L '^fast$' -LE '^(unit|cluster)$' --no-tests=error
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
