@@ -76,7 +76,7 @@ void conn_attach_protocol(rn_conn *c, const unsigned char *alpn, size_t len) {
         if (len && strlen(PROTOCOLS[i].alpn) == len && memcmp(PROTOCOLS[i].alpn, alpn, len) == 0)
             p = &PROTOCOLS[i];
     conn_arm_timer(c, c->srv->cfg.idle_timeout_ms); /* idle until its first request */
-    p->attach(c); /* which may arm the timer for its own use */
+    p->attach(c);                                   /* which may arm the timer for its own use */
 }
 
 /* ---- the timer ----
