@@ -69,7 +69,7 @@ int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
         rn_cmd c = {.type = RN_CMD_REWRITE,
                     .stream_id = s->id,
                     .time_ms = now,
-                    .serial = serial++,
+                    .serial = serial + streams,
                     .offset = s->tail};
         rn_applied applied;
         rc = engine_apply(e, &c, 0, &applied);
