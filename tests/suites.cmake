@@ -65,6 +65,9 @@ endforeach()
 # proxy the test command starts (tests/s3/run_with_endpoint.sh)
 runnel_suite(s3_coldstore s3 900
   ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/coldstore.test.mjs)
+# ... and backups to an S3 prefix, restored from it (the cold store's bodies referenced)
+runnel_suite(s3_backup s3 600
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/backup.test.mjs)
 
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's

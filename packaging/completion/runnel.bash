@@ -2,7 +2,7 @@
 _runnel() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; cword=$COMP_CWORD; words=("${COMP_WORDS[@]}"); }
-  local commands="serve version help create append read tail head close rm publish bootstrap"
+  local commands="serve backup restore version help create append read tail head close rm publish bootstrap"
   local common="--url --json --bucket --quiet --help"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
@@ -18,6 +18,8 @@ _runnel() {
   case $cmd in
     "") COMPREPLY=($(compgen -W "$commands $common" -- "$cur")); return ;;
     serve) opts=$(runnel serve --help 2>/dev/null | awk '/^  --/{print $1}') ;;
+    backup) opts="--url" ;;
+    restore) opts="--from --name $(runnel serve --help 2>/dev/null | awk '/^  --/{print $1}')" ;;
     create) opts="--type --ttl --expires-at --closed --file --fork-of --fork-offset --fork-sub-offset --if-incarnation" ;;
     append) opts="--type --file --close --seq --if-incarnation --producer --epoch --state --window --batch-bytes --retry-for-ms --no-incarnation" ;;
     read) opts="--offset --max-bytes --if-incarnation" ;;

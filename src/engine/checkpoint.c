@@ -257,9 +257,7 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r) {
     }
 }
 
-/* Serializes st's applied streams and namespaces, as of log segment
- * `segment`, into b (empty). */
-static void encode_image(const rn_state *st, uint64_t segment, rn_buf *b) {
+void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b) {
     rn_buf_append(b, CHECKPOINT_MAGIC, 8);
     rn_buf_append_u64(b, segment);
     rn_buf_append_u64(b, st->next_id);
@@ -268,9 +266,7 @@ static void encode_image(const rn_state *st, uint64_t segment, rn_buf *b) {
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
 }
 
-/* Loads an image into st (empty). Returns 0 with *segment and *streams, or
- * -EBADMSG when the image is damaged (st then holds what was read). */
-static int decode_image(rn_state *st, const uint8_t *data, size_t size, int64_t now,
+int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t now,
                         uint64_t *segment, uint64_t *streams) {
     if (size < 36 || memcmp(data, CHECKPOINT_MAGIC, 8) != 0)
         return -EBADMSG;
@@ -345,9 +341,46 @@ int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams) {
     close(fd);
     int rc = got < 0 ? (int)got : (size_t)got != size ? -EBADMSG : 0;
     if (rc == 0)
-        rc = decode_image(&e->state, data, size, rn_now_ms(), segment, streams);
+        rc = engine_image_decode(&e->state, data, size, rn_now_ms(), segment, streams);
     free(data);
     return rc;
+}
+
+int engine_checkpoint_write(const char *dir, const rn_buf *image) {
+    char tmp[PATH_MAX], final[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/checkpoint.tmp", dir);
+    snprintf(final, sizeof final, "%s/checkpoint", dir);
+    int status = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    size_t off = 0;
+    while (off < image->len) {
+        ssize_t w = write(fd, image->data + off, image->len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            status = -errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (!status && fdatasync(fd) < 0)
+        status = -errno;
+    close(fd);
+    rn_fault_point("checkpoint-before-rename");
+    if (!status && rename(tmp, final) < 0)
+        status = -errno;
+    if (status) {
+        unlink(tmp); /* a partial image must not hold the space a full disk needs */
+        return status;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        if (fsync(dfd) < 0)
+            status = -errno;
+        close(dfd);
+    }
+    return status;
 }
 
 /* Syncs the file system, then writes the image atomically (worker thread,
@@ -359,41 +392,7 @@ static void checkpoint_work(uv_work_t *req) {
     if (job->status)
         return;
     rn_fault_point("checkpoint-after-syncfs");
-    char tmp[PATH_MAX], final[PATH_MAX];
-    checkpoint_path(e, tmp, sizeof tmp, ".tmp");
-    checkpoint_path(e, final, sizeof final, "");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        job->status = -errno;
-        return;
-    }
-    size_t off = 0;
-    while (off < job->image.len) {
-        ssize_t w = write(fd, job->image.data + off, job->image.len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            job->status = -errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (!job->status && fdatasync(fd) < 0)
-        job->status = -errno;
-    close(fd);
-    rn_fault_point("checkpoint-before-rename");
-    if (!job->status && rename(tmp, final) < 0)
-        job->status = -errno;
-    if (job->status) {
-        unlink(tmp); /* a partial image must not hold the space a full disk needs */
-        return;
-    }
-    int dfd = open(e->dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        if (fsync(dfd) < 0)
-            job->status = -errno;
-        close(dfd);
-    }
+    job->status = engine_checkpoint_write(e->dir, &job->image);
 }
 
 static void checkpoint_done(uv_work_t *req, int status) {
@@ -417,7 +416,7 @@ static checkpoint_job *start_job(rn_engine *e) {
     job->engine = e;
     job->req.data = job;
     job->segment = rn_wal_rotate(e->wal);
-    encode_image(&e->state, job->segment, &job->image);
+    engine_image_encode(&e->state, job->segment, &job->image);
     e->log_bytes_at_checkpoint = rn_wal_bytes_written(e->wal);
     return job;
 }
@@ -431,12 +430,14 @@ void engine_checkpoint_maybe(void *arg) {
     uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
 }
 
-void engine_checkpoint_final(rn_engine *e) {
+int engine_checkpoint_final(rn_engine *e) {
     assert(!e->checkpoint && !rn_wal_busy(e->wal));
     checkpoint_job *job = start_job(e);
     checkpoint_work(&job->req);
-    if (job->status == 0)
+    int status = job->status;
+    if (status == 0)
         rn_wal_drop_before(e->wal, job->segment);
     rn_buf_free(&job->image);
     free(job);
+    return status;
 }

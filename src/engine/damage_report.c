@@ -137,10 +137,15 @@ void rn_damage_report(const char *dir, uint64_t from_segment, const rn_wal_damag
         if (r.undecodable)
             rn_buf_appendf(&b, "; %llu records do not decode", (unsigned long long)r.undecodable);
     }
-    rn_buf_append_str(&b, ". Nothing on disk was changed: restore the damaged or missing files "
-                          "from a backup and start again");
     size_t n = b.len < cap ? b.len : cap - 1;
     memcpy(out, b.data, n);
     out[n] = 0;
     rn_buf_free(&b);
+}
+
+void rn_damage_name(const rn_wal_damage *damage, char out[RN_DAMAGE_NAME_MAX]) {
+    if (damage->kind == RN_WAL_DAMAGED_HEAD)
+        snprintf(out, RN_DAMAGE_NAME_MAX, "head");
+    else
+        snprintf(out, RN_DAMAGE_NAME_MAX, "segment-%llu", (unsigned long long)damage->segment);
 }

@@ -31,6 +31,7 @@
 #include "engine/op.h"
 #include "engine/state.h"
 #include "tiers/streamfiles.h"
+#include "tiers/tiers.h"
 #include "util/buf.h"
 #include "util/map.h"
 
@@ -48,6 +49,9 @@ typedef struct {
      * producer_ttl_ms, when shorter). */
     uint64_t producer_ttl_ms;
     uint64_t producer_cap;
+    /* The loss an operator accepts (--accept-loss: a damage's name, see
+     * engine/accept_loss.h), or NULL. */
+    const char *accept_loss;
 } rn_engine_config;
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
@@ -160,6 +164,54 @@ int rn_engine_busy(const rn_engine *e);
 
 /* Writes a final checkpoint (when the log is idle) and releases everything. */
 void rn_engine_close(rn_engine *e);
+
+/* ---- backups and restores (backup_image.c) ----
+ * A backup is the state image of one instant (the checkpoint's) and a copy
+ * of the bytes it names; a restore is that image, with every stream's
+ * history rewritten (ext §2.4), as a new data directory's checkpoint. */
+
+/* What a backup copies of one stream: its own bytes that retention did
+ * not give back, [data_from, tail); its append index, entries [0,
+ * appends); and its latest snapshot's body, when it has one. */
+typedef struct {
+    uint64_t id, incarnation;
+    uint64_t data_from, tail, appends;
+    int has_body, body_cold;
+    char body_key[RN_TIERS_KEY_MAX];
+    uint64_t body_size;
+} rn_backup_stream;
+
+/* The state as of now (loop thread): the checkpoint image of every
+ * applied stream and namespace into image (empty), and what to copy of
+ * each of those streams into *streams (malloc'd; *n entries). */
+void rn_engine_backup_state(rn_engine *e, rn_buf *image, rn_backup_stream **streams, size_t *n);
+/* Appends to out the stream's bytes [from, to) (index = 0) or its index
+ * entries [from, to) as u64 LE (index = 1), at most RN_REPLICA_FETCH_MAX
+ * bytes, while they are still the ones rn_engine_backup_state named.
+ * Returns 0, -ESTALE when they may have changed since (the stream was
+ * deleted, rewritten, or its retention advanced past from), or -errno. */
+int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, uint64_t from,
+                          uint64_t to, rn_buf *out);
+
+/* A restore under way: a backup's image, decoded. */
+typedef struct rn_restore rn_restore;
+/* Decodes an image (rn_engine_backup_state's); *streams as there. NULL
+ * when it does not decode. */
+rn_restore *rn_restore_decode(const uint8_t *image, size_t len, rn_backup_stream **streams,
+                              size_t *n);
+/* The serials r's tokens must start at or above (ids and serials the
+ * source had issued when the backup was taken). */
+uint64_t rn_restore_min_serial(const rn_restore *r);
+/* Rewrites the history of every stream of r (ext §2.4: a new incarnation
+ * from serial serial_base + i for the i-th stream in id order, the token
+ * before as Stream-Previous-Incarnation with the tail as
+ * Stream-Inherited-Offset, producers closed by history), then makes it
+ * data directory dir's checkpoint, with a log head naming no segment yet.
+ * The stream files and snapshot bodies must be in dir and durable. Equal
+ * arguments give equal results. Returns 0, -EINVAL when serial_base is
+ * below rn_restore_min_serial, or -errno. */
+int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int64_t now_ms);
+void rn_restore_free(rn_restore *r);
 
 /* ---- replicated mode (cluster mode: cluster/raft_log.c) ----
  *

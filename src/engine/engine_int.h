@@ -58,6 +58,7 @@ struct rn_engine {
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
     rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
+    int loss_accepted;              /* recovery accepted a loss: checkpoint before serving */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -165,8 +166,19 @@ int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams);
  * (arg is the engine). Runs between batches, when nothing is in flight. */
 void engine_checkpoint_maybe(void *arg);
 /* Writes a checkpoint now, on this thread, when no checkpoint and no batch
- * is in flight (close). */
-void engine_checkpoint_final(rn_engine *e);
+ * is in flight (close; the open after an accepted loss). Returns 0, or
+ * -errno when it failed (the log segments before it then stay). */
+int engine_checkpoint_final(rn_engine *e);
+/* The checkpoint image of st's applied streams and namespaces, as of log
+ * segment `segment` (the first to replay), into b (empty). */
+void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b);
+/* Loads an image into st (empty). Returns 0 with *segment and *streams, or
+ * -EBADMSG when the image is damaged (st then holds what was read). */
+int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t now,
+                        uint64_t *segment, uint64_t *streams);
+/* Writes image as <dir>/checkpoint atomically and durably (checkpoint.tmp,
+ * fdatasync, rename, directory fsync). Returns 0 or -errno. */
+int engine_checkpoint_write(const char *dir, const rn_buf *image);
 /* The checkpoint's records, which manifests (replica.c) reuse: u64 count
  * then every applied stream pick selects (NULL: all); u64 count then one
  * lstr per namespace. */
@@ -183,8 +195,25 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r);
  * missing or the chain loops. */
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
 
+/* ---- accept_loss.c ---- */
+
+/* True when e->cfg.accept_loss names `damage` and it can be accepted. */
+int engine_loss_named(const rn_engine *e, const rn_wal_damage *damage);
+/* Recovery refused with damage, which the operator named: replays, with
+ * replay, the log's readable prefix from segment `from` into e's state (the
+ * checkpoint's), drops the rest, and rewrites the history of every stream
+ * (ext §2.4) with serials above any the dropped records may have issued.
+ * Logs what was dropped. Sets *rec for the log's open and
+ * e->loss_accepted: the open must checkpoint before anything is served.
+ * Returns 0 or -errno (or replay's result). */
+int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
+                       rn_wal_replay_fn replay, rn_wal_recovery *rec);
+
 /* ---- open.c ---- */
 
+/* Names stream id of engine arg's state (an rn_stream_namer for damage
+ * reports). */
+const char *engine_checkpointed_path(void *arg, uint64_t id, size_t *len);
 /* An engine over cfg's tiers with an empty state, no log yet. */
 rn_engine *engine_new(uv_loop_t *loop, const rn_engine_config *cfg);
 

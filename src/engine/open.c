@@ -54,8 +54,7 @@ static int replay_record(void *arg, const uint8_t *rec, size_t len) {
     return rc == -ENOENT ? 0 : rc;
 }
 
-/* Names a stream the checkpoint restored (for the damage report). */
-static const char *checkpointed_path(void *arg, uint64_t id, size_t *len) {
+const char *engine_checkpointed_path(void *arg, uint64_t id, size_t *len) {
     rn_engine *e = arg;
     rn_stream *s = rn_state_stream(&e->state, id);
     if (!s)
@@ -70,10 +69,24 @@ static void refuse_recovery(rn_engine *e, uint64_t from, const rn_wal_recovery *
                             char *err, size_t errcap) {
     int n = snprintf(err, errcap, "log recovery in %s refused to start: ", e->dir);
     size_t used = n > 0 && (size_t)n < errcap ? (size_t)n : 0;
-    if (rc == RN_WAL_CORRUPT && rec->damage.kind != RN_WAL_INTACT)
-        rn_damage_report(e->dir, from, &rec->damage, checkpointed_path, e, err + used,
+    if (rc == RN_WAL_CORRUPT && rec->damage.kind != RN_WAL_INTACT) {
+        char name[RN_DAMAGE_NAME_MAX], hint[256];
+        rn_damage_name(&rec->damage, name);
+        if (rec->damage.kind == RN_WAL_DAMAGED_HEAD)
+            snprintf(hint, sizeof hint,
+                     "restore wal/HEAD and any missing or damaged files from "
+                     "a backup and start again");
+        else
+            snprintf(hint, sizeof hint,
+                     "restore the damaged or missing files from a backup and start again, or "
+                     "start once with --accept-loss=%s to keep the log up to the damage, drop "
+                     "the rest and rewrite the history of every stream",
+                     name);
+        rn_damage_report(e->dir, from, &rec->damage, engine_checkpointed_path, e, err + used,
                          errcap - used);
-    else
+        size_t len = strlen(err);
+        snprintf(err + len, errcap - len, ". Nothing on disk was changed: %s", hint);
+    } else
         snprintf(err + used, errcap - used, "%s",
                  rc == RN_WAL_CORRUPT ? "a log record that reads back does not decode"
                                       : strerror(-rc));
@@ -101,6 +114,13 @@ static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec,
     else
         rn_log(RN_LOG_DEBUG, "recovery", "no checkpoint; replaying the whole log");
     rc = rn_wal_recover(e->dir, from, replay_record, e, rec);
+    if (rc == RN_WAL_CORRUPT && engine_loss_named(e, &rec->damage)) {
+        rn_wal_damage damage = rec->damage;
+        rc = engine_accept_loss(e, from, &damage, replay_record, rec);
+    } else if (rc == 0 && e->cfg.accept_loss) {
+        rn_log(RN_LOG_WARN, "recovery",
+               "--accept-loss=%s ignored: the log is intact, nothing was lost", e->cfg.accept_loss);
+    }
     if (rc != 0) {
         refuse_recovery(e, from, rec, rc, err, errcap);
         return -1;
@@ -163,6 +183,16 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
     e->wal = rn_wal_open(loop, e->dir, &rec, &wo, &rc);
     if (!e->wal) {
         snprintf(err, errcap, "cannot open the log in %s: %s", e->dir, strerror(-rc));
+        rn_engine_close(e);
+        return NULL;
+    }
+    if (e->loss_accepted && (rc = engine_checkpoint_final(e)) != 0) {
+        snprintf(err, errcap,
+                 "the accepted loss could not be made durable (checkpoint in %s failed: %s); "
+                 "nothing was served, start again with the same --accept-loss",
+                 e->dir, strerror(-rc));
+        rn_wal_close(e->wal); /* no other checkpoint: the loss stays unaccepted */
+        e->wal = NULL;
         rn_engine_close(e);
         return NULL;
     }

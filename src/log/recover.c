@@ -559,6 +559,53 @@ int rn_wal_damaged_records(const char *dir, uint64_t from_segment, const rn_wal_
     return rc;
 }
 
+/* ---- accepting a loss ---- */
+
+/* Where the acknowledged records of the segment before `next` end, as
+ * segment `next`'s header records it; NO_LIMIT when that header does not
+ * read back. */
+static uint64_t recorded_end(const char *dir, uint64_t next) {
+    seg_view v = {.number = next, .fd = -1};
+    uint64_t limit = map_segment(dir, &v) == 0 && v.intact ? v.h.prev_end : NO_LIMIT;
+    unmap_segment(&v);
+    return limit;
+}
+
+int rn_wal_replay_prefix(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
+                         rn_wal_recovery *out) {
+    memset(out, 0, sizeof *out);
+    uint64_t *nums, head;
+    size_t n;
+    int torn, rc = rn_list_segments(dir, from_segment, &nums, &n);
+    if (rc)
+        return rc;
+    uint64_t want = from_segment ? from_segment : 1;
+    int broken = 0;
+    for (size_t i = 0; i < n && !broken && rc == 0 && nums[i] == want; i++, want++) {
+        seg_view v = {.number = nums[i], .fd = -1};
+        rc = map_segment(dir, &v);
+        uint64_t limit = i + 1 < n ? recorded_end(dir, nums[i + 1]) : NO_LIMIT;
+        uint64_t stop = limit < v.size ? limit : v.size;
+        uint64_t pos = RN_SEG_HEADER, seq = 1, next;
+        broken = rc != 0 || !v.intact;
+        while (!broken && rc == 0 && batch_at(&v, pos, stop, seq, &next, &out->records) == 0) {
+            rc = replay_batch(&v, pos, next, fn, arg);
+            pos = next;
+            seq++;
+        }
+        broken = broken || (limit != NO_LIMIT && pos != limit);
+        unmap_segment(&v);
+    }
+    uint64_t last = n ? nums[n - 1] : 0;
+    free(nums);
+    if (rn_head_read(dir, &head, &torn) == 1 && head > last)
+        last = head;
+    if (from_segment && from_segment - 1 > last)
+        last = from_segment - 1;
+    out->last_segment = last; /* the new segment's header records no valid end */
+    return rc;
+}
+
 /* ---- older formats ---- */
 
 int rn_wal_adopt_format1(const char *dir) {

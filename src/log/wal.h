@@ -127,6 +127,21 @@ int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, 
 int rn_wal_damaged_records(const char *dir, uint64_t from_segment, const rn_wal_damage *damage,
                            int after, rn_wal_replay_fn fn, void *arg);
 
+/* After rn_wal_recover() refused, for an operator who accepts the loss:
+ * calls fn, in log order, for every record of the log's unbroken prefix
+ * from from_segment on (segments numbered without a gap, each with an
+ * intact header, batches intact and in sequence up to the end its
+ * successor records), stopping at the first thing that does not read
+ * back, which is at or before the damage recovery named. Then fills *out
+ * so that rn_wal_open() continues after every segment that exists (the
+ * damaged ones stay until a checkpoint drops them). Changes nothing on
+ * disk. Returns 0, -errno, or fn's non-zero result. When a segment's
+ * successor has a damaged header, the end of its acknowledged records is
+ * not recorded anywhere and its batches are kept up to the first that
+ * does not read back. */
+int rn_wal_replay_prefix(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
+                         rn_wal_recovery *out);
+
 /* Prepares a data directory written by data format 1 for this format: when
  * dir/wal holds no segment (a clean stop leaves none) it gets a log head
  * naming segment 0. Returns 0, -ENOTEMPTY when segments of the old format

@@ -12,20 +12,18 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-int rn_cold_backend_open(uv_loop_t *loop, const rn_config *cfg, rn_store **out, char *err,
-                         size_t errcap) {
+int rn_s3_backend_open(uv_loop_t *loop, const rn_config *cfg, const char *what, const char *prefix,
+                       rn_store **out, char *err, size_t errcap) {
     *out = NULL;
-    if (cfg->cold_store != RN_COLD_S3)
-        return 0;
     if (!cfg->s3_bucket[0]) {
-        snprintf(err, errcap, "--cold-store=s3 needs --s3-bucket");
+        snprintf(err, errcap, "%s needs --s3-bucket", what);
         return -1;
     }
     char *env_region = cfg->s3_region[0] ? NULL : rn_s3_region_from_env();
     rn_s3_creds creds = {0};
     char why[256];
     if (rn_s3_creds_load(&creds, why, sizeof why) != 0) {
-        snprintf(err, errcap, "the S3 cold store has no credentials: %s", why);
+        snprintf(err, errcap, "%s has no credentials: %s", what, why);
         free(env_region);
         return -1;
     }
@@ -43,7 +41,7 @@ int rn_cold_backend_open(uv_loop_t *loop, const rn_config *cfg, rn_store **out, 
     sc.s3.session_token = creds.session_token;
     sc.s3.timeout_ms = cfg->s3_timeout_ms;
     sc.s3.user_agent = "runnel";
-    sc.prefix = cfg->s3_prefix;
+    sc.prefix = prefix;
     sc.tmp_dir = tmp;
     sc.part_bytes = cfg->s3_part_bytes;
     char why_s3[256];
@@ -51,8 +49,20 @@ int rn_cold_backend_open(uv_loop_t *loop, const rn_config *cfg, rn_store **out, 
     rn_s3_creds_clear(&creds);
     free(env_region);
     if (!*out) {
-        snprintf(err, errcap, "the S3 cold store: %s", why_s3);
+        snprintf(err, errcap, "%s: %s", what, why_s3);
         return -1;
     }
     return 0;
+}
+
+int rn_cold_backend_open(uv_loop_t *loop, const rn_config *cfg, rn_store **out, char *err,
+                         size_t errcap) {
+    *out = NULL;
+    if (cfg->cold_store != RN_COLD_S3)
+        return 0;
+    if (!cfg->s3_bucket[0]) {
+        snprintf(err, errcap, "--cold-store=s3 needs --s3-bucket");
+        return -1;
+    }
+    return rn_s3_backend_open(loop, cfg, "the S3 cold store", cfg->s3_prefix, out, err, errcap);
 }

@@ -1,6 +1,6 @@
 /*
- * coldstore.h — the cold store's backend named by the settings
- * (--cold-store and the --s3-* options).
+ * coldstore.h — the S3 backends named by the settings: the cold store's
+ * (--cold-store and the --s3-* options), and any other S3 prefix (backups).
  */
 #ifndef RN_OPS_COLDSTORE_H
 #define RN_OPS_COLDSTORE_H
@@ -17,5 +17,13 @@
  * err (a missing bucket or credentials, a bad endpoint; no secret). */
 int rn_cold_backend_open(uv_loop_t *loop, const rn_config *cfg, rn_store **out, char *err,
                          size_t errcap);
+
+/* *out: an S3 store over the --s3-* settings (bucket, endpoint, region,
+ * addressing, timeouts; credentials from the AWS environment and files)
+ * with every key under prefix ("" or ending in "/"); its reads are staged
+ * in <data>/cold-reads. Returns 0, or -1 with the reason in err, which
+ * names the store as `what` (never a secret). */
+int rn_s3_backend_open(uv_loop_t *loop, const rn_config *cfg, const char *what, const char *prefix,
+                       rn_store **out, char *err, size_t errcap);
 
 #endif

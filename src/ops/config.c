@@ -219,6 +219,17 @@ static const setting SETTINGS[] = {
         "staged snapshot parts no commit used are deleted after this long"),
     BOOL("test-hooks", "RUNNEL_TEST_HOOKS", test_hooks, 0,
          "enable /__runnel/test/ endpoints (history rewrites); never in production"),
+    {"backup-to", "RUNNEL_BACKUP_TO", KIND_PATH, offsetof(rn_config, backup_to), 0, 0, 0, NULL,
+     "where POST /__runnel/backup?name=NAME (runnel backup) writes a point-in-time copy of this "
+     "node: a directory, or s3:PREFIX (PREFIX empty or ending in /) in the --s3-bucket over the "
+     "--s3-* settings; empty: no backups",
+     NULL},
+    {"accept-loss", "RUNNEL_ACCEPT_LOSS", KIND_TEXT, offsetof(rn_config, accept_loss), 0, 0, 0, "",
+     "when log recovery refuses to start because acknowledged records do not read back and "
+     "names the damage (segment-N), start with that name to keep the log up to the damage, drop "
+     "the rest and rewrite the history of every stream (new Stream-Incarnation, producers closed "
+     "by history); single node only; ignored when the log is intact",
+     NULL},
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),
 };

@@ -70,6 +70,12 @@ typedef struct {
     uint64_t s3_part_bytes;
     uint64_t s3_timeout_ms;
     int test_hooks; /* enable /__runnel/test/ (history rewrites) */
+    /* The log damage a start accepts (engine/damage_report.h names it;
+     * KIND_TEXT: as long as cluster_id), or "" */
+    char accept_loss[128];
+    /* Where POST /__runnel/backup writes: a directory, or s3:PREFIX over
+     * the --s3-* settings (ops/backup_format.h); "": no backups */
+    char backup_to[4096];
     uint64_t parts_grace_ms;
     uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
     uint64_t producer_cap;    /* producers per stream */

@@ -12,6 +12,7 @@
  */
 #include "ops/endpoints.h"
 #include "live/live.h"
+#include "ops/backup.h"
 #include "surface/admin.h"
 #include "surface/reply.h"
 #include "util/metrics.h"
@@ -223,6 +224,16 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
         render(&body, ep);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
+    } else if (req->method == RN_HTTP_POST && path_len == 6 && memcmp(path, "backup", 6) == 0) {
+        rn_buf_free(&body);
+        if (ep->cluster_route)
+            rn_reply_error(req, RN_E_BACKUP_SINGLE_NODE, NULL);
+        else if (!ep->ready)
+            rn_reply_error(req, RN_E_RECOVERING, NULL);
+        else if (!ep->backups)
+            rn_reply_error(req, RN_E_NO_BACKUP_TARGET, NULL);
+        else
+            rn_backups_handle(ep->backups, req, query, query_len);
     } else if (ep->ready && ep->cluster_route &&
                ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
         rn_buf_free(&body);

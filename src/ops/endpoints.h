@@ -1,7 +1,7 @@
 /*
  * endpoints.h — the operational routes under /__runnel/: liveness,
- * readiness, Prometheus metrics, and (with --test-hooks) the test hooks
- * of surface/admin.c.
+ * readiness, Prometheus metrics, POST /__runnel/backup (ops/backup.h), and
+ * (with --test-hooks) the test hooks of surface/admin.c.
  */
 #ifndef RN_ENDPOINTS_H
 #define RN_ENDPOINTS_H
@@ -19,7 +19,8 @@ typedef struct {
     rn_live *live;
     rn_surface *surface;
     rn_http_server *http;
-    rn_probe *probe; /* the data directory probe (readiness) */
+    rn_probe *probe;            /* the data directory probe (readiness) */
+    struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */
     /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
      * 1 when it answered) and a readiness condition (1: ready, else 0 with
      * why), both given cluster_ctx. */

@@ -21,6 +21,8 @@
 #include "util/fault.h"
 #include "engine/engine.h"
 #include "live/live.h"
+#include "ops/backup.h"
+#include "ops/backup_format.h"
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
@@ -54,6 +56,8 @@ typedef struct {
     char public_url[1024];
     rn_tiers *tiers;
     rn_store *cold_backend; /* until the tiers took it over */
+    rn_store *backup_dest;  /* --backup-to, until the backups took it over */
+    rn_backups *backups;    /* POST /__runnel/backup (--backup-to) */
     rn_engine *engine;
     rn_live *live;
     rn_cluster *cluster; /* cluster mode (--node-id) */
@@ -95,6 +99,9 @@ static void close_handles(server *s) {
         rn_subs_stop(s->subs);
     if (s->tiers)
         rn_tiers_stop(s->tiers);
+    rn_backups_stop(s->backups);
+    if (s->backup_dest && s->backup_dest->ops->stop)
+        s->backup_dest->ops->stop(s->backup_dest);
     rn_http_close(s->http);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
@@ -241,7 +248,8 @@ static void recover(uv_work_t *w) {
                            .wal_segment_bytes = s->cfg.wal_segment_bytes,
                            .checkpoint_bytes = s->cfg.checkpoint_bytes,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
-                           .producer_cap = s->cfg.producer_cap};
+                           .producer_cap = s->cfg.producer_cap,
+                           .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
 }
 
@@ -350,6 +358,11 @@ static void wire(server *s) {
     if (!s->cfg.node_id) /* a shared store holds other nodes' bodies: no orphan sweep */
         rn_tiers_watch_bodies(s->tiers, body_referenced, s->engine);
     rn_tiers_start(s->tiers);
+    if (s->backup_dest) {
+        s->backups = rn_backups_new(s->engine, s->tiers, s->backup_dest);
+        s->backup_dest = NULL;
+        s->endpoints.backups = s->backups;
+    }
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
@@ -372,6 +385,18 @@ int rn_serve(int argc, char **argv) {
         return 0;
     if (rc == 0)
         rc = rn_cluster_config_check(&s.cfg, err, sizeof err);
+    if (rc == 0 && s.cfg.node_id && s.cfg.accept_loss[0]) {
+        snprintf(err, sizeof err,
+                 "--accept-loss applies to a single node's log; a cluster node recovers its "
+                 "groups from its peers");
+        rc = -1;
+    }
+    if (rc == 0 && s.cfg.node_id && s.cfg.backup_to[0]) {
+        snprintf(err, sizeof err,
+                 "--backup-to is for a single node: a cluster node's groups are not backed up "
+                 "(POST /__runnel/backup answers 501 BACKUP_SINGLE_NODE)");
+        rc = -1;
+    }
     if (rc < 0) {
         fprintf(stderr, "runnel: %s\n", err);
         return 2;
@@ -471,7 +496,11 @@ int rn_serve(int argc, char **argv) {
         else if (s.cold_backend)
             s.cold_backend->ops->stop(s.cold_backend); /* closed once the loop ran */
     }
-    if (!s.tiers) {
+    int failed = !s.tiers;
+    if (!failed && s.cfg.backup_to[0])
+        failed = rn_backup_store_open(s.loop, &s.cfg, s.cfg.backup_to, &s.backup_dest, err,
+                                      sizeof err) != 0;
+    if (failed) {
         rn_log(RN_LOG_ERROR, "start", "%s", err);
         s.exit_code = 1;
         begin_shutdown(&s);
@@ -490,6 +519,9 @@ int rn_serve(int argc, char **argv) {
         rn_subs_close(s.subs);
     if (s.engine)
         rn_engine_close(s.engine);
+    rn_backups_free(s.backups);
+    if (s.backup_dest)
+        s.backup_dest->ops->close(s.backup_dest);
     rn_tiers_close(s.tiers);
     if (s.cold_backend)
         s.cold_backend->ops->close(s.cold_backend);

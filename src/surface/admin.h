@@ -1,10 +1,11 @@
 /*
  * admin.h — test hooks under /__runnel/test/, which exist only with
  * --test-hooks: POST test/rewrite/{key}?keep=<offset> rewrites a stream's
- * history (standing in for the operator actions, restore and accepted loss,
- * that will trigger rewrites later); POST test/fail-syncs?n=N makes the next
- * N log syncs fail, and POST test/fail?point=NAME&n=N[&errno=EIO|ENOSPC] the
- * next N passes of a failure point of util/fault.h (fault injection).
+ * history (for tests only: operators rewrite histories by `runnel restore`
+ * and --accept-loss, see ops/backup.h and engine/accept_loss.c); POST
+ * test/fail-syncs?n=N makes the next N log syncs fail, and POST
+ * test/fail?point=NAME&n=N[&errno=EIO|ENOSPC] the next N passes of a
+ * failure point of util/fault.h (fault injection).
  */
 #ifndef RN_ADMIN_H
 #define RN_ADMIN_H

@@ -234,6 +234,24 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_LIVE_READS_EXHAUSTED] = {429, "LIVE_READS_EXHAUSTED",
                                    "the stream holds its maximum of live reads; retry after "
                                    "Retry-After"},
+    [RN_E_INVALID_BACKUP_NAME] = {400, "INVALID_BACKUP_NAME",
+                                  "a backup's name is 1 to 64 characters of A-Z a-z 0-9 . _ - "
+                                  "and does not start with ."},
+    [RN_E_NO_BACKUP_TARGET] = {501, "NO_BACKUP_TARGET",
+                               "this server has no backup destination (--backup-to)"},
+    [RN_E_BACKUP_SINGLE_NODE] = {501, "BACKUP_SINGLE_NODE",
+                                 "backups are of a single node; a cluster node does not take one"},
+    [RN_E_BACKUP_EXISTS] = {409, "BACKUP_EXISTS",
+                            "a backup of this name exists at the destination; choose another name"},
+    [RN_E_BACKUP_IN_PROGRESS] = {503, "BACKUP_IN_PROGRESS",
+                                 "another backup is being taken; retry after Retry-After"},
+    [RN_E_BACKUP_INTERRUPTED] = {503, "BACKUP_INTERRUPTED",
+                                 "a stream was deleted, rewritten or had its retention advanced "
+                                 "while the backup copied it, so the copy is not of one instant; "
+                                 "the backup is not complete, retry"},
+    [RN_E_BACKUP_STORE_FAILED] = {502, "BACKUP_STORE_FAILED",
+                                  "the backup destination failed; the backup is not complete, "
+                                  "retry"},
 };
 
 int rn_error_status(rn_error e) {

@@ -237,6 +237,10 @@ int rn_tiers_body_present(rn_tiers *t, int cold, const char *key) {
     return !files || rn_blobs_size(files, key) >= 0;
 }
 
+int rn_tiers_body_shared(const rn_tiers *t, int cold) {
+    return cold && t->cold && !local_files(t, cold);
+}
+
 int rn_tiers_body_intake_begin(rn_tiers *t, int cold, const char *key) {
     assert(rn_tiers_body_key_valid(key));
     rn_blobs *files = local_files(t, cold);

@@ -110,6 +110,10 @@ void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, c
 int rn_tiers_body_key_valid(const char *key);
 /* 1 when body (cold, key) needs no fetch: kept here, or in a shared store. */
 int rn_tiers_body_present(rn_tiers *t, int cold, const char *key);
+/* 1 when the bodies of store `cold` live outside this node's directory (a
+ * network cold store every node and backup reaches), so copies of them
+ * are references. */
+int rn_tiers_body_shared(const rn_tiers *t, int cold);
 /* A descriptor to write the fetched body (cold, key) into, or -errno. */
 int rn_tiers_body_intake_begin(rn_tiers *t, int cold, const char *key);
 /* status 0: syncs the written body and names it (cold, key) durably;

@@ -15,7 +15,8 @@
 // A comment on a line of its own describes what follows and checks nothing.
 // The server runs with --long-poll-timeout-ms 1000 and
 // --sse-max-duration-ms 1000, so the long-poll and SSE examples end by
-// themselves; each curl is bounded by `max-time` in a .curlrc (the same
+// themselves, and with --backup-to "$BACKUPS" (a fresh directory the
+// examples see as BACKUPS; `runnel` on their PATH is the binary tested); each curl is bounded by `max-time` in a .curlrc (the same
 // file makes curl report every answer's status on stderr).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -23,7 +24,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, describe, test } from "node:test";
-import { Server, tempDir } from "./lib/server.mjs";
+import { BIN, Server, tempDir } from "./lib/server.mjs";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const DOC_ADDRESS = "127.0.0.1:4437";
@@ -92,7 +93,7 @@ function bodyOf(out) {
 
 // Runs the commands in one bash against baseUrl; returns per command
 // {rc, out, err, statuses}.
-function runAll(commands, baseUrl) {
+function runAll(commands, baseUrl, backups) {
   const work = tempDir("runnel-docs-");
   fs.writeFileSync(path.join(work, ".curlrc"), `max-time = 30\nwrite-out = "%{stderr}${STATUS_MARK} %{http_code}\\n"\n`);
   const address = baseUrl.replace(/^http:\/\//, "");
@@ -103,7 +104,12 @@ function runAll(commands, baseUrl) {
   });
   const r = spawnSync("bash", ["-c", script.join("\n")], {
     cwd: work,
-    env: { ...process.env, CURL_HOME: work },
+    env: {
+      ...process.env,
+      CURL_HOME: work,
+      BACKUPS: backups,
+      PATH: `${path.dirname(path.resolve(BIN))}:${process.env.PATH}`,
+    },
     encoding: "utf8",
     timeout: 180000,
   });
@@ -175,10 +181,13 @@ describe("the documentation's shell examples run as written", () => {
     const commands = extractExamples(fs.readFileSync(path.join(REPO, file), "utf8"));
     if (commands.length === 0) continue;
     test(`${file}: ${commands.length} commands, in order, on a fresh server`, async () => {
-      const srv = new Server({ args: ["--long-poll-timeout-ms", "1000", "--sse-max-duration-ms", "1000"] });
+      const backups = path.join(tempDir("runnel-docs-backups-"), "backups");
+      const srv = new Server({
+        args: ["--long-poll-timeout-ms", "1000", "--sse-max-duration-ms", "1000", "--backup-to", backups],
+      });
       servers.push(srv);
       await srv.start();
-      const results = runAll(commands, srv.url);
+      const results = runAll(commands, srv.url, backups);
       const report = [];
       commands.forEach((c, n) => {
         const p = problems(c, results[n]);

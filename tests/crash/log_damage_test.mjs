@@ -22,6 +22,18 @@
 //   - torn: bytes after the last acknowledged append that form no valid
 //     batch (a write the crash interrupted) are cut: the server starts and
 //     serves exactly the 200,000 acknowledged bytes.
+//   - accept (README "Accepting a loss"): the flip damage again, with a
+//     second stream and an idempotent producer's stream written before the
+//     damaged append. The refusal names the start flag that accepts it,
+//     --accept-loss=segment-N; a start naming other damage still refuses
+//     and changes nothing. Started with the right name, the server keeps
+//     the appends before the damaged one and drops the rest (the log says
+//     what it dropped), and every stream's history is rewritten (extensions
+//     §2.4): a new Stream-Incarnation, the old token as
+//     Stream-Previous-Incarnation, the kept tail as Stream-Inherited-Offset,
+//     412 for the old token as a precondition, the producer's epoch closed
+//     by=history. The stream accepts appends at the kept tail, and a
+//     restart without the flag starts with the same tokens (one rewrite).
 //
 // OUTPUT: "FAIL ..." lines, "# ..." notes, last line "N passed, M failed".
 import crypto from "node:crypto";
@@ -92,11 +104,13 @@ function xorByte(file, at, mask) {
 
 // A server on a fresh data directory holding APPENDS acknowledged appends
 // to /v1/stream/damage/<name>, left by SIGKILL.
-async function prepare(root, name) {
+// `before` (optional) runs first, given the server.
+async function prepare(root, name, before = null) {
   const dataDir = path.join(root, name, "data");
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
   const srv = new Server({ bin: opts.bin, dataDir, logPath: path.join(root, name, "server.log") });
   await srv.start();
+  if (before) await before(srv);
   const url = `${srv.url}/v1/stream/damage/${name}`;
   let r = await http(url, { method: "PUT", headers: { "content-type": "application/octet-stream" } });
   if (r.status !== 201) throw new Error(`create answered ${r.status}`);
@@ -150,22 +164,31 @@ async function expectServesAll(label, env, name) {
 
 const errorLines = (log) => log.split("\n").filter((l) => / error /.test(l) || /"level":"error"/.test(l));
 
-async function flip(root) {
-  const env = await prepare(root, "flip");
+// Flips one byte in the middle of the middle one of the appends to
+// damage/<name> in the newest segment, with at least 20 after it. Returns
+// {damaged (its number), seg, where}, or null after a failed check.
+function flipMiddleAppend(env, name) {
   const segs = segments(env.dataDir);
   const newest = segs[segs.length - 1];
   const inNewest = [];
   for (let i = 0; i < APPENDS; i++) {
-    const { seg, at } = locate(env.dataDir, Buffer.from(`[[flip:${String(i).padStart(3, "0")}]]`));
+    const { seg, at } = locate(env.dataDir, Buffer.from(`[[${name}:${String(i).padStart(3, "0")}]]`));
     if (seg === newest) inNewest.push({ i, at });
   }
   const { i: damaged, at } = inNewest[Math.floor(inNewest.length / 2)] ?? { i: -1 };
-  const seg = newest;
-  if (!checks.check("flip: at least 20 acknowledged appends follow the damaged one in the newest segment",
-    damaged >= 0 && APPENDS - 1 - damaged >= 20, `${inNewest.length} appends in ${newest}`)) return;
-  console.log(`# flip: append ${damaged} of ${APPENDS} damaged, ${APPENDS - 1 - damaged} acknowledged after it in the newest segment`);
+  if (!checks.check(`${name}: at least 20 acknowledged appends follow the damaged one in the newest segment`,
+    damaged >= 0 && APPENDS - 1 - damaged >= 20, `${inNewest.length} appends in ${newest}`)) return null;
+  console.log(`# ${name}: append ${damaged} of ${APPENDS} damaged, ${APPENDS - 1 - damaged} acknowledged after it in the newest segment`);
   const where = at + BODY_BYTES / 2;
-  xorByte(seg, where, 0x08);
+  xorByte(newest, where, 0x08);
+  return { damaged, seg: newest, where };
+}
+
+async function flip(root) {
+  const env = await prepare(root, "flip");
+  const flipped = flipMiddleAppend(env, "flip");
+  if (!flipped) return;
+  const { seg, where } = flipped;
   const before = fingerprint(env.dataDir);
   const log = await expectRefusal("flip", env);
   const errs = errorLines(log);
@@ -225,10 +248,101 @@ async function torn(root) {
   await expectServesAll("torn", env, "torn");
 }
 
+async function accept(root) {
+  const other = (srv) => `${srv.url}/v1/stream/damage/accept-other`;
+  const prod = (srv) => `${srv.url}/v1/stream/damage/accept-prod`;
+  const octet = { "content-type": "application/octet-stream" };
+  const env = await prepare(root, "accept", async (srv) => {
+    for (const u of [other(srv), prod(srv)]) {
+      if ((await http(u, { method: "PUT", headers: octet })).status !== 201) throw new Error(`create ${u}`);
+    }
+    if ((await http(other(srv), { method: "POST", headers: octet, body: "kept" })).status !== 204) throw new Error("append");
+    for (let seq = 0; seq < 3; seq++) {
+      const r = await http(prod(srv), {
+        method: "POST", body: `p${seq}`,
+        headers: { ...octet, "producer-id": "p", "producer-epoch": "1", "producer-seq": String(seq) },
+      });
+      if (r.status !== 200) throw new Error(`producer write ${seq}: ${r.status} ${r.text}`);
+    }
+  });
+  const before = {};
+  const flipped = flipMiddleAppend(env, "accept");
+  if (!flipped) return;
+  const log = await expectRefusal("accept", env);
+  const named = `--accept-loss=segment-${Number(path.basename(flipped.seg, ".log"))}`;
+  checks.check("accept: the refusal names the flag that accepts this loss", log.includes(named),
+    errorLines(log).join(" | ") || "no error line");
+  env.srv.args = ["--accept-loss=segment-999999"];
+  const fp = fingerprint(env.dataDir);
+  await expectRefusal("accept, another damage named", env);
+  checks.check("accept: a start accepting another damage changed nothing", fingerprintDiff(fp, fingerprint(env.dataDir)));
+
+  // The tokens before the loss: from the log's records, which the refused
+  // starts never served; read them from a copy of the directory with the
+  // damage undone.
+  const copy = path.join(root, "accept", "undamaged");
+  fs.cpSync(env.dataDir, copy, { recursive: true });
+  xorByte(path.join(copy, "wal", path.basename(flipped.seg)), flipped.where, 0x08);
+  const peek = new Server({ bin: opts.bin, dataDir: copy, logPath: path.join(root, "accept", "peek.log") });
+  await peek.start();
+  for (const [k, u] of [["accept", env.url().replace(env.srv.url, peek.url)], ["other", other(peek)], ["prod", prod(peek)]]) {
+    before[k] = (await http(u, { method: "HEAD" })).headers.get("stream-incarnation");
+  }
+  await peek.stop("SIGKILL");
+
+  env.srv.args = [named];
+  const logBefore = fs.readFileSync(env.srv.logPath, "utf8").length;
+  try {
+    await env.srv.start();
+  } catch (e) {
+    checks.check("accept: the server starts with the loss accepted", false, e.message.split("\n").slice(0, 6).join(" | "));
+    return;
+  }
+  const startLog = fs.readFileSync(env.srv.logPath, "utf8").slice(logBefore);
+  checks.check("accept: the log says what was dropped and that every stream was rewritten",
+    /accepting the loss/.test(startLog) && startLog.includes("damage/accept") && /rewrote the history of all 3 streams/.test(startLog),
+    startLog.split("\n").filter((l) => /accept/.test(l)).join(" | ").slice(0, 600));
+  const kept = expected("accept").subarray(0, flipped.damaged * BODY_BYTES);
+  const got = await readAll(env.url());
+  checks.check(`accept: the stream serves exactly the ${flipped.damaged} appends before the damaged one`,
+    got.body.equals(kept), `served ${got.body.length} bytes, kept ${kept.length}`);
+  const tokens = {};
+  for (const [k, u] of [["accept", env.url()], ["other", other(env.srv)], ["prod", prod(env.srv)]]) {
+    const h = await http(u, { method: "HEAD" });
+    tokens[k] = h.headers.get("stream-incarnation");
+    const issues = [];
+    if (!tokens[k] || tokens[k] === before[k]) issues.push(`token ${tokens[k]} (before ${before[k]})`);
+    if (h.headers.get("stream-previous-incarnation") !== before[k]) issues.push(`previous ${h.headers.get("stream-previous-incarnation")}`);
+    if (h.headers.get("stream-inherited-offset") !== h.headers.get("stream-next-offset")) issues.push(`inherited ${h.headers.get("stream-inherited-offset")} tail ${h.headers.get("stream-next-offset")}`);
+    const pre = await http(u, { method: "HEAD", headers: { "stream-incarnation": before[k] } });
+    if (pre.status !== 412 || pre.headers.get("stream-incarnation") !== tokens[k]) issues.push(`old token as a precondition: ${pre.status}`);
+    checks.check(`accept: ${k} has a new incarnation and reports the old one and the kept tail (§2.4)`, issues);
+  }
+  const closed = await http(prod(env.srv), {
+    method: "POST", body: "p3",
+    headers: { ...octet, "producer-id": "p", "producer-epoch": "1", "producer-seq": "3" },
+  });
+  checks.check("accept: the producer's epoch is closed by history",
+    closed.status === 403 && closed.headers.get("producer-outcome") === "epoch-closed;by=history" &&
+    closed.headers.get("producer-closed-seq") === "2", `${closed.status} ${closed.headers.get("producer-outcome")} ${closed.text}`);
+  const more = await http(env.url(), { method: "POST", headers: octet, body: body("accept", flipped.damaged) });
+  checks.check("accept: the stream takes appends at the kept tail", more.status === 204, `${more.status} ${more.text}`);
+  await env.srv.stop("SIGTERM");
+  env.srv.args = [];
+  await env.srv.start();
+  const again = (await http(other(env.srv), { method: "HEAD" })).headers.get("stream-incarnation");
+  checks.check("accept: a restart without the flag starts, with the same tokens (one rewrite)", again === tokens.other,
+    `${again} vs ${tokens.other}`);
+  const all = await readAll(env.url());
+  checks.check("accept: the append after the loss survives the restart",
+    all.body.equals(expected("accept").subarray(0, (flipped.damaged + 1) * BODY_BYTES)), `${all.body.length} bytes`);
+  await env.srv.stop("SIGTERM");
+}
+
 async function main() {
   const t0 = Date.now();
   const root = tempDir("runnel-logdamage-", { keep: true });
-  for (const [name, fn] of [["flip", flip], ["missing", missing], ["header", header], ["torn", torn]]) {
+  for (const [name, fn] of [["flip", flip], ["missing", missing], ["header", header], ["torn", torn], ["accept", accept]]) {
     try {
       await fn(root);
     } catch (e) {

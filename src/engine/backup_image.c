@@ -1,0 +1,127 @@
+/*
+ * backup_image.c — the engine's side of backups and restores (engine.h):
+ * the state image of one instant and what each stream's copy holds, reads
+ * of those bytes that notice when they changed, and a restore's history
+ * rewrite of every stream into a new data directory's checkpoint.
+ */
+#include "engine/engine_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rn_restore {
+    rn_state state;
+};
+
+static uint64_t max_u64(uint64_t a, uint64_t b) {
+    return a > b ? a : b;
+}
+
+/* What to copy of every applied stream of st. */
+static void list_streams(const rn_state *st, rn_backup_stream **out, size_t *n) {
+    *out = rn_xcalloc(st->by_id.count ? st->by_id.count : 1, sizeof **out);
+    *n = 0;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&st->by_id, &i, &v)) {
+        const rn_stream *s = v;
+        if (s->pending_create)
+            continue;
+        rn_backup_stream *b = &(*out)[(*n)++];
+        b->id = s->id;
+        b->incarnation = s->incarnation;
+        b->tail = s->tail;
+        b->data_from = max_u64(s->fork_offset, s->retained);
+        if (b->data_from > b->tail)
+            b->data_from = b->tail;
+        b->appends = s->appends;
+        if (s->snapshot.present) {
+            b->has_body = 1;
+            b->body_cold = s->snapshot.cold;
+            snprintf(b->body_key, sizeof b->body_key, "%s", s->snapshot.key);
+            b->body_size = s->snapshot.size;
+        }
+    }
+}
+
+void rn_engine_backup_state(rn_engine *e, rn_buf *image, rn_backup_stream **streams, size_t *n) {
+    engine_image_encode(&e->state, 0, image);
+    list_streams(&e->state, streams, n);
+}
+
+int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, uint64_t from,
+                          uint64_t to, rn_buf *out) {
+    const rn_stream *s = rn_state_stream(&e->state, b->id);
+    if (!s || s->incarnation != b->incarnation)
+        return -ESTALE; /* deleted (ids are never reused), or rewritten */
+    int rc = index ? rn_engine_replica_index(e, b->id, from, to, out)
+                   : rn_engine_replica_bytes(e, b->id, from, to, out);
+    return rc == -ENOENT || rc == -ERANGE ? -ESTALE : rc;
+}
+
+rn_restore *rn_restore_decode(const uint8_t *image, size_t len, rn_backup_stream **streams,
+                              size_t *n) {
+    rn_restore *r = rn_xcalloc(1, sizeof *r);
+    rn_state_init(&r->state);
+    uint64_t segment, count;
+    if (engine_image_decode(&r->state, image, len, 0, &segment, &count) != 0) {
+        rn_restore_free(r);
+        return NULL;
+    }
+    list_streams(&r->state, streams, n);
+    return r;
+}
+
+uint64_t rn_restore_min_serial(const rn_restore *r) {
+    return r->state.next_id;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int64_t now_ms) {
+    if (serial_base < r->state.next_id)
+        return -EINVAL; /* its tokens could be ones the source issued */
+    size_t n = 0, i = 0;
+    void *v;
+    uint64_t *ids = rn_xcalloc(r->state.by_id.count ? r->state.by_id.count : 1, sizeof *ids);
+    while (rn_map_next(&r->state.by_id, &i, &v))
+        ids[n++] = ((rn_stream *)v)->id;
+    qsort(ids, n, sizeof *ids, cmp_u64);
+    /* A rewrite at the tail cuts nothing and drops no snapshot: it runs
+     * no effect. */
+    static const rn_effects none = {0};
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        rn_stream *s = rn_state_stream(&r->state, ids[k]);
+        rn_cmd c = {.type = RN_CMD_REWRITE,
+                    .stream_id = s->id,
+                    .time_ms = now_ms,
+                    .serial = serial_base + k,
+                    .offset = s->tail};
+        rn_applied applied;
+        assert(!s->snapshot.present || s->snapshot.offset <= s->tail);
+        rc = rn_state_apply(&r->state, &c, &none, &applied);
+    }
+    free(ids);
+    rn_buf image = {0};
+    if (rc == 0)
+        rc = rn_wal_adopt_format1(dir); /* wal/HEAD naming segment 0: no segment yet */
+    if (rc == 0) {
+        engine_image_encode(&r->state, 1, &image);
+        rc = engine_checkpoint_write(dir, &image);
+    }
+    rn_buf_free(&image);
+    return rc;
+}
+
+void rn_restore_free(rn_restore *r) {
+    if (!r)
+        return;
+    rn_state_free(&r->state);
+    free(r);
+}

@@ -1,0 +1,278 @@
+/*
+ * backup.c — taking a backup on a running server. See backup.h.
+ *
+ * A job walks its streams in order, and each stream's parts in order
+ * (data, index, body; backup_format.h): it reads one piece on the loop
+ * thread, hands it to the destination's put, and reads the next when the
+ * put reported, so one piece (RN_BACKUP_PIECE) is in memory at a time. A
+ * body is read through a descriptor the tiers open, which keeps the bytes
+ * even if a later snapshot supersedes it meanwhile. Then the state object
+ * goes last.
+ */
+#include "ops/backup.h"
+#include "ops/backup_format.h"
+#include "surface/params.h"
+#include "surface/reply.h"
+#include "util/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+typedef struct job job;
+
+struct rn_backups {
+    rn_engine *engine;
+    rn_tiers *tiers;
+    rn_store *dest;
+    job *running; /* the backup being taken, or NULL */
+};
+
+struct job {
+    rn_backups *owner;
+    rn_request *req;
+    char name[RN_BACKUP_NAME_MAX + 1];
+    char key[RN_BACKUP_KEY_MAX];
+    int exists; /* the listing found the name's state object */
+    uint64_t backup_id;
+    rn_buf image;
+    rn_backup_stream *streams;
+    size_t n, i;         /* streams, and the one being copied */
+    rn_backup_part part; /* its part being copied */
+    uint64_t pos;        /* the part's next position */
+    int body_fd;         /* its body, open (or -1) */
+    uint64_t body_fd_off;
+    rn_buf piece; /* the object being written */
+    uint64_t objects, bytes, bodies_copied, bodies_referenced;
+};
+
+static void step(job *j);
+
+static void finish(job *j, int status, rn_error e) {
+    if (status == 200) {
+        rn_buf h = {0}, body = {0};
+        rn_reply_common(&h);
+        rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+        rn_buf_appendf(&body,
+                       "{\"name\":\"%s\",\"streams\":%zu,\"objects\":%llu,\"bytes\":%llu,"
+                       "\"bodies_copied\":%llu,\"bodies_referenced\":%llu}\n",
+                       j->name, j->n, (unsigned long long)j->objects, (unsigned long long)j->bytes,
+                       (unsigned long long)j->bodies_copied,
+                       (unsigned long long)j->bodies_referenced);
+        rn_http_respond(j->req, 200, &h, &body);
+        rn_log(RN_LOG_INFO, "backup", "backup %s taken: %zu streams, %llu objects, %llu bytes",
+               j->name, j->n, (unsigned long long)j->objects, (unsigned long long)j->bytes);
+    } else {
+        rn_log(RN_LOG_WARN, "backup", "backup %s failed: %s (%s)", j->name, rn_error_code(e),
+               status < 0 ? strerror(-status) : "");
+        rn_buf extra = {0};
+        if (rn_error_status(e) == 503)
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(j->req, e, extra.len ? &extra : NULL);
+        rn_buf_free(&extra);
+    }
+    if (j->body_fd >= 0)
+        close(j->body_fd);
+    j->owner->running = NULL;
+    rn_request_release(j->req);
+    rn_buf_free(&j->image);
+    rn_buf_free(&j->piece);
+    free(j->streams);
+    free(j);
+}
+
+static void piece_written(void *arg, int status) {
+    job *j = arg;
+    if (status < 0) {
+        finish(j, status, RN_E_BACKUP_STORE_FAILED);
+        return;
+    }
+    j->objects++;
+    j->bytes += j->piece.len;
+    j->piece.len = 0;
+    step(j);
+}
+
+static void put_piece(job *j) {
+    rn_store *d = j->owner->dest;
+    d->ops->put(d, j->key, j->piece.data, j->piece.len, piece_written, j);
+}
+
+static void state_written(void *arg, int status) {
+    job *j = arg;
+    finish(j, status < 0 ? status : 200, RN_E_BACKUP_STORE_FAILED);
+}
+
+static void body_opened(void *arg, int fd, uint64_t fd_off) {
+    job *j = arg;
+    if (fd < 0) { /* superseded or deleted since the instant: gone */
+        finish(j, fd, fd == -ENOENT ? RN_E_BACKUP_INTERRUPTED : RN_E_INTERNAL);
+        return;
+    }
+    j->body_fd = fd;
+    j->body_fd_off = fd_off;
+    step(j);
+}
+
+/* Reads the body's next piece into j->piece. Returns 0 or -errno. */
+static int read_body_piece(job *j, uint64_t end) {
+    size_t len = (size_t)(end - j->pos);
+    rn_buf_reserve(&j->piece, len);
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(j->body_fd, j->piece.data + got, len - got,
+                          (off_t)(j->body_fd_off + j->pos + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : -EIO;
+        got += (size_t)r;
+    }
+    j->piece.len = len;
+    return 0;
+}
+
+/* Starts copying the next piece of the current part of stream b (or its
+ * body's opening): 1 when it did (or the job finished), 0 when the part
+ * is done. An empty body has no piece. */
+static int next_piece(job *j, const rn_backup_stream *b) {
+    rn_tiers *t = j->owner->tiers;
+    int body = j->part == RN_BACKUP_BODY;
+    if (body && (!b->has_body || rn_tiers_body_shared(t, b->body_cold)))
+        return 0;
+    uint64_t limit = j->part == RN_BACKUP_DATA    ? b->tail
+                     : j->part == RN_BACKUP_INDEX ? b->appends
+                                                  : b->body_size;
+    if (j->pos >= limit)
+        return 0;
+    if (body && j->body_fd < 0) {
+        rn_tiers_body_read(t, b->body_cold, b->body_key, 0, b->body_size, body_opened, j);
+        return 1;
+    }
+    uint64_t end = rn_backup_piece_end(j->part, j->pos, limit);
+    int rc = body ? read_body_piece(j, end)
+                  : rn_engine_backup_read(j->owner->engine, b, j->part == RN_BACKUP_INDEX, j->pos,
+                                          end, &j->piece);
+    if (rc < 0) {
+        finish(j, rc, rc == -ESTALE ? RN_E_BACKUP_INTERRUPTED : RN_E_INTERNAL);
+        return 1;
+    }
+    rn_backup_piece_key(j->name, j->part, b->id, j->pos, j->key);
+    j->pos = end;
+    put_piece(j);
+    return 1;
+}
+
+/* Copies the next piece, or moves on to the next part, stream, or the
+ * state object. */
+static void step(job *j) {
+    while (j->i < j->n) {
+        const rn_backup_stream *b = &j->streams[j->i];
+        if (next_piece(j, b))
+            return;
+        if (j->part == RN_BACKUP_BODY) {
+            if (b->has_body && rn_tiers_body_shared(j->owner->tiers, b->body_cold))
+                j->bodies_referenced++;
+            else if (b->has_body)
+                j->bodies_copied++;
+            if (j->body_fd >= 0)
+                close(j->body_fd);
+            j->body_fd = -1;
+            j->i++;
+            j->part = RN_BACKUP_DATA;
+            j->pos = j->i < j->n ? j->streams[j->i].data_from : 0;
+        } else {
+            j->part = j->part == RN_BACKUP_DATA ? RN_BACKUP_INDEX : RN_BACKUP_BODY;
+            j->pos = 0;
+        }
+    }
+    rn_backup_state_encode(j->backup_id, &j->image, &j->piece);
+    rn_backup_state_key(j->name, j->key);
+    rn_store *d = j->owner->dest;
+    d->ops->put(d, j->key, j->piece.data, j->piece.len, state_written, j);
+}
+
+/* The instant: the state as of now, then the copy. */
+static void begin(job *j) {
+    if (getrandom(&j->backup_id, sizeof j->backup_id, 0) != (ssize_t)sizeof j->backup_id) {
+        finish(j, -EIO, RN_E_INTERNAL);
+        return;
+    }
+    rn_engine_backup_state(j->owner->engine, &j->image, &j->streams, &j->n);
+    j->pos = j->n ? j->streams[0].data_from : 0;
+    step(j);
+}
+
+static void listed_one(void *arg, const char *key, uint64_t size) {
+    job *j = arg;
+    (void)size;
+    if (strcmp(key, j->key) == 0)
+        j->exists = 1;
+}
+
+static void listed(void *arg, int status) {
+    job *j = arg;
+    if (status < 0)
+        finish(j, status, RN_E_BACKUP_STORE_FAILED);
+    else if (j->exists)
+        finish(j, -EEXIST, RN_E_BACKUP_EXISTS);
+    else
+        begin(j);
+}
+
+rn_backups *rn_backups_new(rn_engine *e, rn_tiers *t, rn_store *dest) {
+    rn_backups *b = rn_xcalloc(1, sizeof *b);
+    b->engine = e;
+    b->tiers = t;
+    b->dest = dest;
+    return b;
+}
+
+void rn_backups_handle(rn_backups *b, rn_request *req, const char *query, size_t query_len) {
+    char name[RN_BACKUP_NAME_MAX + 2];
+    long len;
+    rn_param_fault f;
+    if (rn_param_query(query, query_len, "name", RN_E_INVALID_BACKUP_NAME, name, sizeof name, &len,
+                       &f)) {
+        rn_reply_param_fault(req, &f);
+        return;
+    }
+    if (len < 0 || !rn_backup_name_valid(name, (size_t)len)) {
+        rn_reply_error(req, RN_E_INVALID_BACKUP_NAME, NULL);
+        return;
+    }
+    if (b->running) {
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 5\r\n");
+        rn_reply_error(req, RN_E_BACKUP_IN_PROGRESS, &extra);
+        return;
+    }
+    job *j = rn_xcalloc(1, sizeof *j);
+    j->owner = b;
+    j->req = req;
+    rn_request_hold(req);
+    memcpy(j->name, name, (size_t)len);
+    j->body_fd = -1;
+    b->running = j;
+    rn_backup_state_key(j->name, j->key);
+    char prefix[RN_BACKUP_NAME_MAX + 2];
+    snprintf(prefix, sizeof prefix, "%s/", j->name);
+    b->dest->ops->list(b->dest, prefix, listed_one, listed, j);
+}
+
+void rn_backups_stop(rn_backups *b) {
+    if (b && b->dest->ops->stop)
+        b->dest->ops->stop(b->dest);
+}
+
+void rn_backups_free(rn_backups *b) {
+    if (!b)
+        return;
+    assert(!b->running);
+    b->dest->ops->close(b->dest);
+    free(b);
+}

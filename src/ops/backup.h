@@ -1,0 +1,44 @@
+/*
+ * backup.h — POST /__runnel/backup?name=NAME: a point-in-time copy of this
+ * node written to its backup destination (--backup-to), in the layout of
+ * backup_format.h, while the server keeps serving.
+ *
+ * The instant is the one the request starts copying at: the engine's state
+ * image then (every stream's metadata, producers and snapshot reference)
+ * names each stream's tail, and only the bytes below those tails are
+ * copied, a piece at a time on the loop thread, each read checked against
+ * the state the image named (engine.h: rn_engine_backup_read). Appends
+ * land past the tails and never change a copied byte; a stream deleted,
+ * rewritten or whose retention advanced past a byte still to copy makes
+ * the backup fail (503 BACKUP_INTERRUPTED) rather than copy another
+ * instant. The state object is written last, so a failed backup is never
+ * mistaken for a complete one, and a retry under the same name rewrites
+ * it. One backup runs at a time.
+ */
+#ifndef RN_OPS_BACKUP_H
+#define RN_OPS_BACKUP_H
+
+#include <stddef.h>
+
+#include "engine/engine.h"
+#include "tiers/store.h"
+#include "tiers/tiers.h"
+#include "transport/http.h"
+
+typedef struct rn_backups rn_backups;
+
+/* The backups of engine e (whose snapshot bodies the tiers t hold) into
+ * dest, which it takes over. */
+rn_backups *rn_backups_new(rn_engine *e, rn_tiers *t, rn_store *dest);
+/* Answers POST /__runnel/backup (query: name=NAME): 200 with a JSON
+ * summary once the backup is complete and durable, or an error (400
+ * INVALID_BACKUP_NAME, 409 BACKUP_EXISTS, 503 BACKUP_IN_PROGRESS or
+ * BACKUP_INTERRUPTED, 502 BACKUP_STORE_FAILED, 500 INTERNAL). */
+void rn_backups_handle(rn_backups *b, rn_request *req, const char *query, size_t query_len);
+/* Closes the destination's loop handles (a network store's calls in
+ * flight end failed); run the loop afterwards, then free. */
+void rn_backups_stop(rn_backups *b);
+/* Frees b and its destination; no backup may be running. NULL is fine. */
+void rn_backups_free(rn_backups *b);
+
+#endif

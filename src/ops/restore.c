@@ -1,0 +1,377 @@
+/*
+ * restore.c — `runnel restore --from DEST --name NAME --data-dir DIR
+ * [serve options]`: builds a new data directory from a backup
+ * (backup_format.h), offline.
+ *
+ * The directory must be new or empty. A marker file, INCOMPLETE_MARKER,
+ * comes first: a name no server writes, so `runnel serve` refuses the
+ * directory until the restore removed it. The stream files and snapshot
+ * bodies are written and synced; then the engine rewrites the history of
+ * every stream (ext §2.4) with tokens derived from the backup's id and
+ * writes the checkpoint; then the marker goes. A restore of the same backup
+ * into a new directory gives the same tokens whatever the number of
+ * attempts. Bodies the backup only references (an
+ * S3 cold store's) are checked to exist in the cold store the options
+ * name. The store operations run on this process's loop, one at a time,
+ * waited for.
+ */
+#include "engine/engine.h"
+#include "ops/backup_cmd.h"
+#include "ops/backup_format.h"
+#include "ops/coldstore.h"
+#include "ops/config.h"
+#include "ops/datadir.h"
+#include "tiers/tiers.h"
+#include "util/clock.h"
+#include "util/files.h"
+#include "util/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define INCOMPLETE_MARKER "RESTORE-INCOMPLETE"
+
+typedef struct {
+    uv_loop_t *loop;
+    rn_store *src;
+    rn_tiers *tiers;
+    const char *name;
+    char err[1024];
+} restore;
+
+/* One store operation being waited for. */
+typedef struct {
+    int done, status, fd;
+    uint64_t fd_off;
+    const char *key;
+    int64_t size; /* of key, found by a listing (-1: not found) */
+} waiter;
+
+static void wait_for(restore *r, const waiter *w) {
+    while (!w->done)
+        uv_run(r->loop, UV_RUN_ONCE);
+}
+
+static void on_entry(void *arg, const char *key, uint64_t size) {
+    waiter *w = arg;
+    if (strcmp(key, w->key) == 0)
+        w->size = (int64_t)size;
+}
+
+static void on_status(void *arg, int status) {
+    waiter *w = arg;
+    w->status = status;
+    w->done = 1;
+}
+
+static void on_open(void *arg, int fd, uint64_t fd_off) {
+    waiter *w = arg;
+    w->fd = fd;
+    w->fd_off = fd_off;
+    w->status = fd < 0 ? fd : 0;
+    w->done = 1;
+}
+
+/* Reads len bytes at off of fd into out (which it replaces). */
+static int read_exactly(int fd, uint64_t off, size_t len, rn_buf *out) {
+    out->len = 0;
+    rn_buf_reserve(out, len ? len : 1);
+    while (out->len < len) {
+        ssize_t n = pread(fd, out->data + out->len, len - out->len, (off_t)(off + out->len));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        out->len += (size_t)n;
+    }
+    return 0;
+}
+
+/* The whole object key of the backup store, len bytes long, into out. */
+static int fetch(restore *r, const char *key, uint64_t len, rn_buf *out) {
+    waiter w = {.fd = -1};
+    r->src->ops->open(r->src, key, 0, len, on_open, &w);
+    wait_for(r, &w);
+    if (w.status < 0) {
+        snprintf(r->err, sizeof r->err, "backup object %s cannot be read: %s", key,
+                 strerror(-w.status));
+        return -1;
+    }
+    int rc = read_exactly(w.fd, w.fd_off, (size_t)len, out);
+    close(w.fd);
+    if (rc < 0)
+        snprintf(r->err, sizeof r->err, "backup object %s is shorter than %llu bytes: %s", key,
+                 (unsigned long long)len, strerror(-rc));
+    return rc < 0 ? -1 : 0;
+}
+
+/* The backup's state object into out. */
+static int fetch_state(restore *r, rn_buf *out) {
+    char key[RN_BACKUP_KEY_MAX], prefix[RN_BACKUP_NAME_MAX + 2];
+    rn_backup_state_key(r->name, key);
+    snprintf(prefix, sizeof prefix, "%s/", r->name);
+    waiter w = {.fd = -1, .key = key, .size = -1};
+    r->src->ops->list(r->src, prefix, on_entry, on_status, &w);
+    wait_for(r, &w);
+    if (w.status < 0) {
+        snprintf(r->err, sizeof r->err, "the backup destination cannot be listed: %s",
+                 strerror(-w.status));
+        return -1;
+    }
+    if (w.size < 0) {
+        snprintf(r->err, sizeof r->err,
+                 "backup %s does not exist or is not complete (it has no state object)", r->name);
+        return -1;
+    }
+    return fetch(r, key, (uint64_t)w.size, out);
+}
+
+/* Copies part `part` of stream b ([from, to)) from the backup: data into
+ * its data file, index entries into its index. */
+static int copy_range(restore *r, const rn_backup_stream *b, rn_backup_part part, uint64_t from,
+                      uint64_t to, rn_buf *piece) {
+    rn_streamfiles *files = rn_tiers_streamfiles(r->tiers);
+    for (uint64_t pos = from; pos < to;) {
+        uint64_t end = rn_backup_piece_end(part, pos, to);
+        char key[RN_BACKUP_KEY_MAX];
+        rn_backup_piece_key(r->name, part, b->id, pos, key);
+        uint64_t unit = part == RN_BACKUP_INDEX ? 8 : 1;
+        if (fetch(r, key, (end - pos) * unit, piece) != 0)
+            return -1;
+        int rc = 0;
+        if (part == RN_BACKUP_DATA) {
+            rc = rn_streamfiles_write(files, b->id, piece->data, piece->len, pos);
+        } else {
+            rn_reader rd;
+            rn_reader_init(&rd, piece->data, piece->len);
+            for (uint64_t k = pos; k < end && rc == 0; k++)
+                rc = rn_streamfiles_index_set(files, b->id, k, rn_read_u64(&rd));
+        }
+        if (rc < 0) {
+            snprintf(r->err, sizeof r->err, "stream files of id %016llx cannot be written: %s",
+                     (unsigned long long)b->id, strerror(-rc));
+            return -1;
+        }
+        pos = end;
+    }
+    return 0;
+}
+
+/* The snapshot body of b: copied into the tiers, or (a shared cold
+ * store's) checked to exist there. */
+static int restore_body(restore *r, const rn_backup_stream *b, rn_buf *piece) {
+    if (b->body_cold && !rn_tiers_keeps_parts(r->tiers)) {
+        snprintf(r->err, sizeof r->err,
+                 "the backup holds a snapshot body of the cold store (%s): restore with the "
+                 "--cold-store options the backed-up server ran with",
+                 b->body_key);
+        return -1;
+    }
+    if (rn_tiers_body_shared(r->tiers, b->body_cold)) {
+        if (!b->body_size)
+            return 0;
+        waiter w = {.fd = -1};
+        rn_tiers_body_read(r->tiers, b->body_cold, b->body_key, 0, 1, on_open, &w);
+        wait_for(r, &w);
+        if (w.fd >= 0)
+            close(w.fd);
+        if (w.status < 0)
+            snprintf(r->err, sizeof r->err,
+                     "snapshot body %s, which the backup references in the cold store, cannot "
+                     "be read there: %s",
+                     b->body_key, strerror(-w.status));
+        return w.status < 0 ? -1 : 0;
+    }
+    int fd = rn_tiers_body_intake_begin(r->tiers, b->body_cold, b->body_key);
+    int rc = fd < 0 ? fd : 0;
+    for (uint64_t pos = 0; rc == 0 && pos < b->body_size;) {
+        uint64_t end = rn_backup_piece_end(RN_BACKUP_BODY, pos, b->body_size);
+        char key[RN_BACKUP_KEY_MAX];
+        rn_backup_piece_key(r->name, RN_BACKUP_BODY, b->id, pos, key);
+        if (fetch(r, key, end - pos, piece) != 0)
+            rc = -EIO;
+        else if (pwrite(fd, piece->data, piece->len, (off_t)pos) != (ssize_t)piece->len)
+            rc = errno ? -errno : -EIO;
+        pos = end;
+    }
+    if (fd >= 0)
+        rc = rn_tiers_body_intake_end(r->tiers, b->body_cold, b->body_key, fd, rc) ? -EIO : rc;
+    if (rc < 0 && !r->err[0])
+        snprintf(r->err, sizeof r->err, "snapshot body %s cannot be written: %s", b->body_key,
+                 strerror(-rc));
+    return rc < 0 ? -1 : 0;
+}
+
+/* Writes every stream's files and body, then commits. Returns 0 or -1
+ * with r->err. */
+static int run(restore *r, const char *dir, size_t *count) {
+    rn_buf state = {0}, piece = {0};
+    rn_backup_stream *streams = NULL;
+    rn_restore *img = NULL;
+    uint64_t backup_id;
+    const uint8_t *image;
+    size_t image_len, n = 0;
+    int rc = fetch_state(r, &state);
+    if (rc == 0 &&
+        (rn_backup_state_decode(state.data, state.len, &backup_id, &image, &image_len) != 0 ||
+         !(img = rn_restore_decode(image, image_len, &streams, &n)))) {
+        snprintf(r->err, sizeof r->err, "backup %s: its state object is damaged", r->name);
+        rc = -1;
+    }
+    rn_streamfiles *files = rn_tiers_streamfiles(r->tiers);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const rn_backup_stream *b = &streams[i];
+        if (b->tail > b->data_from || b->appends) {
+            int e = rn_streamfiles_ensure(files, b->id);
+            if (e < 0) {
+                snprintf(r->err, sizeof r->err, "stream files cannot be created: %s", strerror(-e));
+                rc = -1;
+            }
+        }
+        if (rc == 0)
+            rc = copy_range(r, b, RN_BACKUP_DATA, b->data_from, b->tail, &piece);
+        if (rc == 0)
+            rc = copy_range(r, b, RN_BACKUP_INDEX, 0, b->appends, &piece);
+        if (rc == 0 && b->has_body)
+            rc = restore_body(r, b, &piece);
+    }
+    if (rc == 0 && (rc = rn_streamfiles_sync(files)) != 0)
+        snprintf(r->err, sizeof r->err, "the stream files cannot be synced: %s", strerror(-rc));
+    if (rc == 0) {
+        uint64_t base = rn_backup_serial_base(rn_restore_min_serial(img), backup_id);
+        if ((rc = rn_restore_commit(img, dir, base, rn_now_ms())) != 0)
+            snprintf(r->err, sizeof r->err, "the restored checkpoint cannot be written: %s",
+                     strerror(-rc));
+    }
+    *count = n;
+    rn_restore_free(img);
+    free(streams);
+    rn_buf_free(&state);
+    rn_buf_free(&piece);
+    return rc == 0 ? 0 : -1;
+}
+
+/* 1 when dir does not exist or is empty. */
+static int fresh(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT;
+    struct dirent *de;
+    int empty = 1;
+    while (empty && (de = readdir(d)))
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+static int usage(FILE *out) {
+    fprintf(out, "usage: runnel restore --from DEST --name NAME --data-dir DIR [options]\n"
+                 "  builds the new (or empty) data directory DIR from backup NAME at DEST (a\n"
+                 "  directory, or s3:PREFIX over the --s3-* options). Every restored stream's\n"
+                 "  history is rewritten: a new Stream-Incarnation, its token in the backup as\n"
+                 "  Stream-Previous-Incarnation, its tail as Stream-Inherited-Offset, its\n"
+                 "  producers closed by history; restoring the same backup again gives the same\n"
+                 "  tokens. Options: those of runnel serve (--data-dir, --cold-store, --s3-*).\n"
+                 "  Then start runnel serve on DIR with the same --cold-store options.\n");
+    return 2;
+}
+
+int rn_restore_cmd(int argc, char **argv) {
+    const char *from = NULL, *name = NULL;
+    char **rest = rn_xcalloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            free(rest);
+            usage(stdout);
+            return 0;
+        } else if ((strcmp(a, "--from") == 0 || strcmp(a, "--name") == 0) && i + 1 < argc) {
+            *(a[2] == 'f' ? &from : &name) = argv[++i];
+        } else if (strncmp(a, "--from=", 7) == 0) {
+            from = a + 7;
+        } else if (strncmp(a, "--name=", 7) == 0) {
+            name = a + 7;
+        } else {
+            rest[nrest++] = argv[i];
+        }
+    }
+    rn_config cfg;
+    char err[1024];
+    int rc = rn_config_load(&cfg, nrest, rest, err, sizeof err);
+    free(rest);
+    if (rc == 1)
+        return 0;
+    if (rc < 0 || !from || !name || !rn_backup_name_valid(name, strlen(name))) {
+        fprintf(stderr, "runnel restore: %s\n",
+                rc < 0  ? err
+                : !from ? "--from DEST is required"
+                        : "--name NAME is required: 1 to 64 of A-Z a-z 0-9 . _ -");
+        return usage(stderr);
+    }
+    rn_log_setup(strcmp(cfg.log_format, "json") == 0, rn_log_level_parse(cfg.log_level));
+    if (!fresh(cfg.data_dir)) {
+        fprintf(stderr,
+                "runnel restore: %s is not empty: a restore builds a new data directory (remove "
+                "what an interrupted restore left, or name another directory)\n",
+                cfg.data_dir);
+        return 1;
+    }
+    int lock_fd = rn_datadir_lock(cfg.data_dir);
+    if (lock_fd < 0)
+        return 1;
+    static const char note[] = "runnel restore is building this data directory, or was "
+                               "interrupted: remove the directory and restore again\n";
+    if (rn_atomic_write_file(cfg.data_dir, INCOMPLETE_MARKER, note, sizeof note - 1, 0644) < 0 ||
+        rn_datadir_check_format(cfg.data_dir) != 0) {
+        fprintf(stderr, "runnel restore: %s cannot be written\n", cfg.data_dir);
+        return 1;
+    }
+    restore r = {.loop = uv_default_loop(), .name = name};
+    rn_store *cold = NULL;
+    rn_tiers_config tc = {.data_dir = cfg.data_dir,
+                          .cold_store = cfg.cold_store != RN_COLD_NONE,
+                          .max_open_files = 64,
+                          .parts_grace_ms = cfg.parts_grace_ms};
+    if (rn_backup_store_open(r.loop, &cfg, from, &r.src, r.err, sizeof r.err) == 0 &&
+        rn_cold_backend_open(r.loop, &cfg, &cold, r.err, sizeof r.err) == 0) {
+        tc.cold_backend = cold;
+        r.tiers = rn_tiers_open(r.loop, &tc, r.err, sizeof r.err);
+        if (r.tiers)
+            cold = NULL;
+    }
+    size_t count = 0;
+    rc = r.tiers ? run(&r, cfg.data_dir, &count) : -1;
+    char marker[sizeof cfg.data_dir + 32];
+    snprintf(marker, sizeof marker, "%s/" INCOMPLETE_MARKER, cfg.data_dir);
+    if (rc == 0 && (unlink(marker) != 0 || rn_sync_dir(cfg.data_dir) != 0)) {
+        snprintf(r.err, sizeof r.err, INCOMPLETE_MARKER " cannot be removed: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0)
+        printf("restored %zu streams from backup %s into %s; every stream's history was "
+               "rewritten (new Stream-Incarnation)\n",
+               count, name, cfg.data_dir);
+    else
+        fprintf(stderr, "runnel restore: %s; %s is not a store (it keeps %s)\n", r.err,
+                cfg.data_dir, INCOMPLETE_MARKER);
+    if (r.tiers)
+        rn_tiers_stop(r.tiers);
+    if (cold && cold->ops->stop)
+        cold->ops->stop(cold);
+    if (r.src && r.src->ops->stop)
+        r.src->ops->stop(r.src);
+    uv_run(r.loop, UV_RUN_DEFAULT);
+    rn_tiers_close(r.tiers);
+    if (cold)
+        cold->ops->close(cold);
+    if (r.src)
+        r.src->ops->close(r.src);
+    uv_loop_close(r.loop);
+    close(lock_fd);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,152 @@
+// Backups to an S3 prefix and restores from it (issue 16 item 4; README
+// "Backing up and restoring"): runnel with --cold-store=s3 and --backup-to
+// s3:backups/ against s3rver behind the SigV4-verifying proxy that
+// tests/s3/run_with_endpoint.sh starts (every request's signature is
+// recomputed; a wrong one fails the call, and so the test).
+//
+// WHAT IT PROVES
+//   - A backup taken while a writer appends lands under the S3 prefix as
+//     objects; a snapshot body already in the S3 cold store is referenced,
+//     not copied (no object of the backup holds its bytes; the answer counts
+//     it as referenced), a small local body is copied.
+//   - `runnel restore --from s3:backups/` (same --s3-* options) builds a new
+//     data directory: the streams hold a whole-append prefix of the source
+//     covering every append acknowledged before the backup was asked for;
+//     each is rewritten per §2.4 (new token, previous token, inherited
+//     offset = tail); the referenced cold body reads back from the cold
+//     store. A second restore gives the same tokens.
+//   - A restore whose referenced cold body is gone from the cold store is
+//     refused, naming the body, and writes no checkpoint.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { head, put, req } from "../blackbox/lib/bucket.mjs";
+import { runCli } from "../blackbox/lib/ops.mjs";
+import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
+import { MiB, publishOk, pseudoRandom } from "../blackbox/lib/snap.mjs";
+
+const OCTET = "application/octet-stream";
+const { S3_ENDPOINT, S3_BUCKET, S3_TEST_DIR } = process.env;
+assert.ok(S3_ENDPOINT && S3_BUCKET && S3_TEST_DIR, "run through tests/s3/run_with_endpoint.sh");
+
+const s3Opts = ["--s3-endpoint", S3_ENDPOINT, "--s3-bucket", S3_BUCKET, "--s3-timeout-ms", "5000"];
+const coldOpts = ["--cold-store=s3", ...s3Opts, "--s3-prefix", "cold/"];
+const work = tempDir("runnel-s3backup-");
+const servers = [];
+after(async () => {
+  for (const s of servers) await s.stop();
+});
+
+// Keys s3rver holds under a prefix (as coldstore.test.mjs reads them).
+function objectsUnder(prefix) {
+  const root = path.join(S3_TEST_DIR, "data", S3_BUCKET);
+  const suffix = "._S3rver_object";
+  if (!fs.existsSync(root)) return [];
+  return fs.readdirSync(root, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(suffix) && !f.includes("._S3rver_uploads"))
+    .map((f) => f.slice(0, -suffix.length))
+    .filter((k) => k.startsWith(prefix));
+}
+
+const record = (i) => Buffer.from(`<${String(i).padStart(6, "0")}:${"y".repeat(100)}>`);
+
+function restore(dir, extra = []) {
+  return runCli(["restore", "--from", "s3:backups/", "--name", "s3one", "--data-dir", dir, ...coldOpts, ...extra],
+    { timeoutMs: 120000 });
+}
+
+describe("a backup to an S3 prefix, restored from it", () => {
+  const source = new Server({ args: [...coldOpts, "--backup-to", "s3:backups/"] });
+  servers.push(source);
+  const big = pseudoRandom(MiB + 123, "cold body");
+  const src = {};
+  let ackedBefore;
+  let tokens1;
+
+  test("the backup completes under write load; the cold body is referenced, the small one copied", async () => {
+    await source.start();
+    const load = `${source.url}/s3bk/load`;
+    const cold = `${source.url}/s3bk/cold`;
+    const small = `${source.url}/s3bk/small`;
+    assert.equal((await put(load, { type: OCTET })).status, 201);
+    for (const u of [cold, small]) assert.equal((await put(u, { type: OCTET, body: "seed" })).status, 201);
+    const coldTail = (await head(cold)).headers.get("stream-next-offset");
+    src.coldDigest = await publishOk(cold, coldTail, big);
+    src.coldOffset = coldTail;
+    await publishOk(small, (await head(small)).headers.get("stream-next-offset"), Buffer.from("small body"));
+    assert.ok(objectsUnder("cold/snapshots/").length === 1, "the 1 MiB body is in the S3 cold store");
+
+    let acked = 0;
+    let running = true;
+    const writer = (async () => {
+      for (let i = 0; running && i < 100000; i++) {
+        const r = await req(load, { method: "POST", headers: { "content-type": OCTET }, body: record(i) });
+        assert.equal(r.status, 204, r.text);
+        acked = i + 1;
+      }
+    })();
+    while (acked < 30) await new Promise((r) => setTimeout(r, 20));
+    ackedBefore = acked;
+    const r = await req(`${source.url}/__runnel/backup?name=s3one`, { method: "POST", timeoutMs: 120000 });
+    const afterBackup = acked;
+    while (acked < afterBackup + 10) await new Promise((res) => setTimeout(res, 20));
+    running = false;
+    await writer;
+    assert.equal(r.status, 200, `backup answered ${r.status} ${r.text}`);
+    const summary = JSON.parse(r.text);
+    assert.equal(summary.bodies_referenced, 1, r.text);
+    assert.equal(summary.bodies_copied, 1, r.text);
+    const keys = objectsUnder("backups/s3one/");
+    assert.ok(keys.includes("backups/s3one/state"), `the state object: ${keys.join(" ")}`);
+    assert.ok(keys.some((k) => k.startsWith("backups/s3one/data/")), "data pieces");
+    assert.equal(keys.filter((k) => k.startsWith("backups/s3one/body/")).length, 1, "one body copied (the small one)");
+    for (const p of ["load", "cold", "small"]) {
+      const u = `${source.url}/s3bk/${p}`;
+      src[p] = { token: (await head(u)).headers.get("stream-incarnation"), body: (await readAll(u)).body };
+    }
+  });
+
+  const check = async (srv) => {
+    const tokens = {};
+    const got = (await readAll(`${srv.url}/s3bk/load`)).body;
+    const size = record(0).length;
+    assert.equal(got.length % size, 0, "whole appends");
+    assert.ok(got.length / size >= ackedBefore, `${got.length / size} appends restored, ${ackedBefore} acknowledged before the backup`);
+    assert.ok(got.equals(src.load.body.subarray(0, got.length)), "a prefix of the source");
+    for (const p of ["load", "cold", "small"]) {
+      const h = await head(`${srv.url}/s3bk/${p}`);
+      tokens[p] = h.headers.get("stream-incarnation");
+      assert.notEqual(tokens[p], src[p].token, `${p}: a new token`);
+      assert.equal(h.headers.get("stream-previous-incarnation"), src[p].token, `${p}: the source token`);
+      assert.equal(h.headers.get("stream-inherited-offset"), h.headers.get("stream-next-offset"), `${p}: inherited = tail`);
+    }
+    const body = await req(`${srv.url}/s3bk/cold/snapshot/${encodeURIComponent(src.coldOffset)}`, { timeoutMs: 60000 });
+    assert.equal(body.status, 200, body.text);
+    assert.ok(body.body.equals(big), "the referenced cold body reads back");
+    return tokens;
+  };
+
+  test("a restore from the S3 prefix into a new directory, twice: same bytes, same tokens", async () => {
+    for (const name of ["r1", "r2"]) {
+      const dir = path.join(work, name);
+      const r = restore(dir);
+      assert.equal(r.code, 0, `restore exited ${r.code}: ${r.stderr}`);
+      const srv = new Server({ dataDir: dir, args: coldOpts });
+      servers.push(srv);
+      await srv.start();
+      const tokens = await check(srv);
+      if (tokens1) assert.deepEqual(tokens, tokens1);
+      tokens1 = tokens;
+      await srv.stop();
+    }
+  });
+
+  test("a referenced cold body missing from the cold store: the restore is refused, naming it", () => {
+    const r = restore(path.join(work, "r3"), ["--s3-prefix", "elsewhere/"]);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, /references in the cold store/);
+    assert.ok(!fs.existsSync(path.join(work, "r3", "checkpoint")));
+  });
+});
