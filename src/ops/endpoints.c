@@ -13,7 +13,7 @@
 #include "ops/endpoints.h"
 #include "live/live.h"
 #include "surface/admin.h"
-#include "surface/reply.h"
+#include "protocol/reply.h"
 #include "util/metrics.h"
 
 #include <stdio.h>

@@ -42,7 +42,7 @@
 #include "subs/sub_config.h"
 #include "subs/subs.h"
 #include "subs/token.h"
-#include "surface/errors.h"
+#include "protocol/errors.h"
 #include "util/map.h"
 
 #define RN_TOKEN_TTL_S 3600 /* backstop expiry of callback and claim tokens */

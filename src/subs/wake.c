@@ -15,7 +15,7 @@
  * without "done", or any valid callback), and a callback extends it.
  */
 #include "subs/subs_int.h"
-#include "surface/offset.h"
+#include "protocol/offset.h"
 #include "util/backoff.h"
 #include "util/clock.h"
 

@@ -3,8 +3,8 @@
  */
 #include "surface/router.h"
 #include "surface/bucket.h"
-#include "surface/reply.h"
-#include "surface/routing.h"
+#include "protocol/reply.h"
+#include "protocol/routing.h"
 #include "surface/v1.h"
 #include "util/log.h"
 #include "util/metrics.h"

@@ -1,8 +1,8 @@
 /*
  * reply.c — common response headers and error answers. See reply.h.
  */
-#include "surface/reply.h"
-#include "surface/offset.h"
+#include "protocol/reply.h"
+#include "protocol/offset.h"
 #include "util/metrics.h"
 
 #include <assert.h>
