@@ -28,7 +28,7 @@
 #include "util/log.h"
 #include "subs/subs.h"
 #include "protocol/reply.h"
-#include "surface/router.h"
+#include "ops/router.h"
 #include "protocol/routing.h"
 #include "surface/streams.h"
 #include "ops/coldstore.h"

@@ -1,7 +1,7 @@
 /*
  * router.c — request routing. See router.h.
  */
-#include "surface/router.h"
+#include "ops/router.h"
 #include "surface/bucket.h"
 #include "protocol/reply.h"
 #include "protocol/routing.h"
