@@ -22,6 +22,7 @@
 #include "util/log.h"
 #include "util/metrics.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -654,6 +655,7 @@ void rn_wal_set_batch_hook(rn_wal *wal, rn_wal_batch_hook hook, void *arg) {
 }
 
 uint64_t rn_wal_rotate(rn_wal *wal) {
+    assert(!wal->job.head); /* no batch in flight (or inside the batch hook) */
     wal->rotate_requested = 1;
     return wal->segment + 1;
 }
@@ -691,6 +693,7 @@ static void on_job_done_closed(uv_handle_t *h) {
 void rn_wal_close(rn_wal *wal) {
     if (!wal)
         return;
+    assert(!wal->in_flight);
     while (wal->spare_state == SPARE_PREPARING) /* its worker still uses wal */
         uv_run(wal->loop, UV_RUN_ONCE);
     if (wal->writer_started) {
