@@ -272,31 +272,31 @@ static ctl_link *find_link(rn_ctl *ctl, uint64_t peer, const char *address) {
     return l;
 }
 
-bool rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask) {
+int rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask) {
     assert(ctl != NULL && peer != 0 && address != NULL && ask != NULL);
     assert(ask->kind == RN_WIRE_CONFIRM_ASK);
     if (ctl->closing || strlen(address) > RN_WIRE_MAX_ADDRESS)
-        return false;
+        return -1;
     uint8_t msg[RN_WIRE_CONFIRM_BYTES];
     rn_wire_confirm_encode(ask, msg);
     ctl_link *l = find_link(ctl, peer, address);
     if (l->sock == NULL) {
         if (uv_now(ctl->o.loop) < l->retry_at)
-            return false;
+            return -1;
         l->pending.len = 0;
         if (rn_wire_hello_encode(&l->pending, RN_WIRE_CONTROL_GROUP, ctl->o.self_id,
                                  ctl->o.cluster_tag, ctl->self_address) != 0)
             abort(); /* rn_ctl_open checked the address */
         rn_buf_append(&l->pending, msg, sizeof msg);
-        return link_connect(ctl, l);
+        return link_connect(ctl, l) ? 0 : -1;
     }
     if (!l->sock->connected) {
         if (l->pending.len >= CTL_MAX_PENDING)
-            return false;
+            return -1;
         rn_buf_append(&l->pending, msg, sizeof msg);
-        return true;
+        return 0;
     }
-    return sock_write(l->sock, msg, sizeof msg);
+    return sock_write(l->sock, msg, sizeof msg) ? 0 : -1;
 }
 
 /* Drops outgoing connections still not established after the timeout. */
