@@ -22,6 +22,7 @@
 
 #include "cluster/wire.h"
 #include "util/buf.h"
+#include "util/list.h"
 #include "util/log.h"
 
 typedef struct mux_group mux_group;
@@ -38,12 +39,12 @@ struct mux_group {
     raft_uv_accept_cb accept_cb; /* set by listen; NULL: refuse incoming */
     bool closing;
     raft_uv_transport_close_cb close_cb;
-    mux_connect *connects;  /* outgoing attempts not yet reported */
+    rn_list connects;       /* outgoing attempts not yet reported (mux_connect.link) */
     mux_group *next_closed; /* on mux->closed: close_cb is due */
 };
 
 struct mux_connect {
-    mux_connect *next;
+    rn_list_node link; /* on group->connects */
     mux_group *group;
     struct raft_uv_connect *req;
     raft_uv_connect_cb cb;
@@ -56,7 +57,7 @@ struct mux_connect {
 };
 
 struct mux_incoming {
-    mux_incoming *next;
+    rn_list_node link; /* on mux->incoming */
     rn_mux *mux;
     uv_tcp_t *tcp; /* raft_malloc'd, see mux_connect */
     uint64_t accepted_ms;
@@ -73,7 +74,7 @@ struct rn_mux {
     uv_timer_t sweep;
     uv_idle_t defer;
     mux_group *groups;
-    mux_incoming *incoming;
+    rn_list incoming; /* accepted, hello not complete (mux_incoming.link) */
     unsigned n_incoming;
     mux_group *closed;
     bool closing;
@@ -146,7 +147,7 @@ static void on_defer(uv_idle_t *idle) {
 }
 
 static void group_maybe_closed(mux_group *g) {
-    if (!g->closing || g->connects != NULL || g->close_cb == NULL)
+    if (!g->closing || !rn_list_empty(&g->connects) || g->close_cb == NULL)
         return;
     g->next_closed = g->mux->closed;
     g->mux->closed = g;
@@ -156,14 +157,8 @@ static void group_maybe_closed(mux_group *g) {
 /* --- incoming ------------------------------------------------------------ */
 
 static void unlink_incoming(rn_mux *m, mux_incoming *in) {
-    for (mux_incoming **p = &m->incoming; *p; p = &(*p)->next) {
-        if (*p == in) {
-            *p = in->next;
-            m->n_incoming--;
-            return;
-        }
-    }
-    assert(!"incoming connection not on the list");
+    rn_list_remove(&m->incoming, &in->link);
+    m->n_incoming--;
 }
 
 static void incoming_closed(uv_handle_t *h) {
@@ -285,8 +280,7 @@ static void on_connection(uv_stream_t *server, int status) {
     in->tcp = tcp;
     in->accepted_ms = uv_now(m->o.loop);
     tcp->data = in;
-    in->next = m->incoming;
-    m->incoming = in;
+    rn_list_push_front(&m->incoming, &in->link);
     m->n_incoming++;
     m->open_handles++;
     tune_socket(m, tcp);
@@ -297,25 +291,18 @@ static void on_connection(uv_stream_t *server, int status) {
 static void on_sweep(uv_timer_t *t) {
     rn_mux *m = t->data;
     uint64_t now = uv_now(m->o.loop);
-    mux_incoming *in = m->incoming;
-    while (in) {
-        mux_incoming *next = in->next;
+    for (rn_list_node *n = m->incoming.first, *next; n; n = next) {
+        next = n->next;
+        mux_incoming *in = rn_list_entry(n, mux_incoming, link);
         if (now - in->accepted_ms >= m->o.handshake_timeout_ms)
             refuse_incoming(in, "no hello in time");
-        in = next;
     }
 }
 
 /* --- outgoing ------------------------------------------------------------ */
 
 static void unlink_connect(mux_group *g, mux_connect *c) {
-    for (mux_connect **p = &g->connects; *p; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            return;
-        }
-    }
-    assert(!"connect attempt not on the list");
+    rn_list_remove(&g->connects, &c->link);
 }
 
 static void connect_closed(uv_handle_t *h) {
@@ -430,8 +417,7 @@ static int t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, r
         free(c);
         return RAFT_NOCONNECTION;
     }
-    c->next = g->connects;
-    g->connects = c;
+    rn_list_push_front(&g->connects, &c->link);
     return 0;
 }
 
@@ -441,8 +427,8 @@ static void t_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb) 
     g->closing = true;
     g->accept_cb = NULL;
     g->close_cb = cb;
-    for (mux_connect *c = g->connects; c; c = c->next)
-        fail_connect(c, RAFT_CANCELED);
+    for (rn_list_node *n = g->connects.first; n; n = n->next)
+        fail_connect(rn_list_entry(n, mux_connect, link), RAFT_CANCELED);
     group_maybe_closed(g);
 }
 
@@ -501,14 +487,15 @@ void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg) {
     assert(m != NULL && !m->closing);
     for (unsigned i = 0; i < m->o.groups; i++) {
         const mux_group *g = &m->groups[i];
-        assert(!g->initialized || (g->closing && g->connects == NULL && g->close_cb == NULL));
+        assert(!g->initialized ||
+               (g->closing && rn_list_empty(&g->connects) && g->close_cb == NULL));
         (void)g;
     }
     m->closing = true;
     m->done = done;
     m->done_arg = arg;
-    while (m->incoming)
-        refuse_incoming(m->incoming, NULL);
+    while (!rn_list_empty(&m->incoming))
+        refuse_incoming(rn_list_entry(m->incoming.first, mux_incoming, link), NULL);
     uv_close((uv_handle_t *)&m->listener, mux_handle_closed);
     uv_close((uv_handle_t *)&m->sweep, mux_handle_closed);
     uv_close((uv_handle_t *)&m->defer, mux_handle_closed);
