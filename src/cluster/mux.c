@@ -81,7 +81,6 @@ struct rn_mux {
     unsigned open_handles; /* the mux's own handles still open while closing */
     void (*done)(void *arg);
     void *done_arg;
-    rn_mux_stats stats;
 };
 
 /* --- sockets --------------------------------------------------------------- */
@@ -175,7 +174,6 @@ static void incoming_closed(uv_handle_t *h) {
 static void refuse_incoming(mux_incoming *in, const char *why) {
     rn_mux *m = in->mux;
     unlink_incoming(m, in);
-    m->stats.refused++;
     if (why)
         rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
     uv_close((uv_handle_t *)in->tcp, incoming_closed);
@@ -201,7 +199,6 @@ static uv_tcp_t *hand_over(mux_incoming *in) {
     uv_read_stop((uv_stream_t *)in->tcp);
     unlink_incoming(m, in);
     m->open_handles--;
-    m->stats.dispatched++;
     uv_tcp_t *tcp = in->tcp;
     tcp->data = NULL;
     free(in);
@@ -270,11 +267,9 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_tcp_init(m->o.loop, tcp);
     if (uv_accept(server, (uv_stream_t *)tcp) != 0 || m->closing ||
         m->n_incoming >= m->o.max_handshakes) {
-        m->stats.refused++;
         uv_close((uv_handle_t *)tcp, free_raft_handle);
         return;
     }
-    m->stats.accepted++;
     mux_incoming *in = rn_xcalloc(1, sizeof *in);
     in->mux = m;
     in->tcp = tcp;
@@ -310,7 +305,6 @@ static void connect_closed(uv_handle_t *h) {
     mux_group *g = c->group;
     raft_free(c->tcp);
     unlink_connect(g, c);
-    g->mux->stats.connect_failed++;
     struct raft_uv_connect *req = c->req;
     raft_uv_connect_cb cb = c->cb;
     int status = c->status;
@@ -338,7 +332,6 @@ static void hello_written(uv_write_t *w, int status) {
     }
     mux_group *g = c->group;
     unlink_connect(g, c);
-    g->mux->stats.connected++;
     uv_tcp_t *tcp = c->tcp;
     tcp->data = NULL;
     struct raft_uv_connect *req = c->req;
@@ -499,9 +492,4 @@ void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg) {
     uv_close((uv_handle_t *)&m->listener, mux_handle_closed);
     uv_close((uv_handle_t *)&m->sweep, mux_handle_closed);
     uv_close((uv_handle_t *)&m->defer, mux_handle_closed);
-}
-
-void rn_mux_get_stats(const rn_mux *m, rn_mux_stats *out) {
-    assert(m != NULL && out != NULL);
-    *out = m->stats;
 }

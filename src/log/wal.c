@@ -19,6 +19,7 @@
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/fault.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -117,15 +118,6 @@ static void spare_path(const char *dir, char *out, size_t cap) {
     snprintf(out, cap, "%s/wal/spare.tmp", dir);
 }
 
-static int fsync_dir(const char *path) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 /* Creates segment n with its header, durably (file and directory synced),
  * from the prepared spare when use_spare is set, then names it in the log
  * head. Sets the segment's salt in *salt. Returns the fd or a negative
@@ -156,7 +148,7 @@ static int create_segment(rn_wal *wal, uint64_t n, uint64_t prev_end, int use_sp
     if (rc == 0) {
         char wdir[PATH_MAX];
         rn_wal_dir(wal->dir, wdir, sizeof wdir);
-        rc = fsync_dir(wdir);
+        rc = rn_sync_dir(wdir);
     }
     if (rc < 0) {
         close(fd);

@@ -458,14 +458,6 @@ rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetc
     return f;
 }
 
-size_t rn_outbound_running(const rn_outbound *o) {
-    return o->nrunning;
-}
-
-size_t rn_outbound_queued(const rn_outbound *o) {
-    return o->nqueued;
-}
-
 const char *rn_fetch_header(const rn_fetch_result *r, const char *name, size_t *len) {
     size_t nlen = strlen(name);
     const char *p = r->headers, *end = r->headers + r->headers_len;

@@ -27,8 +27,4 @@ void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, s
  * its bucket, else 404 STREAM_NOT_FOUND. */
 rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len);
 
-/* §1.1 checks, exposed for unit tests. */
-int rn_bucket_id_valid(const char *id, size_t len);
-int rn_stream_id_valid(const char *id, size_t len, size_t bucket_len);
-
 #endif
