@@ -45,7 +45,7 @@
 #include "live/live.h"
 #include "ops/endpoints.h"
 #include "subs/subs.h"
-#include "surface/router.h"
+#include "ops/router.h"
 #include "surface/streams.h"
 #include "tiers/tiers.h"
 #include "transport/http.h"

@@ -1,6 +1,6 @@
 /*
  * fuzz_offset_text.c — libFuzzer harness for the small text parsers:
- * rn_offset_parse / rn_offset_format (surface/offset.h) and
+ * rn_offset_parse / rn_offset_format (protocol/offset.h) and
  * rn_parse_strict_u64, rn_parse_rfc3339 / rn_format_rfc3339,
  * rn_percent_decode, rn_utf8_valid and rn_base64_append (util/text.h).
  *
@@ -26,7 +26,7 @@
  * Any disagreement aborts with a description.
  */
 #define _GNU_SOURCE
-#include "surface/offset.h"
+#include "protocol/offset.h"
 #include "util/buf.h"
 #include "util/text.h"
 

@@ -2,8 +2,10 @@
 # Builds Runnel. Usage: scripts/build.sh [--server] [plain|asan|release]...
 # (default: plain). --server builds only the server binary (not the unit
 # tests, the benchmark tools or the BLAKE3 test CLI), as scripts/run.sh does.
-#   plain   -> build/          optimized with debug info (RelWithDebInfo)
-#   asan    -> build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer (Debug)
+#   plain   -> build/          optimized with debug info (RelWithDebInfo; assertions
+#                              compiled out)
+#   asan    -> build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer (Debug;
+#                              assertions on)
 #   release -> build-release/  Release (-O3, assertions compiled out)
 set -euo pipefail
 cd "$(dirname "$0")/.."

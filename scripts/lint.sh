@@ -7,8 +7,10 @@
 # symbol names the suppressions match on). The judged false positives are in
 # scripts/cppcheck-suppressions.xml, each with its reason; inline
 # suppressions are not read. Results are cached in build-lint/cppcheck, so
-# a second run only analyses what changed. Ends with "N passed, M failed"
-# (N: files analysed without a finding, M: findings).
+# a second run only analyses what changed. Then the include rules of src/
+# (scripts/check_layers.sh; docs/ARCHITECTURE.md, "Layers"): each broken
+# edge is a finding too. Ends with "N passed, M failed" (N: files analysed
+# without a finding, M: findings).
 # Usage: scripts/lint.sh   (scripts/setup.sh test installs cppcheck)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,13 +32,18 @@ mkdir -p "$dir/cppcheck-fuzz"
 cppcheck --cppcheck-build-dir="$dir/cppcheck-fuzz" -Isrc -I/usr/share/include/llhttp \
   -DLLHTTP_STRICT_MODE=1 -D__GNUC__ "${common[@]}" fuzz/*.c 2>>"$findings"
 s2=$?
+scripts/check_layers.sh >"$dir/layers.txt"
+s3=$?
+grep -E '^[^ ]+:[0-9]+: ' "$dir/layers.txt" >>"$findings"
 # cppcheck's own failures (not findings) also end here: show everything
 cat "$findings"
 n=$(grep -cE '^[^ ]+:[0-9]+: ' "$findings")
 files=$(grep -oE '"file": *"[^"]+"' "$dir/compile_commands.json" | sed -E 's/.*"([^"]+)"$/\1/' |
         grep -v '^/usr/share/llhttp' | sort -u | wc -l)
 files=$((files + $(ls fuzz/*.c | wc -l)))
-if { [ "$s1" -ne 0 ] || [ "$s2" -ne 0 ]; } && [ "$n" -eq 0 ]; then n=1; fi
+if { [ "$s1" -ne 0 ] || [ "$s2" -ne 0 ] || [ "$s3" -ne 0 ]; } && [ "$n" -eq 0 ]; then
+  cat "$dir/layers.txt"; n=1
+fi
 bad=$(grep -oE '^[^ ]+:[0-9]+: ' "$findings" | cut -d: -f1 | sort -u | wc -l)
 echo "$((files - bad)) passed, $n failed"
 [ "$n" -eq 0 ]

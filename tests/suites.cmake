@@ -108,6 +108,9 @@ runnel_suite(chaos_short chaos 1800
 # build directory), the BLAKE3 cross-check and the benchmark tools' smoke
 runnel_suite(fuzz_smoke fuzz 900 ${RUNNEL_SRC}/fuzz/smoke.sh)
 runnel_suite(blake3_vs_b3sum unit 300 ${RUNNEL_SRC}/tests/unit/blake3_vs_b3sum.sh ${CMAKE_BINARY_DIR})
+# no function of the server's libraries that nothing else calls (nm over
+# this build's objects; the fast tier)
+runnel_suite(unused_exports "unit;fast" 120 ${RUNNEL_SRC}/scripts/unused_exports.sh ${CMAKE_BINARY_DIR})
 runnel_suite(bench_smoke bench 600 ${RUNNEL_SRC}/bench/smoke.sh ${CMAKE_BINARY_DIR})
 
 # ---- the checkout as a whole (scripts/test.sh runs these from build/ only)

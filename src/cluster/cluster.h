@@ -2,7 +2,7 @@
  * cluster.h — a node in cluster mode (runnel serve --node-id): the engine's
  * streams spread over Raft groups by key (placement.h), replicated by the
  * consensus layer through the engine's command log (raft_log.h); the
- * routing view the surfaces ask (surface/routing.h); readiness; and the
+ * routing view the surfaces ask (protocol/routing.h); readiness; and the
  * /__runnel/cluster report.
  *
  * The data directory holds, beside the stream files and snapshot stores:
@@ -19,7 +19,7 @@
 
 #include "engine/engine.h"
 #include "ops/config.h"
-#include "surface/routing.h"
+#include "protocol/routing.h"
 #include "util/buf.h"
 
 typedef struct rn_cluster rn_cluster;

@@ -18,8 +18,8 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/membership.h"
-#include "surface/params.h"
-#include "surface/reply.h"
+#include "protocol/params.h"
+#include "protocol/reply.h"
 #include "tiers/tiers.h"
 #include "util/text.h"
 

@@ -11,6 +11,7 @@
 #include "cluster/placement.h"
 #include "cluster/raft_log.h"
 #include "net/outbound.h"
+#include "util/list.h"
 
 /* What a peer last reported of itself (GET /__runnel/cluster/applied). */
 typedef struct {
@@ -47,7 +48,7 @@ struct rn_cluster {
     uint8_t intent[RN_MAX_PEERS];
     uint8_t *member_busy;
     uv_timer_t reconcile;
-    struct forward *forwards;
+    rn_list forwards;    /* struct forward.node */
     rn_fetcher *fetcher; /* fills gaps from peers */
     /* peer status polling (cluster_http.c) */
     rn_outbound *http;

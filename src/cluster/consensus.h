@@ -111,18 +111,18 @@ typedef struct {
     /* Describes the group's applied state up to `index` (every entry up to
      * it applied, none after) as a manifest: bytes naming state, never
      * stream data. Sets *out to a malloc'd buffer (freed by consensus with
-     * free) and *len. Returns 0, or non-zero to skip this snapshot (it is
+     * free) and *len. Returns 0, or negative to skip this snapshot (it is
      * retried after more entries). Runs on the loop thread: keep it short. */
     int (*snapshot)(void *ctx, unsigned group, uint64_t index, void **out, size_t *len);
     /* Optional: runs on a worker thread after snapshot() succeeded and
      * before the snapshot is stored (so before the log entries it replaces
      * are dropped): makes durable what the manifest names without holding
      * (stream files). It may use what its snapshot() kept for the group
-     * (one snapshot of a group runs at a time). Non-zero fails the
-     * snapshot; it is retried after more entries. */
+     * (one snapshot of a group runs at a time). Returns 0, or negative to
+     * fail the snapshot; it is retried after more entries. */
     int (*snapshot_durable)(void *ctx, unsigned group);
     /* Replaces the group's whole state with the manifest's, as of `index`.
-     * Returns 0, or non-zero when the manifest is unusable (the engine then
+     * Returns 0, or negative when the manifest is unusable (the engine then
      * refuses the snapshot). */
     int (*restore)(void *ctx, unsigned group, uint64_t index, const void *manifest, size_t len);
     /* Optional: the group's known leader, its term or this node's

@@ -17,6 +17,7 @@
 
 #include "cluster/mux.h"
 #include "util/buf.h"
+#include "util/list.h"
 
 #define CTL_READ_BYTES (128u * RN_WIRE_CONFIRM_BYTES)   /* a multiple of a message */
 #define CTL_MAX_PENDING (1024u * RN_WIRE_CONFIRM_BYTES) /* asks waiting for a connection */
@@ -26,7 +27,7 @@ typedef struct ctl_sock ctl_sock;
 typedef struct ctl_link ctl_link;
 
 struct ctl_sock {
-    ctl_sock *next; /* on ctl->socks */
+    rn_list_node node; /* on ctl->socks */
     rn_ctl *ctl;
     uv_tcp_t *tcp;
     ctl_link *link; /* outgoing: its link, until the socket closes; accepted: NULL */
@@ -41,7 +42,7 @@ struct ctl_sock {
 };
 
 struct ctl_link {
-    ctl_link *next;
+    rn_list_node node; /* on ctl->links */
     uint64_t peer;
     char address[RN_WIRE_MAX_ADDRESS + 1];
     ctl_sock *sock;    /* NULL: no connection */
@@ -52,8 +53,8 @@ struct ctl_link {
 struct rn_ctl {
     rn_ctl_options o;
     char self_address[RN_WIRE_MAX_ADDRESS + 1];
-    ctl_link *links;
-    ctl_sock *socks;
+    rn_list links; /* one per peer asked (ctl_link.node) */
+    rn_list socks; /* open sockets (ctl_sock.node) */
     uv_timer_t sweep;
     bool closing;
     unsigned open_handles;
@@ -81,12 +82,7 @@ static void ctl_maybe_done(rn_ctl *ctl) {
 static void sock_closed(uv_handle_t *h) {
     ctl_sock *s = h->data;
     rn_ctl *ctl = s->ctl;
-    for (ctl_sock **p = &ctl->socks; *p; p = &(*p)->next) {
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
-    }
+    rn_list_remove(&ctl->socks, &s->node);
     raft_free(s->tcp);
     free(s);
     assert(ctl->open_handles > 0);
@@ -126,8 +122,7 @@ static ctl_sock *sock_new(rn_ctl *ctl, uv_tcp_t *tcp) {
     s->tcp = tcp;
     tcp->data = s;
     s->started_ms = uv_now(ctl->o.loop);
-    s->next = ctl->socks;
-    ctl->socks = s;
+    rn_list_push_front(&ctl->socks, &s->node);
     ctl->open_handles++;
     return s;
 }
@@ -253,15 +248,21 @@ static bool link_connect(rn_ctl *ctl, ctl_link *l) {
     return true;
 }
 
+static ctl_link *link_of(const rn_ctl *ctl, uint64_t peer) {
+    for (rn_list_node *n = ctl->links.first; n; n = n->next) {
+        ctl_link *l = rn_list_entry(n, ctl_link, node);
+        if (l->peer == peer)
+            return l;
+    }
+    return NULL;
+}
+
 static ctl_link *find_link(rn_ctl *ctl, uint64_t peer, const char *address) {
-    ctl_link *l = ctl->links;
-    while (l && l->peer != peer)
-        l = l->next;
+    ctl_link *l = link_of(ctl, peer);
     if (l == NULL) {
         l = rn_xcalloc(1, sizeof *l);
         l->peer = peer;
-        l->next = ctl->links;
-        ctl->links = l;
+        rn_list_push_front(&ctl->links, &l->node);
     } else if (strcmp(l->address, address) == 0) {
         return l;
     } else if (l->sock) {
@@ -272,41 +273,43 @@ static ctl_link *find_link(rn_ctl *ctl, uint64_t peer, const char *address) {
     return l;
 }
 
-bool rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask) {
+int rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask) {
     assert(ctl != NULL && peer != 0 && address != NULL && ask != NULL);
     assert(ask->kind == RN_WIRE_CONFIRM_ASK);
     if (ctl->closing || strlen(address) > RN_WIRE_MAX_ADDRESS)
-        return false;
+        return -1;
     uint8_t msg[RN_WIRE_CONFIRM_BYTES];
     rn_wire_confirm_encode(ask, msg);
     ctl_link *l = find_link(ctl, peer, address);
     if (l->sock == NULL) {
         if (uv_now(ctl->o.loop) < l->retry_at)
-            return false;
+            return -1;
         l->pending.len = 0;
         if (rn_wire_hello_encode(&l->pending, RN_WIRE_CONTROL_GROUP, ctl->o.self_id,
                                  ctl->o.cluster_tag, ctl->self_address) != 0)
             abort(); /* rn_ctl_open checked the address */
         rn_buf_append(&l->pending, msg, sizeof msg);
-        return link_connect(ctl, l);
+        return link_connect(ctl, l) ? 0 : -1;
     }
     if (!l->sock->connected) {
         if (l->pending.len >= CTL_MAX_PENDING)
-            return false;
+            return -1;
         rn_buf_append(&l->pending, msg, sizeof msg);
-        return true;
+        return 0;
     }
-    return sock_write(l->sock, msg, sizeof msg);
+    return sock_write(l->sock, msg, sizeof msg) ? 0 : -1;
 }
 
 /* Drops outgoing connections still not established after the timeout. */
 static void on_sweep(uv_timer_t *t) {
     rn_ctl *ctl = t->data;
     uint64_t now = uv_now(ctl->o.loop);
-    for (ctl_sock *s = ctl->socks; s; s = s->next)
+    for (rn_list_node *n = ctl->socks.first; n; n = n->next) {
+        ctl_sock *s = rn_list_entry(n, ctl_sock, node);
         if (!s->incoming && !s->connected && !s->closing &&
             now - s->started_ms >= ctl->o.connect_timeout_ms)
             sock_fail(s);
+    }
 }
 
 /* --- accepted ------------------------------------------------------------ */
@@ -355,11 +358,11 @@ void rn_ctl_close(rn_ctl *ctl, void (*done)(void *arg), void *arg) {
     ctl->closing = true;
     ctl->done = done;
     ctl->done_arg = arg;
-    for (ctl_sock *s = ctl->socks; s; s = s->next)
-        sock_close(s, 0);
-    while (ctl->links) {
-        ctl_link *l = ctl->links;
-        ctl->links = l->next;
+    for (rn_list_node *n = ctl->socks.first; n; n = n->next)
+        sock_close(rn_list_entry(n, ctl_sock, node), 0);
+    while (!rn_list_empty(&ctl->links)) {
+        ctl_link *l = rn_list_entry(ctl->links.first, ctl_link, node);
+        rn_list_remove(&ctl->links, &l->node);
         rn_buf_free(&l->pending);
         free(l);
     }

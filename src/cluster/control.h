@@ -42,10 +42,11 @@ typedef struct {
 rn_ctl *rn_ctl_open(const rn_ctl_options *o);
 
 /* Sends ask to peer (id, numeric Raft address), connecting first if need
- * be. Returns false when it was dropped at once: the peer's connection
- * failed less than connect_retry_ms ago, or too much is queued to it. A
- * connection to an id whose address changed is replaced. */
-bool rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask);
+ * be. Returns 0 when it was sent or queued, -1 when it was dropped at
+ * once: the peer's connection failed less than connect_retry_ms ago, or
+ * too much is queued to it. A connection to an id whose address changed
+ * is replaced. */
+int rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask);
 
 /* The mux's control_accept: serves asks arriving on tcp (raft_malloc'd,
  * connected, its hello read) from sender. */

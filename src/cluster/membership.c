@@ -6,8 +6,8 @@
 #include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
 #include "cluster/wire.h"
-#include "surface/params.h"
-#include "surface/reply.h"
+#include "protocol/params.h"
+#include "protocol/reply.h"
 #include "util/files.h"
 #include "util/log.h"
 #include "util/text.h"
@@ -173,8 +173,8 @@ static void on_reconcile(uv_timer_t *t) {
 /* An intent on its way to one peer, retried until the peer took it. */
 typedef struct forward {
     rn_cluster *cl;
-    struct forward *next;
-    char url[1600]; /* a peer's URL, then the intent: another URL and an address */
+    rn_list_node node; /* on cl->forwards */
+    char url[1600];    /* a peer's URL, then the intent: another URL and an address */
     const char *method;
     rn_fetch *inflight;
     uv_timer_t retry;
@@ -191,11 +191,7 @@ static void forward_closed(uv_handle_t *h) {
 }
 
 static void forward_unlink(forward *fw) {
-    for (forward **pp = &fw->cl->forwards; *pp; pp = &(*pp)->next)
-        if (*pp == fw) {
-            *pp = fw->next;
-            break;
-        }
+    rn_list_remove(&fw->cl->forwards, &fw->node);
     uv_close((uv_handle_t *)&fw->retry, forward_closed);
 }
 
@@ -236,8 +232,7 @@ static void forward_all(rn_cluster *cl, uint64_t id, int removed) {
                      p->url, id, cl->cfg.peers[k].raft, cl->cfg.peers[k].url);
         uv_timer_init(cl->loop, &fw->retry);
         fw->retry.data = fw;
-        fw->next = cl->forwards;
-        cl->forwards = fw;
+        rn_list_push_front(&cl->forwards, &fw->node);
         forward_send(fw);
     }
 }
@@ -331,8 +326,8 @@ void rn_membership_start(rn_cluster *cl) {
 
 void rn_membership_stop(rn_cluster *cl) {
     uv_close((uv_handle_t *)&cl->reconcile, NULL);
-    while (cl->forwards) {
-        forward *fw = cl->forwards;
+    while (!rn_list_empty(&cl->forwards)) {
+        forward *fw = rn_list_entry(cl->forwards.first, forward, node);
         if (fw->inflight)
             rn_fetch_cancel(fw->inflight);
         forward_unlink(fw);

@@ -22,6 +22,7 @@
 
 #include "cluster/wire.h"
 #include "util/buf.h"
+#include "util/list.h"
 #include "util/log.h"
 
 typedef struct mux_group mux_group;
@@ -38,12 +39,12 @@ struct mux_group {
     raft_uv_accept_cb accept_cb; /* set by listen; NULL: refuse incoming */
     bool closing;
     raft_uv_transport_close_cb close_cb;
-    mux_connect *connects;  /* outgoing attempts not yet reported */
+    rn_list connects;       /* outgoing attempts not yet reported (mux_connect.link) */
     mux_group *next_closed; /* on mux->closed: close_cb is due */
 };
 
 struct mux_connect {
-    mux_connect *next;
+    rn_list_node link; /* on group->connects */
     mux_group *group;
     struct raft_uv_connect *req;
     raft_uv_connect_cb cb;
@@ -56,7 +57,7 @@ struct mux_connect {
 };
 
 struct mux_incoming {
-    mux_incoming *next;
+    rn_list_node link; /* on mux->incoming */
     rn_mux *mux;
     uv_tcp_t *tcp; /* raft_malloc'd, see mux_connect */
     uint64_t accepted_ms;
@@ -73,14 +74,13 @@ struct rn_mux {
     uv_timer_t sweep;
     uv_idle_t defer;
     mux_group *groups;
-    mux_incoming *incoming;
+    rn_list incoming; /* accepted, hello not complete (mux_incoming.link) */
     unsigned n_incoming;
     mux_group *closed;
     bool closing;
     unsigned open_handles; /* the mux's own handles still open while closing */
     void (*done)(void *arg);
     void *done_arg;
-    rn_mux_stats stats;
 };
 
 /* --- sockets --------------------------------------------------------------- */
@@ -146,7 +146,7 @@ static void on_defer(uv_idle_t *idle) {
 }
 
 static void group_maybe_closed(mux_group *g) {
-    if (!g->closing || g->connects != NULL || g->close_cb == NULL)
+    if (!g->closing || !rn_list_empty(&g->connects) || g->close_cb == NULL)
         return;
     g->next_closed = g->mux->closed;
     g->mux->closed = g;
@@ -156,14 +156,8 @@ static void group_maybe_closed(mux_group *g) {
 /* --- incoming ------------------------------------------------------------ */
 
 static void unlink_incoming(rn_mux *m, mux_incoming *in) {
-    for (mux_incoming **p = &m->incoming; *p; p = &(*p)->next) {
-        if (*p == in) {
-            *p = in->next;
-            m->n_incoming--;
-            return;
-        }
-    }
-    assert(!"incoming connection not on the list");
+    rn_list_remove(&m->incoming, &in->link);
+    m->n_incoming--;
 }
 
 static void incoming_closed(uv_handle_t *h) {
@@ -180,7 +174,6 @@ static void incoming_closed(uv_handle_t *h) {
 static void refuse_incoming(mux_incoming *in, const char *why) {
     rn_mux *m = in->mux;
     unlink_incoming(m, in);
-    m->stats.refused++;
     if (why)
         rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
     uv_close((uv_handle_t *)in->tcp, incoming_closed);
@@ -206,7 +199,6 @@ static uv_tcp_t *hand_over(mux_incoming *in) {
     uv_read_stop((uv_stream_t *)in->tcp);
     unlink_incoming(m, in);
     m->open_handles--;
-    m->stats.dispatched++;
     uv_tcp_t *tcp = in->tcp;
     tcp->data = NULL;
     free(in);
@@ -275,18 +267,15 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_tcp_init(m->o.loop, tcp);
     if (uv_accept(server, (uv_stream_t *)tcp) != 0 || m->closing ||
         m->n_incoming >= m->o.max_handshakes) {
-        m->stats.refused++;
         uv_close((uv_handle_t *)tcp, free_raft_handle);
         return;
     }
-    m->stats.accepted++;
     mux_incoming *in = rn_xcalloc(1, sizeof *in);
     in->mux = m;
     in->tcp = tcp;
     in->accepted_ms = uv_now(m->o.loop);
     tcp->data = in;
-    in->next = m->incoming;
-    m->incoming = in;
+    rn_list_push_front(&m->incoming, &in->link);
     m->n_incoming++;
     m->open_handles++;
     tune_socket(m, tcp);
@@ -297,25 +286,18 @@ static void on_connection(uv_stream_t *server, int status) {
 static void on_sweep(uv_timer_t *t) {
     rn_mux *m = t->data;
     uint64_t now = uv_now(m->o.loop);
-    mux_incoming *in = m->incoming;
-    while (in) {
-        mux_incoming *next = in->next;
+    for (rn_list_node *n = m->incoming.first, *next; n; n = next) {
+        next = n->next;
+        mux_incoming *in = rn_list_entry(n, mux_incoming, link);
         if (now - in->accepted_ms >= m->o.handshake_timeout_ms)
             refuse_incoming(in, "no hello in time");
-        in = next;
     }
 }
 
 /* --- outgoing ------------------------------------------------------------ */
 
 static void unlink_connect(mux_group *g, mux_connect *c) {
-    for (mux_connect **p = &g->connects; *p; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            return;
-        }
-    }
-    assert(!"connect attempt not on the list");
+    rn_list_remove(&g->connects, &c->link);
 }
 
 static void connect_closed(uv_handle_t *h) {
@@ -323,7 +305,6 @@ static void connect_closed(uv_handle_t *h) {
     mux_group *g = c->group;
     raft_free(c->tcp);
     unlink_connect(g, c);
-    g->mux->stats.connect_failed++;
     struct raft_uv_connect *req = c->req;
     raft_uv_connect_cb cb = c->cb;
     int status = c->status;
@@ -351,7 +332,6 @@ static void hello_written(uv_write_t *w, int status) {
     }
     mux_group *g = c->group;
     unlink_connect(g, c);
-    g->mux->stats.connected++;
     uv_tcp_t *tcp = c->tcp;
     tcp->data = NULL;
     struct raft_uv_connect *req = c->req;
@@ -430,8 +410,7 @@ static int t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, r
         free(c);
         return RAFT_NOCONNECTION;
     }
-    c->next = g->connects;
-    g->connects = c;
+    rn_list_push_front(&g->connects, &c->link);
     return 0;
 }
 
@@ -441,8 +420,8 @@ static void t_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb) 
     g->closing = true;
     g->accept_cb = NULL;
     g->close_cb = cb;
-    for (mux_connect *c = g->connects; c; c = c->next)
-        fail_connect(c, RAFT_CANCELED);
+    for (rn_list_node *n = g->connects.first; n; n = n->next)
+        fail_connect(rn_list_entry(n, mux_connect, link), RAFT_CANCELED);
     group_maybe_closed(g);
 }
 
@@ -501,20 +480,16 @@ void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg) {
     assert(m != NULL && !m->closing);
     for (unsigned i = 0; i < m->o.groups; i++) {
         const mux_group *g = &m->groups[i];
-        assert(!g->initialized || (g->closing && g->connects == NULL && g->close_cb == NULL));
+        assert(!g->initialized ||
+               (g->closing && rn_list_empty(&g->connects) && g->close_cb == NULL));
         (void)g;
     }
     m->closing = true;
     m->done = done;
     m->done_arg = arg;
-    while (m->incoming)
-        refuse_incoming(m->incoming, NULL);
+    while (!rn_list_empty(&m->incoming))
+        refuse_incoming(rn_list_entry(m->incoming.first, mux_incoming, link), NULL);
     uv_close((uv_handle_t *)&m->listener, mux_handle_closed);
     uv_close((uv_handle_t *)&m->sweep, mux_handle_closed);
     uv_close((uv_handle_t *)&m->defer, mux_handle_closed);
-}
-
-void rn_mux_get_stats(const rn_mux *m, rn_mux_stats *out) {
-    assert(m != NULL && out != NULL);
-    *out = m->stats;
 }

@@ -44,14 +44,6 @@ typedef struct {
     void *control_ctx;
 } rn_mux_options;
 
-typedef struct {
-    uint64_t accepted;   /* connections accepted by the listener */
-    uint64_t dispatched; /* ... handed to a group after a valid hello */
-    uint64_t refused; /* ... closed: bad hello, timeout, over max_handshakes, group not listening */
-    uint64_t connected;      /* outgoing connections handed to libraft */
-    uint64_t connect_failed; /* outgoing attempts that failed (refused, reset, canceled) */
-} rn_mux_stats;
-
 /* Binds and listens on o->listen_address. Returns 0 and *out, or a negative
  * libuv error code (UV_EINVAL for an address wire.h cannot parse) with
  * nothing left open. */
@@ -67,8 +59,6 @@ struct raft_uv_transport *rn_mux_transport(rn_mux *m, unsigned group);
  * before done runs. Precondition: every group's transport that libraft
  * initialized has been closed by libraft (raft_close completed). */
 void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg);
-
-void rn_mux_get_stats(const rn_mux *m, rn_mux_stats *out);
 
 /* Applies the transport's socket options to a connected TCP handle:
  * TCP_NODELAY as asked, and with peer_timeout_ms > 0 keepalive probes and

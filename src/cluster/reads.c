@@ -180,7 +180,7 @@ static void start_confirm_round(cs_group *g) {
             continue;
         if (s->id == c->cfg.self_id)
             g->confirmed_by[g->confirm_count++] = s->id;
-        else if (rn_ctl_ask(c->ctl, s->id, s->address, &ask))
+        else if (rn_ctl_ask(c->ctl, s->id, s->address, &ask) == 0)
             g->confirm_unanswered++;
     }
     confirm_progress(g);

@@ -128,17 +128,11 @@ verdict engine_validate(rn_engine *e, rn_op *op, int64_t now);
 
 /* ---- pipeline.c ---- */
 
-/* Validates op and acts on the verdict: answers it, queues it, or logs
- * its command. done() may run before this returns. */
-void engine_run_op(rn_engine *e, rn_op *op);
 /* Starts the deletion of expired stream s unless a mutation of it is in the
  * log or the log would refuse it (an internal mutation). */
 void engine_start_expiry(rn_engine *e, rn_stream *s);
 /* Re-runs the mutations that were queued on destroyed streams. */
 void engine_rerun_orphans(rn_engine *e);
-/* An id for a new stream at path, or a rewrite serial: the log's when it
- * issues them (replicated), else the state's counter. 0: none can be. */
-uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len);
 /* Whether the log takes commands of the stream at path now (a replicated
  * log: this replica leads its group); mutations are refused
  * RN_ERR_NO_LEADER, and internal ones not started, where it does not. */
@@ -146,10 +140,6 @@ int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
 
 /* ---- forkread.c ---- */
 
-/* Copies the stream's bytes [off, off+len) into out, taking positions below
- * a fork's fork_offset from its source chain. The range must lie below the
- * tail. Returns 0 or -errno. */
-int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out);
 /* Where a fork of src asked for by `in` starts: the fork offset (default:
  * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
  * to refuse with (> 0). */

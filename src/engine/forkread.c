@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
+/* Copies the stream's bytes [off, off+len) into out, taking positions below
+ * a fork's fork_offset from its source chain. The range must lie below the
+ * tail. Returns 0 or -errno. */
+static int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len,
+                             uint8_t *out) {
     assert(off + len <= s->tail);
     while (len > 0 && off < s->fork_offset) {
         uint64_t inherited = s->fork_offset - off;

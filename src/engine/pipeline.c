@@ -59,6 +59,10 @@ static void enqueue(rn_stream *s, rn_op *op) {
     s->queue_tail = op;
 }
 
+/* Validates op and acts on the verdict: answers it, queues it, or logs
+ * its command. done() may run before this returns. */
+static void engine_run_op(rn_engine *e, rn_op *op);
+
 /* Re-runs waiting mutations of stream `id` until one is in the log again.
  * The stream is looked up each time: a queued delete may remove it, and
  * then its destruction hands the rest to engine_rerun_orphans(). */
@@ -277,7 +281,9 @@ static void expire_done(rn_op *op) {
     free(op);
 }
 
-uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len) {
+/* An id for a new stream at path, or a rewrite serial: the log's when it
+ * issues them (replicated), else the state's counter. 0: none can be. */
+static uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len) {
     if (e->log->ops->issue_id)
         return e->log->ops->issue_id(e->log, &e->state, path, len);
     return e->state.next_id++;
@@ -332,7 +338,7 @@ static rn_stream *make_pending(rn_engine *e, rn_cmd *c) {
     return s;
 }
 
-void engine_run_op(rn_engine *e, rn_op *op) {
+static void engine_run_op(rn_engine *e, rn_op *op) {
     if (!engine_log_accepts(e, op->in.path, op->in.path_len)) {
         /* a replica that does not lead the stream's group (any more) */
         finish(op, RN_ERR_NO_LEADER, NULL);

@@ -94,12 +94,6 @@ int rn_batch_decode_header(const uint8_t *h, uint64_t salt, rn_batch_header *out
     return magic == BATCH_MAGIC && crc == batch_crc(h, salt) ? 0 : -1;
 }
 
-uint32_t rn_record_length(const uint8_t frame[RN_RECORD_FRAME]) {
-    rn_reader r;
-    rn_reader_init(&r, frame, 4);
-    return rn_read_u32(&r);
-}
-
 int rn_record_check(const uint8_t *p, size_t avail, uint32_t *len) {
     if (avail < RN_RECORD_FRAME)
         return -1;

@@ -68,9 +68,6 @@ int rn_batch_decode_header(const uint8_t *h, uint64_t salt, rn_batch_header *out
  * -1 otherwise. */
 int rn_record_check(const uint8_t *p, size_t avail, uint32_t *len);
 
-/* The payload length a record frame states (whether true or not). */
-uint32_t rn_record_length(const uint8_t frame[RN_RECORD_FRAME]);
-
 /* Fills a record frame for a payload of len bytes whose CRC is crc (the
  * CRC over the 4 length bytes, then the payload). */
 void rn_record_frame(uint8_t frame[RN_RECORD_FRAME], uint32_t len, uint32_t payload_crc);

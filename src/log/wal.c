@@ -19,9 +19,11 @@
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/fault.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -116,15 +118,6 @@ static void spare_path(const char *dir, char *out, size_t cap) {
     snprintf(out, cap, "%s/wal/spare.tmp", dir);
 }
 
-static int fsync_dir(const char *path) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 /* Creates segment n with its header, durably (file and directory synced),
  * from the prepared spare when use_spare is set, then names it in the log
  * head. Sets the segment's salt in *salt. Returns the fd or a negative
@@ -155,7 +148,7 @@ static int create_segment(rn_wal *wal, uint64_t n, uint64_t prev_end, int use_sp
     if (rc == 0) {
         char wdir[PATH_MAX];
         rn_wal_dir(wal->dir, wdir, sizeof wdir);
-        rc = fsync_dir(wdir);
+        rc = rn_sync_dir(wdir);
     }
     if (rc < 0) {
         close(fd);
@@ -654,6 +647,7 @@ void rn_wal_set_batch_hook(rn_wal *wal, rn_wal_batch_hook hook, void *arg) {
 }
 
 uint64_t rn_wal_rotate(rn_wal *wal) {
+    assert(!wal->job.head); /* no batch in flight (or inside the batch hook) */
     wal->rotate_requested = 1;
     return wal->segment + 1;
 }
@@ -691,6 +685,7 @@ static void on_job_done_closed(uv_handle_t *h) {
 void rn_wal_close(rn_wal *wal) {
     if (!wal)
         return;
+    assert(!wal->in_flight);
     while (wal->spare_state == SPARE_PREPARING) /* its worker still uses wal */
         uv_run(wal->loop, UV_RUN_ONCE);
     if (wal->writer_started) {

@@ -103,8 +103,8 @@ typedef struct {
     rn_wal_damage damage;    /* when recovery returned RN_WAL_CORRUPT */
 } rn_wal_recovery;
 
-/* Called for each valid record during recovery, in log order. Returning
- * non-zero aborts recovery with that value. */
+/* Called for each valid record during recovery, in log order. Returns 0,
+ * or a negative value that aborts recovery with that value. */
 typedef int (*rn_wal_replay_fn)(void *arg, const uint8_t *payload, size_t len);
 
 /* Replays every acknowledged record of segments numbered >= from_segment
@@ -123,7 +123,7 @@ int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, 
  * it (in the damaged batch before its first bad record, in intact later
  * batches and segments) or, with after = 0, before it (from from_segment
  * on). So the caller can name what the loss touches. Changes nothing.
- * Returns 0, -errno, or fn's non-zero result. */
+ * Returns 0, -errno, or fn's negative result. */
 int rn_wal_damaged_records(const char *dir, uint64_t from_segment, const rn_wal_damage *damage,
                            int after, rn_wal_replay_fn fn, void *arg);
 

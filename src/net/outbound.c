@@ -9,6 +9,7 @@
  * are handed to curl as running ones finish.
  */
 #include "net/outbound.h"
+#include "util/list.h"
 
 #include <assert.h>
 #include <curl/curl.h>
@@ -26,7 +27,7 @@ typedef struct sock_ctx {
     uv_poll_t poll;
     rn_outbound *o;
     curl_socket_t fd;
-    struct sock_ctx *prev, *next;
+    rn_list_node link; /* on o->socks */
 } sock_ctx;
 
 struct rn_fetch {
@@ -53,7 +54,7 @@ struct rn_fetch {
     void *arg;
     int refused; /* the connect policy refused an address */
     char error[CURL_ERROR_SIZE];
-    rn_fetch *prev, *next;
+    rn_list_node link; /* on o->fetches when running, else on o->queue */
 };
 
 struct rn_outbound {
@@ -67,36 +68,17 @@ struct rn_outbound {
     size_t max_running, max_queued, nrunning, nqueued;
     int stopped;
     char *user_agent;
-    rn_fetch *fetches;            /* running */
-    rn_fetch *queue, *queue_tail; /* waiting, oldest first */
-    sock_ctx *socks;
+    rn_list fetches; /* running */
+    rn_list queue;   /* waiting, oldest first */
+    rn_list socks;
 };
-
-#define LIST_ADD(head, x)                                                                          \
-    do {                                                                                           \
-        (x)->prev = NULL;                                                                          \
-        (x)->next = (head);                                                                        \
-        if (head)                                                                                  \
-            (head)->prev = (x);                                                                    \
-        (head) = (x);                                                                              \
-    } while (0)
-
-#define LIST_DEL(head, x)                                                                          \
-    do {                                                                                           \
-        if ((x)->prev)                                                                             \
-            (x)->prev->next = (x)->next;                                                           \
-        else                                                                                       \
-            (head) = (x)->next;                                                                    \
-        if ((x)->next)                                                                             \
-            (x)->next->prev = (x)->prev;                                                           \
-    } while (0)
 
 static void on_sock_closed(uv_handle_t *h) {
     free(h->data);
 }
 
 static void sock_close(rn_outbound *o, sock_ctx *c) {
-    LIST_DEL(o->socks, c);
+    rn_list_remove(&o->socks, &c->link);
     uv_poll_stop(&c->poll);
     uv_close((uv_handle_t *)&c->poll, on_sock_closed);
 }
@@ -115,12 +97,10 @@ static void fetch_detach(rn_fetch *f) {
     rn_outbound *o = f->o;
     if (f->running) {
         curl_multi_remove_handle(o->multi, f->easy);
-        LIST_DEL(o->fetches, f);
+        rn_list_remove(&o->fetches, &f->link);
         o->nrunning--;
     } else {
-        if (f == o->queue_tail)
-            o->queue_tail = f->prev;
-        LIST_DEL(o->queue, f);
+        rn_list_remove(&o->queue, &f->link);
         o->nqueued--;
     }
 }
@@ -129,14 +109,14 @@ static void fetch_run(rn_fetch *f) {
     rn_outbound *o = f->o;
     f->running = 1;
     o->nrunning++;
-    LIST_ADD(o->fetches, f);
+    rn_list_push_front(&o->fetches, &f->link);
     curl_multi_add_handle(o->multi, f->easy);
 }
 
 /* Hands waiting fetches to curl while there is room. */
 static void start_queued(rn_outbound *o) {
-    while (!o->stopped && o->queue && o->nrunning < o->max_running) {
-        rn_fetch *f = o->queue;
+    while (!o->stopped && !rn_list_empty(&o->queue) && o->nrunning < o->max_running) {
+        rn_fetch *f = rn_list_entry(o->queue.first, rn_fetch, link);
         fetch_detach(f);
         fetch_run(f);
     }
@@ -236,7 +216,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
             return -1;
         }
         c->poll.data = c;
-        LIST_ADD(o->socks, c);
+        rn_list_push_front(&o->socks, &c->link);
         curl_multi_assign(o->multi, fd, c);
     }
     int events =
@@ -472,24 +452,10 @@ rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetc
     if (o->nrunning < o->max_running) {
         fetch_run(f);
     } else {
-        f->prev = o->queue_tail;
-        f->next = NULL;
-        if (o->queue_tail)
-            o->queue_tail->next = f;
-        else
-            o->queue = f;
-        o->queue_tail = f;
+        rn_list_push_back(&o->queue, &f->link);
         o->nqueued++;
     }
     return f;
-}
-
-size_t rn_outbound_running(const rn_outbound *o) {
-    return o->nrunning;
-}
-
-size_t rn_outbound_queued(const rn_outbound *o) {
-    return o->nqueued;
 }
 
 const char *rn_fetch_header(const rn_fetch_result *r, const char *name, size_t *len) {
@@ -523,12 +489,12 @@ void rn_outbound_stop(rn_outbound *o) {
     if (o->stopped)
         return;
     o->stopped = 1;
-    while (o->queue)
-        rn_fetch_cancel(o->queue);
-    while (o->fetches)
-        rn_fetch_cancel(o->fetches);
-    while (o->socks)
-        sock_close(o, o->socks);
+    while (!rn_list_empty(&o->queue))
+        rn_fetch_cancel(rn_list_entry(o->queue.first, rn_fetch, link));
+    while (!rn_list_empty(&o->fetches))
+        rn_fetch_cancel(rn_list_entry(o->fetches.first, rn_fetch, link));
+    while (!rn_list_empty(&o->socks))
+        sock_close(o, rn_list_entry(o->socks.first, sock_ctx, link));
     curl_multi_setopt(o->multi, CURLMOPT_SOCKETFUNCTION, NULL);
     curl_multi_setopt(o->multi, CURLMOPT_TIMERFUNCTION, NULL);
     curl_multi_cleanup(o->multi);

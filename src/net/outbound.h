@@ -121,10 +121,6 @@ rn_outbound *rn_outbound_new(uv_loop_t *loop, const rn_outbound_config *cfg);
  * full or the client is stopped. */
 rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetch_fn fn, void *arg);
 
-/* Transfers running and waiting. */
-size_t rn_outbound_running(const rn_outbound *o);
-size_t rn_outbound_queued(const rn_outbound *o);
-
 /* Abandons a fetch whose fn has not run; fn will not run. */
 void rn_fetch_cancel(rn_fetch *f);
 

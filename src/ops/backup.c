@@ -11,8 +11,8 @@
  */
 #include "ops/backup.h"
 #include "ops/backup_format.h"
-#include "surface/params.h"
-#include "surface/reply.h"
+#include "protocol/params.h"
+#include "protocol/reply.h"
 #include "util/log.h"
 
 #include <assert.h>

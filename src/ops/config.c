@@ -402,7 +402,8 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
     return -1;
 }
 
-void rn_config_usage(void) {
+/* Prints the --help text. */
+static void print_usage(void) {
     printf("usage: runnel serve [options]\n\n"
            "Starts a Durable Streams server on an embedded durable store.\n"
            "Every option can also be set by its environment variable or, by its name, in the\n"
@@ -551,7 +552,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
     }
     for (int a = 0; a < argc; a++) {
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            rn_config_usage();
+            print_usage();
             return 1;
         }
     }

@@ -101,8 +101,6 @@ enum { RN_COLD_NONE, RN_COLD_LOCAL, RN_COLD_S3 };
  * "serve"). Returns 0; 1 when --help was printed; -1 with a message in err
  * for a bad flag, value or environment variable. */
 int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap);
-/* Prints the --help text. */
-void rn_config_usage(void);
 /* Writes the effective configuration as key=value pairs separated by sep
  * (" " for a log line, "\n" for --print-config). */
 void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap);

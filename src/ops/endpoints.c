@@ -14,7 +14,7 @@
 #include "live/live.h"
 #include "ops/backup.h"
 #include "surface/admin.h"
-#include "surface/reply.h"
+#include "protocol/reply.h"
 #include "util/metrics.h"
 
 #include <stdio.h>

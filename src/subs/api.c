@@ -21,7 +21,7 @@
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
-#include "surface/reply.h"
+#include "protocol/reply.h"
 #include "util/clock.h"
 #include "util/text.h"
 

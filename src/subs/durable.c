@@ -31,7 +31,7 @@ struct rn_durable {
     uv_timer_t timer;
     uint64_t seq, synced;
     int writing, stopped;
-    rn_durable_waiter *head, *tail;
+    rn_list waiters; /* rn_durable_waiter.node, oldest first */
 };
 
 typedef struct {
@@ -44,11 +44,11 @@ typedef struct {
 
 /* Answers the waiters whose changes are covered by a write up to `upto`. */
 static void answer_waiters(rn_durable *d, uint64_t upto, int status) {
-    while (d->head && d->head->need <= upto) {
-        rn_durable_waiter *w = d->head;
-        d->head = w->next;
-        if (!d->head)
-            d->tail = NULL;
+    while (!rn_list_empty(&d->waiters)) {
+        rn_durable_waiter *w = rn_list_entry(d->waiters.first, rn_durable_waiter, node);
+        if (w->need > upto)
+            break;
+        rn_list_remove(&d->waiters, &w->node);
         w->fn(w, status);
     }
 }
@@ -127,12 +127,7 @@ void rn_durable_wait(rn_durable *d, rn_durable_waiter *w) {
         return;
     }
     w->need = d->seq;
-    w->next = NULL;
-    if (d->tail)
-        d->tail->next = w;
-    else
-        d->head = w;
-    d->tail = w;
+    rn_list_push_back(&d->waiters, &w->node);
 }
 
 uint64_t rn_durable_seq(const rn_durable *d) {

@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include "util/buf.h"
+#include "util/list.h"
 
 typedef struct rn_durable rn_durable;
 typedef struct rn_durable_waiter rn_durable_waiter;
@@ -34,7 +35,7 @@ struct rn_durable_waiter {
     rn_durable_wait_fn fn;
     /* private */
     uint64_t need;
-    rn_durable_waiter *next;
+    rn_list_node node; /* on the waiters' FIFO */
 };
 
 /* encode serializes the whole state into out (appending). written, if not

@@ -11,6 +11,7 @@
 #include "net/outbound.h"
 #include "subs/subs_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,7 @@ rn_watch *rn_watch_get(rn_subs *S, const char *path, size_t len) {
 
 rn_sub_link *rn_sub_link_add(rn_subs *S, rn_sub *sub, const char *path, size_t len, uint64_t acked,
                              uint64_t stream_id) {
+    assert(!rn_sub_link_get(sub, path, len));
     rn_sub_link *l = rn_xcalloc(1, sizeof *l);
     l->path = rn_xstrndup(path, len);
     l->path_len = len;
@@ -79,22 +81,14 @@ rn_sub_link *rn_sub_link_add(rn_subs *S, rn_sub *sub, const char *path, size_t l
         w->path_len = len;
         rn_map_put(&S->watch, w->path, w->path_len, w);
     }
-    l->watch_next = w->head;
-    if (w->head)
-        w->head->watch_prev = l;
-    w->head = l;
+    rn_list_push_front(&w->links, &l->watch_link);
     return l;
 }
 
 void rn_sub_link_remove(rn_subs *S, rn_sub_link *l) {
     rn_watch *w = rn_watch_get(S, l->path, l->path_len);
-    if (l->watch_prev)
-        l->watch_prev->watch_next = l->watch_next;
-    else
-        w->head = l->watch_next;
-    if (l->watch_next)
-        l->watch_next->watch_prev = l->watch_prev;
-    if (!w->head) {
+    rn_list_remove(&w->links, &l->watch_link);
+    if (rn_list_empty(&w->links)) {
         rn_map_remove(&S->watch, w->path, w->path_len);
         free(w->path);
         free(w);

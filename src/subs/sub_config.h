@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "surface/errors.h"
+#include "protocol/errors.h"
 
 #define RN_SUB_LEASE_MIN_MS 1000
 #define RN_SUB_LEASE_MAX_MS 600000

@@ -54,7 +54,8 @@ static void on_created(rn_subs *S, rn_stream *s) {
         dirty = 1;
     }
     rn_watch *w = rn_watch_get(S, s->path, s->path_len);
-    for (rn_sub_link *l = w ? w->head : NULL; l; l = l->watch_next) {
+    for (rn_list_node *n = w ? w->links.first : NULL; n; n = n->next) {
+        rn_sub_link *l = rn_list_entry(n, rn_sub_link, watch_link);
         if (l->stream_id != s->id) {
             reset_link(l, s);
             dirty = 1;
@@ -62,16 +63,19 @@ static void on_created(rn_subs *S, rn_stream *s) {
     }
     if (dirty)
         rn_durable_changed(S->state);
-    for (rn_sub_link *l = w ? w->head : NULL; l; l = l->watch_next)
+    for (rn_list_node *n = w ? w->links.first : NULL; n; n = n->next) {
+        rn_sub_link *l = rn_list_entry(n, rn_sub_link, watch_link);
         rn_wake_maybe(S, l->sub, l, s->tail);
+    }
 }
 
 static void on_removed(rn_subs *S, rn_stream *s) {
     rn_watch *w = rn_watch_get(S, s->path, s->path_len);
     if (!w)
         return;
-    for (rn_sub_link *l = w->head, *next; l; l = next) {
-        next = l->watch_next;
+    for (rn_list_node *n = w->links.first, *next; n; n = next) {
+        next = n->next;
+        rn_sub_link *l = rn_list_entry(n, rn_sub_link, watch_link);
         if (l->is_explicit)
             reset_link(l, NULL);
         else
@@ -90,8 +94,10 @@ static void on_stream(rn_stream *s, rn_stream_event ev, void *arg) {
         on_removed(S, s);
     } else {
         rn_watch *w = rn_watch_get(S, s->path, s->path_len);
-        for (rn_sub_link *l = w ? w->head : NULL; l; l = l->watch_next)
+        for (rn_list_node *n = w ? w->links.first : NULL; n; n = n->next) {
+            rn_sub_link *l = rn_list_entry(n, rn_sub_link, watch_link);
             rn_wake_maybe(S, l->sub, l, s->tail);
+        }
     }
 }
 

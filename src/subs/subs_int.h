@@ -42,7 +42,8 @@
 #include "subs/sub_config.h"
 #include "subs/subs.h"
 #include "subs/token.h"
-#include "surface/errors.h"
+#include "protocol/errors.h"
+#include "util/list.h"
 #include "util/map.h"
 
 #define RN_TOKEN_TTL_S 3600 /* backstop expiry of callback and claim tokens */
@@ -57,16 +58,16 @@ struct rn_sub_link {
     rn_sub *sub;
     int is_explicit, is_glob;
     uint64_t acked;
-    uint64_t stream_id; /* engine id of the stream `acked` belongs to; 0: none */
-    int64_t snapshot;   /* tail sent with the current wake; -1: none */
-    rn_sub_link *watch_prev, *watch_next;
+    uint64_t stream_id;      /* engine id of the stream `acked` belongs to; 0: none */
+    int64_t snapshot;        /* tail sent with the current wake; -1: none */
+    rn_list_node watch_link; /* in its path's rn_watch */
 };
 
 /* All links to one stream path. */
 typedef struct {
     char *path;
     size_t path_len;
-    rn_sub_link *head;
+    rn_list links; /* rn_sub_link.watch_link */
 } rn_watch;
 
 struct rn_sub {
@@ -89,7 +90,7 @@ struct rn_sub {
     /* runtime only */
     int announcing; /* on the announce list, waiting for announce_seq */
     uint64_t announce_seq;
-    rn_sub *announce_prev, *announce_next;
+    rn_list_node announce_link; /* in owner->announcing while announcing */
     rn_fetch *fetch;
 };
 
@@ -108,7 +109,7 @@ struct rn_subs {
     size_t pattern_subs;  /* subscriptions with a pattern */
     uv_timer_t timer;     /* leases and delivery retries */
     int64_t timer_due_ms; /* 0: not armed */
-    rn_sub *announce_head;
+    rn_list announcing;   /* rn_sub.announce_link: wakes waiting for their state write */
     int quiesced;
 };
 

@@ -5,7 +5,7 @@
  * by the callers that hand them to their one recipient.
  */
 #include "subs/subs_int.h"
-#include "surface/offset.h"
+#include "protocol/offset.h"
 #include "util/text.h"
 
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  * without "done", or any valid callback), and a callback extends it.
  */
 #include "subs/subs_int.h"
-#include "surface/offset.h"
+#include "protocol/offset.h"
 #include "util/backoff.h"
 #include "util/clock.h"
 
@@ -48,13 +48,7 @@ static void reset_snapshots(rn_sub *sub) {
 void rn_wake_unannounce(rn_subs *S, rn_sub *sub) {
     if (!sub->announcing)
         return;
-    if (sub->announce_prev)
-        sub->announce_prev->announce_next = sub->announce_next;
-    else
-        S->announce_head = sub->announce_next;
-    if (sub->announce_next)
-        sub->announce_next->announce_prev = sub->announce_prev;
-    sub->announce_prev = sub->announce_next = NULL;
+    rn_list_remove(&S->announcing, &sub->announce_link);
     sub->announcing = 0;
 }
 
@@ -64,11 +58,7 @@ static void announce_later(rn_subs *S, rn_sub *sub) {
     if (sub->announcing)
         return;
     sub->announcing = 1;
-    sub->announce_prev = NULL;
-    sub->announce_next = S->announce_head;
-    if (S->announce_head)
-        S->announce_head->announce_prev = sub;
-    S->announce_head = sub;
+    rn_list_push_front(&S->announcing, &sub->announce_link);
 }
 
 static void issue(rn_subs *S, rn_sub *sub, const rn_sub_link *trigger) {
@@ -275,8 +265,9 @@ void rn_wake_on_written(void *arg) {
     if (S->quiesced)
         return;
     uint64_t synced = rn_durable_synced(S->state);
-    for (rn_sub *sub = S->announce_head, *next; sub; sub = next) {
-        next = sub->announce_next;
+    for (rn_list_node *n = S->announcing.first, *next; n; n = next) {
+        next = n->next;
+        rn_sub *sub = rn_list_entry(n, rn_sub, announce_link);
         if (sub->announce_seq > synced)
             continue;
         rn_wake_unannounce(S, sub);

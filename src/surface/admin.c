@@ -2,9 +2,9 @@
  * admin.c — operator routes under /__runnel/. See admin.h.
  */
 #include "surface/admin.h"
-#include "surface/offset.h"
-#include "surface/params.h"
-#include "surface/reply.h"
+#include "protocol/offset.h"
+#include "protocol/params.h"
+#include "protocol/reply.h"
 #include "util/fault.h"
 #include "util/text.h"
 

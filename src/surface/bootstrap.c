@@ -12,9 +12,9 @@
  */
 #include "surface/bootstrap.h"
 #include "surface/bucket.h"
-#include "surface/offset.h"
-#include "surface/reply.h"
-#include "surface/routing.h"
+#include "protocol/offset.h"
+#include "protocol/reply.h"
+#include "protocol/routing.h"
 #include "surface/snapshots.h"
 #include "util/blake3.h"
 #include "util/text.h"

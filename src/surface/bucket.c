@@ -4,8 +4,8 @@
 #include "surface/bucket.h"
 #include "surface/bootstrap.h"
 #include "surface/parts.h"
-#include "surface/reply.h"
-#include "surface/routing.h"
+#include "protocol/reply.h"
+#include "protocol/routing.h"
 #include "surface/snapshots.h"
 #include "util/metrics.h"
 #include "util/text.h"
@@ -23,7 +23,8 @@ rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len) {
                                                           : RN_E_BUCKET_NOT_FOUND;
 }
 
-int rn_bucket_id_valid(const char *id, size_t len) {
+/* §1.1: a bucket id. */
+static int bucket_id_valid(const char *id, size_t len) {
     if (len < 4 || len > 64 || (id[0] == '_' && id[1] == '_'))
         return 0; /* ids starting with __ are reserved for operational routes */
     for (size_t i = 0; i < len; i++) {
@@ -34,7 +35,8 @@ int rn_bucket_id_valid(const char *id, size_t len) {
     return 1;
 }
 
-int rn_stream_id_valid(const char *id, size_t len, size_t bucket_len) {
+/* §1.1: a stream id in a bucket whose id is bucket_len bytes long. */
+static int stream_id_valid(const char *id, size_t len, size_t bucket_len) {
     if (len == 0 || bucket_len + 1 + len > MAX_KEY_BYTES || id[0] == '$')
         return 0;
     if (len == 7 && memcmp(id, "streams", 7) == 0)
@@ -55,7 +57,7 @@ static void bucket_only(rn_request *req, const char *id, size_t len) {
         rn_reply_error(req, RN_E_METHOD_NOT_ALLOWED, &extra);
         return;
     }
-    if (!rn_bucket_id_valid(id, len)) {
+    if (!bucket_id_valid(id, len)) {
         rn_reply_error(req, RN_E_INVALID_BUCKET_ID, NULL);
         return;
     }
@@ -170,11 +172,11 @@ static int parse_path(const char *path, size_t path_len, bucket_path *bp) {
     }
     if (slash2 && (bp->nsub == 0 || bp->nsub > 4))
         return RN_E_NOT_FOUND;
-    if (!rn_bucket_id_valid(bp->bucket, (size_t)blen))
+    if (!bucket_id_valid(bp->bucket, (size_t)blen))
         return RN_E_INVALID_BUCKET_ID;
     size_t sraw = (size_t)(stream_end - s);
     long slen = sraw < sizeof stream ? rn_percent_decode(s, sraw, stream) : -1;
-    if (slen < 0 || !rn_stream_id_valid(stream, (size_t)slen, (size_t)blen))
+    if (slen < 0 || !stream_id_valid(stream, (size_t)slen, (size_t)blen))
         return RN_E_INVALID_STREAM_ID;
     memcpy(bp->key, bp->bucket, (size_t)blen);
     bp->key[blen] = '/';

@@ -10,7 +10,7 @@
 #ifndef RN_BUCKET_H
 #define RN_BUCKET_H
 
-#include "surface/errors.h"
+#include "protocol/errors.h"
 #include "surface/streams.h"
 
 /* Handles a path that starts with "/" and is not another route's. */
@@ -26,9 +26,5 @@ void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, s
  * a soft-deleted one, else 404 BUCKET_NOT_FOUND when no stream exists in
  * its bucket, else 404 STREAM_NOT_FOUND. */
 rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len);
-
-/* §1.1 checks, exposed for unit tests. */
-int rn_bucket_id_valid(const char *id, size_t len);
-int rn_stream_id_valid(const char *id, size_t len, size_t bucket_len);
 
 #endif

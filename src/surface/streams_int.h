@@ -8,9 +8,9 @@
 #define RN_STREAMS_INT_H
 
 #include "live/live.h"
-#include "surface/errors.h"
-#include "surface/offset.h"
-#include "surface/params.h"
+#include "protocol/errors.h"
+#include "protocol/offset.h"
+#include "protocol/params.h"
 #include "surface/streams.h"
 
 typedef enum { READ_CATCHUP, READ_LONG_POLL, READ_SSE } read_mode;

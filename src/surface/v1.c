@@ -2,8 +2,8 @@
  * v1.c — routes /v1/stream/{name}. See v1.h.
  */
 #include "surface/v1.h"
-#include "surface/reply.h"
-#include "surface/routing.h"
+#include "protocol/reply.h"
+#include "protocol/routing.h"
 #include "util/text.h"
 
 #include <string.h>

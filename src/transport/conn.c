@@ -207,12 +207,7 @@ static void on_handle_closed(uv_handle_t *h) {
     if (--c->handles_open > 0)
         return;
     rn_http_server *srv = c->srv;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    rn_list_remove(&srv->conns, &c->link);
     srv->conn_count--;
     if (c->proto)
         c->proto->free(c);
@@ -330,10 +325,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     uv_timer_init(srv->loop, &c->timer);
     c->timer.data = c;
     c->handles_open = 2;
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
+    rn_list_push_front(&srv->conns, &c->link);
     srv->conn_count++;
     if (srv->stopping ||
         (srv->cfg.max_connections && (int)srv->conn_count > srv->cfg.max_connections) ||
@@ -387,8 +379,9 @@ void rn_http_stop_accepting(rn_http_server *srv) {
         return;
     srv->stopping = 1;
     rn_listeners_close(&srv->listeners);
-    for (rn_conn *c = srv->conns, *next; c; c = next) {
-        next = c->next;
+    for (rn_list_node *n = srv->conns.first, *next; n; n = next) {
+        next = n->next;
+        rn_conn *c = rn_list_entry(n, rn_conn, link);
         if (!c->closed && (!c->proto || c->proto->idle(c)))
             conn_close(c);
     }
@@ -400,17 +393,20 @@ size_t rn_http_connections(const rn_http_server *srv) {
 
 size_t rn_http_active_connections(const rn_http_server *srv) {
     size_t n = 0;
-    for (rn_conn *c = srv->conns; c; c = c->next)
+    for (const rn_list_node *l = srv->conns.first; l; l = l->next) {
+        const rn_conn *c = rn_list_entry(l, rn_conn, link);
         if (!c->closed && c->proto && c->proto->busy(c))
             n++;
+    }
     return n;
 }
 
 void rn_http_close(rn_http_server *srv) {
     if (!srv->stopping)
         rn_http_stop_accepting(srv);
-    for (rn_conn *c = srv->conns, *next; c; c = next) {
-        next = c->next;
+    for (rn_list_node *n = srv->conns.first, *next; n; n = next) {
+        next = n->next;
+        rn_conn *c = rn_list_entry(n, rn_conn, link);
         conn_close(c);
     }
 }

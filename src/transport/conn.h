@@ -25,6 +25,7 @@
 #include "transport/listen.h"
 #include "transport/tls.h"
 #include "util/buf.h"
+#include "util/list.h"
 #include "util/map.h"
 
 typedef struct rn_exchange rn_exchange;
@@ -146,7 +147,7 @@ struct rn_http_server {
     rn_http_config cfg;
     rn_request_fn on_request;
     void *arg;
-    rn_conn *conns; /* doubly linked list of open connections */
+    rn_list conns; /* open connections (rn_conn.link) */
     size_t conn_count;
     int stopping;
     /* write batches (rn_http_batch_begin/flush) */
@@ -163,7 +164,7 @@ struct rn_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     rn_http_server *srv;
-    rn_conn *prev, *next;
+    rn_list_node link; /* in srv->conns */
     const rn_byte_transport *bytes;
     void *bytes_state;        /* the byte transport's (TLS: its SSL), or NULL */
     const rn_protocol *proto; /* NULL until attached (a TLS handshake ends before) */

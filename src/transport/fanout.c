@@ -16,6 +16,7 @@
 #include "transport/fanout.h"
 #include "util/buf.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -78,6 +79,7 @@ static void *helper(void *arg) {
 }
 
 rn_fanout *rn_fanout_new(int threads) {
+    assert(threads > 0);
     rn_fanout *f = rn_xcalloc(1, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->wake, NULL);

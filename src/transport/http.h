@@ -77,7 +77,7 @@ struct rn_request {
      * answer and closes after it. */
     void (*on_input_end)(rn_request *req);
     int route; /* rn_route, set by the router (metrics and logs) */
-    /* The router's marks on a request it runs again (surface/routing.c:
+    /* The router's marks on a request it runs again (protocol/routing.c:
      * a linearizable read whose confirmation passed). */
     unsigned route_flags;
     void *handler_data;

@@ -483,6 +483,8 @@ fail:
  */
 rn_json_status rn_json_to_messages(const uint8_t *in, size_t len, uint8_t *out, size_t *out_len,
                                    size_t *msg_count, size_t *err_pos) {
+    assert((in || len == 0) && out && out_len);
+    assert((uintptr_t)out + len + 1 <= (uintptr_t)in || (uintptr_t)in + len <= (uintptr_t)out);
     rn_json_status st = RN_JSON_INVALID;
     size_t count = 0;
     const uint8_t *p, *end, *err;
@@ -587,6 +589,7 @@ const char *rn_json_status_name(rn_json_status s) {
  * SAD before any lane can wrap (at most 255 blocks per fold).
  */
 size_t rn_json_count_messages(const uint8_t *text, size_t len) {
+    assert(text || len == 0);
     size_t n = 0, i = 0;
 #if RN_JSON_USE_SSE2
     const __m128i lf = _mm_set1_epi8('\n');

@@ -12,7 +12,8 @@
 #include "util/buf.h"
 
 /* Parses a non-negative decimal integer with no sign, no leading zeros (except
- * "0" itself), no spaces, and value <= max. Returns 0 on success. */
+ * "0" itself), no spaces, and value <= max. Returns 0, or -1 when s is
+ * not such a number. */
 int rn_parse_strict_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
 
 /* ASCII case-insensitive equality of a (s, len) slice and a C string. */
@@ -21,7 +22,8 @@ int rn_ieq(const char *s, size_t len, const char *lit);
 int rn_iprefix(const char *s, size_t len, const char *lit);
 
 /* Parses an RFC 3339 date-time ("2025-01-01T00:00:00Z", fractional seconds
- * and numeric offsets allowed) into Unix milliseconds. Returns 0 on success. */
+ * and numeric offsets allowed) into Unix milliseconds. Returns 0, or -1
+ * when s is not such a date. */
 int rn_parse_rfc3339(const char *s, size_t len, int64_t *out_ms);
 /* Formats Unix milliseconds as RFC 3339 UTC with milliseconds
  * ("2025-01-01T00:00:00.000Z"); out must hold 48 bytes. */

@@ -1,7 +1,7 @@
 /*
  * test_offset_text.c - unit tests for the small text and data helpers:
  * offset tokens and the path segments that carry offsets and incarnation
- * tokens (src/surface/offset.c), strict integers, RFC 3339 dates,
+ * tokens (src/protocol/offset.c), strict integers, RFC 3339 dates,
  * base64 and percent-decoding (src/util/text.c), CRC-32C
  * (src/util/crc32c.c) and the hash map (src/util/map.c).
  *
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "surface/offset.h"
+#include "protocol/offset.h"
 #include "util/buf.h"
 #include "util/crc32c.h"
 #include "util/map.h"

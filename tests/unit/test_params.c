@@ -1,7 +1,7 @@
 /*
  * test_params.c - unit tests for the request rules of the surfaces: the v1
  * stream-name rule (src/surface/v1.c), query parameters under the one rule
- * for headers and parameters (src/surface/params.c) and lowercase hex
+ * for headers and parameters (src/protocol/params.c) and lowercase hex
  * digests (src/util/text.c).
  *
  * How: tables of accepted and refused inputs with the answer each must get;
@@ -16,7 +16,7 @@
 
 #include <string.h>
 
-#include "surface/params.h"
+#include "protocol/params.h"
 #include "surface/v1.h"
 #include "util/text.h"
 

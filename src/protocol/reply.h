@@ -1,6 +1,7 @@
 /*
- * reply.h — response pieces shared by the surfaces: the headers every answer
- * carries (browser security, CORS), offset headers, and error answers.
+ * reply.h — response pieces shared by every layer that answers requests
+ * (surfaces, subscriptions, cluster, ops): the headers every answer carries
+ * (browser security, CORS), offset headers, and error answers.
  */
 #ifndef RN_REPLY_H
 #define RN_REPLY_H
@@ -8,7 +9,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "surface/errors.h"
+#include "protocol/errors.h"
 #include "transport/http.h"
 #include "util/buf.h"
 

@@ -5,7 +5,9 @@
  * /v1/stream/__ds/... (the reserved subscription APIs, subs.h),
  * /v1/stream/... (v1.c), everything else the bucket surface (bucket.c).
  * Until `ready` (the store is still recovering) every route but the
- * operational ones answers 503.
+ * operational ones answers 503. It is part of the composition layer (ops/):
+ * it joins the surfaces and the subscriptions, which include neither each
+ * other nor ops/ (docs/ARCHITECTURE.md, "Layers").
  */
 #ifndef RN_ROUTER_H
 #define RN_ROUTER_H

@@ -2,8 +2,8 @@
  * params.c — the one rule for protocol headers and query parameters. See
  * params.h.
  */
-#include "surface/params.h"
-#include "surface/reply.h"
+#include "protocol/params.h"
+#include "protocol/reply.h"
 #include "util/text.h"
 
 #include <assert.h>

@@ -1,10 +1,10 @@
 /*
  * router.c — request routing. See router.h.
  */
-#include "surface/router.h"
+#include "ops/router.h"
 #include "surface/bucket.h"
-#include "surface/reply.h"
-#include "surface/routing.h"
+#include "protocol/reply.h"
+#include "protocol/routing.h"
 #include "surface/v1.h"
 #include "util/log.h"
 #include "util/metrics.h"

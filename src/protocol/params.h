@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "surface/errors.h"
+#include "protocol/errors.h"
 #include "transport/http.h"
 
 /* Why a header or parameter was refused. `detail` is the field's name when

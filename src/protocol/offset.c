@@ -1,7 +1,7 @@
 /*
  * offset.c — formatting and strict parsing of offset tokens. See offset.h.
  */
-#include "surface/offset.h"
+#include "protocol/offset.h"
 #include "engine/engine.h"
 #include "util/text.h"
 

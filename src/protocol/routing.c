@@ -1,9 +1,9 @@
 /*
  * routing.c — the routing answers of cluster mode. See routing.h.
  */
-#include "surface/routing.h"
-#include "surface/params.h"
-#include "surface/reply.h"
+#include "protocol/routing.h"
+#include "protocol/params.h"
+#include "protocol/reply.h"
 
 #include <assert.h>
 #include <stdlib.h>

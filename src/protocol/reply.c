@@ -1,8 +1,8 @@
 /*
  * reply.c — common response headers and error answers. See reply.h.
  */
-#include "surface/reply.h"
-#include "surface/offset.h"
+#include "protocol/reply.h"
+#include "protocol/offset.h"
 #include "util/metrics.h"
 
 #include <assert.h>
@@ -25,6 +25,9 @@ static char server_metadata[128] = "Ursula-Protocol: 2\r\n";
 static size_t server_metadata_len = 20;
 
 void rn_reply_set_cluster_id(const char *id) {
+    assert(strlen(id) >= 1 && strlen(id) <= 64 &&
+           strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+               strlen(id));
     int n = snprintf(server_metadata, sizeof server_metadata,
                      "Ursula-Protocol: 2\r\nUrsula-Cluster-Id: %s\r\n", id);
     server_metadata_len = n > 0 && (size_t)n < sizeof server_metadata ? (size_t)n : 0;

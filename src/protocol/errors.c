@@ -4,7 +4,7 @@
  * sent (a path it named, a header's name or value); never addresses or
  * internals of the store.
  */
-#include "surface/errors.h"
+#include "protocol/errors.h"
 #include "util/text.h"
 
 #include <string.h>
