@@ -18,7 +18,13 @@ libs=("$dir"/CMakeFiles/runnel_core.dir "$dir"/CMakeFiles/runnel_cluster.dir)
 for l in "${libs[@]}"; do
   [ -d "$l" ] || { echo "unused_exports: $l not found (build $dir first)"; exit 2; }
 done
-mapfile -t lib_objs < <(find "${libs[@]}" -name '*.o' | sort)
+# objects of the libraries' current sources only: a build directory reused
+# across commits keeps the objects of sources since removed or moved
+lib_objs=()
+while read -r o; do
+  src=${o#*.dir/}
+  [ -f "${src%.o}" ] && lib_objs+=("$o")
+done < <(find "${libs[@]}" -name '*.o' | sort)
 mapfile -t all_objs < <(find "$dir" -name '*.o' -path '*CMakeFiles*' | sort)
 [ "${#lib_objs[@]}" -gt 0 ] || { echo "unused_exports: no objects under $dir"; exit 2; }
 
