@@ -11,6 +11,7 @@
  *   pipeline.c          queues, submission to the command log, completion,
  *                       expiry starts, sweeps
  *   forkread.c          reads through fork chains, boundaries, fork offsets
+ *   tiering.c           history moved to the cold store: due chunks, moves
  *   checkpoint.c        the checkpoint image and its job
  *   open.c              open (checkpoint + log replay) and close
  *   engine.c            the remaining public calls (lookups, observers)
@@ -58,6 +59,9 @@ struct rn_engine {
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
     rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
+    int tiering;                    /* history moves to the cold store (tiering.c) */
+    uint64_t cold_backlog;          /* bytes of chunks due to move, not moved yet */
+    uint64_t tier_incarnation;      /* of the chunk being moved, when it was read */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -146,8 +150,10 @@ int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
 /* ---- forkread.c ---- */
 
 /* Copies the stream's bytes [off, off+len) into out, taking positions below
- * a fork's fork_offset from its source chain. The range must lie below the
- * tail. Returns 0 or -errno. */
+ * a fork's fork_offset from its source chain and those below a cold end
+ * from the tiers' read cache. The range must lie below the tail. out NULL:
+ * only checks that the cold bytes of the range are cached. Returns 0 or
+ * -errno (-ENODATA: cold bytes not cached; tiers.h). */
 int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out);
 /* Where a fork of src asked for by `in` starts: the fork offset (default:
  * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
@@ -182,6 +188,12 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r);
  * none) in st and counts references. Returns 0, or -1 when a source is
  * missing or the chain loops. */
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
+
+/* ---- tiering.c ---- */
+
+/* True when appends are refused: history tiering is on and the backlog of
+ * chunks due to move reached the hot budget (cfg.hot_bytes). */
+int engine_hot_budget_spent(const rn_engine *e);
 
 /* ---- open.c ---- */
 

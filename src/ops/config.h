@@ -71,8 +71,10 @@ typedef struct {
     uint64_t s3_timeout_ms;
     int test_hooks; /* enable /__runnel/test/ (history rewrites) */
     uint64_t parts_grace_ms;
-    uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
-    uint64_t producer_cap;    /* producers per stream */
+    uint64_t hot_bytes;           /* history tiering's hot budget; 0: off */
+    uint64_t history_cache_bytes; /* the read cache of history chunks */
+    uint64_t producer_ttl_ms;     /* idle producer state is discarded after this (ext §5.4) */
+    uint64_t producer_cap;        /* producers per stream */
     /* Cluster mode (--node-id given; see src/cluster/cluster_config.h). */
     uint64_t node_id; /* 0: single node */
     rn_peer_config peers[RN_MAX_PEERS];

@@ -241,7 +241,8 @@ static void recover(uv_work_t *w) {
                            .wal_segment_bytes = s->cfg.wal_segment_bytes,
                            .checkpoint_bytes = s->cfg.checkpoint_bytes,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
-                           .producer_cap = s->cfg.producer_cap};
+                           .producer_cap = s->cfg.producer_cap,
+                           .hot_bytes = s->cfg.hot_bytes};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
 }
 
@@ -350,10 +351,13 @@ static void wire(server *s) {
     if (!s->cfg.node_id) /* a shared store holds other nodes' bodies: no orphan sweep */
         rn_tiers_watch_bodies(s->tiers, body_referenced, s->engine);
     rn_tiers_start(s->tiers);
+    if (s->cfg.hot_bytes)
+        rn_engine_tier_history(s->engine);
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
     s->endpoints.surface = s->surface;
+    s->endpoints.tiers = s->tiers;
     s->endpoints.live = s->live;
     uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
     s->router.ready = 1;
@@ -462,7 +466,8 @@ int rn_serve(int argc, char **argv) {
     rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
                           .cold_store = s.cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = (int)s.cfg.max_open_files,
-                          .parts_grace_ms = s.cfg.parts_grace_ms};
+                          .parts_grace_ms = s.cfg.parts_grace_ms,
+                          .history_cache_bytes = s.cfg.history_cache_bytes};
     if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
         tc.cold_backend = s.cold_backend;
         s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);

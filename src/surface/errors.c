@@ -221,7 +221,7 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_RECOVERING] = {503, "GROUP_RESTARTING",
                          "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
-    [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the snapshot store failed; retry"},
+    [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the cold store failed; retry"},
     [RN_E_COLD_BACKPRESSURE] = {503, "COLD_BACKPRESSURE",
                                 "the cold store is slow or saturated; nothing was applied, retry "
                                 "after Retry-After"},
