@@ -4,8 +4,9 @@
  *
  * The read cache keeps each fetched chunk as the descriptor the store's
  * open gave (the S3 store: an unnamed temporary file under cold-reads/;
- * the local directory: the object's own file), at most cache_bytes of
- * them, the least recently read closed first. One fetch per chunk runs at
+ * the local directory: the object's own file), and each chunk the flush
+ * just wrote as a memfd copy, at most cache_bytes of them, the least
+ * recently read closed first. One fetch per chunk runs at
  * a time, whoever asks (later askers wait on it), and at most
  * FETCHES_MAX run at all. A read that finds its chunk missing names it
  * (rn_tiers_history_missed), so a caller on the loop thread can fetch it
@@ -18,6 +19,7 @@
  * names its stream and index only, so a put repeated after a crash or a
  * failure writes the same object again.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include "tiers/tiers_int.h"
 #include "util/backoff.h"
 #include "util/buf.h"
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define HISTORY_PREFIX "history/"
@@ -276,6 +279,37 @@ static void recorded(void *arg, int status) {
     uv_timer_start(&h->timer, tick, 0, TICK_MS); /* the next chunk now */
 }
 
+/* Keeps a copy of a chunk just written in the read cache, in memory
+ * (memfd), before its move is recorded: a reader that began on the stream
+ * file's copy (an answer sent in pieces) then reads its later pieces from
+ * the cache, and readers near the tail find it there. Without it, when the
+ * copy cannot be made, the move goes on: such a reader's answer is cut. */
+static void keep_written(struct rn_history *h, const uint8_t *data) {
+    uint64_t key[2] = {h->id, h->off / RN_CHUNK_BYTES};
+    if (rn_map_get(&h->chunks, key, sizeof key))
+        return;
+    int fd = memfd_create("runnel-history", MFD_CLOEXEC);
+    if (fd < 0)
+        return;
+    for (size_t done = 0; done < RN_CHUNK_BYTES;) {
+        ssize_t n = write(fd, data + done, RN_CHUNK_BYTES - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            close(fd);
+            return;
+        }
+        done += (size_t)n;
+    }
+    chunk *c = rn_xcalloc(1, sizeof *c);
+    memcpy(c->key, key, sizeof key);
+    c->h = h;
+    c->fd = -1;
+    rn_map_put(&h->chunks, c->key, sizeof c->key, c);
+    h->fetching++; /* cached as a fetch that just answered */
+    fetched(c, fd, 0);
+}
+
 static void put_done(void *arg, int status) {
     struct rn_history *h = arg;
     if (h->stopped || status < 0) {
@@ -285,6 +319,7 @@ static void put_done(void *arg, int status) {
         return;
     }
     rn_fault_point("tier-after-put");
+    keep_written(h, h->buf);
     h->src.record(h->src.ctx, h->id, h->off + RN_CHUNK_BYTES, recorded, h);
 }
 

@@ -256,6 +256,8 @@ static void test_whole_chunks_move_and_read_back_through_the_cache(void **state)
     want_cold_end = 2 * RN_CHUNK_BYTES; /* the third chunk is not whole yet */
     run_until(f, moved, "two chunks moved");
     assert_true(object_exists(f, 0) && object_exists(f, 1) && !object_exists(f, 2));
+    close_all(f); /* an empty read cache (the flush keeps what it wrote) */
+    open_at(f, f->dir);
     /* the first read of a cold chunk misses, a fetch brings it */
     rn_stream *s = rn_engine_find(f->e, "h/s", 3);
     rn_buf b = {0};
@@ -268,7 +270,7 @@ static void test_whole_chunks_move_and_read_back_through_the_cache(void **state)
     expect_pattern(f, 0, 10 * MiB);
     rn_tiers_history_stats st;
     rn_tiers_history_stats_get(f->tiers, &st);
-    assert_true(st.fetches >= 2 && st.flushed_bytes == 2 * RN_CHUNK_BYTES);
+    assert_true(st.fetches >= 2); /* since the restart */
     /* appends go on at the tail; the next chunk moves once whole */
     write_pattern(f, 10 * MiB, 13 * MiB);
     want_cold_end = 3 * RN_CHUNK_BYTES;
@@ -314,6 +316,26 @@ static void test_a_rewrite_below_the_cold_end_is_refused(void **state) {
     expect_pattern(f, 0, RN_CHUNK_BYTES + 10);
 }
 
+/* An answer sent in pieces re-reads its bytes piece by piece
+ * (rn_engine_read_again): a chunk that moves meanwhile must still read,
+ * from the copy the flush keeps in the cache, with no fetch. */
+static void test_a_read_begun_before_a_move_reads_on_after_it(void **state) {
+    fx *f = *state;
+    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
+    write_pattern(f, 0, 5 * MiB);
+    rn_stream *s = rn_engine_find(f->e, "h/s", 3);
+    uint64_t id = s->id, inc = s->incarnation;
+    want_cold_end = RN_CHUNK_BYTES;
+    run_until(f, moved, "a chunk moved");
+    uint8_t buf[4096];
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 1000, sizeof buf, buf), 0);
+    for (size_t i = 0; i < sizeof buf; i++)
+        assert_int_equal(buf[i], byte_at(1000 + i));
+    rn_tiers_history_stats st;
+    rn_tiers_history_stats_get(f->tiers, &st);
+    assert_int_equal(st.fetches, 0);
+}
+
 static void test_a_deleted_stream_takes_its_objects_along(void **state) {
     fx *f = *state;
     assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
@@ -336,6 +358,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_the_cold_end_survives_a_clean_restart_and_a_crash,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_rewrite_below_the_cold_end_is_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_read_begun_before_a_move_reads_on_after_it, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_deleted_stream_takes_its_objects_along, setup,
                                         teardown),
