@@ -61,6 +61,17 @@ static void apply_retain(rn_stream *s, uint64_t offset, const rn_effects *fx) {
     s->retained = offset;
 }
 
+/* Records that the stream's bytes below `end` are in the cold store (the
+ * tiers wrote their objects before the command was logged): the data
+ * file's blocks below it go. A stale move (at or below the cold end, or
+ * past the tail after a rewrite cut it) changes nothing. */
+static void apply_tier(rn_stream *s, uint64_t end, const rn_effects *fx) {
+    if (end <= s->cold_end || end > s->tail)
+        return;
+    fx->tiered(fx->ctx, s->id, s->cold_end, end - s->cold_end);
+    s->cold_end = end;
+}
+
 /* ---- producer state (ext §5) ---- */
 
 static void identity_from_cmd(rn_write_identity *id, const rn_cmd *c) {
@@ -279,6 +290,9 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
             break;
         case RN_CMD_EXPIRE_PRODUCERS:
             apply_expire_producers(s, c); /* nothing a reader sees changes */
+            return 0;
+        case RN_CMD_TIER:
+            apply_tier(s, c->offset, fx); /* the bytes read the same */
             return 0;
         default:
             return -EINVAL;

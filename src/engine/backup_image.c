@@ -56,6 +56,8 @@ int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, ui
     const rn_stream *s = rn_state_stream(&e->state, b->id);
     if (!s || s->incarnation != b->incarnation)
         return -ESTALE; /* deleted (ids are never reused), or rewritten */
+    if (!index && from < s->cold_end)
+        return -EREMOTE; /* moved to the cold store: not in the stream file */
     int rc = index ? rn_engine_replica_index(e, b->id, from, to, out)
                    : rn_engine_replica_bytes(e, b->id, from, to, out);
     return rc == -ENOENT || rc == -ERANGE ? -ESTALE : rc;

@@ -10,9 +10,13 @@
  * fdatasync, rename, directory fsync), and the segments before the
  * rotation are dropped.
  *
- * Image: magic "RNCKPT02", u64 first segment to replay, u64 next id, u64
+ * Image: magic "RNCKPT03", u64 first segment to replay, u64 next id, u64
  * stream count, the streams (encode_stream), u64 namespace count, the
- * namespaces (lstr each), u32 CRC-32C of everything before it.
+ * namespaces (lstr each), u64 count of streams with history in the cold
+ * store and (u64 id, u64 cold end) for each, u32 CRC-32C of everything
+ * before it. An "RNCKPT02" image (before history tiering) has no cold
+ * ends and still loads. The cold ends are not in encode_stream because
+ * manifests (replica.c) reuse it and cluster mode does not tier history.
  */
 #include "engine/engine_int.h"
 #include "util/clock.h"
@@ -28,7 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'};
+static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '3'};
+static const char CHECKPOINT_MAGIC_V2[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'};
 
 typedef struct checkpoint_job {
     uv_work_t req;
@@ -222,6 +227,13 @@ int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources,
     return 0;
 }
 
+/* Writes count over the u64 placeholder at b->data + at (a list's length,
+ * known once the list is written). */
+static void set_count(rn_buf *b, size_t at, uint64_t count) {
+    for (int k = 0; k < 8; k++)
+        b->data[at + k] = (uint8_t)(count >> (8 * k));
+}
+
 void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
@@ -235,8 +247,7 @@ void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, r
         encode_stream(s, b);
         count++;
     }
-    for (int k = 0; k < 8; k++)
-        b->data[count_at + k] = (uint8_t)(count >> (8 * k));
+    set_count(b, count_at, count);
 }
 
 void engine_encode_namespaces(const rn_state *st, rn_buf *b) {
@@ -257,18 +268,52 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r) {
     }
 }
 
+/* The cold ends of the applied streams that have one. */
+static void encode_cold_ends(const rn_state *st, rn_buf *b) {
+    size_t count_at = b->len;
+    rn_buf_append_u64(b, 0);
+    uint64_t count = 0;
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&st->by_id, &i, &v)) {
+        const rn_stream *s = v;
+        if (s->pending_create || !s->cold_end)
+            continue;
+        rn_buf_append_u64(b, s->id);
+        rn_buf_append_u64(b, s->cold_end);
+        count++;
+    }
+    set_count(b, count_at, count);
+}
+
+/* Sets the cold ends encode_cold_ends wrote; a stream it names must be
+ * loaded and the end within its tail, else the image is damaged. */
+static void decode_cold_ends(rn_state *st, rn_reader *r) {
+    uint64_t n = rn_read_u64(r);
+    for (uint64_t j = 0; j < n && !r->failed; j++) {
+        uint64_t id = rn_read_u64(r), end = rn_read_u64(r);
+        rn_stream *s = rn_state_stream(st, id);
+        if (!s || end > s->tail)
+            r->failed = 1;
+        else
+            s->cold_end = end;
+    }
+}
+
 void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b) {
     rn_buf_append(b, CHECKPOINT_MAGIC, 8);
     rn_buf_append_u64(b, segment);
     rn_buf_append_u64(b, st->next_id);
     engine_encode_streams(st, NULL, NULL, b);
     engine_encode_namespaces(st, b);
+    encode_cold_ends(st, b);
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
 }
 
 int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t now,
                         uint64_t *segment, uint64_t *streams) {
-    if (size < 36 || memcmp(data, CHECKPOINT_MAGIC, 8) != 0)
+    int v2 = size >= 8 && memcmp(data, CHECKPOINT_MAGIC_V2, 8) == 0;
+    if (size < 36 || (!v2 && memcmp(data, CHECKPOINT_MAGIC, 8) != 0))
         return -EBADMSG;
     rn_reader tail;
     rn_reader_init(&tail, data + size - 4, 4);
@@ -288,6 +333,8 @@ int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t 
             break;
     }
     engine_decode_namespaces(st, &r);
+    if (!v2 && k == count)
+        decode_cold_ends(st, &r);
     int rc = -EBADMSG;
     if (k == count && !r.failed && engine_link_forks(st, loaded, sources, count) == 0) {
         *segment = first;

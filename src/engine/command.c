@@ -47,6 +47,7 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
         rn_buf_append_lstr(b, c->object_key, c->object_key_len);
         break;
     case RN_CMD_RETAIN:
+    case RN_CMD_TIER:
         rn_buf_append_u64(b, c->offset);
         break;
     case RN_CMD_REWRITE:
@@ -109,6 +110,7 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
         c->object_key = (const char *)rn_read_lstr(&r, &c->object_key_len);
         break;
     case RN_CMD_RETAIN:
+    case RN_CMD_TIER:
         c->offset = rn_read_u64(&r);
         break;
     case RN_CMD_REWRITE:

@@ -23,6 +23,8 @@
  *   RETAIN: u64 retained offset
  *   REWRITE: u64 serial of the new incarnation (see pipeline.c), u64 kept
  *            offset
+ *   TIER: u64 cold end (the stream's bytes below it are objects of the
+ *         cold store, one per chunk of the grid: see tiers/history.c)
  * and the data bytes last, so the engine can hand a request body to the log
  * as a separate piece without copying it.
  */
@@ -42,6 +44,7 @@ enum {
     RN_CMD_RETAIN = 5,
     RN_CMD_REWRITE = 6,
     RN_CMD_EXPIRE_PRODUCERS = 7,
+    RN_CMD_TIER = 8,
 };
 
 typedef struct {

@@ -42,6 +42,13 @@ static void retain_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
     rn_fault_point("retain-after-punch");
 }
 
+static void tiered_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
+    rn_engine *e = ctx;
+    rn_fault_point("tier-before-punch");
+    rn_streamfiles_punch(e->files, id, from, len);
+    rn_fault_point("tier-after-punch");
+}
+
 /* Drops index entries past keep (an append the cut splits becomes one
  * that ends there) and cuts both files. */
 static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
@@ -67,7 +74,7 @@ static void removed(void *ctx, rn_stream *s) {
     engine_notify(ctx, s, RN_STREAM_REMOVED);
 }
 
-/* Removes a destroyed stream's files and snapshot body, and keeps the
+/* Removes a destroyed stream's files, snapshot body and history objects, and keeps the
  * mutations queued on it for the pipeline to re-run once apply is over:
  * they then see no stream. */
 static void destroyed(void *ctx, rn_stream *s) {
@@ -76,6 +83,8 @@ static void destroyed(void *ctx, rn_stream *s) {
     rn_streamfiles_remove(e->files, s->id);
     if (s->snapshot.present)
         drop_body(e, s->snapshot.cold, s->snapshot.key);
+    if (s->cold_end)
+        rn_tiers_history_drop(e->cfg.tiers, s->id);
     rn_fault_point("delete-after-remove");
     if (!s->queue_head)
         return;
@@ -91,6 +100,7 @@ static void destroyed(void *ctx, rn_stream *s) {
 static const rn_effects effects = {
     .store = store_at_apply,
     .retain = retain_files,
+    .tiered = tiered_files,
     .cut = cut_files,
     .drop_body = drop_body,
     .removed = removed,

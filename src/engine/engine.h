@@ -52,6 +52,10 @@ typedef struct {
     /* The loss an operator accepts (--accept-loss: a damage's name, see
      * engine/accept_loss.h), or NULL. */
     const char *accept_loss;
+    /* History tiering (rn_engine_tier_history): appends are refused 503
+     * COLD_BACKPRESSURE while the chunks due to move to the cold store
+     * and not moved yet hold this many bytes or more. */
+    uint64_t hot_bytes;
 } rn_engine_config;
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
@@ -156,6 +160,29 @@ void rn_engine_sweep_expired(rn_engine *e);
  * changes nothing otherwise: the write is then submitted with its body. */
 int rn_engine_answer_early(rn_engine *e, rn_op *op);
 
+/* ---- history in the cold store (tiering.c, tiers/history.c) ----
+ * A stream's bytes below its cold_end (state.h) are read from the tiers'
+ * cache of cold objects: a read whose chunk is not cached fails -ENODATA
+ * (rn_engine_read, rn_engine_read_length, rn_engine_read_again,
+ * rn_engine_offset_valid), and the caller fetches it with
+ * rn_engine_cold_fetch and runs again. */
+
+/* Starts moving every stream's whole chunks below its tail to the cold
+ * store (the tiers need one), with cfg.hot_bytes as the hot budget. Once,
+ * after the engine opened and the tiers started; single node only. */
+void rn_engine_tier_history(rn_engine *e);
+/* Bytes of chunks due to move and not moved yet, as of the last tick. */
+uint64_t rn_engine_cold_backlog(const rn_engine *e);
+/* 0 when stream s's bytes [off, off + len) can be read now; -ENODATA when
+ * some are cold and not in the read cache (the miss is remembered for
+ * rn_engine_cold_fetch). A range below the tail. */
+int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len);
+/* Fetches the chunk the last -ENODATA read missed into the read cache
+ * (and reads the next one of its stream ahead); done (may be NULL) hears
+ * 0 once it is there, or -errno: -EAGAIN when the store is saturated,
+ * another when it failed (tiers.h). */
+void rn_engine_cold_fetch(rn_engine *e, void (*done)(void *arg, int status), void *arg);
+
 /* Fault injection for tests: the next n log syncs fail. */
 void rn_engine_inject_sync_failures(rn_engine *e, int n);
 
@@ -189,7 +216,9 @@ void rn_engine_backup_state(rn_engine *e, rn_buf *image, rn_backup_stream **stre
  * entries [from, to) as u64 LE (index = 1), at most RN_REPLICA_FETCH_MAX
  * bytes, while they are still the ones rn_engine_backup_state named.
  * Returns 0, -ESTALE when they may have changed since (the stream was
- * deleted, rewritten, or its retention advanced past from), or -errno. */
+ * deleted, rewritten, or its retention advanced past from), -EREMOTE when
+ * bytes of the range were moved to the cold store (history tiering: a
+ * backup does not read them yet), or -errno. */
 int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, uint64_t from,
                           uint64_t to, rn_buf *out);
 

@@ -11,6 +11,7 @@
  *   pipeline.c          queues, submission to the command log, completion,
  *                       expiry starts, sweeps
  *   forkread.c          reads through fork chains, boundaries, fork offsets
+ *   tiering.c           history moved to the cold store: due chunks, moves
  *   checkpoint.c        the checkpoint image and its job
  *   open.c              open (checkpoint + log replay) and close
  *   engine.c            the remaining public calls (lookups, observers)
@@ -59,6 +60,9 @@ struct rn_engine {
     rn_log_throttle store_refusals; /* writes refused for their stream files */
     rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
     int loss_accepted;              /* recovery accepted a loss: checkpoint before serving */
+    int tiering;                    /* history moves to the cold store (tiering.c) */
+    uint64_t cold_backlog;          /* bytes of chunks due to move, not moved yet */
+    uint64_t tier_incarnation;      /* of the chunk being moved, when it was read */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -198,6 +202,11 @@ int engine_loss_named(const rn_engine *e, const rn_wal_damage *damage);
  * Returns 0 or -errno (or replay's result). */
 int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
                        rn_wal_replay_fn replay, rn_wal_recovery *rec);
+/* ---- tiering.c ---- */
+
+/* True when appends are refused: history tiering is on and the backlog of
+ * chunks due to move reached the hot budget (cfg.hot_bytes). */
+int engine_hot_budget_spent(const rn_engine *e);
 
 /* ---- open.c ---- */
 

@@ -4,7 +4,9 @@
  * boundaries of JSON streams, and where a fork starts (its offset and
  * sub-offset, found through the append index of tiers/streamfiles.h).
  * Reads run on the loop thread: a catch-up answer is pread there, a piece
- * at a time when it is large (rn_engine_read_again).
+ * at a time when it is large (rn_engine_read_again). Bytes below a
+ * stream's cold end come from the tiers' cache of cold objects, or fail
+ * -ENODATA (see rn_engine_cold_fetch).
  */
 #include "engine/engine_int.h"
 #include "util/fault.h"
@@ -14,8 +16,10 @@
 #include <string.h>
 
 /* Copies the stream's bytes [off, off+len) into out, taking positions below
- * a fork's fork_offset from its source chain. The range must lie below the
- * tail. Returns 0 or -errno. */
+ * a fork's fork_offset from its source chain and those below a cold end
+ * from the tiers' read cache. The range must lie below the tail. out NULL:
+ * only checks that the cold bytes of the range are cached. Returns 0 or
+ * -errno (-ENODATA: cold bytes not cached; tiers.h). */
 static int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len,
                              uint8_t *out) {
     assert(off + len <= s->tail);
@@ -26,10 +30,19 @@ static int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, siz
         if (rc < 0)
             return rc;
         off += n;
-        out += n;
+        out = out ? out + n : NULL;
         len -= n;
     }
-    if (len == 0)
+    if (len > 0 && off < s->cold_end) { /* in the cold store: through the read cache */
+        size_t n = s->cold_end - off < len ? (size_t)(s->cold_end - off) : len;
+        int rc = rn_tiers_history_read(e->cfg.tiers, s->id, off, n, out);
+        if (rc < 0)
+            return rc;
+        off += n;
+        out = out ? out + n : NULL;
+        len -= n;
+    }
+    if (len == 0 || !out)
         return 0;
     if (off < s->gap_to && off + len > s->gap_from)
         return -EAGAIN; /* not in this replica's files yet (replica.c) */
@@ -37,6 +50,10 @@ static int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, siz
     if (got < 0)
         return (int)got;
     return (size_t)got == len ? 0 : -EIO;
+}
+
+int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len) {
+    return engine_read_range(e, s, off, len, NULL);
 }
 
 /* Finds the append holding position x (< tail) as seen by s: [start, end).
@@ -106,6 +123,8 @@ int engine_fork_position(rn_engine *e, const rn_op_request *in, rn_stream *src, 
         }
     }
     free(text);
+    if (rc == -ENODATA)
+        rn_engine_cold_fetch(e, NULL, NULL); /* so that a retry finds it */
     if (rc != 0 || n > 0)
         return rc != 0 ? RN_ERR_BOUNDARY_UNVERIFIED : RN_ERR_SUB_OFFSET;
     *pos = p;
@@ -121,6 +140,8 @@ int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset) {
     int rc = rn_fault_fail("boundary-read");
     if (rc == 0)
         rc = engine_read_range(e, s, offset - 1, 1, &c);
+    if (rc == -ENODATA)
+        rn_engine_cold_fetch(e, NULL, NULL); /* so that a retry finds it */
     return rc < 0 ? rc : c == '\n';
 }
 

@@ -26,6 +26,7 @@ typedef enum {
     RN_OP_RETAIN,
     RN_OP_REWRITE,          /* history rewrite (operator action; test hook today) */
     RN_OP_EXPIRE_PRODUCERS, /* internal: discards idle producer state */
+    RN_OP_TIER,             /* internal: history below target_offset is in the cold store */
 } rn_op_kind;
 
 typedef enum {
@@ -38,6 +39,7 @@ typedef enum {
     RN_OK_RETAINED,  /* retention applied or already there: see stream->retained */
     RN_OK_REWRITTEN,
     RN_OK_PRODUCERS_EXPIRED,
+    RN_OK_TIERED, /* the move is recorded (or was already) */
     RN_ERR_NOT_FOUND,
     RN_ERR_CONFIG_MISMATCH,  /* create: existing stream differs */
     RN_ERR_CLOSED,           /* append to a closed stream */
@@ -76,6 +78,8 @@ typedef enum {
                                        group (any more), or its log refused the entry */
     RN_ERR_LOG_BUSY,                /* nothing logged: the replicated log's bound on entries
                                        in flight is reached */
+    RN_ERR_COLD_BACKPRESSURE,       /* nothing logged: history waiting for the cold store
+                                       holds the hot budget (tiers/history.c) */
 } rn_result;
 
 /* What a caller asks; pointed-to memory must outlive done(). */
@@ -121,6 +125,8 @@ typedef struct {
     int blob_cold;
     uint8_t digest[32];
     uint64_t blob_size;
+    /* TIER: the stream (by id: a re-created one at the path is another). */
+    uint64_t stream_id;
 } rn_op_request;
 
 /* What the engine answers, valid inside done(). `stream` is NULL for

@@ -258,6 +258,7 @@ static void command_done(rn_cmdlog_entry *entry) {
         [RN_OP_CREATE] = RN_OK_CREATED,    [RN_OP_APPEND] = RN_OK_APPENDED,
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
         [RN_OP_REWRITE] = RN_OK_REWRITTEN, [RN_OP_EXPIRE_PRODUCERS] = RN_OK_PRODUCERS_EXPIRED,
+        [RN_OP_TIER] = RN_OK_TIERED,
     };
     /* done() may free the op and the entry in it: keep what follows. */
     rn_applied applied = entry->result;

@@ -106,6 +106,13 @@ typedef struct rn_stream {
      * logged, a fork starts at its source's retained offset or its verified
      * fork offset, and a rewrite lowers it to the tail. */
     uint64_t retained;
+    /* History tiering (tiers/history.c): the stream's own bytes below
+     * cold_end are objects of the cold store, one per chunk of the grid
+     * (cold_end is a multiple of RN_CHUNK_BYTES), and no longer in its
+     * data file; chunks wholly below the retained offset that no fork
+     * read when they were skipped have no object. 0: all of them are in
+     * the file. */
+    uint64_t cold_end;
     /* The latest visible snapshot (ext §2), when present. */
     struct {
         int present;
@@ -171,6 +178,9 @@ typedef struct {
      * back (len 0: none may, because forks read them or they are not the
      * stream's own). */
     void (*retain)(void *ctx, uint64_t id, uint64_t from, uint64_t len);
+    /* Stream id's bytes [from, from+len) moved to the cold store (a TIER
+     * command): their disk blocks are given back. */
+    void (*tiered)(void *ctx, uint64_t id, uint64_t from, uint64_t len);
     /* A rewrite keeps stream s's bytes below keep (< s->tail): its files
      * are cut there. Returns how many append-index entries remain (each
      * ends at or below keep; an append the cut splits ends at keep): the

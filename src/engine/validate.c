@@ -10,7 +10,7 @@
  * the deletion), existence (404); then per kind, for an append: idle
  * producer state is discarded first, then the producer rules, closure,
  * content (type, emptiness, Stream-Seq, JSON text, Producer-Digest last),
- * and admission of a new producer.
+ * admission of a new producer, and the hot budget of history tiering.
  */
 #include "engine/engine_int.h"
 #include "engine/producers.h"
@@ -187,6 +187,8 @@ static verdict validate_append(rn_engine *e, rn_op *op, rn_stream *s, int64_t no
             return answer(RN_ERR_PRODUCER_LIMIT, s);
         }
     }
+    if (len && engine_hot_budget_spent(e))
+        return answer(RN_ERR_COLD_BACKPRESSURE, s);
     priv(op)->cmd = (rn_cmd){.type = RN_CMD_APPEND,
                              .stream_id = s->id,
                              .offset = s->tail,
@@ -253,13 +255,29 @@ static verdict validate_retain(rn_engine *e, rn_op *op, rn_stream *s) {
 }
 
 /* History rewrite to target_offset (an operator action). Refused for a
- * stream that forks read through, whose bytes must not change under them.
- * The pipeline issues the new incarnation's serial. */
+ * stream that forks read through, whose bytes must not change under them,
+ * and below the stream's cold end (its objects hold whole chunks of the
+ * old history; tiers/history.c). The pipeline issues the new
+ * incarnation's serial. */
 static verdict validate_rewrite(rn_op *op, rn_stream *s) {
-    if (op->in.target_offset > s->tail || s->refcount > 0)
+    if (op->in.target_offset > s->tail || s->refcount > 0 || op->in.target_offset < s->cold_end)
         return answer(RN_ERR_CONFIG_MISMATCH, s);
     priv(op)->cmd =
         (rn_cmd){.type = RN_CMD_REWRITE, .stream_id = s->id, .offset = op->in.target_offset};
+    return log_for(s);
+}
+
+/* A move of history to the cold store (an internal mutation of the
+ * tiers' flush): of the same stream, forward, within the tail. */
+static verdict validate_tier(rn_op *op, rn_stream *s) {
+    uint64_t end = op->in.target_offset;
+    if (s->id != op->in.stream_id)
+        return answer(RN_ERR_NOT_FOUND, NULL);
+    if (end <= s->cold_end)
+        return answer(RN_OK_TIERED, s);
+    if (end > s->tail)
+        return answer(RN_ERR_CONFIG_MISMATCH, s); /* a rewrite cut it meanwhile */
+    priv(op)->cmd = (rn_cmd){.type = RN_CMD_TIER, .stream_id = s->id, .offset = end};
     return log_for(s);
 }
 
@@ -284,6 +302,8 @@ verdict engine_validate(rn_engine *e, rn_op *op, int64_t now) {
         return validate_create(e, op, s, now);
     if (!s)
         return answer(RN_ERR_NOT_FOUND, NULL);
+    if (in->kind == RN_OP_TIER) /* internal: renews no TTL window */
+        return validate_tier(op, s);
     rn_engine_touch(e, s);
     switch (in->kind) {
     case RN_OP_DELETE:

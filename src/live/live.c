@@ -101,6 +101,10 @@ static void on_input_end(rn_request *req) {
 
 static void on_timer_closed(uv_handle_t *h) {
     rn_live_reader *r = h->data;
+    if (r->cold_wait) {
+        r->release_due = 1; /* a fetch's callback still holds it (sse.c) */
+        return;
+    }
     r->ops->release(r);
 }
 

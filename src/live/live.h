@@ -53,6 +53,7 @@ typedef enum {
     RN_LIVE_REWRITTEN, /* the stream's history was rewritten */
     RN_LIVE_REMOVED,   /* the stream is about to disappear */
     RN_LIVE_FAILED,    /* SSE: a read of the stream failed */
+    RN_LIVE_COLD,      /* SSE: history it needs could not be fetched from the cold store */
 } rn_live_end;
 
 /* How SSE data events carry the stream's bytes. */
@@ -70,8 +71,8 @@ typedef struct {
      * TIMEOUT (204: nothing new), REWRITTEN or REMOVED. */
     void (*answer_poll)(rn_live_reader *r, rn_stream *s, rn_live_end why);
     /* Appends the data of the error event that ends the SSE response of r
-     * because of why (REWRITTEN, REMOVED or FAILED): one line. Appending
-     * nothing sends no error event. */
+     * because of why (REWRITTEN, REMOVED, FAILED or COLD): one line.
+     * Appending nothing sends no error event. */
     void (*sse_error)(const rn_live_reader *r, rn_live_end why, rn_buf *out);
     /* Appends the offset token of a position (SSE control events). */
     void (*append_offset)(rn_buf *out, uint64_t position);
@@ -95,7 +96,9 @@ struct rn_live_reader {
     rn_list_node node; /* in its stream's list */
     uv_timer_t timer;  /* its timeout */
     int sse;           /* an SSE response, else a long-poll */
-    int paused;        /* SSE: waiting for its socket to drain */
+    int paused;        /* SSE: waiting for its socket to drain, or for cold_wait */
+    int cold_wait;     /* SSE: a fetch of cold history holds it (its callback resumes it) */
+    int release_due;   /* its timer closed during cold_wait: the fetch's callback releases it */
     int ended;
 };
 

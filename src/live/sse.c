@@ -14,6 +14,7 @@
 #include "util/text.h"
 
 #include <assert.h>
+#include <errno.h>
 
 /* Appends one data event of n > 0 stream bytes d: a JSON array, base64, or
  * text with one data: line per line of the payload. */
@@ -69,7 +70,8 @@ static void control_event(rn_buf *out, const rn_live_reader *r, const rn_stream 
  * time), or with an error event first. */
 void rn_live_sse_end(rn_live_reader *r, rn_live_end why) {
     assert(why != RN_LIVE_DATA);
-    if (why == RN_LIVE_REWRITTEN || why == RN_LIVE_REMOVED || why == RN_LIVE_FAILED) {
+    if (why == RN_LIVE_REWRITTEN || why == RN_LIVE_REMOVED || why == RN_LIVE_FAILED ||
+        why == RN_LIVE_COLD) {
         rn_buf ev = {0};
         rn_buf_append_str(&ev, "event: error\ndata:");
         size_t head = ev.len;
@@ -140,9 +142,32 @@ static size_t send_event(rn_live_reader *r, const rn_stream *s, int at_tail, uin
     return rn_http_stream_write_chunk(r->req, sh->chunk);
 }
 
+static void pump(rn_live_reader *r, rn_stream *s, int force_control);
+
+/* The end of r's wait for cold history: it goes on from where it paused,
+ * or ends with an error event when the fetch failed; a reader that ended
+ * meanwhile is only released (when its timer closed already). */
+static void cold_fetched(void *arg, int status) {
+    rn_live_reader *r = arg;
+    r->cold_wait = 0;
+    if (r->release_due) {
+        r->ops->release(r);
+        return;
+    }
+    if (r->ended)
+        return; /* its timer's close releases it */
+    if (status < 0) {
+        rn_live_sse_end(r, RN_LIVE_COLD);
+        return;
+    }
+    r->paused = 0;
+    pump(r, r->stream, 0);
+}
+
 /* Sends every event available from r->offset; ends the response on
  * closure. `force_control` sends a control even without new data (the
- * first one of a response). */
+ * first one of a response). A chunk of history in the cold store that the
+ * read cache lacks pauses it until the chunk is fetched. */
 static void pump(rn_live_reader *r, rn_stream *s, int force_control) {
     for (;;) {
         if (r->offset >= s->tail) {
@@ -156,6 +181,12 @@ static void pump(rn_live_reader *r, rn_stream *s, int force_control) {
             return;
         }
         long got = next_event(r, s);
+        if (got == -ENODATA) { /* history in the cold store that the read cache lacks */
+            r->paused = 1;
+            r->cold_wait = 1;
+            rn_engine_cold_fetch(r->live->engine, cold_fetched, r);
+            return;
+        }
         if (got <= 0) {
             rn_live_sse_end(r, RN_LIVE_FAILED);
             return;
@@ -179,7 +210,7 @@ static void pump(rn_live_reader *r, rn_stream *s, int force_control) {
 
 static void on_drain(rn_request *req) {
     rn_live_reader *r = req->handler_data;
-    if (!r->paused || r->ended)
+    if (!r->paused || r->cold_wait || r->ended)
         return;
     r->paused = 0;
     assert(r->stream); /* registered until it ends */

@@ -158,7 +158,10 @@ static int next_piece(job *j, const rn_backup_stream *b) {
                   : rn_engine_backup_read(j->owner->engine, b, j->part == RN_BACKUP_INDEX, j->pos,
                                           end, &j->piece);
     if (rc < 0) {
-        finish(j, rc, rc == -ESTALE ? RN_E_BACKUP_INTERRUPTED : RN_E_INTERNAL);
+        finish(j, rc,
+               rc == -ESTALE    ? RN_E_BACKUP_INTERRUPTED
+               : rc == -EREMOTE ? RN_E_BACKUP_COLD_HISTORY
+                                : RN_E_INTERNAL);
         return 1;
     }
     rn_backup_piece_key(j->name, j->part, b->id, j->pos, j->key);

@@ -209,6 +209,14 @@ static const setting SETTINGS[] = {
         "S3 objects larger are written as multipart uploads of parts this large"),
     U64("s3-timeout-ms", "RUNNEL_S3_TIMEOUT_MS", s3_timeout_ms, 30000, 100, 3600000,
         "each S3 call's timeout, plus its payload's time at 1 MiB/s"),
+    U64("hot-bytes", "RUNNEL_HOT_BYTES", hot_bytes, 0, 0, 1ull << 50,
+        "history tiering (needs --cold-store): every whole 4 MiB chunk of a stream below its "
+        "tail moves to the cold store, and appends get 503 COLD_BACKPRESSURE while chunks "
+        "waiting to move hold this many bytes; 0: history stays in the local stream files"),
+    U64("history-cache-bytes", "RUNNEL_HISTORY_CACHE_BYTES", history_cache_bytes, 67108864,
+        33554432, 1ull << 50,
+        "history chunks fetched from the cold store that the read cache keeps on local disk; at "
+        "least --max-read-bytes plus 16 MiB"),
     U64("producer-ttl-ms", "RUNNEL_PRODUCER_TTL_MS", producer_ttl_ms, 604800000, 100, 1ull << 40,
         "a producer's state is kept while it wrote within this long; idle state is discarded and "
         "raises the stream's epoch floor"),
@@ -536,6 +544,32 @@ static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t er
     return 0;
 }
 
+/* History tiering needs a cold store, a single node, and a read cache that
+ * holds the chunks of the largest read. */
+static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
+    if (cfg->hot_bytes && cfg->cold_store == RN_COLD_NONE) {
+        snprintf(err, errcap, "--hot-bytes (history tiering) needs --cold-store");
+        return -1;
+    }
+    if (cfg->hot_bytes && cfg->backup_to[0]) {
+        snprintf(err, errcap,
+                 "--backup-to cannot be combined with --hot-bytes (history tiering) yet: a "
+                 "backup reads stream bytes from the local files, where tiered history is not");
+        return -1;
+    }
+    if (cfg->hot_bytes && cfg->node_id) {
+        snprintf(err, errcap,
+                 "--hot-bytes (history tiering) is not available in cluster mode (--node-id) yet");
+        return -1;
+    }
+    if (cfg->history_cache_bytes < cfg->max_read_bytes + (16u << 20)) {
+        snprintf(err, errcap,
+                 "--history-cache-bytes must be at least --max-read-bytes plus 16 MiB");
+        return -1;
+    }
+    return 0;
+}
+
 int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NSETTINGS; i++) {
@@ -605,7 +639,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -1;
     }
-    return 0;
+    return check_tiering(cfg, err, errcap);
 }
 
 void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap) {

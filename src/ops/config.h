@@ -77,8 +77,10 @@ typedef struct {
      * the --s3-* settings (ops/backup_format.h); "": no backups */
     char backup_to[4096];
     uint64_t parts_grace_ms;
-    uint64_t producer_ttl_ms; /* idle producer state is discarded after this (ext §5.4) */
-    uint64_t producer_cap;    /* producers per stream */
+    uint64_t hot_bytes;           /* history tiering's hot budget; 0: off */
+    uint64_t history_cache_bytes; /* the read cache of history chunks */
+    uint64_t producer_ttl_ms;     /* idle producer state is discarded after this (ext §5.4) */
+    uint64_t producer_cap;        /* producers per stream */
     /* Cluster mode (--node-id given; see src/cluster/cluster_config.h). */
     uint64_t node_id; /* 0: single node */
     rn_peer_config peers[RN_MAX_PEERS];

@@ -15,6 +15,7 @@
 #include "ops/backup.h"
 #include "surface/admin.h"
 #include "protocol/reply.h"
+#include "tiers/tiers.h"
 #include "util/metrics.h"
 
 #include <stdio.h>
@@ -29,15 +30,18 @@ static void answer_text(rn_request *req, int status, const char *content_type, r
 }
 
 typedef struct {
-    uint64_t streams, producers, hot_bytes, cold_bytes, snapshot_bytes;
+    uint64_t streams, producers, hot_bytes, history_cold_bytes, cold_bytes, snapshot_bytes;
 } store_gauges;
 
 static void add_stream(rn_stream *s, void *arg) {
     store_gauges *g = arg;
     g->streams++;
     g->producers += s->producers.count;
-    g->hot_bytes += s->tail - s->fork_offset -
-                    (s->retained > s->fork_offset ? s->retained - s->fork_offset : 0);
+    /* a stream's own retained bytes: below hot_start in the cold store */
+    uint64_t own = s->retained > s->fork_offset ? s->retained : s->fork_offset;
+    uint64_t hot_start = s->cold_end > own ? s->cold_end : own;
+    g->hot_bytes += s->tail - hot_start;
+    g->history_cold_bytes += hot_start - own;
     if (s->snapshot.present) {
         if (s->snapshot.cold)
             g->cold_bytes += s->snapshot.size;
@@ -49,6 +53,32 @@ static void add_stream(rn_stream *s, void *arg) {
 static void metric(rn_buf *b, const char *name, const char *type, const char *help, uint64_t v) {
     rn_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
                    (unsigned long long)v);
+}
+
+/* History tiering: where the stream bytes are, the read cache, the flush. */
+static void history_metrics(rn_buf *b, const rn_endpoints *ep, uint64_t cold_bytes) {
+    rn_tiers_history_stats st = {0};
+    if (ep->tiers)
+        rn_tiers_history_stats_get(ep->tiers, &st);
+    metric(b, "runnel_history_cold_bytes", "gauge",
+           "Retained stream bytes in the cold store (history tiering).", cold_bytes);
+    metric(b, "runnel_history_cached_bytes", "gauge",
+           "History chunks from the cold store in the read cache.", st.cached_bytes);
+    metric(b, "runnel_history_flush_lag_bytes", "gauge",
+           "Stream bytes in whole chunks waiting to move to the cold store.",
+           ep->ready ? rn_engine_cold_backlog(ep->engine) : 0);
+    metric(b, "runnel_history_flushed_bytes_total", "counter",
+           "Stream bytes moved to the cold store.", st.flushed_bytes);
+    metric(b, "runnel_history_flush_failures_total", "counter",
+           "Moves to the cold store that failed (retried).", st.flush_failures);
+    metric(b, "runnel_history_cache_hits_total", "counter",
+           "Reads of cold history found in the read cache (one per chunk read).", st.hits);
+    metric(b, "runnel_history_cache_misses_total", "counter",
+           "Reads of cold history that had to fetch their chunk.", st.misses);
+    metric(b, "runnel_history_fetches_total", "counter",
+           "History chunks fetched from the cold store.", st.fetches);
+    metric(b, "runnel_history_fetch_failures_total", "counter",
+           "History chunk fetches that failed.", st.fetch_failures);
 }
 
 /* The cold store's S3 calls, one sample per operation. */
@@ -185,6 +215,7 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     metric(b, "runnel_producers", "gauge", "Idempotent producers with state.", g.producers);
     metric(b, "runnel_hot_bytes", "gauge", "Retained stream bytes in local stream files.",
            g.hot_bytes);
+    history_metrics(b, ep, g.history_cold_bytes);
     metric(b, "runnel_snapshot_bytes", "gauge", "Snapshot bodies in the local snapshot store.",
            g.snapshot_bytes);
     metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g.cold_bytes);

@@ -18,6 +18,7 @@ typedef struct {
     rn_engine *engine;
     rn_live *live;
     rn_surface *surface;
+    struct rn_tiers *tiers; /* the history read cache's and flush's counters */
     rn_http_server *http;
     rn_probe *probe;            /* the data directory probe (readiness) */
     struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */

@@ -249,7 +249,8 @@ static void recover(uv_work_t *w) {
                            .checkpoint_bytes = s->cfg.checkpoint_bytes,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
-                           .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL};
+                           .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL,
+                           .hot_bytes = s->cfg.hot_bytes};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
 }
 
@@ -363,10 +364,13 @@ static void wire(server *s) {
         s->backup_dest = NULL;
         s->endpoints.backups = s->backups;
     }
+    if (s->cfg.hot_bytes)
+        rn_engine_tier_history(s->engine);
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
     s->endpoints.surface = s->surface;
+    s->endpoints.tiers = s->tiers;
     s->endpoints.live = s->live;
     uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
     s->router.ready = 1;
@@ -487,7 +491,8 @@ int rn_serve(int argc, char **argv) {
     rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
                           .cold_store = s.cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = (int)s.cfg.max_open_files,
-                          .parts_grace_ms = s.cfg.parts_grace_ms};
+                          .parts_grace_ms = s.cfg.parts_grace_ms,
+                          .history_cache_bytes = s.cfg.history_cache_bytes};
     if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
         tc.cold_backend = s.cold_backend;
         s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);

@@ -221,7 +221,7 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_RECOVERING] = {503, "GROUP_RESTARTING",
                          "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
-    [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the snapshot store failed; retry"},
+    [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the cold store failed; retry"},
     [RN_E_COLD_BACKPRESSURE] = {503, "COLD_BACKPRESSURE",
                                 "the cold store is slow or saturated; nothing was applied, retry "
                                 "after Retry-After"},
@@ -252,6 +252,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_BACKUP_STORE_FAILED] = {502, "BACKUP_STORE_FAILED",
                                   "the backup destination failed; the backup is not complete, "
                                   "retry"},
+    [RN_E_BACKUP_COLD_HISTORY] = {501, "BACKUP_COLD_HISTORY",
+                                  "a stream's history was moved to the cold store (--hot-bytes), "
+                                  "which backups do not read yet; the backup is not complete"},
 };
 
 int rn_error_status(rn_error e) {

@@ -9,6 +9,9 @@
  * JSON streams, one part for others, at most RN_BOOTSTRAP_CAP bytes of them
  * (always at least one message), so the answer is complete (up to the tail,
  * Stream-Up-To-Date) or partial with an honest Stream-Next-Offset.
+ *
+ * Both read stream bytes that may be in the cold store (history tiering):
+ * a read that misses the read cache fetches the chunk and starts over.
  */
 #include "surface/bootstrap.h"
 #include "surface/bucket.h"
@@ -16,16 +19,78 @@
 #include "protocol/reply.h"
 #include "protocol/routing.h"
 #include "surface/snapshots.h"
+#include "tiers/tiers.h"
 #include "util/blake3.h"
 #include "util/text.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #define RN_BOOTSTRAP_CAP (8u << 20)
-#define RN_CHUNK_BYTES (4u << 20) /* the chunk grid of §4.2 */
+#define RN_COLD_WAITS 32 /* fetches of cold bytes one read may wait for */
+
+/* A bootstrap or chunk read, kept while it waits for history bytes in the
+ * cold store that the read cache lacks: copies of what it names, and a
+ * hold on its request. */
+typedef struct cold_read {
+    rn_surface *sf;
+    rn_request *req;
+    char *key, *token, *offset;
+    size_t key_len, token_len, offset_len;
+    int has_query;
+    int waits;
+    int (*answer)(struct cold_read *r); /* 0: answered; 1: waits for cold bytes */
+} cold_read;
+
+static cold_read *cold_read_new(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                                int (*answer)(cold_read *r)) {
+    cold_read *r = rn_xcalloc(1, sizeof *r);
+    r->sf = sf;
+    r->req = req;
+    rn_request_hold(req);
+    r->key = rn_xstrndup(key, key_len);
+    r->key_len = key_len;
+    r->answer = answer;
+    return r;
+}
+
+static void cold_read_free(cold_read *r) {
+    rn_request_release(r->req);
+    free(r->key);
+    free(r->token);
+    free(r->offset);
+    free(r);
+}
+
+static void run(cold_read *r) {
+    if (!r->answer(r))
+        cold_read_free(r);
+}
+
+static void cold_fetched(void *arg, int status) {
+    cold_read *r = arg;
+    if (status < 0) {
+        rn_reply_cold_failure(r->req, status, NULL);
+        cold_read_free(r);
+        return;
+    }
+    run(r); /* from the start: the stream may have changed meanwhile */
+}
+
+/* Fetches the cold bytes the read missed, then answers it again; a read
+ * that waited RN_COLD_WAITS times (a read cache too small for its
+ * readers) answers 503 COLD_BACKPRESSURE. Returns what r->answer does. */
+static int wait_cold(cold_read *r) {
+    if (r->waits++ >= RN_COLD_WAITS) {
+        rn_reply_cold_failure(r->req, -EAGAIN, NULL);
+        return 0;
+    }
+    rn_engine_cold_fetch(rn_surface_engine(r->sf), cold_fetched, r);
+    return 1;
+}
 
 /* Finds the stream or answers 404/410; returns NULL when it answered. */
 static rn_stream *find_or_answer(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
@@ -42,42 +107,48 @@ static void content_type_line(rn_buf *b, const char *ct, size_t len) {
     rn_buf_append_str(b, "\r\n");
 }
 
-void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_len, int has_query) {
+static int bootstrap_answer(cold_read *r) {
+    rn_surface *sf = r->sf;
+    rn_request *req = r->req;
+    const char *key = r->key;
+    size_t key_len = r->key_len;
     int has_token;
     uint64_t token;
-    if (has_query) {
+    if (r->has_query) {
         rn_reply_error(req, RN_E_QUERY_NOT_ACCEPTED, NULL);
-        return;
+        return 0;
     }
     if (rn_request_incarnation(req, &has_token, &token)) {
         rn_reply_error(req, RN_E_INVALID_INCARNATION, NULL);
-        return;
+        return 0;
     }
     rn_stream *s = find_or_answer(sf, req, key, key_len);
     if (!s)
-        return;
+        return 0;
     rn_engine *e = rn_surface_engine(sf);
     if (has_token && token != s->incarnation) {
         rn_buf extra = {0};
         rn_reply_incarnation(&extra, s);
         rn_reply_error(req, RN_E_INCARNATION_MISMATCH, &extra);
-        return;
+        return 0;
     }
     rn_engine_touch(e, s);
     uint64_t start = s->snapshot.present ? s->snapshot.offset : s->retained;
     rn_buf updates = {0};
     long got = rn_engine_read(e, s, start, RN_BOOTSTRAP_CAP, 1, &updates);
+    if (got < 0)
+        rn_buf_free(&updates);
+    if (got == -ENODATA)
+        return wait_cold(r);
     if ((got == -ENOENT || got == -EAGAIN) && rn_routing_active()) {
         /* a replica that has not fetched these bytes yet (the body: see
          * rn_snapshot_respond_body) */
-        rn_buf_free(&updates);
         rn_routing_read_elsewhere(req, key, key_len);
-        return;
+        return 0;
     }
     if (got < 0) {
-        rn_buf_free(&updates);
         rn_reply_error(req, RN_E_COLD_STORE_FAILED, NULL);
-        return;
+        return 0;
     }
     uint8_t rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
@@ -126,9 +197,16 @@ void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_l
         rn_buf_append(&prefix, suffix.data, suffix.len);
         rn_buf_free(&suffix);
         rn_http_respond(req, 200, &h, &prefix);
-        return;
+        return 0;
     }
     rn_snapshot_respond_body(sf, req, 200, &h, &prefix, s, 0, s->snapshot.size, &suffix, NULL);
+    return 0;
+}
+
+void rn_bootstrap(rn_surface *sf, rn_request *req, const char *key, size_t key_len, int has_query) {
+    cold_read *r = cold_read_new(sf, req, key, key_len, bootstrap_answer);
+    r->has_query = has_query;
+    run(r);
 }
 
 /* Strong ETag of a chunk (§4.3): over the token, the range, where it ends,
@@ -150,54 +228,60 @@ static void chunk_etag(const rn_stream *s, uint64_t off, uint64_t end, int end_k
     out[34] = 0;
 }
 
-void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
-                   const char *token, size_t token_len, const char *offset, size_t offset_len) {
+static int chunk_answer(cold_read *r) {
+    rn_surface *sf = r->sf;
+    rn_request *req = r->req;
+    const char *key = r->key;
+    size_t key_len = r->key_len;
     uint64_t want, off;
-    if (rn_token_parse_segment(token, token_len, &want) ||
-        rn_offset_parse_segment(offset, offset_len, &off)) {
+    if (rn_token_parse_segment(r->token, r->token_len, &want) ||
+        rn_offset_parse_segment(r->offset, r->offset_len, &off)) {
         rn_reply_error(req, RN_E_INVALID_RESOURCE, NULL);
-        return;
+        return 0;
     }
     /* A replica serves only what it can mark; the leader answers the rest
      * once it confirmed it leads (extensions §4.3; routing.h). */
     rn_stream *s = rn_engine_find(rn_surface_engine(sf), key, key_len);
     if (!s || off < s->retained || off > s->tail || want != s->incarnation) {
         if (rn_routing_authoritative(req, key, key_len))
-            return;
+            return 0;
     }
     if (!s && !find_or_answer(sf, req, key, key_len))
-        return;
+        return 0;
     if (req->method == RN_HTTP_GET)
         rn_engine_touch(rn_surface_engine(sf), s); /* a read renews the TTL window, HEAD does not */
     rn_buf extra = {0};
     rn_reply_incarnation(&extra, s);
     if (off < s->retained) {
         rn_reply_error(req, RN_E_OFFSET_RETAINED_AWAY, &extra);
-        return;
+        return 0;
     }
     if (off > s->tail) {
         rn_reply_error(req, RN_E_OFFSET_OUT_OF_RANGE, &extra);
-        return;
+        return 0;
     }
     if (want != s->incarnation) {
         rn_reply_error(req, RN_E_INCARNATION_MISMATCH, &extra);
-        return;
+        return 0;
     }
     rn_buf_free(&extra);
     uint64_t chunk_end = (off / RN_CHUNK_BYTES + 1) * RN_CHUNK_BYTES;
     uint64_t end = chunk_end < s->tail ? chunk_end : s->tail;
     rn_buf body = {0};
-    if (rn_engine_read(rn_surface_engine(sf), s, off, (size_t)(end - off), 0, &body) !=
-        (long)(end - off)) {
+    long got = rn_engine_read(rn_surface_engine(sf), s, off, (size_t)(end - off), 0, &body);
+    if (got != (long)(end - off))
         rn_buf_free(&body);
+    if (got == -ENODATA) /* one ranged GET of the chunk's object, then again */
+        return wait_cold(r);
+    if (got != (long)(end - off)) {
         rn_reply_error(req, RN_E_INTERNAL, NULL);
-        return;
+        return 0;
     }
     int end_kind = end < s->tail ? 0 : s->closed ? 2 : 1;
     int marked = (end == chunk_end && end < s->tail) || end_kind == 2;
     if (!marked && rn_routing_authoritative(req, key, key_len)) {
         rn_buf_free(&body);
-        return;
+        return 0;
     }
     char ct_buf[256];
     const char *ct = "application/x-ndjson";
@@ -224,7 +308,18 @@ void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_
     if (rn_if_none_match(req, etag)) {
         rn_buf_free(&body);
         rn_http_respond(req, 304, &h, &body);
-        return;
+        return 0;
     }
     rn_http_respond(req, 200, &h, &body);
+    return 0;
+}
+
+void rn_chunk_read(rn_surface *sf, rn_request *req, const char *key, size_t key_len,
+                   const char *token, size_t token_len, const char *offset, size_t offset_len) {
+    cold_read *r = cold_read_new(sf, req, key, key_len, chunk_answer);
+    r->token = rn_xstrndup(token, token_len);
+    r->token_len = token_len;
+    r->offset = rn_xstrndup(offset, offset_len);
+    r->offset_len = offset_len;
+    run(r);
 }

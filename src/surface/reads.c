@@ -111,15 +111,17 @@ typedef struct {
     int commas;
 } read_source;
 
-/* Appends the answer's bytes [pos, pos + len) to out. Returns 0, or -1
+/* Appends the answer's bytes [pos, pos + len) to out. Returns 0, or < 0
  * when they are no longer the stream's bytes the answer began with
- * (rn_engine_read_again) or could not be read. */
+ * (rn_engine_read_again) or could not be read (-ENODATA: cold bytes no
+ * longer cached). */
 static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
     const read_source *r = ctx;
     rn_buf_reserve(out, len);
     uint8_t *p = out->data + out->len;
-    if (rn_engine_read_again(r->engine, r->stream_id, r->incarnation, r->start + pos, len, p) < 0)
-        return -1;
+    int rc = rn_engine_read_again(r->engine, r->stream_id, r->incarnation, r->start + pos, len, p);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; r->commas && i < len; i++)
         if (p[i] == '\n')
             p[i] = ',';
@@ -135,7 +137,7 @@ static void read_release(void *ctx) {
  * src->start, rendered as a JSON array or as they are. One that fits one
  * piece of the transport is read here and sent whole; a longer one is read
  * and sent a piece at a time (rn_http_respond_pieces), so it never holds
- * the loop, or memory, for more than a piece. Returns -1 (nothing sent)
+ * the loop, or memory, for more than a piece. Returns < 0 (nothing sent)
  * when the bytes of a whole answer could not be read. */
 static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t got) {
     rn_buf prefix = {0}, body = {0}, suffix = {0};
@@ -152,10 +154,11 @@ static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t 
         return 0;
     }
     body = prefix;
-    if (got && read_fill((void *)src, 0, (size_t)got, &body) < 0) {
+    int rc = got ? read_fill((void *)src, 0, (size_t)got, &body) : 0;
+    if (rc < 0) {
         rn_buf_free(&body);
         rn_buf_free(&suffix);
-        return -1;
+        return rc;
     }
     rn_buf_append(&body, suffix.data, suffix.len);
     rn_buf_free(&suffix);
@@ -163,9 +166,15 @@ static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t 
     return 0;
 }
 
+static void wait_cold(stream_ctx *c);
+
 /* Answers a read with the data at its offset (possibly none): catch-up 200,
- * or a long-poll 200 with a cursor. */
-static void answer_data(stream_ctx *c, rn_stream *s) {
+ * or a long-poll 200 with a cursor. Bytes in the cold store that the read
+ * cache lacks are fetched first when the read `may_wait` (it then runs
+ * again: returns 1); a woken long-poll, which live/ holds, answers 503
+ * COLD_BACKPRESSURE instead and starts the fetch for its retry. Returns 0
+ * once answered. */
+static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
     rn_buf h = {0};
     uint64_t start = c->read.offset;
     long got = 0;
@@ -174,11 +183,23 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
             rn_engine_read_length(c->sf->engine, s, start, c->read.max_bytes, !reads_ndjson(c, s));
         if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
             rn_routing_read_elsewhere(c->req, c->path, c->path_len);
-            return;
+            return 0;
+        }
+        int ready = got > 0 ? rn_engine_read_ready(c->sf->engine, s, start, (size_t)got) : 0;
+        if (ready < 0) /* every cold byte of the answer is cached before it starts */
+            got = ready;
+        if (got == -ENODATA && may_wait) {
+            wait_cold(c);
+            return 1;
+        }
+        if (got == -ENODATA) {
+            rn_engine_cold_fetch(c->sf->engine, NULL, NULL);
+            rn_reply_cold_failure(c->req, -EAGAIN, NULL);
+            return 0;
         }
         if (got < 0) {
             rn_reply_error(c->req, RN_E_INTERNAL, NULL);
-            return;
+            return 0;
         }
     }
     uint64_t end = start + (uint64_t)got;
@@ -216,7 +237,7 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
         if (rn_if_none_match(c->req, etag)) {
             rn_buf empty = {0};
             rn_http_respond(c->req, 304, &h, &empty);
-            return;
+            return 0;
         }
     }
     read_source src = {.engine = c->sf->engine,
@@ -228,6 +249,7 @@ static void answer_data(stream_ctx *c, rn_stream *s) {
         rn_buf_free(&h);
         rn_reply_error(c->req, RN_E_INTERNAL, NULL);
     }
+    return 0;
 }
 
 static void answer_poll_timeout(stream_ctx *c, rn_stream *s) {
@@ -263,16 +285,18 @@ static stream_ctx *reader_ctx(const rn_live_reader *r) {
  * current token whether or not it carried the precondition (an SSE read
  * sends the same error as its last event). */
 static rn_error live_end_error(rn_live_end why) {
-    assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED);
+    assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED ||
+           why == RN_LIVE_COLD);
     return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
            : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
+           : why == RN_LIVE_COLD      ? RN_E_COLD_STORE_FAILED
                                       : RN_E_INTERNAL;
 }
 
 static void answer_live_poll(rn_live_reader *r, rn_stream *s, rn_live_end why) {
     stream_ctx *c = reader_ctx(r);
     if (why == RN_LIVE_DATA) {
-        answer_data(c, s);
+        answer_data(c, s, 0);
     } else if (why == RN_LIVE_TIMEOUT) {
         answer_poll_timeout(c, s);
     } else if (why == RN_LIVE_REMOVED) {
@@ -398,7 +422,35 @@ static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
     return 1;
 }
 
+/* The end of a wait for cold bytes: the read runs again from the start
+ * (the stream may have changed meanwhile), or answers the store's failure. */
+static void cold_fetched(void *arg, int status) {
+    stream_ctx *c = arg;
+    c->cold_waiting = 0;
+    if (status < 0) {
+        rn_reply_cold_failure(c->req, status, NULL);
+        rn_streams_ctx_finish(c);
+        return;
+    }
+    rn_streams_get(c, c->query, c->query_len);
+}
+
+/* Fetches the cold bytes the read missed (rn_engine_cold_fetch) and runs
+ * it again; a read that waited RN_COLD_WAITS times already (its bytes
+ * evicted as fast as they come: a read cache too small for its readers)
+ * answers 503 COLD_BACKPRESSURE. */
+#define RN_COLD_WAITS 32
+static void wait_cold(stream_ctx *c) {
+    c->cold_waiting = 1; /* the ctx outlives a client that leaves meanwhile */
+    if (c->cold_waits++ >= RN_COLD_WAITS)
+        cold_fetched(c, -EAGAIN);
+    else
+        rn_engine_cold_fetch(c->sf->engine, cold_fetched, c);
+}
+
 void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
+    c->query = query;
+    c->query_len = query_len;
     c->read.req = c->req;
     c->read.ops = &live_ops;
     c->read.max_bytes = c->prof->read_parameters ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
@@ -438,6 +490,10 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
         int valid = *offset > s->tail    ? 0
                     : reads_ndjson(c, s) ? 1
                                          : rn_engine_offset_valid(e, s, *offset);
+        if (valid == -ENODATA) { /* the byte before it is cold */
+            wait_cold(c);
+            return;
+        }
         if (valid <= 0) { /* unverified (< 0): a failed read, retryable */
             rn_buf extra = {0};
             if (valid < 0)
@@ -453,12 +509,14 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
         return;
     switch (c->mode) {
     case READ_CATCHUP:
-        answer_data(c, s);
+        if (answer_data(c, s, 1))
+            return;
         break;
     case READ_LONG_POLL:
         c->offset_kind = RN_OFFSET_POSITION; /* a long-poll 200 carries data and an ETag */
         if (*offset < s->tail) {
-            answer_data(c, s);
+            if (answer_data(c, s, 1))
+                return;
         } else if (s->closed) {
             answer_poll_timeout(c, s);
         } else {

@@ -69,8 +69,8 @@ void rn_streams_ctx_finish(stream_ctx *c) {
 
 static void on_abort(rn_request *req) {
     stream_ctx *c = req->handler_data;
-    if (c->op.done)
-        return; /* an engine op is in flight; its done callback frees */
+    if (c->op.done || c->cold_waiting)
+        return; /* an engine op or a cold fetch is in flight; its callback frees */
     rn_streams_ctx_finish(c);
 }
 
@@ -462,6 +462,8 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_NO_LEADER;
     case RN_ERR_LOG_BUSY:
         return RN_E_RAFT_BACKPRESSURE;
+    case RN_ERR_COLD_BACKPRESSURE:
+        return RN_E_COLD_BACKPRESSURE;
     default:
         return RN_E_INTERNAL; /* a success code: a caller bug */
     }
@@ -547,6 +549,7 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     case RN_ERR_DISK_FULL:
     case RN_ERR_UNAVAILABLE:
     case RN_ERR_BOUNDARY_UNVERIFIED:
+    case RN_ERR_COLD_BACKPRESSURE:
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         break;
     case RN_ERR_NO_LEADER:

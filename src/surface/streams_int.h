@@ -28,6 +28,11 @@ typedef struct stream_ctx {
     read_mode mode;
     rn_offset_kind offset_kind;
     uint64_t poll_timeout_ms; /* this request's long-poll wait */
+    /* a read that waits for cold bytes runs again with its query */
+    const char *query;
+    size_t query_len;
+    int cold_waits;
+    int cold_waiting; /* a fetch's callback holds the ctx */
     rn_live_reader read;
 } stream_ctx;
 

@@ -44,6 +44,8 @@ rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, 
     assert(cfg->cold_store || !cfg->cold_backend);
     if (cfg->cold_store)
         t->cold = cfg->cold_backend ? cfg->cold_backend : open_store(loop, cfg->data_dir, "cold");
+    if (t->cold)
+        t->history = rn_history_new(t, cfg->history_cache_bytes);
     if (!t->local || (cfg->cold_store && !t->cold)) {
         snprintf(err, errcap, "cannot create the snapshot stores in %s", cfg->data_dir);
         if (t->cold && t->cold->ops->stop)
@@ -73,6 +75,8 @@ void rn_tiers_start(rn_tiers *t) {
 void rn_tiers_stop(rn_tiers *t) {
     if (t->started)
         uv_close((uv_handle_t *)&t->sweep, NULL);
+    if (t->history)
+        rn_history_stop(t->history);
     if (t->cold && t->cold->ops->stop)
         t->cold->ops->stop(t->cold);
 }
@@ -82,6 +86,7 @@ void rn_tiers_close(rn_tiers *t) {
         return;
     rn_tiers_parts_free(t);
     rn_tiers_orphans_free(t);
+    rn_history_free(t->history);
     rn_streamfiles_close(t->files);
     if (t->local)
         t->local->ops->close(t->local);

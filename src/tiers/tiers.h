@@ -34,6 +34,9 @@ typedef struct {
     int cold_store;          /* keep large snapshot bodies and staged parts in a cold store */
     int max_open_files;      /* stream file descriptors kept open */
     uint64_t parts_grace_ms; /* staged parts no commit used are removed after this */
+    /* With cold_store: bytes of history objects the read cache keeps
+     * (history.c; at least RN_HISTORY_CACHE_MIN). */
+    uint64_t history_cache_bytes;
     /* With cold_store: the cold store's backend (store.h), taken over by
      * the tiers (also when the open fails); NULL: the local directory
      * <data>/cold. */
@@ -171,5 +174,68 @@ void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const c
  * claim. ids are copied. */
 void rn_tiers_parts_release(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                             size_t n);
+
+/* ---- stream history in the cold store (history.c) ----
+ * With a cold store, a stream's history can move from its data file to
+ * the cold store a chunk of the grid at a time (extensions §4.2), one
+ * object per chunk, "history/<stream id>/<chunk index>" (16 hex digits
+ * each): the tiers write the object, then the engine records the move (a
+ * logged command) and gives the file's blocks back. Reads below a stream's
+ * cold end come from a bounded cache of those objects, each fetched with
+ * one ranged GET; a read whose chunk is not cached fails -ENODATA and
+ * names it (rn_tiers_history_missed) for rn_tiers_history_fetch. */
+
+#define RN_CHUNK_BYTES (4u << 20)                    /* the chunk grid of §4.2 */
+#define RN_HISTORY_CACHE_MIN (8ull * RN_CHUNK_BYTES) /* the smallest read cache */
+
+/* Where the flush finds what to move (the engine: engine/tiering.c). */
+typedef struct {
+    void *ctx;
+    /* Finds a chunk due to move: 1 with the stream and the chunk's offset,
+     * 0 when none is. Called every tick (it also refreshes what the engine
+     * counts of the backlog). */
+    int (*next)(void *ctx, uint64_t *id, uint64_t *off);
+    /* Reads stream id's bytes [off, off + len) from its data file into out:
+     * 0 or -errno. */
+    int (*read)(void *ctx, uint64_t id, uint64_t off, size_t len, uint8_t *out);
+    /* The chunk ending at end is durable in the cold store: records the
+     * move; done(arg, 0) once recorded or no longer wanted, done(arg,
+     * -errno) to try again later. */
+    void (*record)(void *ctx, uint64_t id, uint64_t end, rn_tiers_status_fn done, void *arg);
+} rn_tiers_history_source;
+
+/* Starts moving history (after rn_tiers_start; needs a cold store): one
+ * chunk at a time, a tick every 100 ms, failed puts and records retried
+ * with backoff. src is copied. */
+void rn_tiers_history_flush(rn_tiers *t, const rn_tiers_history_source *src);
+
+/* Copies stream id's history bytes [off, off + len) from the read cache
+ * into out (NULL: only checks that they are cached). Returns 0; -ENODATA
+ * when a chunk of the range is not cached (it is remembered for
+ * rn_tiers_history_missed; without a cold store every read fails so, and
+ * its fetch -EIO); -EIO when the cached copy cannot be read. */
+int rn_tiers_history_read(rn_tiers *t, uint64_t id, uint64_t off, size_t len, uint8_t *out);
+/* The chunk the last -ENODATA of rn_tiers_history_read named: 1 with its
+ * stream and offset, 0 when none did. */
+int rn_tiers_history_missed(const rn_tiers *t, uint64_t *id, uint64_t *off);
+/* Fetches the chunk of stream id at off into the read cache; done (may be
+ * NULL) hears 0 once it is cached, -EAGAIN when too many fetches run, or
+ * the store's -errno (-ENOENT: no such object). */
+void rn_tiers_history_fetch(rn_tiers *t, uint64_t id, uint64_t off, rn_tiers_status_fn done,
+                            void *arg);
+
+/* Removes every history object of stream id, which is gone for good (a
+ * destroyed stream: no fork reads it). Reports nothing: an object that
+ * stays is an orphan. Also at recovery, where a network store is left
+ * alone. */
+void rn_tiers_history_drop(rn_tiers *t, uint64_t id);
+
+typedef struct {
+    uint64_t cached_bytes;          /* history objects in the read cache */
+    uint64_t hits, misses, fetches; /* cache lookups and GETs */
+    uint64_t fetch_failures;
+    uint64_t flushed_bytes, flush_failures; /* objects written; failed puts or records */
+} rn_tiers_history_stats;
+void rn_tiers_history_stats_get(const rn_tiers *t, rn_tiers_history_stats *out);
 
 #endif

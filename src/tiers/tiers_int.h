@@ -24,6 +24,7 @@ struct rn_tiers {
     void *referenced_ctx;
     rn_map suspects; /* body key -> when a listing first found it unreferenced */
     int orphan_listing;
+    struct rn_history *history; /* history.c; NULL without a cold store */
 };
 
 /* A fresh key for a snapshot body of stream `stream`. */
@@ -38,6 +39,12 @@ void rn_tiers_parts_free(rn_tiers *t);
  * the cold store is a network store); frees what it keeps (at close). */
 void rn_tiers_orphans_sweep(rn_tiers *t);
 void rn_tiers_orphans_free(rn_tiers *t);
+
+/* history.c: the read cache and the flush of stream history, made with the
+ * cold store; stop closes the flush's timer; free releases everything. */
+struct rn_history *rn_history_new(rn_tiers *t, uint64_t cache_bytes);
+void rn_history_stop(struct rn_history *h);
+void rn_history_free(struct rn_history *h);
 
 #define RN_TIERS_BODY_PREFIX "snapshots/" /* where bodies are, in both stores */
 

@@ -6,11 +6,15 @@
 //   sync, the spare-segment rename, apply before the stream file write, the
 //   checkpoint steps, snapshot publish after the blob, parts commit after the
 //   assembly, retention before/after the hole punch, delete before/after the
-//   file removal), several pass counts N, and the operations create (plain,
+//   file removal, history moving to the cold store: before and after the
+//   object's put, after the move is recorded, before and after the stream
+//   file's hole punch), several pass counts N, and the operations create (plain,
 //   JSON, empty, fork, created closed), append (producer and plain, binary
 //   and JSON), close (with and without data), delete (plain, re-create, fork
 //   source soft delete, last fork releasing its source), snapshot publish
-//   (small, cold-store sized, parts commit) and retention:
+//   (small, cold-store sized, parts commit), retention and appends to
+//   streams whose history moves to the (local) cold store (read back
+//   through the read cache after the restart):
 //     - the server dies (SIGKILL by itself) at the Nth pass of the point;
 //     - restarted without the kill point on the same data directory, it
 //       serves within 15 s and holds exactly the acknowledged state: for
@@ -66,6 +70,9 @@ const ACTORS = 3;
 // restart replays it all through the apply path's kill points.
 const RECOVERY_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", String(1 << 30), "--test-hooks"];
 const RECOVERY_MIX = [["delete", 0, 1000], ["retention", 1, 30], ["publish", 2, 12], ["append", 0, 60]];
+// History tiering on the local cold store: every whole 4 MiB chunk moves.
+const TIER_ARGS = [...SERVER_ARGS, "--cold-store", "--hot-bytes", String(64 << 20)];
+const TIER_POINTS = ["tier-before-put", "tier-after-put", "tier-after-record", "tier-before-punch", "tier-after-punch"];
 
 // ---------------------------------------------------------------- the matrix
 
@@ -87,6 +94,9 @@ function matrix() {
     cases.push({ op: "delete", point: "delete-after-remove", n });
   }
   for (const n of [1, 2, 3, 4]) cases.push({ op: "publish", point: "commit-after-assemble", n });
+  // history moving to the cold store: the object written, the move logged,
+  // the stream file's blocks given back
+  for (const p of TIER_POINTS) for (const n of [1, 2, 4, 7]) cases.push({ op: "tiered", point: p, n });
   // a second crash during the replay of an unclean stop
   for (const n of [1, 10, 30, 60, 90]) cases.push({ op: "recovery", point: "apply-before-store", n });
   for (const n of [1, 4, 9]) {
@@ -347,6 +357,24 @@ const WORKLOADS = {
   },
 };
 
+// Appends of 64-512 KiB (with the filler's, a chunk is due every few
+// appends), on a server that moves history to the cold store.
+WORKLOADS.tiered = {
+  args: TIER_ARGS,
+  async setup(srv, a, model) {
+    await mkStream(srv, model, `t${a}`, { body: bytes(1000, `t${a}`) });
+  },
+  *ops(a) {
+    const r = rng(a * 59 + opts.seed);
+    const name = `t${a}`;
+    for (let k = 0; ; k++) {
+      const body = bytes(r(64 << 10, 512 << 10), `${name}/${k}`);
+      yield { req: { name, method: "POST", headers: { "content-type": "application/octet-stream" }, body }, ok: [204],
+        apply: (m) => { const s = m.get(name); s.content = [...s.content, body]; } };
+    }
+  },
+};
+
 const FILLER = {
   async setup(srv, model) {
     await mkStream(srv, model, "filler");
@@ -455,7 +483,8 @@ async function buildTemplate(op) {
   if (op === "recovery") return buildRecoveryTemplate();
   const dir = path.join(root, `template-${op}`);
   fs.mkdirSync(dir);
-  const srv = new Server({ bin: opts.bin, dataDir: path.join(dir, "data"), args: SERVER_ARGS, logPath: path.join(dir, "server.log") });
+  const args = WORKLOADS[op].args ?? SERVER_ARGS;
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(dir, "data"), args, logPath: path.join(dir, "server.log") });
   const models = [];
   const filler = new Map();
   try {
@@ -472,7 +501,7 @@ async function buildTemplate(op) {
   }
   const ex = await srv.stop("SIGTERM");
   if (ex.code !== 0) throw new Error(`template server for ${op} exited ${JSON.stringify(ex)}`);
-  templates.set(op, { dir, models, filler });
+  templates.set(op, { dir, models, filler, args });
 }
 
 // Runs one client: ops in order, one in flight. Returns {inDoubt, issues}.

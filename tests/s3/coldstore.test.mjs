@@ -28,6 +28,7 @@ import { tempDir } from "../blackbox/lib/server.mjs";
 import {
   MiB, append, commit, createStream, enc, publish, publishOk, pseudoRandom, snapshotDigest, stagePart, stopAndRemove,
 } from "../blackbox/lib/snap.mjs";
+import { clearFaults, control, counts, fault } from "./control.mjs";
 
 const OCTET = "application/octet-stream";
 const { S3_ENDPOINT, S3_CONTROL, S3_BUCKET, S3_TEST_DIR } = process.env;
@@ -38,19 +39,6 @@ const s3Args = (prefix, extra = []) => [
   "--s3-part-bytes", String(5 * MiB), "--s3-timeout-ms", "2000", ...extra,
 ];
 
-async function control(method, p, body) {
-  const r = await fetch(`${S3_CONTROL}${p}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(10000),
-  });
-  assert.ok(r.ok, `proxy control ${method} ${p}: ${r.status}`);
-  return r.json();
-}
-const counts = async () => (await control("GET", "/state")).counts;
-const clearFaults = () => control("DELETE", "/faults");
-const fault = (rule) => control("POST", "/faults", rule);
 
 // Every file below dir, as paths relative to it ([] when dir is missing).
 function filesBelow(dir) {
