@@ -8,11 +8,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+source fuzz/harnesses.sh
 SECONDS_EACH=${FUZZ_SECONDS:-20}
-HARNESSES=(fuzz_json fuzz_offset_text fuzz_wal_recovery fuzz_http fuzz_http2)
 
 if ! fuzz/build.sh; then
-  echo "0 passed, ${#HARNESSES[@]} failed"
+  echo "0 passed, ${#FUZZ_HARNESSES[@]} failed"
   exit 1
 fi
 
@@ -22,14 +22,10 @@ artifacts=build-fuzz/artifacts
 mkdir -p "$artifacts"
 passed=0
 failed=0
-for h in "${HARNESSES[@]}"; do
+for h in "${FUZZ_HARNESSES[@]}"; do
   opts=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
         -artifact_prefix="$artifacts/$h-")
-  case "$h" in
-    fuzz_json) opts+=(-max_len=8192) ;;
-    fuzz_http) opts+=(-max_len=8192 -dict=fuzz/fuzz_http.dict) ;;
-    fuzz_http2) opts+=(-max_len=8192) ;;
-  esac
+  opts+=($(harness_options "$h"))
   mkdir -p "$work/$h"
   log="$work/$h.log"
   "build-fuzz/$h" "${opts[@]}" "$work/$h" "fuzz/corpus/$h" >"$log" 2>&1

@@ -45,7 +45,10 @@ typedef struct {
     /* Sends what the socket takes at once of bufs[0..n), leaving nothing
      * behind in the transport, and returns how many bytes that was (0 when
      * none, or on an error: the write of the rest reports it). A transport
-     * that cannot send part of a write at once returns 0. */
+     * that cannot send part of a write at once returns 0; one that
+     * transforms the bytes (TLS) may then keep what it made of them, and
+     * the caller must give the same bufs to `write` next, before any
+     * other call of the transport. */
     size_t (*try_write)(rn_conn *c, const uv_buf_t *bufs, unsigned n);
     /* Queues bufs[0..n) behind everything written before; cb(w, status)
      * runs once they are on the socket, or the connection failed. The

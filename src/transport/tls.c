@@ -17,10 +17,12 @@
  * over at once), and the ciphertext of queued writes, which counts in the
  * answer budget (answer_bytes_held) and in queued(), so the send watch and
  * write backpressure see it as they see a cleartext connection's queue.
- * try_write returns 0: every write is encrypted and given to uv_write,
- * which writes at once when the socket's queue is empty. Writes are never
- * collected by a batch (direct_sends 0): the fan-out threads would send
- * plaintext.
+ * try_write encrypts and offers the records to the socket at once when
+ * nothing is queued on it, so an answer the socket takes whole costs no
+ * queued write, callback or send watch (as in cleartext); records it does
+ * not take whole stay in the write BIO for the write that follows. Writes
+ * are never collected by a batch (direct_sends 0): the fan-out threads
+ * would send plaintext.
  *
  * A first byte that cannot start a TLS handshake record is plain text:
  * an HTTP request (a capital letter) is answered 400, anything else closes
@@ -40,7 +42,7 @@
 #include <time.h>
 
 #define READ_BYTES 65536    /* ciphertext read from the socket at once */
-#define RECORD_BYTES 16384  /* plaintext room reserved per SSL_read */
+#define RECORD_BYTES 16384  /* the most plaintext one record carries */
 #define TLS_HANDSHAKE 0x16  /* the content type of a record starting a handshake */
 #define TICKET_KEY_BYTES 80 /* SSL_CTRL_GET_TLSEXT_TICKET_KEYS: name, HMAC and AES keys */
 
@@ -60,6 +62,11 @@ typedef struct {
     BIO *rbio, *wbio; /* ciphertext from the client, ciphertext to it (owned by ssl) */
     int started;      /* the first byte was a handshake record */
     int established;  /* the handshake completed and the protocol is attached */
+    /* try_write encrypted a write the socket did not take whole: the write
+     * BIO holds its records, of which the socket took the first held_sent
+     * bytes, and the write of the same bytes that follows sends the rest */
+    int held;
+    size_t held_sent;
 } tls_conn;
 
 /* Ciphertext (or, for a refused plain-text client, a plain answer) handed
@@ -75,7 +82,8 @@ typedef struct {
     char bytes[];
 } cipher_write;
 
-static _Thread_local char read_buf[READ_BYTES];
+static _Thread_local char read_buf[READ_BYTES];    /* ciphertext read */
+static _Thread_local char plain_buf[RECORD_BYTES]; /* plaintext decrypted */
 
 static tls_conn *tls_of(const rn_conn *c) {
     return c->bytes_state;
@@ -129,6 +137,7 @@ static int cipher_write_queue(cipher_write *cw) {
  * nothing). Returns 0 or a libuv error. */
 static int flush_output(rn_conn *c, uv_write_t *caller, uv_write_cb cb, int pending) {
     tls_conn *t = tls_of(c);
+    assert(!t->held);
     size_t len = BIO_ctrl_pending(t->wbio);
     if (len == 0 && !caller && !pending)
         return 0;
@@ -202,16 +211,18 @@ static int handshake(rn_conn *c) {
     return c->closed ? -1 : 1;
 }
 
-/* Decrypts what the read BIO holds into c->input and reports it. */
+/* Decrypts what the read BIO holds into c->input and reports it. The
+ * plaintext lands in a buffer of the loop thread first and is appended, so
+ * the input grows by what arrived, not by a record's worth per read. */
 static void deliver(rn_conn *c) {
     tls_conn *t = tls_of(c);
     size_t got = 0;
     int end = 0;
     for (;;) {
-        rn_buf_reserve(&c->input, got + RECORD_BYTES);
-        size_t room = c->input.cap - c->input.len - got;
-        int r = SSL_read(t->ssl, c->input.data + c->input.len + got, (int)room);
-        if (r > 0) {
+        int r = SSL_read(t->ssl, plain_buf, sizeof plain_buf);
+        if (r > 0) { /* past c->input.len: conn_received counts them in */
+            rn_buf_reserve(&c->input, got + (size_t)r);
+            memcpy(c->input.data + c->input.len + got, plain_buf, (size_t)r);
             got += (size_t)r;
             continue;
         }
@@ -273,21 +284,60 @@ static void tls_read_stop(rn_conn *c) {
     uv_read_stop((uv_stream_t *)&c->tcp);
 }
 
-static size_t tls_try_write(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
-    (void)c;
-    (void)bufs;
-    (void)n;
-    return 0; /* encrypted bytes cannot be taken back: every write is queued whole */
-}
-
-static int tls_write(rn_conn *c, uv_write_t *w, const uv_buf_t *bufs, unsigned n, uv_write_cb cb) {
-    tls_conn *t = tls_of(c);
-    assert(t->established);
+/* Encrypts bufs[0..n) into the write BIO. Returns 0, or UV_EPROTO. */
+static int encrypt_bufs(tls_conn *t, const uv_buf_t *bufs, unsigned n) {
     for (unsigned i = 0; i < n; i++)
         if (bufs[i].len && SSL_write(t->ssl, bufs[i].base, (int)bufs[i].len) <= 0) {
             ERR_clear_error();
             return UV_EPROTO;
         }
+    return 0;
+}
+
+/* Drops the first n bytes the write BIO holds (the socket took them),
+ * read into read_buf, which is free once on_read gave it to the BIO. */
+static void drop_output(tls_conn *t, size_t n) {
+    while (n > 0) {
+        int k = BIO_read(t->wbio, read_buf, (int)(n < sizeof read_buf ? n : sizeof read_buf));
+        assert(k > 0);
+        n -= (size_t)k;
+    }
+}
+
+/* Encrypts the bytes and offers their records to the socket at once (when
+ * nothing is queued on it): taken whole, the write is done; otherwise what
+ * was sent is remembered, 0 is returned, and the write of the same bytes
+ * that follows (write.c always makes it) queues the rest of the records. */
+static size_t tls_try_write(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
+    tls_conn *t = tls_of(c);
+    assert(t->established && !t->held && BIO_ctrl_pending(t->wbio) == 0);
+    if (uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp) > 0 ||
+        encrypt_bufs(t, bufs, n) < 0)
+        return 0;
+    char *records;
+    long len = BIO_get_mem_data(t->wbio, &records);
+    uv_buf_t out = uv_buf_init(records, (unsigned)len);
+    int sent = len > 0 ? uv_try_write((uv_stream_t *)&c->tcp, &out, 1) : 0;
+    if (sent == len) {
+        drop_output(t, (size_t)len);
+        size_t total = 0;
+        for (unsigned i = 0; i < n; i++)
+            total += bufs[i].len;
+        return total;
+    }
+    t->held = 1;
+    t->held_sent = sent > 0 ? (size_t)sent : 0;
+    return 0;
+}
+
+static int tls_write(rn_conn *c, uv_write_t *w, const uv_buf_t *bufs, unsigned n, uv_write_cb cb) {
+    tls_conn *t = tls_of(c);
+    assert(t->established);
+    if (t->held) { /* encrypted by try_write: its records past what the socket took */
+        t->held = 0;
+        drop_output(t, t->held_sent);
+    } else if (encrypt_bufs(t, bufs, n) < 0)
+        return UV_EPROTO;
     return flush_output(c, w, cb, 0);
 }
 

@@ -16,8 +16,13 @@
 // The server runs with --long-poll-timeout-ms 1000 and
 // --sse-max-duration-ms 1000, so the long-poll and SSE examples end by
 // themselves, and with --backup-to "$BACKUPS" (a fresh directory the
-// examples see as BACKUPS; `runnel` on their PATH is the binary tested); each curl is bounded by `max-time` in a .curlrc (the same
-// file makes curl report every answer's status on stderr).
+// examples see as BACKUPS; `runnel` on their PATH is the binary tested).
+// Commands that name https://127.0.0.1:4437 go to a second server of the
+// same settings (without backups) that speaks TLS with a certificate made
+// by tests/lib/test_pki.sh, its files in ./pki as the README makes them (so
+// `--cacert pki/ca.pem` works as written). Each curl is bounded by
+// `max-time` in a .curlrc (the same file makes curl report every answer's
+// status on stderr).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -25,9 +30,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, describe, test } from "node:test";
 import { BIN, Server, tempDir } from "./lib/server.mjs";
+import { makePki } from "../lib/tls.mjs";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const DOC_ADDRESS = "127.0.0.1:4437";
+const DOC_TLS_URL = `https://${DOC_ADDRESS}`;
 const STATUS_MARK = "RUNNEL_EXAMPLE_STATUS";
 
 // Splits a line into its command and the comment after it (outside quotes).
@@ -91,15 +98,17 @@ function bodyOf(out) {
   }
 }
 
-// Runs the commands in one bash against baseUrl; returns per command
-// {rc, out, err, statuses}.
-function runAll(commands, baseUrl, backups) {
+// Runs the commands in one bash against baseUrl (the https ones against
+// tls: {url, pkiDir}, when given; backups: the plain server's --backup-to);
+// returns per command {rc, out, err, statuses}.
+function runAll(commands, baseUrl, backups, tls = null) {
   const work = tempDir("runnel-docs-");
   fs.writeFileSync(path.join(work, ".curlrc"), `max-time = 30\nwrite-out = "%{stderr}${STATUS_MARK} %{http_code}\\n"\n`);
+  if (tls) fs.symlinkSync(tls.pkiDir, path.join(work, "pki"));
   const address = baseUrl.replace(/^http:\/\//, "");
   const script = ["set +e", `cd ${JSON.stringify(work)}`];
   commands.forEach((c, n) => {
-    const text = c.text.split(DOC_ADDRESS).join(address);
+    const text = (tls ? c.text.split(DOC_TLS_URL).join(tls.url) : c.text).split(DOC_ADDRESS).join(address);
     script.push(`{\n${text}\n} >${n}.out 2>${n}.err </dev/null; echo $? >${n}.rc`);
   });
   const r = spawnSync("bash", ["-c", script.join("\n")], {
@@ -155,6 +164,8 @@ describe("the documentation's shell examples run as written", () => {
     assert.ok(cmds.some((c) => c.expect?.status), "a stated status");
     assert.ok(cmds.some((c) => c.expect?.body !== undefined), "a stated body");
     assert.ok(!cmds.some((c) => /scripts\/(run|test)\.sh/.test(c.text)), "blocks without curl are not run");
+    assert.ok(cmds.some((c) => c.text.includes("--http2-prior-knowledge ")), "an HTTP/2 (h2c) example");
+    assert.ok(cmds.some((c) => c.text.includes("--http2 ") && c.text.includes(DOC_TLS_URL)), "an HTTP/2 over HTTPS example");
   });
 
   test("the extraction's rules, on a sample", () => {
@@ -181,13 +192,21 @@ describe("the documentation's shell examples run as written", () => {
     const commands = extractExamples(fs.readFileSync(path.join(REPO, file), "utf8"));
     if (commands.length === 0) continue;
     test(`${file}: ${commands.length} commands, in order, on a fresh server`, async () => {
+      const args = ["--long-poll-timeout-ms", "1000", "--sse-max-duration-ms", "1000"];
       const backups = path.join(tempDir("runnel-docs-backups-"), "backups");
-      const srv = new Server({
-        args: ["--long-poll-timeout-ms", "1000", "--sse-max-duration-ms", "1000", "--backup-to", backups],
-      });
+      const srv = new Server({ args: [...args, "--backup-to", backups] });
       servers.push(srv);
       await srv.start();
-      const results = runAll(commands, srv.url, backups);
+      let tls = null;
+      let tlsSrv = null;
+      if (commands.some((c) => c.text.includes(DOC_TLS_URL))) {
+        const pki = makePki();
+        tlsSrv = new Server({ args, tls: { cert: pki.file("server.pem"), key: pki.file("server.key"), ca: pki.file("ca.pem") } });
+        servers.push(tlsSrv);
+        await tlsSrv.start();
+        tls = { url: tlsSrv.url, pkiDir: pki.dir };
+      }
+      const results = runAll(commands, srv.url, backups, tls);
       const report = [];
       commands.forEach((c, n) => {
         const p = problems(c, results[n]);
@@ -195,6 +214,7 @@ describe("the documentation's shell examples run as written", () => {
         if (p.length) report.push(`${file}:${c.line}: ${c.text}\n  ${p.join("\n  ")}\n  stderr: ${stderr.slice(0, 300)}`);
       });
       await srv.stop();
+      if (tlsSrv) await tlsSrv.stop();
       assert.equal(report.length, 0, `${report.length} example(s) do not run as written:\n${report.join("\n")}`);
     });
   }
