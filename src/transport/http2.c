@@ -178,7 +178,10 @@ h2_stream *h2_stream_new(rn_http2 *h, int32_t id) {
     return s;
 }
 
-void h2_stream_detach(h2_stream *s, int aborted) {
+/* The connection lets go of s's request (no-op when it already did):
+ * reported to the access log when it was answered (an SSE response the
+ * client ended), aborted when `aborted`. s itself stays until leave. */
+static void h2_stream_detach(h2_stream *s, int aborted) {
     rn_exchange *x = s->x;
     if (!x)
         return;

@@ -78,11 +78,6 @@ struct rn_http2 {
  * first in h's streams, counted open. */
 h2_stream *h2_stream_new(rn_http2 *h, int32_t id);
 
-/* The connection lets go of s's request (no-op when it already did):
- * reported to the access log when it was answered (an SSE response the
- * client ended), aborted when `aborted`. s itself stays until leave. */
-void h2_stream_detach(h2_stream *s, int aborted);
-
 /* nghttp2 closed s (s not closed before): its queued answer bytes are
  * dropped, it no longer counts open, and its request is aborted unless its
  * answer was all queued (then the call that queued it finishes it). */
