@@ -33,9 +33,11 @@ runnel_suite(conformance conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${
 runnel_suite(conformance-tls conformance 900 ${RUNNEL_SRC}/scripts/conformance.sh ${CMAKE_BINARY_DIR}
              --tls)
 # ... and again with every request reaching the server over HTTP/2 (h2c),
-# through nghttpx, when it is installed (nghttp2-proxy)
+# through nghttpx, when it is installed (nghttp2-proxy); on the plain build
+# only: the sanitizer build's HTTP/2 path runs in blackbox.http2 and
+# fuzz_http2, and a third pass of the suite there cost minutes of the run
 find_program(NGHTTPX nghttpx PATHS /usr/sbin)
-if(NGHTTPX)
+if(NGHTTPX AND NOT RUNNEL_SANITIZE)
   runnel_suite(conformance_h2 conformance 900 ${RUNNEL_SRC}/scripts/conformance_h2.sh ${CMAKE_BINARY_DIR})
 endif()
 
@@ -72,6 +74,9 @@ runnel_suite(s3_backup s3 600
 # faults (the issue's 1 GiB / 64 MiB run: HISTORY_TOTAL_MIB, HISTORY_HOT_MIB)
 runnel_suite(s3_history s3 1800
   ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/history.test.mjs)
+if(RUNNEL_SANITIZE) # the same paths over fewer chunks: 48 MiB, 8 MiB hot
+  set_property(TEST s3_history APPEND PROPERTY ENVIRONMENT "HISTORY_TOTAL_MIB=48;HISTORY_HOT_MIB=8")
+endif()
 
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's
