@@ -544,6 +544,10 @@ static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t er
     return 0;
 }
 
+uint64_t rn_config_history_cache_floor(const rn_config *cfg) {
+    return cfg->max_read_bytes + (16u << 20);
+}
+
 /* History tiering needs a cold store, a single node, and a read cache that
  * holds the chunks of the largest read. */
 static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
@@ -562,7 +566,7 @@ static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
                  "--hot-bytes (history tiering) is not available in cluster mode (--node-id) yet");
         return -1;
     }
-    if (cfg->history_cache_bytes < cfg->max_read_bytes + (16u << 20)) {
+    if (cfg->hot_bytes && cfg->history_cache_bytes < rn_config_history_cache_floor(cfg)) {
         snprintf(err, errcap,
                  "--history-cache-bytes must be at least --max-read-bytes plus 16 MiB");
         return -1;

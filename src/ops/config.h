@@ -103,6 +103,11 @@ enum { RN_COLD_NONE, RN_COLD_LOCAL, RN_COLD_S3 };
  * "serve"). Returns 0; 1 when --help was printed; -1 with a message in err
  * for a bad flag, value or environment variable. */
 int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap);
+
+/* The smallest read cache of tiered history that holds the chunks of the
+ * largest read (--max-read-bytes plus 16 MiB); --hot-bytes refuses a
+ * smaller --history-cache-bytes. */
+uint64_t rn_config_history_cache_floor(const rn_config *cfg);
 /* Writes the effective configuration as key=value pairs separated by sep
  * (" " for a log line, "\n" for --print-config). */
 void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap);

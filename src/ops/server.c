@@ -493,6 +493,10 @@ int rn_serve(int argc, char **argv) {
                           .max_open_files = (int)s.cfg.max_open_files,
                           .parts_grace_ms = s.cfg.parts_grace_ms,
                           .history_cache_bytes = s.cfg.history_cache_bytes};
+    /* Without --hot-bytes the cache only serves history tiered earlier:
+     * never refuse the start for it, make it hold the largest read. */
+    if (!s.cfg.hot_bytes && tc.history_cache_bytes < rn_config_history_cache_floor(&s.cfg))
+        tc.history_cache_bytes = rn_config_history_cache_floor(&s.cfg);
     if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
         tc.cold_backend = s.cold_backend;
         s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
