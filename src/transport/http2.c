@@ -413,6 +413,10 @@ static void http2_input_end(rn_conn *c) {
     rn_http2 *h = http2_of(c);
     enter(h);
     for (h2_stream *s = h->streams; s && !c->closed; s = s->next) {
+        if (s->draining && !s->closed) { /* the rest of its body cannot come now */
+            nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_NO_ERROR);
+            continue;
+        }
         if (!s->x || s->closed)
             continue;
         if (!s->ready) {

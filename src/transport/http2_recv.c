@@ -309,7 +309,7 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
         nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id))
         return 0;
     h2_stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-    if (s && body_rest_in_flight(session, s)) {
+    if (s && !h->conn->input_ended && body_rest_in_flight(session, s)) {
         s->draining = 1;
         s->answered_at = uv_now(h->conn->srv->loop);
         return 0;
