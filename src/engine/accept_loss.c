@@ -66,11 +66,7 @@ int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
     void *v;
     while (rn_map_next(&e->state.by_id, &i, &v)) {
         rn_stream *s = v;
-        rn_cmd c = {.type = RN_CMD_REWRITE,
-                    .stream_id = s->id,
-                    .time_ms = now,
-                    .serial = serial + streams,
-                    .offset = s->tail};
+        rn_cmd c = engine_rewrite_at_tail(s, now, serial + streams);
         rn_applied applied;
         rc = engine_apply(e, &c, 0, &applied);
         if (rc < 0)

@@ -100,11 +100,7 @@ int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int6
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         rn_stream *s = rn_state_stream(&r->state, ids[k]);
-        rn_cmd c = {.type = RN_CMD_REWRITE,
-                    .stream_id = s->id,
-                    .time_ms = now_ms,
-                    .serial = serial_base + k,
-                    .offset = s->tail};
+        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial_base + k);
         rn_applied applied;
         assert(!s->snapshot.present || s->snapshot.offset <= s->tail);
         rc = rn_state_apply(&r->state, &c, &none, &applied);

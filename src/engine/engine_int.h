@@ -189,6 +189,17 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r);
  * missing or the chain loops. */
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
 
+/* The command that rewrites s's history at its tail (ext §2.4: new
+ * incarnation, inherited offset = tail, producers closed by history), as
+ * a restore and an accepted loss apply it to every stream. */
+static inline rn_cmd engine_rewrite_at_tail(const rn_stream *s, int64_t now_ms, uint64_t serial) {
+    return (rn_cmd){.type = RN_CMD_REWRITE,
+                    .stream_id = s->id,
+                    .time_ms = now_ms,
+                    .serial = serial,
+                    .offset = s->tail};
+}
+
 /* ---- accept_loss.c ---- */
 
 /* True when e->cfg.accept_loss names `damage` and it can be accepted. */
