@@ -5,13 +5,14 @@
 # tests and a cross-section of the black-box files), then the rest of the
 # plain build's suites, then the ASan+UBSan build's (every suite that runs
 # the server: unit, cluster, S3 client, client, conformance, black-box,
-# crash, subscriptions, faults, abuse), then the Release build's unit and
-# black-box tests (assertions compiled out). The plain build alone runs the
+# crash, subscriptions, faults, abuse), then the Release build's unit tests
+# and fast tier (assertions compiled out). The plain build alone runs the
 # fuzz smoke, the benchmark smoke and the checks of the checkout as a whole
 # (other build types, the first run, the Debian packages: root only, the
 # machine left as found). Each step prints its counts and time; the run
 # ends with "N passed, M failed" over all test cases and exits non-zero on
-# any failure.
+# any failure. The black-box files run two at a time (ctest -j 2: each
+# starts its own servers on free ports, and most of their time is waits).
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
 # Each step runs with TMPDIR in a fresh scratch directory that is removed
 # after it, so a run leaves no data directories behind, whatever its tests
@@ -34,8 +35,6 @@ scratch=$(mktemp -d /tmp/runnel-test-XXXXXX)
 trap 'rm -rf "$scratch" "$logdir"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-# snapshots_parts' 8193-request case runs in the full run only
-export RUNNEL_BB_HEAVY=1
 
 # in_scratch CMD...: runs CMD with TMPDIR set to a new directory, removed
 # afterwards; returns CMD's status.
@@ -101,7 +100,8 @@ run_ctest "unit and cluster tests (build)" build -L '^(unit|cluster)$' -LE '^fas
 run_ctest "S3 client (build)" build -L '^s3$' -LE '^fast$' --no-tests=error
 run_ctest "client tests (build)" build -L '^client$' -LE '^fast$' --no-tests=error
 run_ctest "conformance suite (build)" build -L '^conformance$' -LE '^fast$' --no-tests=error
-run_ctest "black-box tests (build)" build -L '^blackbox$' -LE '^fast$' --no-tests=error
+# snapshots_parts' 8193-request case: the plain build's full run only
+RUNNEL_BB_HEAVY=1 run_ctest "black-box tests (build)" build -j 2 -L '^blackbox$' -LE '^fast$' --no-tests=error
 run_ctest "crash and log damage (build)" build -L '^crash$' -LE '^fast$' --no-tests=error
 run_ctest "subscription tests (build)" build -L '^subs$' -LE '^fast$' --no-tests=error
 run_ctest "fault injection, kill points (build)" build -L '^faults$' -LE '^fast$' --no-tests=error
@@ -116,15 +116,15 @@ run_ctest "unit and cluster tests (build-asan)" build-asan -L '^(unit|cluster)$'
 run_ctest "S3 client (build-asan)" build-asan -L '^s3$' --no-tests=error
 run_ctest "client tests (build-asan)" build-asan -L '^client$' --no-tests=error
 run_ctest "conformance suite (build-asan)" build-asan -L '^conformance$' --no-tests=error
-run_ctest "black-box tests (build-asan)" build-asan -L '^blackbox$' --no-tests=error
+run_ctest "black-box tests (build-asan)" build-asan -j 2 -L '^blackbox$' --no-tests=error
 run_ctest "crash and log damage (build-asan)" build-asan -L '^crash$' --no-tests=error
 run_ctest "subscription tests (build-asan)" build-asan -L '^subs$' --no-tests=error
 run_ctest "fault injection, kill points (build-asan)" build-asan -L '^faults$' --no-tests=error
 run_ctest "abuse resistance (build-asan)" build-asan -L '^abuse$' --no-tests=error
 
-# the Release build (assertions compiled out)
-run_ctest "unit and cluster tests (build-release)" build-release -L '^(unit|cluster)$' --no-tests=error
-run_ctest "fast tier (build-release)" build-release -L '^fast$' -LE '^(unit|cluster)$' --no-tests=error
+# the Release build (assertions compiled out, as in the plain build, which
+# runs everything): its unit tests and the fast tier
+run_ctest "unit tests, fast tier (build-release)" build-release -L '^(unit|fast)$' --no-tests=error
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
