@@ -231,7 +231,10 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
 
 /* Counts a PING, SETTINGS or RST_STREAM frame against the connection's
  * bound per second; past it the connection ends (GOAWAY
- * ENHANCE_YOUR_CALM). */
+ * ENHANCE_YOUR_CALM). Only a reset that cancels a request whose answer is
+ * not all queued counts (the rapid reset): clients such as curl 7.88 reset
+ * each stream whose answer had no DATA frame once they have it, which
+ * cancels nothing. */
 static void control_frame(rn_http2 *h) {
     uint64_t now = uv_now(h->conn->srv->loop);
     if (now - h->window_start >= 1000) {
@@ -259,10 +262,13 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
             control_frame(h);
         }
         return 0;
-    case NGHTTP2_RST_STREAM:
+    case NGHTTP2_RST_STREAM: {
         rn_metric.h2_rst_frames++;
-        control_frame(h);
+        const h2_stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+        if (s && s->x && !s->eof)
+            control_frame(h);
         return 0;
+    }
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
         break;

@@ -233,6 +233,34 @@ describe("abuse over HTTP/2", () => {
     });
   }
 
+  // curl 7.88 resets every stream whose answer had no DATA frame once it
+  // has the answer: such resets cancel nothing and must not count as a
+  // rapid reset (with them, the 201th empty answer in a second ended the
+  // connection: "Error in the HTTP2 framing layer" for 1 of 500 PUTs).
+  test("resets of streams already answered are not a flood", async () => {
+    const floods0 = await counter("runnel_http2_flood_closes_total");
+    const rsts0 = await counter("runnel_http2_rst_frames_total");
+    const c = new H2Conn(server.port);
+    const ended = (id) => c.frames.some((f) => f.id === id && (f.type === T.HEADERS || f.type === T.DATA) && f.flags & F.END_STREAM);
+    let id = 1;
+    try {
+      for (let batch = 0; batch < 6; batch++) {
+        const ids = Array.from({ length: 50 }, () => (id += 2) - 2);
+        c.send(Buffer.concat(ids.map((i) => request(i, "GET", "/__runnel/livez"))));
+        assert.ok(await c.until(() => ids.every(ended), 10000), `batch ${batch} answered`);
+        c.send(Buffer.concat(ids.map((i) => rst(i, E.NO_ERROR))));
+      }
+      c.send(request(id, "GET", "/__runnel/livez"));
+      assert.ok(await c.until(() => ended(id), 10000), "a request after 300 resets is answered");
+      assert.equal(c.of(T.GOAWAY).length, 0, "no GOAWAY");
+      assert.equal(c.closed, false);
+      assert.ok((await counter("runnel_http2_rst_frames_total")) >= rsts0 + 300, "the resets arrived");
+      assert.equal(await counter("runnel_http2_flood_closes_total"), floods0);
+    } finally {
+      c.close();
+    }
+  });
+
   for (const live of ["", "&live=sse"]) {
     test(`a reader that never opens its window${live ? " (SSE)" : ""}: reset with CANCEL after the idle timeout, connection kept`, async () => {
       const name = `zw${live ? "sse" : "read"}`;
