@@ -22,7 +22,8 @@ leader=$(curl -s "$first/__runnel/cluster" |
   python3 -c 'import json,sys; d=json.load(sys.stdin); l=d["groups"][0]["leader"]; print([n["url"] for n in d["nodes"] if n["id"]==l][0])')
 echo "conformance against the leader of group 0: $leader"
 (cd tests/conformance &&
-  NO_COLOR=1 RUNNEL_URL="$leader" RUNNEL_LONG_POLL_TIMEOUT_MS=$LONG_POLL_MS npx vitest run)
+  NO_COLOR=1 RUNNEL_URL="$leader" RUNNEL_LONG_POLL_TIMEOUT_MS=$LONG_POLL_MS RUNNEL_TEST_TIMEOUT_MS=15000 \
+    npx vitest run)
 rc=$?
 scripts/cluster.sh stop "$dir" || { echo "conformance: a node did not shut down cleanly"; rc=1; }
 for log in "$dir"/node-*.log; do
