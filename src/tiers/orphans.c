@@ -122,8 +122,8 @@ static void drop_doomed_history(orphan_sweep *o) {
 static void orphans_listed(void *arg, int status) {
     orphan_sweep *o = arg;
     rn_tiers *t = o->t;
-    if (status < 0 ||
-        o->incomplete) { /* keep the suspects we had: an incomplete listing proves nothing */
+    /* an incomplete listing proves nothing: keep the suspects we had */
+    if (status < 0 || o->incomplete) {
         free_suspects(&o->seen);
         free_doomed(o);
     } else {
