@@ -56,6 +56,10 @@ int rn_engine_body_referenced(rn_engine *e, int cold, const char *key) {
            strcmp(s->snapshot.key, key) == 0;
 }
 
+int rn_engine_stream_kept(rn_engine *e, uint64_t id) {
+    return rn_state_stream(&e->state, id) != NULL;
+}
+
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {
     rn_stream *s = rn_state_at(&e->state, path, len);
     return s && s->soft_deleted;

@@ -86,6 +86,9 @@ void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *
  * a body's form (the tiers' orphan sweep asks; ctx-style for
  * rn_tiers_watch_bodies). Loop thread, once the engine is open. */
 int rn_engine_body_referenced(rn_engine *e, int cold, const char *key);
+/* 1 while the state has stream id (live, soft deleted or being created):
+ * its history objects are still referenced (tiers.h: the orphan sweep). */
+int rn_engine_stream_kept(rn_engine *e, uint64_t id);
 
 /* Starts a mutation; op->done is called exactly once, possibly before this
  * returns. The op must stay valid until then. */

@@ -29,6 +29,10 @@ static int body_referenced(void *ctx, int cold, const char *key) {
     return s && s->snapshot.cold == cold;
 }
 
+static int stream_in_state(void *ctx, uint64_t id) {
+    return rn_state_stream(ctx, id) != NULL;
+}
+
 /* Drops snapshot bodies no stream references: written before a crash kept
  * their publish out of the log, or superseded during replay. */
 static void sweep_orphan_snapshots(rn_engine *e) {
@@ -148,6 +152,11 @@ static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec,
            (unsigned long long)rec->records, (unsigned long long)rec->last_segment,
            (unsigned long long)rec->last_valid_end, (unsigned long long)rec->torn_bytes);
     sweep_orphan_snapshots(e);
+    /* the streams an accepted loss dropped (created in records after the
+     * damage) left their files: no stream owns them any more */
+    if (e->loss_accepted && (rc = rn_streamfiles_sweep(e->files, stream_in_state, &e->state)) < 0)
+        rn_log(RN_LOG_WARN, "recovery", "the files of streams the loss dropped stay: %s",
+               strerror(-rc));
     stats->streams = e->state.by_path.count;
     stats->records_replayed = rec->records;
     stats->torn_bytes = rec->torn_bytes;

@@ -87,6 +87,10 @@ static int body_referenced(void *engine, int cold, const char *key) {
     return rn_engine_body_referenced(engine, cold, key);
 }
 
+static int stream_kept(void *engine, uint64_t id) {
+    return rn_engine_stream_kept(engine, id);
+}
+
 static void close_handles(server *s) {
     uv_timer_stop(&s->drain);
     uv_close((uv_handle_t *)&s->drain, NULL);
@@ -356,8 +360,10 @@ static void wire(server *s) {
                             .max_body_bytes = s->cfg.max_body_bytes,
                             .tiers = s->tiers};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
-    if (!s->cfg.node_id) /* a shared store holds other nodes' bodies: no orphan sweep */
+    if (!s->cfg.node_id) { /* a shared store holds other nodes' objects: no orphan sweep */
         rn_tiers_watch_bodies(s->tiers, body_referenced, s->engine);
+        rn_tiers_watch_history(s->tiers, stream_kept, s->engine);
+    }
     rn_tiers_start(s->tiers);
     if (s->backup_dest) {
         s->backups = rn_backups_new(s->engine, s->tiers, s->backup_dest);

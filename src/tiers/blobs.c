@@ -155,40 +155,87 @@ int rn_blobs_concat(rn_blobs *b, const char *key, const char *const *src, size_t
     return finish_tmp(fd, rc, tmp, path);
 }
 
+/* A walk of the files under a prefix at any depth: visit() sees each file;
+ * with prune, a directory left empty after its walk is removed. A listing
+ * that fails is remembered and the walk goes on. */
 typedef struct {
     rn_blobs *b;
+    int prune;
+    void (*visit)(const char *key, const char *path, const struct stat *sb, void *arg);
+    void *arg;
+    int failure; /* the first listing's -errno */
+} walk_state;
+
+static int walk_one(const char *key, void *arg);
+
+static int walk_dir(walk_state *w, const char *prefix) {
+    int rc = rn_blobs_list(w->b, prefix, walk_one, w);
+    if (rc < 0 && !w->failure)
+        w->failure = rc;
+    return w->failure;
+}
+
+static int walk_one(const char *key, void *arg) {
+    walk_state *w = arg;
+    char path[PATH_MAX];
+    struct stat sb;
+    if (key_path(w->b, key, path, sizeof path) < 0 || stat(path, &sb) < 0)
+        return 0; /* gone meanwhile */
+    if (!S_ISDIR(sb.st_mode)) {
+        w->visit(key, path, &sb, w->arg);
+        return 0;
+    }
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/", key);
+    walk_dir(w, sub);
+    if (w->prune)
+        rmdir(path); /* only succeeds once empty */
+    return 0;
+}
+
+typedef struct {
     int64_t older_than;
     long removed;
 } sweep_state;
 
-static int sweep_one(const char *key, void *arg);
-
-static int sweep_dir(rn_blobs *b, const char *prefix, sweep_state *st) {
-    return rn_blobs_list(b, prefix, sweep_one, st);
-}
-
-static int sweep_one(const char *key, void *arg) {
+static void sweep_file(const char *key, const char *path, const struct stat *sb, void *arg) {
     sweep_state *st = arg;
-    char path[PATH_MAX];
-    struct stat sb;
-    if (key_path(st->b, key, path, sizeof path) < 0 || stat(path, &sb) < 0)
-        return 0;
-    if (S_ISDIR(sb.st_mode)) {
-        char sub[PATH_MAX];
-        snprintf(sub, sizeof sub, "%s/", key);
-        sweep_dir(st->b, sub, st);
-        rmdir(path); /* only succeeds once empty */
-        return 0;
-    }
-    if ((int64_t)sb.st_mtime < st->older_than && unlink(path) == 0)
+    (void)key;
+    if ((int64_t)sb->st_mtime >= st->older_than)
+        return;
+    rn_fault_point("sweep-before-unlink");
+    if (unlink(path) == 0) {
         st->removed++;
-    return 0;
+        rn_fault_point("sweep-after-unlink");
+    }
 }
 
 long rn_blobs_sweep(rn_blobs *b, const char *prefix, int64_t older_than) {
-    sweep_state st = {b, older_than, 0};
-    int rc = sweep_dir(b, prefix, &st);
+    sweep_state st = {older_than, 0};
+    walk_state w = {b, 1, sweep_file, &st, 0};
+    int rc = walk_dir(&w, prefix);
+    char path[PATH_MAX];
+    if (*prefix && key_path(b, prefix, path, sizeof path) == 0)
+        rmdir(path); /* the prefix's own directory too, once empty */
     return rc < 0 ? rc : st.removed;
+}
+
+typedef struct {
+    void (*each)(void *arg, const char *key, uint64_t size);
+    void *arg;
+} walk_report;
+
+static void report_file(const char *key, const char *path, const struct stat *sb, void *arg) {
+    walk_report *r = arg;
+    (void)path;
+    r->each(r->arg, key, (uint64_t)sb->st_size);
+}
+
+int rn_blobs_walk(rn_blobs *b, const char *prefix,
+                  void (*each)(void *arg, const char *key, uint64_t size), void *arg) {
+    walk_report r = {each, arg};
+    walk_state w = {b, 0, report_file, &r, 0};
+    return walk_dir(&w, prefix);
 }
 
 int rn_blobs_begin(rn_blobs *b, const char *key) {

@@ -36,8 +36,12 @@ int rn_blobs_end(rn_blobs *b, const char *key, int fd, int rc);
  * Returns 0, -ENOENT when a source is missing, or another -errno. */
 int rn_blobs_concat(rn_blobs *b, const char *key, const char *const *src, size_t n,
                     void (*observe)(void *arg, const uint8_t *data, size_t len), void *arg);
-/* Removes objects under prefix ("dir/" style) whose last change is older
- * than `older_than` (Unix seconds); returns how many, or -errno. */
+/* Removes objects under prefix ("dir/" style), at any depth, whose last
+ * change is older than `older_than` (Unix seconds), and the directories
+ * that leaves empty (the prefix's own too); returns how many objects, or the first listing's
+ * -errno (the rest was still swept). Kill points (util/fault.h):
+ * "sweep-before-unlink" once an object is found old, "sweep-after-unlink"
+ * once it is removed. */
 long rn_blobs_sweep(rn_blobs *b, const char *prefix, int64_t older_than);
 /* Opens key for reading; returns an fd (caller closes) or -errno. */
 int rn_blobs_open_read(rn_blobs *b, const char *key);
@@ -49,5 +53,10 @@ int rn_blobs_delete(rn_blobs *b, const char *key);
  * non-zero to stop. Returns 0 or -errno. */
 int rn_blobs_list(rn_blobs *b, const char *prefix, int (*fn)(const char *key, void *arg),
                   void *arg);
+/* Calls each for every object under prefix ("dir/" style) at any depth,
+ * with its size; directories are entered, not reported. Returns 0, or the
+ * first listing's -errno (the rest was still walked). */
+int rn_blobs_walk(rn_blobs *b, const char *prefix,
+                  void (*each)(void *arg, const char *key, uint64_t size), void *arg);
 
 #endif

@@ -27,6 +27,7 @@
 #include "util/fault.h"
 #include "util/list.h"
 #include "util/log.h"
+#include "util/text.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -37,7 +38,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define HISTORY_PREFIX "history/"
 #define FETCHES_MAX 8
 #define TICK_MS 100
 #define RETRY_BASE_MS 100
@@ -83,7 +83,7 @@ struct rn_history {
 };
 
 static void history_key(uint64_t id, uint64_t index, char out[64]) {
-    snprintf(out, 64, HISTORY_PREFIX "%016llx/%016llx", (unsigned long long)id,
+    snprintf(out, 64, RN_TIERS_HISTORY_PREFIX "%016llx/%016llx", (unsigned long long)id,
              (unsigned long long)index);
 }
 
@@ -243,8 +243,16 @@ void rn_tiers_history_drop(rn_tiers *t, uint64_t id) {
     if (!t->history || (!t->started && t->cold->network))
         return; /* recovery cannot reach a network store */
     history_drop *d = rn_xmalloc(sizeof *d);
-    snprintf(d->prefix, sizeof d->prefix, HISTORY_PREFIX "%016llx/", (unsigned long long)id);
+    snprintf(d->prefix, sizeof d->prefix, RN_TIERS_HISTORY_PREFIX "%016llx/",
+             (unsigned long long)id);
     t->cold->ops->sweep(t->cold, d->prefix, INT64_MAX, dropped, d);
+}
+
+int rn_history_key_stream(const char *key, uint64_t *id) {
+    static const char prefix[] = RN_TIERS_HISTORY_PREFIX;
+    size_t p = sizeof prefix - 1;
+    return strncmp(key, prefix, p) == 0 && strlen(key) > p + 16 && key[p + 16] == '/' &&
+           rn_parse_hex_u64(key + p, id) == 0;
 }
 
 /* ---- the flush ---- */

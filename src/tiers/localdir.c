@@ -159,6 +159,11 @@ static void local_list(rn_store *st, const char *prefix, rn_store_entry_fn each,
     done(arg, rn_blobs_list(l.files, prefix, list_one, &l));
 }
 
+static void local_walk(rn_store *st, const char *prefix, rn_store_entry_fn each,
+                       rn_store_done_fn done, void *arg) {
+    done(arg, rn_blobs_walk(local(st)->files, prefix, each, arg));
+}
+
 /* ---- remove, sweep ---- */
 
 static int remove_all(rn_blobs *files, const char *const *keys, size_t n) {
@@ -204,6 +209,7 @@ static const rn_store_ops localdir_ops = {
     .concat = local_concat,
     .open = local_open,
     .list = local_list,
+    .walk = local_walk,
     .remove = local_remove,
     .sweep = local_sweep,
     .close = local_close,

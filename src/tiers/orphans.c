@@ -1,21 +1,31 @@
 /*
- * orphans.c — the orphan sweep of a network cold store's snapshot bodies
- * (see rn_tiers_watch_bodies in tiers.h). Recovery sweeps the local stores
- * at once; a network store cannot be listed from the recovery thread, so
- * bodies whose publish a crash kept out of the log, or that replay
- * superseded, are found here, on the loop, once the engine runs.
+ * orphans.c — the orphan sweep of the cold store: snapshot bodies of a
+ * network cold store (see rn_tiers_watch_bodies in tiers.h) and history
+ * objects of streams that are gone (rn_tiers_watch_history). Recovery
+ * sweeps the local stores' bodies at once; a network store cannot be
+ * listed from the recovery thread, so bodies whose publish a crash kept
+ * out of the log, or that replay superseded, are found here, on the loop,
+ * once the engine runs. History objects are dropped with their stream
+ * (rn_tiers_history_drop); those a failed drop, or a crash before it,
+ * left behind are found here too, in any cold store.
  *
- * Each sweep lists the cold store's bodies and asks the state about each:
- * a body found unreferenced becomes a suspect, remembered with the time it
- * was first seen so; a suspect still unreferenced once parts_grace_ms went
- * by is removed. A body on its way to a publish is referenced well within
- * the grace, so it is never removed. Suspects no longer listed are
- * forgotten; at most MAX_SUSPECTS are kept (the rest wait for a sweep).
+ * Each sweep lists the cold store's bodies (network store) and walks its
+ * history objects, and asks the state about each: an object found
+ * unreferenced becomes a suspect, remembered with the time it was first
+ * seen so; a suspect still unreferenced once parts_grace_ms went by is
+ * removed (a history object with every object of its stream). A body on
+ * its way to a publish is referenced well within the grace, so it is never
+ * removed. Suspects no longer listed are forgotten; at most MAX_SUSPECTS
+ * are kept (the rest wait for a sweep). Kill points: "orphan-before-remove"
+ * once a sweep decided to remove something, "orphan-after-remove" once the
+ * removal reported.
  */
 #include "tiers/tiers_int.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/fault.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +33,11 @@
 
 typedef struct {
     rn_tiers *t;
-    rn_map seen; /* this listing's suspects: key -> first seen (uint64_t ms) */
-    char **doomed;
+    int history;    /* walk the history objects after the bodies */
+    int incomplete; /* a listing failed */
+    int removing;   /* something was doomed: its removal runs */
+    rn_map seen;    /* this sweep's suspects: key -> first seen (uint64_t ms) */
+    char **doomed;  /* bodies, then history objects */
     size_t ndoomed;
 } orphan_sweep;
 
@@ -36,11 +49,28 @@ static void free_suspects(rn_map *m) {
     rn_map_free(m);
 }
 
+static void free_doomed(orphan_sweep *o) {
+    for (size_t i = 0; i < o->ndoomed; i++)
+        free(o->doomed[i]);
+    free(o->doomed);
+    o->doomed = NULL;
+    o->ndoomed = 0;
+}
+
+/* 1 when nothing the state holds references the object named key. */
+static int unreferenced(const rn_tiers *t, const char *key) {
+    static const char history[] = RN_TIERS_HISTORY_PREFIX;
+    uint64_t id;
+    if (strncmp(key, history, sizeof history - 1) == 0) /* a name of another form stays */
+        return rn_history_key_stream(key, &id) && !t->stream_kept(t->stream_kept_ctx, id);
+    return !t->referenced(t->referenced_ctx, 1, key);
+}
+
 static void orphan_found(void *arg, const char *key, uint64_t size) {
     orphan_sweep *o = arg;
     rn_tiers *t = o->t;
     (void)size;
-    if (t->referenced(t->referenced_ctx, 1, key) || o->seen.count >= MAX_SUSPECTS)
+    if (!unreferenced(t, key) || o->seen.count >= MAX_SUSPECTS)
         return;
     uint64_t now = rn_mono_ms();
     const uint64_t *before = rn_map_get(&t->suspects, key, strlen(key));
@@ -61,21 +91,41 @@ static void orphan_found(void *arg, const char *key, uint64_t size) {
 static void orphans_removed(void *arg, int status) {
     orphan_sweep *o = arg;
     (void)status; /* what stays is found again at the next sweep */
-    for (size_t i = 0; i < o->ndoomed; i++)
-        free(o->doomed[i]);
-    free(o->doomed);
+    if (o->removing)
+        rn_fault_point("orphan-after-remove");
+    free_doomed(o);
     o->t->orphan_listing = 0;
     free(o);
+}
+
+/* Drops the streams of the doomed history objects (each once: a walk
+ * names a stream's objects together) and leaves only bodies doomed. */
+static void drop_doomed_history(orphan_sweep *o) {
+    size_t bodies = 0;
+    uint64_t last = 0;
+    int any = 0;
+    for (size_t i = 0; i < o->ndoomed; i++) {
+        uint64_t id;
+        if (!rn_history_key_stream(o->doomed[i], &id)) {
+            o->doomed[bodies++] = o->doomed[i];
+            continue;
+        }
+        if (!any || id != last)
+            rn_tiers_history_drop(o->t, id);
+        any = 1;
+        last = id;
+        free(o->doomed[i]);
+    }
+    o->ndoomed = bodies;
 }
 
 static void orphans_listed(void *arg, int status) {
     orphan_sweep *o = arg;
     rn_tiers *t = o->t;
-    if (status < 0) { /* keep the suspects we had: an incomplete listing proves nothing */
+    /* an incomplete listing proves nothing: keep the suspects we had */
+    if (status < 0 || o->incomplete) {
         free_suspects(&o->seen);
-        for (size_t i = 0; i < o->ndoomed; i++)
-            free(o->doomed[i]);
-        o->ndoomed = 0;
+        free_doomed(o);
     } else {
         free_suspects(&t->suspects);
         t->suspects = o->seen;
@@ -84,7 +134,27 @@ static void orphans_listed(void *arg, int status) {
         orphans_removed(o, 0);
         return;
     }
+    rn_fault_point("orphan-before-remove");
+    o->removing = 1;
+    drop_doomed_history(o);
+    if (!o->ndoomed) {
+        orphans_removed(o, 0);
+        return;
+    }
     t->cold->ops->remove(t->cold, (const char *const *)o->doomed, o->ndoomed, orphans_removed, o);
+}
+
+static void bodies_listed(void *arg, int status) {
+    orphan_sweep *o = arg;
+    rn_tiers *t = o->t;
+    if (status < 0)
+        o->incomplete = 1;
+    if (!o->history) {
+        orphans_listed(o, 0);
+        return;
+    }
+    assert(t->cold->ops->walk); /* every backend walks */
+    t->cold->ops->walk(t->cold, RN_TIERS_HISTORY_PREFIX, orphan_found, orphans_listed, o);
 }
 
 void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
@@ -93,13 +163,26 @@ void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, c
     t->referenced_ctx = ctx;
 }
 
+void rn_tiers_watch_history(rn_tiers *t, int (*kept)(void *ctx, uint64_t id), void *ctx) {
+    t->stream_kept = kept;
+    t->stream_kept_ctx = ctx;
+}
+
 void rn_tiers_orphans_sweep(rn_tiers *t) {
-    if (!t->referenced || !t->cold || !t->cold->network || t->orphan_listing)
+    if (!t->cold || t->orphan_listing)
+        return;
+    int bodies = t->referenced && t->cold->network;
+    int history = t->stream_kept && t->history;
+    if (!bodies && !history)
         return;
     t->orphan_listing = 1;
     orphan_sweep *o = rn_xcalloc(1, sizeof *o);
     o->t = t;
-    t->cold->ops->list(t->cold, RN_TIERS_BODY_PREFIX, orphan_found, orphans_listed, o);
+    o->history = history;
+    if (bodies)
+        t->cold->ops->list(t->cold, RN_TIERS_BODY_PREFIX, orphan_found, bodies_listed, o);
+    else
+        bodies_listed(o, 0);
 }
 
 void rn_tiers_orphans_free(rn_tiers *t) {

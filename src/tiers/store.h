@@ -58,6 +58,10 @@ typedef struct {
      * followed by a name without "/", then done(). */
     void (*list)(rn_store *st, const char *prefix, rn_store_entry_fn each, rn_store_done_fn done,
                  void *arg);
+    /* Calls each() for every object under prefix ("dir/" style) at any
+     * depth, then done(). */
+    void (*walk)(rn_store *st, const char *prefix, rn_store_entry_fn each, rn_store_done_fn done,
+                 void *arg);
     /* Removes the objects keys[0..n) (a missing one is fine). Tries every
      * key; the status is the first failure. */
     void (*remove)(rn_store *st, const char *const *keys, size_t n, rn_store_done_fn done,

@@ -8,13 +8,16 @@
 #include "util/fault.h"
 #include "util/files.h"
 #include "util/map.h"
+#include "util/text.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -344,6 +347,36 @@ void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
     }
     rn_streamfiles_gap none = {0};
     rn_streamfiles_gap_put(st, id, &none);
+}
+
+/* 1 with *id when name is a stream file's ("<16 hex digits>.dat", .idx or .gap). */
+static int stream_file_id(const char *name, uint64_t *id) {
+    if (strlen(name) != 20 || name[16] != '.' ||
+        (strcmp(name + 17, "dat") != 0 && strcmp(name + 17, "idx") != 0 &&
+         strcmp(name + 17, "gap") != 0))
+        return 0;
+    return rn_parse_hex_u64(name, id) == 0;
+}
+
+int rn_streamfiles_sweep(rn_streamfiles *st, int (*kept)(void *ctx, uint64_t id), void *ctx) {
+    int rc = 0;
+    for (unsigned sub = 0; sub < 256; sub++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/streams/%02x", st->dir, sub);
+        DIR *d = opendir(dir);
+        if (!d) {
+            if (errno != ENOENT && !rc)
+                rc = -errno;
+            continue;
+        }
+        struct dirent *de;
+        uint64_t id;
+        while ((de = readdir(d)))
+            if (stream_file_id(de->d_name, &id) && (id & 0xff) == sub && !kept(ctx, id))
+                rn_streamfiles_remove(st, id); /* its other files too: readdir skips them */
+        closedir(d);
+    }
+    return rc;
 }
 
 int rn_streamfiles_extent(rn_streamfiles *st, uint64_t id, uint64_t *data_len, uint64_t *entries) {

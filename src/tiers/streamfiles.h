@@ -72,6 +72,10 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len);
 /* Deletes the stream's files (its gap record too). */
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id);
+/* Recovery: deletes the files of every stream kept() denies (no stream of
+ * the state owns them). Returns 0, or the first -errno of a directory that
+ * cannot be read (the others were still swept). */
+int rn_streamfiles_sweep(rn_streamfiles *st, int (*kept)(void *ctx, uint64_t id), void *ctx);
 
 /* The data file's length and the index file's entries (0 for a file that
  * does not exist). Returns 0 or -errno. */

@@ -226,9 +226,16 @@ void rn_tiers_history_fetch(rn_tiers *t, uint64_t id, uint64_t off, rn_tiers_sta
 
 /* Removes every history object of stream id, which is gone for good (a
  * destroyed stream: no fork reads it). Reports nothing: an object that
- * stays is an orphan. Also at recovery, where a network store is left
- * alone. */
+ * stays is an orphan for the sweep rn_tiers_watch_history sets up. Also
+ * at recovery, where a network store is left alone. */
 void rn_tiers_history_drop(rn_tiers *t, uint64_t id);
+/* Sets how the tiers learn which streams the state still has, once the
+ * engine is open: the sweep of staged parts then also walks the history
+ * objects and drops the streams kept() denied at two walks parts_grace_ms
+ * apart (a drop that failed, or that a crash kept from running, left
+ * them). Ids are never reused, so a denied stream never comes back. Not in
+ * cluster mode: a store shared by nodes holds other nodes' streams. */
+void rn_tiers_watch_history(rn_tiers *t, int (*kept)(void *ctx, uint64_t id), void *ctx);
 
 typedef struct {
     uint64_t cached_bytes;          /* history objects in the read cache */

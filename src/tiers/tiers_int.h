@@ -22,7 +22,9 @@ struct rn_tiers {
     /* the orphan sweep of a network cold store's bodies (orphans.c) */
     int (*referenced)(void *ctx, int cold, const char *key);
     void *referenced_ctx;
-    rn_map suspects; /* body key -> when a listing first found it unreferenced */
+    int (*stream_kept)(void *ctx, uint64_t id); /* and of history objects */
+    void *stream_kept_ctx;
+    rn_map suspects; /* object key -> when a listing first found it unreferenced */
     int orphan_listing;
     struct rn_history *history; /* history.c; NULL without a cold store */
 };
@@ -36,7 +38,8 @@ void rn_tiers_parts_sweep(rn_tiers *t);
 void rn_tiers_parts_free(rn_tiers *t);
 
 /* orphans.c: one orphan sweep of the cold store's bodies (when watched and
- * the cold store is a network store); frees what it keeps (at close). */
+ * the cold store is a network store) and history objects (when watched);
+ * frees what it keeps (at close). */
 void rn_tiers_orphans_sweep(rn_tiers *t);
 void rn_tiers_orphans_free(rn_tiers *t);
 
@@ -45,7 +48,10 @@ void rn_tiers_orphans_free(rn_tiers *t);
 struct rn_history *rn_history_new(rn_tiers *t, uint64_t cache_bytes);
 void rn_history_stop(struct rn_history *h);
 void rn_history_free(struct rn_history *h);
+/* 1 with *id when key names a history object ("history/<id>/<chunk>"). */
+int rn_history_key_stream(const char *key, uint64_t *id);
 
-#define RN_TIERS_BODY_PREFIX "snapshots/" /* where bodies are, in both stores */
+#define RN_TIERS_BODY_PREFIX "snapshots/"  /* where bodies are, in both stores */
+#define RN_TIERS_HISTORY_PREFIX "history/" /* where history objects are (history.c) */
 
 #endif

@@ -185,6 +185,17 @@ int rn_parse_lower_hex(const char *s, size_t len, uint8_t *out) {
     return 0;
 }
 
+int rn_parse_hex_u64(const char *s, uint64_t *out) {
+    uint8_t b[8];
+    if (rn_parse_lower_hex(s, 16, b) != 0)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof b; i++)
+        v = v << 8 | b[i];
+    *out = v;
+    return 0;
+}
+
 long rn_percent_decode(const char *s, size_t len, char *out) {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {

@@ -44,6 +44,10 @@ int rn_utf8_valid(const uint8_t *s, size_t len);
 /* Parses len (even) lowercase hex digits into len / 2 bytes of out.
  * Returns 0, or -1 for any other character. */
 int rn_parse_lower_hex(const char *s, size_t len, uint8_t *out);
+/* Parses the 16 lowercase hex digits at s (most significant first) into
+ * *out, as file and object names spell ids. Returns 0, or -1 for any other
+ * character. */
+int rn_parse_hex_u64(const char *s, uint64_t *out);
 
 /* Percent-decodes s into out (capacity >= len). Returns the decoded length, or
  * -1 for a malformed escape. */

@@ -93,6 +93,20 @@ function locate(dataDir, needle) {
   throw new Error(`${needle} is in no log segment`);
 }
 
+// The stream ids that have files under <data>/streams (data, index, gap).
+function streamFileIds(dataDir) {
+  const ids = new Set();
+  const top = path.join(dataDir, "streams");
+  for (const d of fs.existsSync(top) ? fs.readdirSync(top) : []) {
+    if (!fs.statSync(path.join(top, d)).isDirectory()) continue;
+    for (const f of fs.readdirSync(path.join(top, d))) {
+      const m = /^([0-9a-f]{16})\.(dat|idx|gap)$/.exec(f);
+      if (m) ids.add(Number.parseInt(m[1], 16));
+    }
+  }
+  return [...ids];
+}
+
 function xorByte(file, at, mask) {
   const fd = fs.openSync(file, "r+");
   const b = Buffer.alloc(1);
@@ -104,8 +118,8 @@ function xorByte(file, at, mask) {
 
 // A server on a fresh data directory holding APPENDS acknowledged appends
 // to /v1/stream/damage/<name>, left by SIGKILL.
-// `before` (optional) runs first, given the server.
-async function prepare(root, name, before = null) {
+// `before` (optional) runs first and `after` (optional) last, given the server.
+async function prepare(root, name, before = null, after = null) {
   const dataDir = path.join(root, name, "data");
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
   const srv = new Server({ bin: opts.bin, dataDir, logPath: path.join(root, name, "server.log") });
@@ -118,6 +132,7 @@ async function prepare(root, name, before = null) {
     r = await http(url, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: body(name, i) });
     if (r.status !== 204) throw new Error(`append ${i} answered ${r.status} ${r.text}`);
   }
+  if (after) await after(srv);
   await srv.stop("SIGKILL");
   return { srv, dataDir, url: () => `${srv.url}/v1/stream/damage/${name}` };
 }
@@ -251,6 +266,7 @@ async function torn(root) {
 async function accept(root) {
   const other = (srv) => `${srv.url}/v1/stream/damage/accept-other`;
   const prod = (srv) => `${srv.url}/v1/stream/damage/accept-prod`;
+  const late = (srv) => `${srv.url}/v1/stream/damage/accept-late`;
   const octet = { "content-type": "application/octet-stream" };
   const env = await prepare(root, "accept", async (srv) => {
     for (const u of [other(srv), prod(srv)]) {
@@ -264,6 +280,9 @@ async function accept(root) {
       });
       if (r.status !== 200) throw new Error(`producer write ${seq}: ${r.status} ${r.text}`);
     }
+  }, async (srv) => {
+    // created after the damaged append: the accepted loss drops it
+    if ((await http(late(srv), { method: "PUT", headers: octet, body: "late" })).status !== 201) throw new Error("create late");
   });
   const before = {};
   const flipped = flipMiddleAppend(env, "accept");
@@ -290,6 +309,10 @@ async function accept(root) {
   }
   await peek.stop("SIGKILL");
 
+  // the newest stream's files: its create comes after the damage
+  const lateId = Math.max(...streamFileIds(env.dataDir));
+  checks.check("accept: the stream created after the damage has files before the accepted start",
+    streamFileIds(env.dataDir).length === 4, `ids ${streamFileIds(env.dataDir)}`);
   env.srv.args = [named];
   const logBefore = fs.readFileSync(env.srv.logPath, "utf8").length;
   try {
@@ -302,6 +325,9 @@ async function accept(root) {
   checks.check("accept: the log says what was dropped and that every stream was rewritten",
     /accepting the loss/.test(startLog) && startLog.includes("damage/accept") && /rewrote the history of all 3 streams/.test(startLog),
     startLog.split("\n").filter((l) => /accept/.test(l)).join(" | ").slice(0, 600));
+  checks.check("accept: the files of the stream the loss dropped are removed",
+    !streamFileIds(env.dataDir).includes(lateId), `ids ${streamFileIds(env.dataDir)}, dropped ${lateId}`);
+  checks.check("accept: the stream created after the damage is gone", (await http(late(env.srv), { method: "HEAD" })).status === 404);
   const kept = expected("accept").subarray(0, flipped.damaged * BODY_BYTES);
   const got = await readAll(env.url());
   checks.check(`accept: the stream serves exactly the ${flipped.damaged} appends before the damaged one`,

@@ -8,13 +8,17 @@
 //   assembly, retention before/after the hole punch, delete before/after the
 //   file removal, history moving to the cold store: before and after the
 //   object's put, after the move is recorded, before and after the stream
-//   file's hole punch), several pass counts N, and the operations create (plain,
+//   file's hole punch; the sweeps: before and after a staged part or cold
+//   object is unlinked, before and after the orphan sweep's removal),
+//   several pass counts N, and the operations create (plain,
 //   JSON, empty, fork, created closed), append (producer and plain, binary
 //   and JSON), close (with and without data), delete (plain, re-create, fork
 //   source soft delete, last fork releasing its source), snapshot publish
 //   (small, cold-store sized, parts commit), retention and appends to
 //   streams whose history moves to the (local) cold store (read back
-//   through the read cache after the restart):
+//   through the read cache after the restart), and sweeps of staged parts
+//   no commit uses and of history objects of streams that are gone
+//   (planted) while snapshots are published:
 //     - the server dies (SIGKILL by itself) at the Nth pass of the point;
 //     - restarted without the kill point on the same data directory, it
 //       serves within 15 s and holds exactly the acknowledged state: for
@@ -26,6 +30,8 @@
 //       without it or with it), so an unacknowledged write appears at most
 //       once;
 //     - the recovered server accepts writes again and stops gracefully;
+//     - after a sweep case, the recovered server removes every stale part
+//       and planted history object within 10 s;
 //     - a second crash during recovery (the replay of a log left by a
 //       SIGKILL: apply before the stream-file write, retention before/after
 //       the hole punch, delete before/after the file removal) loses nothing
@@ -73,6 +79,9 @@ const RECOVERY_MIX = [["delete", 0, 1000], ["retention", 1, 30], ["publish", 2, 
 // History tiering on the local cold store: every whole 4 MiB chunk moves.
 const TIER_ARGS = [...SERVER_ARGS, "--cold-store", "--hot-bytes", String(64 << 20)];
 const TIER_POINTS = ["tier-before-put", "tier-after-put", "tier-after-record", "tier-before-punch", "tier-after-punch"];
+// The sweeps on the local cold store: every 250 ms (a quarter of the grace).
+const SWEEP_ARGS = [...SERVER_ARGS, "--cold-store", "--parts-grace-ms", "1000"];
+const SWEEP_POINTS = ["sweep-before-unlink", "sweep-after-unlink", "orphan-before-remove", "orphan-after-remove"];
 
 // ---------------------------------------------------------------- the matrix
 
@@ -97,6 +106,8 @@ function matrix() {
   // history moving to the cold store: the object written, the move logged,
   // the stream file's blocks given back
   for (const p of TIER_POINTS) for (const n of [1, 2, 4, 7]) cases.push({ op: "tiered", point: p, n });
+  // the sweeps: a stale part or orphan object unlinked, an orphan sweep's removal
+  for (const p of SWEEP_POINTS) for (const n of [1, 3]) cases.push({ op: "sweep", point: p, n });
   // a second crash during the replay of an unclean stop
   for (const n of [1, 10, 30, 60, 90]) cases.push({ op: "recovery", point: "apply-before-store", n });
   for (const n of [1, 4, 9]) {
@@ -375,6 +386,69 @@ WORKLOADS.tiered = {
   },
 };
 
+// Files under dir at any depth ([] when it does not exist), as paths
+// relative to dir; temporary files of interrupted writes are left out.
+function filesUnder(dir) {
+  let names = [];
+  try {
+    names = fs.readdirSync(dir, { recursive: true });
+  } catch {
+    return [];
+  }
+  return names.filter((f) => {
+    try {
+      return !f.endsWith(".tmp") && fs.statSync(path.join(dir, f)).isFile();
+    } catch {
+      return false; // removed meanwhile
+    }
+  });
+}
+
+// Appends, a part staged and never committed (stale once the grace went
+// by) and a history object of a stream no state has (ids are issued from
+// 1; "ff..." never is) planted in the cold store at every step; every third
+// step a snapshot, small or cold-store sized, is published. After the
+// restart every stale part and planted object must go.
+WORKLOADS.sweep = {
+  args: SWEEP_ARGS,
+  async setup(srv, a, model) {
+    await mkStream(srv, model, `w${a}`, { body: bytes(1000, `w${a}`) });
+  },
+  *ops(a) {
+    const r = rng(a * 61 + opts.seed);
+    const name = `w${a}`;
+    for (let k = 0; ; k++) {
+      yield async (srv, m) => {
+        const off = clen(m.get(name));
+        const part = await http(`${url(srv, name)}/snapshot/${tok(off)}/parts`, { method: "POST", headers: { "content-type": "text/plain" }, body: bytes(r(1, 2000), `${name}/${k}/part`) });
+        if (part.status !== 201) throw new Error(`stage part answered ${part.status} ${part.text}`);
+        const id = `ff${String(a).padStart(6, "0")}${k.toString(16).padStart(8, "0")}`;
+        fs.mkdirSync(path.join(srv.dataDir, "cold", "history", id), { recursive: true });
+        fs.writeFileSync(path.join(srv.dataDir, "cold", "history", id, "0000000000000000"), bytes(1000, id));
+        const body = bytes(r(1, 3000), `${name}/${k}`);
+        return { req: { name, method: "POST", headers: { "content-type": "application/octet-stream" }, body }, ok: [204],
+          apply: (mm) => { const s = mm.get(name); s.content = [...s.content, body]; } };
+      };
+      if (k % 3 === 2) {
+        yield (srv, m) => {
+          const off = clen(m.get(name));
+          const snap = k % 6 === 5 ? bytes((1 << 20) + r(0, 5000), `${name}/${k}/big`) : bytes(r(1, 3000), `${name}/${k}/s`);
+          return { req: { name, path: `/${BUCKET}/${name}/snapshot/${tok(off)}`, method: "PUT", headers: { "content-type": "application/x-state" }, body: snap },
+            ok: [204], apply: (mm) => { mm.get(name).snap = { offset: off, body: snap }; } };
+        };
+      }
+    }
+  },
+  // the recovered server's sweeps remove what the sweep cases left
+  async settled(srv) {
+    const left = () => ["parts", "history"].flatMap((d) => filesUnder(path.join(srv.dataDir, "cold", d)).map((f) => `${d}/${f}`));
+    const t0 = Date.now();
+    while (left().length && Date.now() - t0 < 10000) await sleep(200);
+    const l = left();
+    return l.length ? [`${l.length} stale parts or orphan objects left 10 s after the restart: ${l.slice(0, 3).join(", ")}`] : [];
+  },
+};
+
 const FILLER = {
   async setup(srv, model) {
     await mkStream(srv, model, "filler");
@@ -605,6 +679,7 @@ async function runCase(c, idx) {
       if (withOp && withOp.length === 0) { applied++; continue; }
       issues.push(...before.map((d) => `${d}${inDoubt ? ` (nor with the in-flight ${inDoubt.req.method} ${inDoubt.req.path ?? inDoubt.req.name}: ${withOp[0]})` : ""}`));
     }
+    if (WORKLOADS[c.op]?.settled) issues.push(...await WORKLOADS[c.op].settled(srv));
     // writable again, and a graceful stop
     const w = await http(url(srv, "filler"), { method: "POST", headers: { "content-type": "application/octet-stream" }, body: "after" });
     if (w.status !== 204) issues.push(`append after recovery answered ${w.status} ${w.text.slice(0, 200)}`);
