@@ -13,6 +13,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -143,6 +145,7 @@ typedef struct {
     rn_blobs *files;
     rn_store_entry_fn each;
     void *arg;
+    int all_depths; /* list_all: descend into directories */
 } listing;
 
 static int list_one(const char *key, void *arg) {
@@ -150,12 +153,24 @@ static int list_one(const char *key, void *arg) {
     int64_t size = rn_blobs_size(l->files, key);
     if (size >= 0) /* directories and files gone meanwhile are no objects */
         l->each(l->arg, key, (uint64_t)size);
+    if (size == -EISDIR && l->all_depths) {
+        char sub[PATH_MAX];
+        int n = snprintf(sub, sizeof sub, "%s/", key);
+        return n > 0 && (size_t)n < sizeof sub ? rn_blobs_list(l->files, sub, list_one, l)
+                                               : -ENAMETOOLONG;
+    }
     return 0;
 }
 
 static void local_list(rn_store *st, const char *prefix, rn_store_entry_fn each,
                        rn_store_done_fn done, void *arg) {
-    listing l = {local(st)->files, each, arg};
+    listing l = {local(st)->files, each, arg, 0};
+    done(arg, rn_blobs_list(l.files, prefix, list_one, &l));
+}
+
+static void local_list_all(rn_store *st, const char *prefix, rn_store_entry_fn each,
+                           rn_store_done_fn done, void *arg) {
+    listing l = {local(st)->files, each, arg, 1};
     done(arg, rn_blobs_list(l.files, prefix, list_one, &l));
 }
 
@@ -204,6 +219,7 @@ static const rn_store_ops localdir_ops = {
     .concat = local_concat,
     .open = local_open,
     .list = local_list,
+    .list_all = local_list_all,
     .remove = local_remove,
     .sweep = local_sweep,
     .close = local_close,

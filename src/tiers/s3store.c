@@ -625,6 +625,7 @@ typedef struct {
     char prefix[FULL_KEY_MAX];
     char *token;
     int any_depth;      /* sweep: every depth */
+    int all_depths;     /* list_all: entries at every depth */
     int64_t older_than; /* sweep: Unix seconds */
     char **doomed;      /* sweep: this page's old keys */
     size_t ndoomed;
@@ -685,7 +686,7 @@ static void page_listed(req *r, const rn_s3_result *res) {
                 l->doomed = rn_xrealloc(l->doomed, (l->ndoomed + 1) * sizeof *l->doomed);
                 l->doomed[l->ndoomed++] = rn_xstrdup(e->key);
             }
-        } else if (*name && !strchr(name, '/')) {
+        } else if (*name && (l->all_depths || !strchr(name, '/'))) {
             l->each(l->arg, e->key + skip, e->size);
         }
     }
@@ -725,6 +726,14 @@ static void s3_list(rn_store *store, const char *prefix, rn_store_entry_fn each,
                     rn_store_done_fn done, void *arg) {
     list_op *l = list_new(s3st(store), prefix, done, arg);
     l->each = each;
+    call(&l->r, RN_COLD_LIST, issue_list, page_listed);
+}
+
+static void s3_list_all(rn_store *store, const char *prefix, rn_store_entry_fn each,
+                        rn_store_done_fn done, void *arg) {
+    list_op *l = list_new(s3st(store), prefix, done, arg);
+    l->each = each;
+    l->all_depths = 1;
     call(&l->r, RN_COLD_LIST, issue_list, page_listed);
 }
 
@@ -820,6 +829,7 @@ static const rn_store_ops s3store_ops = {
     .concat = s3_concat,
     .open = s3_open,
     .list = s3_list,
+    .list_all = s3_list_all,
     .remove = s3_remove,
     .sweep = s3_sweep,
     .stop = s3_stop,

@@ -58,6 +58,9 @@ typedef struct {
      * followed by a name without "/", then done(). */
     void (*list)(rn_store *st, const char *prefix, rn_store_entry_fn each, rn_store_done_fn done,
                  void *arg);
+    /* The same for every object under prefix, at any depth. */
+    void (*list_all)(rn_store *st, const char *prefix, rn_store_entry_fn each,
+                     rn_store_done_fn done, void *arg);
     /* Removes the objects keys[0..n) (a missing one is fine). Tries every
      * key; the status is the first failure. */
     void (*remove)(rn_store *st, const char *const *keys, size_t n, rn_store_done_fn done,
