@@ -75,7 +75,8 @@ __attribute__((format(printf, 2, 3))) static void fail(rn_backup_refs *r, const 
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    rn_log(RN_LOG_ERROR, "backup-refs", "%s: keeping every cold body", why);
+    if (!r->stopped) /* stopping ends the destination's calls failed */
+        rn_log(RN_LOG_ERROR, "backup-refs", "%s: keeping every cold body", why);
     r->failed = 1;
 }
 
@@ -152,6 +153,8 @@ static void state_opened(void *arg, int fd, uint64_t fd_off) {
 }
 
 static void read_next(rn_backup_refs *r) {
+    if (r->stopped) /* the destination takes no more calls */
+        r->failed = 1;
     if (r->failed || r->next == r->nstates) {
         refresh_end(r);
         return;
