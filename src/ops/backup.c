@@ -11,6 +11,7 @@
  */
 #include "ops/backup.h"
 #include "ops/backup_format.h"
+#include "ops/backup_refs.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "util/log.h"
@@ -29,6 +30,7 @@ struct rn_backups {
     rn_engine *engine;
     rn_tiers *tiers;
     rn_store *dest;
+    rn_backup_refs *refs;
     job *running; /* the backup being taken, or NULL */
 };
 
@@ -38,6 +40,7 @@ struct job {
     char name[RN_BACKUP_NAME_MAX + 1];
     char key[RN_BACKUP_KEY_MAX];
     int exists; /* the listing found the name's state object */
+    int begun;  /* the instant was taken: its cold bodies are pinned */
     uint64_t backup_id;
     rn_buf image;
     rn_backup_stream *streams;
@@ -77,6 +80,8 @@ static void finish(job *j, int status, rn_error e) {
     }
     if (j->body_fd >= 0)
         close(j->body_fd);
+    if (j->begun)
+        rn_backup_refs_backup_ended(j->owner->refs);
     j->owner->running = NULL;
     rn_request_release(j->req);
     rn_buf_free(&j->image);
@@ -206,6 +211,11 @@ static void begin(job *j) {
         return;
     }
     rn_engine_backup_state(j->owner->engine, &j->image, &j->streams, &j->n);
+    j->begun = 1;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->streams[i].has_body &&
+            rn_tiers_body_shared(j->owner->tiers, j->streams[i].body_cold))
+            rn_backup_refs_pin(j->owner->refs, j->streams[i].body_key);
     j->pos = j->n ? j->streams[0].data_from : 0;
     step(j);
 }
@@ -227,12 +237,18 @@ static void listed(void *arg, int status) {
         begin(j);
 }
 
-rn_backups *rn_backups_new(rn_engine *e, rn_tiers *t, rn_store *dest) {
+rn_backups *rn_backups_new(uv_loop_t *loop, rn_engine *e, rn_tiers *t, rn_store *dest,
+                           uint64_t refresh_ms) {
     rn_backups *b = rn_xcalloc(1, sizeof *b);
     b->engine = e;
     b->tiers = t;
     b->dest = dest;
+    b->refs = rn_backup_refs_new(loop, dest, refresh_ms);
     return b;
+}
+
+int rn_backups_hold(const rn_backups *b, const char *key) {
+    return rn_backup_refs_hold(b->refs, key);
 }
 
 void rn_backups_handle(rn_backups *b, rn_request *req, const char *query, size_t query_len) {
@@ -268,7 +284,10 @@ void rn_backups_handle(rn_backups *b, rn_request *req, const char *query, size_t
 }
 
 void rn_backups_stop(rn_backups *b) {
-    if (b && b->dest->ops->stop)
+    if (!b)
+        return;
+    rn_backup_refs_stop(b->refs);
+    if (b->dest->ops->stop)
         b->dest->ops->stop(b->dest);
 }
 
@@ -276,6 +295,7 @@ void rn_backups_free(rn_backups *b) {
     if (!b)
         return;
     assert(!b->running);
+    rn_backup_refs_free(b->refs);
     b->dest->ops->close(b->dest);
     free(b);
 }

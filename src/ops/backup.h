@@ -13,7 +13,8 @@
  * the backup fail (503 BACKUP_INTERRUPTED) rather than copy another
  * instant. The state object is written last, so a failed backup is never
  * mistaken for a complete one, and a retry under the same name rewrites
- * it. One backup runs at a time.
+ * it. One backup runs at a time. The shared cold store's bodies the
+ * backups reference stay (rn_backups_hold).
  */
 #ifndef RN_OPS_BACKUP_H
 #define RN_OPS_BACKUP_H
@@ -28,8 +29,13 @@
 typedef struct rn_backups rn_backups;
 
 /* The backups of engine e (whose snapshot bodies the tiers t hold) into
- * dest, which it takes over. */
-rn_backups *rn_backups_new(rn_engine *e, rn_tiers *t, rn_store *dest);
+ * dest, which it takes over, with the set of cold bodies the backups there
+ * reference (backup_refs.h), refreshed every refresh_ms (> 0). */
+rn_backups *rn_backups_new(uv_loop_t *loop, rn_engine *e, rn_tiers *t, rn_store *dest,
+                           uint64_t refresh_ms);
+/* 1 when a backup at the destination, or the one being taken, may
+ * reference the cold body key: the orphan sweep keeps it. */
+int rn_backups_hold(const rn_backups *b, const char *key);
 /* Answers POST /__runnel/backup (query: name=NAME): 200 with a JSON
  * summary once the backup is complete and durable, or an error (400
  * INVALID_BACKUP_NAME, 409 BACKUP_EXISTS, 503 BACKUP_IN_PROGRESS or

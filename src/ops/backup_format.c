@@ -5,8 +5,10 @@
 #include "ops/backup_format.h"
 #include "ops/coldstore.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char STATE_MAGIC[8] = {'R', 'N', 'B', 'A', 'C', 'K', 'U', 'P'};
 
@@ -59,6 +61,20 @@ int rn_backup_state_decode(const uint8_t *data, size_t len, uint64_t *backup_id,
 
 uint64_t rn_backup_serial_base(uint64_t min_serial, uint64_t backup_id) {
     return min_serial + (1ull << 40) + (backup_id & ((1ull << 40) - 1));
+}
+
+int rn_backup_read_fd(int fd, uint64_t off, size_t len, rn_buf *out) {
+    out->len = 0;
+    rn_buf_reserve(out, len ? len : 1);
+    while (out->len < len) {
+        ssize_t n = pread(fd, out->data + out->len, len - out->len, (off_t)(off + out->len));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        out->len += (size_t)n;
+    }
+    return 0;
 }
 
 int rn_backup_store_open(uv_loop_t *loop, const rn_config *cfg, const char *dest, rn_store **out,

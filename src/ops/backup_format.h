@@ -57,6 +57,10 @@ int rn_backup_state_decode(const uint8_t *data, size_t len, uint64_t *backup_id,
  * source's later ids nor another backup's restore issue the same. */
 uint64_t rn_backup_serial_base(uint64_t min_serial, uint64_t backup_id);
 
+/* Reads len bytes at off of fd (an object a store opened) into out, which
+ * it replaces. Returns 0, or -errno (-EIO: the object is shorter). */
+int rn_backup_read_fd(int fd, uint64_t off, size_t len, rn_buf *out);
+
 /* Opens the store `dest` names: "s3:PREFIX" (PREFIX empty or ending in
  * "/") over cfg's --s3-* settings, else a local directory (created when
  * missing). Returns 0, or -1 with the reason in err. */

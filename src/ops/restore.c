@@ -76,21 +76,6 @@ static void on_open(void *arg, int fd, uint64_t fd_off) {
     w->done = 1;
 }
 
-/* Reads len bytes at off of fd into out (which it replaces). */
-static int read_exactly(int fd, uint64_t off, size_t len, rn_buf *out) {
-    out->len = 0;
-    rn_buf_reserve(out, len ? len : 1);
-    while (out->len < len) {
-        ssize_t n = pread(fd, out->data + out->len, len - out->len, (off_t)(off + out->len));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        out->len += (size_t)n;
-    }
-    return 0;
-}
-
 /* The whole object key of the backup store, len bytes long, into out. */
 static int fetch(restore *r, const char *key, uint64_t len, rn_buf *out) {
     waiter w = {.fd = -1};
@@ -101,7 +86,7 @@ static int fetch(restore *r, const char *key, uint64_t len, rn_buf *out) {
                  strerror(-w.status));
         return -1;
     }
-    int rc = read_exactly(w.fd, w.fd_off, (size_t)len, out);
+    int rc = rn_backup_read_fd(w.fd, w.fd_off, (size_t)len, out);
     close(w.fd);
     if (rc < 0)
         snprintf(r->err, sizeof r->err, "backup object %s is shorter than %llu bytes: %s", key,

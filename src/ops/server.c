@@ -83,8 +83,12 @@ static void on_sweep(uv_timer_t *t) {
     rn_engine_sweep_expired(s->engine);
 }
 
-static int body_referenced(void *engine, int cold, const char *key) {
-    return rn_engine_body_referenced(engine, cold, key);
+/* The state references the body, or (a shared cold store's) a backup at
+ * --backup-to may. */
+static int body_referenced(void *server_arg, int cold, const char *key) {
+    server *s = server_arg;
+    return rn_engine_body_referenced(s->engine, cold, key) ||
+           (s->backups && rn_tiers_body_shared(s->tiers, cold) && rn_backups_hold(s->backups, key));
 }
 
 static int stream_kept(void *engine, uint64_t id) {
@@ -360,16 +364,20 @@ static void wire(server *s) {
                             .max_body_bytes = s->cfg.max_body_bytes,
                             .tiers = s->tiers};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
-    if (!s->cfg.node_id) { /* a shared store holds other nodes' objects: no orphan sweep */
-        rn_tiers_watch_bodies(s->tiers, body_referenced, s->engine);
-        rn_tiers_watch_history(s->tiers, stream_kept, s->engine);
-    }
-    rn_tiers_start(s->tiers);
     if (s->backup_dest) {
-        s->backups = rn_backups_new(s->engine, s->tiers, s->backup_dest);
+        uint64_t refresh_ms = s->cfg.parts_grace_ms / 4; /* the orphan sweep's period */
+        s->backups = rn_backups_new(s->loop, s->engine, s->tiers, s->backup_dest,
+                                    refresh_ms ? refresh_ms : 1);
         s->backup_dest = NULL;
         s->endpoints.backups = s->backups;
     }
+    if (!s->cfg.node_id) { /* a shared store holds other nodes' bodies: no orphan sweep */
+        rn_tiers_watch_bodies(s->tiers, body_referenced, s);
+        rn_tiers_watch_history(s->tiers, stream_kept, s->engine);
+        if (s->backups) /* a backup may name a body the state let go: the sweep decides */
+            rn_tiers_drop_by_sweep_only(s->tiers);
+    }
+    rn_tiers_start(s->tiers);
     if (s->cfg.hot_bytes)
         rn_engine_tier_history(s->engine);
     s->router.streams = s->surface;

@@ -13,6 +13,8 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {

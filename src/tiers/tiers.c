@@ -170,13 +170,18 @@ static void body_dropped(void *arg, int status) {
 }
 
 void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key) {
-    if (!t->started && store_of(t, cold)->network)
-        return; /* recovery cannot reach it: the orphan sweep will */
+    if (store_of(t, cold)->network && (!t->started || t->drop_by_sweep_only))
+        return; /* recovery cannot reach it, or a backup may name it: the orphan sweep decides */
     body_drop *d = rn_xcalloc(1, sizeof *d);
     snprintf(d->key, sizeof d->key, "%s", key);
     d->keys[0] = d->key;
     rn_store *st = store_of(t, cold);
     st->ops->remove(st, d->keys, 1, body_dropped, d);
+}
+
+void rn_tiers_drop_by_sweep_only(rn_tiers *t) {
+    assert(!t->started && t->referenced);
+    t->drop_by_sweep_only = 1;
 }
 
 typedef struct {

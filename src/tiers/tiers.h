@@ -95,6 +95,12 @@ void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key);
  * mode: a store shared by nodes holds bodies other nodes' groups name. */
 void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
                            void *ctx);
+/* From now on (before rn_tiers_start, with rn_tiers_watch_bodies) the
+ * bodies of a network cold store are removed only by the orphan sweep,
+ * whose referenced() then decides alone: rn_tiers_body_drop leaves them
+ * to it. For bodies something outside the state may still name (a backup
+ * at the node's destination: ops/backup_refs.h). */
+void rn_tiers_drop_by_sweep_only(rn_tiers *t);
 /* Recovery: removes every body for which referenced() answers 0 (written
  * before a crash kept its publish out of the log, or superseded during
  * replay). Made once by the engine's open, on its thread, before

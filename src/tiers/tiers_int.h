@@ -26,6 +26,7 @@ struct rn_tiers {
     void *stream_kept_ctx;
     rn_map suspects; /* object key -> when a listing first found it unreferenced */
     int orphan_listing;
+    int drop_by_sweep_only;     /* rn_tiers_drop_by_sweep_only */
     struct rn_history *history; /* history.c; NULL without a cold store */
 };
 

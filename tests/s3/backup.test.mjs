@@ -17,12 +17,18 @@
 //     store. A second restore gives the same tokens.
 //   - A restore whose referenced cold body is gone from the cold store is
 //     refused, naming the body, and writes no checkpoint.
+//   - A cold body a backup at the node's --backup-to references survives a
+//     newer snapshot superseding it and the orphan sweeps past the grace, so
+//     the backup still restores byte-exact; once the operator removed the
+//     backup's state object, the sweep removes the body after the grace,
+//     but not while another backup's state object cannot be read (fail safe).
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { head, put, req } from "../blackbox/lib/bucket.mjs";
 import { runCli } from "../blackbox/lib/ops.mjs";
+import { clearFaults, fault } from "./control.mjs";
 import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
 import { MiB, publishOk, pseudoRandom } from "../blackbox/lib/snap.mjs";
 
@@ -148,5 +154,71 @@ describe("a backup to an S3 prefix, restored from it", () => {
     assert.equal(r.code, 1, r.stdout);
     assert.match(r.stderr, /references in the cold store/);
     assert.ok(!fs.existsSync(path.join(work, "r3", "checkpoint")));
+  });
+});
+
+describe("cold bodies a backup references are kept until the backup is retired", () => {
+  // A cold prefix of its own: this node's 1 s sweep must not see other tests' bodies.
+  const cold2 = ["--cold-store=s3", ...s3Opts, "--s3-prefix", "cold2/"];
+  const node = new Server({ args: [...cold2, "--parts-grace-ms", "1000", "--backup-to", "s3:bkrefs/"] });
+  servers.push(node);
+  const old = pseudoRandom(MiB + 77, "superseded body");
+  let url, oldOffset, oldKey;
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const stateFiles = (name) => {
+    const dir = path.join(S3_TEST_DIR, "data", S3_BUCKET, "bkrefs", name);
+    return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.startsWith("state._S3rver")).map((f) => path.join(dir, f)) : [];
+  };
+
+  test("a superseded body the backup references survives the sweeps; the backup restores", async () => {
+    await node.start();
+    url = `${node.url}/bkrefs/s`;
+    assert.equal((await put(url, { type: OCTET, body: "one" })).status, 201);
+    oldOffset = (await head(url)).headers.get("stream-next-offset");
+    await publishOk(url, oldOffset, old);
+    [oldKey] = objectsUnder("cold2/snapshots/");
+    assert.ok(oldKey, "the body is in the S3 cold store");
+    const r = await req(`${node.url}/__runnel/backup?name=keep1`, { method: "POST", timeoutMs: 60000 });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(JSON.parse(r.text).bodies_referenced, 1, r.text);
+    assert.equal((await req(url, { method: "POST", headers: { "content-type": OCTET }, body: "two" })).status, 204);
+    await publishOk(url, (await head(url)).headers.get("stream-next-offset"), pseudoRandom(MiB + 5, "newer body"));
+    await sleep(3000); /* a dozen sweeps, the grace (1 s) twice over */
+
+    const dir = path.join(work, "keep1");
+    const rr = runCli(["restore", "--from", "s3:bkrefs/", "--name", "keep1", "--data-dir", dir, ...cold2],
+      { timeoutMs: 120000 });
+    assert.equal(rr.code, 0, `restore exited ${rr.code}: ${rr.stderr}`);
+    assert.ok(objectsUnder("cold2/snapshots/").includes(oldKey), "the referenced body stays");
+    const srv = new Server({ dataDir: dir, args: [...cold2, "--backup-to", "s3:bkrefs/"] });
+    servers.push(srv);
+    await srv.start();
+    const body = await req(`${srv.url}/bkrefs/s/snapshot/${encodeURIComponent(oldOffset)}`, { timeoutMs: 60000 });
+    assert.equal(body.status, 200, body.text);
+    assert.ok(body.body.equals(old), "the restored snapshot reads byte-exact");
+    await srv.stop();
+  });
+
+  test("once the backup's state object is removed, the body is swept after the grace; not while a state cannot be read", async () => {
+    assert.ok(oldKey, "the previous test ran");
+    const r = await req(`${node.url}/__runnel/backup?name=keep2`, { method: "POST", timeoutMs: 60000 });
+    assert.equal(r.status, 200, r.text); /* it references only the newer body */
+    await fault({ kind: "status", status: 500, code: "InternalError", op: "GetObject", key_contains: "bkrefs/keep2/state", count: 0 });
+    try {
+      const files = stateFiles("keep1");
+      assert.ok(files.length > 0, "s3rver holds the state object");
+      for (const f of files) fs.rmSync(f);
+      await sleep(3000);
+      assert.ok(objectsUnder("cold2/snapshots/").includes(oldKey), "a state object unreadable: every body stays");
+    } finally {
+      await clearFaults();
+    }
+    let left = true;
+    for (let i = 0; i < 100 && left; i++) {
+      await sleep(100);
+      left = objectsUnder("cold2/snapshots/").includes(oldKey);
+    }
+    assert.ok(!left, "the body no backup references any more is gone");
+    assert.equal(objectsUnder("cold2/snapshots/").length, 1, "the current body stays");
   });
 });

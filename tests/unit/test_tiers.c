@@ -9,7 +9,8 @@
  * check where bodies go (by size, with and without a cold store), ranges
  * read back, drops and the recovery sweep, and the life of staged parts
  * (counts, claims, assembly in the listed order, release, discard, counts
- * listed again after a reopen, the grace-period sweep). The asynchronous
+ * listed again after a reopen, the grace-period sweep), and the directory's
+ * listings of one level and of every depth. The asynchronous
  * tests give the tiers a cold store kept in memory whose every operation
  * reports on a later loop turn, the shape of a network backend such as
  * S3: no callback may run before its call returns, counts are unknown
@@ -734,6 +735,48 @@ static void test_async_large_bodies_go_to_the_cold_backend(void **state) {
     free(big);
 }
 
+/* The local directory lists one level with list, every depth with walk. */
+typedef struct {
+    int found, done, status;
+} listing_seen;
+
+static void seen_entry(void *arg, const char *key, uint64_t size) {
+    listing_seen *l = arg;
+    l->found |= strcmp(key, "top") == 0 && size == 1         ? 1
+                : strcmp(key, "b1/state") == 0 && size == 2  ? 2
+                : strcmp(key, "b1/data/p") == 0 && size == 3 ? 4
+                                                             : 8;
+}
+
+static void seen_done(void *arg, int status) {
+    listing_seen *l = arg;
+    l->done = 1;
+    l->status = status;
+}
+
+static void test_localdir_lists_one_level_or_every_depth(void **state) {
+    fx *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/ld", f->dir);
+    rn_store *st = rn_localdir_open(&f->loop, dir);
+    assert_non_null(st);
+    const char *keys[] = {"top", "b1/state", "b1/data/p"};
+    listing_seen put_done[3] = {{0}};
+    for (int i = 0; i < 3; i++)
+        st->ops->put(st, keys[i], "xyz", (size_t)i + 1, seen_done, &put_done[i]);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < 3; i++)
+        assert_true(put_done[i].done && put_done[i].status == 0);
+    listing_seen one = {0}, all = {0};
+    st->ops->list(st, "", seen_entry, seen_done, &one);
+    st->ops->walk(st, "", seen_entry, seen_done, &all);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_true(one.done && one.status == 0 && all.done && all.status == 0);
+    assert_int_equal(one.found, 1);
+    assert_int_equal(all.found, 7);
+    st->ops->close(st);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 #define A(name) cmocka_unit_test_setup_teardown(name, setup_async, teardown)
 
@@ -751,6 +794,7 @@ int main(void) {
         A(test_async_counts_are_known_once_listed),
         A(test_async_parts_assemble_and_discard),
         A(test_async_large_bodies_go_to_the_cold_backend),
+        T(test_localdir_lists_one_level_or_every_depth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
