@@ -3,16 +3,22 @@
 # S3 test endpoint's s3rver (tests/s3/start.sh), which Runnel and curl both
 # reach directly (no verifying proxy), in the same run:
 #  - catch-up from the cold tier: a 64 MiB stream whose 16 chunks are S3
-#    objects, read from offset 0 by catch-up reads (8 MiB each) right after
-#    a restart (an empty read cache: every chunk is a GET), against curl
-#    reading the same 16 objects in 4 MiB ranges, one at a time, from the
-#    same s3rver;
+#    objects, read from offset 0 by catch-up reads (8 MiB each, the bucket
+#    surface's read size) right after a restart (an empty read cache: every
+#    chunk is a GET), against curl reading the same 16 objects in 4 MiB
+#    ranges, one at a time, from the same s3rver. The catch-up is read two
+#    ways: by one curl process on one connection, as curl reads the objects
+#    (each answer's Stream-Next-Offset checked to be the next read's
+#    offset), and by one curl process per read following
+#    Stream-Next-Offset in the shell (the method of the first figures,
+#    which also counts a process start per read);
 #  - appends of 64 KiB at a fixed rate (8 streams, runnel-bench writes)
 #    with history moving to the cold store as it comes (--hot-bytes) against
 #    the same server without tiering: appends/s and p50/p99 latency.
 # Each round measures every configuration once (interleaved).
 #
 # usage: bench/history_tier.sh [BUILD_DIR] [ROUNDS] [RATE]  (defaults: build, 3, 400)
+# HISTORY_TIER_WRITES=0 measures the catch-up figures only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -77,7 +83,23 @@ done
 stop_server
 objects=$(cd "$dir/data/$S3_BUCKET" && find catchup/history -name '*._S3rver_object' | sed 's/._S3rver_object$//' | sort)
 
-catchup() { # one pass over the stream from offset 0 after a restart; prints MiB/s
+catchup_one() { # one pass from offset 0 after a restart, one curl process; prints MiB/s
+  start_server "$dir/cold" "${s3[@]}" --s3-prefix catchup/ --hot-bytes $((256 << 20))
+  local args=() expect="" got off t0 t1
+  for ((off = 0; off < mib << 20; off += 8 << 20)); do
+    [ "$off" -eq 0 ] || args+=(--next)
+    args+=(-sf -o /dev/null -w '%header{stream-next-offset}\n' "$base/bench/s?offset=$(tok "$off")")
+    expect+="$(tok $((off + (8 << 20))))"$'\n'
+  done
+  t0=$(now)
+  got=$(curl "${args[@]}")
+  t1=$(now)
+  stop_server
+  [ "$got"$'\n' = "$expect" ] || { echo "history_tier.sh: the catch-up reads answered other offsets: $got" >&2; exit 1; }
+  rate_of "$mib" "$t0" "$t1"
+}
+
+catchup() { # one pass from offset 0 after a restart, one curl per read; prints MiB/s
   start_server "$dir/cold" "${s3[@]}" --s3-prefix catchup/ --hot-bytes $((256 << 20))
   local off=0 t0 t1 next
   t0=$(now)
@@ -119,20 +141,24 @@ writes() { # NAME ARGS...: appends/s, p50 and p99 (us) of paced 64 KiB appends
 declare -A res
 add() { res[$1]="${res[$1]:-} $2"; }
 for _ in $(seq "$rounds"); do
-  add "catch-up from the cold tier (MiB/s)" "$(catchup)"
+  add "catch-up, one curl process (MiB/s)" "$(catchup_one)"
+  add "catch-up, one curl per read (MiB/s)" "$(catchup)"
   add "curl ranged GETs, same objects (MiB/s)" "$(curl_gets)"
+  [ "${HISTORY_TIER_WRITES:-1}" != 0 ] || continue
   read -r a p50 p99 <<<"$(writes local)"
   add "local only: appends/s" "$a"; add "local only: p50 us" "$p50"; add "local only: p99 us" "$p99"
   read -r a p50 p99 <<<"$(writes tiered --hot-bytes $((256 << 20)))"
   add "tiering: appends/s" "$a"; add "tiering: p50 us" "$p50"; add "tiering: p99 us" "$p99"
 done
 printf '%-42s %10s %s\n' "figure" median "all runs"
-for k in "catch-up from the cold tier (MiB/s)" "curl ranged GETs, same objects (MiB/s)" \
+for k in "catch-up, one curl process (MiB/s)" "catch-up, one curl per read (MiB/s)" \
+  "curl ranged GETs, same objects (MiB/s)" \
   "local only: appends/s" "tiering: appends/s" "local only: p50 us" "tiering: p50 us" \
   "local only: p99 us" "tiering: p99 us"; do
+  [ -n "${res[$k]:-}" ] || continue
   echo "${res[$k]}" | tr ' ' '\n' | grep . | sort -n |
     awk -v label="$k" '{v[NR] = $1; all = all " " $1} END {
       m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
       printf "%-42s %10.1f %s\n", label, m, all}'
 done
-grep -h "^flushed" "$dir/server.log" | sed 's/^/# /'
+grep -h "^flushed" "$dir/server.log" | sed 's/^/# /' || true

@@ -176,9 +176,11 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op);
 void rn_engine_tier_history(rn_engine *e);
 /* Bytes of chunks due to move and not moved yet, as of the last tick. */
 uint64_t rn_engine_cold_backlog(const rn_engine *e);
-/* 0 when stream s's bytes [off, off + len) can be read now; -ENODATA when
- * some are cold and not in the read cache (the miss is remembered for
- * rn_engine_cold_fetch). A range below the tail. */
+/* 0 when stream s's bytes [off, off + len) can be read now, and then the
+ * cold chunks of the next len bytes start coming into the read cache (a
+ * catch-up reader's next read); -ENODATA when some are cold and not in the
+ * read cache (the miss is remembered for rn_engine_cold_fetch). A range
+ * below the tail. */
 int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len);
 /* Fetches the chunk the last -ENODATA read missed into the read cache
  * (and reads the next one of its stream ahead); done (may be NULL) hears

@@ -218,6 +218,11 @@ int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
 /* True when appends are refused: history tiering is on and the backlog of
  * chunks due to move reached the hot budget (cfg.hot_bytes). */
 int engine_hot_budget_spent(const rn_engine *e);
+/* Reads ahead for a sequential reader of s that just read up to `from`:
+ * starts fetching the cold chunks of s's bytes [from, from + len) that the
+ * read cache lacks (as many as the cache spares: tiers.h), so that the
+ * reader's next read finds them there. */
+void engine_cold_read_ahead(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t len);
 
 /* ---- open.c ---- */
 

@@ -53,7 +53,10 @@ static int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, siz
 }
 
 int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len) {
-    return engine_read_range(e, s, off, len, NULL);
+    int rc = engine_read_range(e, s, off, len, NULL);
+    if (rc == 0)
+        engine_cold_read_ahead(e, s, off + len, len);
+    return rc;
 }
 
 /* Finds the append holding position x (< tail) as seen by s: [start, end).

@@ -126,6 +126,14 @@ uint64_t rn_engine_cold_backlog(const rn_engine *e) {
     return e->cold_backlog;
 }
 
+void engine_cold_read_ahead(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t len) {
+    while (s->source && from < s->fork_offset)
+        s = s->source; /* a fork's bytes below its fork offset are its source's */
+    if (from < s->cold_end)
+        rn_tiers_history_read_ahead(e->cfg.tiers, s->id, from,
+                                    len < s->cold_end - from ? from + len : s->cold_end);
+}
+
 void rn_engine_cold_fetch(rn_engine *e, rn_tiers_status_fn done, void *arg) {
     uint64_t id, off;
     if (!rn_tiers_history_missed(e->cfg.tiers, &id, &off)) {

@@ -177,6 +177,16 @@ void rn_tiers_history_fetch(rn_tiers *t, uint64_t id, uint64_t off, rn_tiers_sta
     }
 }
 
+void rn_tiers_history_read_ahead(rn_tiers *t, uint64_t id, uint64_t from, uint64_t to) {
+    struct rn_history *h = t->history;
+    if (!h)
+        return;
+    size_t most = h->max_chunks / 4;
+    for (uint64_t index = from / RN_CHUNK_BYTES; most > 0 && index * RN_CHUNK_BYTES < to;
+         index++, most--)
+        rn_tiers_history_fetch(t, id, index * RN_CHUNK_BYTES, NULL, NULL);
+}
+
 int rn_tiers_history_read(rn_tiers *t, uint64_t id, uint64_t off, size_t len, uint8_t *out) {
     struct rn_history *h = t->history;
     if (!h)

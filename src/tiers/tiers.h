@@ -229,6 +229,12 @@ int rn_tiers_history_missed(const rn_tiers *t, uint64_t *id, uint64_t *off);
  * the store's -errno (-ENOENT: no such object). */
 void rn_tiers_history_fetch(rn_tiers *t, uint64_t id, uint64_t off, rn_tiers_status_fn done,
                             void *arg);
+/* Starts fetching the chunks of stream id's cold bytes [from, to) that are
+ * neither cached nor coming, the first ones first, at most a quarter of
+ * the read cache's chunks (the rest stays for the answers being sent) and
+ * within the fetches allowed to run; reports nothing (a reader that still
+ * misses one fetches it). No-op without a cold store. */
+void rn_tiers_history_read_ahead(rn_tiers *t, uint64_t id, uint64_t from, uint64_t to);
 
 /* Removes every history object of stream id, which is gone for good (a
  * destroyed stream: no fork reads it). Reports nothing: an object that

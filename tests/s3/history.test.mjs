@@ -96,6 +96,32 @@ describe(`a ${TOTAL / MiB} MiB stream with ${HOT / MiB} MiB hot`, () => {
       assert.ok(m.get("runnel_history_cached_bytes") <= CACHE, "the read cache stays within its bound");
     });
   }
+
+  test("a catch-up reader's next read is fetched ahead: after a restart only its first read misses", async () => {
+    await server.stop();
+    await server.start(); // an empty read cache
+    // Every fetch started has landed (three reads fit the cache).
+    const settled = async () => {
+      for (let i = 0; i < 600; i++) {
+        const m = await scrape(server.url);
+        if (m.get("runnel_history_cached_bytes") === Math.min(m.get("runnel_history_fetches_total") * CHUNK, CACHE)) return m;
+        await sleep(50);
+      }
+      assert.fail("the read cache's fetches did not land within 30 s");
+    };
+    let off = 0, misses;
+    for (let read = 0; read < 3; read++) {
+      const r = await req(`${url()}?offset=${encodeURIComponent(offsetToken(off))}`, { timeoutMs: 120000 });
+      assert.equal(r.status, 200, `catch-up at ${off} answered ${r.status}`);
+      const next = Number(r.headers.get("stream-next-offset").split("_")[1]);
+      assert.ok(r.body.equals(streamBytes("big", off, next)), `catch-up bytes [${off}, ${next}) are byte-exact`);
+      off = next;
+      const m = await settled();
+      if (read === 0) misses = m.get("runnel_history_cache_misses_total");
+      else assert.equal(m.get("runnel_history_cache_misses_total"), misses, `read ${read} (up to ${off}) found its chunks cached`);
+    }
+    assert.ok(off <= moved, "the reads stayed in the cold history");
+  });
 });
 
 describe("store faults", () => {
