@@ -11,7 +11,9 @@
 //     it as referenced), a small local body is copied. The source tiers
 //     history (--hot-bytes): a stream's whole 4 MiB chunks are S3 objects,
 //     and the backup, taken after a restart (an empty read cache), reads
-//     them back from S3 and copies them.
+//     them back from S3 and copies them. While their GETs fail, the
+//     backup answers 502 COLD_STORE_FAILED and writes no state object; the
+//     retry under the same name succeeds.
 //   - `runnel restore --from s3:backups/` (same --s3-* options) builds a new
 //     data directory: the streams hold a whole-append prefix of the source
 //     covering every append acknowledged before the backup was asked for;
@@ -25,7 +27,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { head, put, req } from "../blackbox/lib/bucket.mjs";
+import { assertError, head, put, req } from "../blackbox/lib/bucket.mjs";
+import { clearFaults, fault } from "./control.mjs";
 import { runCli, scrape } from "../blackbox/lib/ops.mjs";
 import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
 import { PIECE, streamBytes, waitFlushed, writeStream } from "../blackbox/lib/history.mjs";
@@ -91,6 +94,14 @@ describe("a backup to an S3 prefix, restored from it", () => {
     await waitFlushed(source.url, 3 * CHUNK, 120000);
     await source.stop(); // the backup reads the tiered chunks from S3
     await source.start();
+    await fault({ method: "GET", key_contains: "history/", kind: "status", status: 500, count: 0 });
+    try {
+      const f = await req(`${source.url}/__runnel/backup?name=s3one`, { method: "POST", timeoutMs: 120000 });
+      assertError(f, 502, "COLD_STORE_FAILED", { what: "a backup whose cold history cannot be read" });
+    } finally {
+      await clearFaults();
+    }
+    assert.ok(!objectsUnder("backups/s3one/").includes("backups/s3one/state"), "no state object after the failure");
 
     let acked = 0;
     let running = true;
