@@ -336,6 +336,51 @@ static void test_a_read_begun_before_a_move_reads_on_after_it(void **state) {
     assert_int_equal(st.fetches, 0);
 }
 
+/* A backup names its bytes at one instant and copies them later
+ * (rn_engine_backup_read, as ops/backup.c does): a chunk moved before the
+ * instant is fetched into the read cache, one that moves after it still
+ * reads; every byte is the instant's. */
+static void test_a_backup_reads_history_moved_before_and_after_its_instant(void **state) {
+    fx *f = *state;
+    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
+    write_pattern(f, 0, 6 * MiB);
+    want_cold_end = RN_CHUNK_BYTES;
+    run_until(f, moved, "the first chunk moved");
+    close_all(f); /* an empty read cache */
+    open_at(f, f->dir);
+    rn_buf image = {0};
+    rn_backup_stream *streams;
+    size_t n;
+    rn_engine_backup_state(f->e, &image, &streams, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(streams[0].tail, 6 * MiB);
+    write_pattern(f, 6 * MiB, 9 * MiB); /* after the instant: the second chunk moves */
+    want_cold_end = 2 * RN_CHUNK_BYTES;
+    run_until(f, moved, "the second chunk moved");
+    int misses = 0;
+    for (uint64_t off = 0; off < streams[0].tail; off += MiB) {
+        rn_buf b = {0};
+        int rc;
+        while ((rc = rn_engine_backup_read(f->e, &streams[0], 0, off, off + MiB, &b)) == -ENODATA) {
+            assert_true(++misses <= 4);
+            fetch_wait w = {0};
+            rn_engine_cold_fetch(f->e, fetched, &w);
+            while (!w.done)
+                uv_run(&f->loop, UV_RUN_ONCE);
+            assert_int_equal(w.status, 0);
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(b.len, MiB);
+        for (size_t i = 0; i < MiB; i++)
+            if (b.data[i] != byte_at(off + i))
+                fail_msg("byte %llu differs", (unsigned long long)(off + i));
+        rn_buf_free(&b);
+    }
+    assert_true(misses >= 1); /* the first chunk came from the cold store */
+    rn_buf_free(&image);
+    free(streams);
+}
+
 static void test_a_deleted_stream_takes_its_objects_along(void **state) {
     fx *f = *state;
     assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
@@ -361,6 +406,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_read_begun_before_a_move_reads_on_after_it, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_backup_reads_history_moved_before_and_after_its_instant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_deleted_stream_takes_its_objects_along, setup,
                                         teardown),
     };
