@@ -6,6 +6,7 @@
  */
 #include "engine/engine_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,21 @@ int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, ui
     const rn_stream *s = rn_state_stream(&e->state, b->id);
     if (!s || s->incarnation != b->incarnation)
         return -ESTALE; /* deleted (ids are never reused), or rewritten */
-    if (!index && from < s->cold_end)
-        return -EREMOTE; /* moved to the cold store: not in the stream file */
-    int rc = index ? rn_engine_replica_index(e, b->id, from, to, out)
-                   : rn_engine_replica_bytes(e, b->id, from, to, out);
-    return rc == -ENOENT || rc == -ERANGE ? -ESTALE : rc;
+    if (index) {
+        int rc = rn_engine_replica_index(e, b->id, from, to, out);
+        return rc == -ENOENT || rc == -ERANGE ? -ESTALE : rc;
+    }
+    assert(from < to && to - from <= RN_REPLICA_FETCH_MAX);
+    if (to > s->tail || from < max_u64(s->fork_offset, s->retained))
+        return -ESTALE; /* retention advanced past from */
+    /* Below the cold end as of now from the read cache, the rest from the
+     * stream file: a chunk that moved since the instant holds the same
+     * bytes in its object. */
+    rn_buf_reserve(out, (size_t)(to - from));
+    int rc = engine_read_range(e, s, from, (size_t)(to - from), out->data + out->len);
+    if (rc == 0)
+        out->len += (size_t)(to - from);
+    return rc;
 }
 
 rn_restore *rn_restore_decode(const uint8_t *image, size_t len, rn_backup_stream **streams,
@@ -100,6 +111,7 @@ int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int6
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         rn_stream *s = rn_state_stream(&r->state, ids[k]);
+        s->cold_end = 0; /* the restored stream file holds every byte: none is cold */
         rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial_base + k);
         rn_applied applied;
         assert(!s->snapshot.present || s->snapshot.offset <= s->tail);

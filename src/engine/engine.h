@@ -220,10 +220,12 @@ void rn_engine_backup_state(rn_engine *e, rn_buf *image, rn_backup_stream **stre
 /* Appends to out the stream's bytes [from, to) (index = 0) or its index
  * entries [from, to) as u64 LE (index = 1), at most RN_REPLICA_FETCH_MAX
  * bytes, while they are still the ones rn_engine_backup_state named.
- * Returns 0, -ESTALE when they may have changed since (the stream was
- * deleted, rewritten, or its retention advanced past from), -EREMOTE when
- * bytes of the range were moved to the cold store (history tiering: a
- * backup does not read them yet), or -errno. */
+ * Bytes moved to the cold store (history tiering), before or since the
+ * instant, come from the tiers' read cache. Returns 0, -ESTALE when they
+ * may have changed since (the stream was deleted, rewritten, or its
+ * retention advanced past from), -ENODATA when cold bytes of the range are
+ * not cached (fetch them with rn_engine_cold_fetch and read again), or
+ * -errno. */
 int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, uint64_t from,
                           uint64_t to, rn_buf *out);
 

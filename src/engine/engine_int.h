@@ -144,6 +144,14 @@ int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
 
 /* ---- forkread.c ---- */
 
+/* Copies the stream's bytes [off, off+len) into out, taking positions below
+ * a fork's fork_offset from its source chain and those below its cold end
+ * (as of now) from the tiers' read cache. The range must lie below the
+ * tail. out NULL: only checks that the cold bytes of the range are cached.
+ * Returns 0 or -errno (-ENODATA: cold bytes not cached, the miss kept for
+ * rn_engine_cold_fetch; tiers.h). */
+int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out);
+
 /* Where a fork of src asked for by `in` starts: the fork offset (default:
  * the source tail) plus the sub-offset. Returns 0 with *pos, or the result
  * to refuse with (> 0). */

@@ -15,13 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies the stream's bytes [off, off+len) into out, taking positions below
- * a fork's fork_offset from its source chain and those below a cold end
- * from the tiers' read cache. The range must lie below the tail. out NULL:
- * only checks that the cold bytes of the range are cached. Returns 0 or
- * -errno (-ENODATA: cold bytes not cached; tiers.h). */
-static int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len,
-                             uint8_t *out) {
+int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
     assert(off + len <= s->tail);
     while (len > 0 && off < s->fork_offset) {
         uint64_t inherited = s->fork_offset - off;

@@ -6,8 +6,10 @@
  * thread, hands it to the destination's put, and reads the next when the
  * put reported, so one piece (RN_BACKUP_PIECE) is in memory at a time. A
  * body is read through a descriptor the tiers open, which keeps the bytes
- * even if a later snapshot supersedes it meanwhile. Then the state object
- * goes last.
+ * even if a later snapshot supersedes it meanwhile. A piece of history in
+ * the cold store whose chunk the read cache lacks is fetched into it
+ * (asynchronously, on the loop) and read again. Then the state object goes
+ * last.
  */
 #include "ops/backup.h"
 #include "ops/backup_format.h"
@@ -49,11 +51,16 @@ struct job {
     uint64_t pos;        /* the part's next position */
     int body_fd;         /* its body, open (or -1) */
     uint64_t body_fd_off;
-    rn_buf piece; /* the object being written */
+    rn_buf piece;        /* the object being written */
+    unsigned cold_waits; /* fetches of cold history for the current piece */
     uint64_t objects, bytes, bodies_copied, bodies_referenced;
 };
 
 static void step(job *j);
+
+/* Fetches of one piece's cold chunks after which the backup gives up: a
+ * read cache whose chunks other readers evict as fast as they come. */
+#define COLD_WAITS_MAX 32
 
 static void finish(job *j, int status, rn_error e) {
     if (status == 200) {
@@ -123,6 +130,14 @@ static void body_opened(void *arg, int fd, uint64_t fd_off) {
     step(j);
 }
 
+static void cold_fetched(void *arg, int status) {
+    job *j = arg;
+    if (status < 0)
+        finish(j, status, status == -EAGAIN ? RN_E_COLD_BACKPRESSURE : RN_E_COLD_STORE_FAILED);
+    else
+        step(j); /* reads the piece again */
+}
+
 /* Reads the body's next piece into j->piece. Returns 0 or -errno. */
 static int read_body_piece(job *j, uint64_t end) {
     size_t len = (size_t)(end - j->pos);
@@ -162,13 +177,18 @@ static int next_piece(job *j, const rn_backup_stream *b) {
     int rc = body ? read_body_piece(j, end)
                   : rn_engine_backup_read(j->owner->engine, b, j->part == RN_BACKUP_INDEX, j->pos,
                                           end, &j->piece);
+    if (rc == -ENODATA && j->cold_waits++ < COLD_WAITS_MAX) {
+        rn_engine_cold_fetch(j->owner->engine, cold_fetched, j);
+        return 1;
+    }
     if (rc < 0) {
         finish(j, rc,
                rc == -ESTALE    ? RN_E_BACKUP_INTERRUPTED
-               : rc == -EREMOTE ? RN_E_BACKUP_COLD_HISTORY
+               : rc == -ENODATA ? RN_E_COLD_BACKPRESSURE
                                 : RN_E_INTERNAL);
         return 1;
     }
+    j->cold_waits = 0;
     rn_backup_piece_key(j->name, j->part, b->id, j->pos, j->key);
     j->pos = end;
     put_piece(j);

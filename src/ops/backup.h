@@ -11,7 +11,10 @@
  * land past the tails and never change a copied byte; a stream deleted,
  * rewritten or whose retention advanced past a byte still to copy makes
  * the backup fail (503 BACKUP_INTERRUPTED) rather than copy another
- * instant. The state object is written last, so a failed backup is never
+ * instant. History moved to the cold store is read back through the
+ * tiers' read cache; a cold store that fails meanwhile fails the backup
+ * with its typed error (502 COLD_STORE_FAILED, 503 COLD_BACKPRESSURE).
+ * The state object is written last, so a failed backup is never
  * mistaken for a complete one, and a retry under the same name rewrites
  * it. One backup runs at a time. The shared cold store's bodies the
  * backups reference stay (rn_backups_hold).

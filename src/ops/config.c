@@ -555,12 +555,6 @@ static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
         snprintf(err, errcap, "--hot-bytes (history tiering) needs --cold-store");
         return -1;
     }
-    if (cfg->hot_bytes && cfg->backup_to[0]) {
-        snprintf(err, errcap,
-                 "--backup-to cannot be combined with --hot-bytes (history tiering) yet: a "
-                 "backup reads stream bytes from the local files, where tiered history is not");
-        return -1;
-    }
     if (cfg->hot_bytes && cfg->node_id) {
         snprintf(err, errcap,
                  "--hot-bytes (history tiering) is not available in cluster mode (--node-id) yet");

@@ -252,9 +252,6 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_BACKUP_STORE_FAILED] = {502, "BACKUP_STORE_FAILED",
                                   "the backup destination failed; the backup is not complete, "
                                   "retry"},
-    [RN_E_BACKUP_COLD_HISTORY] = {501, "BACKUP_COLD_HISTORY",
-                                  "a stream's history was moved to the cold store (--hot-bytes), "
-                                  "which backups do not read yet; the backup is not complete"},
 };
 
 int rn_error_status(rn_error e) {

@@ -445,7 +445,7 @@ static void s3_walk(rn_store *store, const char *prefix, rn_store_entry_fn each,
     list_op *l = list_new(s3st(store), prefix, done, arg);
     l->each = each;
     l->walk = 1;
-    call(&l->r, RN_COLD_LIST, issue_list, page_listed);
+    s3store_call(&l->r, RN_COLD_LIST, issue_list, page_listed);
 }
 
 static void s3_sweep(rn_store *store, const char *prefix, int64_t older_than, rn_store_done_fn done,

@@ -4,8 +4,9 @@
 // below the hot start come back byte-exact through the read cache by
 // catch-up, immutable chunks, bootstrap and a fork's inherited range,
 // before and after a SIGKILL restart; an orphan history object (of a
-// stream that is gone) is swept while the live stream's objects stay; the
-// settings are checked at start.
+// stream that is gone) is swept while the live stream's objects stay; a
+// backup taken under appends copies the cold history and restores
+// byte-exact (§2.4 headers); the settings are checked at start.
 // The same over S3, with store faults: tests/s3/history.test.mjs.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -13,13 +14,13 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Server } from "./lib/server.mjs";
-import { get, openSse, put, req } from "./lib/bucket.mjs";
+import { get, head, openSse, put, req } from "./lib/bucket.mjs";
 import {
   PIECE, checkBootstrap, checkCatchUp, checkChunks, localStreamBytes, offsetToken, streamBytes, waitFlushed,
   writeStream,
 } from "./lib/history.mjs";
 import { runCli, scrape } from "./lib/ops.mjs";
-import { tempDir } from "./lib/server.mjs";
+import { readAll, tempDir } from "./lib/server.mjs";
 import { CHUNK, MiB, createStream, stopAndRemove } from "./lib/snap.mjs";
 
 const HOT = 8 * MiB;
@@ -134,18 +135,40 @@ describe("history in the local cold store", () => {
     assert.ok(Buffer.concat(parts).equals(streamBytes("big", 0, at)), "the fork's inherited bytes are byte-exact");
   });
 
-  test("a backup refuses history moved to the cold store instead of copying the file's holes", async () => {
-    // restarted without --hot-bytes (the two settings are refused together)
+  test("a backup under appends copies the cold history; its restore is byte-exact, rewritten per §2.4", async () => {
+    // restarted with --backup-to (an empty read cache: the backup fetches
+    // the cold chunks); the appends make chunks of the instant move during it
     const args = server.args;
+    const dest = tempDir("runnel-hist-backups-");
     await server.stop();
-    server.args = ["--cold-store", "--backup-to", tempDir("runnel-hist-backups-")];
+    server.args = [...args, "--backup-to", dest];
+    const restoredDir = path.join(tempDir("runnel-hist-restore-"), "data");
+    const restored = new Server({ dataDir: restoredDir });
     try {
       await server.start();
-      const r = await req(`${server.url}/__runnel/backup?name=tiered`, { method: "POST", timeoutMs: 60000 });
-      assert.equal(r.status, 501, `backup answered ${r.status} ${r.text}`);
-      assert.equal(JSON.parse(r.text).error.code, "BACKUP_COLD_HISTORY");
-      assert.equal((await get(`${url()}?offset=-1&max_bytes=1024`)).status, 200, "the stream still serves");
+      const writing = writeStream(url(), "big", pieces, pieces + 6);
+      const r = await req(`${server.url}/__runnel/backup?name=tiered`, { method: "POST", timeoutMs: 120000 });
+      await writing;
+      assert.equal(r.status, 200, `backup answered ${r.status} ${r.text}`);
+      const fetches = (await scrape(server.url)).get("runnel_history_fetches_total");
+      assert.ok(fetches >= moved / CHUNK, `the backup fetched the cold chunks (${fetches} fetches)`);
+      const c = runCli(["restore", "--from", dest, "--name", "tiered", "--data-dir", restoredDir], { timeoutMs: 60000 });
+      assert.equal(c.code, 0, `restore exited ${c.code}: ${c.stderr}`);
+      await restored.start();
+      const got = (await readAll(restored.stream("hist/big"))).body;
+      assert.ok(got.length >= tail && got.length <= tail + 6 * PIECE && got.length % PIECE === 0,
+        `the restored stream holds whole appends of one instant: ${got.length} bytes`);
+      assert.ok(got.equals(streamBytes("big", 0, got.length)), "the restored stream is byte-exact");
+      const h = await head(restored.stream("hist/big"));
+      assert.notEqual(h.headers.get("stream-incarnation"), token, "a new Stream-Incarnation");
+      assert.equal(h.headers.get("stream-previous-incarnation"), token, "Stream-Previous-Incarnation");
+      assert.equal(h.headers.get("stream-inherited-offset"), h.headers.get("stream-next-offset"), "Stream-Inherited-Offset");
+      const fork = (await readAll(restored.stream("hist/fork"))).body;
+      assert.ok(fork.equals(streamBytes("big", 0, 3 * CHUNK + 12345)), "the restored fork reads its source's bytes");
+      assert.equal((await restored.stop())?.code, 0, "the restored server stops cleanly");
+      assert.ok(!/Sanitizer|runtime error/.test(restored.log), `no sanitizer report:\n${restored.logTail(40)}`);
     } finally {
+      await restored.stop();
       await server.stop();
       server.args = args;
       await server.start();
@@ -162,8 +185,5 @@ describe("settings", () => {
     const b = serve(["--cold-store", "--hot-bytes", "8388608", "--max-read-bytes", "67108864"]);
     assert.equal(b.code, 2);
     assert.match(b.stderr, /--history-cache-bytes must be at least --max-read-bytes plus 16 MiB/);
-    const c = serve(["--cold-store", "--hot-bytes", "8388608", "--backup-to", tempDir("runnel-hist-backups-")]);
-    assert.equal(c.code, 2);
-    assert.match(c.stderr, /--backup-to cannot be combined with --hot-bytes/);
   });
 });

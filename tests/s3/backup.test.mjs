@@ -8,13 +8,19 @@
 //   - A backup taken while a writer appends lands under the S3 prefix as
 //     objects; a snapshot body already in the S3 cold store is referenced,
 //     not copied (no object of the backup holds its bytes; the answer counts
-//     it as referenced), a small local body is copied.
+//     it as referenced), a small local body is copied. The source tiers
+//     history (--hot-bytes): a stream's whole 4 MiB chunks are S3 objects,
+//     and the backup, taken after a restart (an empty read cache), reads
+//     them back from S3 and copies them. While their GETs fail, the
+//     backup answers 502 COLD_STORE_FAILED and writes no state object; the
+//     retry under the same name succeeds.
 //   - `runnel restore --from s3:backups/` (same --s3-* options) builds a new
 //     data directory: the streams hold a whole-append prefix of the source
 //     covering every append acknowledged before the backup was asked for;
 //     each is rewritten per §2.4 (new token, previous token, inherited
 //     offset = tail); the referenced cold body reads back from the cold
-//     store. A second restore gives the same tokens.
+//     store; the tiered stream reads back byte-exact from the restored
+//     server, which does not tier. A second restore gives the same tokens.
 //   - A restore whose referenced cold body is gone from the cold store is
 //     refused, naming the body, and writes no checkpoint.
 //   - A cold body a backup at the node's --backup-to references survives a
@@ -26,11 +32,12 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { head, put, req } from "../blackbox/lib/bucket.mjs";
-import { runCli } from "../blackbox/lib/ops.mjs";
+import { assertError, head, put, req } from "../blackbox/lib/bucket.mjs";
+import { runCli, scrape } from "../blackbox/lib/ops.mjs";
 import { clearFaults, fault } from "./control.mjs";
 import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
-import { MiB, publishOk, pseudoRandom } from "../blackbox/lib/snap.mjs";
+import { PIECE, streamBytes, waitFlushed, writeStream } from "../blackbox/lib/history.mjs";
+import { CHUNK, MiB, publishOk, pseudoRandom } from "../blackbox/lib/snap.mjs";
 
 const OCTET = "application/octet-stream";
 const { S3_ENDPOINT, S3_BUCKET, S3_TEST_DIR } = process.env;
@@ -64,7 +71,10 @@ function restore(dir, extra = []) {
 }
 
 describe("a backup to an S3 prefix, restored from it", () => {
-  const source = new Server({ args: [...coldOpts, "--backup-to", "s3:backups/"] });
+  const source = new Server({
+    args: [...coldOpts, "--backup-to", "s3:backups/", "--hot-bytes", String(8 * MiB), "--history-cache-bytes", String(32 * MiB)],
+  });
+  const TIERED = 7 * PIECE; // three whole chunks in S3 and a hot tail
   servers.push(source);
   const big = pseudoRandom(MiB + 123, "cold body");
   const src = {};
@@ -83,6 +93,20 @@ describe("a backup to an S3 prefix, restored from it", () => {
     src.coldOffset = coldTail;
     await publishOk(small, (await head(small)).headers.get("stream-next-offset"), Buffer.from("small body"));
     assert.ok(objectsUnder("cold/snapshots/").length === 1, "the 1 MiB body is in the S3 cold store");
+    const tiered = `${source.url}/s3bk/tiered`;
+    assert.equal((await put(tiered, { type: OCTET })).status, 201);
+    await writeStream(tiered, "tiered", 0, TIERED / PIECE);
+    await waitFlushed(source.url, 3 * CHUNK, 120000);
+    await source.stop(); // the backup reads the tiered chunks from S3
+    await source.start();
+    await fault({ method: "GET", key_contains: "history/", kind: "status", status: 500, count: 0 });
+    try {
+      const f = await req(`${source.url}/__runnel/backup?name=s3one`, { method: "POST", timeoutMs: 120000 });
+      assertError(f, 502, "COLD_STORE_FAILED", { what: "a backup whose cold history cannot be read" });
+    } finally {
+      await clearFaults();
+    }
+    assert.ok(!objectsUnder("backups/s3one/").includes("backups/s3one/state"), "no state object after the failure");
 
     let acked = 0;
     let running = true;
@@ -101,6 +125,8 @@ describe("a backup to an S3 prefix, restored from it", () => {
     running = false;
     await writer;
     assert.equal(r.status, 200, `backup answered ${r.status} ${r.text}`);
+    const fetches = (await scrape(source.url)).get("runnel_history_fetches_total");
+    assert.ok(fetches >= 3, `the backup fetched the tiered chunks from S3 (${fetches} fetches)`);
     const summary = JSON.parse(r.text);
     assert.equal(summary.bodies_referenced, 1, r.text);
     assert.equal(summary.bodies_copied, 1, r.text);
@@ -108,7 +134,7 @@ describe("a backup to an S3 prefix, restored from it", () => {
     assert.ok(keys.includes("backups/s3one/state"), `the state object: ${keys.join(" ")}`);
     assert.ok(keys.some((k) => k.startsWith("backups/s3one/data/")), "data pieces");
     assert.equal(keys.filter((k) => k.startsWith("backups/s3one/body/")).length, 1, "one body copied (the small one)");
-    for (const p of ["load", "cold", "small"]) {
+    for (const p of ["load", "cold", "small", "tiered"]) {
       const u = `${source.url}/s3bk/${p}`;
       src[p] = { token: (await head(u)).headers.get("stream-incarnation"), body: (await readAll(u)).body };
     }
@@ -121,7 +147,9 @@ describe("a backup to an S3 prefix, restored from it", () => {
     assert.equal(got.length % size, 0, "whole appends");
     assert.ok(got.length / size >= ackedBefore, `${got.length / size} appends restored, ${ackedBefore} acknowledged before the backup`);
     assert.ok(got.equals(src.load.body.subarray(0, got.length)), "a prefix of the source");
-    for (const p of ["load", "cold", "small"]) {
+    assert.ok(src.tiered.body.equals(streamBytes("tiered", 0, TIERED)), "the source's tiered stream");
+    assert.ok((await readAll(`${srv.url}/s3bk/tiered`)).body.equals(src.tiered.body), "the tiered stream, byte-exact");
+    for (const p of ["load", "cold", "small", "tiered"]) {
       const h = await head(`${srv.url}/s3bk/${p}`);
       tokens[p] = h.headers.get("stream-incarnation");
       assert.notEqual(tokens[p], src[p].token, `${p}: a new token`);

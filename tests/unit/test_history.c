@@ -187,6 +187,16 @@ static void fetched(void *arg, int status) {
     w->status = status;
 }
 
+/* Fetches the chunk the last read missed, running the loop until it is
+ * cached. */
+static void fetch_missed(fx *f) {
+    fetch_wait w = {0};
+    rn_engine_cold_fetch(f->e, fetched, &w);
+    while (!w.done)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(w.status, 0);
+}
+
 /* Reads [off, off + len) of "h/s", fetching missed chunks; returns how
  * many fetches it needed. */
 static int read_fetching(fx *f, uint64_t off, size_t len, uint8_t *out) {
@@ -204,11 +214,7 @@ static int read_fetching(fx *f, uint64_t off, size_t len, uint8_t *out) {
         rn_buf_free(&b);
         assert_int_equal(n, -ENODATA);
         assert_true(++fetches <= 8);
-        fetch_wait w = {0};
-        rn_engine_cold_fetch(f->e, fetched, &w);
-        while (!w.done)
-            uv_run(&f->loop, UV_RUN_ONCE);
-        assert_int_equal(w.status, 0);
+        fetch_missed(f);
     }
 }
 
@@ -223,6 +229,15 @@ static void expect_pattern(fx *f, uint64_t from, uint64_t to) {
                 fail_msg("byte %llu differs", (unsigned long long)(off + i));
     }
     free(buf);
+}
+
+/* Creates "h/s", appends [0, bytes) of the pattern and runs the loop until
+ * its cold end is cold_end. */
+static void create_and_move(fx *f, uint64_t bytes, uint64_t cold_end, const char *what) {
+    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
+    write_pattern(f, 0, bytes);
+    want_cold_end = cold_end;
+    run_until(f, moved, what);
 }
 
 static int object_exists(fx *f, uint64_t chunk) {
@@ -251,10 +266,8 @@ static void test_tier_command_round_trips(void **state) {
 
 static void test_whole_chunks_move_and_read_back_through_the_cache(void **state) {
     fx *f = *state;
-    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
-    write_pattern(f, 0, 10 * MiB);
-    want_cold_end = 2 * RN_CHUNK_BYTES; /* the third chunk is not whole yet */
-    run_until(f, moved, "two chunks moved");
+    /* the third chunk is not whole yet */
+    create_and_move(f, 10 * MiB, 2 * RN_CHUNK_BYTES, "two chunks moved");
     assert_true(object_exists(f, 0) && object_exists(f, 1) && !object_exists(f, 2));
     close_all(f); /* an empty read cache (the flush keeps what it wrote) */
     open_at(f, f->dir);
@@ -280,10 +293,7 @@ static void test_whole_chunks_move_and_read_back_through_the_cache(void **state)
 
 static void test_the_cold_end_survives_a_clean_restart_and_a_crash(void **state) {
     fx *f = *state;
-    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
-    write_pattern(f, 0, 9 * MiB);
-    want_cold_end = 2 * RN_CHUNK_BYTES;
-    run_until(f, moved, "two chunks moved");
+    create_and_move(f, 9 * MiB, 2 * RN_CHUNK_BYTES, "two chunks moved");
     close_all(f); /* a checkpoint holds the cold end */
     open_at(f, f->dir);
     assert_int_equal(rn_engine_find(f->e, "h/s", 3)->cold_end, 2 * RN_CHUNK_BYTES);
@@ -305,10 +315,7 @@ static void test_the_cold_end_survives_a_clean_restart_and_a_crash(void **state)
 
 static void test_a_rewrite_below_the_cold_end_is_refused(void **state) {
     fx *f = *state;
-    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
-    write_pattern(f, 0, 5 * MiB);
-    want_cold_end = RN_CHUNK_BYTES;
-    run_until(f, moved, "a chunk moved");
+    create_and_move(f, 5 * MiB, RN_CHUNK_BYTES, "a chunk moved");
     assert_int_equal(submit(f, RN_OP_REWRITE, "h/s", NULL, 0, RN_CHUNK_BYTES - 1),
                      RN_ERR_CONFIG_MISMATCH);
     assert_int_equal(submit(f, RN_OP_REWRITE, "h/s", NULL, 0, RN_CHUNK_BYTES + 10),
@@ -336,12 +343,47 @@ static void test_a_read_begun_before_a_move_reads_on_after_it(void **state) {
     assert_int_equal(st.fetches, 0);
 }
 
+/* A backup names its bytes at one instant and copies them later
+ * (rn_engine_backup_read, as ops/backup.c does): a chunk moved before the
+ * instant is fetched into the read cache, one that moves after it still
+ * reads; every byte is the instant's. */
+static void test_a_backup_reads_history_moved_before_and_after_its_instant(void **state) {
+    fx *f = *state;
+    create_and_move(f, 6 * MiB, RN_CHUNK_BYTES, "the first chunk moved");
+    close_all(f); /* an empty read cache */
+    open_at(f, f->dir);
+    rn_buf image = {0};
+    rn_backup_stream *streams;
+    size_t n;
+    rn_engine_backup_state(f->e, &image, &streams, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(streams[0].tail, 6 * MiB);
+    write_pattern(f, 6 * MiB, 9 * MiB); /* after the instant: the second chunk moves */
+    want_cold_end = 2 * RN_CHUNK_BYTES;
+    run_until(f, moved, "the second chunk moved");
+    int misses = 0;
+    for (uint64_t off = 0; off < streams[0].tail; off += MiB) {
+        rn_buf b = {0};
+        int rc;
+        while ((rc = rn_engine_backup_read(f->e, &streams[0], 0, off, off + MiB, &b)) == -ENODATA) {
+            assert_true(++misses <= 4);
+            fetch_missed(f);
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(b.len, MiB);
+        for (size_t i = 0; i < MiB; i++)
+            if (b.data[i] != byte_at(off + i))
+                fail_msg("byte %llu differs", (unsigned long long)(off + i));
+        rn_buf_free(&b);
+    }
+    assert_true(misses >= 1); /* the first chunk came from the cold store */
+    rn_buf_free(&image);
+    free(streams);
+}
+
 static void test_a_deleted_stream_takes_its_objects_along(void **state) {
     fx *f = *state;
-    assert_int_equal(submit(f, RN_OP_CREATE, "h/s", NULL, 0, 0), RN_OK_CREATED);
-    write_pattern(f, 0, 9 * MiB);
-    want_cold_end = 2 * RN_CHUNK_BYTES;
-    run_until(f, moved, "two chunks moved");
+    create_and_move(f, 9 * MiB, 2 * RN_CHUNK_BYTES, "two chunks moved");
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/cold/history/%016llx/%016llx", f->dir,
              (unsigned long long)rn_engine_find(f->e, "h/s", 3)->id, 0ull);
@@ -361,6 +403,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_read_begun_before_a_move_reads_on_after_it, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_backup_reads_history_moved_before_and_after_its_instant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_deleted_stream_takes_its_objects_along, setup,
                                         teardown),
     };
