@@ -104,15 +104,20 @@ static void watch_read(rn_conn *c) {
     c->watching = 1;
 }
 
-/* True when the client took bytes since watch_read (or there was none);
- * takes a new reading either way. */
+/* True when the client took bytes since watch_read (or there was none),
+ * or nothing waits for it now: every byte left the transport's queue and
+ * the kernel's send queue, and only the write's completion has not run
+ * yet (a loop turn that took longer than the period runs the timer
+ * first); takes a new reading either way. */
 static int output_progressed(rn_conn *c) {
     int had = c->watching;
     uint64_t writes = c->watch_writes;
     size_t queued = c->watch_queued;
     int unsent = c->watch_unsent;
     watch_read(c);
-    return !had || c->writes_done != writes || c->watch_queued < queued || c->watch_unsent < unsent;
+    int nothing_waits = c->watch_queued == 0 && c->watch_unsent == 0;
+    return !had || nothing_waits || c->writes_done != writes || c->watch_queued < queued ||
+           c->watch_unsent < unsent;
 }
 
 void conn_watch_output(rn_conn *c) {
