@@ -56,12 +56,25 @@ test("a follower with a newer snapshot than the new leader's catches up", { time
     }
     await cluster.waitConverged();
     // snapshots are stored in the background: wait until both are recorded
-    // (apply batches make them land a little past each threshold)
+    // (apply batches make them land a little past each threshold). libraft
+    // checks the threshold after an apply and skips it while the previous
+    // snapshot is still being stored, so a crossing then waits for a later
+    // apply: give it one a second (at most 20 entries: node 2's next
+    // threshold, 400, stays out of reach). Seen once: both stuck for 15 s.
+    let seen = "";
+    let nudges = 0;
+    let nudgedAt = Date.now();
     const [f, n] = await waitFor("the snapshots", async () => {
       const [fi] = await follower.info();
       const [ni] = await next.info();
-      return fi.snapshot >= 256 && ni.snapshot >= 200 ? [fi, ni] : null;
-    });
+      seen = `follower ${fi.snapshot}, next leader ${ni.snapshot}, ${nudges} entries added`;
+      if (fi.snapshot >= 256 && ni.snapshot >= 200) return [fi, ni];
+      if (Date.now() - nudgedAt >= 1000 && nudges < 20) {
+        assert.equal((await l.cmd(`propose 0 nudge${nudges++}`)).status, "ok");
+        nudgedAt = Date.now();
+      }
+      return null;
+    }, 30000, 100, () => seen);
     t.diagnostic(`snapshots: follower ${f.snapshot}, next leader ${n.snapshot}`);
     assert.ok(n.snapshot + TRAILING < f.snapshot, "the follower's log starts past the leader's snapshot");
 
