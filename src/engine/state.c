@@ -44,10 +44,7 @@ void rn_state_free(rn_state *st) {
         rn_state_free_stream(v);
     rn_map_free(&st->by_path);
     rn_map_free(&st->by_id);
-    i = 0;
-    while (rn_map_next(&st->namespaces, &i, &v))
-        free(v);
-    rn_map_free(&st->namespaces);
+    rn_map_free_values(&st->namespaces);
 }
 
 rn_stream *rn_state_stream(const rn_state *st, uint64_t id) {

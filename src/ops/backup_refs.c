@@ -47,15 +47,6 @@ struct rn_backup_refs {
 
 static void refresh(rn_backup_refs *r);
 
-static void free_set(rn_map *m) {
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(m, &i, &v))
-        free(v);
-    rn_map_free(m);
-    memset(m, 0, sizeof *m);
-}
-
 /* Adds key to m (a copy). Returns 0, or -1 when m holds max keys. */
 static int add_key(rn_map *m, const char *key, size_t max) {
     size_t len = strlen(key);
@@ -87,11 +78,11 @@ static void refresh_end(rn_backup_refs *r) {
     r->states = NULL;
     r->nstates = r->next = 0;
     if (r->failed) {
-        free_set(&r->fresh);
+        rn_map_free_values(&r->fresh);
         r->complete = 0;
         r->logged_failure = 1;
     } else {
-        free_set(&r->keys);
+        rn_map_free_values(&r->keys);
         r->keys = r->fresh;
         memset(&r->fresh, 0, sizeof r->fresh);
         r->complete = 1;
@@ -100,7 +91,7 @@ static void refresh_end(rn_backup_refs *r) {
                    "the backups' references are known again: %zu cold bodies", r->keys.count);
         r->logged_failure = 0;
         if (r->releasing && r->started > r->unpin_after) {
-            free_set(&r->pins);
+            rn_map_free_values(&r->pins);
             r->releasing = 0;
         }
     }
@@ -245,9 +236,9 @@ void rn_backup_refs_stop(rn_backup_refs *r) {
 void rn_backup_refs_free(rn_backup_refs *r) {
     if (!r)
         return;
-    free_set(&r->keys);
-    free_set(&r->pins);
-    free_set(&r->fresh);
+    rn_map_free_values(&r->keys);
+    rn_map_free_values(&r->pins);
+    rn_map_free_values(&r->fresh);
     for (size_t i = 0; i < r->nstates; i++)
         free(r->states[i].key);
     free(r->states);

@@ -41,14 +41,6 @@ typedef struct {
     size_t ndoomed;
 } orphan_sweep;
 
-static void free_suspects(rn_map *m) {
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(m, &i, &v))
-        free(v);
-    rn_map_free(m);
-}
-
 static void free_doomed(orphan_sweep *o) {
     for (size_t i = 0; i < o->ndoomed; i++)
         free(o->doomed[i]);
@@ -124,10 +116,10 @@ static void orphans_listed(void *arg, int status) {
     rn_tiers *t = o->t;
     /* an incomplete listing proves nothing: keep the suspects we had */
     if (status < 0 || o->incomplete) {
-        free_suspects(&o->seen);
+        rn_map_free_values(&o->seen);
         free_doomed(o);
     } else {
-        free_suspects(&t->suspects);
+        rn_map_free_values(&t->suspects);
         t->suspects = o->seen;
     }
     if (!o->ndoomed) {
@@ -186,5 +178,5 @@ void rn_tiers_orphans_sweep(rn_tiers *t) {
 }
 
 void rn_tiers_orphans_free(rn_tiers *t) {
-    free_suspects(&t->suspects);
+    rn_map_free_values(&t->suspects);
 }

@@ -160,12 +160,6 @@ static void concat_completed(s3store_req *r, const rn_s3_result *res) {
     concat_finish(c, status < 0 ? status : (int64_t)c->total);
 }
 
-static void add_concat_part(concat_op *c, const char *etag) {
-    c->parts = rn_xrealloc(c->parts, (c->nparts + 1) * sizeof *c->parts);
-    c->parts[c->nparts] = (rn_s3_part){c->nparts + 1, rn_xstrdup(etag)};
-    c->nparts++;
-}
-
 static void part_done(s3store_req *r, const rn_s3_result *res) {
     concat_op *c = (concat_op *)r;
     if (res->outcome != RN_S3_OK) {
@@ -180,7 +174,7 @@ static void part_done(s3store_req *r, const rn_s3_result *res) {
         concat_finish(c, s3store_answer_errno(res));
         return;
     }
-    add_concat_part(c, res->etag);
+    s3store_add_part(&c->parts, &c->nparts, res->etag);
     c->buf_len = 0;
     c->copied = c->copy;
     concat_read_next(c);

@@ -178,6 +178,12 @@ static void ignore_answer(void *arg, const rn_s3_result *res) {
 }
 
 /* Best effort: S3's lifecycle rules reclaim uploads never aborted. */
+void s3store_add_part(rn_s3_part **parts, uint32_t *n, const char *etag) {
+    *parts = rn_xrealloc(*parts, (*n + 1) * sizeof **parts);
+    (*parts)[*n] = (rn_s3_part){*n + 1, rn_xstrdup(etag)};
+    (*n)++;
+}
+
 void s3store_abort_upload(s3store *st, const char *key, const char *upload_id) {
     if (!st->stopped)
         rn_s3_mpu_abort(st->s3, key, upload_id, ignore_answer, NULL);
@@ -239,9 +245,7 @@ static void put_part_answered(s3store_req *r, const rn_s3_result *res) {
         put_finish(p, s3store_answer_errno(res));
         return;
     }
-    p->parts = rn_xrealloc(p->parts, (p->nparts + 1) * sizeof *p->parts);
-    p->parts[p->nparts] = (rn_s3_part){p->nparts + 1, rn_xstrdup(res->etag)};
-    p->nparts++;
+    s3store_add_part(&p->parts, &p->nparts, res->etag);
     if ((uint64_t)p->nparts * r->st->part_bytes < p->len)
         s3store_call(r, RN_COLD_MULTIPART, issue_put_part, put_part_answered);
     else

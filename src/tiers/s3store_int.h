@@ -61,6 +61,10 @@ void s3store_call(s3store_req *r, rn_cold_op metric, rn_s3_call *(*issue)(s3stor
 /* The client's callback of every call an issue function makes (arg: r). */
 void s3store_on_answer(void *arg, const rn_s3_result *res);
 
+/* Appends the part numbered *n + 1 (a copy of etag) to the upload's list
+ * *parts of *n, for its CompleteMultipartUpload. */
+void s3store_add_part(rn_s3_part **parts, uint32_t *n, const char *etag);
+
 /* Aborts a multipart upload, best effort (not once the store stopped). */
 void s3store_abort_upload(s3store *st, const char *key, const char *upload_id);
 

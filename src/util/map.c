@@ -105,6 +105,14 @@ void rn_map_free(rn_map *m) {
     m->cap = m->count = 0;
 }
 
+void rn_map_free_values(rn_map *m) {
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(m, &i, &v))
+        free(v);
+    rn_map_free(m);
+}
+
 int rn_map_next(const rn_map *m, size_t *cursor, void **value) {
     for (; *cursor < m->cap; (*cursor)++) {
         if (m->slots[*cursor].hash) {

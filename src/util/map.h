@@ -35,6 +35,8 @@ void *rn_map_put(rn_map *m, const void *key, size_t len, void *value);
 void *rn_map_remove(rn_map *m, const void *key, size_t len);
 /* Frees the slot array (not keys or values). */
 void rn_map_free(rn_map *m);
+/* Frees every value with free(), then the slot array: m is empty after. */
+void rn_map_free_values(rn_map *m);
 
 /* Iteration: for (size_t i = 0; rn_map_next(m, &i, &v);) visits every value.
  * The map must not be modified during iteration. */
