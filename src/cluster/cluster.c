@@ -309,6 +309,7 @@ static void node_stopped(void *arg) {
 void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     cl->stop_done = done;
     cl->stop_arg = arg;
+    cluster_settles_cancel(cl);
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);

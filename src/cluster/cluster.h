@@ -45,6 +45,17 @@ rn_cluster_view rn_cluster_view_of(rn_cluster *cl);
  * knows committed; else 0 with the reason in why. */
 int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap);
 
+/* Calls done(arg, 0) once this node's applied state of every group holds
+ * every write acknowledged anywhere in the cluster before the call (each
+ * group's leader confirmed its leadership after the call and this node
+ * applied what that leader had applied), and no stream here waits for
+ * bytes from peers; done(arg, -ETIMEDOUT) when that did not happen within
+ * timeout_ms (a group without a leader, a leader that does not answer);
+ * done(arg, -ECANCELED) when the node stops first. done runs later, on the
+ * loop thread. Precondition: the node is not stopping. */
+void rn_cluster_settle(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg, int status),
+                       void *arg);
+
 /* Handles the cluster's operational routes under /__runnel/ (path after
  * that prefix): GET cluster (the JSON report) and what peers ask of each
  * other. Returns 1 when path is one of them (answered), else 0. */

@@ -10,6 +10,9 @@
  *                                  (u64 LE), for peers filling gaps
  *                                  (fetch.h); {id} is 16 hex digits
  *   GET /__runnel/cluster/blob?cold=0|1&key=   a snapshot body (fetch.h)
+ *   GET /__runnel/cluster/read-index?group=G   the group's applied index
+ *                                  once this node confirmed it leads it
+ *                                  (settle.c)
  *
  * A replica's applied index is known exactly only on that replica: each
  * node asks every peer once a second, so the report shows a peer's index
@@ -343,6 +346,14 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         }
         rn_buf_append_str(&body, "\n");
         answer(req, "text/plain", &body);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/read-index")) {
+        uint64_t group;
+        if (query_u64(query, query_len, "group", &group) != 0)
+            rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        else
+            cluster_read_index_for_peer(cl, req, group);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/blob")) {

@@ -50,6 +50,7 @@ struct rn_cluster {
     uv_timer_t reconcile;
     rn_list forwards;    /* struct forward.node */
     rn_fetcher *fetcher; /* fills gaps from peers */
+    rn_list settles;     /* rn_cluster_settle's jobs (settle.c) */
     /* peer status polling (cluster_http.c) */
     rn_outbound *http;
     uv_timer_t poll;
@@ -65,5 +66,12 @@ void cluster_peers_start(rn_cluster *cl);
 void cluster_peers_stop(rn_cluster *cl);
 /* Frees what the poller kept (after its handles closed). */
 void cluster_peers_free(rn_cluster *cl);
+
+/* Fails every rn_cluster_settle job with -ECANCELED (the node stops). */
+void cluster_settles_cancel(rn_cluster *cl);
+/* GET /__runnel/cluster/read-index?group=G, asked by a settling peer:
+ * answers "read-index N\n" once this node confirmed it leads the group (N:
+ * its applied index then), 503 NO_LEADER when it could not. */
+void cluster_read_index_for_peer(rn_cluster *cl, rn_request *req, uint64_t group);
 
 #endif

@@ -20,6 +20,11 @@ static uint64_t max_u64(uint64_t a, uint64_t b) {
     return a > b ? a : b;
 }
 
+/* 1 when [a, b) and the non-empty [c, d) share a position. */
+static int overlaps(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    return c < d && a < d && b > c;
+}
+
 /* What to copy of every applied stream of st. */
 static void list_streams(const rn_state *st, rn_backup_stream **out, size_t *n) {
     *out = rn_xcalloc(st->by_id.count ? st->by_id.count : 1, sizeof **out);
@@ -57,6 +62,10 @@ int rn_engine_backup_read(rn_engine *e, const rn_backup_stream *b, int index, ui
     const rn_stream *s = rn_state_stream(&e->state, b->id);
     if (!s || s->incarnation != b->incarnation)
         return -ESTALE; /* deleted (ids are never reused), or rewritten */
+    /* bytes a restored manifest named and this replica still fetches */
+    if (index ? overlaps(from, to, s->gap_kfrom, s->gap_kto)
+              : overlaps(from, to, s->gap_from, s->gap_to))
+        return -ESTALE;
     if (index) {
         int rc = rn_engine_replica_index(e, b->id, from, to, out);
         return rc == -ENOENT || rc == -ERANGE ? -ESTALE : rc;

@@ -33,6 +33,8 @@ struct rn_backups {
     rn_tiers *tiers;
     rn_store *dest;
     rn_backup_refs *refs;
+    rn_backup_settle_fn settle; /* cluster mode: the wait before the instant */
+    void *settle_ctx;
     job *running; /* the backup being taken, or NULL */
 };
 
@@ -57,6 +59,9 @@ struct job {
 };
 
 static void step(job *j);
+
+/* How long a cluster node waits for its groups to settle. */
+#define SETTLE_TIMEOUT_MS 10000
 
 /* Fetches of one piece's cold chunks after which the backup gives up: a
  * read cache whose chunks other readers evict as fast as they come. */
@@ -247,12 +252,23 @@ static void listed_one(void *arg, const char *key, uint64_t size) {
         j->exists = 1;
 }
 
+static void settled(void *arg, int status) {
+    job *j = arg;
+    if (status < 0)
+        finish(j, status, RN_E_NO_LEADER);
+    else
+        begin(j);
+}
+
 static void listed(void *arg, int status) {
     job *j = arg;
+    rn_backups *b = j->owner;
     if (status < 0)
         finish(j, status, RN_E_BACKUP_STORE_FAILED);
     else if (j->exists)
         finish(j, -EEXIST, RN_E_BACKUP_EXISTS);
+    else if (b->settle)
+        b->settle(b->settle_ctx, SETTLE_TIMEOUT_MS, settled, j);
     else
         begin(j);
 }
@@ -265,6 +281,11 @@ rn_backups *rn_backups_new(uv_loop_t *loop, rn_engine *e, rn_tiers *t, rn_store 
     b->dest = dest;
     b->refs = rn_backup_refs_new(loop, dest, refresh_ms);
     return b;
+}
+
+void rn_backups_settle_with(rn_backups *b, rn_backup_settle_fn settle, void *ctx) {
+    b->settle = settle;
+    b->settle_ctx = ctx;
 }
 
 int rn_backups_hold(const rn_backups *b, const char *key) {

@@ -36,13 +36,20 @@ typedef struct rn_backups rn_backups;
  * reference (backup_refs.h), refreshed every refresh_ms (> 0). */
 rn_backups *rn_backups_new(uv_loop_t *loop, rn_engine *e, rn_tiers *t, rn_store *dest,
                            uint64_t refresh_ms);
+/* Waits until the node's state holds every write acknowledged before the
+ * call (rn_cluster_settle's contract): done(arg, 0), or done(arg, -errno). */
+typedef void (*rn_backup_settle_fn)(void *ctx, uint64_t timeout_ms,
+                                    void (*done)(void *arg, int status), void *arg);
+/* Makes every backup wait for settle(ctx, ...) before its instant (cluster
+ * mode). A settle that fails answers 503 NO_LEADER. */
+void rn_backups_settle_with(rn_backups *b, rn_backup_settle_fn settle, void *ctx);
 /* 1 when a backup at the destination, or the one being taken, may
  * reference the cold body key: the orphan sweep keeps it. */
 int rn_backups_hold(const rn_backups *b, const char *key);
 /* Answers POST /__runnel/backup (query: name=NAME): 200 with a JSON
  * summary once the backup is complete and durable, or an error (400
- * INVALID_BACKUP_NAME, 409 BACKUP_EXISTS, 503 BACKUP_IN_PROGRESS or
- * BACKUP_INTERRUPTED, 502 BACKUP_STORE_FAILED, 500 INTERNAL). */
+ * INVALID_BACKUP_NAME, 409 BACKUP_EXISTS, 503 BACKUP_IN_PROGRESS,
+ * BACKUP_INTERRUPTED or NO_LEADER, 502 BACKUP_STORE_FAILED, 500 INTERNAL). */
 void rn_backups_handle(rn_backups *b, rn_request *req, const char *query, size_t query_len);
 /* Closes the destination's loop handles (a network store's calls in
  * flight end failed); run the loop afterwards, then free. */

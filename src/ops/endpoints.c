@@ -257,9 +257,7 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
     } else if (req->method == RN_HTTP_POST && path_len == 6 && memcmp(path, "backup", 6) == 0) {
         rn_buf_free(&body);
-        if (ep->cluster_route)
-            rn_reply_error(req, RN_E_BACKUP_SINGLE_NODE, NULL);
-        else if (!ep->ready)
+        if (!ep->ready)
             rn_reply_error(req, RN_E_RECOVERING, NULL);
         else if (!ep->backups)
             rn_reply_error(req, RN_E_NO_BACKUP_TARGET, NULL);

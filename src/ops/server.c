@@ -39,6 +39,7 @@
 #include "transport/tls.h"
 #include "util/clock.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,6 +297,16 @@ static void cluster_metrics(void *ctx, rn_buf *out) {
         rn_cluster_metrics(s->cluster, out);
 }
 
+/* A backup's wait before its instant (rn_backup_settle_fn). */
+static void cluster_settle(void *ctx, uint64_t timeout_ms, void (*done)(void *arg, int status),
+                           void *arg) {
+    server *s = ctx;
+    if (s->cluster)
+        rn_cluster_settle(s->cluster, timeout_ms, done, arg);
+    else
+        done(arg, -ECANCELED);
+}
+
 static int cluster_ready(const void *ctx, char *why, size_t cap) {
     const server *s = ctx;
     if (!s->cluster) {
@@ -370,6 +381,8 @@ static void wire(server *s) {
                                     refresh_ms ? refresh_ms : 1);
         s->backup_dest = NULL;
         s->endpoints.backups = s->backups;
+        if (s->cfg.node_id)
+            rn_backups_settle_with(s->backups, cluster_settle, s);
     }
     if (!s->cfg.node_id) { /* a shared store holds other nodes' bodies: no orphan sweep */
         rn_tiers_watch_bodies(s->tiers, body_referenced, s);
@@ -409,10 +422,10 @@ int rn_serve(int argc, char **argv) {
                  "groups from its peers");
         rc = -1;
     }
-    if (rc == 0 && s.cfg.node_id && s.cfg.backup_to[0]) {
+    if (rc == 0 && s.cfg.node_id && s.cfg.backup_to[0] && s.cfg.cold_store == RN_COLD_S3) {
         snprintf(err, sizeof err,
-                 "--backup-to is for a single node: a cluster node's groups are not backed up "
-                 "(POST /__runnel/backup answers 501 BACKUP_SINGLE_NODE)");
+                 "--backup-to with --cold-store s3 is for a single node: a cluster's backups "
+                 "would reference cold bodies that any node may remove");
         rc = -1;
     }
     if (rc < 0) {

@@ -239,8 +239,6 @@ static const error_row TABLE[RN_E_COUNT] = {
                                   "and does not start with ."},
     [RN_E_NO_BACKUP_TARGET] = {501, "NO_BACKUP_TARGET",
                                "this server has no backup destination (--backup-to)"},
-    [RN_E_BACKUP_SINGLE_NODE] = {501, "BACKUP_SINGLE_NODE",
-                                 "backups are of a single node; a cluster node does not take one"},
     [RN_E_BACKUP_EXISTS] = {409, "BACKUP_EXISTS",
                             "a backup of this name exists at the destination; choose another name"},
     [RN_E_BACKUP_IN_PROGRESS] = {503, "BACKUP_IN_PROGRESS",

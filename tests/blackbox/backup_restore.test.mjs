@@ -31,10 +31,11 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { assertError, head, put, req } from "./lib/bucket.mjs";
-import { runCli } from "./lib/ops.mjs";
+import { restoreAndStart, runCli } from "./lib/ops.mjs";
 import { assert403, pwrite } from "./lib/producer.mjs";
 import { BIN, Server, readAll, tempDir } from "./lib/server.mjs";
 import { publishOk } from "./lib/snap.mjs";
+import { record, recordWriter, wholeRecords } from "../lib/records.mjs";
 
 const run = promisify(execFile);
 const work = tempDir("runnel-backup-");
@@ -48,44 +49,16 @@ after(async () => {
 });
 
 const OCTET = "application/octet-stream";
-const record = (name, i) => Buffer.from(`<${name}:${String(i).padStart(6, "0")}:${"x".repeat(200)}>`);
 const tokenOf = (r) => r.headers.get("stream-incarnation");
 
-// Appends numbered records to url until stop() resolves; returns how many
-// were acknowledged and when each was (for the "before the backup" bound).
-function writer(url, name) {
-  const w = { acked: 0, running: true };
-  w.done = (async () => {
-    for (let i = 0; w.running && i < 100000; i++) {
-      const r = await req(url, { method: "POST", headers: { "content-type": OCTET }, body: record(name, i) });
-      assert.equal(r.status, 204, `append ${i} to ${name}: ${r.status} ${r.text}`);
-      w.acked = i + 1;
-    }
-  })();
-  w.stop = async () => {
-    w.running = false;
-    await w.done;
-  };
-  return w;
-}
-
-// The number of whole records body holds (it must be exactly records 0..n-1).
-function wholeRecords(body, name) {
-  const size = record(name, 0).length;
-  assert.equal(body.length % size, 0, `${name}: ${body.length} bytes is not a whole number of appends`);
-  const n = body.length / size;
-  for (let i = 0; i < n; i++) {
-    assert.ok(body.subarray(i * size, (i + 1) * size).equals(record(name, i)), `${name}: append ${i} differs`);
-  }
-  return n;
-}
+// Appends numbered records to url until stopped (w.acked: how many were
+// acknowledged, for the "before the backup" bound).
+const writer = (url, name) =>
+  recordWriter(name, (i, body) => req(url, { method: "POST", headers: { "content-type": OCTET }, body }));
 
 async function restoreInto(dir, name = "load") {
-  const r = runCli(["restore", "--from", dest, "--name", name, "--data-dir", dir], { timeoutMs: 60000 });
-  assert.equal(r.code, 0, `restore exited ${r.code}: ${r.stderr}`);
-  const s = new Server({ dataDir: dir });
+  const s = await restoreAndStart(dest, name, dir);
   restored.push(s);
-  await s.start();
   return s;
 }
 

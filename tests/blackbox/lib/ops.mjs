@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import http from "node:http";
-import { BIN, freePort, sleep } from "./server.mjs";
+import { BIN, Server, freePort, sleep } from "./server.mjs";
 
 // ---- the exposition format ----
 
@@ -199,6 +199,16 @@ export function runCli(args, { env = {}, cwd, timeoutMs = 10000 } = {}) {
   const r = spawnSync(BIN, args, { env: { ...cleanEnv(), ...env }, cwd, encoding: "utf8", timeout: timeoutMs });
   if (r.error) throw r.error;
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+// `runnel restore --from dest --name name --data-dir dir` (it must exit 0),
+// then a server on dir, started; the caller stops it.
+export async function restoreAndStart(dest, name, dir, serverOpts = {}) {
+  const r = runCli(["restore", "--from", dest, "--name", name, "--data-dir", dir], { timeoutMs: 60000 });
+  assert.equal(r.code, 0, `restore exited ${r.code}: ${r.stderr}`);
+  const s = new Server({ ...serverOpts, dataDir: dir });
+  await s.start();
+  return s;
 }
 
 // `runnel serve --print-config ...` as a map key -> value.
