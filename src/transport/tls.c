@@ -224,6 +224,8 @@ static void deliver(rn_conn *c) {
             rn_buf_reserve(&c->input, got + (size_t)r);
             memcpy(c->input.data + c->input.len + got, plain_buf, (size_t)r);
             got += (size_t)r;
+            if (!SSL_has_pending(t->ssl) && BIO_ctrl_pending(t->rbio) == 0)
+                break; /* nothing left to decrypt: spare the call that would say so */
             continue;
         }
         int e = SSL_get_error(t->ssl, r);
@@ -319,7 +321,7 @@ static size_t tls_try_write(rn_conn *c, const uv_buf_t *bufs, unsigned n) {
     uv_buf_t out = uv_buf_init(records, (unsigned)len);
     int sent = len > 0 ? uv_try_write((uv_stream_t *)&c->tcp, &out, 1) : 0;
     if (sent == len) {
-        drop_output(t, (size_t)len);
+        (void)BIO_reset(t->wbio); /* all of it went out */
         size_t total = 0;
         for (unsigned i = 0; i < n; i++)
             total += bufs[i].len;
