@@ -3,8 +3,9 @@
  * reference. See backup_refs.h.
  *
  * A refresh lists the destination, then reads and decodes its state
- * objects one at a time into a new set, which replaces the current one
- * only once complete. One refresh runs at a time; one asked for meanwhile
+ * objects one at a time, each on a worker thread (an object of a node
+ * with a million streams is about 100 MB), into a new set, which replaces
+ * the current one only once complete. One refresh runs at a time; one asked for meanwhile
  * starts when it ends.
  */
 #include "ops/backup_refs.h"
@@ -29,6 +30,7 @@ typedef struct {
 } state_object;
 
 struct rn_backup_refs {
+    uv_loop_t *loop;
     rn_store *dest;
     uv_timer_t timer;
     rn_map keys;  /* the last refresh's: key -> its copy (the value) */
@@ -104,24 +106,58 @@ static void refresh_end(rn_backup_refs *r) {
 
 static void read_next(rn_backup_refs *r);
 
-/* Adds the cold bodies the state object in data names to r->fresh. */
-static void decode_state(rn_backup_refs *r, const char *key, const rn_buf *data) {
+/* One state object read and decoded on a worker: the loop thread only
+ * adds the cold body keys it names to the set. */
+typedef struct {
+    uv_work_t work;
+    rn_backup_refs *r;
+    const state_object *object;
+    int fd;
+    uint64_t fd_off;
+    int rc;         /* < 0: the read failed (-errno); 1: it does not decode */
+    char **bodies;  /* the cold body keys it names (copies) */
+    size_t nbodies; /* at most RN_BACKUP_REFS_MAX_KEYS + 1 */
+} state_job;
+
+static void decode_work(uv_work_t *w) {
+    state_job *j = w->data;
+    rn_buf data = {0};
+    j->rc = rn_backup_read_fd(j->fd, j->fd_off, (size_t)j->object->size, &data);
     uint64_t backup_id;
     const uint8_t *image;
     size_t image_len, n = 0;
     rn_backup_stream *streams = NULL;
     rn_restore *img = NULL;
-    if (rn_backup_state_decode(data->data, data->len, &backup_id, &image, &image_len) != 0 ||
-        !(img = rn_restore_decode(image, image_len, &streams, &n))) {
-        fail(r, "backup state object %s does not decode (remove or repair it)", key);
-        return;
-    }
-    for (size_t i = 0; i < n && !r->failed; i++)
-        if (streams[i].has_body && streams[i].body_cold &&
-            add_key(&r->fresh, streams[i].body_key, RN_BACKUP_REFS_MAX_KEYS) != 0)
-            fail(r, "the backups reference more than %d cold bodies", RN_BACKUP_REFS_MAX_KEYS);
+    if (j->rc == 0 &&
+        (rn_backup_state_decode(data.data, data.len, &backup_id, &image, &image_len) != 0 ||
+         !(img = rn_restore_decode(image, image_len, &streams, &n))))
+        j->rc = 1;
+    j->bodies = rn_xcalloc(n ? n : 1, sizeof *j->bodies);
+    for (size_t i = 0; i < n && j->nbodies <= RN_BACKUP_REFS_MAX_KEYS; i++)
+        if (streams[i].has_body && streams[i].body_cold)
+            j->bodies[j->nbodies++] = rn_xstrdup(streams[i].body_key);
     free(streams);
     rn_restore_free(img);
+    rn_buf_free(&data);
+}
+
+static void decode_done(uv_work_t *w, int status) {
+    (void)status; /* never cancelled */
+    state_job *j = w->data;
+    rn_backup_refs *r = j->r;
+    close(j->fd);
+    if (j->rc < 0)
+        fail(r, "backup state object %s cannot be read: %s", j->object->key, strerror(-j->rc));
+    else if (j->rc)
+        fail(r, "backup state object %s does not decode (remove or repair it)", j->object->key);
+    for (size_t i = 0; i < j->nbodies; i++) {
+        if (!r->failed && add_key(&r->fresh, j->bodies[i], RN_BACKUP_REFS_MAX_KEYS) != 0)
+            fail(r, "the backups reference more than %d cold bodies", RN_BACKUP_REFS_MAX_KEYS);
+        free(j->bodies[i]);
+    }
+    free(j->bodies);
+    free(j);
+    read_next(r);
 }
 
 static void state_opened(void *arg, int fd, uint64_t fd_off) {
@@ -131,16 +167,15 @@ static void state_opened(void *arg, int fd, uint64_t fd_off) {
         read_next(r);
         return;
     }
-    rn_buf data = {0};
-    int rc = fd < 0 ? fd : rn_backup_read_fd(fd, fd_off, (size_t)s->size, &data);
-    if (fd >= 0)
-        close(fd);
-    if (rc < 0)
-        fail(r, "backup state object %s cannot be read: %s", s->key, strerror(-rc));
-    else
-        decode_state(r, s->key, &data);
-    rn_buf_free(&data);
-    read_next(r);
+    if (fd < 0) {
+        fail(r, "backup state object %s cannot be read: %s", s->key, strerror(-fd));
+        read_next(r);
+        return;
+    }
+    state_job *j = rn_xcalloc(1, sizeof *j);
+    *j = (state_job){.r = r, .object = s, .fd = fd, .fd_off = fd_off};
+    j->work.data = j;
+    uv_queue_work(r->loop, &j->work, decode_work, decode_done);
 }
 
 static void read_next(rn_backup_refs *r) {
@@ -202,6 +237,7 @@ static void on_timer(uv_timer_t *timer) {
 rn_backup_refs *rn_backup_refs_new(uv_loop_t *loop, rn_store *dest, uint64_t refresh_ms) {
     assert(refresh_ms > 0 && dest->ops->walk);
     rn_backup_refs *r = rn_xcalloc(1, sizeof *r);
+    r->loop = loop;
     r->dest = dest;
     uv_timer_init(loop, &r->timer);
     r->timer.data = r;
