@@ -36,9 +36,7 @@ int rn_cluster_check_single(const rn_config *cfg) {
     return rc == 0 ? -1 : 0;
 }
 
-/* Checks the marker against cfg, or writes it in a directory that has none
- * and no Raft data. Returns 0, or -1 with err set. */
-static int check_marker(const rn_config *cfg, char *err, size_t errcap) {
+int rn_cluster_mark(const rn_config *cfg, char *err, size_t errcap) {
     char want[256];
     int n = marker_line(cfg, want, sizeof want);
     rn_buf b = {0};
@@ -226,7 +224,7 @@ static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t 
 
 rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *engine,
                              struct rn_tiers *tiers, char *err, size_t errcap) {
-    if (check_marker(cfg, err, errcap) != 0)
+    if (rn_cluster_mark(cfg, err, errcap) != 0)
         return NULL;
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
     cl->loop = loop;
@@ -254,12 +252,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
     consensus_peer peers[RN_MAX_PEERS];
-    const char *self_raft = NULL;
-    for (int i = 0; i < cfg->n_peers; i++) {
-        peers[i] = (consensus_peer){.id = cfg->peers[i].id, .address = cfg->peers[i].raft};
-        if (cfg->peers[i].id == cfg->node_id)
-            self_raft = cfg->peers[i].raft;
-    }
+    const char *self_raft = rn_cluster_consensus_peers(cfg, peers);
     consensus_config cc = {.loop = loop,
                            .self_id = cfg->node_id,
                            .self_address = self_raft,

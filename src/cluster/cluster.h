@@ -28,6 +28,11 @@ typedef struct rn_cluster rn_cluster;
  * directory. Returns 0, or -1 after logging why. */
 int rn_cluster_check_single(const rn_config *cfg);
 
+/* Checks the data directory's cluster-node marker against cfg, or writes it
+ * (durably) in a directory that has none and no Raft or single-node log
+ * data. Returns 0, or -1 with a message in err. */
+int rn_cluster_mark(const rn_config *cfg, char *err, size_t errcap);
+
 /* Starts cluster mode for cfg (rn_cluster_config_check passed; SIGPIPE
  * ignored) on a replicated engine (rn_engine_open_replicated): checks or
  * writes the data directory's cluster-node marker, reserves stream ids,

@@ -15,6 +15,16 @@ const rn_peer_config *rn_cluster_peer(const rn_config *cfg, uint64_t id) {
     return NULL;
 }
 
+const char *rn_cluster_consensus_peers(const rn_config *cfg, consensus_peer peers[RN_MAX_PEERS]) {
+    const char *self = NULL;
+    for (int i = 0; i < cfg->n_peers; i++) {
+        peers[i] = (consensus_peer){.id = cfg->peers[i].id, .address = cfg->peers[i].raft};
+        if (cfg->peers[i].id == cfg->node_id)
+            self = cfg->peers[i].raft;
+    }
+    return self;
+}
+
 int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap) {
     if (!cfg->node_id) {
         if (cfg->n_peers) {

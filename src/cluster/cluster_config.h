@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "cluster/consensus.h"
 #include "ops/config.h"
 
 /* Checks the cluster settings of cfg. Single node (node_id 0): no peer may
@@ -20,5 +21,9 @@ int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap);
 
 /* The peer with this id, or NULL. */
 const rn_peer_config *rn_cluster_peer(const rn_config *cfg, uint64_t id);
+
+/* cfg's peers (checked) as the consensus layer's (id and Raft address)
+ * into peers; returns this node's Raft address. */
+const char *rn_cluster_consensus_peers(const rn_config *cfg, consensus_peer peers[RN_MAX_PEERS]);
 
 #endif

@@ -312,14 +312,21 @@ static int bootstrap_group(consensus *c, cs_group *g) {
     return rv;
 }
 
-static int start_group(consensus *c, cs_group *g, const char *raft_dir) {
+int cs_make_group_dir(const char *data_dir, unsigned group, char *out, size_t cap) {
+    if (snprintf(out, cap, "%s/raft", data_dir) >= (int)cap)
+        return -ENAMETOOLONG;
+    int err = make_dir(out);
+    if (err == 0 && snprintf(out, cap, "%s/raft/g%02u", data_dir, group) >= (int)cap)
+        return -ENAMETOOLONG;
+    return err ? err : make_dir(out);
+}
+
+static int start_group(consensus *c, cs_group *g) {
     const consensus_params *p = &c->cfg.params;
     char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s/g%02u", raft_dir, g->index) >= (int)sizeof dir)
-        return fail(c, "data directory path too long");
-    int err = make_dir(dir);
+    int err = cs_make_group_dir(c->data_dir, g->index, dir, sizeof dir);
     if (err != 0)
-        return fail(c, "%s: %s", dir, strerror(-err));
+        return fail(c, "%s/raft/g%02u: %s", c->data_dir, g->index, strerror(-err));
     int rv = raft_uv_init(&g->io, c->cfg.loop, dir, rn_mux_transport(c->mux, g->index));
     if (rv != 0)
         return fail(c, "group %u: raft_uv_init: %s", g->index, raft_strerror(rv));
@@ -450,14 +457,8 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
     int rv = rn_mux_open(&mo, &c->mux);
     if (rv != 0)
         return fail(c, "listen on %s: %s", c->self_address, uv_strerror(rv));
-    char raft_dir[4000];
-    if (snprintf(raft_dir, sizeof raft_dir, "%s/raft", c->data_dir) >= (int)sizeof raft_dir)
-        return fail(c, "data directory path too long");
-    int err = make_dir(raft_dir);
-    if (err != 0)
-        return fail(c, "%s: %s", raft_dir, strerror(-err));
     for (unsigned i = 0; i < cfg->groups; i++)
-        if (start_group(c, &c->groups[i], raft_dir) != 0)
+        if (start_group(c, &c->groups[i]) != 0)
             return -1;
     return 0;
 }

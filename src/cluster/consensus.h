@@ -157,6 +157,27 @@ typedef struct {
  * the process); start refuses otherwise. */
 int consensus_start(const consensus_config *cfg, consensus **out);
 
+/* A new group's first state, written offline (no node running on
+ * data_dir): seeding every node of a new cluster with the same peers and
+ * snapshot gives each the same group. */
+typedef struct {
+    uv_loop_t *loop; /* run until each call is done */
+    const char *data_dir;
+    uint64_t self_id;
+    const char *self_address;    /* this node's Raft address, as consensus_config's */
+    const consensus_peer *peers; /* the voters, self included */
+    unsigned n_peers;
+} consensus_seed_config;
+
+/* Bootstraps group in <data_dir>/raft/g<NN>/, which must hold no Raft data,
+ * with cfg's peers as voters, and stores manifest (len bytes, what
+ * consensus_fsm.snapshot would give) as its snapshot at index 1 in place of
+ * the bootstrap's entry: consensus_start then restores it (consensus_fsm.
+ * restore) like any snapshot, and leaders send it to nodes added later.
+ * Returns 0, or -1 with the reason in err. */
+int consensus_seed(const consensus_seed_config *cfg, unsigned group, const void *manifest,
+                   size_t len, char *err, size_t errcap);
+
 /* A human-readable reason for the last failure of consensus_start. */
 const char *consensus_error(const consensus *c);
 

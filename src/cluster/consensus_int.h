@@ -24,6 +24,7 @@
 #include "cluster/consensus.h"
 #include "cluster/control.h"
 #include "cluster/mux.h"
+#include "util/buf.h"
 
 /* A confirmation round asks at most this many voters; a larger
  * configuration confirms reads by barrier entries. */
@@ -161,8 +162,16 @@ void cs_op_refuse(consensus *c, consensus_done_cb cb, void *arg, consensus_statu
 /* Maps a libraft error returned before anything was appended. */
 consensus_status cs_refusal_status(int raft_rv);
 
+/* consensus.c: makes <data_dir>/raft/g<NN>/ (and raft/) when missing and
+ * puts its path in out. 0, or -errno (-ENAMETOOLONG: it does not fit). */
+int cs_make_group_dir(const char *data_dir, unsigned group, char *out, size_t cap);
+
 /* propose.c */
 void cs_fsm_setup(cs_group *g);
+/* The header a snapshot of group at index carries before its manifest
+ * (len bytes), into out (empty). */
+void cs_snapshot_header(unsigned group, uint64_t index, const void *manifest, size_t len,
+                        rn_buf *out);
 
 /* appends.c: wraps g->io's append (after raft_uv_init, before raft_start). */
 void cs_appends_wrap(cs_group *g);

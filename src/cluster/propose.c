@@ -187,6 +187,18 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     return 0;
 }
 
+void cs_snapshot_header(unsigned group, uint64_t index, const void *manifest, size_t len,
+                        rn_buf *out) {
+    assert(out->len == 0);
+    rn_buf_append_u32(out, SNAP_MAGIC);
+    rn_buf_append_u32(out, SNAP_VERSION);
+    rn_buf_append_u32(out, group);
+    rn_buf_append_u32(out, rn_crc32c(0, manifest, len));
+    rn_buf_append_u64(out, index);
+    rn_buf_append_u64(out, len);
+    assert(out->len == SNAP_HEADER_BYTES);
+}
+
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs) {
     cs_group *g = fsm->data;
     consensus *c = g->node;
@@ -200,13 +212,7 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
         return RAFT_BUSY; /* libraft retries after the next applies */
     assert(manifest != NULL || len == 0);
     rn_buf header = {0};
-    rn_buf_append_u32(&header, SNAP_MAGIC);
-    rn_buf_append_u32(&header, SNAP_VERSION);
-    rn_buf_append_u32(&header, g->index);
-    rn_buf_append_u32(&header, rn_crc32c(0, manifest, len));
-    rn_buf_append_u64(&header, index);
-    rn_buf_append_u64(&header, len);
-    assert(header.len == SNAP_HEADER_BYTES);
+    cs_snapshot_header(g->index, index, manifest, len, &header);
     struct raft_buffer *b = rn_xcalloc(2, sizeof *b);
     b[0].base = rn_buf_steal(&header, &b[0].len);
     *n_bufs = 1;

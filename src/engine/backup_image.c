@@ -2,7 +2,8 @@
  * backup_image.c — the engine's side of backups and restores (engine.h):
  * the state image of one instant and what each stream's copy holds, reads
  * of those bytes that notice when they changed, and a restore's history
- * rewrite of every stream into a new data directory's checkpoint.
+ * rewrite of every stream into a new data directory's checkpoint, or (a
+ * cluster's) into per-group manifests after re-placing every stream.
  */
 #include "engine/engine_int.h"
 
@@ -14,6 +15,7 @@
 
 struct rn_restore {
     rn_state state;
+    int placed; /* rn_restore_place ran: ids and serials are a cluster's */
 };
 
 static uint64_t max_u64(uint64_t a, uint64_t b) {
@@ -105,28 +107,88 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int64_t now_ms) {
-    if (serial_base < r->state.next_id)
-        return -EINVAL; /* its tokens could be ones the source issued */
-    size_t n = 0, i = 0;
-    void *v;
+/* r's streams in id order (malloc'd, *n of them). */
+static rn_stream **streams_by_id(const rn_restore *r, size_t *n) {
+    rn_stream **out = rn_xcalloc(r->state.by_id.count ? r->state.by_id.count : 1, sizeof *out);
     uint64_t *ids = rn_xcalloc(r->state.by_id.count ? r->state.by_id.count : 1, sizeof *ids);
+    size_t i = 0;
+    void *v;
+    *n = 0;
     while (rn_map_next(&r->state.by_id, &i, &v))
-        ids[n++] = ((rn_stream *)v)->id;
-    qsort(ids, n, sizeof *ids, cmp_u64);
+        ids[(*n)++] = ((rn_stream *)v)->id;
+    qsort(ids, *n, sizeof *ids, cmp_u64);
+    for (size_t k = 0; k < *n; k++)
+        out[k] = rn_state_stream(&r->state, ids[k]);
+    free(ids);
+    return out;
+}
+
+/* The cluster layout of placement.h: (serial << 16) | (node << 8) | group,
+ * node byte 0 (no node has id 0, so no node ever issues it). */
+static uint64_t placed_id(uint64_t serial, uint64_t group) {
+    return (serial << 16) | group;
+}
+
+size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
+                        const rn_backup_stream *streams, size_t n, uint64_t *new_ids,
+                        const char **fork, const char **source) {
+    assert(!r->placed);
+    size_t count, refused = 0;
+    rn_stream **all = streams_by_id(r, &count);
+    for (size_t k = 0; k < count; k++) {
+        const rn_stream *s = all[k], *src = s->source;
+        if (src && group_of(arg, s->path, s->path_len) != group_of(arg, src->path, src->path_len) &&
+            !refused++) {
+            *fork = s->path;
+            *source = src->path;
+        }
+    }
+    uint64_t *old_ids = rn_xcalloc(count ? count : 1, sizeof *old_ids);
+    for (size_t k = 0; k < count && !refused; k++) {
+        old_ids[k] = all[k]->id;
+        rn_map_remove(&r->state.by_id, &all[k]->id, sizeof all[k]->id);
+    }
+    for (size_t k = 0; k < count && !refused; k++) {
+        rn_stream *s = all[k];
+        s->id = placed_id(k + 1, group_of(arg, s->path, s->path_len));
+        rn_map_put(&r->state.by_id, &s->id, sizeof s->id, s);
+    }
+    for (size_t i = 0; i < n && !refused; i++) {
+        const uint64_t *at = bsearch(&streams[i].id, old_ids, count, sizeof *old_ids, cmp_u64);
+        assert(at != NULL);
+        new_ids[i] = all[at - old_ids]->id;
+    }
+    free(old_ids);
+    free(all);
+    r->placed = !refused;
+    return refused;
+}
+
+int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms) {
+    if (!r->placed && serial_base < r->state.next_id)
+        return -EINVAL; /* its tokens could be ones the source issued */
+    size_t n;
+    rn_stream **all = streams_by_id(r, &n);
     /* A rewrite at the tail cuts nothing and drops no snapshot: it runs
      * no effect. */
     static const rn_effects none = {0};
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
-        rn_stream *s = rn_state_stream(&r->state, ids[k]);
+        rn_stream *s = all[k];
         s->cold_end = 0; /* the restored stream file holds every byte: none is cold */
-        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial_base + k);
+        uint64_t serial = r->placed ? placed_id(serial_base + k, s->id & 0xff) : serial_base + k;
+        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial);
         rn_applied applied;
         assert(!s->snapshot.present || s->snapshot.offset <= s->tail);
         rc = rn_state_apply(&r->state, &c, &none, &applied);
     }
-    free(ids);
+    free(all);
+    return rc;
+}
+
+int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int64_t now_ms) {
+    assert(!r->placed);
+    int rc = rn_restore_rewrite(r, serial_base, now_ms);
     rn_buf image = {0};
     if (rc == 0)
         rc = rn_wal_adopt_format1(dir); /* wal/HEAD naming segment 0: no segment yet */
@@ -136,6 +198,11 @@ int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int6
     }
     rn_buf_free(&image);
     return rc;
+}
+
+void rn_restore_manifest(const rn_restore *r, rn_stream_pick pick, void *arg, rn_buf *out) {
+    engine_encode_streams(&r->state, pick, arg, out);
+    engine_encode_namespaces(&r->state, out);
 }
 
 void rn_restore_free(rn_restore *r) {

@@ -197,6 +197,9 @@ int rn_engine_busy(const rn_engine *e);
 /* Writes a final checkpoint (when the log is idle) and releases everything. */
 void rn_engine_close(rn_engine *e);
 
+/* Selects streams for manifests (a replicated log's group). */
+typedef int (*rn_stream_pick)(const rn_stream *s, void *arg);
+
 /* ---- backups and restores (backup_image.c) ----
  * A backup is the state image of one instant (the checkpoint's) and a copy
  * of the bytes it names; a restore is that image, with every stream's
@@ -244,9 +247,30 @@ uint64_t rn_restore_min_serial(const rn_restore *r);
  * Stream-Inherited-Offset, producers closed by history), then makes it
  * data directory dir's checkpoint, with a log head naming no segment yet.
  * The stream files and snapshot bodies must be in dir and durable. Equal
- * arguments give equal results. Returns 0, -EINVAL when serial_base is
- * below rn_restore_min_serial, or -errno. */
+ * arguments give equal results. r must not be placed. Returns 0, -EINVAL
+ * when serial_base is below rn_restore_min_serial, or -errno. */
 int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int64_t now_ms);
+
+/* A restore into a cluster. The group of a stream path (1..256 groups). */
+typedef unsigned (*rn_restore_group_fn)(void *arg, const char *path, size_t len);
+/* Gives every stream of r a new id in the cluster id layout
+ * (cluster/placement.h) with node byte 0, which no node issues: the k-th
+ * stream in id order (k from 0) becomes ((k + 1) << 16) | its path's group.
+ * new_ids[i] receives the new id of streams[i] (n of them, as
+ * rn_restore_decode listed them). Equal arguments give equal results.
+ * Returns 0, or the number of forks whose source is in another group (a
+ * cluster cannot hold them): nothing changed then, and *fork and *source
+ * are the paths of the first such pair (valid while r lives). */
+size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
+                        const rn_backup_stream *streams, size_t n, uint64_t *new_ids,
+                        const char **fork, const char **source);
+/* Rewrites every stream's history as rn_restore_commit does, in memory;
+ * once r is placed, the i-th stream's serial is ((serial_base + i) << 16) |
+ * its group (node byte 0) and serial_base is not checked. 0 or -errno. */
+int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms);
+/* Appends the manifest (as rn_engine_manifest's) of the streams of r that
+ * pick selects, and of every namespace. */
+void rn_restore_manifest(const rn_restore *r, rn_stream_pick pick, void *arg, rn_buf *out);
 void rn_restore_free(rn_restore *r);
 
 /* ---- replicated mode (cluster mode: cluster/raft_log.c) ----
@@ -277,8 +301,6 @@ int rn_engine_sync_stream(const rn_engine *e, uint64_t id);
  * expired), or NULL (replicated mode: what a peer fetch concerns). */
 const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id);
 
-/* Selects streams for manifests (a replicated log's group). */
-typedef int (*rn_stream_pick)(const rn_stream *s, void *arg);
 /* Appends a manifest of the applied streams pick selects (metadata,
  * producers, offsets; never stream bytes, which stay in the stream files)
  * and of every namespace. */

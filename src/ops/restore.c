@@ -13,7 +13,10 @@
  * attempts. Bodies the backup only references (an
  * S3 cold store's) are checked to exist in the cold store the options
  * name. The store operations run on this process's loop, one at a time,
- * waited for.
+ * waited for. With serve's cluster options the directory is one node's of
+ * a new cluster (restore_cluster.h): the streams are re-placed (new ids),
+ * their files written under those ids, and the groups' first snapshots
+ * take the checkpoint's place.
  */
 #include "engine/engine.h"
 #include "ops/backup_cmd.h"
@@ -21,6 +24,8 @@
 #include "ops/coldstore.h"
 #include "ops/config.h"
 #include "ops/datadir.h"
+#include "ops/restore_cluster.h"
+#include "cluster/cluster_config.h"
 #include "tiers/tiers.h"
 #include "util/clock.h"
 #include "util/files.h"
@@ -37,6 +42,7 @@
 
 typedef struct {
     uv_loop_t *loop;
+    const rn_config *cfg;
     rn_store *src;
     rn_tiers *tiers;
     const char *name;
@@ -116,9 +122,9 @@ static int fetch_state(restore *r, rn_buf *out) {
 }
 
 /* Copies part `part` of stream b ([from, to)) from the backup: data into
- * its data file, index entries into its index. */
-static int copy_range(restore *r, const rn_backup_stream *b, rn_backup_part part, uint64_t from,
-                      uint64_t to, rn_buf *piece) {
+ * the data file of stream `to_id`, index entries into its index. */
+static int copy_range(restore *r, const rn_backup_stream *b, uint64_t to_id, rn_backup_part part,
+                      uint64_t from, uint64_t to, rn_buf *piece) {
     rn_streamfiles *files = rn_tiers_streamfiles(r->tiers);
     for (uint64_t pos = from; pos < to;) {
         uint64_t end = rn_backup_piece_end(part, pos, to);
@@ -129,16 +135,16 @@ static int copy_range(restore *r, const rn_backup_stream *b, rn_backup_part part
             return -1;
         int rc = 0;
         if (part == RN_BACKUP_DATA) {
-            rc = rn_streamfiles_write(files, b->id, piece->data, piece->len, pos);
+            rc = rn_streamfiles_write(files, to_id, piece->data, piece->len, pos);
         } else {
             rn_reader rd;
             rn_reader_init(&rd, piece->data, piece->len);
             for (uint64_t k = pos; k < end && rc == 0; k++)
-                rc = rn_streamfiles_index_set(files, b->id, k, rn_read_u64(&rd));
+                rc = rn_streamfiles_index_set(files, to_id, k, rn_read_u64(&rd));
         }
         if (rc < 0) {
             snprintf(r->err, sizeof r->err, "stream files of id %016llx cannot be written: %s",
-                     (unsigned long long)b->id, strerror(-rc));
+                     (unsigned long long)to_id, strerror(-rc));
             return -1;
         }
         pos = end;
@@ -191,8 +197,8 @@ static int restore_body(restore *r, const rn_backup_stream *b, rn_buf *piece) {
     return rc < 0 ? -1 : 0;
 }
 
-/* Writes every stream's files and body, then commits. Returns 0 or -1
- * with r->err. */
+/* Writes every stream's files (under its id in the cluster, in cluster
+ * mode) and body, then commits. Returns 0 or -1 with r->err. */
 static int run(restore *r, const char *dir, size_t *count) {
     rn_buf state = {0}, piece = {0};
     rn_backup_stream *streams = NULL;
@@ -207,32 +213,41 @@ static int run(restore *r, const char *dir, size_t *count) {
         snprintf(r->err, sizeof r->err, "backup %s: its state object is damaged", r->name);
         rc = -1;
     }
+    int cluster = r->cfg->node_id != 0;
+    uint64_t *to_ids = rn_xcalloc(n ? n : 1, sizeof *to_ids);
+    for (size_t i = 0; i < n; i++)
+        to_ids[i] = streams[i].id;
+    if (rc == 0 && cluster)
+        rc = rn_restore_cluster_place(r->cfg, img, streams, n, to_ids, r->err, sizeof r->err);
     rn_streamfiles *files = rn_tiers_streamfiles(r->tiers);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const rn_backup_stream *b = &streams[i];
         if (b->tail > b->data_from || b->appends) {
-            int e = rn_streamfiles_ensure(files, b->id);
+            int e = rn_streamfiles_ensure(files, to_ids[i]);
             if (e < 0) {
                 snprintf(r->err, sizeof r->err, "stream files cannot be created: %s", strerror(-e));
                 rc = -1;
             }
         }
         if (rc == 0)
-            rc = copy_range(r, b, RN_BACKUP_DATA, b->data_from, b->tail, &piece);
+            rc = copy_range(r, b, to_ids[i], RN_BACKUP_DATA, b->data_from, b->tail, &piece);
         if (rc == 0)
-            rc = copy_range(r, b, RN_BACKUP_INDEX, 0, b->appends, &piece);
+            rc = copy_range(r, b, to_ids[i], RN_BACKUP_INDEX, 0, b->appends, &piece);
         if (rc == 0 && b->has_body)
             rc = restore_body(r, b, &piece);
     }
     if (rc == 0 && (rc = rn_streamfiles_sync(files)) != 0)
         snprintf(r->err, sizeof r->err, "the stream files cannot be synced: %s", strerror(-rc));
-    if (rc == 0) {
+    if (rc == 0 && cluster) {
+        rc = rn_restore_cluster_commit(r->loop, r->cfg, img, backup_id, r->err, sizeof r->err);
+    } else if (rc == 0) {
         uint64_t base = rn_backup_serial_base(rn_restore_min_serial(img), backup_id);
         if ((rc = rn_restore_commit(img, dir, base, rn_now_ms())) != 0)
             snprintf(r->err, sizeof r->err, "the restored checkpoint cannot be written: %s",
                      strerror(-rc));
     }
     *count = n;
+    free(to_ids);
     rn_restore_free(img);
     free(streams);
     rn_buf_free(&state);
@@ -261,7 +276,11 @@ static int usage(FILE *out) {
                  "  Stream-Previous-Incarnation, its tail as Stream-Inherited-Offset, its\n"
                  "  producers closed by history; restoring the same backup again gives the same\n"
                  "  tokens. Options: those of runnel serve (--data-dir, --cold-store, --s3-*).\n"
-                 "  Then start runnel serve on DIR with the same --cold-store options.\n");
+                 "  Then start runnel serve on DIR with the same --cold-store options.\n"
+                 "  Into a new cluster: give each node's restore serve's --node-id,\n"
+                 "  --cluster-id, --peer (every node) and --groups, the same but --node-id for\n"
+                 "  every node, then start every node with those options. A fork whose source\n"
+                 "  the group count puts in another group is refused.\n");
     return 2;
 }
 
@@ -291,6 +310,14 @@ int rn_restore_cmd(int argc, char **argv) {
     free(rest);
     if (rc == 1)
         return 0;
+    if (rc == 0 && rn_cluster_config_check(&cfg, err, sizeof err) != 0) {
+        rc = -1;
+    } else if (rc == 0 && cfg.join) {
+        snprintf(err, sizeof err,
+                 "--join is for a node added to a running cluster, which gets "
+                 "its streams from the cluster: restore the other nodes");
+        rc = -1;
+    }
     if (rc < 0 || !from || !name || !rn_backup_name_valid(name, strlen(name))) {
         fprintf(stderr, "runnel restore: %s\n",
                 rc < 0  ? err
@@ -316,7 +343,7 @@ int rn_restore_cmd(int argc, char **argv) {
         fprintf(stderr, "runnel restore: %s cannot be written\n", cfg.data_dir);
         return 1;
     }
-    restore r = {.loop = uv_default_loop(), .name = name};
+    restore r = {.loop = uv_default_loop(), .cfg = &cfg, .name = name};
     rn_store *cold = NULL;
     rn_tiers_config tc = {.data_dir = cfg.data_dir,
                           .cold_store = cfg.cold_store != RN_COLD_NONE,

@@ -1,0 +1,216 @@
+// Cluster mode, black-box: a backup restored into a new cluster (issue 16
+// item 4; README "Backing up and restoring"; docs/ARCHITECTURE.md
+// "Backups, restores and accepted losses"). A single-node server's backup
+// is restored once per node (`runnel restore ... --node-id N --cluster-id
+// --peer ... --groups 2`), then the three nodes start on those directories.
+//
+// WHAT IT PROVES
+//   - Every node's directory holds the same state: each group's seeded
+//     snapshot is byte-identical on the three nodes.
+//   - Every stream (v1 and bucket surfaces, bytes and JSON, a producer's, a
+//     published snapshot, a fork in its source's group, more than one 1 MiB
+//     backup piece) serves the source's bytes on every node, leader and
+//     followers, and is a §2.4 rewrite: a new Stream-Incarnation (the same
+//     on every node), the source's token as Stream-Previous-Incarnation,
+//     the tail as Stream-Inherited-Offset; the source token as a
+//     precondition answers 412; the producer's epoch is closed by history.
+//   - Writes after the restore work and replicate (appends, a new stream),
+//     and a node SIGKILLed and restarted on its data keeps everything.
+//   - A backup holding a fork whose source the group count puts in another
+//     group is refused, naming the fork, and leaves the directory marked
+//     incomplete.
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { head, put } from "../blackbox/lib/bucket.mjs";
+import { runCli } from "../blackbox/lib/ops.mjs";
+import { assert403, pwrite } from "../blackbox/lib/producer.mjs";
+import { Server, freePort, readAll, tempDir } from "../blackbox/lib/server.mjs";
+import { publishOk } from "../blackbox/lib/snap.mjs";
+import { Cluster, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
+
+const GROUPS = 2;
+const OCTET = "application/octet-stream";
+const work = tempDir("runnel-clrestore-");
+const dest = path.join(work, "backups");
+const source = new Server({ args: ["--backup-to", dest] });
+let c;
+
+before(() => source.start());
+after(async () => {
+  await source.stop();
+  if (!c) return;
+  const reports = c.sanitizerReports();
+  assert.ok(c.stop(), "every node stops cleanly on SIGTERM");
+  assert.equal(reports, "", "no sanitizer report");
+});
+
+// A bucket key `rsbk/<prefix>-<i>` whose group is (or is not) `group`.
+function keyWhere(prefix, test) {
+  for (let i = 0; ; i++) {
+    const key = `rsbk/${prefix}-${i}`;
+    if (test(groupOf(key, GROUPS))) return key;
+  }
+}
+
+const BASE = "rsbk/base";
+const NEAR = keyWhere("fork", (g) => g === groupOf(BASE, GROUPS));
+const FAR = keyWhere("xfork", (g) => g !== groupOf(BASE, GROUPS));
+
+// Streams by their path below a node's URL.
+const PATHS = ["v1/stream/rs/text", "v1/stream/rs/json", "v1/stream/rs/big", "rsbk/prod", "rsbk/snap", BASE, NEAR];
+const src = {}; // path -> {token, tail, body}
+
+async function post(url, body, type = OCTET) {
+  const r = await req(url, { method: "POST", headers: { "content-type": type }, body });
+  assert.equal(r.status, 204, `append to ${url}: ${r.status} ${r.text}`);
+}
+
+// A fresh cluster directory as scripts/cluster.sh keeps it (cluster.env),
+// its nodes' serve options, and each node restored from backup `name`.
+async function clusterDir(name) {
+  const dir = tempDir("runnel-clrestore-cluster-");
+  const env = { CLUSTER_NODES: 3, CLUSTER_GROUPS: GROUPS, CLUSTER_ID: `restored-${name}` };
+  for (let n = 1; n <= 3; n++) {
+    env[`HTTP_PORT_${n}`] = await freePort();
+    env[`RAFT_PORT_${n}`] = await freePort();
+  }
+  fs.writeFileSync(path.join(dir, "cluster.env"), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(""));
+  const opts = (n) => {
+    const o = ["--node-id", String(n), "--cluster-id", env.CLUSTER_ID, "--groups", String(GROUPS)];
+    for (let i = 1; i <= 3; i++) o.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
+    return o;
+  };
+  return { dir, env, opts };
+}
+
+function restore(name, dataDir, opts) {
+  return runCli(["restore", "--from", dest, "--name", name, "--data-dir", dataDir, ...opts], { timeoutMs: 60000 });
+}
+
+describe("a single-node backup restored into a 3-node cluster", () => {
+  test("the source's streams are backed up", async () => {
+    const at = (p) => `${source.url}/${p}`;
+    assert.equal((await put(at("v1/stream/rs/text"), { type: "text/plain" })).status, 201);
+    for (let i = 0; i < 5; i++) await post(at("v1/stream/rs/text"), `line ${i}\n`, "text/plain");
+    assert.equal((await put(at("v1/stream/rs/json"), { type: "application/json" })).status, 201);
+    for (let i = 0; i < 3; i++) await post(at("v1/stream/rs/json"), JSON.stringify({ n: i, s: "x" }), "application/json");
+    assert.equal((await put(at("v1/stream/rs/big"), { type: OCTET })).status, 201);
+    for (let i = 0; i < 3; i++) await post(at("v1/stream/rs/big"), crypto.randomBytes(600 * 1024));
+    assert.equal((await put(at("rsbk/prod"), { type: OCTET })).status, 201);
+    for (let s = 0; s < 5; s++) {
+      const r = await pwrite(at("rsbk/prod"), { id: "p1", epoch: 1, seq: s, body: `w${s}..`, type: OCTET });
+      assert.equal(r.status, 200, `producer write ${s}: ${r.status} ${r.text}`);
+    }
+    assert.equal((await put(at("rsbk/snap"), { type: OCTET, body: "snapshot-source-bytes" })).status, 201);
+    src.snapOffset = (await head(at("rsbk/snap"))).headers.get("stream-next-offset");
+    src.digest = await publishOk(at("rsbk/snap"), src.snapOffset, Buffer.from("the snapshot body"));
+    assert.equal((await put(at(BASE), { type: OCTET, body: "base-bytes" })).status, 201);
+    const near = await put(at(NEAR), { type: OCTET, headers: { "stream-forked-from": BASE } });
+    assert.equal(near.status, 201, near.text);
+    await post(at(NEAR), "own-bytes");
+    const r = await req(`${source.url}/__runnel/backup?name=one`, { method: "POST", timeoutMs: 120000 });
+    assert.equal(r.status, 200, `backup answered ${r.status} ${r.text}`);
+    for (const p of PATHS) {
+      const hr = await head(at(p));
+      src[p] = { token: hr.headers.get("stream-incarnation"), tail: hr.headers.get("stream-next-offset"), body: (await readAll(at(p))).body };
+    }
+    assert.ok(src[NEAR].body.equals(Buffer.from("base-bytesown-bytes")), "the fork reads through its source");
+  });
+
+  let layout;
+  test("every node's restore writes the same groups; the cluster starts on them", async () => {
+    layout = await clusterDir("one");
+    for (let n = 1; n <= 3; n++) {
+      const r = restore("one", path.join(layout.dir, `node-${n}`), layout.opts(n));
+      assert.equal(r.code, 0, `restore of node ${n} exited ${r.code}: ${r.stderr}`);
+      assert.match(r.stdout, /restored 7 streams/);
+    }
+    for (let g = 0; g < GROUPS; g++) {
+      const gdir = (n) => path.join(layout.dir, `node-${n}`, "raft", `g${String(g).padStart(2, "0")}`);
+      const snap = (n) => fs.readdirSync(gdir(n)).filter((f) => /^snapshot-1-1-\d+$/.test(f));
+      for (let n = 1; n <= 3; n++) assert.equal(snap(n).length, 1, `node ${n} group ${g}: one snapshot at index 1`);
+      const bytes = (n) => fs.readFileSync(path.join(gdir(n), snap(n)[0]));
+      for (let n = 2; n <= 3; n++) assert.ok(bytes(n).equals(bytes(1)), `group ${g}: node ${n}'s snapshot is node 1's`);
+    }
+    c = new Cluster(layout.dir, 3, GROUPS, []);
+    c.clusterId = layout.env.CLUSTER_ID;
+    c.startAll();
+  });
+
+  // Every stream as every node serves it (followers once caught up).
+  async function checkEverywhere(extra = {}) {
+    const tokens = {};
+    for (let n = 1; n <= 3; n++) {
+      for (const p of PATHS) {
+        const url = `${c.url(n)}/${p}`;
+        const got = await waitFor(`node ${n} to serve ${p}`, async () => (await readAll(url)).body, 30000);
+        const want = Buffer.concat([src[p].body, Buffer.from(extra[p] ?? "")]);
+        assert.ok(got.equals(want), `node ${n} ${p}: the source's bytes (${got.length} vs ${want.length})`);
+        const hr = await head(url);
+        assert.equal(hr.status, 200, `HEAD ${p} on node ${n}`);
+        const token = hr.headers.get("stream-incarnation");
+        assert.notEqual(token, src[p].token, `${p}: a new Stream-Incarnation`);
+        assert.equal(tokens[p] ?? token, token, `${p}: the same token on every node`);
+        tokens[p] = token;
+        assert.equal(hr.headers.get("stream-previous-incarnation"), src[p].token, `${p}: Stream-Previous-Incarnation`);
+        assert.equal(hr.headers.get("stream-inherited-offset"), src[p].tail, `${p}: Stream-Inherited-Offset`);
+        const pre = await head(url, { "stream-incarnation": src[p].token });
+        assert.equal(pre.status, 412, `${p} on node ${n}: the source token as a precondition`);
+      }
+      const snap = await req(`${c.url(n)}/rsbk/snap/snapshot/${encodeURIComponent(src.snapOffset)}`);
+      assert.equal(snap.status, 200, `node ${n}: the snapshot: ${snap.status} ${snap.text}`);
+      assert.equal(snap.text, "the snapshot body");
+      assert.equal((await head(`${c.url(n)}/rsbk/snap`)).headers.get("stream-snapshot-digest"), src.digest);
+    }
+    return tokens;
+  }
+
+  test("every stream serves the source's bytes on every node, rewritten per §2.4", async () => {
+    await checkEverywhere();
+    const { node } = await c.leaderOf(groupOf("rsbk/prod", GROUPS));
+    assert403(await pwrite(`${c.url(node)}/rsbk/prod`, { id: "p1", epoch: 1, seq: 5, body: "w5..", type: OCTET }),
+      "epoch-closed;by=history", 1, { closed: [1, 4] });
+  });
+
+  test("writes after the restore replicate, and a restarted node keeps everything", async () => {
+    const r = await follow(`${c.url(1)}/v1/stream/rs/text`, { method: "POST", headers: { "content-type": "text/plain" }, body: "after\n" });
+    assert.equal(r.status, 204, r.text);
+    const { node } = await c.leaderOf(groupOf(NEAR, GROUPS));
+    assert.equal((await req(`${c.url(node)}/${NEAR}`, { method: "POST", headers: { "content-type": OCTET }, body: "+fork" })).status, 204);
+    const made = await follow(`${c.url(2)}/rsbk/new`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "new stream" });
+    assert.equal(made.status, 201, made.text);
+    await c.converged();
+    const extra = { "v1/stream/rs/text": "after\n", [NEAR]: "+fork" };
+    const tokens = await checkEverywhere(extra);
+    await c.crash(2);
+    await c.restart(2);
+    await c.converged();
+    assert.deepEqual(await checkEverywhere(extra), tokens, "the same tokens after the restart");
+    for (let n = 1; n <= 3; n++) {
+      const got = await waitFor(`node ${n} to serve rsbk/new`, async () => (await readAll(`${c.url(n)}/rsbk/new`)).body, 30000);
+      assert.equal(got.toString(), "new stream");
+    }
+  });
+
+  test("a backup with a fork across the groups is refused, naming it; the directory stays incomplete", async () => {
+    const far = await put(`${source.url}/${FAR}`, { type: OCTET, headers: { "stream-forked-from": BASE } });
+    assert.equal(far.status, 201, far.text);
+    const r = await req(`${source.url}/__runnel/backup?name=cross`, { method: "POST", timeoutMs: 120000 });
+    assert.equal(r.status, 200, r.text);
+    const { dir, opts } = await clusterDir("cross");
+    const node = path.join(dir, "node-1");
+    const out = restore("cross", node, opts(1));
+    assert.equal(out.code, 1, out.stderr);
+    assert.match(out.stderr, new RegExp(`fork.*${FAR}.*forked from ${BASE}`));
+    assert.ok(fs.existsSync(path.join(node, "RESTORE-INCOMPLETE")));
+    assert.ok(!fs.existsSync(path.join(node, "raft")));
+    // with one group every fork is co-located
+    const one = path.join(dir, "one-group");
+    const ok = restore("cross", one, opts(1).map((a) => (a === String(GROUPS) ? "1" : a)));
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.ok(!fs.existsSync(path.join(one, "RESTORE-INCOMPLETE")));
+  });
+});
