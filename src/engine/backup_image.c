@@ -164,6 +164,13 @@ size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
     return refused;
 }
 
+void rn_restore_body_key(rn_restore *r, uint64_t id, const char *key) {
+    rn_stream *s = rn_state_stream(&r->state, id);
+    assert(s && s->snapshot.present && strlen(key) < RN_TIERS_KEY_MAX);
+    free(s->snapshot.key);
+    s->snapshot.key = rn_xstrdup(key);
+}
+
 int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms) {
     if (!r->placed && serial_base < r->state.next_id)
         return -EINVAL; /* its tokens could be ones the source issued */

@@ -264,6 +264,10 @@ typedef unsigned (*rn_restore_group_fn)(void *arg, const char *path, size_t len)
 size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
                         const rn_backup_stream *streams, size_t n, uint64_t *new_ids,
                         const char **fork, const char **source);
+/* Renames the snapshot body of stream id of r (which has a snapshot) to
+ * key (shorter than RN_TIERS_KEY_MAX): its copy is written under that
+ * name. */
+void rn_restore_body_key(rn_restore *r, uint64_t id, const char *key);
 /* Rewrites every stream's history as rn_restore_commit does, in memory;
  * once r is placed, the i-th stream's serial is ((serial_base + i) << 16) |
  * its group (node byte 0) and serial_base is not checked. 0 or -errno. */

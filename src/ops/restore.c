@@ -152,9 +152,9 @@ static int copy_range(restore *r, const rn_backup_stream *b, uint64_t to_id, rn_
     return 0;
 }
 
-/* The snapshot body of b: copied into the tiers, or (a shared cold
- * store's) checked to exist there. */
-static int restore_body(restore *r, const rn_backup_stream *b, rn_buf *piece) {
+/* The snapshot body of b: copied into the tiers as key, or (a shared cold
+ * store's, under b's key) checked to exist there. */
+static int restore_body(restore *r, const rn_backup_stream *b, const char *key, rn_buf *piece) {
     if (b->body_cold && !rn_tiers_keeps_parts(r->tiers)) {
         snprintf(r->err, sizeof r->err,
                  "the backup holds a snapshot body of the cold store (%s): restore with the "
@@ -177,22 +177,22 @@ static int restore_body(restore *r, const rn_backup_stream *b, rn_buf *piece) {
                      b->body_key, strerror(-w.status));
         return w.status < 0 ? -1 : 0;
     }
-    int fd = rn_tiers_body_intake_begin(r->tiers, b->body_cold, b->body_key);
+    int fd = rn_tiers_body_intake_begin(r->tiers, b->body_cold, key);
     int rc = fd < 0 ? fd : 0;
     for (uint64_t pos = 0; rc == 0 && pos < b->body_size;) {
         uint64_t end = rn_backup_piece_end(RN_BACKUP_BODY, pos, b->body_size);
-        char key[RN_BACKUP_KEY_MAX];
-        rn_backup_piece_key(r->name, RN_BACKUP_BODY, b->id, pos, key);
-        if (fetch(r, key, end - pos, piece) != 0)
+        char piece_key[RN_BACKUP_KEY_MAX];
+        rn_backup_piece_key(r->name, RN_BACKUP_BODY, b->id, pos, piece_key);
+        if (fetch(r, piece_key, end - pos, piece) != 0)
             rc = -EIO;
         else if (pwrite(fd, piece->data, piece->len, (off_t)pos) != (ssize_t)piece->len)
             rc = errno ? -errno : -EIO;
         pos = end;
     }
     if (fd >= 0)
-        rc = rn_tiers_body_intake_end(r->tiers, b->body_cold, b->body_key, fd, rc) ? -EIO : rc;
+        rc = rn_tiers_body_intake_end(r->tiers, b->body_cold, key, fd, rc) ? -EIO : rc;
     if (rc < 0 && !r->err[0])
-        snprintf(r->err, sizeof r->err, "snapshot body %s cannot be written: %s", b->body_key,
+        snprintf(r->err, sizeof r->err, "snapshot body %s cannot be written: %s", key,
                  strerror(-rc));
     return rc < 0 ? -1 : 0;
 }
@@ -233,8 +233,21 @@ static int run(restore *r, const char *dir, size_t *count) {
             rc = copy_range(r, b, to_ids[i], RN_BACKUP_DATA, b->data_from, b->tail, &piece);
         if (rc == 0)
             rc = copy_range(r, b, to_ids[i], RN_BACKUP_INDEX, 0, b->appends, &piece);
-        if (rc == 0 && b->has_body)
-            rc = restore_body(r, b, &piece);
+        if (rc == 0 && b->has_body) {
+            /* a copied body takes its stream's new id in its name (peers
+             * find the stream by it); a shared one keeps its object */
+            char key[RN_TIERS_KEY_MAX];
+            snprintf(key, sizeof key, "%s", b->body_key);
+            if (!rn_tiers_body_key_valid(b->body_key)) {
+                snprintf(r->err, sizeof r->err, "backup %s: its state object is damaged", r->name);
+                rc = -1;
+            } else if (to_ids[i] != b->id && !rn_tiers_body_shared(r->tiers, b->body_cold)) {
+                rn_tiers_body_key_rebase(b->body_key, to_ids[i], key);
+                rn_restore_body_key(img, to_ids[i], key);
+            }
+            if (rc == 0)
+                rc = restore_body(r, b, key, &piece);
+        }
     }
     if (rc == 0 && (rc = rn_streamfiles_sync(files)) != 0)
         snprintf(r->err, sizeof r->err, "the stream files cannot be synced: %s", strerror(-rc));

@@ -231,6 +231,12 @@ int rn_tiers_body_key_valid(const char *key) {
     return 1;
 }
 
+void rn_tiers_body_key_rebase(const char *key, uint64_t stream, char out[RN_TIERS_KEY_MAX]) {
+    assert(rn_tiers_body_key_valid(key));
+    snprintf(out, RN_TIERS_KEY_MAX, BODY_PREFIX "%016llx%s", (unsigned long long)stream,
+             key + sizeof BODY_PREFIX - 1 + 16);
+}
+
 /* The local files holding bodies of the store `cold` names, or NULL when
  * that store is not this node's directory. */
 static rn_blobs *local_files(const rn_tiers *t, int cold) {

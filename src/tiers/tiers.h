@@ -117,6 +117,10 @@ void rn_tiers_sweep_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, c
 
 /* 1 when key has the form of a body key (rn_tiers_body_write's). */
 int rn_tiers_body_key_valid(const char *key);
+/* The name of body key (valid) once it belongs to stream id `stream`: its
+ * stream part replaced (a key names its stream: peers find the stream by
+ * it). A restore that gives streams new ids renames the bodies it copies. */
+void rn_tiers_body_key_rebase(const char *key, uint64_t stream, char out[RN_TIERS_KEY_MAX]);
 /* 1 when body (cold, key) needs no fetch: kept here, or in a shared store. */
 int rn_tiers_body_present(rn_tiers *t, int cold, const char *key);
 /* 1 when the bodies of store `cold` live outside this node's directory (a

@@ -16,6 +16,9 @@
 //     precondition answers 412; the producer's epoch is closed by history.
 //   - Writes after the restore work and replicate (appends, a new stream),
 //     and a node SIGKILLed and restarted on its data keeps everything.
+//   - A fourth node added later (--join, then the membership route) gets
+//     the groups from the cluster (the seeded snapshot and the bytes it
+//     names fetched from peers) and serves every stream the same.
 //   - A backup holding a fork whose source the group count puts in another
 //     group is refused, naming the fork, and leaves the directory marked
 //     incomplete.
@@ -141,9 +144,9 @@ describe("a single-node backup restored into a 3-node cluster", () => {
   });
 
   // Every stream as every node serves it (followers once caught up).
-  async function checkEverywhere(extra = {}) {
+  async function checkEverywhere(extra = {}, nodes = [1, 2, 3]) {
     const tokens = {};
-    for (let n = 1; n <= 3; n++) {
+    for (const n of nodes) {
       for (const p of PATHS) {
         const url = `${c.url(n)}/${p}`;
         const got = await waitFor(`node ${n} to serve ${p}`, async () => (await readAll(url)).body, 30000);
@@ -193,6 +196,15 @@ describe("a single-node backup restored into a 3-node cluster", () => {
       const got = await waitFor(`node ${n} to serve rsbk/new`, async () => (await readAll(`${c.url(n)}/rsbk/new`)).body, 30000);
       assert.equal(got.toString(), "new stream");
     }
+  });
+
+  test("a node added later (--join) gets the restored groups from the cluster", async () => {
+    const four = await c.addNode(4);
+    const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST" });
+    assert.equal(add.status, 202, add.text);
+    await waitFor("node 4 ready (a voter of every group, every gap filled)", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
+    const extra = { "v1/stream/rs/text": "after\n", [NEAR]: "+fork" };
+    assert.deepEqual(await checkEverywhere(extra, [4]), await checkEverywhere(extra, [1]), "node 4's tokens are node 1's");
   });
 
   test("a backup with a fork across the groups is refused, naming it; the directory stays incomplete", async () => {
