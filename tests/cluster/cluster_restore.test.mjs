@@ -22,6 +22,9 @@
 //   - A backup holding a fork whose source the group count puts in another
 //     group is refused, naming the fork, and leaves the directory marked
 //     incomplete.
+//   - A running cluster's backup (4 groups, taken on a node) restored into
+//     a new cluster of 3 groups: every stream on every node, §2.4 headers,
+//     writes after it replicated.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -40,15 +43,20 @@ const work = tempDir("runnel-clrestore-");
 const dest = path.join(work, "backups");
 const source = new Server({ args: ["--backup-to", dest] });
 let c;
+const clusters = []; // still running
 
 before(() => source.start());
 after(async () => {
   await source.stop();
-  if (!c) return;
-  const reports = c.sanitizerReports();
-  assert.ok(c.stop(), "every node stops cleanly on SIGTERM");
-  assert.equal(reports, "", "no sanitizer report");
+  for (const k of [...clusters]) stopCluster(k);
 });
+
+function stopCluster(k) {
+  clusters.splice(clusters.indexOf(k), 1);
+  const reports = k.sanitizerReports();
+  assert.ok(k.stop(), "every node stops cleanly on SIGTERM");
+  assert.equal(reports, "", "no sanitizer report");
+}
 
 // A bucket key `rsbk/<prefix>-<i>` whose group is (or is not) `group`.
 function keyWhere(prefix, test) {
@@ -73,20 +81,32 @@ async function post(url, body, type = OCTET) {
 
 // A fresh cluster directory as scripts/cluster.sh keeps it (cluster.env),
 // its nodes' serve options, and each node restored from backup `name`.
-async function clusterDir(name) {
+async function clusterDir(name, groups = GROUPS) {
   const dir = tempDir("runnel-clrestore-cluster-");
-  const env = { CLUSTER_NODES: 3, CLUSTER_GROUPS: GROUPS, CLUSTER_ID: `restored-${name}` };
+  const env = { CLUSTER_NODES: 3, CLUSTER_GROUPS: groups, CLUSTER_ID: `restored-${name}` };
   for (let n = 1; n <= 3; n++) {
     env[`HTTP_PORT_${n}`] = await freePort();
     env[`RAFT_PORT_${n}`] = await freePort();
   }
   fs.writeFileSync(path.join(dir, "cluster.env"), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(""));
   const opts = (n) => {
-    const o = ["--node-id", String(n), "--cluster-id", env.CLUSTER_ID, "--groups", String(GROUPS)];
+    const o = ["--node-id", String(n), "--cluster-id", env.CLUSTER_ID, "--groups", String(groups)];
     for (let i = 1; i <= 3; i++) o.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
     return o;
   };
-  return { dir, env, opts };
+  // restores backup `name` into every node, then starts the cluster
+  const start = (backup) => {
+    for (let n = 1; n <= 3; n++) {
+      const r = restore(backup, path.join(dir, `node-${n}`), opts(n));
+      assert.equal(r.code, 0, `restore of node ${n} exited ${r.code}: ${r.stderr}`);
+    }
+    const k = new Cluster(dir, 3, groups, []);
+    k.clusterId = env.CLUSTER_ID;
+    k.startAll();
+    clusters.push(k);
+    return k;
+  };
+  return { dir, env, opts, start };
 }
 
 function restore(name, dataDir, opts) {
@@ -141,6 +161,7 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     c = new Cluster(layout.dir, 3, GROUPS, []);
     c.clusterId = layout.env.CLUSTER_ID;
     c.startAll();
+    clusters.push(c);
   });
 
   // Every stream as every node serves it (followers once caught up).
@@ -224,5 +245,48 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     const ok = restore("cross", one, opts(1).map((a) => (a === String(GROUPS) ? "1" : a)));
     assert.equal(ok.code, 0, ok.stderr);
     assert.ok(!fs.existsSync(path.join(one, "RESTORE-INCOMPLETE")));
+  });
+});
+
+describe("a running cluster's backup restored into a new cluster with another group count", () => {
+  test("every stream on every node of the new cluster, rewritten per §2.4; writes work", async () => {
+    if (c) stopCluster(c); // two clusters at a time at most
+    const from = await Cluster.start({ groups: 4, args: ["--backup-to", dest] });
+    clusters.push(from);
+    const keys = Array.from({ length: 6 }, (_, i) => `clbk/s${i}`);
+    for (const key of keys) {
+      const made = await follow(`${from.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: `${key}:first;` });
+      assert.equal(made.status, 201, made.text);
+      const r = await follow(`${from.url(2)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "second;" });
+      assert.equal(r.status, 204, r.text);
+    }
+    const r = await req(`${from.url(3)}/__runnel/backup?name=whole`, { method: "POST", timeoutMs: 120000 });
+    assert.equal(r.status, 200, `the cluster's backup: ${r.status} ${r.text}`);
+    const want = {};
+    for (const key of keys) {
+      const hr = await head(`${from.url(3)}/${key}`);
+      want[key] = { token: hr.headers.get("stream-incarnation"), tail: hr.headers.get("stream-next-offset") };
+    }
+    stopCluster(from);
+    const k = (await clusterDir("whole", 3)).start("whole");
+    await k.converged();
+    for (let n = 1; n <= 3; n++) {
+      for (const key of keys) {
+        const url = `${k.url(n)}/${key}`;
+        const got = await waitFor(`node ${n} to serve ${key}`, async () => (await readAll(url)).body, 30000);
+        assert.equal(got.toString(), `${key}:first;second;`, `node ${n} ${key}`);
+        const hr = await head(url);
+        assert.notEqual(hr.headers.get("stream-incarnation"), want[key].token, `${key}: a new Stream-Incarnation`);
+        assert.equal(hr.headers.get("stream-previous-incarnation"), want[key].token, `${key}: Stream-Previous-Incarnation`);
+        assert.equal(hr.headers.get("stream-inherited-offset"), want[key].tail, `${key}: Stream-Inherited-Offset`);
+      }
+    }
+    for (const key of keys) {
+      const w = await follow(`${k.url(1)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "third;" });
+      assert.equal(w.status, 204, `${key}: ${w.status} ${w.text}`);
+    }
+    await k.converged();
+    for (let n = 1; n <= 3; n++)
+      for (const key of keys) assert.equal((await readAll(`${k.url(n)}/${key}`)).body.toString(), `${key}:first;second;third;`);
   });
 });
