@@ -11,9 +11,10 @@
 # (other build types, the first run, the Debian packages: root only, the
 # machine left as found). Each step prints its counts and time; the run
 # ends with "N passed, M failed" over all test cases and exits non-zero on
-# any failure. The black-box files and the S3 suites run two at a time
-# (ctest -j 2: each starts its own servers and S3 endpoint on free ports,
-# and most of their time is waits).
+# any failure. The unit and cluster tests, the black-box files and the S3
+# suites run two at a time (ctest -j 2: each starts its own servers,
+# clusters and S3 endpoint on free ports and temporary directories, and
+# most of their time is waits).
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
 # Each step runs with TMPDIR in a fresh scratch directory that is removed
 # after it, so a run leaves no data directories behind, whatever its tests
@@ -97,7 +98,7 @@ fi
 scripts/build.sh asan release || exit 1
 
 # the plain build: the rest of its suites (the fast tier's are not repeated)
-run_ctest "unit and cluster tests (build)" build -L '^(unit|cluster)$' -LE '^fast$'
+run_ctest "unit and cluster tests (build)" build -j 2 -L '^(unit|cluster)$' -LE '^fast$'
 run_ctest "S3 client (build)" build -j 2 -L '^s3$' -LE '^fast$' --no-tests=error
 run_ctest "client tests (build)" build -L '^client$' -LE '^fast$' --no-tests=error
 run_ctest "conformance suite (build)" build -L '^conformance$' -LE '^fast$' --no-tests=error
@@ -113,7 +114,7 @@ run_ctest "benchmark smoke (build)" build -L '^bench$' -LE '^fast$' --no-tests=e
 run_ctest "build types, first run, packages" build -L '^project$' --no-tests=error
 
 # the ASan+UBSan build: every suite that runs the server
-run_ctest "unit and cluster tests (build-asan)" build-asan -L '^(unit|cluster)$' --no-tests=error
+run_ctest "unit and cluster tests (build-asan)" build-asan -j 2 -L '^(unit|cluster)$' --no-tests=error
 run_ctest "S3 client (build-asan)" build-asan -j 2 -L '^s3$' --no-tests=error
 run_ctest "client tests (build-asan)" build-asan -L '^client$' --no-tests=error
 run_ctest "conformance suite (build-asan)" build-asan -L '^conformance$' --no-tests=error

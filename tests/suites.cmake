@@ -70,8 +70,8 @@ runnel_suite(s3_coldstore s3 900
 # ... and backups to an S3 prefix, restored from it (the cold store's bodies referenced)
 runnel_suite(s3_backup s3 600
   ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/backup.test.mjs)
-# ... history tiering over it: a 128 MiB stream with 8 MiB hot, and store
-# faults (the issue's 1 GiB / 64 MiB run: HISTORY_TOTAL_MIB, HISTORY_HOT_MIB)
+# ... history tiering over it: the issue's 1 GiB stream with 64 MiB hot
+# (HISTORY_TOTAL_MIB, HISTORY_HOT_MIB), and store faults
 runnel_suite(s3_history s3 1800
   ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/history.test.mjs)
 if(RUNNEL_SANITIZE) # the same paths over fewer chunks: 48 MiB, 8 MiB hot
