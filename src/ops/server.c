@@ -424,7 +424,7 @@ int rn_serve(int argc, char **argv) {
     }
     if (rc == 0 && s.cfg.node_id && s.cfg.backup_to[0] && s.cfg.cold_store == RN_COLD_S3) {
         snprintf(err, sizeof err,
-                 "--backup-to with --cold-store s3 is for a single node: a cluster's backups "
+                 "--backup-to with --cold-store=s3 is for a single node: a cluster's backups "
                  "would reference cold bodies that any node may remove");
         rc = -1;
     }

@@ -39,7 +39,7 @@ describe("refused settings (exit 2, a message naming them)", () => {
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--election-timeout-ms", "10"], /election-timeout-ms must be an integer from 50/],
     [["--node-id", "1", "--cluster-id", "bad id!", ...peers], /--cluster-id must be 1 to 64 characters/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=s3", "--s3-bucket", "b", "--backup-to", "/nonexistent"],
-      /--backup-to with --cold-store s3 is for a single node/],
+      /--backup-to with --cold-store=s3 is for a single node/],
   ];
   for (const [args, message] of cases) {
     test(args.join(" "), () => {
