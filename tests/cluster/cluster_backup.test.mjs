@@ -30,10 +30,7 @@ before(async () => {
 
 after(async () => {
   for (const s of restored) await s.stop();
-  const reports = c.sanitizerReports();
-  const stopped = c.stop();
-  assert.ok(stopped, "every node stops cleanly on SIGTERM");
-  assert.equal(reports, "", "no sanitizer report");
+  c.stopChecked();
 });
 
 // Appends numbered records to key through the nodes in turn (following

@@ -4,6 +4,7 @@
 // /__runnel/cluster reports. The binary comes from RUNNEL_BIN.
 // Every cluster still running when the test process exits is SIGKILLed and
 // its directory removed (tempDir).
+import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -227,6 +228,14 @@ export class Cluster {
   }
 
   // Sanitizer reports in any node's log.
+  // Stops every node (stop()) and asserts that each stopped cleanly and no
+  // node's log holds a sanitizer report.
+  stopChecked() {
+    const reports = this.sanitizerReports();
+    assert.ok(this.stop(), "every node stops cleanly on SIGTERM");
+    assert.equal(reports, "", "no sanitizer report");
+  }
+
   sanitizerReports() {
     let found = "";
     for (let n = 1; n <= this.nodes; n++) {
