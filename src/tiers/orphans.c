@@ -24,6 +24,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/fault.h"
+#include "util/log.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -116,6 +117,10 @@ static void orphans_listed(void *arg, int status) {
     rn_tiers *t = o->t;
     /* an incomplete listing proves nothing: keep the suspects we had */
     if (status < 0 || o->incomplete) {
+        rn_log_throttled(&t->orphan_failures, 60000, RN_LOG_WARN, "orphan_sweep",
+                         "listing the cold store failed (%s); nothing is removed until a "
+                         "listing succeeds",
+                         status < 0 ? strerror(-status) : "the bodies' listing");
         rn_map_free_values(&o->seen);
         free_doomed(o);
     } else {
@@ -127,6 +132,8 @@ static void orphans_listed(void *arg, int status) {
         return;
     }
     rn_fault_point("orphan-before-remove");
+    rn_log(RN_LOG_INFO, "orphan_sweep", "removing %zu cold objects no state referenced for %llu ms",
+           o->ndoomed, (unsigned long long)t->parts_grace_ms);
     o->removing = 1;
     drop_doomed_history(o);
     if (!o->ndoomed) {

@@ -318,7 +318,10 @@ void rn_tiers_parts_release(rn_tiers *t, uint64_t stream, uint64_t inc, const ch
 
 static void parts_swept(void *arg, int status) {
     rn_tiers *t = arg;
-    (void)status; /* what stays is tried again at the next sweep */
+    if (status < 0) /* what stays is tried again at the next sweep */
+        rn_log_throttled(&t->parts_failures, 60000, RN_LOG_WARN, "parts_sweep",
+                         "sweeping stale staged parts failed (%s); trying again",
+                         strerror(-status));
     staged **idle = rn_xcalloc(t->staged.count + 1, sizeof *idle);
     size_t n = 0, i = 0;
     void *v;

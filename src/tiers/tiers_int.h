@@ -7,6 +7,7 @@
 
 #include "tiers/store.h"
 #include "tiers/tiers.h"
+#include "util/log.h"
 #include "util/map.h"
 
 struct rn_tiers {
@@ -18,7 +19,8 @@ struct rn_tiers {
     uint64_t parts_grace_ms;
     uv_timer_t sweep; /* of staged parts, every parts_grace_ms / 4 */
     int started;
-    rn_map staged; /* (stream, incarnation) -> staged parts (parts.c) */
+    rn_map staged;                  /* (stream, incarnation) -> staged parts (parts.c) */
+    rn_log_throttle parts_failures; /* sweeps of stale parts that failed */
     /* the orphan sweep of a network cold store's bodies (orphans.c) */
     int (*referenced)(void *ctx, int cold, const char *key);
     void *referenced_ctx;
@@ -26,8 +28,9 @@ struct rn_tiers {
     void *stream_kept_ctx;
     rn_map suspects; /* object key -> when a listing first found it unreferenced */
     int orphan_listing;
-    int drop_by_sweep_only;     /* rn_tiers_drop_by_sweep_only */
-    struct rn_history *history; /* history.c; NULL without a cold store */
+    rn_log_throttle orphan_failures; /* listings that failed */
+    int drop_by_sweep_only;          /* rn_tiers_drop_by_sweep_only */
+    struct rn_history *history;      /* history.c; NULL without a cold store */
 };
 
 /* A fresh key for a snapshot body of stream `stream`. */

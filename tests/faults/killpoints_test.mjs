@@ -445,7 +445,10 @@ WORKLOADS.sweep = {
     const t0 = Date.now();
     while (left().length && Date.now() - t0 < 10000) await sleep(200);
     const l = left();
-    return l.length ? [`${l.length} stale parts or orphan objects left 10 s after the restart: ${l.slice(0, 3).join(", ")}`] : [];
+    if (!l.length) return [];
+    // what the sweeps said after the restart, to tell a failed listing from a slow one
+    const said = fs.readFileSync(srv.logPath, "utf8").split("\n").filter((x) => /sweep/.test(x)).slice(-4);
+    return [`${l.length} stale parts or orphan objects left 10 s after the restart: ${l.slice(0, 3).join(", ")}; the log: ${said.join(" | ") || "nothing about sweeps"}`];
   },
 };
 
