@@ -27,7 +27,8 @@
 //     newer snapshot superseding it and the orphan sweeps past the grace, so
 //     the backup still restores byte-exact; once the operator removed the
 //     backup's state object, the sweep removes the body after the grace,
-//     but not while another backup's state object cannot be read (fail safe).
+//     but not while another backup's state object cannot be read or does
+//     not decode (fail safe).
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -227,7 +228,7 @@ describe("cold bodies a backup references are kept until the backup is retired",
     await srv.stop();
   });
 
-  test("once the backup's state object is removed, the body is swept after the grace; not while a state cannot be read", async () => {
+  test("once the backup's state object is removed, the body is swept after the grace; not while a state cannot be read or decoded", async () => {
     assert.ok(oldKey, "the previous test ran");
     const r = await req(`${node.url}/__runnel/backup?name=keep2`, { method: "POST", timeoutMs: 60000 });
     assert.equal(r.status, 200, r.text); /* it references only the newer body */
@@ -240,6 +241,19 @@ describe("cold bodies a backup references are kept until the backup is retired",
       assert.ok(objectsUnder("cold2/snapshots/").includes(oldKey), "a state object unreadable: every body stays");
     } finally {
       await clearFaults();
+    }
+    // keep2's state object, readable but not a state object (same length, so
+    // s3rver serves it as before): every body stays, and the log names it
+    const [content] = stateFiles("keep2").filter((f) => f.endsWith("._S3rver_object"));
+    assert.ok(content, "s3rver holds keep2's state object");
+    const good = fs.readFileSync(content);
+    fs.writeFileSync(content, Buffer.alloc(good.length, "x"));
+    try {
+      await sleep(3000);
+      assert.ok(objectsUnder("cold2/snapshots/").includes(oldKey), "a state object that does not decode: every body stays");
+      assert.match(node.log, /keep2\/state does not decode/);
+    } finally {
+      fs.writeFileSync(content, good);
     }
     let left = true;
     for (let i = 0; i < 100 && left; i++) {
