@@ -33,9 +33,9 @@ import { after, before, describe, test } from "node:test";
 import { head, put } from "../blackbox/lib/bucket.mjs";
 import { runCli } from "../blackbox/lib/ops.mjs";
 import { assert403, pwrite } from "../blackbox/lib/producer.mjs";
-import { Server, freePort, readAll, tempDir } from "../blackbox/lib/server.mjs";
+import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
 import { publishOk } from "../blackbox/lib/snap.mjs";
-import { Cluster, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, clusterLayout, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 2;
 const OCTET = "application/octet-stream";
@@ -77,34 +77,20 @@ async function post(url, body, type = OCTET) {
   assert.equal(r.status, 204, `append to ${url}: ${r.status} ${r.text}`);
 }
 
-// A fresh cluster directory as scripts/cluster.sh keeps it (cluster.env),
-// its nodes' serve options, and each node restored from backup `name`.
+// A fresh cluster layout (clusterLayout), and `restoreAndStart(backup)`:
+// backup restored into every node, then the cluster started.
 async function clusterDir(name, groups = GROUPS) {
-  const dir = tempDir("runnel-clrestore-cluster-");
-  const env = { CLUSTER_NODES: 3, CLUSTER_GROUPS: groups, CLUSTER_ID: `restored-${name}` };
-  for (let n = 1; n <= 3; n++) {
-    env[`HTTP_PORT_${n}`] = await freePort();
-    env[`RAFT_PORT_${n}`] = await freePort();
-  }
-  fs.writeFileSync(path.join(dir, "cluster.env"), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(""));
-  const opts = (n) => {
-    const o = ["--node-id", String(n), "--cluster-id", env.CLUSTER_ID, "--groups", String(groups)];
-    for (let i = 1; i <= 3; i++) o.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
-    return o;
-  };
-  // restores backup `name` into every node, then starts the cluster
-  const start = (backup) => {
+  const layout = await clusterLayout({ clusterId: `restored-${name}`, groups });
+  const restoreAndStart = (backup) => {
     for (let n = 1; n <= 3; n++) {
-      const r = restore(backup, path.join(dir, `node-${n}`), opts(n));
+      const r = restore(backup, path.join(layout.dir, `node-${n}`), layout.opts(n));
       assert.equal(r.code, 0, `restore of node ${n} exited ${r.code}: ${r.stderr}`);
     }
-    const k = new Cluster(dir, 3, groups, []);
-    k.clusterId = env.CLUSTER_ID;
-    k.startAll();
+    const k = layout.start();
     clusters.push(k);
     return k;
   };
-  return { dir, env, opts, start };
+  return { ...layout, restoreAndStart };
 }
 
 function restore(name, dataDir, opts) {
@@ -156,9 +142,7 @@ describe("a single-node backup restored into a 3-node cluster", () => {
       const bytes = (n) => fs.readFileSync(path.join(gdir(n), snap(n)[0]));
       for (let n = 2; n <= 3; n++) assert.ok(bytes(n).equals(bytes(1)), `group ${g}: node ${n}'s snapshot is node 1's`);
     }
-    c = new Cluster(layout.dir, 3, GROUPS, []);
-    c.clusterId = layout.env.CLUSTER_ID;
-    c.startAll();
+    c = layout.start();
     clusters.push(c);
   });
 
@@ -266,7 +250,7 @@ describe("a running cluster's backup restored into a new cluster with another gr
       want[key] = { token: hr.headers.get("stream-incarnation"), tail: hr.headers.get("stream-next-offset") };
     }
     stopCluster(from);
-    const k = (await clusterDir("whole", 3)).start("whole");
+    const k = (await clusterDir("whole", 3)).restoreAndStart("whole");
     await k.converged();
     for (let n = 1; n <= 3; n++) {
       for (const key of keys) {

@@ -74,6 +74,33 @@ export async function follow(url, opts = {}) {
   }
 }
 
+// A cluster directory not started yet, laid out as scripts/cluster.sh keeps
+// it (cluster.env with fresh ports), for data made offline (a restore):
+// {dir, clusterId, opts(n)}, opts(n) being node n's cluster options
+// (--node-id, --cluster-id, --groups, every --peer). `start(args)` then
+// starts a Cluster on it.
+export async function clusterLayout({ clusterId, nodes = 3, groups }) {
+  const dir = tempDir("runnel-cluster-layout-");
+  const env = { CLUSTER_NODES: nodes, CLUSTER_GROUPS: groups, CLUSTER_ID: clusterId };
+  for (let n = 1; n <= nodes; n++) {
+    env[`HTTP_PORT_${n}`] = await freePort();
+    env[`RAFT_PORT_${n}`] = await freePort();
+  }
+  fs.writeFileSync(path.join(dir, "cluster.env"), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(""));
+  const opts = (n) => {
+    const o = ["--node-id", String(n), "--cluster-id", clusterId, "--groups", String(groups)];
+    for (let i = 1; i <= nodes; i++) o.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
+    return o;
+  };
+  const start = (args = []) => {
+    const c = new Cluster(dir, nodes, groups, args);
+    c.clusterId = clusterId;
+    c.startAll();
+    return c;
+  };
+  return { dir, clusterId, opts, start };
+}
+
 export class Cluster {
   // Starts a cluster (scripts/cluster.sh start) in a fresh directory.
   // tls: a PKI directory (tests/lib/test_pki.sh): the nodes speak https.

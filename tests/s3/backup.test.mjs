@@ -21,6 +21,11 @@
 //     offset = tail); the referenced cold body reads back from the cold
 //     store; the tiered stream reads back byte-exact from the restored
 //     server, which does not tier. A second restore gives the same tokens.
+//   - The same backup restored into a 3-node cluster of 2 groups on the same
+//     cold store: every node serves every stream as above with the same
+//     tokens, the referenced body read from S3 under its own key (a body
+//     copied into a cluster is renamed for its stream's new id; a shared
+//     one must not be).
 //   - A restore whose referenced cold body is gone from the cold store is
 //     refused, naming the body, and writes no checkpoint.
 //   - A cold body a backup at the node's --backup-to references survives a
@@ -37,6 +42,7 @@ import { assertError, head, put, req } from "../blackbox/lib/bucket.mjs";
 import { runCli, scrape } from "../blackbox/lib/ops.mjs";
 import { clearFaults, fault } from "./control.mjs";
 import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
+import { clusterLayout } from "../cluster/runnel_cluster.mjs";
 import { PIECE, streamBytes, waitFlushed, writeStream } from "../blackbox/lib/history.mjs";
 import { CHUNK, MiB, publishOk, pseudoRandom } from "../blackbox/lib/snap.mjs";
 
@@ -175,6 +181,26 @@ describe("a backup to an S3 prefix, restored from it", () => {
       if (tokens1) assert.deepEqual(tokens, tokens1);
       tokens1 = tokens;
       await srv.stop();
+    }
+  });
+
+  test("the same backup restored into a 3-node cluster on the same cold store: every node serves it", async () => {
+    const layout = await clusterLayout({ clusterId: "s3-restored", groups: 2 });
+    for (let n = 1; n <= 3; n++) {
+      const r = restore(path.join(layout.dir, `node-${n}`), layout.opts(n));
+      assert.equal(r.code, 0, `restore of node ${n} exited ${r.code}: ${r.stderr}`);
+    }
+    const k = layout.start(coldOpts);
+    try {
+      let first;
+      for (let n = 1; n <= 3; n++) {
+        // the referenced body keeps its object: every node reads it from S3
+        const tokens = await check({ url: k.url(n) });
+        assert.deepEqual(tokens, first ?? tokens, `node ${n}: the tokens node 1 serves`);
+        first = tokens;
+      }
+    } finally {
+      k.stopChecked();
     }
   });
 
