@@ -447,7 +447,7 @@ WORKLOADS.sweep = {
     const l = left();
     if (!l.length) return [];
     // what the sweeps said after the restart, to tell a failed listing from a slow one
-    const said = fs.readFileSync(srv.logPath, "utf8").split("\n").filter((x) => /sweep/.test(x)).slice(-4);
+    const said = fs.readFileSync(srv.logPath, "utf8").split("\n").filter((x) => /orphan_sweep|parts_sweep/.test(x)).slice(-4);
     return [`${l.length} stale parts or orphan objects left 10 s after the restart: ${l.slice(0, 3).join(", ")}; the log: ${said.join(" | ") || "nothing about sweeps"}`];
   },
 };
