@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "engine_fixture.h"
+#include "tmpdir.h"
 
 static int completions; /* done() calls so far, for ordering checks */
 
@@ -86,17 +87,6 @@ int setup(void **state) {
     completions = 0;
     *state = f;
     return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *path) {
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int teardown(void **state) {

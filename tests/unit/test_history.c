@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "engine/command.h"
 #include "engine/engine.h"
 #include "tiers/tiers.h"
+#include "tmpdir.h"
 #include "util/clock.h"
 
 #define MiB (1u << 20)
@@ -90,17 +90,12 @@ static int setup(void **state) {
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state) {
     fx *f = *state;
     if (f->e)
         close_all(f);
     assert_int_equal(uv_loop_close(&f->loop), 0);
-    nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rm_tree(f->root);
     free(f);
     return 0;
 }

@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/crc32c.h"
+#include "tmpdir.h"
 #include "wal_fixture.h"
 
 int setup(void **state) {
@@ -33,17 +33,10 @@ int setup(void **state) {
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int teardown(void **state) {
     fx *f = *state;
     assert_int_equal(uv_loop_close(&f->loop), 0);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rm_tree(f->dir);
     free(f);
     return 0;
 }
