@@ -7,6 +7,7 @@
 #define RN_ENDPOINTS_H
 
 #include "engine/engine.h"
+#include "gateway/gate.h"
 #include "live/live.h"
 #include "ops/probe.h"
 #include "surface/streams.h"
@@ -30,6 +31,8 @@ typedef struct {
     int (*cluster_ready)(const void *ctx, char *why, size_t cap);
     void (*cluster_metrics)(void *ctx, rn_buf *out); /* appends the groups' gauges */
     void *cluster_ctx;
+    rn_gate *gate;           /* --tenants: its metrics join the node's (NULL: none) */
+    uint64_t max_body_bytes; /* told on livez (Ursula-Max-Request-Bytes), for gateways */
 } rn_endpoints;
 
 /* rn_ops_handler for the router; arg is an rn_endpoints. */

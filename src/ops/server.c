@@ -69,6 +69,7 @@ typedef struct {
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
     rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
+    rn_gate *gate;       /* --tenants: the gate in front of the routes */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
@@ -104,6 +105,8 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     rn_probe_stop(s->endpoints.probe);
+    if (s->gate)
+        rn_gate_stop(s->gate);
     if (s->subs)
         rn_subs_stop(s->subs);
     if (s->tiers)
@@ -152,16 +155,22 @@ static void on_signal(uv_signal_t *sig, int signum) {
     begin_shutdown(s);
 }
 
-/* SIGHUP: the TLS certificate and key are read again; new handshakes use
- * them, open connections keep theirs. A failed reload changes nothing. */
+/* SIGHUP: the tenants file, and the TLS certificate and key, are read
+ * again; requests in flight keep the tenants they started with, new
+ * handshakes use the new certificate, open connections keep theirs. A
+ * failed reload changes nothing. */
 static void on_sighup(uv_signal_t *sig, int signum) {
     server *s = sig->data;
     (void)signum;
+    char err[1024];
+    if (s->gate && rn_gate_reload(s->gate, err, sizeof err) < 0)
+        rn_log(RN_LOG_ERROR, "reload", "tenants file not reloaded, the previous one stays: %s",
+               err);
     if (!s->tls) {
-        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert to reload");
+        if (!s->gate)
+            rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert or --tenants to reload");
         return;
     }
-    char err[1024];
     if (rn_tls_context_reload(s->tls, err, sizeof err) < 0)
         rn_log(RN_LOG_ERROR, "reload", "TLS certificate not reloaded, the previous one stays: %s",
                err);
@@ -216,18 +225,18 @@ static void wake_end(void *arg) {
     rn_http_batch_flush(arg);
 }
 
-/* Runnel has no access control: a listener other hosts can reach exposes
- * everything to them. Says so once, at start. */
-static void warn_if_exposed(const rn_http_server *http) {
+/* Without --tenants a node has no access control: a listener other hosts
+ * can reach exposes everything to them. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate) {
     char where[512];
-    if (rn_http_listen_addresses(http, where, sizeof where) == 0)
+    if (gate || rn_http_listen_addresses(http, where, sizeof where) == 0)
         return;
     rn_log(RN_LOG_WARN, "start",
            "listening on %s, which other hosts can reach, without any access control: anyone "
            "who reaches it can read, append to, close and delete every stream and bucket, "
            "create new ones, publish snapshots, advance retention, manage subscriptions and "
-           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT) or put an "
-           "authenticating proxy in front",
+           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
+           "--tenants, or put runnel gateway in front",
            where);
 }
 
@@ -245,7 +254,8 @@ static void access_line(const rn_request *req) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
     rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
-                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000);
+                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
+                  req->gate_ticket ? rn_gate_tenant(req) : NULL);
 }
 
 /* ---- recovery ---- */
@@ -411,7 +421,7 @@ int rn_serve(int argc, char **argv) {
     static server s; /* the process's one server; static keeps it off the stack */
     memset(&s, 0, sizeof s);
     char err[512];
-    int rc = rn_config_load(&s.cfg, argc, argv, err, sizeof err);
+    int rc = rn_config_load(&s.cfg, RN_CONFIG_SERVE, argc, argv, err, sizeof err);
     if (rc == 1)
         return 0;
     if (rc == 0)
@@ -434,7 +444,7 @@ int rn_serve(int argc, char **argv) {
     }
     char desc[8192];
     if (s.cfg.print_config) {
-        rn_config_describe(&s.cfg, "\n", desc, sizeof desc);
+        rn_config_describe(&s.cfg, RN_CONFIG_SERVE, "\n", desc, sizeof desc);
         printf("%s\n", desc);
         return 0;
     }
@@ -461,9 +471,25 @@ int rn_serve(int argc, char **argv) {
     srand((unsigned)(rn_now_ms() ^ getpid()));
 
     s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks};
+    if (s.cfg.tenants[0]) {
+        rn_gate_config gc = {.tenants_path = s.cfg.tenants,
+                             .max_request_bytes = s.cfg.max_body_bytes,
+                             .upload_budget_bytes = s.cfg.upload_budget_bytes,
+                             .usage_log = s.cfg.usage_log,
+                             .usage_log_max_bytes = s.cfg.usage_log_max_bytes,
+                             .usage_log_interval_ms = s.cfg.usage_log_interval_ms};
+        s.gate = rn_gate_new(s.loop, &gc, err, sizeof err);
+        if (!s.gate) {
+            rn_log(RN_LOG_ERROR, "start", "%s", err);
+            return 1;
+        }
+    }
+    s.endpoints.gate = s.gate;
+    s.endpoints.max_body_bytes = s.cfg.max_body_bytes;
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
-                           .ops_arg = &s.endpoints};
+                           .ops_arg = &s.endpoints,
+                           .gate = s.gate};
     if (s.cfg.tls_cert[0]) {
         s.tls = rn_tls_context_new(s.cfg.tls_cert, s.cfg.tls_key, err, sizeof err);
         if (!s.tls) {
@@ -489,7 +515,7 @@ int rn_serve(int argc, char **argv) {
                          .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early,
-                         .on_headers_every_body = s.cfg.node_id != 0,
+                         .on_headers_every_body = s.cfg.node_id != 0 || s.gate,
                          .fanout_threads = (int)s.cfg.fanout_threads,
                          .tls = s.tls};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
@@ -499,9 +525,9 @@ int rn_serve(int argc, char **argv) {
         return 1;
     }
     s.endpoints.http = s.http;
-    rn_config_describe(&s.cfg, " ", desc, sizeof desc);
+    rn_config_describe(&s.cfg, RN_CONFIG_SERVE, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
-    warn_if_exposed(s.http);
+    warn_if_exposed(s.http, s.gate);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
@@ -565,6 +591,7 @@ int rn_serve(int argc, char **argv) {
         rn_surface_free(s.surface);
     rn_live_free(s.live);
     rn_http_free(s.http);
+    rn_gate_free(s.gate);
     rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
     close(lock_fd);
