@@ -148,15 +148,22 @@ static void expect(rn_handshake *h, size_t n) {
 
 /* ---- the steps ---- */
 
+/* connecting: true when the listening side's message is of kind want;
+ * else fails h with the refusal's reason (or MALFORMED) and returns false. */
+static bool message_is(rn_handshake *h, uint32_t want) {
+    uint32_t kind = get_u32(h->in), reason = get_u32(h->in + 4);
+    if (kind == want)
+        return true;
+    fail(h, kind == KIND_REFUSED && reason > RN_PEER_OK && reason < RN_PEER_REASON_COUNT
+                ? (rn_peer_reason)reason
+                : RN_PEER_MALFORMED);
+    return false;
+}
+
 /* connecting: Ns arrived (or a refusal) */
 static void got_challenge(rn_handshake *h) {
-    uint32_t kind = get_u32(h->in), reason = get_u32(h->in + 4);
-    if (kind != KIND_CHALLENGE) {
-        fail(h, kind == KIND_REFUSED && reason > RN_PEER_OK && reason < RN_PEER_REASON_COUNT
-                    ? (rn_peer_reason)reason
-                    : RN_PEER_MALFORMED);
+    if (!message_is(h, KIND_CHALLENGE))
         return;
-    }
     memcpy(h->ns, h->in + 8, RN_PEER_NONCE_BYTES);
     nonce(h->nc);
     memcpy(h->out, h->nc, RN_PEER_NONCE_BYTES);
@@ -170,13 +177,8 @@ static void got_challenge(rn_handshake *h) {
 
 /* connecting: the verdict arrived */
 static void got_verdict(rn_handshake *h) {
-    uint32_t kind = get_u32(h->in), reason = get_u32(h->in + 4);
-    if (kind != KIND_OK) {
-        fail(h, kind == KIND_REFUSED && reason > RN_PEER_OK && reason < RN_PEER_REASON_COUNT
-                    ? (rn_peer_reason)reason
-                    : RN_PEER_MALFORMED);
+    if (!message_is(h, KIND_OK))
         return;
-    }
     uint8_t want[RN_PEER_MAC_BYTES];
     rn_peer_raft_proof(&h->key, true, h->hello, h->hello_len, h->ns, h->nc, h->server_id, want);
     if (!rn_equal_const_time(want, h->in + 8, RN_PEER_MAC_BYTES)) {
