@@ -282,6 +282,17 @@ static int body_resendable(const fwd *fw) {
 
 static void on_expiry(uv_timer_t *t);
 
+/* Appends the origin the client reached the gateway at (its scheme and
+ * Host); returns 0 when the request names no host. */
+static int client_origin(const rn_request *req, rn_buf *out) {
+    const rn_header *host = rn_request_header(req, "host", NULL);
+    if (!host || !host->value_len)
+        return 0;
+    rn_buf_append_str(out, req->tls ? "https://" : "http://");
+    rn_buf_append(out, host->value, host->value_len);
+    return 1;
+}
+
 /* Starts the client's answer from the node's head. */
 static void answer_head(fwd *fw, int status, const rn_header *h, size_t n, uint64_t length) {
     rn_buf head = {0};
@@ -299,7 +310,14 @@ static void answer_head(fwd *fw, int status, const rn_header *h, size_t n, uint6
             fw->sse = 1;
         rn_buf_append(&head, h[i].name, h[i].name_len);
         rn_buf_append_str(&head, ": ");
-        rn_buf_append(&head, h[i].value, h[i].value_len);
+        size_t olen = strlen(fw->origin);
+        if (rn_ieq(h[i].name, h[i].name_len, "location") && h[i].value_len >= olen &&
+            memcmp(h[i].value, fw->origin, olen) == 0 && client_origin(fw->req, &head)) {
+            /* the node's URL of a stream becomes the gateway's */
+            rn_buf_append(&head, h[i].value + olen, h[i].value_len - olen);
+        } else {
+            rn_buf_append(&head, h[i].value, h[i].value_len);
+        }
         rn_buf_append_str(&head, "\r\n");
     }
     fw->answering = 1;

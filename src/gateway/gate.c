@@ -420,11 +420,6 @@ int64_t rn_gate_expires_ms(const rn_request *req) {
     return t ? t->id.expires_ms : 0;
 }
 
-uint64_t rn_gate_request_limit(const rn_request *req) {
-    const ticket *t = ticket_of(req);
-    return t->limit;
-}
-
 const char *rn_gate_target(const rn_request *req, size_t *len) {
     *len = req->target_len;
     return req->target;

@@ -61,8 +61,9 @@ static void answer_text(rn_request *req, int status, const char *type, rn_buf *b
     rn_http_respond(req, status, &h, body);
 }
 
-/* Answers /__runnel/livez, readyz and gateway/metrics; returns 0 for any
- * other path. */
+/* Answers /__runnel/livez and readyz (open), and gateway/metrics (an
+ * operator route: only once the gate admitted it); returns 0 for any other
+ * path. */
 static int own_route(gateway *gw, rn_request *req) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t n = q ? (size_t)(q - req->target) : req->target_len;
@@ -79,7 +80,8 @@ static int own_route(gateway *gw, rn_request *req) {
         answer_text(req, ready ? 200 : 503, "text/plain", &body);
         return 1;
     }
-    if (get && n == 25 && memcmp(req->target, "/__runnel/gateway/metrics", 25) == 0) {
+    if (get && n == 25 && memcmp(req->target, "/__runnel/gateway/metrics", 25) == 0 &&
+        rn_gate_admitted(req)) {
         rn_gate_metrics(gw->gate, &body);
         rn_forwarder_metrics(gw->fwd, &body);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
@@ -92,7 +94,7 @@ static int own_route(gateway *gw, rn_request *req) {
 
 static void admitted(rn_request *req, void *arg) {
     gateway *gw = arg;
-    if (rn_gate_admitted(req) && !rn_request_gone(req))
+    if (rn_gate_admitted(req) && !rn_request_gone(req) && !own_route(gw, req))
         rn_forward(gw->fwd, req);
 }
 
@@ -112,9 +114,8 @@ static void on_request(rn_request *req, void *arg) {
     }
     if (own_route(gw, req))
         return;
-    rn_gate_verdict v = rn_gate_check(gw->gate, req, 1, admitted, gw);
-    if (v == RN_GATE_PASS)
-        rn_forward(gw->fwd, req);
+    if (rn_gate_check(gw->gate, req, 1, admitted, gw) == RN_GATE_PASS)
+        admitted(req, gw);
 }
 
 /* The head of a request whose body follows: refused now, streamed from
