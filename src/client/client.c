@@ -48,6 +48,12 @@ runnel_client *runnel_client_new(const runnel_client_options *o) {
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
              o->user_agent ? o->user_agent : "librunnel/" RUNNEL_CLIENT_VERSION);
     c->o.user_agent = c->user_agent;
+    if (o->token) {
+        c->token = strdup(o->token);
+        if (!c->token)
+            abort();
+    }
+    c->o.token = c->token;
     pthread_mutex_init(&c->lock, NULL);
     c->routes = rn_routes_new(RNC_ROUTES);
     return c;
@@ -60,6 +66,9 @@ void runnel_client_free(runnel_client *c) {
         curl_easy_cleanup(c->idle[i]);
     pthread_mutex_destroy(&c->lock);
     rn_routes_free(c->routes);
+    if (c->token)
+        memset(c->token, 0, strlen(c->token));
+    free(c->token);
     free(c);
 }
 

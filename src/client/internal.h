@@ -23,6 +23,7 @@ struct runnel_client {
     runnel_client_options o;
     char base_url[RNC_URL_MAX];
     char user_agent[64];
+    char *token;          /* o.token's copy, or NULL */
     pthread_mutex_t lock; /* guards idle[] and routes */
     CURL *idle[RNC_IDLE_HANDLES];
     int nidle;

@@ -88,7 +88,7 @@ static rn_authz_verdict verdict_of(const rn_fetch_result *r) {
         const char *code =
             json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
         v.refusal = code && strcmp(code, "ACCOUNT_REVOKED") == 0 ? RN_E_GW_ACCOUNT_REVOKED
-                                                                  : RN_E_GW_FORBIDDEN;
+                                                                 : RN_E_GW_FORBIDDEN;
         json_decref(doc);
         return v;
     }
@@ -149,10 +149,10 @@ int rn_authz_check(rn_authz *a, rn_request *req, const char *tenant, const rn_ta
     const char *q = memchr(req->target, '?', req->target_len);
     size_t plen = q ? (size_t)(q - req->target) : req->target_len;
     json_object_set_new(doc, "path", json_stringn_nocheck(req->target, plen));
-    json_object_set_new(doc, "bucket", t->bucket ? json_stringn_nocheck(t->bucket, t->bucket_len)
-                                                 : json_null());
-    json_object_set_new(doc, "stream", t->stream ? json_stringn_nocheck(t->stream, t->stream_len)
-                                                 : json_null());
+    json_object_set_new(doc, "bucket",
+                        t->bucket ? json_stringn_nocheck(t->bucket, t->bucket_len) : json_null());
+    json_object_set_new(doc, "stream",
+                        t->stream ? json_stringn_nocheck(t->stream, t->stream_len) : json_null());
     char *body = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(doc);
     if (!body)

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CACHE_MAX 8192                /* verified JWTs remembered */
-#define JWKS_REFRESH_MS (5 * 60000)   /* keys of a JWKS URL are fetched again this often */
-#define JWKS_RETRY_MS 30000           /* and, after a failure or an unknown kid, at most this often */
+#define CACHE_MAX 8192              /* verified JWTs remembered */
+#define JWKS_REFRESH_MS (5 * 60000) /* keys of a JWKS URL are fetched again this often */
+#define JWKS_RETRY_MS 30000         /* and, after a failure or an unknown kid, at most this often */
 #define JWKS_TIMEOUT_MS 5000
 #define JWKS_MAX_BYTES (1024 * 1024)
 #define MAX_WAITERS 1024
@@ -63,8 +63,8 @@ struct rn_credentials {
     uv_loop_t *loop;
     rn_outbound *out;
     rn_tenants *set;
-    rn_map cache;          /* hash -> rn_jwt_grant */
-    jwks_source *sources;  /* one per distinct JWKS URL ever named */
+    rn_map cache;         /* hash -> rn_jwt_grant */
+    jwks_source *sources; /* one per distinct JWKS URL ever named */
     size_t nsources;
     uv_timer_t refresh;
     int stopped;
@@ -426,7 +426,7 @@ static void identify_jwt(rn_credentials *c, const char *tok, size_t len, int64_t
         if (*wait_on)
             return;
         if (st != RN_JWT_OK) {
-            id->refusal = unavailable              ? RN_E_GW_AUTHENTICATION_UNAVAILABLE
+            id->refusal = unavailable            ? RN_E_GW_AUTHENTICATION_UNAVAILABLE
                           : st == RN_JWT_EXPIRED ? RN_E_GW_CREDENTIAL_EXPIRED
                                                  : RN_E_GW_INVALID_CREDENTIAL;
             if (!unavailable)

@@ -27,12 +27,12 @@ typedef struct rn_jwt_grant rn_jwt_grant;
 
 /* Who a request is, once identified. */
 typedef struct {
-    rn_error refusal;         /* 0: identified; else the 401 or 503 to answer */
-    const rn_tenant *tenant;  /* valid while the tenants set it came from lives */
-    int64_t expires_ms;       /* the credential's expiry (0: none) */
-    const rn_rights *narrow;  /* a JWT's scope rights (NULL: the tenant's alone) */
-    rn_jwt_grant *grant;      /* what narrow lives in (released by rn_identity_release) */
-    int from_query;           /* it came as access_token */
+    rn_error refusal;        /* 0: identified; else the 401 or 503 to answer */
+    const rn_tenant *tenant; /* valid while the tenants set it came from lives */
+    int64_t expires_ms;      /* the credential's expiry (0: none) */
+    const rn_rights *narrow; /* a JWT's scope rights (NULL: the tenant's alone) */
+    rn_jwt_grant *grant;     /* what narrow lives in (released by rn_identity_release) */
+    int from_query;          /* it came as access_token */
 } rn_identity;
 
 rn_credentials *rn_credentials_new(uv_loop_t *loop, rn_outbound *outbound);

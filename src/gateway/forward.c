@@ -41,7 +41,7 @@
 #define LONG_POLL_EXTRA_MS 65000 /* a long-poll's wait (at most 60 s) on top of the timeout */
 #define SSE_EXPIRED_EVENT                                                                          \
     "event: credential-expired\n"                                                                  \
-    "data: {\"error\":{\"code\":\"CREDENTIAL_EXPIRED\",\"message\":\"the credential has "         \
+    "data: {\"error\":{\"code\":\"CREDENTIAL_EXPIRED\",\"message\":\"the credential has "          \
     "expired; resume with a new one from the last offset\"}}\n\n"
 
 struct rn_forwarder {
@@ -155,10 +155,10 @@ int rn_forward_streams_body(const rn_forwarder *f, const rn_request *req) {
 static void refuse(fwd *fw, rn_error e) {
     rn_forwarder *f = fw->f;
     int i = e == RN_E_GW_UPSTREAM_FAILED || e == RN_E_GW_STALLED_AFTER_FORWARD ? 0
-            : e == RN_E_GW_UPSTREAM_UNREACHABLE                             ? 1
-            : e == RN_E_GW_UPSTREAM_TIMEOUT                                 ? 2
-            : e == RN_E_GW_NO_UPSTREAM                                      ? 3
-                                                                            : -1;
+            : e == RN_E_GW_UPSTREAM_UNREACHABLE                                ? 1
+            : e == RN_E_GW_UPSTREAM_TIMEOUT                                    ? 2
+            : e == RN_E_GW_NO_UPSTREAM                                         ? 3
+                                                                               : -1;
     if (i >= 0)
         f->failures[i]++;
     fw->answering = 1;
@@ -170,11 +170,10 @@ static void refuse(fwd *fw, rn_error e) {
 /* Whether a client's header goes on to the node: hop-by-hop fields, the
  * credential, and the framing the gateway sets itself stay behind. */
 static int forwarded_header(const rn_header *h) {
-    static const char *const dropped[] = {"connection",        "keep-alive", "proxy-connection",
-                                          "te",                "trailer",    "transfer-encoding",
-                                          "upgrade",           "host",       "authorization",
-                                          "expect",            "content-length",
-                                          "proxy-authorization"};
+    static const char *const dropped[] = {"connection", "keep-alive",     "proxy-connection",
+                                          "te",         "trailer",        "transfer-encoding",
+                                          "upgrade",    "host",           "authorization",
+                                          "expect",     "content-length", "proxy-authorization"};
     for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
         if (rn_ieq(h->name, h->name_len, dropped[i]))
             return 0;
@@ -264,14 +263,14 @@ static void learn(fwd *fw, int status, const rn_header *h, size_t n, char *locat
     header_value(h, n, "x-ursula-raft-term", term, sizeof term);
     header_value(h, n, "location", location, cap);
     uint64_t t;
-    rn_route_answer a = {.status = status,
-                         /* a 503 naming the group is routing's NO_LEADER (ext §5.7) */
-                         .error_code = status == 503 && group[0] ? "NO_LEADER" : "",
-                         .group = group,
-                         .leader_id = leader,
-                         .term = rn_parse_strict_u64(term, strlen(term), INT64_MAX, &t) ? -1
-                                                                                          : (int64_t)t,
-                         .location = location};
+    rn_route_answer a = {
+        .status = status,
+        /* a 503 naming the group is routing's NO_LEADER (ext §5.7) */
+        .error_code = status == 503 && group[0] ? "NO_LEADER" : "",
+        .group = group,
+        .leader_id = leader,
+        .term = rn_parse_strict_u64(term, strlen(term), INT64_MAX, &t) ? -1 : (int64_t)t,
+        .location = location};
     if (fw->route_len)
         rn_routes_learn(fw->f->routes, fw->origin, fw->route, fw->route_len, &a);
 }
@@ -297,9 +296,9 @@ static int client_origin(const rn_request *req, rn_buf *out) {
 static void answer_head(fwd *fw, int status, const rn_header *h, size_t n, uint64_t length) {
     rn_buf head = {0};
     for (size_t i = 0; i < n; i++) {
-        static const char *const dropped[] = {"connection", "keep-alive", "transfer-encoding",
-                                              "content-length", "proxy-connection", "trailer",
-                                              "upgrade"};
+        static const char *const dropped[] = {
+            "connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection",
+            "trailer",    "upgrade"};
         int drop = 0;
         for (size_t k = 0; k < sizeof dropped / sizeof dropped[0] && !drop; k++)
             drop = rn_ieq(h[i].name, h[i].name_len, dropped[k]);
@@ -458,11 +457,8 @@ static void up_end(void *arg, rn_up_end how, int sent_any) {
     fwd_try_free(fw);
 }
 
-static const rn_up_callbacks up_callbacks = {.head = up_head,
-                                             .data = up_data,
-                                             .go_on = up_go_on,
-                                             .drained = up_drained,
-                                             .end = up_end};
+static const rn_up_callbacks up_callbacks = {
+    .head = up_head, .data = up_data, .go_on = up_go_on, .drained = up_drained, .end = up_end};
 
 /* ---- attempts ---- */
 
@@ -489,8 +485,8 @@ static void attempt(fwd *fw) {
     rn_buf head = {0};
     int expect = fw->streamed && !fw->body_complete;
     build_head(fw, &head, expect);
-    fw->call = rn_up_call_start(f->up, fw->origin, &head, expect, head_timeout(fw), &up_callbacks,
-                                fw);
+    fw->call =
+        rn_up_call_start(f->up, fw->origin, &head, expect, head_timeout(fw), &up_callbacks, fw);
     if (!fw->call) { /* an origin the gateway cannot speak to (a redirect's) */
         refuse(fw, RN_E_GW_UPSTREAM_UNREACHABLE);
         fwd_try_free(fw);

@@ -58,7 +58,7 @@ typedef struct {
     uint64_t limit;    /* the request's body limit */
     uint64_t bytes_in; /* of a streamed body */
     char origin[ORIGIN_MAX];
-    int cors; /* answers carry Access-Control-Allow-Origin: origin */
+    int cors;          /* answers carry Access-Control-Allow-Origin: origin */
     char *target_text; /* the target without access_token (NULL: unchanged) */
     size_t target_len;
     void (*cb)(rn_request *req, void *arg);
@@ -354,8 +354,9 @@ static rn_gate_verdict decide(rn_gate *g, rn_request *req, ticket *t, int may_wa
             rn_gate_info info = {.tenant = t->tenant->name, .req = req, .target = &t->target};
             rn_gate_refusal r = g->hook(g->hook_arg, &info);
             if (r.refusal) {
-                assert(r.refusal == RN_E_GW_PAYMENT_REQUIRED || r.refusal == RN_E_GW_ACCOUNT_REVOKED ||
-                       r.refusal == RN_E_GW_FORBIDDEN || r.refusal == RN_E_GW_RATE_LIMITED);
+                assert(r.refusal == RN_E_GW_PAYMENT_REQUIRED ||
+                       r.refusal == RN_E_GW_ACCOUNT_REVOKED || r.refusal == RN_E_GW_FORBIDDEN ||
+                       r.refusal == RN_E_GW_RATE_LIMITED);
                 refuse(req, r.refusal, r.retry_after_s, NULL, 0);
                 return RN_GATE_DONE;
             }
@@ -365,7 +366,8 @@ static rn_gate_verdict decide(rn_gate *g, rn_request *req, ticket *t, int may_wa
         if (!may_wait)
             return RN_GATE_LATER;
         rn_authz_verdict v;
-        if (!rn_authz_check(g->authz, req, t->tenant->name, &t->target, now, &v, authorized, NULL)) {
+        if (!rn_authz_check(g->authz, req, t->tenant->name, &t->target, now, &v, authorized,
+                            NULL)) {
             t->waiting = 1;
             return RN_GATE_WAIT;
         }
@@ -470,9 +472,7 @@ rn_gate *rn_gate_new(uv_loop_t *loop, const rn_gate_config *cfg, char *err, size
         free(g);
         return NULL;
     }
-    rn_outbound_config oc = {.user_agent = "runnel-gateway",
-                             .max_running = 64,
-                             .max_queued = 4096};
+    rn_outbound_config oc = {.user_agent = "runnel-gateway", .max_running = 64, .max_queued = 4096};
     g->out = rn_outbound_new(loop, &oc);
     g->creds = rn_credentials_new(loop, g->out);
     g->authz = rn_authz_new(loop, g->out);

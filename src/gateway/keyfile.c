@@ -105,7 +105,8 @@ static int write_doc(const char *path, json_t *doc, char *err, size_t cap) {
         char dir_buf[4200], name_buf[4200];
         snprintf(dir_buf, sizeof dir_buf, "%s", path);
         snprintf(name_buf, sizeof name_buf, "%s", path);
-        int w = rn_atomic_write_file(dirname(dir_buf), basename(name_buf), text, strlen(text), 0600);
+        int w =
+            rn_atomic_write_file(dirname(dir_buf), basename(name_buf), text, strlen(text), 0600);
         if (w < 0) {
             snprintf(err, cap, "cannot write %s: %s", path, strerror(-w));
             rc = -1;

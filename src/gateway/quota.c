@@ -166,8 +166,8 @@ static usage_row *usage_of(rn_tenant_use *u, const char *bucket, size_t len) {
 }
 
 void rn_quota_release(rn_quotas *q, rn_quota_hold *hold, const rn_tenant_limits *lim,
-                      const char *bucket, size_t bucket_len, uint64_t bytes_in,
-                      uint64_t bytes_out, uint64_t now_ms) {
+                      const char *bucket, size_t bucket_len, uint64_t bytes_in, uint64_t bytes_out,
+                      uint64_t now_ms) {
     rn_tenant_use *u = hold->use;
     if (!u)
         return;

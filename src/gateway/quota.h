@@ -56,8 +56,8 @@ rn_error rn_quota_admit(rn_quotas *q, rn_tenant_use *use, const rn_tenant_limits
  * tenant's rates and counters (bucket: the bucket it was about, for the
  * usage log; may be NULL). */
 void rn_quota_release(rn_quotas *q, rn_quota_hold *hold, const rn_tenant_limits *lim,
-                      const char *bucket, size_t bucket_len, uint64_t bytes_in,
-                      uint64_t bytes_out, uint64_t now_ms);
+                      const char *bucket, size_t bucket_len, uint64_t bytes_in, uint64_t bytes_out,
+                      uint64_t now_ms);
 /* Counts a request of use answered with refusal e (before or after
  * admission: a node's answers are not refusals of the gate). */
 void rn_quota_count_refusal(rn_tenant_use *use, rn_error e);

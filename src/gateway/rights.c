@@ -34,9 +34,13 @@ int rn_rights_add(rn_rights *r, const char *pattern, const char *letters, char *
     rn_rights_rule rule = {0};
     size_t plen = strlen(pattern);
     for (const char *l = letters; *l; l++) {
-        unsigned bit = *l == 'r' ? RN_RIGHT_READ : *l == 'w' ? RN_RIGHT_WRITE : *l == 'a' ? RN_RIGHT_ADMIN : 0;
+        unsigned bit = *l == 'r'   ? RN_RIGHT_READ
+                       : *l == 'w' ? RN_RIGHT_WRITE
+                       : *l == 'a' ? RN_RIGHT_ADMIN
+                                   : 0;
         if (!bit || (rule.rights & bit)) {
-            snprintf(err, cap, "rights of \"%s\" must be letters from \"rwa\", each once (got \"%s\")",
+            snprintf(err, cap,
+                     "rights of \"%s\" must be letters from \"rwa\", each once (got \"%s\")",
                      pattern, letters);
             return -1;
         }
@@ -56,10 +60,11 @@ int rn_rights_add(rn_rights *r, const char *pattern, const char *letters, char *
         const char *slash = strchr(pattern, '/');
         size_t blen = slash ? (size_t)(slash - pattern) : plen;
         if (!bucket_id_ok(pattern, blen)) {
-            snprintf(err, cap,
-                     "pattern \"%s\" must be *, v1:PREFIX, BUCKET or BUCKET/PREFIX with a bucket id "
-                     "of 4 to 64 of a-z, 0-9, _ and -",
-                     pattern);
+            snprintf(
+                err, cap,
+                "pattern \"%s\" must be *, v1:PREFIX, BUCKET or BUCKET/PREFIX with a bucket id "
+                "of 4 to 64 of a-z, 0-9, _ and -",
+                pattern);
             return -1;
         }
         rule.space = dup_n(pattern, blen);
@@ -147,7 +152,7 @@ void rn_target_of(const rn_request *req, rn_target *t) {
         t->stream = name;
         size_t seg = strcspn(name, "/");
         t->kind = seg == 4 && t->stream_len >= 4 && memcmp(name, "__ds", 4) == 0 ? RN_TARGET_SUBS
-                                                                                   : RN_TARGET_V1;
+                                                                                 : RN_TARGET_V1;
         return;
     }
     if (n < 2 || p[0] != '/')

@@ -97,10 +97,14 @@ static int load_limits(loader *l, json_t *obj, const char *where, rn_tenant_limi
         return fail(l, "%s: must be an object", where);
     if (only_members(l, obj, where, names))
         return -1;
-    uint64_t *fields[] = {&lim->requests_per_second,  &lim->burst,
-                          &lim->bytes_in_per_second,  &lim->bytes_out_per_second,
-                          &lim->live_reads,           &lim->uploads,
-                          &lim->upload_bytes,         &lim->max_request_bytes,
+    uint64_t *fields[] = {&lim->requests_per_second,
+                          &lim->burst,
+                          &lim->bytes_in_per_second,
+                          &lim->bytes_out_per_second,
+                          &lim->live_reads,
+                          &lim->uploads,
+                          &lim->upload_bytes,
+                          &lim->max_request_bytes,
                           &lim->min_body_bytes_per_second};
     for (size_t i = 0; names[i]; i++)
         if (get_u64(l, obj, names[i], where, fields[i]))
@@ -181,8 +185,10 @@ static int load_tenant(loader *l, const char *name, json_t *obj, rn_tenant *t) {
         json_t *o;
         json_array_foreach(v, i, o) {
             const char *s = json_string_value(o);
-            if (!s || strcmp(s, "*") == 0 || (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)))
-                return fail(l, "%s.cors[%zu]: must be an origin such as https://app.example.com "
+            if (!s || strcmp(s, "*") == 0 ||
+                (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)))
+                return fail(l,
+                            "%s.cors[%zu]: must be an origin such as https://app.example.com "
                             "(no *)",
                             where, i);
             t->cors[t->ncors++] = dup_str(s);
@@ -230,8 +236,8 @@ static int load_issuer_keys(loader *l, json_t *arr, const char *where, rn_issuer
             uint8_t raw[1024];
             size_t slen = strlen(secret);
             long n = slen <= sizeof raw * 4 / 3 ? rn_b64url_decode(secret, slen, raw) : -1;
-            rc = n < 0 ? -1
-                       : rn_jwt_keys_add_secret(is->keys, kid, raw, (size_t)n, why, sizeof why);
+            rc =
+                n < 0 ? -1 : rn_jwt_keys_add_secret(is->keys, kid, raw, (size_t)n, why, sizeof why);
             if (n < 0)
                 snprintf(why, sizeof why, "secret_base64url is not base64url");
             OPENSSL_cleanse(raw, sizeof raw);
@@ -245,9 +251,9 @@ static int load_issuer_keys(loader *l, json_t *arr, const char *where, rn_issuer
 }
 
 static int load_issuer(loader *l, json_t *obj, size_t i, rn_issuer *is) {
-    static const char *const names[] = {"issuer",   "audience",   "tenant_claim",
+    static const char *const names[] = {"issuer",       "audience",       "tenant_claim",
                                         "scope_rights", "leeway_seconds", "keys",
-                                        "jwks_file", "jwks_url", NULL};
+                                        "jwks_file",    "jwks_url",       NULL};
     char where[64];
     snprintf(where, sizeof where, "issuers[%zu]", i);
     is->keys = rn_jwt_keys_new();
@@ -277,8 +283,8 @@ static int load_issuer(loader *l, json_t *obj, size_t i, rn_issuer *is) {
         rn_buf doc = {0};
         char why[256];
         int rc = rn_read_path(jwks_file, &doc);
-        if (rc == 0 && rn_jwt_keys_add_jwks(is->keys, (const char *)doc.data, doc.len, NULL, why,
-                                            sizeof why))
+        if (rc == 0 &&
+            rn_jwt_keys_add_jwks(is->keys, (const char *)doc.data, doc.len, NULL, why, sizeof why))
             rc = 1;
         rn_buf_free(&doc);
         if (rc < 0)

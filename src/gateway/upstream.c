@@ -273,13 +273,13 @@ static int on_headers_complete(llhttp_t *p) {
     arm_timer(c);
     rn_header h[MAX_HEADERS];
     for (size_t i = 0; i < c->nspans; i++)
-        h[i] = (rn_header){(const char *)c->head.data + c->spans[i].name_off, c->spans[i].name_len,
-                           (const char *)c->head.data + c->spans[i].value_off,
-                           c->spans[i].value_len};
+        h[i] =
+            (rn_header){(const char *)c->head.data + c->spans[i].name_off, c->spans[i].name_len,
+                        (const char *)c->head.data + c->spans[i].value_off, c->spans[i].value_len};
     int no_body = call->is_head || status == 204 || status == 304;
-    uint64_t length = no_body                             ? RN_UP_NO_BODY
+    uint64_t length = no_body                              ? RN_UP_NO_BODY
                       : (p->flags & F_CONTENT_LENGTH) != 0 ? p->content_length
-                                                            : RN_UP_CHUNKED;
+                                                           : RN_UP_CHUNKED;
     call->cb.head(call->arg, status, h, c->nspans, length);
     if (!c->call)
         return HPE_PAUSED; /* cancelled meanwhile */
@@ -482,9 +482,8 @@ static up_conn *conn_new(rn_upstreams *u, origin_pool *p) {
     return c;
 }
 
-rn_up_call *rn_up_call_start(rn_upstreams *u, const char *origin, rn_buf *head,
-                             int expect_continue, uint64_t head_timeout_ms,
-                             const rn_up_callbacks *cb, void *arg) {
+rn_up_call *rn_up_call_start(rn_upstreams *u, const char *origin, rn_buf *head, int expect_continue,
+                             uint64_t head_timeout_ms, const rn_up_callbacks *cb, void *arg) {
     origin_pool *p = pool_of(u, origin);
     if (!p) {
         rn_buf_free(head);

@@ -21,8 +21,8 @@
 typedef struct rn_upstreams rn_upstreams;
 typedef struct rn_up_call rn_up_call;
 
-#define RN_UP_CHUNKED UINT64_MAX        /* the answer's body runs to its end (chunked, or close) */
-#define RN_UP_NO_BODY (UINT64_MAX - 1)  /* no body (HEAD, 204, 304) */
+#define RN_UP_CHUNKED UINT64_MAX       /* the answer's body runs to its end (chunked, or close) */
+#define RN_UP_NO_BODY (UINT64_MAX - 1) /* no body (HEAD, 204, 304) */
 
 typedef enum {
     RN_UP_DONE,    /* the whole answer came */
@@ -63,9 +63,8 @@ void rn_upstreams_free(rn_upstreams *u);
  * without it). head_timeout_ms bounds the wait for the answer's head from
  * now (0: none). The callbacks run later, never from inside this call.
  * Returns NULL when origin is not http://host:port. */
-rn_up_call *rn_up_call_start(rn_upstreams *u, const char *origin, rn_buf *head,
-                             int expect_continue, uint64_t head_timeout_ms,
-                             const rn_up_callbacks *cb, void *arg);
+rn_up_call *rn_up_call_start(rn_upstreams *u, const char *origin, rn_buf *head, int expect_continue,
+                             uint64_t head_timeout_ms, const rn_up_callbacks *cb, void *arg);
 /* Sends body bytes (taken over); returns the bytes queued and not yet
  * written. */
 size_t rn_up_call_send(rn_up_call *c, rn_buf *bytes);

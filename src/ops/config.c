@@ -20,11 +20,11 @@ typedef enum {
     KIND_PATH,
     KIND_TEXT,
     KIND_URL,
-    KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true;
-                    with `choices`, one more word too, stored as 2 */
-    KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
-    KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
-    KIND_PEER,   /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
+    KIND_BOOL,     /* true|false (1|0 as aliases), into an int; a flag alone means true;
+                      with `choices`, one more word too, stored as 2 */
+    KIND_CHOICE,   /* one of the |-separated words in `choices`, into a char[8] */
+    KIND_CPUS,     /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
+    KIND_PEER,     /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
     KIND_UPSTREAM, /* http://HOST:PORT into cfg->upstreams; repeatable */
 } setting_kind;
 
@@ -335,8 +335,9 @@ static const char *const SHARED[] = {"config",
                                      NULL};
 
 /* Settings runnel gateway takes alone. */
-static const char *const GATEWAY_ONLY[] = {"upstream", "upstream-timeout-ms", "upstream-idle-ms",
-                                           "hold-body-bytes", "upstream-admin-token-file", NULL};
+static const char *const GATEWAY_ONLY[] = {
+    "upstream",        "upstream-timeout-ms",       "upstream-idle-ms",
+    "hold-body-bytes", "upstream-admin-token-file", NULL};
 
 static int scope_of(const setting *s) {
     for (const char *const *n = GATEWAY_ONLY; *n; n++)
@@ -421,8 +422,7 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
             while (len && p[len - 1] == '/')
                 len--;
             if (n && (cfg->n_upstreams == RN_MAX_PEERS || len >= sizeof cfg->upstreams[0] ||
-                      !rn_iprefix(p, len, "http://") || len <= 7 ||
-                      memchr(p + 7, '/', len - 7))) {
+                      !rn_iprefix(p, len, "http://") || len <= 7 || memchr(p + 7, '/', len - 7))) {
                 snprintf(err, errcap,
                          "%s: upstream must be http://HOST:PORT, at most %d of them (got \"%.*s\")",
                          source, RN_MAX_PEERS, (int)n, p);
@@ -559,8 +559,7 @@ static void print_usage(rn_config_scope scope) {
     else
         printf("usage: runnel serve [options]\n\n"
                "Starts a Durable Streams server on an embedded durable store.\n");
-    printf(
-           "Every option can also be set by its environment variable or, by its name, in the\n"
+    printf("Every option can also be set by its environment variable or, by its name, in the\n"
            "configuration file; flags win over the environment, which wins over the file.\n"
            "Yes/no options (default true or false) are set by --NAME alone or --NAME=true|false,\n"
            "and by true or false in the environment and the file (1 and 0 are aliases).\n"
@@ -756,9 +755,9 @@ int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv,
         const char *arg = argv[a];
         if (strncmp(arg, "--", 2) != 0) {
             const char *before = a ? argv[a - 1] : "";
-            const setting *prev =
-                strncmp(before, "--", 2) == 0 ? find_setting(scope, before + 2, strlen(before + 2))
-                                               : NULL;
+            const setting *prev = strncmp(before, "--", 2) == 0
+                                      ? find_setting(scope, before + 2, strlen(before + 2))
+                                      : NULL;
             if (prev && prev->kind == KIND_BOOL)
                 snprintf(err, errcap,
                          "unexpected argument \"%s\" after --%s: a yes/no option takes --%s "

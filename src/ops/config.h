@@ -107,9 +107,9 @@ typedef struct {
     /* runnel gateway only */
     char upstreams[RN_MAX_PEERS][512]; /* the nodes' base URLs */
     int n_upstreams;
-    uint64_t upstream_timeout_ms; /* for an answer's head */
-    uint64_t upstream_idle_ms;    /* an idle connection to a node is kept this long */
-    uint64_t hold_body_bytes;     /* bodies up to this are read whole and kept */
+    uint64_t upstream_timeout_ms;         /* for an answer's head */
+    uint64_t upstream_idle_ms;            /* an idle connection to a node is kept this long */
+    uint64_t hold_body_bytes;             /* bodies up to this are read whole and kept */
     char upstream_admin_token_file[4096]; /* the nodes' admin token, for operator routes */
 } rn_config;
 

@@ -130,9 +130,8 @@ static void on_headers(rn_request *req, void *arg) {
 static void access_line(const rn_request *req) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
-    rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len,
-                         req->status, req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
-                         rn_gate_tenant(req));
+    rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
+                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000, rn_gate_tenant(req));
 }
 
 /* ---- lifecycle ---- */
@@ -201,7 +200,8 @@ static void probed(void *arg, size_t usable, const char *why) {
         return;
     }
     if (!usable)
-        rn_log(RN_LOG_WARN, "start", "no node answered yet: requests get 503 NO_UPSTREAM until one does");
+        rn_log(RN_LOG_WARN, "start",
+               "no node answered yet: requests get 503 NO_UPSTREAM until one does");
     uv_stop(gw->loop);
 }
 

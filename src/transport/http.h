@@ -221,10 +221,10 @@ void rn_request_release(rn_request *req);
  * over HTTP/2 the body is received whole first (within the usual bounds)
  * and delivered in one call. */
 typedef enum {
-    RN_BODY_END,       /* the body is complete */
-    RN_BODY_SLOW,      /* it came slower than the request timeout allows */
-    RN_BODY_CUT,       /* the client ended its input before the body's end */
-    RN_BODY_TOO_LARGE, /* it passed max_body_bytes */
+    RN_BODY_END,         /* the body is complete */
+    RN_BODY_SLOW,        /* it came slower than the request timeout allows */
+    RN_BODY_CUT,         /* the client ended its input before the body's end */
+    RN_BODY_TOO_LARGE,   /* it passed max_body_bytes */
     RN_BODY_OVER_BUDGET, /* HTTP/2: holding it passed max_body_bytes_in_flight */
 } rn_body_event;
 

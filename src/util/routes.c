@@ -136,8 +136,8 @@ void rn_routes_learn(rn_routes *r, const char *origin, const char *path, size_t 
             r->groups[e->group].origin[0] = 0;
         return;
     }
-    if (a->status == 503 && a->error_code && strcmp(a->error_code, "NO_LEADER") == 0 &&
-        a->group && a->group[0]) {
+    if (a->status == 503 && a->error_code && strcmp(a->error_code, "NO_LEADER") == 0 && a->group &&
+        a->group[0]) {
         int g = find_group(r, a->group);
         if (g >= 0) {
             r->groups[g].origin[0] = 0;
