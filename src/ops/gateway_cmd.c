@@ -50,6 +50,7 @@ typedef struct {
     uv_timer_t drain, probe_wait;
     uint64_t drain_deadline;
     int probed, stopping, exit_code;
+    int timers_on, signals_on, closed; /* which handles are open (close_all) */
     char probe_why[512];
 } gateway;
 
@@ -136,17 +137,28 @@ static void access_line(const rn_request *req) {
 
 /* ---- lifecycle ---- */
 
+/* Closes every handle the gateway opened (once): run the loop afterwards
+ * so that they finish closing. */
 static void close_all(gateway *gw) {
-    uv_timer_stop(&gw->drain);
-    uv_close((uv_handle_t *)&gw->drain, NULL);
-    uv_close((uv_handle_t *)&gw->probe_wait, NULL);
-    uv_close((uv_handle_t *)&gw->sigterm, NULL);
-    uv_close((uv_handle_t *)&gw->sigint, NULL);
-    uv_close((uv_handle_t *)&gw->sighup, NULL);
+    if (gw->closed)
+        return;
+    gw->closed = 1;
+    if (gw->timers_on) {
+        uv_timer_stop(&gw->drain);
+        uv_close((uv_handle_t *)&gw->drain, NULL);
+        uv_close((uv_handle_t *)&gw->probe_wait, NULL);
+    }
+    if (gw->signals_on) {
+        uv_close((uv_handle_t *)&gw->sigterm, NULL);
+        uv_close((uv_handle_t *)&gw->sigint, NULL);
+        uv_close((uv_handle_t *)&gw->sighup, NULL);
+    }
     if (gw->http)
         rn_http_close(gw->http);
-    rn_forwarder_stop(gw->fwd);
-    rn_gate_stop(gw->gate);
+    if (gw->fwd)
+        rn_forwarder_stop(gw->fwd);
+    if (gw->gate)
+        rn_gate_stop(gw->gate);
 }
 
 static void on_drain_tick(uv_timer_t *t) {
@@ -266,6 +278,7 @@ static int run(gateway *gw) {
     uv_timer_init(gw->loop, &gw->probe_wait);
     uv_timer_init(gw->loop, &gw->drain);
     gw->probe_wait.data = gw->drain.data = gw;
+    gw->timers_on = 1;
     uv_timer_start(&gw->probe_wait, probe_timeout, START_PROBE_MS, 0);
     rn_forwarder_probe(gw->fwd, probed, gw);
     uv_run(gw->loop, UV_RUN_DEFAULT); /* until probed() stops it */
@@ -310,6 +323,7 @@ static int run(gateway *gw) {
     uv_signal_start(&gw->sigterm, on_signal, SIGTERM);
     uv_signal_start(&gw->sigint, on_signal, SIGINT);
     uv_signal_start(&gw->sighup, on_sighup, SIGHUP);
+    gw->signals_on = 1;
     char where[512];
     rn_http_listen_addresses(gw->http, where, sizeof where);
     rn_log(RN_LOG_INFO, "ready", "gateway on %s in front of %d node(s)", where, c->n_upstreams);
@@ -377,20 +391,10 @@ int rn_gateway_cmd(int argc, char **argv) {
     rn_config_describe(&gw.cfg, RN_CONFIG_GATEWAY, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel gateway starting: %s", desc);
     gw.exit_code = run(&gw);
-    if (gw.gate || gw.fwd) {
-        if (!gw.stopping && gw.exit_code) {
-            if (gw.fwd)
-                rn_forwarder_stop(gw.fwd);
-            if (gw.gate)
-                rn_gate_stop(gw.gate);
-            if (gw.probe_wait.loop)
-                uv_close((uv_handle_t *)&gw.probe_wait, NULL);
-            if (gw.drain.loop)
-                uv_close((uv_handle_t *)&gw.drain, NULL);
-        }
-        uv_run(gw.loop, UV_RUN_DEFAULT); /* the handles finish closing */
-    }
-    rn_http_free(gw.http);
+    close_all(&gw);                  /* a start that failed left handles open */
+    uv_run(gw.loop, UV_RUN_DEFAULT); /* they finish closing */
+    if (gw.http)
+        rn_http_free(gw.http);
     rn_forwarder_free(gw.fwd);
     rn_gate_free(gw.gate);
     rn_tls_context_free(gw.tls);
