@@ -80,40 +80,33 @@ static json_t *rights_object(const char *spec, char *err, size_t cap) {
     return o;
 }
 
-/* Writes doc to path atomically, after checking that the gate loads it. */
+/* Writes doc to path atomically, after checking that the gate loads it
+ * (from a scratch copy beside it). */
 static int write_doc(const char *path, json_t *doc, char *err, size_t cap) {
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (!text)
         abort();
-    char tmp_path[4200];
-    snprintf(tmp_path, sizeof tmp_path, "%s.check", path);
-    FILE *f = fopen(tmp_path, "w");
-    int rc = -1;
-    if (f && fputs(text, f) >= 0 && fclose(f) == 0) {
-        int missing;
-        rn_tenants *t = rn_tenants_load(tmp_path, &missing, err, cap);
-        if (t)
-            rc = 0;
-        rn_tenants_unref(t);
+    char dir_buf[4200], name_buf[4200], check[4300];
+    snprintf(dir_buf, sizeof dir_buf, "%s", path);
+    snprintf(name_buf, sizeof name_buf, "%s", path);
+    const char *dir = dirname(dir_buf), *name = basename(name_buf);
+    snprintf(check, sizeof check, "%s.check", name);
+    int rc = rn_atomic_write_file(dir, check, text, strlen(text), 0600);
+    if (rc < 0) {
+        snprintf(err, cap, "cannot write %s/%s: %s", dir, check, strerror(-rc));
     } else {
-        snprintf(err, cap, "cannot write %s: %s", tmp_path, strerror(errno));
-        if (f)
-            fclose(f);
+        char check_path[8600];
+        snprintf(check_path, sizeof check_path, "%s/%s", dir, check);
+        int missing;
+        rn_tenants *t = rn_tenants_load(check_path, &missing, err, cap);
+        rc = t ? 0 : -1;
+        rn_tenants_unref(t);
+        unlink(check_path);
     }
-    unlink(tmp_path);
-    if (rc == 0) {
-        char dir_buf[4200], name_buf[4200];
-        snprintf(dir_buf, sizeof dir_buf, "%s", path);
-        snprintf(name_buf, sizeof name_buf, "%s", path);
-        int w =
-            rn_atomic_write_file(dirname(dir_buf), basename(name_buf), text, strlen(text), 0600);
-        if (w < 0) {
-            snprintf(err, cap, "cannot write %s: %s", path, strerror(-w));
-            rc = -1;
-        }
-    }
+    if (rc == 0 && (rc = rn_atomic_write_file(dir, name, text, strlen(text), 0600)) < 0)
+        snprintf(err, cap, "cannot write %s: %s", path, strerror(-rc));
     free(text);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }
 
 int rn_keyfile_add(const char *path, const char *tenant, const char *rights, const char *expires,

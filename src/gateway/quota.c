@@ -211,8 +211,8 @@ void rn_quota_metrics(const rn_quotas *q, rn_buf *out) {
     for (size_t i = 0; rn_map_next(&q->tenants, &i, &v);) {
         const rn_tenant_use *u = v;
         /* several rows may share a code: one line per code, their sum */
-        const char *codes[RN_E_COUNT];
-        uint64_t counts[RN_E_COUNT];
+        const char *codes[RN_E_COUNT] = {0};
+        uint64_t counts[RN_E_COUNT] = {0};
         int n = 0;
         for (int e = 0; e < RN_E_COUNT; e++) {
             if (!u->refusals[e])

@@ -290,7 +290,9 @@ static int on_body(llhttp_t *p, const char *at, size_t len) {
     up_conn *c = conn_of(p);
     if (!c->call)
         return HPE_PAUSED;
-    if (c->call->cb.data(c->call->arg, (const uint8_t *)at, len) && c->call && !c->paused) {
+    rn_up_call *call = c->call;
+    int pause = call->cb.data(call->arg, (const uint8_t *)at, len);
+    if (pause && c->call && !c->paused) { /* the callback may have cancelled the call */
         c->paused = 1;
         if (c->reading) {
             uv_read_stop((uv_stream_t *)&c->tcp);
