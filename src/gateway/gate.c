@@ -155,7 +155,8 @@ static void refuse(rn_request *req, rn_error e, uint64_t retry_after_s, const ch
                    size_t detail_len) {
     ticket *t = ticket_of(req);
     t->answered = 1;
-    rn_quota_count_refusal(rn_quota_use(t->g->quotas, t->tenant ? t->tenant->name : "-"), e);
+    rn_quota_count_refusal(rn_quota_use(t->g->quotas, t->tenant ? t->tenant->name : "-"), e,
+                           t->target.bucket, t->target.bucket_len);
     rn_buf extra = {0};
     if (retry_after_s || rn_error_status(e) == 503)
         rn_buf_appendf(&extra, "Retry-After: %llu\r\n",

@@ -188,10 +188,10 @@ void rn_quota_release(rn_quotas *q, rn_quota_hold *hold, const rn_tenant_limits 
     *hold = (rn_quota_hold){0};
 }
 
-void rn_quota_count_refusal(rn_tenant_use *u, rn_error e) {
+void rn_quota_count_refusal(rn_tenant_use *u, rn_error e, const char *bucket, size_t bucket_len) {
     assert(e < RN_E_COUNT);
     u->refusals[e]++;
-    usage_of(u, "-", 1)->refusals++;
+    usage_of(u, bucket, bucket_len)->refusals++;
 }
 
 void rn_quota_metrics(const rn_quotas *q, rn_buf *out) {

@@ -58,9 +58,10 @@ rn_error rn_quota_admit(rn_quotas *q, rn_tenant_use *use, const rn_tenant_limits
 void rn_quota_release(rn_quotas *q, rn_quota_hold *hold, const rn_tenant_limits *lim,
                       const char *bucket, size_t bucket_len, uint64_t bytes_in, uint64_t bytes_out,
                       uint64_t now_ms);
-/* Counts a request of use answered with refusal e (before or after
- * admission: a node's answers are not refusals of the gate). */
-void rn_quota_count_refusal(rn_tenant_use *use, rn_error e);
+/* Counts a request of use about bucket (NULL: none known) answered with
+ * the gate's refusal e (before or after admission; a node's answers are
+ * not the gate's refusals). */
+void rn_quota_count_refusal(rn_tenant_use *use, rn_error e, const char *bucket, size_t bucket_len);
 
 /* Appends the per-tenant metrics in Prometheus text (docs/GATEWAY.md). */
 void rn_quota_metrics(const rn_quotas *q, rn_buf *out);
