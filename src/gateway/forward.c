@@ -39,11 +39,6 @@
 #define HIGH_BYTES (256 * 1024)
 #define ROUTES 65536
 #define LONG_POLL_EXTRA_MS 65000 /* a long-poll's wait (at most 60 s) on top of the timeout */
-#define SSE_EXPIRED_EVENT                                                                          \
-    "event: credential-expired\n"                                                                  \
-    "data: {\"error\":{\"code\":\"CREDENTIAL_EXPIRED\",\"message\":\"the credential has "          \
-    "expired; resume with a new one from the last offset\"}}\n\n"
-
 struct rn_forwarder {
     uv_loop_t *loop;
     rn_forward_config cfg;
@@ -383,7 +378,9 @@ static int sse_until_expiry(fwd *fw, const uint8_t *p, size_t len) {
     rn_buf out = {0};
     if (end)
         rn_buf_append(&out, p, (size_t)(end - p));
-    rn_buf_append_str(&out, SSE_EXPIRED_EVENT);
+    rn_buf_append_str(&out, "event: credential-expired\ndata:"); /* as a node's gate ends it */
+    rn_error_body(RN_E_GW_CREDENTIAL_EXPIRED, NULL, 0, &out);
+    rn_buf_append_str(&out, "\n\n");
     rn_http_stream_write(fw->req, &out);
     rn_http_stream_end(fw->req);
     return 1;

@@ -279,6 +279,7 @@ static void admit(rn_request *req, ticket *t) {
     if (t->tenant) {
         t->cors = t->origin[0] && rn_tenant_cors(t->tenant, t->origin, strlen(t->origin));
         req->min_body_rate = t->tenant->limits.min_body_bytes_per_second;
+        req->credential_expires_ms = t->id.expires_ms;
     } else {
         t->cors = 0; /* an open route: no credential, nothing a page should read across origins */
     }

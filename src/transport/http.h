@@ -105,6 +105,10 @@ struct rn_request {
      * go out (any answer call, any status), to change them in place (NULL:
      * none): the gate's CORS and request limit. */
     void (*rewrite_head)(rn_request *req, int status, rn_buf *head);
+    /* Set by the gate: the wall-clock time (ms) the request's credential
+     * expires at (0: never). A live read ends then: a long-poll as at its
+     * timeout, an SSE response with an event saying so. */
+    int64_t credential_expires_ms;
 
     /* Set by the transport: the request came over TLS (its URLs are https). */
     int tls;
