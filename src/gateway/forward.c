@@ -36,6 +36,7 @@
 #include <string.h>
 
 #define MAX_HOPS 3
+#define MAX_IDLE_PER_NODE 4096 /* idle connections kept per node (a few hundred bytes each) */
 #define HIGH_BYTES (256 * 1024)
 #define ROUTES 65536
 #define LONG_POLL_EXTRA_MS 65000 /* a long-poll's wait (at most 60 s) on top of the timeout */
@@ -90,7 +91,7 @@ rn_forwarder *rn_forwarder_new(uv_loop_t *loop, const rn_forward_config *cfg) {
         if (!f->admin_token)
             abort();
     }
-    f->up = rn_upstreams_new(loop, 256, cfg->idle_ms);
+    f->up = rn_upstreams_new(loop, MAX_IDLE_PER_NODE, cfg->idle_ms);
     f->nodes = rn_nodes_new(loop, f->up, cfg->upstreams, cfg->nupstreams, cfg->max_request_bytes);
     f->routes = rn_routes_new(ROUTES);
     return f;

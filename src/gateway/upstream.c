@@ -44,6 +44,9 @@ struct rn_upstreams {
     uint64_t idle_ms;
     rn_list conns; /* every open connection (up_conn.all) */
     int stopping;
+    /* what every connection reads into: a read is parsed whole before the
+     * next one is made, so one buffer serves them all */
+    uint8_t buf[READ_BYTES];
 };
 
 struct rn_up_call {
@@ -78,7 +81,6 @@ struct up_conn {
     span spans[MAX_HEADERS];
     size_t nspans;
     int last_was_value;
-    uint8_t buf[READ_BYTES];
 };
 
 typedef struct {
@@ -329,12 +331,11 @@ static const llhttp_settings_t answer_settings = {
 static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf) {
     (void)want;
     up_conn *c = h->data;
-    *buf = uv_buf_init((char *)c->buf, sizeof c->buf);
+    *buf = uv_buf_init((char *)c->u->buf, sizeof c->u->buf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     up_conn *c = s->data;
-    (void)buf;
     if (n == 0)
         return;
     if (n < 0) {
@@ -347,11 +348,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         conn_close(c);
         return;
     }
-    llhttp_errno_t err = llhttp_execute(&c->parser, (const char *)c->buf, (size_t)n);
+    llhttp_errno_t err = llhttp_execute(&c->parser, buf->base, (size_t)n);
     if (c->closing)
         return;
     if (err == HPE_PAUSED) { /* the answer ended: nothing may follow it */
-        if (llhttp_get_error_pos(&c->parser) < (const char *)c->buf + n)
+        if (llhttp_get_error_pos(&c->parser) < buf->base + n)
             conn_close(c);
         return;
     }
