@@ -63,6 +63,10 @@ foreach(file ${RUNNEL_BLACKBOX_FILES})
   runnel_suite(blackbox.${stem} "${labels}" 900 ${NODE_JS} --test ${file})
 endforeach()
 
+# ---- CORS in a real browser: a page on another loopback origin using the
+# server through headless chromium (tests/browser; about 3 s)
+runnel_suite(browser_cors blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/cors.test.mjs)
+
 # ---- the S3 cold store end to end, against s3rver behind the SigV4-verifying
 # proxy the test command starts (tests/s3/run_with_endpoint.sh)
 runnel_suite(s3_coldstore s3 900
