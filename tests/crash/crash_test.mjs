@@ -638,7 +638,7 @@ async function main() {
   let disk = null;
   if (opts.powerCut) {
     if (process.getuid() !== 0) {
-      console.log('# skipped: power cuts need root (a loop device and mount)');
+      console.log('SKIP power cuts: they need root (a loop device and mount; CI runs as root)');
       fs.rmSync(tmp, { recursive: true, force: true });
       console.log('0 passed, 0 failed, 1 skipped');
       process.exit(0);
