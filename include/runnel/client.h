@@ -174,6 +174,10 @@ typedef struct {
     int cluster_aware;       /* learn stream leaders from redirects (§5.7) */
     size_t max_error_body;   /* error body bytes kept; 0: 16384 */
     const char *user_agent;  /* NULL: "librunnel/VERSION" */
+    /* PEM file of the CA certificates that https servers' certificates must
+     * chain to, instead of the system's (a private CA, as curl --cacert);
+     * NULL: the system's. Copied: the string need not outlive the call. */
+    const char *ca_file;
 } runnel_client_options;
 
 /* A client for one server (or cluster). Returns NULL for a missing or

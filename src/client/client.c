@@ -48,6 +48,12 @@ runnel_client *runnel_client_new(const runnel_client_options *o) {
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
              o->user_agent ? o->user_agent : "librunnel/" RUNNEL_CLIENT_VERSION);
     c->o.user_agent = c->user_agent;
+    if (o->ca_file) {
+        c->ca_file = strdup(o->ca_file);
+        if (!c->ca_file)
+            abort();
+    }
+    c->o.ca_file = c->ca_file;
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
@@ -58,6 +64,7 @@ void runnel_client_free(runnel_client *c) {
     for (int i = 0; i < c->nidle; i++)
         curl_easy_cleanup(c->idle[i]);
     pthread_mutex_destroy(&c->lock);
+    free(c->ca_file);
     free(c);
 }
 

@@ -141,6 +141,8 @@ void rnc_easy_setup(runnel_client *c, CURL *e, rnc_request *req, runnel_answer *
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    if (c->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      c->o.connect_timeout_ms ? c->o.connect_timeout_ms : 10000L);
     if (!req->live)

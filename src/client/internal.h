@@ -31,6 +31,7 @@ struct runnel_client {
     runnel_client_options o;
     char base_url[RNC_URL_MAX];
     char user_agent[64];
+    char *ca_file;        /* the options' ca_file, copied; NULL: the system's CAs */
     pthread_mutex_t lock; /* guards idle[] and routes[] */
     CURL *idle[RNC_IDLE_HANDLES];
     int nidle;
