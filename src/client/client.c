@@ -54,8 +54,25 @@ runnel_client *runnel_client_new(const runnel_client_options *o) {
             abort();
     }
     c->o.ca_file = c->ca_file;
+    c->max_request_bytes = RUNNEL_REQUEST_LIMIT;
     pthread_mutex_init(&c->lock, NULL);
     return c;
+}
+
+int64_t runnel_client_max_request_bytes(runnel_client *c) {
+    pthread_mutex_lock(&c->lock);
+    int64_t n = c->max_request_bytes;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void rnc_learn_limits(runnel_client *c, const runnel_answer *a) {
+    if (a->max_request_bytes < 0)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->max_request_bytes =
+        a->max_request_bytes < RUNNEL_REQUEST_LIMIT ? a->max_request_bytes : RUNNEL_REQUEST_LIMIT;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void runnel_client_free(runnel_client *c) {

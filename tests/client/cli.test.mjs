@@ -3,8 +3,9 @@
 // `runnel read` and `runnel tail -f`; a producer killed with SIGKILL
 // mid-stream and run again on the same input leaves every line once, in
 // order; exit codes tell applied, refused, unknown, usage, unreachable and
-// a changed stream apart; --json prints what scripts parse; over https with
-// a private CA named by --cacert or RUNNEL_CACERT.
+// a changed stream apart; --json prints what scripts parse; a tail below the
+// retained offset says how to go on (bootstrap); over https with a private
+// CA named by --cacert or RUNNEL_CACERT.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -217,6 +218,22 @@ describe("exit codes and --json", () => {
     fs.writeFileSync(big, Buffer.alloc(3 << 20, 7));
     const parts = JSON.parse(ok(["--bucket", "publish", s, "--file", big, "--parts", "--part-bytes", "1048576", "--json"]).stdout.toString());
     assert.equal(parts.outcome, "applied");
+  });
+});
+
+describe("a tail below the retained offset (extensions §3)", () => {
+  test("exit 1 and the commands that go on: bootstrap, then tail from its next offset", async () => {
+    const s = "clib/retained";
+    ok(["--bucket", "create", s, "--type", "text/plain", "abcdef"]);
+    const tail = (await fetch(`${server.url}/${s}`, { method: "HEAD" })).headers.get("stream-next-offset");
+    ok(["--bucket", "publish", s, "state", "--type", "text/plain"]);
+    const r = await fetch(`${server.url}/${s}/retention/${encodeURIComponent(tail)}`, { method: "PUT" });
+    assert.equal(r.status, 204);
+    const t = run(["--bucket", "tail", s, "--offset", "0000000000000000_0000000000000000"]);
+    assert.equal(t.code, 1, t.stderr);
+    assert.match(t.stderr, new RegExp(`retained offset ${tail}`));
+    assert.match(t.stderr, /runnel --bucket bootstrap clib\/retained/);
+    ok(["--bucket", "bootstrap", s, "--out", path.join(work, "boot")]);
   });
 });
 
