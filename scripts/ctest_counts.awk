@@ -4,7 +4,9 @@
 #   cmocka     "[  PASSED  ] N test(s)." / "[  FAILED  ] N test(s)" /
 #              "[  SKIPPED ] N test(s)" (summed over the groups of one
 #              executable)
-#   node:test  the TAP summary "# pass N" / "# fail N" / "# skipped N"
+#   node:test  the TAP summary "# pass N" / "# fail N" / "# skipped N", and
+#              "# todo N" (known failures tied to an issue) counted as
+#              skipped
 #   vitest     "Tests  N failed | N passed | N skipped (N)"
 #   a script   its last "N passed, M failed[, K skipped]" line
 # A test that reports none of these counts as one case. A test that ctest
@@ -28,7 +30,8 @@ function add_fields(t, kind, n,    a, k, i) {
   else if (t ~ /^\[  SKIPPED \] [0-9]+ test/) { split(t, a, / +/); ks["cm", n] += a[4]; has["cm", n] = 1 }
   else if (t ~ /^# pass [0-9]+$/) { kp["tap", n] = $4; has["tap", n] = 1 }
   else if (t ~ /^# fail [0-9]+$/) { kf["tap", n] = $4; has["tap", n] = 1 }
-  else if (t ~ /^# skipped [0-9]+$/) { ks["tap", n] = $4; has["tap", n] = 1 }
+  else if (t ~ /^# skipped [0-9]+$/) { ks["tap", n] += $4; has["tap", n] = 1 }
+  else if (t ~ /^# todo [0-9]+$/) { ks["tap", n] += $4; has["tap", n] = 1 }
   else if (t ~ /^ +Tests +[0-9]+ (passed|failed|skipped)/) { kp["vi", n] = 0; kf["vi", n] = 0; ks["vi", n] = 0; add_fields(t, "vi", n) }
   else if (t ~ /^[0-9]+ passed, [0-9]+ failed/) { kp["sh", n] = 0; kf["sh", n] = 0; ks["sh", n] = 0; add_fields(t, "sh", n) }
   next

@@ -63,7 +63,8 @@ count() {
 # run_ctest LABEL BUILD CTEST_ARGS...: runs the tests of BUILD that the
 # arguments select, counts their cases (scripts/ctest_counts.awk), lists
 # the skipped cases with their reasons (node:test's "# SKIP", the scripts'
-# "SKIP name: reason" lines), and shows what failed.
+# "SKIP name: reason" lines) and the known failures (node:test's "# TODO",
+# each naming its issue; counted as skipped), and shows what failed.
 run_ctest() {
   local label=$1 build=$2 log start p f s failed_tests n
   shift 2
@@ -86,6 +87,7 @@ run_ctest() {
   done
   grep -E '^[0-9]+: *ok .* # SKIP' "$log" | sed -E 's/^[0-9]+: */   skipped: /'
   grep -E '^[0-9]+: SKIP ' "$log" | sed -E 's/^[0-9]+: SKIP /   skipped: /'
+  grep -E '^[0-9]+: *(not )?ok .* # TODO' "$log" | sed -E 's/^[0-9]+: */   known failure: /'
   count "$label" "${p:-0}" "${f:-0}" "${s:-0}" $((SECONDS - start))
 }
 

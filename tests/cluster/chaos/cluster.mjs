@@ -35,7 +35,9 @@ export class ChaosCluster {
     const peers = this.nodes.flatMap((p) => ["--peer", `${p.id}=${p.raft},${p.url}`]);
     return ["serve", "--node-id", String(n.id), "--cluster-id", this.clusterId, ...peers,
       "--groups", String(this.groups), "--listen", `${n.addr}:${PUBLIC_PORT}`, "--data-dir", n.dataDir,
-      "--election-timeout-ms", String(this.electionTimeoutMs)];
+      "--election-timeout-ms", String(this.electionTimeoutMs),
+      // the long-polls of /v1/stream/ streams, which take no timeout_ms, end as the others' do
+      "--long-poll-timeout-ms", "1000"];
   }
 
   spawn(n) {
