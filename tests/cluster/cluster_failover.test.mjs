@@ -173,7 +173,13 @@ describe("a deposed leader (§9.2)", () => {
         const g = (await c.report(others[0])).groups[group];
         return g.leader !== null && g.leader !== old.node && g.term > old.term ? g.leader : null;
       });
-      const w = await follow(`${c.url(fresh)}${at(surface, key)}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "b" });
+      // the new leader may answer NO_LEADER (nothing applied) until it is
+      // ready to take writes (seen on the sanitizer build): try again
+      const w = await waitFor(`the new leader, node ${fresh}, takes a write`, async () => {
+        const a = await follow(`${c.url(fresh)}${at(surface, key)}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "b" });
+        if (a.status === 503 && JSON.parse(a.text).error.code === "NO_LEADER") return null;
+        return a;
+      }, 10000, 100);
       assert.ok(w.status === 200 || w.status === 204, `${w.status} ${w.text}`);
       // the new majority freezes and the old leader wakes, still believing
       // it leads its term (its peers answered it before the freeze): a read
