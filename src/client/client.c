@@ -54,9 +54,32 @@ runnel_client *runnel_client_new(const runnel_client_options *o) {
             abort();
     }
     c->o.token = c->token;
+    if (o->ca_file) {
+        c->ca_file = strdup(o->ca_file);
+        if (!c->ca_file)
+            abort();
+    }
+    c->o.ca_file = c->ca_file;
+    c->max_request_bytes = RUNNEL_REQUEST_LIMIT;
     pthread_mutex_init(&c->lock, NULL);
     c->routes = rn_routes_new(RNC_ROUTES);
     return c;
+}
+
+int64_t runnel_client_max_request_bytes(runnel_client *c) {
+    pthread_mutex_lock(&c->lock);
+    int64_t n = c->max_request_bytes;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void rnc_learn_limits(runnel_client *c, const runnel_answer *a) {
+    if (a->max_request_bytes < 0)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->max_request_bytes =
+        a->max_request_bytes < RUNNEL_REQUEST_LIMIT ? a->max_request_bytes : RUNNEL_REQUEST_LIMIT;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void runnel_client_free(runnel_client *c) {
@@ -69,6 +92,7 @@ void runnel_client_free(runnel_client *c) {
     if (c->token)
         memset(c->token, 0, strlen(c->token));
     free(c->token);
+    free(c->ca_file);
     free(c);
 }
 

@@ -23,8 +23,10 @@ struct runnel_client {
     runnel_client_options o;
     char base_url[RNC_URL_MAX];
     char user_agent[64];
-    char *token;          /* o.token's copy, or NULL */
-    pthread_mutex_t lock; /* guards idle[] and routes */
+    char *token;               /* o.token's copy, or NULL */
+    char *ca_file;             /* the options' ca_file, copied; NULL: the system's CAs */
+    pthread_mutex_t lock;      /* guards idle[], routes and max_request_bytes */
+    int64_t max_request_bytes; /* the last Ursula-Max-Request-Bytes read */
     CURL *idle[RNC_IDLE_HANDLES];
     int nidle;
     struct rn_routes *routes; /* util/routes.h */
@@ -85,6 +87,10 @@ void rnc_easy_finish(CURL *e, rnc_request *req, CURLcode code);
  * an answer came (whatever its status), RUNNEL_E_TRANSPORT when none did,
  * RUNNEL_E_USAGE for a bad header value, RUNNEL_E_STOPPED when the sink stopped. */
 runnel_result rnc_perform(runnel_client *c, rnc_request *req, runnel_answer *ans);
+
+/* Keeps the answer's Ursula-Max-Request-Bytes (when it carries one, at
+ * most RUNNEL_REQUEST_LIMIT) as the client's body limit. Thread-safe. */
+void rnc_learn_limits(runnel_client *c, const runnel_answer *a);
 
 /* Takes an easy handle from the client's pool (or a new one) / gives it
  * back. Thread-safe. */

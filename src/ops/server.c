@@ -471,8 +471,8 @@ int rn_serve(int argc, char **argv) {
         return 0;
     }
     rn_log_setup(strcmp(s.cfg.log_format, "json") == 0, rn_log_level_parse(s.cfg.log_level));
-    if (s.cfg.test_hooks)
-        rn_fault_setup();
+    if (s.cfg.test_hooks && rn_fault_setup() != 0)
+        return 1;
     signal(SIGPIPE, SIG_IGN);
     size_pool_for_groups(&s.cfg);
     fit_descriptor_limit(&s.cfg);

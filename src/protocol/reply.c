@@ -19,7 +19,11 @@ static const char COMMON[] =
     "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Producer-Outcome, "
     "Producer-Closed-Epoch, Producer-Closed-Seq, Stream-Offset, ETag, Content-Type, Location, "
     "Stream-Incarnation, Stream-Retained-Offset, Stream-Last-Seq, Stream-Data-Content-Type, "
-    "Ursula-Protocol, Ursula-Cluster-Id, Ursula-Max-Request-Bytes\r\n";
+    "Stream-Snapshot-Offset, Stream-Snapshot-Digest, Stream-Snapshot-Part, "
+    "Stream-Previous-Incarnation, Stream-Inherited-Offset, Stream-Immutable, Ursula-Protocol, "
+    "Ursula-Cluster-Id, Ursula-Max-Request-Bytes, Ursula-Max-Snapshot-Bytes, "
+    "Ursula-Max-Staged-Parts, Ursula-Max-Staged-Bytes, x-ursula-raft-leader-id, "
+    "x-ursula-raft-group, x-ursula-raft-term, Content-Range, Accept-Ranges, Retry-After\r\n";
 
 static char server_metadata[128] = "Ursula-Protocol: 2\r\n";
 static size_t server_metadata_len = 20;
@@ -152,7 +156,8 @@ void rn_reply_preflight(rn_request *req) {
                       "stream-seq, stream-ttl, stream-expires-at, stream-closed, producer-id, "
                       "producer-epoch, producer-seq, producer-digest, stream-forked-from, "
                       "stream-fork-offset, "
-                      "stream-fork-sub-offset, stream-incarnation\r\n"
+                      "stream-fork-sub-offset, stream-incarnation, stream-snapshot-parts, "
+                      "stream-snapshot-digest\r\n"
                       "Access-Control-Max-Age: 86400\r\n");
     rn_http_respond(req, 204, &h, &body);
 }
