@@ -8,9 +8,7 @@
 // answer a stale consistency=leader read. A cluster stopped and started
 // again keeps everything. Each is done through both surfaces: a bucket
 // stream /{bucket}/{id} is /v1/stream/{bucket}/{id}, the same stream in the
-// same group. The /v1/stream/ surface ignores consistency=leader (issue 26):
-// its two deposed-leader reads are marked as known failures of that issue
-// (node:test "todo": run, reported, not failing the file).
+// same group.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
@@ -36,7 +34,6 @@ const live = (n) => c.alive(n);
 // The URL path of stream `key` ("bucket/id") on a surface.
 const SURFACES = ["bucket", "v1"];
 const at = (surface, key) => (surface === "v1" ? `/v1/stream/${key}` : `/${key}`);
-const V1_LEADER_BUG = "issue 26: consistency=leader ignored on /v1/stream/";
 
 // Appends body as (producer p, epoch 0, seq) through node `via`, following
 // redirects, until an answer proves it applied (200/204 with the receipt)
@@ -155,7 +152,7 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
 });
 
 describe("a deposed leader (§9.2)", () => {
-  for (const surface of SURFACES) test(`${surface} surface: frozen while a new leader took a write, it answers no stale consistency=leader read`, { todo: surface === "v1" && V1_LEADER_BUG }, async (t) => {
+  for (const surface of SURFACES) test(`${surface} surface: frozen while a new leader took a write, it answers no stale consistency=leader read`, async (t) => {
     const key = `deposed/${surface}`;
     const made = await follow(`${c.url(1)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "a" });
     assert.equal(made.status, 201, made.text);
@@ -212,7 +209,7 @@ describe("a deposed leader (§9.2)", () => {
     }
   });
 
-  for (const surface of SURFACES) test(`${surface} surface: a leader whose followers froze confirms no consistency=leader read`, { todo: surface === "v1" && V1_LEADER_BUG }, async (t) => {
+  for (const surface of SURFACES) test(`${surface} surface: a leader whose followers froze confirms no consistency=leader read`, async (t) => {
     const key = `deposed/frozen-${surface}`;
     const made = await follow(`${c.url(2)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "x" });
     assert.equal(made.status, 201, made.text);
