@@ -93,6 +93,23 @@ static int own_route(gateway *gw, rn_request *req) {
 
 /* ---- requests ---- */
 
+/* The gateway's answer when the forwarder answers itself: an
+ * intermediary's codes (ext §11), the redirect it could not follow as
+ * NO_LEADER, which the redirect proved (nothing applied). */
+static void refuse_forward(rn_request *req, rn_forward_failure why) {
+    static const rn_error codes[RN_FWD_FAILURES] = {
+        [RN_FWD_NO_NODE] = RN_E_GW_NO_UPSTREAM,
+        [RN_FWD_UNREACHABLE] = RN_E_GW_UPSTREAM_UNREACHABLE,
+        [RN_FWD_NOT_LED] = RN_E_NO_LEADER,
+        [RN_FWD_FAILED] = RN_E_GW_UPSTREAM_FAILED,
+        [RN_FWD_TIMEOUT] = RN_E_GW_UPSTREAM_TIMEOUT,
+        [RN_FWD_BODY_SLOW] = RN_E_GW_BODY_TOO_SLOW,
+        [RN_FWD_BODY_TOO_LARGE] = RN_E_GW_REQUEST_TOO_LARGE,
+        [RN_FWD_BODY_CUT] = RN_E_INVALID_REQUEST,
+        [RN_FWD_BODY_STALLED] = RN_E_GW_STALLED_AFTER_FORWARD};
+    rn_gate_refuse(req, codes[why], why == RN_FWD_NOT_LED ? 1 : 0);
+}
+
 static void admitted(rn_request *req, void *arg) {
     gateway *gw = arg;
     if (rn_gate_admitted(req) && !rn_request_gone(req) && !own_route(gw, req))
@@ -269,7 +286,8 @@ static int run(gateway *gw) {
                             .hold_body_bytes = c->hold_body_bytes,
                             .max_request_bytes = c->max_body_bytes,
                             .idle_ms = c->upstream_idle_ms,
-                            .admin_token = token};
+                            .admin_token = token,
+                            .refuse = refuse_forward};
     gw->fwd = rn_forwarder_new(gw->loop, &fc);
     if (token) {
         memset(token, 0, strlen(token));
