@@ -322,14 +322,14 @@ static void test_metrics(void **state) {
     for (int i = 0; i < 3; i++)
         charge(q, a, &none, 100, 1000, T0);
     charge(q, b, &none, 7, 9, T0);
-    rn_quota_count_refusal(a, RN_E_GW_RATE_LIMITED);
-    rn_quota_count_refusal(a, RN_E_GW_BYTE_RATE_LIMITED); /* the same code */
-    rn_quota_count_refusal(a, RN_E_GW_BYTE_RATE_LIMITED);
-    rn_quota_count_refusal(a, RN_E_GW_FORBIDDEN);
-    rn_quota_count_refusal(a, RN_E_GW_ADMIN_REQUIRED); /* also FORBIDDEN */
-    rn_quota_count_refusal(a, RN_E_GW_UPLOADS_EXHAUSTED);
-    rn_quota_count_refusal(anon, RN_E_GW_INVALID_CREDENTIAL);
-    rn_quota_count_refusal(anon, RN_E_GW_INVALID_CREDENTIAL);
+    rn_quota_count_refusal(a, RN_E_GW_RATE_LIMITED, NULL, 0);
+    rn_quota_count_refusal(a, RN_E_GW_BYTE_RATE_LIMITED, NULL, 0); /* the same code */
+    rn_quota_count_refusal(a, RN_E_GW_BYTE_RATE_LIMITED, NULL, 0);
+    rn_quota_count_refusal(a, RN_E_GW_FORBIDDEN, NULL, 0);
+    rn_quota_count_refusal(a, RN_E_GW_ADMIN_REQUIRED, NULL, 0); /* also FORBIDDEN */
+    rn_quota_count_refusal(a, RN_E_GW_UPLOADS_EXHAUSTED, NULL, 0);
+    rn_quota_count_refusal(anon, RN_E_GW_INVALID_CREDENTIAL, NULL, 0);
+    rn_quota_count_refusal(anon, RN_E_GW_INVALID_CREDENTIAL, NULL, 0);
     char *text = metrics_text(q);
     assert_int_equal(metric(text, "runnel_gateway_requests_total{tenant=\"acme\"}"), 3);
     assert_int_equal(metric(text, "runnel_gateway_requests_total{tenant=\"beta\"}"), 1);
@@ -415,8 +415,8 @@ static void test_usage_lines(void **state) {
         const char *bk = reqs[i].bucket;
         rn_quota_release(q, &h, &none, bk, bk ? strlen(bk) : 0, reqs[i].in, reqs[i].out, T0);
     }
-    rn_quota_count_refusal(a, RN_E_GW_RATE_LIMITED);
-    rn_quota_count_refusal(a, RN_E_GW_FORBIDDEN);
+    rn_quota_count_refusal(a, RN_E_GW_RATE_LIMITED, NULL, 0);
+    rn_quota_count_refusal(a, RN_E_GW_FORBIDDEN, NULL, 0);
     const int64_t ts = INT64_C(1811808000123);
     char *text = usage_text(q, ts);
     usage o = usage_of(text, "acme", "orders", ts);
