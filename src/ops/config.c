@@ -123,6 +123,10 @@ static const setting SETTINGS[] = {
          "cluster mode: this node joins a running cluster: its groups wait to be added "
          "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
          "peers as voters"),
+    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 0,
+         "cluster mode: a write for a group another node leads is forwarded to that leader and "
+         "its answer relayed (the body streamed through), instead of answered 307 (for clients "
+         "that cannot follow a redirect with a body); a forwarded write is never forwarded again"),
     U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
         "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
         "applied entries and drops the log before it"),

@@ -26,6 +26,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/forward_writes.h"
 #include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
@@ -69,8 +70,9 @@ typedef struct {
     rn_admin_auth admin; /* --admin-token-file */
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
-    rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
-    rn_gate *gate;       /* --tenants: the gate in front of the routes */
+    rn_tls_context *tls;           /* --tls-cert: the port speaks TLS */
+    rn_gate *gate;                 /* --tenants: the gate in front of the routes */
+    rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
@@ -116,6 +118,7 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_http_close(s->http);
+    rn_write_forwarder_stop(s->forwarder);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
     s->cluster = NULL;
@@ -369,6 +372,11 @@ static void start_cluster(server *s) {
            (unsigned long long)s->cfg.node_id, s->cfg.cluster_id, (unsigned long long)s->cfg.groups,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
     rn_cluster_view view = rn_cluster_view_of(s->cluster);
+    if (s->cfg.forward_writes) {
+        s->forwarder = rn_write_forwarder_new(s->loop, &s->cfg);
+        view.forward = rn_write_forwarder_take;
+        view.forward_ctx = s->forwarder;
+    }
     rn_routing_setup(&view, rn_router_handle, &s->router);
     s->endpoints.cluster_route = cluster_route;
     s->endpoints.cluster_ready = cluster_ready;
@@ -620,6 +628,7 @@ int rn_serve(int argc, char **argv) {
     rn_live_free(s.live);
     rn_http_free(s.http);
     rn_gate_free(s.gate);
+    rn_write_forwarder_free(s.forwarder);
     rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);

@@ -88,6 +88,8 @@ int rn_routing_write(rn_request *req, const char *key, size_t len) {
     routing.view.route(routing.view.ctx, key, len, &r);
     if (r.serves)
         return 0;
+    if (routing.view.forward && routing.view.forward(routing.view.forward_ctx, req, &r))
+        return 1;
     answer_elsewhere(req, &r, req->body.len == 0);
     return 1;
 }

@@ -92,6 +92,9 @@ struct rn_request {
      * the public marks below. */
     unsigned route_flags;
     void *handler_data;
+    /* Set by the transport while the on_headers hook runs: the body is still
+     * to come (a handler may take it as it arrives: rn_request_stream_body). */
+    int body_pending;
     /* Set by the on_headers hook: the body bytes per second this request's
      * body must keep to extend its request timeout (0: the server's
      * min_body_rate). */

@@ -271,7 +271,10 @@ static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     int close_after = h->close_after_response;
     h->close_after_response = close_after || wants_continue;
     h->state = ST_EARLY;
-    srv->cfg.on_headers(&h->cur->req, srv->arg); /* may answer: see response_finished() */
+    rn_request *req = &h->cur->req;
+    req->body_pending = 1;
+    srv->cfg.on_headers(req, srv->arg); /* may answer: see response_finished() */
+    req->body_pending = 0;              /* the request is not freed: the connection holds it */
     if (h->state == ST_STREAMING)
         h->close_after_response = close_after;
     if (h->state != ST_EARLY)
