@@ -290,6 +290,7 @@ typedef struct {
     uint64_t restores;      /* snapshots restored (at start or sent by a leader) */
     uint64_t read_rounds;   /* confirmation rounds started for reads, ... */
     uint64_t read_barriers; /* ... of which barrier entries (the rest asked the peers) */
+    uint64_t nudges;        /* barriers appended to tell the followers a commit at once */
     uint64_t proposals_inflight;
 } consensus_group_info;
 
