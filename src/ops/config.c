@@ -127,6 +127,12 @@ static const setting SETTINGS[] = {
          "cluster mode: a write for a group another node leads is forwarded to that leader and "
          "its answer relayed (the body streamed through), instead of answered 307 (for clients "
          "that cannot follow a redirect with a body); a forwarded write is never forwarded again"),
+    {"follower-reads", "RUNNEL_FOLLOWER_READS", KIND_CHOICE, offsetof(rn_config, follower_reads), 0,
+     0, 0, "confirm",
+     "cluster mode: a read on a follower that does not ask consistency=local waits until the "
+     "follower applied what the group's leader had committed when the read arrived (confirm: "
+     "read-your-writes through any node), or is answered from what it applied at once (local)",
+     "confirm|local"},
     U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
         "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
         "applied entries and drops the log before it"),

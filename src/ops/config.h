@@ -94,6 +94,7 @@ typedef struct {
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
     int join;                     /* a node added to a running cluster: groups wait to be added */
     int forward_writes;     /* a write for another node's group goes to its leader from here */
+    char follower_reads[8]; /* \"confirm\": reads wait for the leader's ReadIndex; \"local\" */
     char config_file[4096]; /* empty: none */
     int print_config;       /* print the effective configuration and exit */
     char log_format[8];     /* "text" or "json" */

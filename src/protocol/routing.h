@@ -57,6 +57,11 @@ typedef struct {
      * forwarder took req (it answers), 0 to answer as usual. NULL: never. */
     int (*forward)(void *ctx, rn_request *req, const rn_group_route *r);
     void *forward_ctx;
+    /* A local read on a follower waits for this (read-your-writes): cb
+     * with 1 once this replica applied what the group's leader committed
+     * before the call, 0 when that could not be known (at once when no
+     * leader is known). NULL: local reads are served at once. */
+    void (*follower_confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
 } rn_cluster_view;
 
 /* Sets the view (cluster mode), and how a confirmed read is run again:
