@@ -109,11 +109,12 @@ static void body_written(void *arg, int status, int cold, const char *body_key) 
     snap_ctx *c = arg;
     if (status < 0) {
         rn_buf extra = {0};
-        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-        if (status == -ENOSPC)
+        if (status == -ENOSPC) {
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
             rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
-        else
-            rn_reply_cold_failure(c->req, status, &extra);
+        } else {
+            rn_reply_cold_failure(c->req, status, NULL);
+        }
         ctx_free(c);
         return;
     }
