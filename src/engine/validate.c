@@ -188,7 +188,7 @@ static verdict validate_append(rn_engine *e, rn_op *op, rn_stream *s, int64_t no
         }
     }
     if (len && engine_hot_budget_spent(e))
-        return answer(RN_ERR_COLD_BACKPRESSURE, s);
+        return answer(engine_hot_budget_refusal(e, &op->out.cause), s);
     priv(op)->cmd = (rn_cmd){.type = RN_CMD_APPEND,
                              .stream_id = s->id,
                              .offset = s->tail,

@@ -20,8 +20,9 @@ typedef struct {
     rn_surface *surface;
     struct rn_tiers *tiers; /* the history read cache's and flush's counters */
     rn_http_server *http;
-    rn_probe *probe;            /* the data directory probe (readiness) */
-    struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */
+    rn_probe *probe;             /* the data directory probe (readiness) */
+    struct rn_cold_claim *claim; /* the cold store's claim at start (readiness), or NULL */
+    struct rn_backups *backups;  /* POST /__runnel/backup, or NULL (no --backup-to) */
     /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
      * 1 when it answered) and a readiness condition (1: ready, else 0 with
      * why), both given cluster_ctx. */
