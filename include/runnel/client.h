@@ -174,6 +174,9 @@ typedef struct {
     int cluster_aware;       /* learn stream leaders from redirects (§5.7) */
     size_t max_error_body;   /* error body bytes kept; 0: 16384 */
     const char *user_agent;  /* NULL: "librunnel/VERSION" */
+    /* A credential of a gateway's tenant (an API key or a JWT), sent as
+     * `Authorization: Bearer TOKEN` on every request; NULL: none. Copied. */
+    const char *token;
 } runnel_client_options;
 
 /* A client for one server (or cluster). Returns NULL for a missing or

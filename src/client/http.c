@@ -141,6 +141,10 @@ void rnc_easy_setup(runnel_client *c, CURL *e, rnc_request *req, runnel_answer *
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    if (c->token) {
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+        curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, c->token);
+    }
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      c->o.connect_timeout_ms ? c->o.connect_timeout_ms : 10000L);
     if (!req->live)

@@ -26,11 +26,14 @@ typedef struct {
     char listen_host[256];
     int listen_port;
     char data_dir[4096];
-    char tls_cert[4096];  /* PEM certificate chain; empty: cleartext (with tls_key) */
-    char tls_key[4096];   /* PEM private key of tls_cert */
-    char tls_ca[4096];    /* CA file for https requests to peers; empty: the system's */
-    char cluster_id[128]; /* empty: generated once and kept in the data dir */
-    char public_url[512]; /* empty: http://<listen> */
+    char tls_cert[4096];         /* PEM certificate chain; empty: cleartext (with tls_key) */
+    char tls_key[4096];          /* PEM private key of tls_cert */
+    char tls_ca[4096];           /* CA file for https requests to peers; empty: the system's */
+    char admin_token_file[4096]; /* the operator routes' token (ops/admin_auth.h); empty: open */
+    int metrics_need_token;      /* /__runnel/metrics is an operator route too */
+    char cluster_key_file[4096]; /* the cluster key (cluster/peer_auth.h); empty: none */
+    char cluster_id[128];        /* empty: generated once and kept in the data dir */
+    char public_url[512];        /* empty: http://<listen> */
     int webhook_allow_loopback;
     uint64_t webhook_timeout_ms;
     uint64_t long_poll_timeout_ms;
@@ -95,14 +98,32 @@ typedef struct {
     char log_format[8];           /* "text" or "json" */
     char log_level[8];            /* "debug", "info", "warn" or "error" */
     int access_log;               /* one log line per answered request */
+    /* The gate (src/gateway/): runnel gateway, and runnel serve with it */
+    char tenants[4096];             /* the tenants file; "": no gate (serve only) */
+    uint64_t upload_budget_bytes;   /* declared upload bytes at once, all tenants; 0: none */
+    char usage_log[4096];           /* JSON lines of usage; "": none */
+    uint64_t usage_log_max_bytes;   /* rotated past this */
+    uint64_t usage_log_interval_ms; /* a line per tenant and bucket this often */
+    /* runnel gateway only */
+    char upstreams[RN_MAX_PEERS][512]; /* the nodes' base URLs */
+    int n_upstreams;
+    uint64_t upstream_timeout_ms;         /* for an answer's head */
+    uint64_t upstream_idle_ms;            /* an idle connection to a node is kept this long */
+    uint64_t hold_body_bytes;             /* bodies up to this are read whole and kept */
+    char upstream_admin_token_file[4096]; /* the nodes' admin token, for operator routes */
 } rn_config;
+
+/* Which command a configuration is for: the settings of one are unknown to
+ * the other, but for those they share (listening, TLS, limits, logs). */
+typedef enum { RN_CONFIG_SERVE, RN_CONFIG_GATEWAY } rn_config_scope;
 
 enum { RN_COLD_NONE, RN_COLD_LOCAL, RN_COLD_S3 };
 
 /* Fills cfg from defaults, the environment and argv (the arguments after
  * "serve"). Returns 0; 1 when --help was printed; -1 with a message in err
  * for a bad flag, value or environment variable. */
-int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap);
+int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv, char *err,
+                   size_t errcap);
 
 /* The smallest read cache of tiered history that holds the chunks of the
  * largest read (--max-read-bytes plus 16 MiB); --hot-bytes refuses a
@@ -110,6 +131,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
 uint64_t rn_config_history_cache_floor(const rn_config *cfg);
 /* Writes the effective configuration as key=value pairs separated by sep
  * (" " for a log line, "\n" for --print-config). */
-void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap);
+void rn_config_describe(const rn_config *cfg, rn_config_scope scope, const char *sep, char *out,
+                        size_t cap);
 
 #endif

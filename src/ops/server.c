@@ -71,9 +71,11 @@ typedef struct {
     rn_subs *subs;
     rn_router router;
     rn_endpoints endpoints;
+    rn_admin_auth admin; /* --admin-token-file */
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
     rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
+    rn_gate *gate;       /* --tenants: the gate in front of the routes */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     int recovery_done;    /* the engine is open (or failed to) */
@@ -114,6 +116,8 @@ static void close_handles(server *s) {
     rn_probe_stop(s->endpoints.probe);
     rn_cold_claim_stop(s->claim);
     s->claim = s->endpoints.claim = NULL;
+    if (s->gate)
+        rn_gate_stop(s->gate);
     if (s->subs)
         rn_subs_stop(s->subs);
     if (s->tiers)
@@ -162,16 +166,22 @@ static void on_signal(uv_signal_t *sig, int signum) {
     begin_shutdown(s);
 }
 
-/* SIGHUP: the TLS certificate and key are read again; new handshakes use
- * them, open connections keep theirs. A failed reload changes nothing. */
+/* SIGHUP: the tenants file, and the TLS certificate and key, are read
+ * again; requests in flight keep the tenants they started with, new
+ * handshakes use the new certificate, open connections keep theirs. A
+ * failed reload changes nothing. */
 static void on_sighup(uv_signal_t *sig, int signum) {
     server *s = sig->data;
     (void)signum;
+    char err[1024];
+    if (s->gate && rn_gate_reload(s->gate, err, sizeof err) < 0)
+        rn_log(RN_LOG_ERROR, "reload", "tenants file not reloaded, the previous one stays: %s",
+               err);
     if (!s->tls) {
-        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert to reload");
+        if (!s->gate)
+            rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert or --tenants to reload");
         return;
     }
-    char err[1024];
     if (rn_tls_context_reload(s->tls, err, sizeof err) < 0)
         rn_log(RN_LOG_ERROR, "reload", "TLS certificate not reloaded, the previous one stays: %s",
                err);
@@ -226,18 +236,18 @@ static void wake_end(void *arg) {
     rn_http_batch_flush(arg);
 }
 
-/* Runnel has no access control: a listener other hosts can reach exposes
- * everything to them. Says so once, at start. */
-static void warn_if_exposed(const rn_http_server *http) {
+/* Without --tenants a node has no access control: a listener other hosts
+ * can reach exposes everything to them. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate) {
     char where[512];
-    if (rn_http_listen_addresses(http, where, sizeof where) == 0)
+    if (gate || rn_http_listen_addresses(http, where, sizeof where) == 0)
         return;
     rn_log(RN_LOG_WARN, "start",
            "listening on %s, which other hosts can reach, without any access control: anyone "
            "who reaches it can read, append to, close and delete every stream and bucket, "
            "create new ones, publish snapshots, advance retention, manage subscriptions and "
-           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT) or put an "
-           "authenticating proxy in front",
+           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
+           "--tenants, or put runnel gateway in front",
            where);
 }
 
@@ -255,7 +265,8 @@ static void access_line(const rn_request *req) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
     rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
-                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000);
+                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
+                  req->gate_ticket ? rn_gate_tenant(req) : NULL);
 }
 
 /* ---- recovery ---- */
@@ -327,10 +338,31 @@ static void recovered(uv_work_t *w, int status) {
 
 /* ---- cluster mode ---- */
 
+/* The cluster's routes, each after the check of who may call it
+ * (rn_cluster_route_kind_of). */
 static int cluster_route(void *ctx, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len) {
     server *s = ctx;
-    return s->cluster && rn_cluster_handle(s->cluster, req, path, path_len, query, query_len);
+    if (!s->cluster)
+        return 0;
+    bool allowed = true;
+    switch (rn_cluster_route_kind_of(path, path_len, query, query_len)) {
+    case RN_CLUSTER_ROUTE_NONE:
+        return 0;
+    case RN_CLUSTER_ROUTE_OPEN:
+        break;
+    case RN_CLUSTER_ROUTE_PEER:
+        allowed = rn_cluster_peer_authorize(s->cluster, req);
+        break;
+    case RN_CLUSTER_ROUTE_OPERATOR:
+        allowed = rn_admin_authorize(&s->admin, req);
+        break;
+    case RN_CLUSTER_ROUTE_PEER_OR_OPERATOR: /* a signed request is judged as a peer's */
+        allowed = rn_cluster_peer_signed(req) ? rn_cluster_peer_authorize(s->cluster, req)
+                                              : rn_admin_authorize(&s->admin, req);
+        break;
+    }
+    return !allowed || rn_cluster_handle(s->cluster, req, path, path_len, query, query_len);
 }
 
 static void cluster_metrics(void *ctx, rn_buf *out) {
@@ -454,7 +486,7 @@ int rn_serve(int argc, char **argv) {
     static server s; /* the process's one server; static keeps it off the stack */
     memset(&s, 0, sizeof s);
     char err[512];
-    int rc = rn_config_load(&s.cfg, argc, argv, err, sizeof err);
+    int rc = rn_config_load(&s.cfg, RN_CONFIG_SERVE, argc, argv, err, sizeof err);
     if (rc == 1)
         return 0;
     if (rc == 0)
@@ -477,7 +509,7 @@ int rn_serve(int argc, char **argv) {
     }
     char desc[8192];
     if (s.cfg.print_config) {
-        rn_config_describe(&s.cfg, "\n", desc, sizeof desc);
+        rn_config_describe(&s.cfg, RN_CONFIG_SERVE, "\n", desc, sizeof desc);
         printf("%s\n", desc);
         return 0;
     }
@@ -502,10 +534,32 @@ int rn_serve(int argc, char **argv) {
     s.loop = uv_default_loop();
     srand((unsigned)(rn_now_ms() ^ getpid()));
 
-    s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks};
+    if (rn_admin_auth_load(&s.admin, s.cfg.admin_token_file, err, sizeof err) != 0) {
+        rn_log(RN_LOG_ERROR, "start", "%s", err);
+        return 1;
+    }
+    s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks,
+                                 .admin = &s.admin,
+                                 .metrics_need_token = s.cfg.metrics_need_token};
+    if (s.cfg.tenants[0]) {
+        rn_gate_config gc = {.tenants_path = s.cfg.tenants,
+                             .max_request_bytes = s.cfg.max_body_bytes,
+                             .upload_budget_bytes = s.cfg.upload_budget_bytes,
+                             .usage_log = s.cfg.usage_log,
+                             .usage_log_max_bytes = s.cfg.usage_log_max_bytes,
+                             .usage_log_interval_ms = s.cfg.usage_log_interval_ms};
+        s.gate = rn_gate_new(s.loop, &gc, err, sizeof err);
+        if (!s.gate) {
+            rn_log(RN_LOG_ERROR, "start", "%s", err);
+            return 1;
+        }
+    }
+    s.endpoints.gate = s.gate;
+    s.endpoints.max_body_bytes = s.cfg.max_body_bytes;
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
-                           .ops_arg = &s.endpoints};
+                           .ops_arg = &s.endpoints,
+                           .gate = s.gate};
     if (s.cfg.tls_cert[0]) {
         s.tls = rn_tls_context_new(s.cfg.tls_cert, s.cfg.tls_key, err, sizeof err);
         if (!s.tls) {
@@ -531,7 +585,7 @@ int rn_serve(int argc, char **argv) {
                          .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early,
-                         .on_headers_every_body = s.cfg.node_id != 0,
+                         .on_headers_every_body = s.cfg.node_id != 0 || s.gate,
                          .fanout_threads = (int)s.cfg.fanout_threads,
                          .tls = s.tls};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
@@ -541,9 +595,9 @@ int rn_serve(int argc, char **argv) {
         return 1;
     }
     s.endpoints.http = s.http;
-    rn_config_describe(&s.cfg, " ", desc, sizeof desc);
+    rn_config_describe(&s.cfg, RN_CONFIG_SERVE, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
-    warn_if_exposed(s.http);
+    warn_if_exposed(s.http, s.gate);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
@@ -610,8 +664,10 @@ int rn_serve(int argc, char **argv) {
         rn_surface_free(s.surface);
     rn_live_free(s.live);
     rn_http_free(s.http);
+    rn_gate_free(s.gate);
     rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
+    rn_admin_auth_clear(&s.admin);
     close(lock_fd);
     rn_log(RN_LOG_INFO, "stopped", "exit code %d", s.exit_code);
     return s.exit_code;

@@ -113,10 +113,15 @@ void rn_reply_missing(rn_request *req, rn_error e, const char *key, size_t key_l
     rn_buf_free(&path);
 }
 
-void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
-                           size_t detail_len) {
+/* An error answer, with the server's metadata or without it (an
+ * intermediary's own answer, ext §10). */
+static void error_answer(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                         size_t detail_len, int server_metadata_too) {
     rn_buf h = {0}, body = {0};
-    rn_reply_common(&h);
+    if (server_metadata_too)
+        rn_reply_common(&h);
+    else
+        rn_buf_append(&h, COMMON, sizeof COMMON - 1);
     rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
     if (extra) {
         rn_buf_append(&h, extra->data, extra->len);
@@ -124,6 +129,16 @@ void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const cha
     }
     rn_error_body(e, detail, detail_len, &body);
     rn_http_respond(req, rn_error_status(e), &h, &body);
+}
+
+void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                           size_t detail_len) {
+    error_answer(req, e, extra, detail, detail_len, 1);
+}
+
+void rn_reply_intermediary_error(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                                 size_t detail_len) {
+    error_answer(req, e, extra, detail, detail_len, 0);
 }
 
 void rn_reply_preflight(rn_request *req) {

@@ -286,10 +286,11 @@ static stream_ctx *reader_ctx(const rn_live_reader *r) {
  * sends the same error as its last event). */
 static rn_error live_end_error(rn_live_end why) {
     assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED ||
-           why == RN_LIVE_COLD);
+           why == RN_LIVE_COLD || why == RN_LIVE_EXPIRED);
     return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
            : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
            : why == RN_LIVE_COLD      ? RN_E_COLD_STORE_FAILED
+           : why == RN_LIVE_EXPIRED   ? RN_E_GW_CREDENTIAL_EXPIRED
                                       : RN_E_INTERNAL;
 }
 
@@ -312,7 +313,7 @@ static void answer_live_poll(rn_live_reader *r, rn_stream *s, rn_live_end why) {
  * event whose data is the error body on one line (ext §11). */
 static void sse_error_body(const rn_live_reader *r, rn_live_end why, rn_buf *out) {
     const stream_ctx *c = reader_ctx(r);
-    if (!c->prof->sse_error_events)
+    if (!c->prof->sse_error_events && why != RN_LIVE_EXPIRED) /* a gate's event: any surface */
         return;
     rn_error e = live_end_error(why);
     rn_buf path = {0};

@@ -40,6 +40,7 @@ void rn_cli_usage(FILE *out) {
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  runnel %s\n", COMMANDS[i].usage);
     fprintf(out, "\ncommon options: --url URL (or RUNNEL_URL; default http://127.0.0.1:4437),\n"
+                 "  --token TOKEN (or RUNNEL_TOKEN: a gateway's API key or JWT),\n"
                  "  --json (machine-readable output), --bucket (STREAM is bucket/stream on the\n"
                  "  bucket surface), -q (no summary on stderr). STREAM is a name on the\n"
                  "  /v1/stream/ surface, a path (/bucket/stream) or a full URL.\n"
@@ -59,6 +60,7 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
     for (; longopts && longopts[n].name && n < 40; n++)
         all[n] = longopts[n];
     all[n++] = (struct option){"url", required_argument, NULL, 0x100};
+    all[n++] = (struct option){"token", required_argument, NULL, 0x103};
     all[n++] = (struct option){"json", no_argument, NULL, 0x101};
     all[n++] = (struct option){"bucket", no_argument, NULL, 0x102};
     all[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
@@ -76,6 +78,9 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
             continue;
         case 0x101:
             x->json = 1;
+            continue;
+        case 0x103:
+            x->token = optarg;
             continue;
         case 0x102:
             x->bucket = 1;
@@ -113,7 +118,10 @@ int cli_connect(cli_ctx *x) {
         x->url = getenv("RUNNEL_URL");
     if (!x->url || !x->url[0])
         x->url = "http://127.0.0.1:4437";
-    runnel_client_options o = {.base_url = x->url};
+    if (!x->token)
+        x->token = getenv("RUNNEL_TOKEN");
+    runnel_client_options o = {.base_url = x->url,
+                               .token = x->token && x->token[0] ? x->token : NULL};
     x->client = runnel_client_new(&o);
     if (!x->client) {
         fprintf(stderr, "runnel: %s is not an http:// or https:// URL\n", x->url);

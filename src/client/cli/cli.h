@@ -25,10 +25,11 @@ enum {
 
 /* Options every subcommand takes. */
 typedef struct {
-    const char *url; /* --url, else RUNNEL_URL, else http://127.0.0.1:4437 */
-    int json;        /* --json: one JSON document (or one per line) on stdout */
-    int bucket;      /* --bucket: names are bucket/stream on the bucket surface */
-    int quiet;       /* -q: no human summary on stderr */
+    const char *url;   /* --url, else RUNNEL_URL, else http://127.0.0.1:4437 */
+    const char *token; /* --token, else RUNNEL_TOKEN: a gateway's credential */
+    int json;          /* --json: one JSON document (or one per line) on stdout */
+    int bucket;        /* --bucket: names are bucket/stream on the bucket surface */
+    int quiet;         /* -q: no human summary on stderr */
     runnel_client *client;
 } cli_ctx;
 
