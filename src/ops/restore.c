@@ -53,6 +53,7 @@ typedef struct {
     rn_tiers *tiers;
     rn_store *bucket;          /* the whole bucket: copies of referenced bodies */
     const char *source_prefix; /* --source-s3-prefix: where they are, or NULL */
+    int claimed;               /* the S3 cold store's prefix is this restore's now */
     const char *name;
     char err[1024];
 } restore;
@@ -351,7 +352,8 @@ static int claim_cold(restore *r) {
                  r->cfg->s3_prefix, why);
         return -1;
     }
-    if (!rn_tiers_body_shared(r->tiers, 1))
+    r->claimed = rn_tiers_body_shared(r->tiers, 1);
+    if (!r->claimed)
         return 0;
     return rn_s3_backend_open(r->loop, r->cfg, "the S3 bucket", "", NULL, &r->bucket, r->err,
                               sizeof r->err);
@@ -456,8 +458,12 @@ int rn_restore_cmd(int argc, char **argv) {
                "rewritten (new Stream-Incarnation)\n",
                count, name, cfg.data_dir);
     else
-        fprintf(stderr, "runnel restore: %s; %s is not a store (it keeps %s)\n", r.err,
-                cfg.data_dir, INCOMPLETE_MARKER);
+        fprintf(stderr, "runnel restore: %s; %s is not a store (it keeps %s)%s\n", r.err,
+                cfg.data_dir, INCOMPLETE_MARKER,
+                r.claimed ? ", and the S3 prefix it claimed belongs to that directory's "
+                            "deployment: restore again into a new prefix, or remove the "
+                            "objects under it first"
+                          : "");
     if (r.tiers)
         rn_tiers_stop(r.tiers);
     if (cold && cold->ops->stop)

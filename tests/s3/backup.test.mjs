@@ -207,6 +207,8 @@ describe("a backup to an S3 prefix, restored from it", () => {
       ["--source-s3-prefix", "elsewhere/"]);
     assert.equal(r.code, 1, r.stdout);
     assert.match(r.stderr, /references in the cold store at --source-s3-prefix "elsewhere\/", cannot be copied/);
+    assert.match(r.stderr, /the S3 prefix it claimed belongs to that directory's deployment: restore again into a new prefix/,
+      "a failed restore says that the prefix it claimed is taken");
     assert.ok(!fs.existsSync(path.join(work, "r3", "checkpoint")));
     const none = runCli(["restore", "--from", "s3:backups/", "--name", "s3one", "--data-dir", path.join(work, "r4"),
       "--cold-store=s3", ...s3Opts, "--s3-prefix", "r4/"], { timeoutMs: 120000 });
