@@ -95,7 +95,7 @@ function assertChunksIntact(prefix, id) {
 async function damagedDirectory(prefix, { damageMoves }) {
   const srv = new Server({
     args: ["--cold-store=s3", "--s3-endpoint", S3_ENDPOINT, "--s3-bucket", S3_BUCKET, "--s3-prefix", `${prefix}/`,
-      "--s3-timeout-ms", "2000", "--hot-bytes", String(64 * MiB), "--history-cache-bytes", String(32 * MiB)],
+      "--hot-bytes", String(64 * MiB), "--history-cache-bytes", String(32 * MiB)],
   });
   servers.push(srv);
   await srv.start();

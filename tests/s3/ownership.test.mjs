@@ -31,7 +31,7 @@ import { objectBytes, objectsUnder, overwriteObject } from "./objects.mjs";
 const OCTET = "application/octet-stream";
 const { S3_ENDPOINT, S3_BUCKET, S3_TEST_DIR } = process.env;
 assert.ok(S3_ENDPOINT && S3_BUCKET && S3_TEST_DIR, "run through tests/s3/run_with_endpoint.sh");
-const s3Opts = ["--s3-endpoint", S3_ENDPOINT, "--s3-bucket", S3_BUCKET, "--s3-timeout-ms", "5000"];
+const s3Opts = ["--s3-endpoint", S3_ENDPOINT, "--s3-bucket", S3_BUCKET];
 const cold = (prefix) => ["--cold-store=s3", ...s3Opts, "--s3-prefix", prefix];
 
 const servers = [];
