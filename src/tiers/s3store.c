@@ -1,7 +1,11 @@
 /*
  * s3store.c — the S3 store (s3store.h): the operations of store.h as S3
- * calls, with retries, the mapping of S3's answers to -errno, and the
- * cold store's metrics; concat is in s3concat.c (s3store_int.h).
+ * calls, with retries, all tries of a call within the bound of one (one
+ * timer, the store's clock, for the earliest retry or bound due), the
+ * mapping of S3's answers to -errno and the last failure in the store's
+ * words, and the cold store's metrics; concat is in s3concat.c, the owner
+ * object (claimed at start, checked before every removal) in s3owner.c
+ * (s3store_int.h).
  *
  * put: one PutObject, or above part_bytes a multipart upload of parts sent
  * from the caller's memory one after another. open: a ranged GET into an
@@ -12,7 +16,8 @@
  * already sends (a pipe would need a second sending path, and a stalled
  * client would stall the GET). list: ListObjectsV2 pages. remove:
  * DeleteObjects by 1,000 keys. sweep: a listing whose pages' old objects
- * are deleted page by page (memory bounded by a page).
+ * are deleted page by page (memory bounded by a page). remove and sweep
+ * read the owner object first.
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include "tiers/s3store_int.h"
