@@ -23,6 +23,7 @@
  * read as usual, after a 100 Continue when the client asked for one.
  */
 #include "transport/http1.h"
+#include "transport/status.h"
 #include "transport/http2.h"
 #include "transport/request.h"
 #include "transport/request_head.h"
@@ -400,59 +401,6 @@ static void http1_written(rn_conn *c, int body_piece) {
         process_input(h); /* pipelined requests waited for the answers to go out */
 }
 
-static const char *reason(int status) {
-    switch (status) {
-    case 100:
-        return "Continue";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 410:
-        return "Gone";
-    case 412:
-        return "Precondition Failed";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 416:
-        return "Range Not Satisfiable";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return "Unknown";
-    }
-}
-
 /* ---- HTTP/1.1 answers ---- */
 
 /* Sends the status line, the handler's header lines, the framing of a body
@@ -462,7 +410,7 @@ static void http1_send_head(rn_exchange *x, int status, rn_buf *head, uint64_t l
                             rn_buf *body) {
     rn_conn *c = x->conn;
     rn_buf out = {0};
-    rn_buf_appendf(&out, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    rn_buf_appendf(&out, "HTTP/1.1 %d %s\r\n", status, rn_http_reason(status));
     rn_buf_append(&out, head->data, head->len);
     if (length == RN_ANSWER_STREAMED)
         rn_buf_append_str(&out, "Transfer-Encoding: chunked\r\n");
@@ -550,7 +498,7 @@ static void reject_raw(rn_http1 *h, int status) {
     static char buf[128];
     int n = snprintf(buf, sizeof buf,
                      "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
-                     reason(status));
+                     rn_http_reason(status));
     rn_buf head = {0};
     rn_buf_append(&head, buf, (size_t)n);
     detach_request(h, 1);
