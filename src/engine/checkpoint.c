@@ -6,9 +6,11 @@
  * After checkpoint_bytes of log, the log's batch hook (run between batches,
  * when nothing is in flight) serializes the state and rotates the log; a
  * worker then syncs the file system (making every stream file durable up
- * to the rotation), writes <dir>/checkpoint atomically (checkpoint.tmp,
- * fdatasync, rename, directory fsync), and the segments before the
- * rotation are dropped.
+ * to the rotation), writes <dir>/checkpoint atomically (util/files.c:
+ * checkpoint.tmp, fsync, rename, directory fsync), and only when every one
+ * of those steps succeeded are the segments before the rotation dropped; a
+ * step that failed (a directory that could not even be opened at the file
+ * descriptor limit included) fails the checkpoint and the log keeps them.
  *
  * Image: magic "RNCKPT03", u64 first segment to replay, u64 next id, u64
  * stream count, the streams (encode_stream), u64 namespace count, the
@@ -22,6 +24,7 @@
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/fault.h"
+#include "util/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -394,40 +397,7 @@ int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams) {
 }
 
 int engine_checkpoint_write(const char *dir, const rn_buf *image) {
-    char tmp[PATH_MAX], final[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/checkpoint.tmp", dir);
-    snprintf(final, sizeof final, "%s/checkpoint", dir);
-    int status = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    size_t off = 0;
-    while (off < image->len) {
-        ssize_t w = write(fd, image->data + off, image->len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            status = -errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (!status && fdatasync(fd) < 0)
-        status = -errno;
-    close(fd);
-    rn_fault_point("checkpoint-before-rename");
-    if (!status && rename(tmp, final) < 0)
-        status = -errno;
-    if (status) {
-        unlink(tmp); /* a partial image must not hold the space a full disk needs */
-        return status;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        if (fsync(dfd) < 0)
-            status = -errno;
-        close(dfd);
-    }
-    return status;
+    return rn_atomic_write_file(dir, "checkpoint", image->data, image->len, 0644);
 }
 
 /* Syncs the file system, then writes the image atomically (worker thread,

@@ -178,8 +178,10 @@ void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b);
  * -EBADMSG when the image is damaged (st then holds what was read). */
 int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t now,
                         uint64_t *segment, uint64_t *streams);
-/* Writes image as <dir>/checkpoint atomically and durably (checkpoint.tmp,
- * fdatasync, rename, directory fsync). Returns 0 or -errno. */
+/* Writes image as <dir>/checkpoint atomically and durably (util/files.c's
+ * atomic write: checkpoint.tmp, fsync, rename, directory fsync). Returns 0
+ * only when every step succeeded, else -errno: the checkpoint then counts
+ * for nothing and the log segments it would replace must stay. */
 int engine_checkpoint_write(const char *dir, const rn_buf *image);
 /* The checkpoint's records, which manifests (replica.c) reuse: u64 count
  * then every applied stream pick selects (NULL: all); u64 count then one
