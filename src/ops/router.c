@@ -66,6 +66,11 @@ static void log_route(const rn_request *req, const char *to) {
 
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (req->timed_out) { /* nothing of it reached a route: refused */
+        log_route(req, "408 BODY_TOO_SLOW (not received within --request-timeout-ms)");
+        rn_reply_error(req, RN_E_REQUEST_TIMEOUT, NULL);
+        return;
+    }
     if (req->body_too_large) {
         log_route(req, "413 REQUEST_TOO_LARGE (body over --max-body-bytes)");
         rn_buf extra = {0};

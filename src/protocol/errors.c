@@ -161,7 +161,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_LATEST_SNAPSHOT_PATH] = {405, "UNSUPPORTED",
                                    "the latest-snapshot path was removed: HEAD the stream for "
                                    "Stream-Snapshot-Offset, then read {stream}/snapshot/{offset}"},
-    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW", "the request was not received in time"},
+    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW",
+                              "the request was not received within the server's request "
+                              "timeout; nothing of it was applied"},
     [RN_E_STREAM_CLOSED] = {409, "STREAM_CLOSED", "the stream is closed"},
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
                                "the fork source was deleted and only its forks keep it"},

@@ -74,6 +74,7 @@ static rn_http1 *http1_of(const rn_conn *c) {
 }
 
 static void process_input(rn_http1 *h);
+static void dispatch(rn_http1 *h);
 
 /* Detaches the current request from its connection (connection closing or
  * response finished). */
@@ -92,12 +93,10 @@ static void http1_timeout(rn_conn *c) {
     if (h->state == ST_HANDLING)
         return; /* a send watch outlived its bytes; the handler owns the connection */
     if (h->state == ST_READING && h->cur && !h->cur->responding) {
-        /* Slow or stalled request: answer 408 and close. */
+        /* Slow or stalled request: the handler answers 408, then close. */
+        h->cur->req.timed_out = 1;
         h->close_after_response = 1;
-        rn_buf head = {0}, body = {0};
-        rn_buf_append_str(&head, "Connection: close\r\n");
-        h->state = ST_HANDLING;
-        rn_http_respond(&h->cur->req, 408, &head, &body);
+        dispatch(h);
         return;
     }
     conn_close(c);
