@@ -169,8 +169,8 @@ static const setting SETTINGS[] = {
         "parked long-polls and SSE readers in all; one more gets 503 LIVE_READ_BACKPRESSURE"),
     U64("max-live-reads-per-stream", "RUNNEL_MAX_LIVE_READS_PER_STREAM", max_live_reads_per_stream,
         4096, 1, 10000000,
-        "parked long-polls and SSE readers of one stream; one more gets 429 "
-        "LIVE_READS_EXHAUSTED"),
+        "parked long-polls and SSE readers of one stream; one more gets 503 "
+        "LIVE_READ_BACKPRESSURE"),
     U64("max-read-bytes", "RUNNEL_MAX_READ_BYTES", max_read_bytes, 4194304, 1024, 67108864,
         "most stream bytes in one read response or SSE event"),
     U64("sse-queue-bytes", "RUNNEL_SSE_QUEUE_BYTES", sse_queue_bytes, 4194304, 65536, 1073741824,
