@@ -251,7 +251,8 @@ async function main() {
     bin: opts.bin, dataDir: path.join(root, "data"), logPath: path.join(root, "server.log"),
     args: ["--request-timeout-ms", String(LIMITS.requestTimeoutMs), "--idle-timeout-ms", String(LIMITS.idleTimeoutMs),
       "--max-connections", String(LIMITS.maxConnections), "--max-header-bytes", String(LIMITS.maxHeaderBytes),
-      "--max-headers", String(LIMITS.maxHeaders), "--max-body-bytes", String(LIMITS.maxBodyBytes),
+      // a body limit below the protocol's 32 MiB is a test setting (--test-hooks)
+      "--max-headers", String(LIMITS.maxHeaders), "--test-hooks", "--max-body-bytes", String(LIMITS.maxBodyBytes),
       "--max-body-bytes-in-flight", String(LIMITS.inFlight), "--max-live-reads", String(LIMITS.liveReads),
       "--max-live-reads-per-stream", String(LIMITS.liveReadsPerStream), "--long-poll-timeout-ms", "4000",
       "--max-read-bytes", String(LIMITS.maxReadBytes), "--max-answer-bytes-in-flight", String(LIMITS.answersInFlight)],
