@@ -66,7 +66,7 @@ int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
     void *v;
     while (rn_map_next(&e->state.by_id, &i, &v)) {
         rn_stream *s = v;
-        rn_cmd c = engine_rewrite_at_tail(s, now, serial + streams);
+        rn_cmd c = engine_rewrite_at_tail(s, now, serial + streams, e->cfg.incarnation_key);
         rn_applied applied;
         rc = engine_apply(e, &c, 0, &applied);
         if (rc < 0)

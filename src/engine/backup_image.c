@@ -184,7 +184,12 @@ int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms) {
         rn_stream *s = all[k];
         s->cold_end = 0; /* the restored stream file holds every byte: none is cold */
         uint64_t serial = r->placed ? placed_id(serial_base + k, s->id & 0xff) : serial_base + k;
-        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial);
+        /* key 0: a restore's tokens come from its serials, which the
+         * backup's random id sets, so every attempt and every node of a
+         * cluster restored from one backup gets the same ones (ext §2.4:
+         * one rewrite per backup); the restored directory draws its own key
+         * for what it creates later (ops/restore.c) */
+        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial, 0);
         rn_applied applied;
         assert(!s->snapshot.present || s->snapshot.offset <= s->tail);
         rc = rn_state_apply(&r->state, &c, &none, &applied);

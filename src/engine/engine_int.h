@@ -200,13 +200,16 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r);
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
 
 /* The command that rewrites s's history at its tail (ext §2.4: new
- * incarnation, inherited offset = tail, producers closed by history), as
- * a restore and an accepted loss apply it to every stream. */
-static inline rn_cmd engine_rewrite_at_tail(const rn_stream *s, int64_t now_ms, uint64_t serial) {
+ * incarnation, the token of serial under key, inherited offset = tail,
+ * producers closed by history), as a restore and an accepted loss apply
+ * it to every stream. */
+static inline rn_cmd engine_rewrite_at_tail(const rn_stream *s, int64_t now_ms, uint64_t serial,
+                                            uint64_t key) {
     return (rn_cmd){.type = RN_CMD_REWRITE,
                     .stream_id = s->id,
                     .time_ms = now_ms,
                     .serial = serial,
+                    .incarnation = rn_incarnation_for(key, serial),
                     .offset = s->tail};
 }
 

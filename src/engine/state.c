@@ -134,12 +134,15 @@ int rn_state_namespace_exists(const rn_state *st, const char *ns, size_t len) {
 /* A 52-bit Feistel permutation of n: distinct serials give distinct
  * tokens, so a token never repeats within a data directory (ids and
  * rewrite serials are never reused), and tokens do not reveal how many
- * streams were created. */
-uint64_t rn_incarnation_for(uint64_t n) {
+ * streams were created. The key's bits enter every round's key (32 of
+ * them a round, overlapping), so two deployments' tokens for one serial
+ * differ; key 0 leaves the round keys of the former fixed permutation. */
+uint64_t rn_incarnation_for(uint64_t key, uint64_t n) {
     uint64_t left = (n >> 26) & 0x3ffffff, right = n & 0x3ffffff;
     static const uint64_t keys[4] = {0x9e3779b9, 0x7f4a7c15, 0x94d049bb, 0xbf58476d};
     for (int i = 0; i < 4; i++) {
-        uint64_t f = ((right ^ keys[i]) * 0x2545f4914f6cdd1dull) >> 38;
+        uint64_t round_key = keys[i] ^ (uint32_t)(key >> (16 * i));
+        uint64_t f = ((right ^ round_key) * 0x2545f4914f6cdd1dull) >> 38;
         uint64_t next = left ^ (f & 0x3ffffff);
         left = right;
         right = next;

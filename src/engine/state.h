@@ -255,9 +255,12 @@ int rn_stream_expired(const rn_stream *s, int64_t now);
 void rn_state_add_namespace(rn_state *st, const char *ns, size_t len);
 int rn_state_namespace_exists(const rn_state *st, const char *ns, size_t len);
 
-/* The incarnation token of serial n: 2^52 plus a fixed permutation of n,
- * so distinct serials never share one. */
-uint64_t rn_incarnation_for(uint64_t n);
+/* The incarnation token of serial n under the deployment's key: 2^52 plus
+ * a permutation of n's 52 bits that the key chooses, so distinct serials
+ * never share a token under one key, and another key (another data
+ * directory) gives other tokens. Key 0 gives the tokens of builds before
+ * the key existed. */
+uint64_t rn_incarnation_for(uint64_t key, uint64_t n);
 
 /* True when two content types name the same media type (type/subtype
  * compared case-insensitively, parameters ignored). */

@@ -52,6 +52,7 @@ rn_engine *open_at(fx *f, const char *dir) {
         .checkpoint_bytes = f->checkpoint_bytes,
         .producer_ttl_ms = f->producer_ttl_ms,
         .producer_cap = f->producer_cap,
+        .incarnation_key = f->incarnation_key,
     };
     char err[256] = "";
     rn_engine *e = rn_engine_open(&f->loop, &cfg, &f->stats, err, sizeof err);

@@ -45,6 +45,7 @@ typedef struct {
     uint64_t checkpoint_bytes;
     uint64_t producer_ttl_ms;       /* 0: the default */
     uint64_t producer_cap;          /* 0: the default */
+    uint64_t incarnation_key;       /* 0: the tokens of builds before the key */
     rn_recovery_stats stats;        /* of the last open */
     int creates, changes, removals; /* observer calls */
 } fx;
