@@ -270,6 +270,13 @@ outcome close_only(fx *f, const char *path) {
     return run_req(f, &r);
 }
 
+outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
+    req r;
+    req_init(&r, RN_OP_REWRITE, path);
+    r.op.in.target_offset = keep;
+    return run_req(f, &r);
+}
+
 outcome delete_stream(fx *f, const char *path) {
     req r;
     req_init(&r, RN_OP_DELETE, path);

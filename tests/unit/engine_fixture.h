@@ -139,6 +139,8 @@ outcome append_prod(fx *f, const char *path, const char *ct, const char *body, c
 /* An append without data that closes the stream. */
 outcome close_only(fx *f, const char *path);
 outcome delete_stream(fx *f, const char *path);
+/* A history rewrite of path keeping its bytes below keep (ext §2.4). */
+outcome rewrite_to(fx *f, const char *path, uint64_t keep);
 
 /* ---- stream state ---- */
 

@@ -60,13 +60,6 @@ static void test_keys_give_other_tokens_and_never_repeat_one(void **state) {
     free(t);
 }
 
-static outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
-    req r;
-    req_init(&r, RN_OP_REWRITE, path);
-    r.op.in.target_offset = keep;
-    return run_req(f, &r);
-}
-
 static void test_engine_tokens_come_from_its_key_and_stay(void **state) {
     fx *f = *state;
     close_engine(f, f->e);
