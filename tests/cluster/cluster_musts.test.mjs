@@ -141,7 +141,7 @@ describe("§2.4 Stream-Incarnation across a failover", () => {
     await create(plain, "p");
     await create(rewritten, "0123456789");
     const { node: leader } = await c.leaderOf(0);
-    const rw = await req(`${c.url(leader)}/__runnel/test/rewrite/${rewritten}?keep=0000000000000000_0000000000000004`, { method: "POST" });
+    const rw = await req(`${c.url(leader)}/__runnel/test/rewrite/${rewritten}?keep=0000000000000000_0000000000000004`, { method: "POST", headers: c.admin });
     assert.ok(rw.status < 300, `rewrite: ${rw.status} ${rw.text}`);
     await c.converged();
     const keys = fs.readdirSync(c.dir).filter((d) => /^node-\d+$/.test(d))
