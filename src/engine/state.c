@@ -47,6 +47,22 @@ void rn_state_free(rn_state *st) {
     rn_map_free_values(&st->namespaces);
 }
 
+static int cmp_stream_id(const void *a, const void *b) {
+    uint64_t x = (*(rn_stream *const *)a)->id, y = (*(rn_stream *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+rn_stream **rn_state_streams_by_id(const rn_state *st, size_t *n) {
+    rn_stream **out = rn_xcalloc(st->by_id.count ? st->by_id.count : 1, sizeof *out);
+    size_t i = 0;
+    void *v;
+    *n = 0;
+    while (rn_map_next(&st->by_id, &i, &v))
+        out[(*n)++] = v;
+    qsort(out, *n, sizeof *out, cmp_stream_id);
+    return out;
+}
+
 rn_stream *rn_state_stream(const rn_state *st, uint64_t id) {
     return rn_map_get(&st->by_id, &id, sizeof id);
 }

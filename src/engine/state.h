@@ -218,6 +218,11 @@ void rn_state_free(rn_state *st);
 /* A stream by id or path, whatever its status (pending, soft-deleted,
  * expired), or NULL. */
 rn_stream *rn_state_stream(const rn_state *st, uint64_t id);
+/* Every stream of st in id order (malloc'd; *n of them, pending creates
+ * included). The maps' order is their keyed hash's, which differs from one
+ * process to the next: what must be the same bytes wherever it is made (a
+ * group's manifest on every replica) walks this instead. */
+rn_stream **rn_state_streams_by_id(const rn_state *st, size_t *n);
 rn_stream *rn_state_at(const rn_state *st, const char *path, size_t len);
 
 /* Adds an empty stream (no stream may have its id or path). ids at or
