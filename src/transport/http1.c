@@ -94,7 +94,10 @@ static void http1_timeout(rn_conn *c) {
         return; /* a send watch outlived its bytes; the handler owns the connection */
     if (h->state == ST_READING && h->cur && !h->cur->responding) {
         /* Slow or stalled request: the handler answers 408, then close. */
-        h->cur->req.timed_out = 1;
+        rn_request *r = &h->cur->req;
+        if (!r->headers) /* the head is cut short: its target so far opens the raw bytes */
+            r->target = r->target_len ? (const char *)h->cur->raw.data : "";
+        r->timed_out = 1;
         h->close_after_response = 1;
         dispatch(h);
         return;
