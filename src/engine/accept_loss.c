@@ -171,7 +171,7 @@ static int rewrite_all(rn_engine *e, const after_damage *a, uint64_t serial, siz
         int64_t keep = proven_tail(e, s, cold_end);
         if (keep < 0)
             return (int)keep;
-        rn_cmd c = engine_rewrite_at_tail(s, now, serial + *streams);
+        rn_cmd c = engine_rewrite_at_tail(s, now, serial + *streams, e->cfg.incarnation_key);
         c.offset = (uint64_t)keep;
         int rc = engine_apply(e, &c, 0, &applied);
         if (rc < 0)

@@ -56,6 +56,12 @@ typedef struct {
      * COLD_BACKPRESSURE while the chunks due to move to the cold store
      * and not moved yet hold this many bytes or more. */
     uint64_t hot_bytes;
+    /* The deployment's key (ext §2.4): mixed into every Stream-Incarnation
+     * token this engine issues (rn_incarnation_for), so a data directory
+     * made afresh hands out other tokens than the one it replaces. The
+     * caller keeps it in the data directory (ops/datadir.c); 0 gives the
+     * tokens of builds before the key, for directories they wrote. */
+    uint64_t incarnation_key;
 } rn_engine_config;
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);

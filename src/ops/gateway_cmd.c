@@ -118,16 +118,16 @@ static void admitted(rn_request *req, void *arg) {
 
 static void on_request(rn_request *req, void *arg) {
     gateway *gw = arg;
-    if (req->body_too_large) { /* the gateway's own limit, decided before the body */
+    /* refused by the transport's bounds before anything was forwarded: the
+     * credential is judged first, then the gateway's own answer */
+    rn_error early = req->timed_out          ? RN_E_GW_BODY_TOO_SLOW
+                     : req->body_too_large   ? RN_E_GW_REQUEST_TOO_LARGE
+                     : req->body_over_budget ? RN_E_GW_UPLOAD_BUDGET_EXHAUSTED
+                                             : RN_E_COUNT;
+    if (early != RN_E_COUNT) {
         rn_gate_check(gw->gate, req, 0, NULL, NULL);
         if (!rn_request_gone(req) && req->status == 0)
-            rn_gate_refuse(req, RN_E_GW_REQUEST_TOO_LARGE, 0);
-        return;
-    }
-    if (req->body_over_budget) {
-        rn_gate_check(gw->gate, req, 0, NULL, NULL);
-        if (!rn_request_gone(req) && req->status == 0)
-            rn_gate_refuse(req, RN_E_GW_UPLOAD_BUDGET_EXHAUSTED, 1);
+            rn_gate_refuse(req, early, 0);
         return;
     }
     if (own_route(gw, req))

@@ -421,8 +421,10 @@ int rn_restore_cmd(int argc, char **argv) {
         return 1;
     static const char note[] = "runnel restore is building this data directory, or was "
                                "interrupted: remove the directory and restore again\n";
+    uint64_t key; /* the new deployment's own, for what it creates later (not the restore's) */
     if (rn_atomic_write_file(cfg.data_dir, INCOMPLETE_MARKER, note, sizeof note - 1, 0644) < 0 ||
-        rn_datadir_check_format(cfg.data_dir) != 0) {
+        rn_datadir_check_format(cfg.data_dir) != 0 ||
+        rn_datadir_incarnation_key(cfg.data_dir, &key) != 0) {
         fprintf(stderr, "runnel restore: %s cannot be written\n", cfg.data_dir);
         return 1;
     }

@@ -84,6 +84,7 @@ typedef struct {
     rn_cold_claim *claim; /* the cold store's claim at start */
     int claim_status;     /* 1 while it runs, then its status */
     rn_recovery_stats stats;
+    uint64_t incarnation_key; /* <data>/incarnation-key (ops/datadir.h) */
     char recovery_err[2048];
     uint64_t recovery_started;
     uint64_t drain_deadline;
@@ -283,7 +284,8 @@ static void recover(uv_work_t *w) {
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
                            .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL,
-                           .hot_bytes = s->cfg.hot_bytes};
+                           .hot_bytes = s->cfg.hot_bytes,
+                           .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
 }
 
@@ -400,7 +402,8 @@ static void start_cluster(server *s) {
     rn_engine_config ec = {.data_dir = s->cfg.data_dir,
                            .tiers = s->tiers,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
-                           .producer_cap = s->cfg.producer_cap};
+                           .producer_cap = s->cfg.producer_cap,
+                           .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open_replicated(s->loop, &ec);
     s->cluster = rn_cluster_start(s->loop, &s->cfg, s->engine, s->tiers, s->recovery_err,
                                   sizeof s->recovery_err);
@@ -532,7 +535,8 @@ int rn_serve(int argc, char **argv) {
         return 1;
     if (!s.cfg.node_id && rn_cluster_check_single(&s.cfg) != 0)
         return 1;
-    if (rn_datadir_cluster_id(&s.cfg, s.cluster_id) != 0)
+    if (rn_datadir_cluster_id(&s.cfg, s.cluster_id) != 0 ||
+        rn_datadir_incarnation_key(s.cfg.data_dir, &s.incarnation_key) != 0)
         return 1;
     rn_reply_set_cluster_id(s.cluster_id);
     if (s.cfg.node_id && !s.cfg.public_url[0]) /* this node's --peer URL */

@@ -415,7 +415,8 @@ static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
     rn_live_admission a = rn_live_admit(c->sf->live, s);
     if (a == RN_LIVE_ADMITTED)
         return 0;
-    rn_error e = a == RN_LIVE_FULL ? RN_E_LIVE_READ_BACKPRESSURE : RN_E_LIVE_READS_EXHAUSTED;
+    rn_error e =
+        a == RN_LIVE_FULL ? RN_E_LIVE_READ_BACKPRESSURE : RN_E_STREAM_LIVE_READ_BACKPRESSURE;
     rn_buf extra = {0};
     rn_buf_append_str(&extra, "Retry-After: 1\r\n");
     rn_reply_incarnation(&extra, s);

@@ -45,7 +45,7 @@ typedef struct {
 } rn_surface_config;
 
 /* The surfaces park and stream their live reads in live, whose bounds they
- * answer (503 LIVE_READ_BACKPRESSURE, 429 LIVE_READS_EXHAUSTED). */
+ * answer (503 LIVE_READ_BACKPRESSURE, for the server's and the stream's). */
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, rn_live *live,
                            const rn_surface_config *cfg);
 rn_engine *rn_surface_engine(const rn_surface *sf);

@@ -75,6 +75,12 @@ struct rn_request {
      * body was not read (or not all of it), and the connection closes
      * after the response (503, retry later). */
     int body_over_budget;
+    /* Set when the request (its body, or its head: then only the fields
+     * already parsed are set, and target is "") did not arrive within
+     * request_timeout_ms: nothing of it was handed on before, and it is
+     * handed to on_request only to be refused (408); the HTTP/1.1
+     * connection closes after the response. */
+    int timed_out;
     /* Called once if the connection goes away while the request is held. */
     void (*on_abort)(rn_request *req);
     /* Called when a streamed response's socket queue has emptied. */

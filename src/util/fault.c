@@ -98,7 +98,8 @@ typedef struct {
 static failure_point points[] = {{.name = "boundary-read"},
                                  {.name = "blob-delete"},
                                  {.name = "log-reserve"},
-                                 {.name = "data-read"}};
+                                 {.name = "data-read"},
+                                 {.name = "dir-sync"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

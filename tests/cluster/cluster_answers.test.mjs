@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Conn } from "../blackbox/lib/wire.mjs";
-import { Cluster, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, assertIdentity, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 let c;
@@ -41,7 +41,7 @@ function assertRedirect(r, { leader, group, term }, path) {
   assert.equal(r.headers.get("x-ursula-raft-group"), String(group));
   assert.equal(r.headers.get("x-ursula-raft-term"), String(term));
   assert.equal(r.body.length, 0, "a redirect carries no error body");
-  assert.equal(r.headers.get("ursula-cluster-id"), c.clusterId);
+  assertIdentity(r, c, `the redirect of ${path}`);
 }
 
 describe("the /__runnel/cluster report", () => {
@@ -326,9 +326,11 @@ describe("no leader (§5.7)", () => {
       assert.equal(r.headers.get("retry-after"), "1");
       assert.equal(r.headers.get("x-ursula-raft-group"), String(info.group));
       assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+      assertIdentity(r, c, "a write's NO_LEADER");
       const lr = await req(`${c.url(lone)}/${key}?consistency=leader`);
       assert.equal(lr.status, 503, "a leader read without a leader");
       assert.equal(JSON.parse(lr.text).error.code, "NO_LEADER");
+      assertIdentity(lr, c, "a leader read's NO_LEADER");
     } finally {
       for (const n of others) c.kill(n, "SIGCONT");
     }

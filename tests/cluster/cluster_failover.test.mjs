@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, assertIdentity, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 let c;
@@ -143,6 +143,7 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
     assert.equal(r.status, 503, r.text);
     assert.equal(JSON.parse(r.text).error.code, "OUTCOME_UNKNOWN");
     assert.ok(r.headers.get("retry-after"));
+    assertIdentity(r, c, "OUTCOME_UNKNOWN");
     await c.leaderOf(group);
     const again = await appendOnce(key, 0, "once", leader, Date.now() + 30000, "q", surface);
     assert.ok(again.status === 200 || again.status === 204);
@@ -199,6 +200,7 @@ describe("a deposed leader (§9.2)", () => {
     } else {
       assert.equal(r.status, 503, `no majority confirms node ${old.node}: ${r.status} ${r.text}`);
       assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+      assertIdentity(r, c, "a deposed leader's NO_LEADER");
     }
     assert.ok(took < 10000, `answered after ${took} ms`);
     await c.leaderOf(group);
@@ -232,6 +234,7 @@ describe("a deposed leader (§9.2)", () => {
     t.diagnostic(`node ${leader} answered ${r.status} after ${Date.now() - t0} ms`);
     assert.equal(r.status, 503, `${r.status} ${r.text}`);
     assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+    assertIdentity(r, c, "an unconfirmed leader read's NO_LEADER");
     await c.leaderOf(group);
     await c.converged();
   });
