@@ -52,7 +52,8 @@ static void refuse(rn_request *req, rn_forward_failure why) {
 rn_write_forwarder *rn_write_forwarder_new(uv_loop_t *loop, const rn_config *cfg) {
     rn_write_forwarder *w = rn_xcalloc(1, sizeof *w);
     static char mark[64];
-    snprintf(mark, sizeof mark, RN_NO_FORWARD_HEADER ": node-%llu\r\n", (unsigned long long)cfg->node_id);
+    snprintf(mark, sizeof mark, RN_NO_FORWARD_HEADER ": node-%llu\r\n",
+             (unsigned long long)cfg->node_id);
     max_body_bytes = cfg->max_body_bytes;
     rn_forward_config fc = {.upstream_timeout_ms = cfg->request_timeout_ms,
                             .hold_body_bytes = 1 << 20,

@@ -218,10 +218,15 @@ export class Cluster {
     await waitFor(`node ${n} to die`, () => !this.alive(n), 10000, 20);
   }
 
-  // Restarts node n on its data (its command line from node-N.cmd) and
-  // waits until it answers /__runnel/cluster.
-  async restart(n) {
+  // Starts node n again on its data (its command line from node-N.cmd),
+  // without waiting for it.
+  launch(n) {
     execFileSync("bash", [path.join(this.dir, `node-${n}.cmd`)], { timeout: 10000 });
+  }
+
+  // Restarts node n on its data and waits until it answers /__runnel/cluster.
+  async restart(n) {
+    this.launch(n);
     await waitFor(`node ${n} to answer`, async () => (await this.report(n)).groups.length === this.groups);
   }
 
