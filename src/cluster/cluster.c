@@ -6,6 +6,7 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/follower_reads.h"
+#include "cluster/hand_over.h"
 #include "cluster/membership.h"
 #include "util/clock.h"
 #include "util/files.h"
@@ -146,6 +147,7 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     consensus_group_info_get(cl->node, g, &info);
     out->caught_up = caught_up(cl, g, &info);
     out->serves = info.leader_ready && !info.transferring;
+    out->held_here = info.leader_id == cl->cfg.node_id && !out->serves;
     out->leader_id = info.leader_id;
     out->term = info.term;
     const rn_peer_config *p = rn_cluster_peer(&cl->cfg, info.leader_id);
@@ -180,12 +182,23 @@ static void follower_confirm(void *ctx, unsigned group, rn_confirm_cb cb, void *
     cluster_follower_read(cl->follower_reads, group, cb, arg);
 }
 
+static void await_leader(void *ctx, unsigned group, rn_confirm_cb cb, void *arg) {
+    rn_cluster *cl = ctx;
+    cluster_await_leader(cl->hand_over, group, 2 * cl->cfg.election_timeout_ms, cb, arg);
+}
+
 rn_cluster_view rn_cluster_view_of(rn_cluster *cl) {
     int confirm_reads = strcmp(cl->cfg.follower_reads, "local") != 0;
     return (rn_cluster_view){.ctx = cl,
                              .route = route,
                              .confirm = confirm,
-                             .follower_confirm = confirm_reads ? follower_confirm : NULL};
+                             .follower_confirm = confirm_reads ? follower_confirm : NULL,
+                             .await_leader = await_leader};
+}
+
+unsigned rn_cluster_hand_over(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg),
+                              void *arg) {
+    return cluster_hand_over_start(cl->hand_over, timeout_ms, done, arg);
 }
 
 int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
@@ -335,6 +348,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cluster_peers_start(cl);
     cl->fetcher = rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl);
     cl->follower_reads = cluster_follower_reads_new(cl);
+    cl->hand_over = cluster_hand_over_new(cl);
     uv_timer_init(loop, &cl->catching_up);
     cl->catching_up.data = cl;
     uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
@@ -351,6 +365,7 @@ static void node_stopped(void *arg) {
     void *done_arg = cl->stop_arg;
     cluster_peers_free(cl);
     cluster_follower_reads_free(cl->follower_reads);
+    cluster_hand_over_free(cl->hand_over);
     rn_raft_log_free(cl->log);
     free(cl->catch_up);
     free(cl->member_busy);
@@ -369,6 +384,7 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
         uv_timer_stop(&cl->catching_up);
         uv_close((uv_handle_t *)&cl->catching_up, NULL);
         cluster_follower_reads_stop(cl->follower_reads);
+        cluster_hand_over_stop(cl->hand_over);
     }
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;

@@ -47,6 +47,13 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
 /* The view the surfaces route by (valid until rn_cluster_stop). */
 rn_cluster_view rn_cluster_view_of(rn_cluster *cl);
 
+/* A planned stop (SIGTERM): hands the leadership of every group this node
+ * leads to another voter (hand_over.h); done(arg) runs once, later, when
+ * every transfer reported or after timeout_ms. Returns the groups asked.
+ * Writes reaching this node meanwhile wait for the new leader. */
+unsigned rn_cluster_hand_over(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg),
+                              void *arg);
+
 /* 1 when every group knows a leader, caught up since this node started
  * (it applied what the group's leader had committed when asked: the same
  * judgement that lets local reads be served) and this node applied every

@@ -45,9 +45,10 @@ struct rn_cluster {
     unsigned groups;
     rn_id_issuer ids;
     rn_raft_log *log;
-    consensus *node;        /* NULL once stopping */
-    catch_up *catch_up;     /* per group */
-    uv_timer_t catching_up; /* asks caught_up of every group until all are */
+    consensus *node;                     /* NULL once stopping */
+    catch_up *catch_up;                  /* per group */
+    uv_timer_t catching_up;              /* asks caught_up of every group until all are */
+    struct cluster_hand_over *hand_over; /* hand_over.h */
     /* membership (membership.c): an intent per node of cfg.peers (NONE: a
      * --peer node, a voter), a change in flight per group, the reconciler,
      * intents on their way to peers */

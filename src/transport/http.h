@@ -184,11 +184,6 @@ typedef struct {
     struct rn_tls_context *tls;
 } rn_http_config;
 
-/* rn_request.route_flags: a request an embedded gate admitted as an
- * operator's (admin rights): the node's own operator check lets it pass.
- * The low bits are protocol/routing.c's. */
-#define RN_REQUEST_ADMIN_GRANTED 0x100u
-
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
 #define RN_HTTP_SMALL_PIECE_BYTES (64 * 1024)
 
