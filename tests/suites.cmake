@@ -145,6 +145,9 @@ runnel_suite(blake3_vs_b3sum unit 300 ${RUNNEL_SRC}/tests/unit/blake3_vs_b3sum.s
 # no function of the server's libraries that nothing else calls (nm over
 # this build's objects; the fast tier)
 runnel_suite(unused_exports "unit;fast" 120 ${RUNNEL_SRC}/scripts/unused_exports.sh ${CMAKE_BINARY_DIR})
+# every option a document names still exists (runnel's help, the scripts',
+# benchmarks' and harnesses' sources, a few other tools' flags)
+runnel_suite(doc_options "unit;fast" 60 ${RUNNEL_SRC}/scripts/check_doc_options.sh ${CMAKE_BINARY_DIR})
 runnel_suite(bench_smoke bench 600 ${RUNNEL_SRC}/bench/smoke.sh ${CMAKE_BINARY_DIR})
 
 # ---- the checkout as a whole (scripts/test.sh runs these from build/ only);
