@@ -67,6 +67,12 @@ endforeach()
 # server through headless chromium (tests/browser; about 3 s)
 runnel_suite(browser_cors blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/cors.test.mjs)
 
+# ---- the official TypeScript client (@durable-streams/client, pinned by
+# tests/client_ts/package-lock.json) against a single node and a 3-node
+# cluster through a node that leads no group; every check passing on the
+# one must pass on the other (issue 28; about 20 s, 30 s on the sanitizer build)
+runnel_suite(client_ts client 600 ${NODE_JS} --test ${RUNNEL_SRC}/tests/client_ts/client.test.mjs)
+
 # ---- the S3 cold store end to end, against s3rver behind the SigV4-verifying
 # proxy the test command starts (tests/s3/run_with_endpoint.sh)
 runnel_suite(s3_coldstore s3 900
