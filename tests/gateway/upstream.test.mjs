@@ -1,0 +1,222 @@
+// The standalone gateway and its node failing (docs/GATEWAY.md "The
+// gateway's own answers", "Writes through the gateway (§11.1)"; extensions
+// §11.1): 503 NO_UPSTREAM from a gateway started while no node answers
+// (and not ready); 503 UPSTREAM_UNREACHABLE after the node died, until it
+// is back; 504 UPSTREAM_TIMEOUT from a node stopped by SIGSTOP with a short
+// --upstream-timeout-ms; 502 UPSTREAM_FAILED when the node is SIGKILLed
+// during a large streamed upload, and when it dies holding a small write it
+// was sent whole; in both, the write is never resent (the node's access
+// log after its restart shows no such request) and applied at most once;
+// a client body that stalls after part of it was forwarded gets its
+// connection closed, no 4xx, and nothing of it applies; and the gateway
+// refuses to start with a request limit above the node's (its own
+// --max-body-bytes, a tenant's), as the embedded gate does, while a lower
+// one starts and lowers Ursula-Max-Request-Bytes.
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { assertFromNode, assertOwn } from "./checks.mjs";
+import {
+  Conn, Gateway, Server, bearer, content, deadUrl, expectNoStart, rawRequest, requestHead, seed, sleep,
+  startDeployment, tempDir, tenant, tenantsDoc, uploadCut, waitLive, writeTenants,
+} from "./lib.mjs";
+
+const T = {
+  full: tenant({ "*": "rwa" }),
+  stall: tenant({ orders: "rw" }, { limits: { min_body_bytes_per_second: 100000 } }),
+};
+const MiB = 1 << 20;
+const ask = (port, method, p, { body, key = T.full.key } = {}) =>
+  rawRequest(port, method, p, { headers: { ...bearer(key), ...(body !== undefined ? { "Content-Type": "text/plain" } : {}) }, body });
+
+// The node's access-log lines for method and path (after its last start
+// when `sinceStart`).
+function accessLines(node, method, p, { sinceStart = false } = {}) {
+  let log = node.log;
+  if (sinceStart) log = log.slice(log.lastIndexOf("===== start"));
+  return log.split("\n").filter((l) => l.includes(` access: ${method} ${p} `));
+}
+
+// Restarts a node (SIGKILLed or stopped) on its data and port; resolves
+// once the gateway forwards to it again.
+async function revive(d) {
+  await d.node.stop("SIGKILL");
+  await d.node.start();
+  for (let i = 0; i < 100; i++) {
+    const r = await ask(d.port, "GET", "/orders/o-1?offset=-1");
+    if (r.status === 200) return;
+    await sleep(100);
+  }
+  throw new Error("the gateway did not forward to the restarted node within 10 s");
+}
+
+describe("no node answering at the start: NO_UPSTREAM", () => {
+  let gw;
+  before(async () => {
+    const dir = tempDir("runnel-gw-noup-");
+    const file = path.join(dir, "tenants.json");
+    writeTenants(file, tenantsDoc(T));
+    gw = new Gateway({ upstreams: [await deadUrl()], tenantsFile: file, logPath: path.join(dir, "gateway.log") });
+    await gw.start({ waitReady: false });
+    await waitLive(gw);
+  });
+  after(async () => {
+    const r = await gw.stop();
+    assert.deepEqual(r, { code: 0, signal: null }, gw.logTail());
+  });
+
+  test("not ready", async () => {
+    assert.notEqual((await rawRequest(gw.port, "GET", "/__runnel/readyz")).status, 200);
+  });
+  test("a read and a write answer 503 NO_UPSTREAM with Retry-After", async () => {
+    assertOwn(await ask(gw.port, "GET", "/orders/o-1?offset=-1"), 503, "NO_UPSTREAM", { what: "a read" });
+    assertOwn(await ask(gw.port, "POST", "/orders/o-1", { body: "x" }), 503, "NO_UPSTREAM", { what: "a write" });
+    assertOwn(await ask(gw.port, "HEAD", "/orders/o-1"), 503, "NO_UPSTREAM", { isHead: true, what: "a HEAD" });
+  });
+  test("a refusal of the gate still comes first (401)", async () => {
+    assertOwn(await ask(gw.port, "GET", "/orders/o-1?offset=-1", { key: "rnk_not-a-key" }), 401, "INVALID_CREDENTIAL");
+  });
+});
+
+describe("the node failing under a running gateway", () => {
+  let d;
+  before(async () => {
+    d = await startDeployment("standalone", { tenants: tenantsDoc(T), nodeArgs: ["--access-log"] });
+    await seed(d, T.full.key, [["/orders/o-1", "hello\n"], ["/orders/big", ""], ["/orders/small", ""], ["/orders/stalled", ""]]);
+  });
+  after(async () => {
+    d.node.proc?.kill("SIGCONT");
+    await d?.stop();
+  });
+
+  test("503 UPSTREAM_UNREACHABLE after the node died, until it is back", async () => {
+    await d.node.stop("SIGKILL");
+    assertOwn(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 503, "UPSTREAM_UNREACHABLE", { what: "a read" });
+    assertOwn(await ask(d.port, "POST", "/orders/o-1", { body: "unreachable\n" }), 503, "UPSTREAM_UNREACHABLE", { what: "a write" });
+    await revive(d);
+    assert.ok(!(await content(d, T.full.key, "/orders/o-1")).includes("unreachable"), "the refused write applied nothing");
+  });
+
+  test("502 UPSTREAM_FAILED: the node SIGKILLed during a large streamed upload; never resent", async () => {
+    const total = 8 * MiB;
+    const answer = await uploadCut(d.port, "/orders/big", T.full.key, total, () => d.node.stop("SIGKILL"));
+    assertOwn(answer, 502, "UPSTREAM_FAILED", { what: "the node killed mid-upload" });
+    await revive(d);
+    await sleep(500);
+    assert.deepEqual(accessLines(d.node, "POST", "/orders/big", { sinceStart: true }), [], "the write was not resent to the restarted node");
+    const len = (await content(d, T.full.key, "/orders/big")).length;
+    assert.ok(len === 0 || len === total, `applied nothing or once: ${len} bytes`);
+  });
+
+  test("502 UPSTREAM_FAILED: the node dies holding a small write it was sent; never resent", async () => {
+    d.node.proc.kill("SIGSTOP");
+    const pending = ask(d.port, "POST", "/orders/small", { body: "held-write\n" });
+    await sleep(700); // forwarded whole into the stopped node's socket
+    d.node.proc.kill("SIGKILL");
+    const r = await pending;
+    assertOwn(r, 502, "UPSTREAM_FAILED", { what: "the node killed holding the write" });
+    await revive(d);
+    await sleep(500);
+    assert.deepEqual(accessLines(d.node, "POST", "/orders/small", { sinceStart: true }), [], "the write was not resent to the restarted node");
+    const text = await content(d, T.full.key, "/orders/small");
+    assert.ok(text === "" || text === "held-write\n", `applied nothing or once: ${JSON.stringify(text)}`);
+  });
+
+  test("a body that stalls after part of it was forwarded: connection closed, no 4xx, nothing applied", async () => {
+    const c = await Conn.open(d.port, { timeoutMs: 20000 });
+    c.write(requestHead("POST", "/orders/stalled", { ...bearer(T.stall.key), "Content-Type": "text/plain", "Content-Length": String(4 * MiB) }));
+    c.write(Buffer.alloc(2 * MiB, 0x43)); // over --hold-body-bytes: forwarded as it comes
+    let answer = null;
+    try {
+      answer = await c.answer({ timeoutMs: 15000 });
+    } catch (e) {
+      assert.match(String(e), /ended without an answer/, "the connection is closed (not left open)");
+    }
+    c.close();
+    if (answer) {
+      assert.ok(answer.status < 400 || answer.status >= 500 || answer.status === 408, `no 4xx of the gateway's own after forwarding: ${answer.statusLine} ${answer.text}`);
+      assert.notEqual(JSON.parse(answer.text || "{}")?.error?.code, "BODY_TOO_SLOW", "BODY_TOO_SLOW says nothing was forwarded");
+      await c.answer({ timeoutMs: 5000 }).catch(() => {}); // then the close
+    }
+    await sleep(300);
+    assert.equal((await content(d, T.full.key, "/orders/stalled")).length, 0, "nothing of the cut request applied");
+  });
+});
+
+describe("504 UPSTREAM_TIMEOUT", () => {
+  let d;
+  before(async () => {
+    d = await startDeployment("standalone", { tenants: tenantsDoc(T), gatewayArgs: ["--upstream-timeout-ms", "1000"] });
+    await seed(d, T.full.key, [["/orders/o-1", "hello\n"]]);
+  });
+  after(async () => {
+    d.node.proc?.kill("SIGCONT");
+    await d?.stop();
+  });
+
+  test("a node stopped by SIGSTOP: a read and a write answer 504 within the timeout", async () => {
+    d.node.proc.kill("SIGSTOP");
+    try {
+      const t0 = Date.now();
+      assertOwn(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 504, "UPSTREAM_TIMEOUT", { what: "a read" });
+      assert.ok(Date.now() - t0 < 10000, "answered within the timeout and some slack");
+      assertOwn(await ask(d.port, "POST", "/orders/o-1", { body: "late\n" }), 504, "UPSTREAM_TIMEOUT", { what: "a write" });
+    } finally {
+      d.node.proc.kill("SIGCONT");
+    }
+    assertFromNode(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 200, "the node answers again");
+  });
+});
+
+describe("request limits against the node's", () => {
+  const NODE_LIMIT = 1000000;
+  let node;
+  const file = (doc) => {
+    const f = path.join(tempDir("runnel-gw-limits-"), "tenants.json");
+    writeTenants(f, doc);
+    return f;
+  };
+  before(async () => {
+    node = await new Server({ args: ["--max-body-bytes", String(NODE_LIMIT)] }).start();
+  });
+  after(async () => {
+    await node.stop();
+  });
+
+  test("the gateway refuses to start with --max-body-bytes above the node's", async () => {
+    const gw = new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(T)), args: ["--max-body-bytes", String(NODE_LIMIT + 1)] });
+    const r = await expectNoStart(gw);
+    assert.notEqual(r.code, 0, r.log);
+  });
+
+  test("the gateway refuses to start with a tenant's limit above the node's", async () => {
+    const big = { big: tenant({ orders: "rw" }, { limits: { max_request_bytes: NODE_LIMIT + 1 } }) };
+    const gw = new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(big)) });
+    const r = await expectNoStart(gw);
+    assert.notEqual(r.code, 0, r.log);
+  });
+
+  test("the embedded gate refuses to start with a tenant's limit above the node's", async () => {
+    const big = { big: tenant({ orders: "rw" }, { limits: { max_request_bytes: NODE_LIMIT + 1 } }) };
+    const srv = new Server({ args: ["--max-body-bytes", String(NODE_LIMIT), "--tenants", file(tenantsDoc(big))] });
+    const r = await expectNoStart(srv);
+    assert.notEqual(r.code, 0, r.log);
+  });
+
+  test("lower limits start, and a HEAD carries the lowest", async () => {
+    const lower = { ...T, low: tenant({ orders: "rw" }, { limits: { max_request_bytes: 500000 } }) };
+    const gw = await new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(lower)) }).start();
+    try {
+      const put = await ask(gw.port, "PUT", "/orders/limits", { body: "" });
+      assert.equal(put.status, 201, put.text);
+      const low = await ask(gw.port, "HEAD", "/orders/limits", { key: lower.low.key });
+      assertFromNode(low, 200, "HEAD by the tenant with its own limit");
+      assert.equal(low.header("ursula-max-request-bytes"), "500000");
+      const other = await ask(gw.port, "HEAD", "/orders/limits");
+      assert.equal(other.header("ursula-max-request-bytes"), String(NODE_LIMIT), "the node's lower limit passes through");
+      assertOwn(await ask(gw.port, "POST", "/orders/limits", { key: lower.low.key, body: "q".repeat(500001) }), 413, "REQUEST_TOO_LARGE", { maxBytes: 500000 });
+    } finally {
+      await gw.stop();
+    }
+  });
+});
