@@ -5,15 +5,18 @@
 // with identical answers: 401 INVALID_CREDENTIAL (no credential, an unknown
 // key, another scheme, JWTs with a bad signature of each algorithm, another
 // issuer or audience, typ other than at+jwt, alg none, an alg confusion, a
-// DER ES256 signature, an unknown tenant, nbf ahead, no exp, access_token
-// on a POST), 401 CREDENTIAL_EXPIRED (a key, a JWT), 402 for an unpaid
-// tenant, 403 FORBIDDEN (a write with read rights, a scope that narrows to
-// read, an operator route without admin), 403 ACCOUNT_REVOKED, the
-// concealing 404, 413 with the tenant's lowered limit and that limit on a
-// successful HEAD, and 503 AUTHENTICATION_UNAVAILABLE for an issuer whose
-// JWKS URL is down; each in its exact shape, with the node's answers to
-// the same credentials done right as controls, and nothing applied by a
-// refused write.
+// DER ES256 signature, no tenant claim, an unknown tenant, nbf ahead, no
+// exp, access_token on a POST), 401 CREDENTIAL_EXPIRED (a key, a JWT), 402
+// for an unpaid tenant, 403 FORBIDDEN (a write with read rights, outside
+// the pattern granting w, under a scope that narrows to read; an operator
+// route without admin), 403 ACCOUNT_REVOKED, the concealing 404 (also for
+// a scope that tries to widen the rights), 413 with the tenant's lowered
+// limit and that limit on a successful HEAD, and 503
+// AUTHENTICATION_UNAVAILABLE for an issuer whose JWKS URL is down; each in
+// its exact shape, and nothing applied by a refused write. The controls
+// (each credential form done right, leeway, an audience list, a custom
+// tenant claim, scopes kept or ignored, a union of patterns, a v1: prefix,
+// admin on the operator routes) show that the node's answer passes through.
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { assertFromNode, assertOwn } from "./checks.mjs";
@@ -25,6 +28,7 @@ import {
 const iss = new Issuer({ issuer: "https://id.test/", leeway: 5, scopeRights: true });
 const viaUrl = new Issuer({ issuer: "https://jwks.test/" }); // public keys from a JWKS URL that answers
 const down = new Issuer({ issuer: "https://down.test/" }); // public keys from a JWKS URL that does not
+const org = new Issuer({ issuer: "https://org.test/", tenantClaim: "org" }); // the tenant in another claim
 const T = {
   full: tenant({ "*": "rwa" }),
   acme: tenant({ orders: "rw", audit: "r", "v1:chat/": "rw" }),
@@ -33,6 +37,7 @@ const T = {
   revoked: tenant({ orders: "rw" }, { status: "revoked" }),
   old: tenant({ orders: "rw" }, {}, { expires: "2020-01-01T00:00:00Z" }),
   small: tenant({ orders: "rw" }, { limits: { max_request_bytes: 1000 } }),
+  mix: tenant({ orders: "r", "orders/eu-": "w" }),
 };
 const NODE_LIMIT = "33554432";
 let jwks;
@@ -49,9 +54,11 @@ async function start(mode) {
     iss.entry(),
     viaUrl.entry({ keys: "jwks", jwksUrl: `${jwks.url}/jwks.json` }),
     down.entry({ keys: "jwks", jwksUrl: `${await deadUrl()}/jwks.json` }),
+    org.entry(),
   ];
   const d = await startDeployment(mode, { tenants: tenantsDoc(T, { issuers }) });
-  await seed(d, T.full.key, [["/orders/o-1", "hello\n"], ["/audit/a-1", "audit\n"], ["/secret/s-1", "hidden\n"]]);
+  await seed(d, T.full.key, [["/orders/o-1", "hello\n"], ["/orders/eu-1", ""], ["/audit/a-1", "audit\n"], ["/secret/s-1", "hidden\n"],
+    ["/v1/stream/chat/room", "chat\n"]]);
   return { d };
 }
 
@@ -117,7 +124,16 @@ const cases = [
   control("access_token on a GET reaches the node", 200, (ctx) => ask(ctx, "GET", `${GET_O1}&access_token=${iss.mint({ tenant: "acme" })}`)),
   control("a write with write rights reaches the node", 204, post(T.acme.key, "acme\n")),
   control("a scope that keeps read reads", 200, (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", scope: "orders:r" }) })),
-  control("admin on * opens an operator route", 200, (ctx) => ask(ctx, "GET", ctx.d.metricsPath, { cred: T.full.key })),
+  control("a scope is ignored by an issuer without scope_rights", 200,
+    (ctx) => ask(ctx, "GET", GET_O1, { cred: viaUrl.mint({ tenant: "acme", alg: "ES256", scope: "audit:r" }) })),
+  control("an audience list naming the audience", 200, (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", claims: { aud: ["other", "runnel"] } }) })),
+  control("the issuer's tenant_claim names the tenant", 200, (ctx) => ask(ctx, "GET", GET_O1, { cred: org.mint({ tenant: "acme" }) })),
+  control("a /v1/stream/ name inside the tenant's prefix (v1:chat/)", 200, (ctx) => ask(ctx, "GET", "/v1/stream/chat/room?offset=-1", { cred: T.acme.key })),
+  control("rights are the union of the matching patterns (r on orders, w on orders/eu-)", 204, post(T.mix.key, "mix\n", "/orders/eu-1")),
+  control("admin on * opens the gate's metrics", 200, (ctx) => ask(ctx, "GET", ctx.d.metricsPath, { cred: T.full.key }),
+    (r) => assert.match(r.text, /runnel_gateway_requests_total/)),
+  control("admin on * opens the node's operator routes", 200, (ctx) => ask(ctx, "GET", "/__runnel/metrics", { cred: T.full.key }),
+    (r) => assert.match(r.text, /runnel_http_requests_total/)),
   {
     name: "livez and readyz need no credential",
     run: async (ctx) => {
@@ -147,6 +163,8 @@ const cases = [
     (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", alg: "none", header: { kid: iss.kids.HS256 } }) })),
   refusal("an HS256 JWT keyed by the ES256 public key (alg confusion)", 401, "INVALID_CREDENTIAL",
     (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", header: { kid: iss.kids.ES256 }, hmacKey: Buffer.from(iss.esPem) }) })),
+  refusal("a JWT without the issuer's tenant_claim", 401, "INVALID_CREDENTIAL",
+    (ctx) => ask(ctx, "GET", GET_O1, { cred: org.mint({ tenant: "acme", claims: { org: null, client_id: "acme" } }) })),
   refusal("a JWT naming a tenant not in the file", 401, "INVALID_CREDENTIAL", (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "nobody" }) })),
   refusal("a JWT whose nbf is ahead", 401, "INVALID_CREDENTIAL", (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", claims: { nbf: now() + 600 } }) })),
   refusal("a JWT without exp", 401, "INVALID_CREDENTIAL", (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", claims: { exp: null } }) })),
@@ -161,6 +179,7 @@ const cases = [
   refusal("an unpaid tenant's read", 402, "PAYMENT_REQUIRED", (ctx) => ask(ctx, "GET", GET_O1, { cred: T.unpaid.key })),
   refusedWrite("an unpaid tenant's write", 402, "PAYMENT_REQUIRED", post(T.unpaid.key)),
   refusedWrite("a write with read rights only", 403, "FORBIDDEN", post(T.ro.key)),
+  refusedWrite("a write outside the pattern that grants w", 403, "FORBIDDEN", post(T.mix.key)),
   refusedWrite("a write under a scope that narrows to read", 403, "FORBIDDEN", post(iss.mint({ tenant: "acme", scope: "orders:r" }))),
   refusal("a delete with read rights only", 403, "FORBIDDEN", (ctx) => ask(ctx, "DELETE", "/orders/o-1", { cred: T.ro.key })),
   {
@@ -180,6 +199,8 @@ const cases = [
   refusedWrite("a revoked tenant's write", 403, "ACCOUNT_REVOKED", post(T.revoked.key)),
   // 404 (concealment; compared byte for byte in concealment.test.mjs)
   refusal("a bucket the tenant has no rights on", 404, "BUCKET_NOT_FOUND", (ctx) => ask(ctx, "GET", "/secret/s-1?offset=-1", { cred: T.acme.key })),
+  refusal("a scope cannot widen the tenant's rights", 404, "BUCKET_NOT_FOUND",
+    (ctx) => ask(ctx, "GET", "/secret/s-1?offset=-1", { cred: iss.mint({ tenant: "acme", scope: "secret:rw" }) })),
   refusal("a scope that leaves no read conceals", 404, "BUCKET_NOT_FOUND", (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", scope: "audit:r" }) })),
   // 413 and the lowered limit
   refusedWrite("a body over the tenant's max_request_bytes", 413, "REQUEST_TOO_LARGE", post(T.small.key, "x".repeat(1001)), { maxBytes: 1000 }),

@@ -8,14 +8,15 @@
 // was sent whole; in both, the write is never resent (the node's access
 // log after its restart shows no such request) and applied at most once;
 // a client body that stalls after part of it was forwarded gets its
-// connection closed, no 4xx, and nothing of it applies; and the gateway
+// connection closed, no 4xx, and nothing of it applies; each failure is
+// counted in runnel_gateway_upstream_failures_total{code}; and the gateway
 // refuses to start with a request limit above the node's (its own
 // --max-body-bytes, a tenant's), as the embedded gate does, while a lower
 // one starts and lowers Ursula-Max-Request-Bytes.
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { assertFromNode, assertOwn } from "./checks.mjs";
+import { assertFromNode, assertOwn, sample } from "./checks.mjs";
 import {
   Conn, Gateway, Server, bearer, content, deadUrl, expectNoStart, rawRequest, requestHead, seed, sleep,
   startDeployment, tempDir, tenant, tenantsDoc, uploadCut, waitLive, writeTenants,
@@ -35,6 +36,13 @@ function accessLines(node, method, p, { sinceStart = false } = {}) {
   let log = node.log;
   if (sinceStart) log = log.slice(log.lastIndexOf("===== start"));
   return log.split("\n").filter((l) => l.includes(` access: ${method} ${p} `));
+}
+
+// The gateway's count of upstream failures answered with code.
+async function failures(port, code) {
+  const r = await rawRequest(port, "GET", "/__runnel/gateway/metrics", { headers: bearer(T.full.key) });
+  assert.equal(r.status, 200, r.text);
+  return sample(r.text, "runnel_gateway_upstream_failures_total", { code });
 }
 
 // Restarts a node (SIGKILLed or stopped) on its data and port; resolves
@@ -93,6 +101,7 @@ describe("the node failing under a running gateway", () => {
     await d.node.stop("SIGKILL");
     assertOwn(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 503, "UPSTREAM_UNREACHABLE", { what: "a read" });
     assertOwn(await ask(d.port, "POST", "/orders/o-1", { body: "unreachable\n" }), 503, "UPSTREAM_UNREACHABLE", { what: "a write" });
+    assert.ok(await failures(d.port, "UPSTREAM_UNREACHABLE") >= 2, "counted in the gateway's metrics");
     await revive(d);
     assert.ok(!(await content(d, T.full.key, "/orders/o-1")).includes("unreachable"), "the refused write applied nothing");
   });
@@ -101,6 +110,7 @@ describe("the node failing under a running gateway", () => {
     const total = 8 * MiB;
     const answer = await uploadCut(d.port, "/orders/big", T.full.key, total, () => d.node.stop("SIGKILL"));
     assertOwn(answer, 502, "UPSTREAM_FAILED", { what: "the node killed mid-upload" });
+    assert.ok(await failures(d.port, "UPSTREAM_FAILED") >= 1, "counted in the gateway's metrics");
     await revive(d);
     await sleep(500);
     assert.deepEqual(accessLines(d.node, "POST", "/orders/big", { sinceStart: true }), [], "the write was not resent to the restarted node");
@@ -161,6 +171,7 @@ describe("504 UPSTREAM_TIMEOUT", () => {
       assertOwn(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 504, "UPSTREAM_TIMEOUT", { what: "a read" });
       assert.ok(Date.now() - t0 < 10000, "answered within the timeout and some slack");
       assertOwn(await ask(d.port, "POST", "/orders/o-1", { body: "late\n" }), 504, "UPSTREAM_TIMEOUT", { what: "a write" });
+      assert.ok(await failures(d.port, "UPSTREAM_TIMEOUT") >= 2, "counted in the gateway's metrics");
     } finally {
       d.node.proc.kill("SIGCONT");
     }
