@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A local Runnel cluster on 127.0.0.1, for tests and trying it out.
 #
-#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [--tls PKI] [-- SERVE_FLAGS...]
+#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [--tls PKI] [--insecure]
+#                            [-- SERVE_FLAGS...]
 #       Starts the nodes with their data in DIR/node-N, logs in DIR/node-N.log,
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
@@ -13,6 +14,11 @@
 #       --tls PKI: the nodes serve https with PKI/server.pem and server.key
 #       and trust PKI/ca.pem for their requests to each other (a directory
 #       made by tests/lib/test_pki.sh); their URLs are https.
+#       Secured by default: the first start writes a random cluster key
+#       (DIR/cluster.key) and admin token (DIR/admin.token), mode 600, and
+#       every node gets --cluster-key-file and --admin-token-file (operator
+#       routes then need `Authorization: Bearer $(cat DIR/admin.token)`).
+#       --insecure: neither (peers unauthenticated, operator routes open).
 #   scripts/cluster.sh stop DIR
 #       SIGTERM to every node, waits for each to exit (15 s, then SIGKILL);
 #       exit 0 when all stopped cleanly.
@@ -21,7 +27,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -41,7 +47,7 @@ ready_everywhere() {
 start() {
   local dir=$1
   shift
-  local nodes=3 groups=16 bin="$root/build/runnel" tls_flags=()
+  local nodes=3 groups=16 bin="$root/build/runnel" tls_flags=() secure=1
   SCHEME=http CURL_TLS=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -54,6 +60,7 @@ start() {
       --nodes) nodes=$2; shift 2 ;;
       --groups) groups=$2; shift 2 ;;
       --bin) bin=$2; shift 2 ;;
+      --insecure) secure=0; shift ;;
       --) shift; break ;;
       *) usage ;;
     esac
@@ -81,6 +88,14 @@ start() {
     } >"$dir/cluster.env"
     source "$dir/cluster.env"
   fi
+  local security=()
+  if [ "$secure" = 1 ]; then
+    local f
+    for f in cluster.key admin.token; do
+      [ -f "$dir/$f" ] || (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$dir/$f")
+    done
+    security=(--cluster-key-file "$dir/cluster.key" --admin-token-file "$dir/admin.token")
+  fi
   local peers=() i
   for i in $(seq 1 "$nodes"); do
     local hp="HTTP_PORT_$i" rp="RAFT_PORT_$i"
@@ -89,7 +104,7 @@ start() {
   for i in $(seq 1 "$nodes"); do
     local hp="HTTP_PORT_$i"
     local cmd=("$bin" serve --node-id "$i" --cluster-id "$CLUSTER_ID" "${peers[@]}"
-      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "$@")
+      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "$@")
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
     printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
     bash "$dir/node-$i.cmd"

@@ -224,9 +224,14 @@ static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t 
 
 rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *engine,
                              struct rn_tiers *tiers, char *err, size_t errcap) {
-    if (rn_cluster_mark(cfg, err, errcap) != 0)
+    rn_secret key = {0};
+    if ((cfg->cluster_key_file[0] &&
+         rn_secret_load(cfg->cluster_key_file, "--cluster-key-file", &key, err, errcap) != 0) ||
+        rn_cluster_mark(cfg, err, errcap) != 0)
         return NULL;
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
+    cl->key = key;
+    rn_secret_wipe(&key);
     cl->loop = loop;
     cl->cfg = *cfg;
     cl->engine = engine;
@@ -236,6 +241,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->member_busy = rn_xcalloc(cl->groups, sizeof *cl->member_busy);
     if (rn_membership_load(cl, err, errcap) != 0 ||
         rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
+        rn_secret_wipe(&cl->key);
         free(cl->catch_up);
         free(cl->member_busy);
         free(cl);
@@ -262,6 +268,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                            .groups = cl->groups,
                            .bootstrap = !cfg->join,
                            .cluster_id = cfg->cluster_id,
+                           .cluster_key = &cl->key,
                            .fsm = rn_raft_log_fsm(cl->log)};
     consensus_params_default(&cc.params);
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
@@ -294,6 +301,7 @@ static void node_stopped(void *arg) {
     free(cl->catch_up);
     free(cl->member_busy);
     rn_id_issuer_close(&cl->ids);
+    rn_secret_wipe(&cl->key);
     free(cl);
     if (done)
         done(done_arg);

@@ -14,6 +14,7 @@
 #ifndef RN_CLUSTER_H
 #define RN_CLUSTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -67,8 +68,33 @@ void rn_cluster_settle(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *a
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len);
 
+/* Who may call a route under /__runnel/ (path after that prefix) that
+ * rn_cluster_handle serves: anyone (the report), only authenticated peers
+ * (what nodes ask of each other), only operators (a membership change), or
+ * either (a membership change passed on between nodes, scope=local).
+ * RN_CLUSTER_ROUTE_NONE: not a cluster route. */
+typedef enum {
+    RN_CLUSTER_ROUTE_NONE,
+    RN_CLUSTER_ROUTE_OPEN,
+    RN_CLUSTER_ROUTE_PEER,
+    RN_CLUSTER_ROUTE_OPERATOR,
+    RN_CLUSTER_ROUTE_PEER_OR_OPERATOR,
+} rn_cluster_route_kind;
+rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
+                                               size_t query_len);
+
+/* Whether req comes from a node of this cluster: with a cluster key, its
+ * peer signature (peer_auth.h) verifies; without one, every request does.
+ * False after answering the refusal (401 INVALID_CREDENTIAL without a
+ * signature, 403 FORBIDDEN with one that fails), counted and logged. */
+bool rn_cluster_peer_authorize(rn_cluster *cl, rn_request *req);
+
+/* Whether req carries a peer signature at all (then it is a peer's, to be
+ * judged by rn_cluster_peer_authorize, not an operator's). */
+bool rn_cluster_peer_signed(const rn_request *req);
+
 /* Appends the groups' gauges and counters in the Prometheus text format
- * (/__runnel/metrics). */
+ * (/__runnel/metrics), and the peers refused. */
 void rn_cluster_metrics(rn_cluster *cl, rn_buf *out);
 
 /* Stops every group (proposals in flight get their outcomes), then frees

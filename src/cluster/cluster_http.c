@@ -21,9 +21,11 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/membership.h"
+#include "cluster/peer_auth.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
+#include "util/clock.h"
 #include "util/text.h"
 
 #include <ctype.h>
@@ -92,11 +94,21 @@ static void on_poll(uv_timer_t *t) {
     }
 }
 
+/* Signs every request to a peer with the cluster key (rn_outbound_sign_fn). */
+static void sign_peer_request(void *arg, const char *method, const char *url, const uint8_t *body,
+                              size_t body_len, rn_buf *lines) {
+    rn_cluster *cl = arg;
+    rn_peer_http_sign(&cl->key, cl->cfg.node_id, (uint64_t)rn_now_ms(), method, url, body, body_len,
+                      lines);
+}
+
 void cluster_peers_start(rn_cluster *cl) {
     rn_outbound_config oc = {.user_agent = "runnel-cluster",
                              .max_running = 16,
                              .max_queued = 64,
-                             .ca_file = cl->cfg.tls_ca[0] ? cl->cfg.tls_ca : NULL};
+                             .ca_file = cl->cfg.tls_ca[0] ? cl->cfg.tls_ca : NULL,
+                             .sign = cl->key.len ? sign_peer_request : NULL,
+                             .sign_arg = cl};
     cl->http = rn_outbound_new(cl->loop, &oc);
     for (int i = 0; i < cl->cfg.n_peers; i++) {
         cl->peers[i].cl = cl;
@@ -186,6 +198,54 @@ static void report(const rn_cluster *cl, rn_buf *out) {
     free(text);
 }
 
+/* ---- who may call ---- */
+
+rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
+                                               size_t query_len) {
+    static const char members[] = "cluster/members",
+                      peer_reads[][24] = {"cluster/applied", "cluster/read-index", "cluster/blob"};
+    static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
+    size_t ml = sizeof members - 1, bl = sizeof bytes - 1;
+    if (path_is(path, path_len, "cluster"))
+        return RN_CLUSTER_ROUTE_OPEN;
+    for (size_t i = 0; i < sizeof peer_reads / sizeof peer_reads[0]; i++)
+        if (path_is(path, path_len, peer_reads[i]))
+            return RN_CLUSTER_ROUTE_PEER;
+    if (path_len > bl && (memcmp(path, bytes, bl) == 0 || memcmp(path, index, bl) == 0))
+        return RN_CLUSTER_ROUTE_PEER;
+    if (path_len >= ml && memcmp(path, members, ml) == 0 && (path_len == ml || path[ml] == '/'))
+        return rn_membership_is_local(query, query_len) ? RN_CLUSTER_ROUTE_PEER_OR_OPERATOR
+                                                        : RN_CLUSTER_ROUTE_OPERATOR;
+    return RN_CLUSTER_ROUTE_NONE;
+}
+
+bool rn_cluster_peer_signed(const rn_request *req) {
+    return rn_request_header(req, RN_PEER_HEADER_SIGNATURE, NULL) != NULL;
+}
+
+bool rn_cluster_peer_authorize(rn_cluster *cl, rn_request *req) {
+    if (cl->key.len == 0)
+        return true;
+    uint64_t peer = 0;
+    rn_peer_reason r =
+        rn_peer_http_verify(&cl->key, cl->cfg.node_id, (uint64_t)rn_now_ms(), req, &peer);
+    if (r == RN_PEER_OK)
+        return true;
+    rn_peer_refused(RN_PEER_CHANNEL_HTTP, r);
+    const char *q = memchr(req->target, '?', req->target_len);
+    int path_len = (int)(q ? (size_t)(q - req->target) : req->target_len);
+    rn_log_throttled(&cl->refused_log, 10000, RN_LOG_WARN, "cluster_peer_refused",
+                     "peer request %s %.*s refused (%s): %s",
+                     req->method_name ? req->method_name : "-", path_len, req->target,
+                     rn_peer_reason_name(r), rn_peer_reason_text(r));
+    const char *why = rn_peer_reason_name(r);
+    if (r == RN_PEER_MISSING)
+        rn_reply_error(req, RN_E_PEER_UNAUTHENTICATED, NULL);
+    else
+        rn_reply_error_detail(req, RN_E_PEER_REFUSED, NULL, why, strlen(why));
+    return false;
+}
+
 /* ---- metrics ---- */
 
 void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
@@ -221,6 +281,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                    "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
                    "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
                    cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0);
+    rn_peer_auth_metrics(out);
 }
 
 static void answer(rn_request *req, const char *type, rn_buf *body) {

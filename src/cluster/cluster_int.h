@@ -12,6 +12,8 @@
 #include "cluster/raft_log.h"
 #include "net/outbound.h"
 #include "util/list.h"
+#include "util/log.h"
+#include "util/secret.h"
 
 /* What a peer last reported of itself (GET /__runnel/cluster/applied). */
 typedef struct {
@@ -35,6 +37,8 @@ typedef struct {
 struct rn_cluster {
     uv_loop_t *loop;
     rn_config cfg;
+    rn_secret key; /* the cluster key (len 0: none): peer requests sign with it */
+    rn_log_throttle refused_log;
     rn_engine *engine;
     struct rn_tiers *tiers; /* snapshot bodies (fetched from and served to peers) */
     unsigned groups;

@@ -369,6 +369,9 @@ static void copy_config(consensus *c, const consensus_config *cfg) {
     c->cfg.self_address = c->self_address;
     c->cfg.data_dir = c->data_dir;
     c->cfg.cluster_id = NULL; /* only its tag is kept, in the mux */
+    if (cfg->cluster_key)
+        c->key = *cfg->cluster_key;
+    c->cfg.cluster_key = NULL; /* kept in c->key */
     c->peers = rn_xcalloc(cfg->n_peers ? cfg->n_peers : 1, sizeof *c->peers);
     for (unsigned i = 0; i < cfg->n_peers; i++) {
         c->peers[i].id = cfg->peers[i].id;
@@ -437,6 +440,7 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
         .peer_timeout_ms = cfg->params.peer_timeout_ms,
         .connect_retry_ms = cfg->params.connect_retry_ms,
         .connect_timeout_ms = 2000,
+        .key = &c->key,
         .on_ask = cs_confirm_ask,
         .on_answer = cs_confirm_answer,
         .ctx = c,
@@ -453,6 +457,8 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
         .max_handshakes = 64,
         .control_accept = rn_ctl_accept,
         .control_ctx = c->ctl,
+        .key = &c->key,
+        .self_id = cfg->self_id,
     };
     int rv = rn_mux_open(&mo, &c->mux);
     if (rv != 0)
@@ -480,6 +486,7 @@ static void own_handle_closed(uv_handle_t *h) {
     free(c->groups);
     free(c->self_address);
     free(c->data_dir);
+    rn_secret_wipe(&c->key);
     free(c);
     if (done)
         done(arg);

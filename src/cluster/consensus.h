@@ -39,6 +39,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "util/secret.h"
+
 typedef struct consensus consensus;
 
 typedef enum {
@@ -143,6 +145,9 @@ typedef struct {
     bool bootstrap;         /* a group with no data starts with `peers` as voters; false:
                                it waits to be added by a leader (a replacement node) */
     const char *cluster_id; /* connections from another cluster id are refused; may be NULL */
+    /* The cluster key (NULL or empty: none; copied): every Raft port
+     * connection, both ways, proves it before libraft sees a byte (mux.h). */
+    const rn_secret *cluster_key;
     consensus_params params;
     consensus_fsm fsm;
 } consensus_config;

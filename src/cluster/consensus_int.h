@@ -133,6 +133,7 @@ struct consensus {
     char *self_address;
     char *data_dir;
     consensus_peer *peers;
+    rn_secret key; /* the cluster key (len 0: none), for the mux and the control channel */
     rn_mux *mux;
     rn_ctl *ctl;         /* the control channel: reads' confirmations */
     uint64_t last_round; /* confirm rounds' numbers, never reused while running */

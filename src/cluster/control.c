@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/handshake.h"
 #include "cluster/mux.h"
 #include "util/buf.h"
 #include "util/list.h"
+#include "util/log.h"
 
 #define CTL_READ_BYTES (128u * RN_WIRE_CONFIRM_BYTES)   /* a multiple of a message */
 #define CTL_MAX_PENDING (1024u * RN_WIRE_CONFIRM_BYTES) /* asks waiting for a connection */
@@ -29,8 +31,9 @@ typedef struct ctl_link ctl_link;
 struct ctl_sock {
     rn_list_node node; /* on ctl->socks */
     rn_ctl *ctl;
-    uv_tcp_t *tcp;
-    ctl_link *link; /* outgoing: its link, until the socket closes; accepted: NULL */
+    uv_tcp_t *tcp;    /* the handshake's while hs is set */
+    rn_handshake *hs; /* outgoing: the hello (and proofs) under way */
+    ctl_link *link;   /* outgoing: its link, until the socket closes; accepted: NULL */
     bool incoming;
     bool connected; /* outgoing: connected, the hello and pending asks written */
     bool closing;
@@ -47,7 +50,7 @@ struct ctl_link {
     char address[RN_WIRE_MAX_ADDRESS + 1];
     ctl_sock *sock;    /* NULL: no connection */
     uint64_t retry_at; /* no connection: no attempt before this loop time */
-    rn_buf pending;    /* connecting: the hello and the asks, written once connected */
+    rn_buf pending;    /* connecting: the asks, written once connected and authenticated */
 };
 
 struct rn_ctl {
@@ -60,6 +63,7 @@ struct rn_ctl {
     unsigned open_handles;
     void (*done)(void *arg);
     void *done_arg;
+    rn_log_throttle refusal_log[RN_PEER_REASON_COUNT];
 };
 
 typedef struct {
@@ -90,11 +94,8 @@ static void sock_closed(uv_handle_t *h) {
     ctl_maybe_done(ctl);
 }
 
-/* Closes s; its link (if any) is down and not retried for retry_ms. */
-static void sock_close(ctl_sock *s, unsigned retry_ms) {
-    if (s->closing)
-        return;
-    s->closing = true;
+/* Takes s off its link (if any): down, not retried for retry_ms. */
+static void sock_unlink(ctl_sock *s, unsigned retry_ms) {
     ctl_link *l = s->link;
     if (l) {
         l->sock = NULL;
@@ -102,7 +103,18 @@ static void sock_close(ctl_sock *s, unsigned retry_ms) {
         l->pending.len = 0;
         s->link = NULL;
     }
-    uv_close((uv_handle_t *)s->tcp, sock_closed);
+}
+
+/* Closes s; its link (if any) is down and not retried for retry_ms. */
+static void sock_close(ctl_sock *s, unsigned retry_ms) {
+    if (s->closing)
+        return;
+    s->closing = true;
+    sock_unlink(s, retry_ms);
+    if (s->hs)
+        rn_handshake_abort(s->hs); /* sock_authenticated frees s */
+    else
+        uv_close((uv_handle_t *)s->tcp, sock_closed);
 }
 
 static void sock_fail(ctl_sock *s) {
@@ -207,6 +219,36 @@ static void read_in(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
 
 /* --- outgoing ------------------------------------------------------------ */
 
+/* The hello (and with a key the proofs) are done: the pending asks go. */
+static void sock_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) {
+    ctl_sock *s = arg;
+    rn_ctl *ctl = s->ctl;
+    s->hs = NULL;
+    if (tcp == NULL || s->closing) { /* the handshake closed and freed the handle */
+        assert(tcp == NULL);
+        if (reason != RN_PEER_MISSING)
+            rn_log_throttled(&ctl->refusal_log[reason], 10000, RN_LOG_WARN, "cluster_peer_refusal",
+                             "node %llu refused this node's control connection (%s): %s",
+                             (unsigned long long)s->peer, rn_peer_reason_name(reason),
+                             rn_peer_reason_text(reason));
+        sock_unlink(s, ctl->o.connect_retry_ms);
+        rn_list_remove(&ctl->socks, &s->node);
+        free(s);
+        assert(ctl->open_handles > 0);
+        ctl->open_handles--;
+        ctl_maybe_done(ctl);
+        return;
+    }
+    tcp->data = s;
+    ctl_link *l = s->link;
+    assert(l != NULL && l->pending.len > 0);
+    s->connected = true;
+    bool written = sock_write(s, l->pending.data, l->pending.len);
+    l->pending.len = 0;
+    if (!written || uv_read_start((uv_stream_t *)s->tcp, alloc_in, read_in) != 0)
+        sock_fail(s);
+}
+
 static void on_connected(uv_connect_t *req, int status) {
     ctl_sock *s = req->data;
     if (s->closing)
@@ -216,14 +258,17 @@ static void on_connected(uv_connect_t *req, int status) {
         return;
     }
     rn_ctl *ctl = s->ctl;
-    ctl_link *l = s->link;
-    assert(l != NULL && l->pending.len > 0);
     rn_mux_tune_socket(s->tcp, ctl->o.tcp_nodelay, ctl->o.peer_timeout_ms);
-    s->connected = true;
-    bool written = sock_write(s, l->pending.data, l->pending.len);
-    l->pending.len = 0;
-    if (!written || uv_read_start((uv_stream_t *)s->tcp, alloc_in, read_in) != 0)
-        sock_fail(s);
+    static const rn_secret none = {0};
+    const rn_secret *key = ctl->o.key ? ctl->o.key : &none;
+    rn_buf hello = {0};
+    if (rn_wire_hello_encode(&hello, RN_WIRE_CONTROL_GROUP, ctl->o.self_id, ctl->o.cluster_tag,
+                             ctl->self_address,
+                             key->len ? RN_WIRE_AUTH_KEY : RN_WIRE_AUTH_NONE) != 0)
+        abort(); /* rn_ctl_open checked the address */
+    s->hs =
+        rn_handshake_connect(s->tcp, key, hello.data, hello.len, s->peer, sock_authenticated, s);
+    rn_buf_free(&hello);
 }
 
 /* Starts connecting l with its pending bytes; false when that failed at
@@ -285,9 +330,6 @@ int rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_co
         if (uv_now(ctl->o.loop) < l->retry_at)
             return -1;
         l->pending.len = 0;
-        if (rn_wire_hello_encode(&l->pending, RN_WIRE_CONTROL_GROUP, ctl->o.self_id,
-                                 ctl->o.cluster_tag, ctl->self_address) != 0)
-            abort(); /* rn_ctl_open checked the address */
         rn_buf_append(&l->pending, msg, sizeof msg);
         return link_connect(ctl, l) ? 0 : -1;
     }

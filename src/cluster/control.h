@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "cluster/wire.h"
+#include "util/secret.h"
 
 typedef struct rn_ctl rn_ctl;
 
@@ -29,7 +30,10 @@ typedef struct {
     bool tcp_nodelay;
     unsigned peer_timeout_ms;    /* as the mux's (rn_mux_tune_socket) */
     unsigned connect_retry_ms;   /* a failed connection is not retried before this */
-    unsigned connect_timeout_ms; /* a connection not established by then is dropped */
+    unsigned connect_timeout_ms; /* a connection not authenticated by then is dropped */
+    /* The cluster key (NULL or empty: none): outgoing connections prove it
+     * (handshake.h); incoming ones were proven by the mux. Not copied. */
+    const rn_secret *key;
     /* An ask from sender (its hello's id): fill *answer, or return false to
      * send nothing. */
     bool (*on_ask)(void *ctx, uint64_t sender, const rn_wire_confirm *ask, rn_wire_confirm *answer);

@@ -262,15 +262,20 @@ static int param(const char *q, size_t len, const char *name, char *out, size_t 
     return 0;
 }
 
+bool rn_membership_is_local(const char *query, size_t query_len) {
+    char scope[8];
+    return param(query, query_len, "scope", scope, sizeof scope) == 0 &&
+           strcmp(scope, "local") == 0;
+}
+
 int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len) {
     static const char base[] = "cluster/members";
     size_t bl = sizeof base - 1;
     if (path_len < bl || memcmp(path, base, bl) != 0 || (path_len > bl && path[bl] != '/'))
         return 0;
-    char scope[8] = "", id_text[8] = "", raft[64] = "", url[512] = "";
-    int local =
-        param(query, query_len, "scope", scope, sizeof scope) == 0 && strcmp(scope, "local") == 0;
+    char id_text[8] = "", raft[64] = "", url[512] = "";
+    int local = rn_membership_is_local(query, query_len);
     uint64_t id = 0;
     int removed = req->method == RN_HTTP_DELETE;
     if (removed) {

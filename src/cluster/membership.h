@@ -27,6 +27,7 @@
 #ifndef RN_CLUSTER_MEMBERSHIP_H
 #define RN_CLUSTER_MEMBERSHIP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "transport/http.h"
@@ -39,6 +40,8 @@ int rn_membership_load(struct rn_cluster *cl, char *err, size_t errcap);
 /* Starts reconciling the groups this node leads with the intents. */
 void rn_membership_start(struct rn_cluster *cl);
 void rn_membership_stop(struct rn_cluster *cl);
+/* True when the query says scope=local: an intent passed on by a peer. */
+bool rn_membership_is_local(const char *query, size_t query_len);
 /* Handles the admin routes (path after /__runnel/); 1 when it answered. */
 int rn_membership_handle(struct rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "cluster/handshake.h"
 #include "cluster/wire.h"
 #include "util/buf.h"
 #include "util/list.h"
@@ -48,9 +49,11 @@ struct mux_connect {
     mux_group *group;
     struct raft_uv_connect *req;
     raft_uv_connect_cb cb;
-    uv_tcp_t *tcp; /* raft_malloc'd: libraft frees it once handed over */
+    uv_tcp_t *tcp; /* raft_malloc'd: libraft frees it once handed over; the
+                    * handshake's while hs is set */
     uv_connect_t connect;
-    uv_write_t write;
+    rn_handshake *hs; /* the hello (and proofs) under way */
+    uint64_t peer_id; /* the node libraft connects to */
     rn_buf hello;
     bool closing;
     int status; /* reported when the handle is closed */
@@ -59,7 +62,8 @@ struct mux_connect {
 struct mux_incoming {
     rn_list_node link; /* on mux->incoming */
     rn_mux *mux;
-    uv_tcp_t *tcp; /* raft_malloc'd, see mux_connect */
+    uv_tcp_t *tcp;    /* raft_malloc'd, see mux_connect; the handshake's while hs is set */
+    rn_handshake *hs; /* the cluster key's proofs under way, after the hello */
     uint64_t accepted_ms;
     size_t got;      /* hello bytes read */
     bool fixed_done; /* the fixed part is decoded into hello */
@@ -81,6 +85,8 @@ struct rn_mux {
     unsigned open_handles; /* the mux's own handles still open while closing */
     void (*done)(void *arg);
     void *done_arg;
+    rn_log_throttle refused_log[RN_PEER_REASON_COUNT]; /* incoming refused, per reason */
+    rn_log_throttle refusal_log[RN_PEER_REASON_COUNT]; /* outgoing refused, per reason */
 };
 
 /* --- sockets --------------------------------------------------------------- */
@@ -170,9 +176,14 @@ static void incoming_closed(uv_handle_t *h) {
     mux_maybe_done(m);
 }
 
-/* Closes an accepted connection that did not complete a valid hello. */
+/* Closes an accepted connection that did not complete a valid hello (or
+ * gives up its handshake, which reports to incoming_authenticated). */
 static void refuse_incoming(mux_incoming *in, const char *why) {
     rn_mux *m = in->mux;
+    if (in->hs) {
+        rn_handshake_abort(in->hs);
+        return;
+    }
     unlink_incoming(m, in);
     if (why)
         rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
@@ -205,6 +216,15 @@ static uv_tcp_t *hand_over(mux_incoming *in) {
     return tcp;
 }
 
+/* Counts and logs (throttled) a refused incoming connection. */
+static void log_refused(rn_mux *m, const mux_incoming *in, rn_peer_reason reason) {
+    rn_peer_refused(RN_PEER_CHANNEL_RAFT, reason);
+    rn_log_throttled(&m->refused_log[reason], 10000, RN_LOG_WARN, "cluster_peer_refused",
+                     "raft connection claiming node %llu refused (%s): %s",
+                     (unsigned long long)in->hello.sender_id, rn_peer_reason_name(reason),
+                     rn_peer_reason_text(reason));
+}
+
 /* Hands a completed hello's stream to its group or the control channel, or
  * refuses it. */
 static void dispatch_incoming(mux_incoming *in) {
@@ -231,6 +251,51 @@ static void dispatch_incoming(mux_incoming *in) {
     g->accept_cb(&g->transport, sender, address, (uv_stream_t *)tcp);
 }
 
+/* The cluster key's proofs of an incoming connection are done. */
+static void incoming_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) {
+    mux_incoming *in = arg;
+    rn_mux *m = in->mux;
+    in->hs = NULL;
+    if (tcp) {
+        dispatch_incoming(in);
+        return;
+    }
+    if (reason != RN_PEER_MISSING) /* MISSING: given up, or the peer went away */
+        log_refused(m, in, reason);
+    unlink_incoming(m, in);
+    free(in);
+    m->open_handles--; /* the handshake closed the handle */
+    mux_maybe_done(m);
+}
+
+/* A complete hello: checks how its sender proves it is a member, then
+ * dispatches it (no key), or proves it (the cluster key). */
+static void authenticate_incoming(mux_incoming *in) {
+    rn_mux *m = in->mux;
+    bool keyed = m->o.key && m->o.key->len > 0;
+    rn_peer_reason refused = RN_PEER_OK;
+    if (in->hello.auth != (keyed ? RN_WIRE_AUTH_KEY : RN_WIRE_AUTH_NONE))
+        refused = keyed ? RN_PEER_MISSING : RN_PEER_MODE;
+    else if (keyed && in->hello.sender_id == m->o.self_id)
+        refused = RN_PEER_WRONG_ID;
+    if (refused != RN_PEER_OK) {
+        log_refused(m, in, refused);
+        uv_tcp_t *tcp = hand_over(in); /* the mux is done with it: refused below */
+        if (refused == RN_PEER_MISSING)
+            uv_close((uv_handle_t *)tcp, free_raft_handle); /* the sender does not read */
+        else
+            rn_handshake_refuse(tcp, refused);
+        return;
+    }
+    if (!keyed) {
+        dispatch_incoming(in);
+        return;
+    }
+    uv_read_stop((uv_stream_t *)in->tcp);
+    in->hs = rn_handshake_serve(in->tcp, m->o.key, in->bytes, hello_needed(in), m->o.self_id,
+                                incoming_authenticated, in);
+}
+
 static void read_hello(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     (void)buf;
     mux_incoming *in = s->data;
@@ -252,7 +317,7 @@ static void read_hello(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         in->fixed_done = true;
     }
     if (in->fixed_done && in->got == hello_needed(in))
-        dispatch_incoming(in);
+        authenticate_incoming(in);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -300,18 +365,24 @@ static void unlink_connect(mux_group *g, mux_connect *c) {
     rn_list_remove(&g->connects, &c->link);
 }
 
-static void connect_closed(uv_handle_t *h) {
-    mux_connect *c = h->data;
+/* Reports c to libraft (tcp: the stream, or NULL with c->status) and
+ * frees it. */
+static void report_connect(mux_connect *c, uv_tcp_t *tcp) {
     mux_group *g = c->group;
-    raft_free(c->tcp);
     unlink_connect(g, c);
     struct raft_uv_connect *req = c->req;
     raft_uv_connect_cb cb = c->cb;
-    int status = c->status;
+    int status = tcp ? 0 : c->status;
     rn_buf_free(&c->hello);
     free(c);
-    cb(req, NULL, status);
+    cb(req, (uv_stream_t *)tcp, status);
     group_maybe_closed(g);
+}
+
+static void connect_closed(uv_handle_t *h) {
+    mux_connect *c = h->data;
+    raft_free(c->tcp);
+    report_connect(c, NULL);
 }
 
 static void fail_connect(mux_connect *c, int status) {
@@ -319,26 +390,32 @@ static void fail_connect(mux_connect *c, int status) {
         return;
     c->closing = true;
     c->status = status;
-    uv_close((uv_handle_t *)c->tcp, connect_closed);
+    if (c->hs)
+        rn_handshake_abort(c->hs); /* connect_authenticated reports */
+    else
+        uv_close((uv_handle_t *)c->tcp, connect_closed);
 }
 
-static void hello_written(uv_write_t *w, int status) {
-    mux_connect *c = w->data;
-    if (status == UV_ECANCELED || c->closing)
-        return; /* closing: connect_closed reports it */
-    if (status < 0) {
-        fail_connect(c, RAFT_NOCONNECTION);
-        return;
+/* The hello (and with a key the proofs) of an outgoing connection are
+ * done: the stream goes to libraft, or the failure does. */
+static void connect_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) {
+    mux_connect *c = arg;
+    rn_mux *m = c->group->mux;
+    c->hs = NULL;
+    if (tcp && c->closing) { /* cannot happen: an abort reports no stream */
+        uv_close((uv_handle_t *)tcp, free_raft_handle);
+        tcp = NULL;
     }
-    mux_group *g = c->group;
-    unlink_connect(g, c);
-    uv_tcp_t *tcp = c->tcp;
-    tcp->data = NULL;
-    struct raft_uv_connect *req = c->req;
-    raft_uv_connect_cb cb = c->cb;
-    rn_buf_free(&c->hello);
-    free(c);
-    cb(req, (uv_stream_t *)tcp, 0);
+    if (tcp == NULL) {
+        if (!c->closing)
+            c->status = RAFT_NOCONNECTION;
+        if (reason != RN_PEER_MISSING)
+            rn_log_throttled(&m->refusal_log[reason], 10000, RN_LOG_WARN, "cluster_peer_refusal",
+                             "node %llu refused this node's raft connection (%s): %s",
+                             (unsigned long long)c->peer_id, rn_peer_reason_name(reason),
+                             rn_peer_reason_text(reason));
+    }
+    report_connect(c, tcp);
 }
 
 static void connected(uv_connect_t *creq, int status) {
@@ -349,11 +426,11 @@ static void connected(uv_connect_t *creq, int status) {
         fail_connect(c, RAFT_NOCONNECTION);
         return;
     }
-    tune_socket(c->group->mux, c->tcp);
-    uv_buf_t b = uv_buf_init((char *)c->hello.data, (unsigned)c->hello.len);
-    c->write.data = c;
-    if (uv_write(&c->write, (uv_stream_t *)c->tcp, &b, 1, hello_written) != 0)
-        fail_connect(c, RAFT_NOCONNECTION);
+    rn_mux *m = c->group->mux;
+    tune_socket(m, c->tcp);
+    static const rn_secret none = {0};
+    c->hs = rn_handshake_connect(c->tcp, m->o.key ? m->o.key : &none, c->hello.data, c->hello.len,
+                                 c->peer_id, connect_authenticated, c);
 }
 
 /* --- the raft_uv_transport interface ------------------------------------ */
@@ -381,7 +458,6 @@ static int t_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb) {
 
 static int t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
                      const char *address, raft_uv_connect_cb cb) {
-    (void)id;
     mux_group *g = t->impl;
     rn_mux *m = g->mux;
     assert(g->initialized && !g->closing);
@@ -394,7 +470,9 @@ static int t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, r
     c->group = g;
     c->req = req;
     c->cb = cb;
-    if (rn_wire_hello_encode(&c->hello, g->index, g->id, m->o.cluster_tag, g->address) != 0)
+    c->peer_id = id;
+    rn_wire_auth auth = m->o.key && m->o.key->len ? RN_WIRE_AUTH_KEY : RN_WIRE_AUTH_NONE;
+    if (rn_wire_hello_encode(&c->hello, g->index, g->id, m->o.cluster_tag, g->address, auth) != 0)
         abort(); /* t_init accepted the address, and the mux parsed it */
     c->tcp = raft_malloc(sizeof *c->tcp);
     if (c->tcp == NULL)
@@ -487,8 +565,10 @@ void rn_mux_close(rn_mux *m, void (*done)(void *arg), void *arg) {
     m->closing = true;
     m->done = done;
     m->done_arg = arg;
-    while (!rn_list_empty(&m->incoming))
-        refuse_incoming(rn_list_entry(m->incoming.first, mux_incoming, link), NULL);
+    for (rn_list_node *n = m->incoming.first, *next; n; n = next) {
+        next = n->next; /* one in its handshake stays listed until it reports */
+        refuse_incoming(rn_list_entry(n, mux_incoming, link), NULL);
+    }
     uv_close((uv_handle_t *)&m->listener, mux_handle_closed);
     uv_close((uv_handle_t *)&m->sweep, mux_handle_closed);
     uv_close((uv_handle_t *)&m->defer, mux_handle_closed);

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "util/secret.h"
+
 struct raft_uv_transport;
 
 typedef struct rn_mux rn_mux;
@@ -42,6 +44,13 @@ typedef struct {
      * refused. */
     void (*control_accept)(void *ctx, uint64_t sender, uv_tcp_t *tcp);
     void *control_ctx;
+    /* The cluster key (NULL or empty: none). With one, every connection
+     * runs handshake.h's proofs before libraft or the control channel sees
+     * it, both ways; a connection without them, or whose proof fails, is
+     * closed, counted (peer_auth.h) and logged. Not copied: it outlives
+     * the mux. */
+    const rn_secret *key;
+    uint64_t self_id; /* this node's id: a hello claiming it is refused (with a key) */
 } rn_mux_options;
 
 /* Binds and listens on o->listen_address. Returns 0 and *out, or a negative

@@ -12,8 +12,9 @@
 #include "util/map.h"
 
 int rn_wire_hello_encode(rn_buf *out, uint32_t group, uint64_t sender_id, uint64_t cluster_tag,
-                         const char *address) {
+                         const char *address, rn_wire_auth auth) {
     assert(out != NULL && address != NULL && sender_id > 0);
+    assert(auth == RN_WIRE_AUTH_NONE || auth == RN_WIRE_AUTH_KEY);
     size_t len = strlen(address);
     if (len == 0 || len > RN_WIRE_MAX_ADDRESS)
         return -1;
@@ -23,7 +24,7 @@ int rn_wire_hello_encode(rn_buf *out, uint32_t group, uint64_t sender_id, uint64
     rn_buf_append_u8(out, (uint8_t)(len & 0xff));
     rn_buf_append_u8(out, (uint8_t)(len >> 8));
     rn_buf_append_u32(out, group);
-    rn_buf_append_u32(out, 0);
+    rn_buf_append_u32(out, (uint32_t)auth);
     rn_buf_append_u64(out, sender_id);
     rn_buf_append_u64(out, cluster_tag);
     rn_buf_append(out, address, len);
@@ -41,15 +42,16 @@ rn_wire_status rn_wire_hello_decode(const uint8_t *fixed, uint32_t groups, uint6
     uint32_t address_len = rn_read_u8(&r);
     address_len |= (uint32_t)rn_read_u8(&r) << 8;
     h->group = rn_read_u32(&r);
-    uint32_t reserved = rn_read_u32(&r);
+    uint32_t auth = rn_read_u32(&r);
     h->sender_id = rn_read_u64(&r);
     h->cluster_tag = rn_read_u64(&r);
     h->address_len = (uint16_t)address_len;
     assert(!r.failed);
     if (magic != RN_WIRE_MAGIC)
         return RN_WIRE_BAD_MAGIC;
-    if (version != RN_WIRE_VERSION || reserved != 0)
+    if (version != RN_WIRE_VERSION || auth > RN_WIRE_AUTH_KEY)
         return RN_WIRE_BAD_VERSION;
+    h->auth = (rn_wire_auth)auth;
     if (h->group >= groups && h->group != RN_WIRE_CONTROL_GROUP)
         return RN_WIRE_BAD_GROUP;
     if (address_len == 0 || address_len > RN_WIRE_MAX_ADDRESS)

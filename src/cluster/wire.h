@@ -8,12 +8,14 @@
  * hello (little-endian):
  *
  *   u32 magic 'RNRF' (0x46524e52)   u16 version (1)   u16 address length
- *   u32 group                       u32 reserved (0)
+ *   u32 group                       u32 auth (0: none, 1: the cluster key)
  *   u64 sender id                   u64 cluster tag
  *   address bytes (1..255, no NUL): the sender's Raft address
  *
  * and the listening side reads exactly those bytes (never one more: what
- * follows belongs to libraft) before it hands the stream to the group.
+ * follows belongs to libraft) before it hands the stream to the group. With
+ * auth 1 the two sides first run the handshake of handshake.h (proofs of
+ * the cluster key, peer_auth.h) over the same connection.
  *
  * A hello naming RN_WIRE_CONTROL_GROUP opens the node's control channel
  * instead (control.h): after it, the connecting side writes confirmation
@@ -44,11 +46,15 @@
 #define RN_WIRE_CONTROL_GROUP 0xffffffffu /* the hello of a control connection */
 #define RN_WIRE_CONFIRM_BYTES 32u
 
+/* How a connection's sender proves it is a member (the hello's auth). */
+typedef enum { RN_WIRE_AUTH_NONE = 0, RN_WIRE_AUTH_KEY = 1 } rn_wire_auth;
+
 typedef struct {
     uint32_t group;
     uint64_t sender_id;
     uint64_t cluster_tag;
     uint16_t address_len; /* bytes of address that follow the fixed part */
+    rn_wire_auth auth;
 } rn_wire_hello;
 
 typedef enum {
@@ -61,15 +67,16 @@ typedef enum {
     RN_WIRE_BAD_SENDER,
 } rn_wire_status;
 
-/* Appends the hello for (group, sender, tag, address) to out. Returns 0,
- * or -1 (nothing appended) when the address is empty or longer than
- * RN_WIRE_MAX_ADDRESS. */
+/* Appends the hello for (group, sender, tag, address, auth) to out.
+ * Returns 0, or -1 (nothing appended) when the address is empty or longer
+ * than RN_WIRE_MAX_ADDRESS. */
 int rn_wire_hello_encode(rn_buf *out, uint32_t group, uint64_t sender_id, uint64_t cluster_tag,
-                         const char *address);
+                         const char *address, rn_wire_auth auth);
 
 /* Decodes the RN_WIRE_FIXED_BYTES fixed part and checks it against this
- * node: a group below `groups` (or RN_WIRE_CONTROL_GROUP) and the same
- * cluster tag. On RN_WIRE_OK the
+ * node: a group below `groups` (or RN_WIRE_CONTROL_GROUP), the same
+ * cluster tag and a known auth (whether it is this node's is the caller's
+ * to check). On RN_WIRE_OK the
  * caller reads h->address_len more bytes of address. */
 rn_wire_status rn_wire_hello_decode(const uint8_t *fixed, uint32_t groups, uint64_t cluster_tag,
                                     rn_wire_hello *h);

@@ -65,6 +65,8 @@ struct rn_outbound {
     void *policy_arg;
     char *policy_refusal;
     char *ca_file;
+    rn_outbound_sign_fn sign;
+    void *sign_arg;
     size_t max_running, max_queued, nrunning, nqueued;
     int stopped;
     char *user_agent;
@@ -360,6 +362,8 @@ rn_outbound *rn_outbound_new(uv_loop_t *loop, const rn_outbound_config *cfg) {
     o->max_queued = cfg->max_queued;
     o->user_agent = rn_xstrdup(cfg->user_agent);
     o->ca_file = cfg->ca_file ? rn_xstrdup(cfg->ca_file) : NULL;
+    o->sign = cfg->sign;
+    o->sign_arg = cfg->sign_arg;
     o->multi = curl_multi_init();
     uv_timer_init(loop, &o->timer);
     o->timer.data = o;
@@ -386,6 +390,20 @@ static void set_method(rn_fetch *f, const char *method) {
         assert(f->body_len == 0); /* DELETE and the like carry no body here */
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
+}
+
+/* Appends the signer's header lines to f's headers. */
+static void add_signature(rn_outbound *o, rn_fetch *f, const rn_fetch_request *req) {
+    assert(f->body_fd < 0); /* a signed request's body is in memory */
+    rn_buf lines = {0};
+    o->sign(o->sign_arg, req->method, req->url, f->data, f->body_len, &lines);
+    rn_buf_append_byte(&lines, '\0');
+    char *line = (char *)lines.data;
+    for (char *end; (end = strstr(line, "\r\n")) != NULL; line = end + 2) {
+        *end = '\0';
+        f->headers = curl_slist_append(f->headers, line);
+    }
+    rn_buf_free(&lines);
 }
 
 rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetch_fn fn,
@@ -422,6 +440,8 @@ rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetc
     f->strict_size = req->strict_size;
     for (size_t i = 0; i < req->nheaders; i++)
         f->headers = curl_slist_append(f->headers, req->headers[i]);
+    if (o->sign)
+        add_signature(o, f, req);
     f->headers = curl_slist_append(f->headers, "Expect:"); /* no 100-continue round trip */
     CURL *e = f->easy = curl_easy_init();
     set_method(f, req->method);

@@ -72,6 +72,10 @@ const char *rn_fetch_header(const rn_fetch_result *r, const char *name, size_t *
 
 typedef void (*rn_fetch_fn)(void *arg, const rn_fetch_result *r);
 
+/* Adds header lines to a request as it starts (rn_outbound_config.sign). */
+typedef void (*rn_outbound_sign_fn)(void *arg, const char *method, const char *url,
+                                    const uint8_t *body, size_t body_len, rn_buf *lines);
+
 /* Decides whether a connection to addr may be made. */
 typedef int (*rn_connect_policy_fn)(void *arg, const struct sockaddr *addr);
 
@@ -83,6 +87,12 @@ typedef struct {
     size_t max_running;         /* transfers at once (>= 1) */
     size_t max_queued;          /* transfers waiting; beyond it a start fails */
     const char *ca_file;        /* CA certificates for https (NULL: the system's) */
+    /* Optional: called as each request starts with its method, URL and
+     * body (a memory body: signed requests never send a descriptor's
+     * bytes); appends header lines ("Name: value\r\n" each) that the
+     * request carries too (a signature). */
+    rn_outbound_sign_fn sign;
+    void *sign_arg;
 } rn_outbound_config;
 
 typedef struct {

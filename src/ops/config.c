@@ -84,6 +84,20 @@ static const setting SETTINGS[] = {
      "cluster mode: PEM CA certificates that the requests to peers' https URLs trust (default: "
      "the system's)",
      NULL},
+    {"admin-token-file", "RUNNEL_ADMIN_TOKEN_FILE", KIND_PATH,
+     offsetof(rn_config, admin_token_file), 0, 0, 0, NULL,
+     "file holding the admin token (16 to 1024 bytes, mode 600): the operator routes under "
+     "/__runnel/ (backups, membership changes, test hooks) then need Authorization: Bearer "
+     "<token>; empty: they are open",
+     NULL},
+    BOOL("metrics-need-token", "RUNNEL_METRICS_NEED_TOKEN", metrics_need_token, 0,
+         "/__runnel/metrics needs the admin token too (with --admin-token-file)"),
+    {"cluster-key-file", "RUNNEL_CLUSTER_KEY_FILE", KIND_PATH,
+     offsetof(rn_config, cluster_key_file), 0, 0, 0, NULL,
+     "cluster mode: file holding the cluster key (16 to 1024 bytes, mode 600), the same on "
+     "every node: every Raft port connection and every peer request proves it; empty: peers "
+     "are not authenticated",
+     NULL},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
      "./runnel-data", "directory of the embedded store (created if missing)", NULL},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",

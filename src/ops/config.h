@@ -26,11 +26,14 @@ typedef struct {
     char listen_host[256];
     int listen_port;
     char data_dir[4096];
-    char tls_cert[4096];  /* PEM certificate chain; empty: cleartext (with tls_key) */
-    char tls_key[4096];   /* PEM private key of tls_cert */
-    char tls_ca[4096];    /* CA file for https requests to peers; empty: the system's */
-    char cluster_id[128]; /* empty: generated once and kept in the data dir */
-    char public_url[512]; /* empty: http://<listen> */
+    char tls_cert[4096];         /* PEM certificate chain; empty: cleartext (with tls_key) */
+    char tls_key[4096];          /* PEM private key of tls_cert */
+    char tls_ca[4096];           /* CA file for https requests to peers; empty: the system's */
+    char admin_token_file[4096]; /* the operator routes' token (ops/admin_auth.h); empty: open */
+    int metrics_need_token;      /* /__runnel/metrics is an operator route too */
+    char cluster_key_file[4096]; /* the cluster key (cluster/peer_auth.h); empty: none */
+    char cluster_id[128];        /* empty: generated once and kept in the data dir */
+    char public_url[512];        /* empty: http://<listen> */
     int webhook_allow_loopback;
     uint64_t webhook_timeout_ms;
     uint64_t long_poll_timeout_ms;

@@ -253,10 +253,14 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
             rn_buf_append_str(&body, ep->ready ? "ready\n" : "recovering\n");
         answer_text(req, ep->ready && !failing ? 200 : 503, "text/plain", &body);
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
+        if (ep->metrics_need_token && !rn_admin_authorize(ep->admin, req))
+            return;
         render(&body, ep);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
     } else if (req->method == RN_HTTP_POST && path_len == 6 && memcmp(path, "backup", 6) == 0) {
         rn_buf_free(&body);
+        if (!rn_admin_authorize(ep->admin, req))
+            return;
         if (!ep->ready)
             rn_reply_error(req, RN_E_RECOVERING, NULL);
         else if (!ep->backups)
@@ -267,7 +271,8 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
                ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
         rn_buf_free(&body);
     } else if (ep->ready) {
-        rn_admin_handle(ep->surface, req, ep->test_hooks, path, path_len, query, query_len);
+        if (rn_admin_authorize(ep->admin, req)) /* the test hooks change state */
+            rn_admin_handle(ep->surface, req, ep->test_hooks, path, path_len, query, query_len);
     } else {
         rn_reply_error(req, RN_E_NOT_FOUND, NULL);
     }

@@ -1,13 +1,17 @@
 /*
  * endpoints.h — the operational routes under /__runnel/: liveness,
  * readiness, Prometheus metrics, POST /__runnel/backup (ops/backup.h), and
- * (with --test-hooks) the test hooks of surface/admin.c.
+ * (with --test-hooks) the test hooks of surface/admin.c. Liveness,
+ * readiness and metrics are open (metrics behind the admin token with
+ * --metrics-need-token); every other route is an operator's (admin_auth.h)
+ * unless the cluster's routes say otherwise.
  */
 #ifndef RN_ENDPOINTS_H
 #define RN_ENDPOINTS_H
 
 #include "engine/engine.h"
 #include "live/live.h"
+#include "ops/admin_auth.h"
 #include "ops/probe.h"
 #include "surface/streams.h"
 #include "transport/http.h"
@@ -22,9 +26,12 @@ typedef struct {
     rn_http_server *http;
     rn_probe *probe;            /* the data directory probe (readiness) */
     struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */
+    const rn_admin_auth *admin; /* the operator routes' credential (admin_auth.h) */
+    int metrics_need_token;     /* metrics is an operator route too */
     /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
-     * 1 when it answered) and a readiness condition (1: ready, else 0 with
-     * why), both given cluster_ctx. */
+     * 1 when it answered, a refusal of who called included: the cluster's
+     * routes say who may call them) and a readiness condition (1: ready,
+     * else 0 with why), both given cluster_ctx. */
     int (*cluster_route)(void *ctx, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len);
     int (*cluster_ready)(const void *ctx, char *why, size_t cap);

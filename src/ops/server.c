@@ -66,6 +66,7 @@ typedef struct {
     rn_subs *subs;
     rn_router router;
     rn_endpoints endpoints;
+    rn_admin_auth admin; /* --admin-token-file */
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
     rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
@@ -285,10 +286,31 @@ static void recovered(uv_work_t *w, int status) {
 
 /* ---- cluster mode ---- */
 
+/* The cluster's routes, each after the check of who may call it
+ * (rn_cluster_route_kind_of). */
 static int cluster_route(void *ctx, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len) {
     server *s = ctx;
-    return s->cluster && rn_cluster_handle(s->cluster, req, path, path_len, query, query_len);
+    if (!s->cluster)
+        return 0;
+    bool allowed = true;
+    switch (rn_cluster_route_kind_of(path, path_len, query, query_len)) {
+    case RN_CLUSTER_ROUTE_NONE:
+        return 0;
+    case RN_CLUSTER_ROUTE_OPEN:
+        break;
+    case RN_CLUSTER_ROUTE_PEER:
+        allowed = rn_cluster_peer_authorize(s->cluster, req);
+        break;
+    case RN_CLUSTER_ROUTE_OPERATOR:
+        allowed = rn_admin_authorize(&s->admin, req);
+        break;
+    case RN_CLUSTER_ROUTE_PEER_OR_OPERATOR: /* a signed request is judged as a peer's */
+        allowed = rn_cluster_peer_signed(req) ? rn_cluster_peer_authorize(s->cluster, req)
+                                              : rn_admin_authorize(&s->admin, req);
+        break;
+    }
+    return !allowed || rn_cluster_handle(s->cluster, req, path, path_len, query, query_len);
 }
 
 static void cluster_metrics(void *ctx, rn_buf *out) {
@@ -460,7 +482,13 @@ int rn_serve(int argc, char **argv) {
     s.loop = uv_default_loop();
     srand((unsigned)(rn_now_ms() ^ getpid()));
 
-    s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks};
+    if (rn_admin_auth_load(&s.admin, s.cfg.admin_token_file, err, sizeof err) != 0) {
+        rn_log(RN_LOG_ERROR, "start", "%s", err);
+        return 1;
+    }
+    s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks,
+                                 .admin = &s.admin,
+                                 .metrics_need_token = s.cfg.metrics_need_token};
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
                            .ops_arg = &s.endpoints};
@@ -567,6 +595,7 @@ int rn_serve(int argc, char **argv) {
     rn_http_free(s.http);
     rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
+    rn_admin_auth_clear(&s.admin);
     close(lock_fd);
     rn_log(RN_LOG_INFO, "stopped", "exit code %d", s.exit_code);
     return s.exit_code;

@@ -250,6 +250,17 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_BACKUP_STORE_FAILED] = {502, "BACKUP_STORE_FAILED",
                                   "the backup destination failed; the backup is not complete, "
                                   "retry"},
+    [RN_E_ADMIN_TOKEN_MISSING] = {401, "INVALID_CREDENTIAL",
+                                  "this operator route needs the node's admin token as "
+                                  "Authorization: Bearer <token>"},
+    [RN_E_ADMIN_TOKEN_WRONG] = {403, "FORBIDDEN", "the admin token is not this node's"},
+    [RN_E_PEER_UNAUTHENTICATED] = {401, "INVALID_CREDENTIAL",
+                                   "this route answers only the nodes of the cluster, and the "
+                                   "request carries no peer signature"},
+    [RN_E_PEER_REFUSED] = {403, "FORBIDDEN", "the request's peer signature was refused"},
+    [RN_E_PEER_LISTENER_ONLY] = {404, "NOT_FOUND",
+                                 "peer and operator routes are served on the node's peer "
+                                 "listener (--peer-listen) only"},
 };
 
 int rn_error_status(rn_error e) {

@@ -50,6 +50,16 @@ typedef struct {
     size_t value_len;
 } rn_header;
 
+/* rn_request.route_flags: the request was authorized as an operator by a
+ * gate embedded in the server (the gateway's tenants with admin rights):
+ * the operator routes under /__runnel/ let it through without the admin
+ * token. Never set from anything the request carries. The bits below it
+ * are protocol/routing.c's. */
+#define RN_REQUEST_ADMIN_GRANTED 0x100u
+/* rn_request.route_flags: the request came in on the node's peer listener
+ * (--peer-listen), set by the router that serves it. */
+#define RN_REQUEST_PEER_LISTENER 0x200u
+
 struct rn_request {
     rn_http_method method;
     const char *method_name; /* as sent, for logs */
@@ -78,7 +88,8 @@ struct rn_request {
     void (*on_input_end)(rn_request *req);
     int route; /* rn_route, set by the router (metrics and logs) */
     /* The router's marks on a request it runs again (protocol/routing.c:
-     * a linearizable read whose confirmation passed). */
+     * a linearizable read whose confirmation passed; its low bits), and
+     * the public marks below. */
     unsigned route_flags;
     void *handler_data;
 

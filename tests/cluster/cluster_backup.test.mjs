@@ -72,7 +72,7 @@ describe("a backup of a cluster node under write load", () => {
     const writers = keys.map((k, i) => writer(k, i));
     while (writers.some((w) => w.acked < 20)) await sleep(20);
     ackedBefore = Object.fromEntries(keys.map((k, i) => [k, writers[i].acked]));
-    const r = await req(`${c.url(taker)}/__runnel/backup?name=load`, { method: "POST", timeoutMs: 120000 });
+    const r = await req(`${c.url(taker)}/__runnel/backup?name=load`, { method: "POST", headers: c.admin, timeoutMs: 120000 });
     const ackedAtAnswer = Object.fromEntries(keys.map((k, i) => [k, writers[i].acked]));
     while (writers.some((w, i) => w.acked < ackedAtAnswer[keys[i]] + 10)) await sleep(20);
     for (const w of writers) await w.stop();
@@ -109,7 +109,7 @@ describe("a backup of a cluster node under write load", () => {
 
   test("a name is taken once, whichever node of the destination is asked", async () => {
     for (const n of [1, 2, 3]) {
-      const r = await req(`${c.url(n)}/__runnel/backup?name=load`, { method: "POST", timeoutMs: 60000 });
+      const r = await req(`${c.url(n)}/__runnel/backup?name=load`, { method: "POST", headers: c.admin, timeoutMs: 60000 });
       assert.equal(r.status, 409, `node ${n}: ${r.status} ${r.text}`);
       assert.equal(JSON.parse(r.text).error.code, "BACKUP_EXISTS");
     }
@@ -122,7 +122,7 @@ describe("a node that cannot confirm a group", () => {
     for (const n of others) c.kill(n, "SIGKILL");
     await waitFor("the survivors to see the kill", async () => others.every((n) => !c.alive(n)), 5000);
     const started = Date.now();
-    const r = await req(`${c.url(1)}/__runnel/backup?name=alone`, { method: "POST", timeoutMs: 60000 });
+    const r = await req(`${c.url(1)}/__runnel/backup?name=alone`, { method: "POST", headers: c.admin, timeoutMs: 60000 });
     const took = Date.now() - started;
     assert.equal(r.status, 503, `${r.status} ${r.text}`);
     assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
@@ -130,7 +130,7 @@ describe("a node that cannot confirm a group", () => {
     assert.ok(!fs.existsSync(path.join(dest, "alone", "state")), "no state object");
     for (const n of others) await c.restart(n);
     await waitFor("a backup once the majority is back", async () => {
-      const again = await req(`${c.url(1)}/__runnel/backup?name=alone`, { method: "POST", timeoutMs: 60000 });
+      const again = await req(`${c.url(1)}/__runnel/backup?name=alone`, { method: "POST", headers: c.admin, timeoutMs: 60000 });
       assert.notEqual(again.status, 409, again.text);
       return again.status === 200;
     }, 60000, 500);

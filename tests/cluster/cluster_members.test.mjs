@@ -40,10 +40,10 @@ describe("replacing a dead node with an empty one", () => {
     }
     await c.crash(3);
     const four = await c.addNode(4);
-    const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST" });
+    const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST", headers: c.admin });
     assert.equal(add.status, 202, add.text);
     assert.deepEqual(JSON.parse(add.text), { node: 4, intent: "voter", raft: four.raft, url: four.url });
-    const del = await req(`${c.url(2)}/__runnel/cluster/members/3`, { method: "DELETE" });
+    const del = await req(`${c.url(2)}/__runnel/cluster/members/3`, { method: "DELETE", headers: c.admin });
     assert.equal(del.status, 202, del.text);
     await waitFor("every group on nodes 1, 2 and 4", async () => {
       for (const n of [1, 2]) {
@@ -71,9 +71,9 @@ describe("replacing a dead node with an empty one", () => {
   });
 
   test("bad requests to the admin route are refused", async () => {
-    const r = await req(`${c.url(2)}/__runnel/cluster/members?id=9&raft=nohost&url=http://x:1`, { method: "POST" });
+    const r = await req(`${c.url(2)}/__runnel/cluster/members?id=9&raft=nohost&url=http://x:1`, { method: "POST", headers: c.admin });
     assert.equal(r.status, 400);
-    assert.equal((await req(`${c.url(2)}/__runnel/cluster/members/77`, { method: "DELETE" })).status, 404);
-    assert.equal((await req(`${c.url(2)}/__runnel/cluster/members`, { method: "GET" })).status, 405);
+    assert.equal((await req(`${c.url(2)}/__runnel/cluster/members/77`, { method: "DELETE", headers: c.admin })).status, 404);
+    assert.equal((await req(`${c.url(2)}/__runnel/cluster/members`, { method: "GET", headers: c.admin })).status, 405);
   });
 });

@@ -203,7 +203,7 @@ describe("a single-node backup restored into a 3-node cluster", () => {
 
   test("a node added later (--join) gets the restored groups from the cluster", async () => {
     const four = await c.addNode(4);
-    const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST" });
+    const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST", headers: c.admin });
     assert.equal(add.status, 202, add.text);
     await waitFor("node 4 ready (a voter of every group, every gap filled)", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
     const extra = { "v1/stream/rs/text": "after\n", [NEAR]: "+fork" };
@@ -242,7 +242,7 @@ describe("a running cluster's backup restored into a new cluster with another gr
       const r = await follow(`${from.url(2)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "second;" });
       assert.equal(r.status, 204, r.text);
     }
-    const r = await req(`${from.url(3)}/__runnel/backup?name=whole`, { method: "POST", timeoutMs: 120000 });
+    const r = await req(`${from.url(3)}/__runnel/backup?name=whole`, { method: "POST", headers: from.admin, timeoutMs: 120000 });
     assert.equal(r.status, 200, `the cluster's backup: ${r.status} ${r.text}`);
     const want = {};
     for (const key of keys) {

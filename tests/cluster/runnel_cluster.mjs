@@ -104,9 +104,11 @@ export async function clusterLayout({ clusterId, nodes = 3, groups }) {
 export class Cluster {
   // Starts a cluster (scripts/cluster.sh start) in a fresh directory.
   // tls: a PKI directory (tests/lib/test_pki.sh): the nodes speak https.
-  static async start({ nodes = 3, groups = 4, args = [], tls = null } = {}) {
+  // insecure: no cluster key and no admin token (scripts/cluster.sh --insecure).
+  static async start({ nodes = 3, groups = 4, args = [], tls = null, insecure = false } = {}) {
     const c = new Cluster(tempDir("runnel-cluster-"), nodes, groups, args);
     c.tls = tls;
+    c.insecure = insecure;
     c.startAll();
     const env = fs.readFileSync(path.join(c.dir, "cluster.env"), "utf8");
     c.clusterId = /CLUSTER_ID=(.*)/.exec(env)[1];
@@ -121,7 +123,8 @@ export class Cluster {
   // group has a leader on every node.
   startAll() {
     const out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
-      String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []), "--", ...this.args],
+      String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
+      ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
       { encoding: "utf8", timeout: 60000 });
     this.urls = out.trim().split("\n");
     live.add(this);
@@ -129,6 +132,20 @@ export class Cluster {
 
   url(n) {
     return this.urls[n - 1];
+  }
+
+  // The headers of an operator's request (scripts/cluster.sh's admin token;
+  // none for a cluster started --insecure).
+  get admin() {
+    const f = path.join(this.dir, "admin.token");
+    return fs.existsSync(f) ? { authorization: `Bearer ${fs.readFileSync(f, "utf8").trim()}` } : {};
+  }
+
+  // The security flags scripts/cluster.sh gave the nodes (cluster key and
+  // admin token), for a node started by hand.
+  securityArgs() {
+    const key = path.join(this.dir, "cluster.key"), token = path.join(this.dir, "admin.token");
+    return fs.existsSync(key) ? ["--cluster-key-file", key, "--admin-token-file", token] : [];
   }
 
   // Starts node n (beyond the cluster's) with --join: its --peer lines are
@@ -146,7 +163,7 @@ export class Cluster {
     peers.push("--peer", `${n}=${self.raft},${self.url}`);
     const argv = [BIN, "serve", "--node-id", String(n), "--cluster-id", this.clusterId, ...peers,
       "--groups", String(this.groups), "--listen", `127.0.0.1:${http}`, "--data-dir",
-      path.join(this.dir, `node-${n}`), "--join", ...this.args, ...extraArgs];
+      path.join(this.dir, `node-${n}`), "--join", ...this.securityArgs(), ...this.args, ...extraArgs];
     const q = (a) => `'${a.replace(/'/g, "'\\''")}'`;
     fs.writeFileSync(path.join(this.dir, `node-${n}.cmd`),
       `${argv.map(q).join(" ")} >>${q(path.join(this.dir, `node-${n}.log`))} 2>&1 & echo $! >${q(path.join(this.dir, `node-${n}.pid`))}\n`);

@@ -16,7 +16,7 @@
 
 static void encode(rn_buf *b, uint32_t group, uint64_t id, uint64_t tag, const char *addr) {
     b->len = 0;
-    assert_int_equal(rn_wire_hello_encode(b, group, id, tag, addr), 0);
+    assert_int_equal(rn_wire_hello_encode(b, group, id, tag, addr, RN_WIRE_AUTH_NONE), 0);
 }
 
 static void test_round_trip(void **state) {
@@ -29,7 +29,13 @@ static void test_round_trip(void **state) {
     assert_int_equal(h.group, 7);
     assert_int_equal(h.sender_id, 42);
     assert_int_equal(h.address_len, strlen("127.0.0.1:7001"));
+    assert_int_equal(h.auth, RN_WIRE_AUTH_NONE);
     assert_memory_equal(b.data + RN_WIRE_FIXED_BYTES, "127.0.0.1:7001", h.address_len);
+    b.len = 0;
+    assert_int_equal(rn_wire_hello_encode(&b, 7, 42, 9, "127.0.0.1:7001", RN_WIRE_AUTH_KEY), 0);
+    assert_int_equal(rn_wire_hello_decode(b.data, 8, 9, &h), RN_WIRE_OK);
+    assert_int_equal(h.auth, RN_WIRE_AUTH_KEY);
+    assert_int_equal(b.data[12], 1); /* the auth field, little-endian */
     rn_buf_free(&b);
 }
 
@@ -48,7 +54,7 @@ static void test_refusals(void **state) {
     b.data[4] = 2;
     assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_VERSION);
     encode(&b, 0, 1, 0, "127.0.0.1:1");
-    b.data[12] = 1; /* reserved */
+    b.data[12] = 2; /* auth: unknown */
     assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_VERSION);
     encode(&b, 0, 1, 0, "127.0.0.1:1");
     b.data[6] = 0; /* address length 0 */
@@ -63,8 +69,8 @@ static void test_refusals(void **state) {
     memset(long_addr, '1', sizeof long_addr - 1);
     long_addr[sizeof long_addr - 1] = '\0';
     b.len = 0;
-    assert_int_equal(rn_wire_hello_encode(&b, 0, 1, 0, long_addr), -1);
-    assert_int_equal(rn_wire_hello_encode(&b, 0, 1, 0, ""), -1);
+    assert_int_equal(rn_wire_hello_encode(&b, 0, 1, 0, long_addr, RN_WIRE_AUTH_NONE), -1);
+    assert_int_equal(rn_wire_hello_encode(&b, 0, 1, 0, "", RN_WIRE_AUTH_NONE), -1);
     assert_int_equal(b.len, 0);
     rn_buf_free(&b);
 }

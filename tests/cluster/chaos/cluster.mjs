@@ -3,6 +3,7 @@
 // node"), SIGKILLed, SIGSTOPped and resumed, restarted on their data
 // directories, asked for /__runnel/cluster, and stopped at the end.
 // Every wait is bounded; a node that does not come up fails with its log.
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { request } from "./http.mjs";
@@ -31,11 +32,23 @@ export class ChaosCluster {
     return this.nodes.find((n) => n.id === id);
   }
 
+  // The cluster key and admin token every node is started with (the
+  // cluster runs authenticated, as scripts/cluster.sh's does): written once
+  // in dir, mode 600.
+  secrets() {
+    const files = { key: path.join(this.dir, "cluster.key"), token: path.join(this.dir, "admin.token") };
+    for (const f of Object.values(files))
+      if (!fs.existsSync(f)) fs.writeFileSync(f, crypto.randomBytes(32).toString("hex"), { mode: 0o600 });
+    return files;
+  }
+
   argv(n) {
     const peers = this.nodes.flatMap((p) => ["--peer", `${p.id}=${p.raft},${p.url}`]);
+    const { key, token } = this.secrets();
     return ["serve", "--node-id", String(n.id), "--cluster-id", this.clusterId, ...peers,
       "--groups", String(this.groups), "--listen", `${n.addr}:${PUBLIC_PORT}`, "--data-dir", n.dataDir,
-      "--election-timeout-ms", String(this.electionTimeoutMs)];
+      "--election-timeout-ms", String(this.electionTimeoutMs), "--cluster-key-file", key,
+      "--admin-token-file", token];
   }
 
   spawn(n) {

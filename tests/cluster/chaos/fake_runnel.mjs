@@ -24,7 +24,8 @@ import { parseArgs } from "node:util";
 const { values: o } = parseArgs({
   args: process.argv.slice(3), // after "serve"
   options: { "node-id": { type: "string" }, "cluster-id": { type: "string" }, peer: { type: "string", multiple: true },
-    groups: { type: "string" }, listen: { type: "string" }, "data-dir": { type: "string" }, "election-timeout-ms": { type: "string" } },
+    groups: { type: "string" }, listen: { type: "string" }, "data-dir": { type: "string" }, "election-timeout-ms": { type: "string" },
+    "cluster-key-file": { type: "string" }, "admin-token-file": { type: "string" } },
 });
 const id = Number(o["node-id"]);
 const groups = Number(o.groups);
