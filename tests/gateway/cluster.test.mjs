@@ -1,8 +1,10 @@
 // The standalone gateway in front of a 3-node cluster (docs/GATEWAY.md
 // "Writes through the gateway (§11.1)"; extensions §5.7, §11, §11.1): the
 // core refusals in their exact shape (401, 402, 403 FORBIDDEN and
-// ACCOUNT_REVOKED, 413 and the lowered limit); concealment byte for byte
-// against a node's own 404; writes of every group sent to the group's
+// ACCOUNT_REVOKED, 413 and the lowered limit); an operator route of an
+// admin tenant forwarded with the nodes' admin token
+// (--upstream-admin-token-file); concealment byte for byte against a
+// node's own 404; writes of every group sent to the group's
 // leader once it is learned (the nodes' access logs); no 307 or 308 of its
 // own, for small and streamed writes and for consistency=leader reads;
 // writes under a bounded load survive two leader kills with nothing
@@ -37,7 +39,10 @@ before(async () => {
   const dir = tempDir("runnel-gw-cluster-");
   const file = path.join(dir, "tenants.json");
   writeTenants(file, tenantsDoc(T));
-  gw = await new Gateway({ upstreams: c.urls, tenantsFile: file, logPath: path.join(dir, "gateway.log") }).start();
+  // the nodes' operator routes need scripts/cluster.sh's admin token, which
+  // the gateway adds for a tenant with admin
+  const args = ["--upstream-admin-token-file", path.join(c.dir, "admin.token")];
+  gw = await new Gateway({ upstreams: c.urls, tenantsFile: file, args, logPath: path.join(dir, "gateway.log") }).start();
   Object.assign(d, { url: gw.url, mode: "cluster" });
 });
 
@@ -78,6 +83,11 @@ describe("the core refusals through a cluster", () => {
     assertFromNode(h, 200, "HEAD");
     assert.equal(h.header("ursula-max-request-bytes"), "1000");
     assert.equal(await content(d, T.full.key, "/orders/o-1"), "hello\n", "no refused write applied");
+  });
+
+  test("an operator route with admin is forwarded with the nodes' admin token", async () => {
+    const r = await ask("POST", "/__runnel/backup?name=gw-admin", {});
+    assert.ok(r.status !== 401 && r.status !== 403, `the node took the operator's request: ${r.statusLine} ${r.text}`);
   });
 
   test("concealment: the node's 404 less its identity, whatever exists", async () => {
