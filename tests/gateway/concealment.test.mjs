@@ -28,7 +28,8 @@ const CORS = ["access-control-allow-origin", "access-control-expose-headers", "a
 
 async function start(mode) {
   const d = await startDeployment(mode, { tenants: tenantsDoc(T) });
-  await seed(d, T.full.key, [["/hidden/h-1", "secret\n"], ["/orders/o-1", "hello\n"], ["/logs/us-1", "us\n"], ["/logs/eu-1", "eu\n"]]);
+  await seed(d, T.full.key, [["/hidden/h-1", "secret\n"], ["/orders/o-1", "hello\n"], ["/logs/us-1", "us\n"], ["/logs/eu-1", "eu\n"],
+    ["/v1/stream/private/x", "v1\n"]]);
   // the node asked directly: the backing node, or (embedded: the node is
   // the gate) a plain node of the same build
   const ref = mode === "standalone" ? d.node : await new Server().start();
@@ -93,7 +94,22 @@ const cases = [
   sameAs("a subresource (bootstrap)", "GET", "/hidden/h-1/bootstrap", "GET"),
   sameAs("a catch-up read with a query", "GET", "/hidden/h-1?offset=-1&max_bytes=10", "GET"),
   sameAs("a live read", "GET", "/hidden/h-1?offset=now&live=long-poll&timeout_ms=100", "GET"),
-  sameAs("a /v1/stream/ name outside the tenant's prefix", "GET", "/v1/stream/private/x?offset=-1", "GET"),
+  {
+    name: "a /v1/stream/ name outside the tenant's prefix: existing and missing answer the same",
+    run: async (ctx) => {
+      // names of one length; a message may name what the request named
+      const ask = async (name) => {
+        const r = await gate(ctx, "GET", `/v1/stream/private/${name}?offset=-1`);
+        return { ...r, body: Buffer.from(r.text.replaceAll(`/v1/stream/private/${name}`, "NAME")) };
+      };
+      const existing = await ask("x");
+      assert.equal(existing.status, 404, existing.text);
+      assert.equal(existing.header("ursula-protocol"), null, "concealment carries no identity");
+      assertSameAnswer(existing, await ask("y"), [], "an existing v1 name and a missing one");
+      return existing;
+    },
+  },
+  sameAs("a /v1/stream/ name outside the tenant's prefix is the node's BUCKET_NOT_FOUND", "GET", "/v1/stream/private/x?offset=-1", "GET"),
   sameAs("a stream id outside the tenant's prefix (logs/eu-)", "GET", "/logs/us-1?offset=-1", "GET"),
   {
     name: "a stream id inside the tenant's prefix is the node's",

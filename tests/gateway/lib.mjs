@@ -70,10 +70,11 @@ export function writeTenants(file, doc) {
   fs.renameSync(tmp, file);
 }
 
-// The tenants document of {name: {key, entry}} tenants, issuers and an
+// The tenants document of {name: {key, entry}} tenants (copies of their
+// entries, so that a test may change the document), issuers and an
 // authorizer.
 export function tenantsDoc(tenants, { issuers = [], authorizer = null } = {}) {
-  const doc = { tenants: Object.fromEntries(Object.entries(tenants).map(([n, t]) => [n, t.entry])) };
+  const doc = { tenants: Object.fromEntries(Object.entries(tenants).map(([n, t]) => [n, structuredClone(t.entry)])) };
   if (issuers.length) doc.issuers = issuers;
   if (authorizer) doc.authorizer = authorizer;
   return doc;
@@ -149,7 +150,20 @@ export class Deployment {
     }
   }
 
+  // Starts every process; when one fails to start, stops those started and
+  // rejects.
   async start() {
+    try {
+      await this.#startAll();
+    } catch (e) {
+      for (const p of [this.gateway, this.node]) await p?.stop("SIGKILL");
+      await this.tap?.close();
+      throw e;
+    }
+    return this;
+  }
+
+  async #startAll() {
     await this.node.start();
     if (this.mode === "standalone") {
       if (this.wantTap) this.tap = await startTap(this.node.port);
@@ -160,7 +174,6 @@ export class Deployment {
     this.gate = this.gateway ?? this.node;
     this.url = this.gate.url;
     this.port = this.gate.port;
-    return this;
   }
 
   // Where the gate's metrics are.

@@ -41,33 +41,38 @@ for (const mode of MODES) {
             await sleep(150);
           }
         })();
-        const open = (token, offset) => {
-          const q = how === "access_token" ? `&access_token=${token}` : "";
-          return openSse(`${d.url}${p}?offset=${encodeURIComponent(offset)}&live=sse${q}`, { headers: how === "header" ? bearer(token) : {}, timeoutMs: 20000 });
-        };
-        const exp = Date.now() + TTL * 1000;
-        const first = await open(iss.mint({ tenant: "acme", ttl: TTL }), "-1");
-        assert.equal(first.status, 200, first.text);
-        assert.ok(await first.waitEnd(TTL * 1000 + 8000), "the read ended after the token expired");
-        const endedAt = Date.now();
-        assert.ok(endedAt >= exp - 1000, `not ended before the token's exp (${exp - endedAt} ms early)`);
-        const types = first.events.map((e) => e.type);
-        assert.equal(types.at(-1), "credential-expired", `the last event: ${types.slice(-4)}`);
-        assert.equal(types.filter((t) => t === "credential-expired").length, 1);
-        assert.equal(types.at(-2), "control", "credential-expired comes after a whole event (its control)");
-        const last = first.controls.at(-1);
-        assert.ok(last?.streamNextOffset, "a control event with streamNextOffset before the end");
+        try {
+          const open = (token, offset) => {
+            const q = how === "access_token" ? `&access_token=${token}` : "";
+            return openSse(`${d.url}${p}?offset=${encodeURIComponent(offset)}&live=sse${q}`, { headers: how === "header" ? bearer(token) : {}, timeoutMs: 20000 });
+          };
+          const exp = Date.now() + TTL * 1000;
+          const first = await open(iss.mint({ tenant: "acme", ttl: TTL }), "-1");
+          assert.equal(first.status, 200, first.text);
+          assert.ok(await first.waitEnd(TTL * 1000 + 8000), "the read ended after the token expired");
+          const endedAt = Date.now();
+          assert.ok(endedAt >= exp - 1000, `not ended before the token's exp (${exp - endedAt} ms early)`);
+          const types = first.events.map((e) => e.type);
+          assert.equal(types.at(-1), "credential-expired", `the last event: ${types.slice(-4)}`);
+          assert.equal(types.filter((t) => t === "credential-expired").length, 1);
+          assert.equal(types.at(-2), "control", "credential-expired comes after a whole event (its control)");
+          const last = first.controls.at(-1);
+          assert.ok(last?.streamNextOffset, "a control event with streamNextOffset before the end");
 
-        const second = await open(iss.mint({ tenant: "acme", ttl: 60 }), last.streamNextOffset);
-        assert.equal(second.status, 200, second.text);
-        await sleep(600);
-        writing = false;
-        await writer;
-        const want = await content(d, T.full.key, p);
-        assert.ok(await second.waitFor(() => dataOf(first.events) + dataOf(second.events) === want, 5000),
-          `the two reads hold the stream: ${JSON.stringify(dataOf(first.events))} + ${JSON.stringify(dataOf(second.events))} vs ${JSON.stringify(want)}`);
-        second.close();
-        assert.ok(want.length > 0 && n > TTL * 4, "appends kept coming across the expiry");
+          const second = await open(iss.mint({ tenant: "acme", ttl: 60 }), last.streamNextOffset);
+          assert.equal(second.status, 200, second.text);
+          await sleep(600);
+          writing = false;
+          await writer;
+          const want = await content(d, T.full.key, p);
+          assert.ok(await second.waitFor(() => dataOf(first.events) + dataOf(second.events) === want, 5000),
+            `the two reads hold the stream: ${JSON.stringify(dataOf(first.events))} + ${JSON.stringify(dataOf(second.events))} vs ${JSON.stringify(want)}`);
+          second.close();
+          assert.ok(want.length > 0 && n > TTL * 4, "appends kept coming across the expiry");
+        } finally {
+          writing = false;
+          await writer.catch(() => {});
+        }
       });
     }
   });
