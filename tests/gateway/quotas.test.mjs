@@ -89,10 +89,10 @@ const cases = [
   {
     name: "429 RATE_LIMITED: the request rate",
     run: async (ctx) => {
-      const rs = await Promise.all(Array.from({ length: 6 }, () => ask(ctx, "GET", "/orders/o-1?offset=-1", T.rl.key)));
+      const rs = await Promise.all(Array.from({ length: 10 }, () => ask(ctx, "GET", "/orders/o-1?offset=-1", T.rl.key)));
       const refused = rs.filter((r) => r.status === 429);
       assert.ok(rs.filter((r) => r.status === 200).length >= 1, "the burst lets some through");
-      assert.ok(refused.length >= 3, `6 requests at once over a burst of 2: ${rs.map((r) => r.status)}`);
+      assert.ok(refused.length >= 5, `10 requests at once over a burst of 2 at 1/s: ${rs.map((r) => r.status)}`);
       assertOwn(refused[0], 429, "RATE_LIMITED", { what: "over the request rate" });
       await afterRetry(ctx, T.rl.key, refused[0], 2);
       return refused[0];
