@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Exported-but-unused functions of the server: every global function that an
-# object of runnel_core, runnel_cluster or runnel_gateway defines (nm over a
+# object of runnel_core or runnel_cluster defines (nm over a
 # built build directory) and that no other object of the build references
 # (the server, librunnel and its command, the unit tests, the benchmark
 # tools). Each is either dead (remove it) or used only inside its own file
@@ -15,8 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
-libs=("$dir"/CMakeFiles/runnel_core.dir "$dir"/CMakeFiles/runnel_cluster.dir
-      "$dir"/CMakeFiles/runnel_gateway.dir)
+libs=("$dir"/CMakeFiles/runnel_core.dir "$dir"/CMakeFiles/runnel_cluster.dir)
 for l in "${libs[@]}"; do
   [ -d "$l" ] || { echo "unused_exports: $l not found (build $dir first)"; exit 2; }
 done

@@ -64,6 +64,10 @@ foreach(file ${RUNNEL_BLACKBOX_FILES})
   runnel_suite(blackbox.${stem} "${labels}" 900 ${NODE_JS} --test ${file})
 endforeach()
 
+# ---- CORS in a real browser: a page on another loopback origin using the
+# server through headless chromium (tests/browser; about 3 s)
+runnel_suite(browser_cors blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/cors.test.mjs)
+
 # ---- the gateway (docs/GATEWAY.md), black-box: one ctest test per file,
 # each starting its own nodes, gateways, stubs and (cluster) a 3-node cluster
 file(GLOB RUNNEL_GATEWAY_FILES CONFIGURE_DEPENDS ${RUNNEL_SRC}/tests/gateway/*.test.mjs)
@@ -96,6 +100,16 @@ runnel_suite(s3_history s3 1800
 if(RUNNEL_SANITIZE) # the same paths over fewer chunks: 48 MiB, 8 MiB hot
   set_property(TEST s3_history APPEND PROPERTY ENVIRONMENT "HISTORY_TOTAL_MIB=48;HISTORY_HOT_MIB=8")
 endif()
+# ... an accepted log loss with history tiering serves and moves only proven bytes
+runnel_suite(s3_accept_loss s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/accept_loss.test.mjs)
+# ... the store's failures at start and while running, bounded calls, Retry-After,
+# publishes that upload nothing, the region required
+runnel_suite(s3_failures s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/failures.test.mjs)
+# ... who owns a prefix; restores into a prefix of their own
+runnel_suite(s3_ownership s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/ownership.test.mjs)
 
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's
@@ -120,6 +134,14 @@ runnel_suite(crash crash 900
 # the fast tier's crash check: two SIGKILLs under 8 streams of writers
 runnel_suite(crash_quick "crash;fast" 300
   ${NODE_JS} ${RUNNEL_SRC}/tests/crash/crash_test.mjs --bin ${bin} --rounds 2 --streams 8)
+# power cuts: the data directory on a loop-mounted ext4 image shut down
+# without flushing its journal (tests/crash/fs_shutdown.c) at random moments
+# under acknowledged appends; root (without it the run says it skipped)
+add_executable(runnel-fs-shutdown ${RUNNEL_SRC}/tests/crash/fs_shutdown.c)
+target_compile_options(runnel-fs-shutdown PRIVATE ${RUNNEL_WARNINGS})
+runnel_suite(powercut crash 600
+  ${NODE_JS} ${RUNNEL_SRC}/tests/crash/crash_test.mjs --bin ${bin} --power-cut $<TARGET_FILE:runnel-fs-shutdown>
+  --rounds 8 --streams 8)
 runnel_suite(log_damage crash 900 ${NODE_JS} ${RUNNEL_SRC}/tests/crash/log_damage_test.mjs --bin ${bin})
 runnel_suite(subs subs 900 ${NODE_JS} ${RUNNEL_SRC}/tests/subs/subs_test.mjs --bin ${bin})
 runnel_suite(faults faults 900 ${NODE_JS} ${RUNNEL_SRC}/tests/faults/fault_test.mjs --bin ${bin})

@@ -20,12 +20,17 @@ typedef enum {
     KIND_PATH,
     KIND_TEXT,
     KIND_URL,
-    KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true;
-                    with `choices`, one more word too, stored as 2 */
-    KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
-    KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
-    KIND_PEER,   /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
+    KIND_BOOL,     /* true|false (1|0 as aliases), into an int; a flag alone means true;
+                      with `choices`, one more word too, stored as 2 */
+    KIND_CHOICE,   /* one of the |-separated words in `choices`, into a char[8] */
+    KIND_CPUS,     /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
+    KIND_PEER,     /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
+    KIND_UPSTREAM, /* http://HOST:PORT into cfg->upstreams; repeatable */
 } setting_kind;
+
+/* Which commands take a setting: serve's alone (most of them), the
+ * gateway's alone, or both (the lists after the table). */
+enum { FOR_SERVE, FOR_GATEWAY, FOR_BOTH };
 
 typedef struct {
     const char *flag; /* without the leading -- */
@@ -37,6 +42,10 @@ typedef struct {
     const char *help;
     const char *choices; /* KIND_CHOICE */
 } setting;
+
+/* The protocol's request limit (extensions §10): every route accepts a body
+ * this large, and none larger. */
+#define REQUEST_LIMIT 33554432
 
 #define U64(name, env, field, def, min, max, help)                                                 \
     { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help, NULL }
@@ -118,6 +127,16 @@ static const setting SETTINGS[] = {
          "cluster mode: this node joins a running cluster: its groups wait to be added "
          "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
          "peers as voters"),
+    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 0,
+         "cluster mode: a write for a group another node leads is forwarded to that leader and "
+         "its answer relayed (the body streamed through), instead of answered 307 (for clients "
+         "that cannot follow a redirect with a body); a forwarded write is never forwarded again"),
+    {"follower-reads", "RUNNEL_FOLLOWER_READS", KIND_CHOICE, offsetof(rn_config, follower_reads), 0,
+     0, 0, "confirm",
+     "cluster mode: a read on a follower that does not ask consistency=local waits until the "
+     "follower applied what the group's leader had committed when the read arrived (confirm: "
+     "read-your-writes through any node), or is answered from what it applied at once (local)",
+     "confirm|local"},
     U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
         "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
         "applied entries and drops the log before it"),
@@ -137,8 +156,9 @@ static const setting SETTINGS[] = {
         3600000, "how long a long-poll waits for data before 204"),
     U64("sse-max-duration-ms", "RUNNEL_SSE_MAX_DURATION_MS", sse_max_duration_ms, 60000, 1,
         86400000, "SSE responses end after this long (clients reconnect)"),
-    U64("max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body_bytes, 33554432, 1, 33554432,
-        "largest request body; larger ones get 413 unread"),
+    U64("max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body_bytes, REQUEST_LIMIT, 1, REQUEST_LIMIT,
+        "largest request body; larger ones get 413 unread. The protocol requires 32 MiB on "
+        "every route: a lower value is a test setting, refused without --test-hooks"),
     U64("max-header-bytes", "RUNNEL_MAX_HEADER_BYTES", max_header_bytes, 16384, 1024, 1048576,
         "largest request line plus headers (431 beyond)"),
     U64("max-headers", "RUNNEL_MAX_HEADERS", max_headers, 100, 8, 10000,
@@ -183,8 +203,8 @@ static const setting SETTINGS[] = {
         "parked long-polls and SSE readers in all; one more gets 503 LIVE_READ_BACKPRESSURE"),
     U64("max-live-reads-per-stream", "RUNNEL_MAX_LIVE_READS_PER_STREAM", max_live_reads_per_stream,
         4096, 1, 10000000,
-        "parked long-polls and SSE readers of one stream; one more gets 429 "
-        "LIVE_READS_EXHAUSTED"),
+        "parked long-polls and SSE readers of one stream; one more gets 503 "
+        "LIVE_READ_BACKPRESSURE"),
     U64("max-read-bytes", "RUNNEL_MAX_READ_BYTES", max_read_bytes, 4194304, 1024, 67108864,
         "most stream bytes in one read response or SSE event"),
     U64("sse-queue-bytes", "RUNNEL_SSE_QUEUE_BYTES", sse_queue_bytes, 4194304, 65536, 1073741824,
@@ -254,8 +274,101 @@ static const setting SETTINGS[] = {
      NULL},
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),
+    {"tenants", "RUNNEL_TENANTS", KIND_PATH, offsetof(rn_config, tenants), 0, 0, 0, NULL,
+     "the tenants file (docs/GATEWAY.md): requests need a credential of one of its tenants, and "
+     "get its rights, limits and quotas; read again on SIGHUP; with runnel serve, the gate runs "
+     "in the node (empty: no gate, anyone who reaches the port may do anything)",
+     NULL},
+    U64("upload-budget-bytes", "RUNNEL_UPLOAD_BUDGET_BYTES", upload_budget_bytes, 0, 0, 1ull << 50,
+        "with --tenants: declared request body bytes in flight at once over all tenants; one more "
+        "gets 503 UPLOAD_BUDGET_EXHAUSTED (0: no bound)"),
+    {"usage-log", "RUNNEL_USAGE_LOG", KIND_PATH, offsetof(rn_config, usage_log), 0, 0, 0, NULL,
+     "with --tenants: a file of JSON lines, one per tenant and bucket each interval, with its "
+     "requests, bytes in and out and refusals (empty: none)",
+     NULL},
+    U64("usage-log-max-bytes", "RUNNEL_USAGE_LOG_MAX_BYTES", usage_log_max_bytes, 67108864, 4096,
+        1ull << 40, "the usage log is renamed to FILE.1 (replacing it) once this large"),
+    U64("usage-log-interval-ms", "RUNNEL_USAGE_LOG_INTERVAL_MS", usage_log_interval_ms, 10000, 10,
+        86400000, "how often the usage log gets its lines"),
+    {"upstream", "RUNNEL_UPSTREAM", KIND_UPSTREAM, offsetof(rn_config, upstreams), 0, 0, 0, NULL,
+     "a node's base URL, http://HOST:PORT (repeat it for every node of a cluster, or some of "
+     "them; RUNNEL_UPSTREAM takes them separated by spaces)",
+     NULL},
+    {"upstream-timeout-ms", "RUNNEL_UPSTREAM_TIMEOUT_MS", KIND_U64,
+     offsetof(rn_config, upstream_timeout_ms), 30000, 100, 3600000, NULL,
+     "how long a node may take to start its answer (a long-poll: plus its wait) before 504 "
+     "UPSTREAM_TIMEOUT",
+     NULL},
+    {"upstream-idle-ms", "RUNNEL_UPSTREAM_IDLE_MS", KIND_U64, offsetof(rn_config, upstream_idle_ms),
+     20000, 100, 3600000, NULL,
+     "an idle connection to a node is kept this long (keep it under the nodes' "
+     "--idle-timeout-ms)",
+     NULL},
+    {"hold-body-bytes", "RUNNEL_HOLD_BODY_BYTES", KIND_U64, offsetof(rn_config, hold_body_bytes),
+     1048576, 0, 33554432, NULL,
+     "request bodies up to this are read whole and kept until their answer, so that a node's "
+     "redirect can be followed; larger ones stream through",
+     NULL},
+    {"upstream-admin-token-file", "RUNNEL_UPSTREAM_ADMIN_TOKEN_FILE", KIND_PATH,
+     offsetof(rn_config, upstream_admin_token_file), 0, 0, 0, NULL,
+     "a file holding the nodes' admin token, sent with the operator routes the gateway forwards "
+     "for a tenant with admin rights",
+     NULL},
 };
 #define NSETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
+
+/* Settings runnel serve and runnel gateway both take; every other one is
+ * serve's alone (or GATEWAY_ONLY's). */
+static const char *const SHARED[] = {"config",
+                                     "print-config",
+                                     "log-format",
+                                     "log-level",
+                                     "access-log",
+                                     "listen",
+                                     "tls-cert",
+                                     "tls-key",
+                                     "max-body-bytes",
+                                     "max-header-bytes",
+                                     "max-headers",
+                                     "max-connections",
+                                     "max-connections-per-ip",
+                                     "http2-max-streams",
+                                     "http2-max-header-list-bytes",
+                                     "http2-header-table-bytes",
+                                     "http2-max-control-frames",
+                                     "request-timeout-ms",
+                                     "min-body-rate",
+                                     "idle-timeout-ms",
+                                     "max-body-bytes-in-flight",
+                                     "max-answer-bytes-in-flight",
+                                     "shutdown-grace-ms",
+                                     "tenants",
+                                     "upload-budget-bytes",
+                                     "usage-log",
+                                     "usage-log-max-bytes",
+                                     "usage-log-interval-ms",
+                                     NULL};
+
+/* Settings runnel gateway takes alone. */
+static const char *const GATEWAY_ONLY[] = {
+    "upstream",        "upstream-timeout-ms",       "upstream-idle-ms",
+    "hold-body-bytes", "upstream-admin-token-file", NULL};
+
+static int scope_of(const setting *s) {
+    for (const char *const *n = GATEWAY_ONLY; *n; n++)
+        if (strcmp(*n, s->flag) == 0)
+            return FOR_GATEWAY;
+    for (const char *const *n = SHARED; *n; n++)
+        if (strcmp(*n, s->flag) == 0)
+            return FOR_BOTH;
+    return FOR_SERVE;
+}
+
+/* Whether the command `scope` takes s. */
+static int takes(rn_config_scope scope, const setting *s) {
+    int k = scope_of(s);
+    return k == FOR_BOTH || (k == FOR_GATEWAY) == (scope == RN_CONFIG_GATEWAY);
+}
 
 /* Parses one peer, N=RAFTADDR,URL: N in 1..255, RAFTADDR a host:port (its
  * form is checked with the rest of the cluster settings, cluster_config.c),
@@ -312,6 +425,33 @@ enum { FROM_DEFAULT, FROM_FILE, FROM_ENV, FROM_FLAG };
 static int set_value(rn_config *cfg, const setting *s, const char *v, const char *source, int from,
                      char *err, size_t errcap) {
     switch (s->kind) {
+    case KIND_UPSTREAM: {
+        static int upstreams_from;
+        if (from != upstreams_from || cfg->n_upstreams == 0) {
+            cfg->n_upstreams = 0;
+            upstreams_from = from;
+        }
+        for (const char *p = v; *p;) {
+            size_t n = from == FROM_ENV ? strcspn(p, " \t") : strlen(p);
+            size_t len = n;
+            while (len && p[len - 1] == '/')
+                len--;
+            if (n && (cfg->n_upstreams == RN_MAX_PEERS || len >= sizeof cfg->upstreams[0] ||
+                      !rn_iprefix(p, len, "http://") || len <= 7 || memchr(p + 7, '/', len - 7))) {
+                snprintf(err, errcap,
+                         "%s: upstream must be http://HOST:PORT, at most %d of them (got \"%.*s\")",
+                         source, RN_MAX_PEERS, (int)n, p);
+                return -1;
+            }
+            if (n)
+                snprintf(cfg->upstreams[cfg->n_upstreams++], sizeof cfg->upstreams[0], "%.*s",
+                         (int)len, p);
+            p += n;
+            while (from == FROM_ENV && (*p == ' ' || *p == '\t'))
+                p++;
+        }
+        return 0;
+    }
     case KIND_PEER: {
         static int peers_from; /* the source the peers so far came from */
         if (from != peers_from || cfg->n_peers == 0) {
@@ -425,10 +565,16 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
 }
 
 /* Prints the --help text. */
-static void print_usage(void) {
-    printf("usage: runnel serve [options]\n\n"
-           "Starts a Durable Streams server on an embedded durable store.\n"
-           "Every option can also be set by its environment variable or, by its name, in the\n"
+static void print_usage(rn_config_scope scope) {
+    if (scope == RN_CONFIG_GATEWAY)
+        printf("usage: runnel gateway --upstream URL [--upstream URL ...] --tenants FILE "
+               "[options]\n       runnel gateway key new --tenant NAME --buckets RIGHTS "
+               "--tenants FILE [--expires RFC3339]\n\n"
+               "Starts the gateway (docs/GATEWAY.md) in front of a node or a cluster's nodes.\n");
+    else
+        printf("usage: runnel serve [options]\n\n"
+               "Starts a Durable Streams server on an embedded durable store.\n");
+    printf("Every option can also be set by its environment variable or, by its name, in the\n"
            "configuration file; flags win over the environment, which wins over the file.\n"
            "Yes/no options (default true or false) are set by --NAME alone or --NAME=true|false,\n"
            "and by true or false in the environment and the file (1 and 0 are aliases).\n"
@@ -436,6 +582,8 @@ static void print_usage(void) {
            "(nothing inside is escaped); a quote at only one end is refused.\n\n");
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
+        if (!takes(scope, s))
+            continue;
         char def[64];
         if (s->kind == KIND_BOOL)
             snprintf(def, sizeof def, "%s", s->def ? "true" : "false");
@@ -450,15 +598,17 @@ static void print_usage(void) {
     printf("  --%-24s %s\n", "help", "show this text");
 }
 
-static const setting *find_setting(const char *name, size_t len) {
+static const setting *find_setting(rn_config_scope scope, const char *name, size_t len) {
     for (size_t i = 0; i < NSETTINGS; i++)
-        if (strlen(SETTINGS[i].flag) == len && strncmp(SETTINGS[i].flag, name, len) == 0)
+        if (takes(scope, &SETTINGS[i]) && strlen(SETTINGS[i].flag) == len &&
+            strncmp(SETTINGS[i].flag, name, len) == 0)
             return &SETTINGS[i];
     return NULL;
 }
 
 typedef struct {
     rn_config *cfg;
+    rn_config_scope scope;
     const char *path;
     char *err;
     size_t errcap;
@@ -490,20 +640,21 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
     file_load *l = user;
     if (l->failed)
         return 0;
-    const setting *s = find_setting(name, strlen(name));
+    const setting *s = find_setting(l->scope, name, strlen(name));
     char source[4200];
     snprintf(source, sizeof source, "%s: key %s", l->path, name);
     if (section[0] || !s || s->field == offsetof(rn_config, config_file)) {
         snprintf(l->err, l->errcap,
                  "%s: unknown key \"%s%s%s\" (keys are the option names of "
-                 "runnel serve --help, outside any [section])",
-                 source, section, section[0] ? "." : "", name);
+                 "runnel %s --help, outside any [section])",
+                 source, section, section[0] ? "." : "", name,
+                 l->scope == RN_CONFIG_GATEWAY ? "gateway" : "serve");
         l->failed = 1;
         return 0;
     }
     /* A key given twice is refused rather than silently last-wins; inih
      * also reports an indented line as more value of the key above it. */
-    if (l->seen[s - SETTINGS]++ && s->kind != KIND_PEER) {
+    if (l->seen[s - SETTINGS]++ && s->kind != KIND_PEER && s->kind != KIND_UPSTREAM) {
         snprintf(l->err, l->errcap,
                  "%s: given twice (or continued by an indented line; keys start their line)",
                  source);
@@ -525,7 +676,8 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
 }
 
 /* Applies the configuration file named by --config or RUNNEL_CONFIG. */
-static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
+static int load_file(rn_config *cfg, rn_config_scope scope, int argc, char **argv, char *err,
+                     size_t errcap) {
     const char *path = getenv("RUNNEL_CONFIG");
     for (int a = 0; a < argc; a++) {
         if (strncmp(argv[a], "--config=", 9) == 0)
@@ -542,7 +694,7 @@ static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t er
                  stat_rc != 0 ? strerror(errno) : "a directory");
         return -1;
     }
-    file_load l = {.cfg = cfg, .path = path, .err = err, .errcap = errcap};
+    file_load l = {.cfg = cfg, .scope = scope, .path = path, .err = err, .errcap = errcap};
     int rc = ini_parse(path, on_ini_entry, &l);
     if (l.failed)
         return -1;
@@ -582,7 +734,8 @@ static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
     return 0;
 }
 
-int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
+int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv, char *err,
+                   size_t errcap) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
@@ -596,16 +749,20 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
                  set_value(cfg, s, s->def_text, "default", FROM_DEFAULT, err, errcap))
             return -1;
     }
+    if (scope == RN_CONFIG_GATEWAY) { /* beside a node on its default port */
+        snprintf(cfg->listen_host, sizeof cfg->listen_host, "127.0.0.1");
+        cfg->listen_port = 4438;
+    }
     for (int a = 0; a < argc; a++) {
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            print_usage();
+            print_usage(scope);
             return 1;
         }
     }
-    if (load_file(cfg, argc, argv, err, errcap))
+    if (load_file(cfg, scope, argc, argv, err, errcap))
         return -1;
     for (size_t i = 0; i < NSETTINGS; i++) {
-        const char *v = getenv(SETTINGS[i].env);
+        const char *v = takes(scope, &SETTINGS[i]) ? getenv(SETTINGS[i].env) : NULL;
         if (v && set_value(cfg, &SETTINGS[i], v, SETTINGS[i].env, FROM_ENV, err, errcap))
             return -1;
     }
@@ -613,24 +770,26 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         const char *arg = argv[a];
         if (strncmp(arg, "--", 2) != 0) {
             const char *before = a ? argv[a - 1] : "";
-            const setting *prev =
-                strncmp(before, "--", 2) == 0 ? find_setting(before + 2, strlen(before + 2)) : NULL;
+            const setting *prev = strncmp(before, "--", 2) == 0
+                                      ? find_setting(scope, before + 2, strlen(before + 2))
+                                      : NULL;
             if (prev && prev->kind == KIND_BOOL)
                 snprintf(err, errcap,
                          "unexpected argument \"%s\" after --%s: a yes/no option takes --%s "
                          "alone or --%s=true|false",
                          arg, prev->flag, prev->flag, prev->flag);
             else
-                snprintf(err, errcap, "unexpected argument \"%s\" (see runnel serve --help)", arg);
+                snprintf(err, errcap, "unexpected argument \"%s\" (see runnel %s --help)", arg,
+                         scope == RN_CONFIG_GATEWAY ? "gateway" : "serve");
             return -1;
         }
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        const setting *s = find_setting(name, name_len);
+        const setting *s = find_setting(scope, name, name_len);
         if (!s) {
-            snprintf(err, errcap, "unknown option \"%.*s\" (see runnel serve --help)",
-                     (int)name_len + 2, arg);
+            snprintf(err, errcap, "unknown option \"%.*s\" (see runnel %s --help)",
+                     (int)name_len + 2, arg, scope == RN_CONFIG_GATEWAY ? "gateway" : "serve");
             return -1;
         }
         const char *value = eq                     ? eq + 1
@@ -651,16 +810,26 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -1;
     }
+    if (cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
+        snprintf(err, errcap,
+                 "--max-body-bytes %llu is below the protocol's request limit, 33554432 (32 MiB), "
+                 "which every route must accept; a lower limit is a test setting (--test-hooks)",
+                 (unsigned long long)cfg->max_body_bytes);
+        return -1;
+    }
     return check_tiering(cfg, err, errcap);
 }
 
-void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap) {
+void rn_config_describe(const rn_config *cfg, rn_config_scope scope, const char *sep, char *out,
+                        size_t cap) {
     size_t n = 0;
     out[0] = 0;
     for (size_t i = 0; i < NSETTINGS && n < cap; i++) {
         const setting *s = &SETTINGS[i];
+        if (!takes(scope, s))
+            continue;
         const char *field = (const char *)cfg + s->field;
-        const char *lead = i ? sep : "";
+        const char *lead = n ? sep : "";
         switch (s->kind) {
         case KIND_U64:
         case KIND_CPUS:
@@ -686,6 +855,11 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
                 n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu=%s,%s", k || i ? sep : "",
                                       s->flag, (unsigned long long)cfg->peers[k].id,
                                       cfg->peers[k].raft, cfg->peers[k].url);
+            break;
+        case KIND_UPSTREAM:
+            for (int k = 0; k < cfg->n_upstreams && n < cap; k++)
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", k || n ? sep : "", s->flag,
+                                      cfg->upstreams[k]);
             break;
         default:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag, field);

@@ -2,8 +2,9 @@
  * endpoints.c — /__runnel/livez, /__runnel/readyz, /__runnel/metrics and
  * the test hooks. See endpoints.h.
  *
- * Readiness: 200 once recovery finished and while the data directory
- * probe (probe.h) reads; else 503 with the reason in the body.
+ * Readiness: 200 once recovery finished and the cold store confirmed the
+ * claim (coldclaim.h), and while the data directory probe (probe.h)
+ * reads; else 503 with the reason in the body.
  *
  * Metrics are rendered in the Prometheus text format from the counters of
  * util/metrics.h plus gauges read at scrape time (streams, producers and
@@ -13,6 +14,7 @@
 #include "ops/endpoints.h"
 #include "live/live.h"
 #include "ops/backup.h"
+#include "ops/coldclaim.h"
 #include "surface/admin.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -229,6 +231,8 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            rn_http_answer_bytes_held(ep->http));
     metric(b, "runnel_process_resident_bytes", "gauge", "Resident memory of the process.",
            resident_bytes());
+    if (ep->gate)
+        rn_gate_metrics(ep->gate, b);
     char why[512];
     metric(b, "runnel_ready", "gauge", "1 while /__runnel/readyz answers 200.",
            (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
@@ -240,11 +244,20 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     rn_buf body = {0};
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     if (get && path_len == 5 && memcmp(path, "livez", 5) == 0) {
+        /* the request limit, which a gateway in front must not exceed */
+        rn_buf h = {0};
+        rn_reply_common(&h);
+        rn_buf_appendf(&h,
+                       "Content-Type: text/plain\r\nCache-Control: no-store\r\n"
+                       "Ursula-Max-Request-Bytes: %llu\r\n",
+                       (unsigned long long)ep->max_body_bytes);
         rn_buf_append_str(&body, "ok\n");
-        answer_text(req, 200, "text/plain", &body);
+        rn_http_respond(req, 200, &h, &body);
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
         int failing = rn_probe_failing(ep->probe, why, sizeof why);
+        if (!failing && !ep->ready && rn_cold_claim_why(ep->claim, why, sizeof why))
+            failing = 1; /* recovered or not, the cold store holds the start */
         if (!failing && ep->ready && ep->cluster_ready)
             failing = !ep->cluster_ready(ep->cluster_ctx, why, sizeof why);
         if (failing)

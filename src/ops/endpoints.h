@@ -10,6 +10,7 @@
 #define RN_ENDPOINTS_H
 
 #include "engine/engine.h"
+#include "gateway/gate.h"
 #include "live/live.h"
 #include "ops/admin_auth.h"
 #include "ops/probe.h"
@@ -24,10 +25,11 @@ typedef struct {
     rn_surface *surface;
     struct rn_tiers *tiers; /* the history read cache's and flush's counters */
     rn_http_server *http;
-    rn_probe *probe;            /* the data directory probe (readiness) */
-    struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */
-    const rn_admin_auth *admin; /* the operator routes' credential (admin_auth.h) */
-    int metrics_need_token;     /* metrics is an operator route too */
+    rn_probe *probe;             /* the data directory probe (readiness) */
+    struct rn_cold_claim *claim; /* the cold store's claim at start (readiness), or NULL */
+    struct rn_backups *backups;  /* POST /__runnel/backup, or NULL (no --backup-to) */
+    const rn_admin_auth *admin;  /* the operator routes' credential (admin_auth.h) */
+    int metrics_need_token;      /* metrics is an operator route too */
     /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
      * 1 when it answered, a refusal of who called included: the cluster's
      * routes say who may call them) and a readiness condition (1: ready,
@@ -37,6 +39,8 @@ typedef struct {
     int (*cluster_ready)(const void *ctx, char *why, size_t cap);
     void (*cluster_metrics)(void *ctx, rn_buf *out); /* appends the groups' gauges */
     void *cluster_ctx;
+    rn_gate *gate;           /* --tenants: its metrics join the node's (NULL: none) */
+    uint64_t max_body_bytes; /* told on livez (Ursula-Max-Request-Bytes), for gateways */
 } rn_endpoints;
 
 /* rn_ops_handler for the router; arg is an rn_endpoints. */

@@ -33,6 +33,8 @@ static size_t reserved_prefix(const char *path, size_t len) {
 
 void rn_router_answer_early(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (rt->gate && rn_gate_check(rt->gate, req, 0, NULL, NULL) == RN_GATE_DONE)
+        return; /* refused from its head: none of its body is read */
     int write =
         req->method == RN_HTTP_POST || req->method == RN_HTTP_PUT || req->method == RN_HTTP_DELETE;
     /* a POST may get an early answer (ext §5.5); in cluster mode every
@@ -64,8 +66,21 @@ static void log_route(const rn_request *req, const char *to) {
            path_len, req->target, to);
 }
 
+/* The gate's wait for req ended: it goes on when admitted. */
+static void gated(rn_request *req, void *arg) {
+    if (rn_gate_admitted(req) && !rn_request_gone(req))
+        rn_router_handle(req, arg);
+}
+
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (req->timed_out) { /* nothing of it reached a route: refused */
+        log_route(req, "408 BODY_TOO_SLOW (not received within --request-timeout-ms)");
+        rn_reply_error(req, RN_E_REQUEST_TIMEOUT, NULL);
+        return;
+    }
+    if (rt->gate && rn_gate_check(rt->gate, req, 1, gated, rt) != RN_GATE_PASS)
+        return; /* answered, or waiting */
     if (req->body_too_large) {
         log_route(req, "413 REQUEST_TOO_LARGE (body over --max-body-bytes)");
         rn_buf extra = {0};

@@ -5,10 +5,13 @@
  * at once, so health probes answer while the store recovers: recovery
  * (checkpoint load and log replay) runs on a worker thread, and until it has
  * finished every route but /__runnel/ answers 503. The tiers (every byte on
- * disk but the log) open before it, since the engine recovers into them.
- * When it finishes, the live-read observer, the subscriptions and the
- * surfaces are wired to the engine, the tiers' sweeps start and the server
- * turns ready.
+ * disk but the log) open before it, since the engine recovers into them,
+ * and the cold store's claim (coldclaim.h) runs meanwhile. When both
+ * finished, the live-read observer, the subscriptions and the surfaces are
+ * wired to the engine, the tiers' sweeps start and the server turns ready;
+ * a cold store that refuses the claim (another deployment's prefix, wrong
+ * credentials) stops the start instead, and one that cannot answer keeps
+ * the server not ready until it does.
  *
  * Shutdown (SIGTERM/SIGINT): stop accepting, close idle connections, answer
  * parked live reads, quiesce subscription deliveries, wait (bounded by
@@ -26,6 +29,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/forward_writes.h"
 #include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
@@ -33,6 +37,7 @@
 #include "ops/router.h"
 #include "protocol/routing.h"
 #include "surface/streams.h"
+#include "ops/coldclaim.h"
 #include "ops/coldstore.h"
 #include "tiers/tiers.h"
 #include "transport/http.h"
@@ -54,6 +59,7 @@
 typedef struct {
     uv_loop_t *loop;
     rn_config cfg;
+    char cluster_id[65]; /* this deployment's (datadir.h) */
     char public_url[1024];
     rn_tiers *tiers;
     rn_store *cold_backend; /* until the tiers took it over */
@@ -69,10 +75,16 @@ typedef struct {
     rn_admin_auth admin; /* --admin-token-file */
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
-    rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
+    rn_tls_context *tls;           /* --tls-cert: the port speaks TLS */
+    rn_gate *gate;                 /* --tenants: the gate in front of the routes */
+    rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
+    int recovery_done;    /* the engine is open (or failed to) */
+    rn_cold_claim *claim; /* the cold store's claim at start */
+    int claim_status;     /* 1 while it runs, then its status */
     rn_recovery_stats stats;
+    uint64_t incarnation_key; /* <data>/incarnation-key (ops/datadir.h) */
     char recovery_err[2048];
     uint64_t recovery_started;
     uint64_t drain_deadline;
@@ -105,6 +117,10 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     rn_probe_stop(s->endpoints.probe);
+    rn_cold_claim_stop(s->claim);
+    s->claim = s->endpoints.claim = NULL;
+    if (s->gate)
+        rn_gate_stop(s->gate);
     if (s->subs)
         rn_subs_stop(s->subs);
     if (s->tiers)
@@ -113,6 +129,7 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_http_close(s->http);
+    rn_write_forwarder_stop(s->forwarder);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
     s->cluster = NULL;
@@ -122,7 +139,7 @@ static void on_drain_tick(uv_timer_t *t) {
     server *s = t->data;
     int idle =
         rn_http_active_connections(s->http) == 0 && (!s->engine || !rn_engine_busy(s->engine));
-    int recovering = s->router.ready == 0 && s->exit_code == 0;
+    int recovering = !s->recovery_done && s->exit_code == 0;
     if (recovering)
         return; /* the recovery job holds the engine; wait for it */
     if (idle || rn_mono_ms() >= s->drain_deadline) {
@@ -153,16 +170,22 @@ static void on_signal(uv_signal_t *sig, int signum) {
     begin_shutdown(s);
 }
 
-/* SIGHUP: the TLS certificate and key are read again; new handshakes use
- * them, open connections keep theirs. A failed reload changes nothing. */
+/* SIGHUP: the tenants file, and the TLS certificate and key, are read
+ * again; requests in flight keep the tenants they started with, new
+ * handshakes use the new certificate, open connections keep theirs. A
+ * failed reload changes nothing. */
 static void on_sighup(uv_signal_t *sig, int signum) {
     server *s = sig->data;
     (void)signum;
+    char err[1024];
+    if (s->gate && rn_gate_reload(s->gate, err, sizeof err) < 0)
+        rn_log(RN_LOG_ERROR, "reload", "tenants file not reloaded, the previous one stays: %s",
+               err);
     if (!s->tls) {
-        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert to reload");
+        if (!s->gate)
+            rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert or --tenants to reload");
         return;
     }
-    char err[1024];
     if (rn_tls_context_reload(s->tls, err, sizeof err) < 0)
         rn_log(RN_LOG_ERROR, "reload", "TLS certificate not reloaded, the previous one stays: %s",
                err);
@@ -217,18 +240,18 @@ static void wake_end(void *arg) {
     rn_http_batch_flush(arg);
 }
 
-/* Runnel has no access control: a listener other hosts can reach exposes
- * everything to them. Says so once, at start. */
-static void warn_if_exposed(const rn_http_server *http) {
+/* Without --tenants a node has no access control: a listener other hosts
+ * can reach exposes everything to them. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate) {
     char where[512];
-    if (rn_http_listen_addresses(http, where, sizeof where) == 0)
+    if (gate || rn_http_listen_addresses(http, where, sizeof where) == 0)
         return;
     rn_log(RN_LOG_WARN, "start",
            "listening on %s, which other hosts can reach, without any access control: anyone "
            "who reaches it can read, append to, close and delete every stream and bucket, "
            "create new ones, publish snapshots, advance retention, manage subscriptions and "
-           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT) or put an "
-           "authenticating proxy in front",
+           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
+           "--tenants, or put runnel gateway in front",
            where);
 }
 
@@ -246,7 +269,8 @@ static void access_line(const rn_request *req) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
     rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
-                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000);
+                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
+                  req->gate_ticket ? rn_gate_tenant(req) : NULL);
 }
 
 /* ---- recovery ---- */
@@ -260,15 +284,48 @@ static void recover(uv_work_t *w) {
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
                            .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL,
-                           .hot_bytes = s->cfg.hot_bytes};
+                           .hot_bytes = s->cfg.hot_bytes,
+                           .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
 }
 
 static void wire(server *s);
 
+/* Wires everything once the engine is open and the cold store confirmed
+ * the claim; stops the start when the store refused it. */
+static void proceed(server *s) {
+    if (!s->recovery_done || s->claim_status == 1 || s->exit_code)
+        return;
+    if (s->claim_status == 0) {
+        wire(s);
+        return;
+    }
+    char why[256];
+    rn_cold_claim_why(s->claim, why, sizeof why);
+    if (s->claim_status == -EEXIST)
+        rn_log(RN_LOG_ERROR, "start",
+               "the S3 cold store's prefix \"%s\" is not this deployment's (cluster id %s): %s. "
+               "Two deployments never share a prefix: give this one its own --s3-prefix",
+               s->cfg.s3_prefix, s->cluster_id, why);
+    else
+        rn_log(RN_LOG_ERROR, "start",
+               "the S3 cold store refuses this server's requests (%s): check the credentials, "
+               "the bucket and the region",
+               why);
+    s->exit_code = 1;
+    begin_shutdown(s);
+}
+
+static void on_claimed(void *arg, int status) {
+    server *s = arg;
+    s->claim_status = status;
+    proceed(s);
+}
+
 /* Wires everything that needs the recovered engine, or gives up. */
 static void recovered(uv_work_t *w, int status) {
     server *s = w->data;
+    s->recovery_done = 1;
     if (status || !s->engine) {
         rn_log(RN_LOG_ERROR, "recovery", "%s", s->recovery_err);
         s->exit_code = 1;
@@ -281,7 +338,7 @@ static void recovered(uv_work_t *w, int status) {
            (unsigned long long)s->stats.streams, (unsigned long long)s->stats.checkpoint_streams,
            (unsigned long long)s->stats.records_replayed, (unsigned long long)s->stats.torn_bytes,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
-    wire(s);
+    proceed(s);
 }
 
 /* ---- cluster mode ---- */
@@ -345,7 +402,8 @@ static void start_cluster(server *s) {
     rn_engine_config ec = {.data_dir = s->cfg.data_dir,
                            .tiers = s->tiers,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
-                           .producer_cap = s->cfg.producer_cap};
+                           .producer_cap = s->cfg.producer_cap,
+                           .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open_replicated(s->loop, &ec);
     s->cluster = rn_cluster_start(s->loop, &s->cfg, s->engine, s->tiers, s->recovery_err,
                                   sizeof s->recovery_err);
@@ -359,12 +417,18 @@ static void start_cluster(server *s) {
            (unsigned long long)s->cfg.node_id, s->cfg.cluster_id, (unsigned long long)s->cfg.groups,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
     rn_cluster_view view = rn_cluster_view_of(s->cluster);
+    if (s->cfg.forward_writes) {
+        s->forwarder = rn_write_forwarder_new(s->loop, &s->cfg);
+        view.forward = rn_write_forwarder_take;
+        view.forward_ctx = s->forwarder;
+    }
     rn_routing_setup(&view, rn_router_handle, &s->router);
     s->endpoints.cluster_route = cluster_route;
     s->endpoints.cluster_ready = cluster_ready;
     s->endpoints.cluster_metrics = cluster_metrics;
     s->endpoints.cluster_ctx = s;
-    wire(s);
+    s->recovery_done = 1;
+    proceed(s);
 }
 
 /* Wires everything that needs the engine: live reads, subscriptions, the
@@ -433,7 +497,7 @@ int rn_serve(int argc, char **argv) {
     static server s; /* the process's one server; static keeps it off the stack */
     memset(&s, 0, sizeof s);
     char err[512];
-    int rc = rn_config_load(&s.cfg, argc, argv, err, sizeof err);
+    int rc = rn_config_load(&s.cfg, RN_CONFIG_SERVE, argc, argv, err, sizeof err);
     if (rc == 1)
         return 0;
     if (rc == 0)
@@ -456,13 +520,13 @@ int rn_serve(int argc, char **argv) {
     }
     char desc[8192];
     if (s.cfg.print_config) {
-        rn_config_describe(&s.cfg, "\n", desc, sizeof desc);
+        rn_config_describe(&s.cfg, RN_CONFIG_SERVE, "\n", desc, sizeof desc);
         printf("%s\n", desc);
         return 0;
     }
     rn_log_setup(strcmp(s.cfg.log_format, "json") == 0, rn_log_level_parse(s.cfg.log_level));
-    if (s.cfg.test_hooks)
-        rn_fault_setup();
+    if (s.cfg.test_hooks && rn_fault_setup() != 0)
+        return 1;
     signal(SIGPIPE, SIG_IGN);
     size_pool_for_groups(&s.cfg);
     fit_descriptor_limit(&s.cfg);
@@ -471,10 +535,10 @@ int rn_serve(int argc, char **argv) {
         return 1;
     if (!s.cfg.node_id && rn_cluster_check_single(&s.cfg) != 0)
         return 1;
-    char cluster_id[65];
-    if (rn_datadir_cluster_id(&s.cfg, cluster_id) != 0)
+    if (rn_datadir_cluster_id(&s.cfg, s.cluster_id) != 0 ||
+        rn_datadir_incarnation_key(s.cfg.data_dir, &s.incarnation_key) != 0)
         return 1;
-    rn_reply_set_cluster_id(cluster_id);
+    rn_reply_set_cluster_id(s.cluster_id);
     if (s.cfg.node_id && !s.cfg.public_url[0]) /* this node's --peer URL */
         snprintf(s.cfg.public_url, sizeof s.cfg.public_url, "%s",
                  rn_cluster_peer(&s.cfg, s.cfg.node_id)->url);
@@ -489,9 +553,25 @@ int rn_serve(int argc, char **argv) {
     s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks,
                                  .admin = &s.admin,
                                  .metrics_need_token = s.cfg.metrics_need_token};
+    if (s.cfg.tenants[0]) {
+        rn_gate_config gc = {.tenants_path = s.cfg.tenants,
+                             .max_request_bytes = s.cfg.max_body_bytes,
+                             .upload_budget_bytes = s.cfg.upload_budget_bytes,
+                             .usage_log = s.cfg.usage_log,
+                             .usage_log_max_bytes = s.cfg.usage_log_max_bytes,
+                             .usage_log_interval_ms = s.cfg.usage_log_interval_ms};
+        s.gate = rn_gate_new(s.loop, &gc, err, sizeof err);
+        if (!s.gate) {
+            rn_log(RN_LOG_ERROR, "start", "%s", err);
+            return 1;
+        }
+    }
+    s.endpoints.gate = s.gate;
+    s.endpoints.max_body_bytes = s.cfg.max_body_bytes;
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
-                           .ops_arg = &s.endpoints};
+                           .ops_arg = &s.endpoints,
+                           .gate = s.gate};
     if (s.cfg.tls_cert[0]) {
         s.tls = rn_tls_context_new(s.cfg.tls_cert, s.cfg.tls_key, err, sizeof err);
         if (!s.tls) {
@@ -517,7 +597,7 @@ int rn_serve(int argc, char **argv) {
                          .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early,
-                         .on_headers_every_body = s.cfg.node_id != 0,
+                         .on_headers_every_body = s.cfg.node_id != 0 || s.gate,
                          .fanout_threads = (int)s.cfg.fanout_threads,
                          .tls = s.tls};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
@@ -527,9 +607,9 @@ int rn_serve(int argc, char **argv) {
         return 1;
     }
     s.endpoints.http = s.http;
-    rn_config_describe(&s.cfg, " ", desc, sizeof desc);
+    rn_config_describe(&s.cfg, RN_CONFIG_SERVE, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
-    warn_if_exposed(s.http);
+    warn_if_exposed(s.http, s.gate);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
@@ -552,7 +632,7 @@ int rn_serve(int argc, char **argv) {
      * never refuse the start for it, make it hold the largest read. */
     if (!s.cfg.hot_bytes && tc.history_cache_bytes < rn_config_history_cache_floor(&s.cfg))
         tc.history_cache_bytes = rn_config_history_cache_floor(&s.cfg);
-    if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
+    if (rn_cold_backend_open(s.loop, &s.cfg, s.cluster_id, &s.cold_backend, err, sizeof err) == 0) {
         tc.cold_backend = s.cold_backend;
         s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
         if (s.tiers)
@@ -569,6 +649,9 @@ int rn_serve(int argc, char **argv) {
         s.exit_code = 1;
         begin_shutdown(&s);
     } else {
+        s.claim_status = 1;
+        s.claim = rn_cold_claim_start(s.loop, s.tiers, on_claimed, &s);
+        s.endpoints.claim = s.claim;
         s.recovery.data = &s;
         s.recovery_started = rn_mono_ms();
         if (s.cfg.node_id)
@@ -593,6 +676,8 @@ int rn_serve(int argc, char **argv) {
         rn_surface_free(s.surface);
     rn_live_free(s.live);
     rn_http_free(s.http);
+    rn_gate_free(s.gate);
+    rn_write_forwarder_free(s.forwarder);
     rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);

@@ -161,7 +161,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_LATEST_SNAPSHOT_PATH] = {405, "UNSUPPORTED",
                                    "the latest-snapshot path was removed: HEAD the stream for "
                                    "Stream-Snapshot-Offset, then read {stream}/snapshot/{offset}"},
-    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW", "the request was not received in time"},
+    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW",
+                              "the request was not received within the server's request "
+                              "timeout; nothing of it was applied"},
     [RN_E_STREAM_CLOSED] = {409, "STREAM_CLOSED", "the stream is closed"},
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
                                "the fork source was deleted and only its forks keep it"},
@@ -198,8 +200,11 @@ static const error_row TABLE[RN_E_COUNT] = {
                                     "the producer seq is not the next expected one"},
     [RN_E_SUB_EXISTS_CONFLICT] = {409, "SUBSCRIPTION_ALREADY_EXISTS",
                                   "the subscription exists with another configuration"},
-    [RN_E_SUB_FENCED] = {409, "FENCED", NULL},
-    [RN_E_SUB_ALREADY_CLAIMED] = {409, "ALREADY_CLAIMED", NULL},
+    [RN_E_SUB_FENCED] = {409, "FENCED",
+                         "the wake id or generation is not the subscription's current one: a "
+                         "later wake replaced it"},
+    [RN_E_SUB_ALREADY_CLAIMED] = {409, "ALREADY_CLAIMED",
+                                  "another worker holds the subscription's lease"},
     [RN_E_SUB_NO_PENDING_WORK] = {409, "NO_PENDING_WORK", "the subscription has no pending work"},
     [RN_E_SUB_ACK_INVALID] = {409, "INVALID_OFFSET",
                               "an ack names an unlinked stream or an offset that is malformed, "
@@ -231,9 +236,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_LIVE_READ_BACKPRESSURE] = {503, "LIVE_READ_BACKPRESSURE",
                                      "the server holds its maximum of live reads; retry after "
                                      "Retry-After"},
-    [RN_E_LIVE_READS_EXHAUSTED] = {429, "LIVE_READS_EXHAUSTED",
-                                   "the stream holds its maximum of live reads; retry after "
-                                   "Retry-After"},
+    [RN_E_STREAM_LIVE_READ_BACKPRESSURE] = {503, "LIVE_READ_BACKPRESSURE",
+                                            "the stream holds its maximum of live reads; retry "
+                                            "after Retry-After"},
     [RN_E_INVALID_BACKUP_NAME] = {400, "INVALID_BACKUP_NAME",
                                   "a backup's name is 1 to 64 characters of A-Z a-z 0-9 . _ - "
                                   "and does not start with ."},
@@ -261,6 +266,50 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_PEER_LISTENER_ONLY] = {404, "NOT_FOUND",
                                  "peer and operator routes are served on the node's peer "
                                  "listener (--peer-listen) only"},
+    [RN_E_GW_INVALID_CREDENTIAL] = {401, "INVALID_CREDENTIAL",
+                                    "a valid credential is required (Authorization: Bearer)"},
+    [RN_E_GW_CREDENTIAL_EXPIRED] = {401, "CREDENTIAL_EXPIRED", "the credential has expired"},
+    [RN_E_GW_PAYMENT_REQUIRED] = {402, "PAYMENT_REQUIRED",
+                                  "the account must be paid for before it is served"},
+    [RN_E_GW_FORBIDDEN] = {403, "FORBIDDEN", "the credential does not allow this request"},
+    [RN_E_GW_ADMIN_REQUIRED] = {403, "FORBIDDEN", "operator routes need admin rights"},
+    [RN_E_GW_ACCOUNT_REVOKED] = {403, "ACCOUNT_REVOKED", "the account is revoked"},
+    [RN_E_GW_BODY_TOO_SLOW] = {408, "BODY_TOO_SLOW",
+                               "the request body came too slowly; nothing of it was forwarded"},
+    [RN_E_GW_REQUEST_TOO_LARGE] = {413, "REQUEST_TOO_LARGE",
+                                   "the request body exceeds this credential's limit"},
+    [RN_E_GW_RATE_LIMITED] = {429, "RATE_LIMITED", "too many requests; retry after Retry-After"},
+    [RN_E_GW_BYTE_RATE_LIMITED] = {429, "RATE_LIMITED",
+                                   "too many bytes in or out; retry after Retry-After"},
+    [RN_E_GW_LIVE_READS_EXHAUSTED] = {429, "LIVE_READS_EXHAUSTED",
+                                      "too many live reads at once for this account"},
+    [RN_E_GW_UPLOADS_EXHAUSTED] = {429, "UPLOADS_EXHAUSTED",
+                                   "too many uploads at once for this account"},
+    [RN_E_GW_UPLOAD_BYTES_EXHAUSTED] = {429, "UPLOAD_BYTES_EXHAUSTED",
+                                        "too many upload bytes at once for this account"},
+    [RN_E_GW_UPSTREAM_FAILED] = {502, "UPSTREAM_FAILED",
+                                 "the server's connection failed after the request was forwarded; "
+                                 "the write may have applied"},
+    [RN_E_GW_AUTHENTICATION_UNAVAILABLE] = {503, "AUTHENTICATION_UNAVAILABLE",
+                                            "the credential's keys cannot be fetched now; "
+                                            "nothing was forwarded, retry after Retry-After"},
+    [RN_E_GW_AUTHORIZATION_UNAVAILABLE] = {503, "AUTHORIZATION_UNAVAILABLE",
+                                           "the request cannot be authorized now; nothing was "
+                                           "forwarded, retry after Retry-After"},
+    [RN_E_GW_NO_UPSTREAM] = {503, "NO_UPSTREAM",
+                             "no server is available; nothing was forwarded, retry after "
+                             "Retry-After"},
+    [RN_E_GW_UPSTREAM_UNREACHABLE] = {503, "UPSTREAM_UNREACHABLE",
+                                      "no server could be reached; nothing was forwarded, retry "
+                                      "after Retry-After"},
+    [RN_E_GW_UPLOAD_BUDGET_EXHAUSTED] = {503, "UPLOAD_BUDGET_EXHAUSTED",
+                                         "too many upload bytes are in flight; nothing was "
+                                         "forwarded, retry after Retry-After"},
+    [RN_E_GW_UPSTREAM_TIMEOUT] = {504, "UPSTREAM_TIMEOUT",
+                                  "the server did not answer in time; the write may have applied"},
+    [RN_E_GW_STALLED_AFTER_FORWARD] = {502, "UPSTREAM_FAILED",
+                                       "the request body stalled after part of it was forwarded; "
+                                       "the forwarded request was cut and applied nothing"},
 };
 
 int rn_error_status(rn_error e) {
@@ -269,6 +318,10 @@ int rn_error_status(rn_error e) {
 
 const char *rn_error_code(rn_error e) {
     return TABLE[e].code;
+}
+
+const char *rn_error_message(rn_error e) {
+    return TABLE[e].message;
 }
 
 /* Appends text to a JSON string: " and \ escaped, control bytes (and,
@@ -290,10 +343,6 @@ static void append_json_text(rn_buf *out, const char *p, size_t n, int utf8) {
 }
 
 void rn_error_body(rn_error e, const char *detail, size_t detail_len, rn_buf *out) {
-    if (!TABLE[e].message) {
-        rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\"}}", TABLE[e].code);
-        return;
-    }
     rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"", TABLE[e].code);
     append_json_text(out, TABLE[e].message, strlen(TABLE[e].message), 0);
     if (detail) {

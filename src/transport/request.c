@@ -20,6 +20,7 @@ rn_exchange *exchange_new(rn_conn *c) {
     rn_exchange *x = rn_xcalloc(1, sizeof *x);
     x->conn = c;
     x->req.tls = c->bytes == &rn_tls_bytes;
+    x->req.target = ""; /* until the head is parsed */
     x->refs = 1;
     return x;
 }
@@ -33,12 +34,29 @@ void rn_request_release(rn_request *req) {
     assert(x->refs > 0);
     if (--x->refs > 0)
         return;
+    if (req->gate_done)
+        req->gate_done(req);
     exchange_uncharge_body(x);
     rn_buf_free(&req->body);
     rn_buf_free(&x->raw);
     answer_pieces_release(x);
     free(req->headers);
     free(x);
+}
+
+void rn_request_stream_body(rn_request *req, const rn_body_sink *sink) {
+    rn_exchange *x = exchange_of(req);
+    assert(sink->data && sink->end && !x->sink.data && !x->responding);
+    if (!x->conn)
+        return;
+    x->sink = *sink;
+    x->conn->proto->stream_body(x);
+}
+
+void rn_request_body_resume(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    if (x->conn && x->sink.data)
+        x->conn->proto->body_resume(x);
 }
 
 int rn_request_gone(const rn_request *req) {

@@ -65,6 +65,13 @@ export async function req(url, { method = "GET", headers = {}, body, timeoutMs =
   }
 }
 
+// Asserts the server's identity on an answer of cluster c (extensions §10:
+// on every answer, redirects and 503s included).
+export function assertIdentity(r, c, what = "") {
+  assert.equal(r.headers.get("ursula-protocol"), "2", `Ursula-Protocol on ${what} (${r.status})`);
+  assert.equal(r.headers.get("ursula-cluster-id"), c.clusterId, `Ursula-Cluster-Id on ${what} (${r.status})`);
+}
+
 // The same, following 307s (resending the body) up to 5 times.
 export async function follow(url, opts = {}) {
   for (let hops = 0; ; hops++) {
