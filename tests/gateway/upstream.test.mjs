@@ -103,7 +103,6 @@ describe("the node failing under a running gateway", () => {
     await d.node.stop("SIGKILL");
     try {
       assertOwn(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 503, "UPSTREAM_UNREACHABLE", { what: "the first read" });
-      assert.ok(await failures(d.port, "UPSTREAM_UNREACHABLE") >= 1, "counted in the gateway's metrics");
       // once a node failed, "no node is usable" (NO_UPSTREAM) says as much:
       // both are refusals that forwarded nothing
       const w = await ask(d.port, "POST", "/orders/o-1", { body: "unreachable\n" });
@@ -118,7 +117,6 @@ describe("the node failing under a running gateway", () => {
     const total = 8 * MiB;
     const answer = await uploadCut(d.port, "/orders/big", T.full.key, total, () => d.node.stop("SIGKILL"));
     assertOwn(answer, 502, "UPSTREAM_FAILED", { what: "the node killed mid-upload" });
-    assert.ok(await failures(d.port, "UPSTREAM_FAILED") >= 1, "counted in the gateway's metrics");
     await revive(d);
     await sleep(500);
     assert.deepEqual(accessLines(d.node, "POST", "/orders/big", { sinceStart: true }), [], "the write was not resent to the restarted node");
@@ -138,6 +136,11 @@ describe("the node failing under a running gateway", () => {
     assert.deepEqual(accessLines(d.node, "POST", "/orders/small", { sinceStart: true }), [], "the write was not resent to the restarted node");
     const text = await content(d, T.full.key, "/orders/small");
     assert.ok(text === "" || text === "held-write\n", `applied nothing or once: ${JSON.stringify(text)}`);
+  });
+
+  test("each failure is counted by its code", async () => {
+    assert.ok(await failures(d.port, "UPSTREAM_UNREACHABLE") >= 1, "UPSTREAM_UNREACHABLE counted");
+    assert.ok(await failures(d.port, "UPSTREAM_FAILED") >= 2, "both UPSTREAM_FAILED counted");
   });
 
   test("a body that stalls after part of it was forwarded: connection closed, no 4xx, nothing applied", async () => {
@@ -179,38 +182,46 @@ describe("504 UPSTREAM_TIMEOUT", () => {
       assertOwn(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 504, "UPSTREAM_TIMEOUT", { what: "a read" });
       assert.ok(Date.now() - t0 < 10000, "answered within the timeout and some slack");
       assertOwn(await ask(d.port, "POST", "/orders/o-1", { body: "late\n" }), 504, "UPSTREAM_TIMEOUT", { what: "a write" });
-      assert.ok(await failures(d.port, "UPSTREAM_TIMEOUT") >= 2, "counted in the gateway's metrics");
     } finally {
       d.node.proc.kill("SIGCONT");
     }
     assertFromNode(await ask(d.port, "GET", "/orders/o-1?offset=-1"), 200, "the node answers again");
   });
+
+  test("each timeout is counted by its code", async () => {
+    assert.ok(await failures(d.port, "UPSTREAM_TIMEOUT") >= 2);
+  });
 });
 
 describe("request limits against the node's", () => {
   const NODE_LIMIT = 1000000;
-  let node;
+  const PROTOCOL_LIMIT = 33554432;
+  let low; // a node with a lower limit (a test setting: --test-hooks)
+  let node; // a node with the protocol's limit
   const file = (doc) => {
     const f = path.join(tempDir("runnel-gw-limits-"), "tenants.json");
     writeTenants(f, doc);
     return f;
   };
   before(async () => {
-    node = await new Server({ args: ["--max-body-bytes", String(NODE_LIMIT)] }).start();
+    low = await new Server({ args: ["--test-hooks", "--max-body-bytes", String(NODE_LIMIT)] }).start();
+    node = await new Server().start();
   });
   after(async () => {
+    await low.stop();
     await node.stop();
   });
 
-  test("the gateway refuses to start with --max-body-bytes above the node's", async () => {
-    const gw = new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(T)), args: ["--max-body-bytes", String(NODE_LIMIT + 1)] });
+  test("the gateway refuses to start with its limit above the node's, naming it", async () => {
+    const gw = new Gateway({ upstreams: [low.url], tenantsFile: file(tenantsDoc(T)) });
     const r = await expectNoStart(gw);
     assert.notEqual(r.code, 0, r.log);
+    assert.match(r.log, new RegExp(`\\b${NODE_LIMIT}\\b`), "the log names the node's limit");
   });
 
   test("the gateway refuses to start with a tenant's limit above the node's", async () => {
-    const big = { big: tenant({ orders: "rw" }, { limits: { max_request_bytes: NODE_LIMIT + 1 } }) };
-    const gw = new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(big)), args: ["--max-body-bytes", String(NODE_LIMIT)] });
+    const big = { big: tenant({ orders: "rw" }, { limits: { max_request_bytes: PROTOCOL_LIMIT + 1 } }) };
+    const gw = new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(big)) });
     const r = await expectNoStart(gw);
     assert.notEqual(r.code, 0, r.log);
   });
@@ -220,7 +231,7 @@ describe("request limits against the node's", () => {
   // the one its answers name.
   test("the embedded gate with a tenant's limit above the node's: refused, or the node's limit applies", async () => {
     const big = { full: T.full, big: tenant({ orders: "rw" }, { limits: { max_request_bytes: NODE_LIMIT + 1 } }) };
-    const srv = new Server({ args: ["--max-body-bytes", String(NODE_LIMIT), "--tenants", file(tenantsDoc(big))] });
+    const srv = new Server({ args: ["--test-hooks", "--max-body-bytes", String(NODE_LIMIT), "--tenants", file(tenantsDoc(big))] });
     await srv.start({ waitReady: false });
     const exited = await Promise.race([srv.exited, sleep(3000).then(() => null)]);
     if (exited) {
@@ -240,18 +251,31 @@ describe("request limits against the node's", () => {
     }
   });
 
-  test("lower limits start, and a HEAD carries the lowest", async () => {
+  test("a tenant's lower limit starts, and a HEAD carries the lowest", async () => {
     const lower = { ...T, low: tenant({ orders: "rw" }, { limits: { max_request_bytes: 500000 } }) };
-    const gw = await new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(lower)), args: ["--max-body-bytes", String(NODE_LIMIT)] }).start();
+    const gw = await new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(lower)) }).start();
     try {
       const put = await ask(gw.port, "PUT", "/orders/limits", { body: "" });
       assert.equal(put.status, 201, put.text);
-      const low = await ask(gw.port, "HEAD", "/orders/limits", { key: lower.low.key });
-      assertFromNode(low, 200, "HEAD by the tenant with its own limit");
-      assert.equal(low.header("ursula-max-request-bytes"), "500000");
+      const h = await ask(gw.port, "HEAD", "/orders/limits", { key: lower.low.key });
+      assertFromNode(h, 200, "HEAD by the tenant with its own limit");
+      assert.equal(h.header("ursula-max-request-bytes"), "500000");
       const other = await ask(gw.port, "HEAD", "/orders/limits");
-      assert.equal(other.header("ursula-max-request-bytes"), String(NODE_LIMIT), "the node's and the gateway's limit");
+      assert.equal(other.header("ursula-max-request-bytes"), String(PROTOCOL_LIMIT), "the node's limit for the others");
       assertOwn(await ask(gw.port, "POST", "/orders/limits", { key: lower.low.key, body: "q".repeat(500001) }), 413, "REQUEST_TOO_LARGE", { maxBytes: 500000 });
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  // §10: an intermediary MAY lower the limit for its clients; GATEWAY.md's
+  // 413 is "over the tenant's or the gateway's limit".
+  test("the gateway may lower its own limit (--max-body-bytes)", async () => {
+    const gw = await new Gateway({ upstreams: [node.url], tenantsFile: file(tenantsDoc(T)), args: ["--max-body-bytes", "2000000"] }).start();
+    try {
+      assert.equal((await ask(gw.port, "PUT", "/orders/own-limit", { body: "" })).status, 201);
+      assert.equal((await ask(gw.port, "HEAD", "/orders/own-limit")).header("ursula-max-request-bytes"), "2000000");
+      assertOwn(await ask(gw.port, "POST", "/orders/own-limit", { body: "q".repeat(2000001) }), 413, "REQUEST_TOO_LARGE", { maxBytes: 2000000 });
     } finally {
       await gw.stop();
     }
