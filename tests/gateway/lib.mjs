@@ -31,9 +31,10 @@ export function remember(secret) {
   return secret;
 }
 
-// A new API key in the documented form (rnk_ and random text).
+// A new API key in the form `runnel gateway key new` prints (rnk_ and 64
+// hex digits).
 export function newKey() {
-  return remember(`rnk_${crypto.randomBytes(24).toString("base64url")}`);
+  return remember(`rnk_${crypto.randomBytes(32).toString("hex")}`);
 }
 
 // A JWT issuer (jwt.mjs) whose HS256 secret and every token it mints are

@@ -27,8 +27,8 @@ const rfc3339 = (ms) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 async function makeKey(file, name, buckets, extra = []) {
   const r = await keyNew(["--tenant", name, "--buckets", buckets, "--tenants", file, ...extra]);
   assert.equal(r.code, 0, `key new: ${r.stderr}`);
-  const m = /\b(rnk_[A-Za-z0-9_-]+)/.exec(r.stdout);
-  assert.ok(m, `key new prints a key: ${JSON.stringify(r.stdout)}`);
+  const m = /^(rnk_[0-9a-f]{64})\n?$/.exec(r.stdout);
+  assert.ok(m, `key new prints the key alone, rnk_ and 64 hex digits: ${JSON.stringify(r.stdout)}`);
   return remember(m[1]);
 }
 
