@@ -127,10 +127,11 @@ static const setting SETTINGS[] = {
          "cluster mode: this node joins a running cluster: its groups wait to be added "
          "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
          "peers as voters"),
-    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 0,
+    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 1,
          "cluster mode: a write for a group another node leads is forwarded to that leader and "
          "its answer relayed (the body streamed through), instead of answered 307 (for clients "
-         "that cannot follow a redirect with a body); a forwarded write is never forwarded again"),
+         "that cannot follow a redirect with a body); a write carrying Runnel-No-Forward (a "
+         "forwarded one, or a router's that learns leaders) is answered 307 instead"),
     {"follower-reads", "RUNNEL_FOLLOWER_READS", KIND_CHOICE, offsetof(rn_config, follower_reads), 0,
      0, 0, "confirm",
      "cluster mode: a read on a follower that does not ask consistency=local waits until the "
