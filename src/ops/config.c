@@ -811,7 +811,9 @@ int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv,
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -1;
     }
-    if (cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
+    /* a server must take the protocol's 32 MiB; an intermediary may lower
+     * what it takes (ext §10), announcing it (Ursula-Max-Request-Bytes) */
+    if (scope == RN_CONFIG_SERVE && cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
         snprintf(err, errcap,
                  "--max-body-bytes %llu is below the protocol's request limit, 33554432 (32 MiB), "
                  "which every route must accept; a lower limit is a test setting (--test-hooks)",

@@ -105,6 +105,11 @@ struct rn_request {
      * body must keep to extend its request timeout (0: the server's
      * min_body_rate). */
     uint64_t min_body_rate;
+    /* Set with it to make the rate a floor: the body must have arrived by
+     * the request's start + body_grace_ms + received bytes / rate, or the
+     * request times out (408); 0: the request timeout is that base, and
+     * the rate only extends it. */
+    uint64_t body_grace_ms;
     /* The layer in front of the handlers (the gateway's gate): its state
      * of the request, and what frees it, called once when the request is
      * freed (NULL: nothing). */

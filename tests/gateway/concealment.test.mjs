@@ -109,7 +109,17 @@ const cases = [
       return existing;
     },
   },
-  sameAs("a /v1/stream/ name outside the tenant's prefix is the node's BUCKET_NOT_FOUND", "GET", "/v1/stream/private/x?offset=-1", "GET"),
+  {
+    // GATEWAY.md: on /v1/stream/ the node's answer for a missing stream
+    name: "a /v1/stream/ name outside the tenant's prefix is the node's STREAM_NOT_FOUND",
+    run: async (ctx) => {
+      const r = await gate(ctx, "GET", "/v1/stream/private/x?offset=-1");
+      assert.equal(r.status, 404, r.text);
+      assert.equal(JSON.parse(r.text).error.code, "STREAM_NOT_FOUND", r.text);
+      assert.equal(r.header("ursula-protocol"), null, "no server identity on a concealing answer");
+      return r;
+    },
+  },
   sameAs("a stream id outside the tenant's prefix (logs/eu-)", "GET", "/logs/us-1?offset=-1", "GET"),
   {
     name: "a stream id inside the tenant's prefix is the node's",

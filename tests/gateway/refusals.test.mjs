@@ -128,7 +128,8 @@ const cases = [
   control("a scope that keeps read reads", 200, (ctx) => ask(ctx, "GET", GET_O1, { cred: scoped.mint({ tenant: "acme", scope: "orders:r" }) })),
   control("a scope is ignored by an issuer without scope_rights", 200,
     (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", scope: "audit:r" }) })),
-  control("with scope_rights, a token without a scope claim has the tenant's rights", 200,
+  // GATEWAY.md: with scope_rights a token without a scope claim has no rights
+  refusal("with scope_rights, a token without a scope claim: concealed", 404, "BUCKET_NOT_FOUND",
     (ctx) => ask(ctx, "GET", GET_O1, { cred: scoped.mint({ tenant: "acme" }) })),
   control("an audience list naming the audience", 200, (ctx) => ask(ctx, "GET", GET_O1, { cred: iss.mint({ tenant: "acme", claims: { aud: ["other", "runnel"] } }) })),
   control("the issuer's tenant_claim names the tenant", 200, (ctx) => ask(ctx, "GET", GET_O1, { cred: org.mint({ tenant: "acme" }) })),

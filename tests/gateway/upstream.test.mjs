@@ -41,10 +41,13 @@ function accessLines(node, method, p, { sinceStart = false } = {}) {
 }
 
 // The gateway's count of upstream failures answered with code.
+// The failures counted for an answer's code (GATEWAY.md: the metric's
+// `why` label names the kind of failure behind each code).
+const WHY = { UPSTREAM_UNREACHABLE: "unreachable", UPSTREAM_FAILED: "failed", UPSTREAM_TIMEOUT: "timeout" };
 async function failures(port, code) {
   const r = await rawRequest(port, "GET", "/__runnel/gateway/metrics", { headers: bearer(T.full.key) });
   assert.equal(r.status, 200, r.text);
-  return sample(r.text, "runnel_gateway_upstream_failures_total", { code });
+  return sample(r.text, "runnel_gateway_upstream_failures_total", { why: WHY[code] });
 }
 
 // Restarts a node (SIGKILLed or stopped) on its data and port; resolves
