@@ -125,7 +125,8 @@ static void ask(settle_group *sg, const consensus_group_info *info) {
     if (!leader)
         return;
     char url[600];
-    snprintf(url, sizeof url, "%s/__runnel/cluster/read-index?group=%u", leader->url, sg->group);
+    snprintf(url, sizeof url, "%s/__runnel/cluster/read-index?group=%u",
+             rn_cluster_peer_url(leader), sg->group);
     uint64_t now = rn_mono_ms(), left = j->deadline_ms > now ? j->deadline_ms - now : 1;
     rn_fetch_request req = {.method = "GET",
                             .url = url,

@@ -24,7 +24,7 @@ typedef enum {
                     with `choices`, one more word too, stored as 2 */
     KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
     KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
-    KIND_PEER,   /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
+    KIND_PEER,   /* N=RAFTADDR,URL[,PEERURL] into cfg->peers; repeatable (see add_peer) */
 } setting_kind;
 
 typedef struct {
@@ -72,8 +72,15 @@ static const setting SETTINGS[] = {
     BOOL("access-log", "RUNNEL_ACCESS_LOG", access_log, 0,
          "log one line per answered request (method, path without query, status, bytes, "
          "microseconds)"),
-    {"listen", "RUNNEL_LISTEN", KIND_LISTEN, 0, 0, 0, 0, "127.0.0.1:4437",
+    {"listen", "RUNNEL_LISTEN", KIND_LISTEN, offsetof(rn_config, listen), 0, 0, 0, "127.0.0.1:4437",
      "HOST:PORT to listen on (IPv6 as [::1]:PORT)", NULL},
+    {"peer-listen", "RUNNEL_PEER_LISTEN", KIND_LISTEN, offsetof(rn_config, peer_listen), 0, 0, 0,
+     "",
+     "HOST:PORT of a second listener, for peer and operator traffic only (the cluster's peer "
+     "routes, membership, backups, test hooks): --listen then answers those 404, and this one "
+     "answers every other route 404; it speaks TLS with --peer-cert when given, else with "
+     "--tls-cert when given; empty: one listener for everything",
+     NULL},
     {"tls-cert", "RUNNEL_TLS_CERT", KIND_PATH, offsetof(rn_config, tls_cert), 0, 0, 0, NULL,
      "PEM certificate chain (leaf first): the port speaks TLS 1.2/1.3 (https) instead of "
      "cleartext; with --tls-key; both files are read again on SIGHUP",
@@ -98,6 +105,17 @@ static const setting SETTINGS[] = {
      "every node: every Raft port connection and every peer request proves it; empty: peers "
      "are not authenticated",
      NULL},
+    {"peer-cert", "RUNNEL_PEER_CERT", KIND_PATH, offsetof(rn_config, peer_cert), 0, 0, 0, NULL,
+     "cluster mode: this node's PEM certificate chain for mutual TLS between nodes, issued by "
+     "--peer-ca and naming the node as its URI subject alternative name runnel-node:ID: every "
+     "Raft port connection runs inside TLS and proves which node it is, and so does every peer "
+     "request (its client certificate); with --peer-key and --peer-ca; not with "
+     "--cluster-key-file",
+     NULL},
+    {"peer-key", "RUNNEL_PEER_KEY", KIND_PATH, offsetof(rn_config, peer_key), 0, 0, 0, NULL,
+     "PEM private key of --peer-cert", NULL},
+    {"peer-ca", "RUNNEL_PEER_CA", KIND_PATH, offsetof(rn_config, peer_ca), 0, 0, 0, NULL,
+     "PEM certificates of the cluster's CA: a peer's certificate must verify against them", NULL},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
      "./runnel-data", "directory of the embedded store (created if missing)", NULL},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
@@ -105,9 +123,10 @@ static const setting SETTINGS[] = {
     U64("node-id", "RUNNEL_NODE_ID", node_id, 0, 0, 255,
         "cluster mode: this node's id (1 to 255), unique in the cluster; 0: a single node"),
     {"peer", "RUNNEL_PEER", KIND_PEER, offsetof(rn_config, peers), 0, 0, 0, NULL,
-     "cluster mode: N=RAFTADDR,URL for every node, this one included (repeat the option, or "
-     "the key in the file; RUNNEL_PEER takes them separated by spaces): its id, the numeric "
-     "host:port of its Raft port and its public base URL",
+     "cluster mode: N=RAFTADDR,URL[,PEERURL] for every node, this one included (repeat the "
+     "option, or the key in the file; RUNNEL_PEER takes them separated by spaces): its id, the "
+     "numeric host:port of its Raft port, its public base URL and, when it has a "
+     "--peer-listen, that listener's base URL (its peers' requests go there)",
      NULL},
     U64("groups", "RUNNEL_GROUPS", groups, 16, 1, 256,
         "cluster mode: number of Raft groups streams are spread over; the same on every node and "
@@ -257,24 +276,47 @@ static const setting SETTINGS[] = {
 };
 #define NSETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 
-/* Parses one peer, N=RAFTADDR,URL: N in 1..255, RAFTADDR a host:port (its
- * form is checked with the rest of the cluster settings, cluster_config.c),
- * URL http(s):// without a trailing slash, of characters a header may
- * carry unquoted. Appends it to cfg->peers. */
+/* Copies a peer's URL (without its trailing slashes) into out[512]: an
+ * http(s):// URL of characters a header may carry unquoted. Returns -1
+ * (with err naming what) for anything else. */
+static int peer_url(uint64_t id, const char *what, const char *url, size_t url_len, char out[512],
+                    const char *source, char *err, size_t errcap) {
+    while (url_len && url[url_len - 1] == '/')
+        url_len--;
+    int url_ok = url_len < 512 &&
+                 (rn_iprefix(url, url_len, "http://") || rn_iprefix(url, url_len, "https://"));
+    for (size_t i = 0; url_ok && i < url_len; i++)
+        url_ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
+    if (!url_ok || url_len <= 8) {
+        snprintf(err, errcap,
+                 "%s: peer %llu: %s must be an http:// or https:// URL of printable ASCII "
+                 "(got \"%.*s\")",
+                 source, (unsigned long long)id, what, (int)url_len, url);
+        return -1;
+    }
+    memcpy(out, url, url_len);
+    out[url_len] = 0;
+    return 0;
+}
+
+/* Parses one peer, N=RAFTADDR,URL[,PEERURL]: N in 1..255, RAFTADDR a
+ * host:port (its form is checked with the rest of the cluster settings,
+ * cluster_config.c), the URLs as peer_url takes them. Appends it to
+ * cfg->peers. */
 static int add_peer(rn_config *cfg, const char *v, size_t n, const char *source, char *err,
                     size_t errcap) {
     const char *eq = memchr(v, '=', n);
     const char *comma = eq ? memchr(eq, ',', n - (size_t)(eq - v)) : NULL;
     uint64_t id;
     if (!eq || !comma || rn_parse_strict_u64(v, (size_t)(eq - v), 255, &id) || id == 0) {
-        snprintf(err, errcap, "%s: peer must be N=RAFTADDR,URL with N from 1 to 255 (got \"%.*s\")",
+        snprintf(err, errcap,
+                 "%s: peer must be N=RAFTADDR,URL[,PEERURL] with N from 1 to 255 (got \"%.*s\")",
                  source, (int)n, v);
         return -1;
     }
-    const char *raft = eq + 1, *url = comma + 1;
-    size_t raft_len = (size_t)(comma - raft), url_len = n - (size_t)(url - v);
-    while (url_len && url[url_len - 1] == '/')
-        url_len--;
+    const char *raft = eq + 1, *url = comma + 1, *end = v + n;
+    const char *second = memchr(url, ',', (size_t)(end - url));
+    size_t raft_len = (size_t)(comma - raft);
     rn_peer_config *p = &cfg->peers[cfg->n_peers];
     if (cfg->n_peers == RN_MAX_PEERS) {
         snprintf(err, errcap, "%s: more than %d peers", source, RN_MAX_PEERS);
@@ -285,22 +327,15 @@ static int add_peer(rn_config *cfg, const char *v, size_t n, const char *source,
                  (unsigned long long)id, (int)raft_len, raft);
         return -1;
     }
-    int url_ok = url_len < sizeof p->url &&
-                 (rn_iprefix(url, url_len, "http://") || rn_iprefix(url, url_len, "https://"));
-    for (size_t i = 0; url_ok && i < url_len; i++)
-        url_ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\';
-    if (!url_ok || url_len <= 8) {
-        snprintf(err, errcap,
-                 "%s: peer %llu: URL must be an http:// or https:// URL of printable ASCII "
-                 "(got \"%.*s\")",
-                 source, (unsigned long long)id, (int)url_len, url);
+    memset(p, 0, sizeof *p);
+    if (peer_url(id, "URL", url, (size_t)((second ? second : end) - url), p->url, source, err,
+                 errcap) ||
+        (second && peer_url(id, "PEERURL", second + 1, (size_t)(end - second - 1), p->peer_url,
+                            source, err, errcap)))
         return -1;
-    }
     p->id = id;
     memcpy(p->raft, raft, raft_len);
     p->raft[raft_len] = 0;
-    memcpy(p->url, url, url_len);
-    p->url[url_len] = 0;
     cfg->n_peers++;
     return 0;
 }
@@ -402,6 +437,11 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         return 0;
     }
     case KIND_LISTEN: {
+        rn_listen_address *to = (rn_listen_address *)((char *)cfg + s->field);
+        if (!*v && s->def_text && !*s->def_text) { /* an optional listener: none */
+            *to = (rn_listen_address){0};
+            return 0;
+        }
         const char *colon = strrchr(v, ':');
         uint64_t port;
         const char *host = v;
@@ -410,14 +450,14 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
             host++;
             host_len -= 2;
         }
-        if (!colon || host_len == 0 || host_len >= sizeof cfg->listen_host ||
+        if (!colon || host_len == 0 || host_len >= sizeof to->host ||
             rn_parse_strict_u64(colon + 1, strlen(colon + 1), 65535, &port)) {
             snprintf(err, errcap, "%s: %s must be HOST:PORT (got \"%s\")", source, s->flag, v);
             return -1;
         }
-        memcpy(cfg->listen_host, host, host_len);
-        cfg->listen_host[host_len] = 0;
-        cfg->listen_port = (int)port;
+        memcpy(to->host, host, host_len);
+        to->host[host_len] = 0;
+        to->port = (int)port;
         return 0;
     }
     }
@@ -651,6 +691,14 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -1;
     }
+    int peer_files = !!cfg->peer_cert[0] + !!cfg->peer_key[0] + !!cfg->peer_ca[0];
+    if (peer_files != 0 && peer_files != 3) {
+        snprintf(err, errcap, "--peer-cert, --peer-key and --peer-ca go together (%s is missing)",
+                 !cfg->peer_cert[0]  ? "--peer-cert"
+                 : !cfg->peer_key[0] ? "--peer-key"
+                                     : "--peer-ca");
+        return -1;
+    }
     return check_tiering(cfg, err, errcap);
 }
 
@@ -675,17 +723,23 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
                                          : "false");
             break;
         }
-        case KIND_LISTEN:
-            n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, cfg->listen_host,
-                                  cfg->listen_port);
+        case KIND_LISTEN: {
+            const rn_listen_address *a = (const rn_listen_address *)field;
+            if (a->host[0])
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, a->host,
+                                      a->port);
+            else
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=", lead, s->flag);
             break;
+        }
         case KIND_PEER:
             if (!cfg->n_peers)
                 n += (size_t)snprintf(out + n, cap - n, "%s%s=", lead, s->flag);
             for (int k = 0; k < cfg->n_peers && n < cap; k++)
-                n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu=%s,%s", k || i ? sep : "",
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu=%s,%s%s%s", k || i ? sep : "",
                                       s->flag, (unsigned long long)cfg->peers[k].id,
-                                      cfg->peers[k].raft, cfg->peers[k].url);
+                                      cfg->peers[k].raft, cfg->peers[k].url,
+                                      cfg->peers[k].peer_url[0] ? "," : "", cfg->peers[k].peer_url);
             break;
         default:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag, field);

@@ -37,7 +37,8 @@ void rn_router_answer_early(rn_request *req, void *arg) {
         req->method == RN_HTTP_POST || req->method == RN_HTTP_PUT || req->method == RN_HTTP_DELETE;
     /* a POST may get an early answer (ext §5.5); in cluster mode every
      * write is routed from its head (§5.7) */
-    if (!rt->ready || !(req->method == RN_HTTP_POST || (write && rn_routing_active())))
+    if (!rt->ready || !(req->method == RN_HTTP_POST || (write && rn_routing_active())) ||
+        (req->route_flags & RN_REQUEST_PEER_LISTENER)) /* refused by rn_router_handle */
         return;
     const char *target = req->target;
     const char *q = memchr(target, '?', req->target_len);
@@ -95,6 +96,11 @@ void rn_router_handle(rn_request *req, void *arg) {
         req->route = RN_ROUTE_OPS;
         log_route(req, "operations (/__runnel/)");
         rt->ops_handler(req, target + alen, path_len - alen, query, query_len, rt->ops_arg);
+        return;
+    }
+    if (req->route_flags & RN_REQUEST_PEER_LISTENER) {
+        log_route(req, "404 (a stream route on the peer listener)");
+        rn_reply_error(req, RN_E_PUBLIC_LISTENER_ONLY, NULL);
         return;
     }
     if (!rt->ready) {

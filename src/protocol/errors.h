@@ -133,6 +133,7 @@ typedef enum {
     RN_E_PEER_UNAUTHENTICATED,
     RN_E_PEER_REFUSED,
     RN_E_PEER_LISTENER_ONLY,
+    RN_E_PUBLIC_LISTENER_ONLY,
     RN_E_COUNT
 } rn_error;
 
