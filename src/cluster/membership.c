@@ -258,11 +258,11 @@ static void answer_intent(rn_request *req, const rn_cluster *cl, int i) {
     rn_reply_common(&h);
     rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
     const rn_peer_config *p = &cl->cfg.peers[i];
-    rn_buf_appendf(&body,
-                   "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"raft\":\"%s\",\"url\":\"%s\","
-                   "\"peer_url\":\"%s\"}\n",
-                   p->id, cl->intent[i] == INTENT_REMOVED ? "removed" : "voter", p->raft, p->url,
-                   rn_cluster_peer_url(p));
+    rn_buf_appendf(&body, "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"raft\":\"%s\",\"url\":\"%s\"",
+                   p->id, cl->intent[i] == INTENT_REMOVED ? "removed" : "voter", p->raft, p->url);
+    if (p->peer_url[0])
+        rn_buf_appendf(&body, ",\"peer_url\":\"%s\"", p->peer_url);
+    rn_buf_append_str(&body, "}\n");
     rn_http_respond(req, 202, &h, &body);
 }
 
