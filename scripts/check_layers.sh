@@ -27,7 +27,8 @@ protocol:  util transport engine
 surface:   util transport engine tiers live protocol
 subs:      util net transport engine protocol
 cluster:   util net transport engine tiers protocol ops/config.h
-ops:       util net transport tiers log engine live protocol surface subs cluster client
+gateway:   util net transport protocol
+ops:       util net transport tiers log engine live protocol surface subs cluster gateway client
 client:    util runnel
 '
 

@@ -42,10 +42,11 @@ RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
 # scripts/check_format.sh and scripts/lint.sh. nghttp2-client: nghttp and
 # h2load, the HTTP/2 tests' frame-level client and load generator;
 # nghttp2-proxy: nghttpx, through which scripts/conformance_h2.sh runs the
-# conformance suite over HTTP/2.
+# conformance suite over HTTP/2. chromium: the browser of tests/browser (a
+# page on another origin using the server: CORS as a browser applies it).
 TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2
   clang-format-14 cppcheck nghttp2-client
-  nghttp2-proxy)
+  nghttp2-proxy chromium)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")
@@ -91,5 +92,12 @@ fi
 if [ ! -d tests/s3/node_modules/s3rver ]; then
   echo "setup: installing the S3 test endpoint (npm ci in tests/s3)"
   (cd tests/s3 && npm ci --no-audit --no-fund >/dev/null)
+fi
+# puppeteer-core: drives chromium for tests/browser, pinned by
+# tests/browser/package-lock.json (it downloads no browser of its own).
+if [ ! -f tests/browser/node_modules/.package-lock.json ] ||
+   [ tests/browser/package-lock.json -nt tests/browser/node_modules/.package-lock.json ]; then
+  echo "setup: installing the browser tests' driver (npm ci in tests/browser)"
+  (cd tests/browser && npm ci --no-audit --no-fund >/dev/null)
 fi
 echo "setup: ok (test)"

@@ -9,9 +9,10 @@
 # and fast tier (assertions compiled out). The plain build alone runs the
 # fuzz smoke, the benchmark smoke and the checks of the checkout as a whole
 # (other build types, the first run, the Debian packages: root only, the
-# machine left as found). Each step prints its counts and time; the run
-# ends with "N passed, M failed" over all test cases and exits non-zero on
-# any failure. The unit and cluster tests, the black-box files and the S3
+# machine left as found). Each step prints its counts (passed, failed,
+# skipped) and time, and lists each skipped case with its reason; the run
+# ends with "N passed, M failed, K skipped" over all test cases and exits
+# non-zero on any failure. The unit and cluster tests, the black-box files and the S3
 # suites run two at a time (ctest -j 2: each starts its own servers,
 # clusters and S3 endpoint on free ports and temporary directories, and
 # most of their time is waits).
@@ -32,6 +33,7 @@ scripts/build.sh plain || exit 1
 
 passed=0
 failed=0
+skipped=0
 logdir=$(mktemp -d)
 scratch=$(mktemp -d /tmp/runnel-test-XXXXXX)
 trap 'rm -rf "$scratch" "$logdir"' EXIT
@@ -49,24 +51,28 @@ in_scratch() {
   return "$status"
 }
 
-# count LABEL PASSED FAILED SECONDS: adds a step's counts and prints them.
+# count LABEL PASSED FAILED SKIPPED SECONDS: adds a step's counts and
+# prints them.
 count() {
   passed=$((passed + $2))
   failed=$((failed + $3))
-  printf '== %-38s %5d passed, %d failed  (%d s)\n' "$1" "$2" "$3" "$4"
+  skipped=$((skipped + $4))
+  printf '== %-38s %5d passed, %d failed, %d skipped  (%d s)\n' "$1" "$2" "$3" "$4" "$5"
 }
 
 # run_ctest LABEL BUILD CTEST_ARGS...: runs the tests of BUILD that the
 # arguments select, counts their cases (scripts/ctest_counts.awk), lists
-# skipped black-box cases, and shows what failed.
+# the skipped cases with their reasons (node:test's "# SKIP", the scripts'
+# "SKIP name: reason" lines) and the known failures (node:test's "# TODO",
+# each naming its issue; counted as skipped), and shows what failed.
 run_ctest() {
-  local label=$1 build=$2 log start p f failed_tests n
+  local label=$1 build=$2 log start p f s failed_tests n
   shift 2
   log="$logdir/$(tr -c 'a-zA-Z0-9' _ <<<"$label").log"
   start=$SECONDS
   in_scratch ctest --test-dir "$build" -V "$@" >"$log" 2>&1
   local status=$?
-  read -r p f failed_tests < <(awk -f scripts/ctest_counts.awk "$log")
+  read -r p f s failed_tests < <(awk -f scripts/ctest_counts.awk "$log")
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
     f=1 # ctest itself failed (no tests selected, a build dir missing)
     tail -20 "$log"
@@ -80,19 +86,21 @@ run_ctest() {
     fi
   done
   grep -E '^[0-9]+: *ok .* # SKIP' "$log" | sed -E 's/^[0-9]+: */   skipped: /'
-  count "$label" "${p:-0}" "${f:-0}" $((SECONDS - start))
+  grep -E '^[0-9]+: SKIP ' "$log" | sed -E 's/^[0-9]+: SKIP /   skipped: /'
+  grep -E '^[0-9]+: *(not )?ok .* # TODO' "$log" | sed -E 's/^[0-9]+: */   known failure: /'
+  count "$label" "${p:-0}" "${f:-0}" "${s:-0}" $((SECONDS - start))
 }
 
 # Every registered test must carry a label that a step below selects.
 labels='^(unit|cluster|s3|client|conformance|blackbox|crash|subs|faults|abuse|chaos|fuzz|bench|project)$'
 unlabelled=$(ctest --test-dir build -N -LE "$labels" | grep -E 'Test +#')
-if [ -z "$unlabelled" ]; then count "every ctest test has a step" 1 0 0
-else echo "tests no step runs (give them a label):"; echo "$unlabelled"; count "every ctest test has a step" 0 1 0; fi
+if [ -z "$unlabelled" ]; then count "every ctest test has a step" 1 0 0 0
+else echo "tests no step runs (give them a label):"; echo "$unlabelled"; count "every ctest test has a step" 0 1 0 0; fi
 
 run_ctest "fast tier (build)" build -L '^fast$' --no-tests=error
 if [ "$fail_fast" -eq 1 ] && [ "$failed" -ne 0 ]; then
   echo "the fast tier failed: the full run is skipped (--fail-fast)"
-  echo "$passed passed, $failed failed"
+  echo "$passed passed, $failed failed, $skipped skipped"
   exit 1
 fi
 scripts/build.sh asan release || exit 1
@@ -128,5 +136,5 @@ run_ctest "abuse resistance (build-asan)" build-asan -L '^abuse$' --no-tests=err
 # runs everything): its unit tests and the fast tier
 run_ctest "unit tests, fast tier (build-release)" build-release -L '^(unit|fast)$' --no-tests=error
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

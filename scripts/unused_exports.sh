@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Exported-but-unused functions of the server: every global function that an
-# object of runnel_core or runnel_cluster defines (nm over a built build
-# directory) and that no other object of the build references (the server,
-# librunnel and its command, the unit tests, the benchmark tools). Each is
-# either dead (remove it) or used only inside its own file (make it static):
-# the line says which, from a count of the name in its source file.
+# object of runnel_core or runnel_cluster defines (nm over a
+# built build directory) and that no other object of the build references
+# (the server, librunnel and its command, the unit tests, the benchmark
+# tools). Each is either dead (remove it) or used only inside its own file
+# (make it static): the line says which, from a count of the name in its
+# source file.
 # librunnel's public API (include/runnel/) is not in these libraries.
 # Functions that only the tests or benchmarks call count as used (they are
 # the seams those tools test through). Prints each finding, then

@@ -63,6 +63,10 @@ foreach(file ${RUNNEL_BLACKBOX_FILES})
   runnel_suite(blackbox.${stem} "${labels}" 900 ${NODE_JS} --test ${file})
 endforeach()
 
+# ---- CORS in a real browser: a page on another loopback origin using the
+# server through headless chromium (tests/browser; about 3 s)
+runnel_suite(browser_cors blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/cors.test.mjs)
+
 # ---- the S3 cold store end to end, against s3rver behind the SigV4-verifying
 # proxy the test command starts (tests/s3/run_with_endpoint.sh)
 runnel_suite(s3_coldstore s3 900
@@ -101,6 +105,14 @@ runnel_suite(crash crash 900
 # the fast tier's crash check: two SIGKILLs under 8 streams of writers
 runnel_suite(crash_quick "crash;fast" 300
   ${NODE_JS} ${RUNNEL_SRC}/tests/crash/crash_test.mjs --bin ${bin} --rounds 2 --streams 8)
+# power cuts: the data directory on a loop-mounted ext4 image shut down
+# without flushing its journal (tests/crash/fs_shutdown.c) at random moments
+# under acknowledged appends; root (without it the run says it skipped)
+add_executable(runnel-fs-shutdown ${RUNNEL_SRC}/tests/crash/fs_shutdown.c)
+target_compile_options(runnel-fs-shutdown PRIVATE ${RUNNEL_WARNINGS})
+runnel_suite(powercut crash 600
+  ${NODE_JS} ${RUNNEL_SRC}/tests/crash/crash_test.mjs --bin ${bin} --power-cut $<TARGET_FILE:runnel-fs-shutdown>
+  --rounds 8 --streams 8)
 runnel_suite(log_damage crash 900 ${NODE_JS} ${RUNNEL_SRC}/tests/crash/log_damage_test.mjs --bin ${bin})
 runnel_suite(subs subs 900 ${NODE_JS} ${RUNNEL_SRC}/tests/subs/subs_test.mjs --bin ${bin})
 runnel_suite(faults faults 900 ${NODE_JS} ${RUNNEL_SRC}/tests/faults/fault_test.mjs --bin ${bin})

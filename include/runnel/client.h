@@ -46,6 +46,9 @@ extern "C" {
  * ------------------------------------------------------------------- */
 
 #define RUNNEL_VALUE_MAX 256 /* longest header value kept (offsets are shorter) */
+/* The protocol's request limit (extensions §10): the largest body a client
+ * sends before it has read an Ursula-Max-Request-Bytes. */
+#define RUNNEL_REQUEST_LIMIT 33554432
 
 /* The outcome of a write (extensions §11.1). */
 typedef enum {
@@ -174,12 +177,26 @@ typedef struct {
     int cluster_aware;       /* learn stream leaders from redirects (§5.7) */
     size_t max_error_body;   /* error body bytes kept; 0: 16384 */
     const char *user_agent;  /* NULL: "librunnel/VERSION" */
+    /* A credential of a gateway's tenant (an API key or a JWT), sent as
+     * `Authorization: Bearer TOKEN` on every request; NULL: none. Copied. */
+    const char *token;
+    /* PEM file of the CA certificates that https servers' certificates must
+     * chain to, instead of the system's (a private CA, as curl --cacert);
+     * NULL: the system's. Copied: the string need not outlive the call. */
+    const char *ca_file;
 } runnel_client_options;
 
 /* A client for one server (or cluster). Returns NULL for a missing or
  * non-http(s) base URL. */
 RUNNEL_API runnel_client *runnel_client_new(const runnel_client_options *o);
 RUNNEL_API void runnel_client_free(runnel_client *c);
+
+/* The largest request body the client sends (extensions §10): the last
+ * Ursula-Max-Request-Bytes any answer carried (at most 32 MiB), or
+ * RUNNEL_REQUEST_LIMIT before one did. A call whose body is larger sends
+ * nothing and returns RUNNEL_E_USAGE (the answer's transport_message says
+ * why); runnel_producer_send refuses such a write the same way. */
+RUNNEL_API int64_t runnel_client_max_request_bytes(runnel_client *c);
 
 /* Writes the URL of stream `name` into out (capacity cap): the v1 surface
  * ("{base}/v1/stream/{name}", each segment percent-encoded) or, with
@@ -373,6 +390,13 @@ typedef enum {
     RUNNEL_TAIL_RECONNECTING,   /* the connection ended; reconnecting from next_offset */
     RUNNEL_TAIL_INCARNATION,    /* the stream is another incarnation: the tail stops */
     RUNNEL_TAIL_GONE,           /* the stream was deleted (404/410): the tail stops */
+    /* The offset is below the stream's retained offset (a 410 while the
+     * stream still exists): the history before it is folded into the
+     * stream's snapshot (extensions §3). The tail stops; runnel_bootstrap
+     * gives the snapshot and every later message, and a tail goes on from
+     * its next offset. ans->retained_offset holds the stream's retained
+     * offset. */
+    RUNNEL_TAIL_RETAINED,
 } runnel_tail_event;
 
 typedef struct {
@@ -397,7 +421,8 @@ typedef struct {
 
 /* Tails a stream until it is closed (RUNNEL_OK), stopped by a callback
  * (RUNNEL_E_STOPPED), not following and up to date (RUNNEL_OK), replaced by another
- * incarnation (RUNNEL_E_INCARNATION), gone (RUNNEL_E_STATUS), or unreachable for
+ * incarnation (RUNNEL_E_INCARNATION), gone or retained past the tail's offset
+ * (RUNNEL_E_STATUS, after RUNNEL_TAIL_GONE or RUNNEL_TAIL_RETAINED), or unreachable for
  * reconnect_for_ms (RUNNEL_E_TRANSPORT). Reconnects from the last offset after
  * a connection ends or the server restarts; follows 307/308 (§9.2). The
  * last offset reached is written to last_offset (RUNNEL_VALUE_MAX bytes) when
@@ -436,7 +461,9 @@ typedef struct {
 
 /* Opens a producer on a stream. With a state file, takes its lock (one
  * process per file: RUNNEL_E_STATE when another holds it) and resumes what it
- * recorded: the epoch, the next seq and the writes not known to hold,
+ * recorded (RUNNEL_E_STATE when the server names another deployment, by
+ * Ursula-Cluster-Id, than the one the state was recorded with: its stream is
+ * another history, extensions §10): the epoch, the next seq and the writes not known to hold,
  * which the caller must send again, in order and with the same bodies and
  * tags (see runnel_producer_replay_next). The state is written (temporary
  * file, fsync, rename, fsync of the directory) before a seq is first sent,
@@ -465,7 +492,11 @@ RUNNEL_API runnel_result runnel_producer_set_note(runnel_producer *p, const uint
 /* Sends one write (the key covers it whole), tagged with the caller's
  * position after it (tags must not decrease). Blocks while the window is
  * full. A replayed write must match the recorded length and digest
- * (RUNNEL_E_STATE otherwise). Returns an earlier failure, if any. */
+ * (RUNNEL_E_STATE otherwise); a write longer than
+ * runnel_client_max_request_bytes is refused with RUNNEL_E_USAGE, nothing
+ * queued. An answer from another deployment (another Ursula-Cluster-Id than
+ * the producer's) fails the producer with RUNNEL_E_STATE. Returns an
+ * earlier failure, if any. */
 RUNNEL_API runnel_result runnel_producer_send(runnel_producer *p, const void *body, size_t len,
                                               uint64_t tag);
 

@@ -3,13 +3,13 @@ _runnel() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; cword=$COMP_CWORD; words=("${COMP_WORDS[@]}"); }
   local commands="serve backup restore version help create append read tail head close rm publish bootstrap"
-  local common="--url --json --bucket --quiet --help"
+  local common="--url --cacert --json --bucket --quiet --help"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
     case " $commands " in *" ${words[i]} "*) cmd=${words[i]}; break ;; esac
   done
   case $prev in
-    --file|-f|--state|--out|--config|--data-dir) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --file|-f|--state|--out|--config|--data-dir|--cacert) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --url|--type|-t|--ttl|--expires-at|--offset|-o|--producer|-p|--epoch|--window|--batch-bytes|\
     --seq|--if-incarnation|--fork-of|--fork-offset|--fork-sub-offset|--max-bytes|--timeout-ms|\
     --reconnect-for-ms|--retry-for-ms|--part-bytes) return ;;

@@ -143,7 +143,7 @@ static void set_location(runnel_answer *a, const char *v, size_t n) {
     char origin[512], path[RNC_URL_MAX];
     size_t o;
     if (n == 0 || v[0] != '/' ||
-        rnc_url_split(a->url, origin, sizeof origin, path, sizeof path) == -1 ||
+        rn_url_split(a->url, origin, sizeof origin, path, sizeof path) == -1 ||
         (o = strlen(origin)) + n >= sizeof a->location) {
         mark_malformed(a, "Location");
         return;

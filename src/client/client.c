@@ -34,7 +34,7 @@ runnel_client *runnel_client_new(const runnel_client_options *o) {
         return NULL;
     memcpy(base, o->base_url, n);
     base[n] = 0;
-    if (rnc_url_split(base, origin, sizeof origin, path, sizeof path))
+    if (rn_url_split(base, origin, sizeof origin, path, sizeof path))
         return NULL;
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_code != CURLE_OK)
@@ -48,8 +48,38 @@ runnel_client *runnel_client_new(const runnel_client_options *o) {
     snprintf(c->user_agent, sizeof c->user_agent, "%s",
              o->user_agent ? o->user_agent : "librunnel/" RUNNEL_CLIENT_VERSION);
     c->o.user_agent = c->user_agent;
+    if (o->token) {
+        c->token = strdup(o->token);
+        if (!c->token)
+            abort();
+    }
+    c->o.token = c->token;
+    if (o->ca_file) {
+        c->ca_file = strdup(o->ca_file);
+        if (!c->ca_file)
+            abort();
+    }
+    c->o.ca_file = c->ca_file;
+    c->max_request_bytes = RUNNEL_REQUEST_LIMIT;
     pthread_mutex_init(&c->lock, NULL);
+    c->routes = rn_routes_new(RNC_ROUTES);
     return c;
+}
+
+int64_t runnel_client_max_request_bytes(runnel_client *c) {
+    pthread_mutex_lock(&c->lock);
+    int64_t n = c->max_request_bytes;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void rnc_learn_limits(runnel_client *c, const runnel_answer *a) {
+    if (a->max_request_bytes < 0)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->max_request_bytes =
+        a->max_request_bytes < RUNNEL_REQUEST_LIMIT ? a->max_request_bytes : RUNNEL_REQUEST_LIMIT;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void runnel_client_free(runnel_client *c) {
@@ -58,24 +88,12 @@ void runnel_client_free(runnel_client *c) {
     for (int i = 0; i < c->nidle; i++)
         curl_easy_cleanup(c->idle[i]);
     pthread_mutex_destroy(&c->lock);
+    rn_routes_free(c->routes);
+    if (c->token)
+        memset(c->token, 0, strlen(c->token));
+    free(c->token);
+    free(c->ca_file);
     free(c);
-}
-
-int rnc_url_split(const char *url, char *origin, size_t ocap, char *path, size_t pcap) {
-    size_t n = strlen(url), skip;
-    if (rn_iprefix(url, n, "http://"))
-        skip = 7;
-    else if (rn_iprefix(url, n, "https://"))
-        skip = 8;
-    else
-        return -1;
-    const char *slash = strchr(url + skip, '/');
-    size_t olen = slash ? (size_t)(slash - url) : n;
-    if (olen == skip || rnc_copy(origin, ocap, url, olen))
-        return -1;
-    const char *p = slash ? slash : "/";
-    size_t plen = strcspn(p, "?#");
-    return rnc_copy(path, pcap, p, plen);
 }
 
 static int unreserved(unsigned char ch) {

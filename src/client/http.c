@@ -141,6 +141,12 @@ void rnc_easy_setup(runnel_client *c, CURL *e, rnc_request *req, runnel_answer *
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    if (c->token) {
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+        curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, c->token);
+    }
+    if (c->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      c->o.connect_timeout_ms ? c->o.connect_timeout_ms : 10000L);
     if (!req->live)
@@ -250,6 +256,15 @@ runnel_result rnc_perform(runnel_client *c, rnc_request *req, runnel_answer *ans
                 "a header value holds CR or LF, or is too long");
         return RUNNEL_E_USAGE;
     }
+    int64_t limit = runnel_client_max_request_bytes(c);
+    if (req->body && req->body->len > (uint64_t)limit) {
+        rnc_answer_reset(ans);
+        rnc_fmt(ans->transport_message, sizeof ans->transport_message,
+                "the body of %llu bytes is larger than the server's Ursula-Max-Request-Bytes "
+                "(%lld): nothing was sent",
+                (unsigned long long)req->body->len, (long long)limit);
+        return RUNNEL_E_USAGE;
+    }
     int hops = c->o.max_redirects ? c->o.max_redirects : 5;
     if (hops < 0)
         hops = 0;
@@ -272,6 +287,7 @@ runnel_result rnc_perform(runnel_client *c, rnc_request *req, runnel_answer *ans
             break;
         }
         r = RUNNEL_OK;
+        rnc_learn_limits(c, ans);
         if (c->o.cluster_aware)
             rnc_route_learn(c, sent_to, ans);
         if ((ans->status != 307 && ans->status != 308) || !ans->location[0] || hops-- <= 0 ||

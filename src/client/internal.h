@@ -8,6 +8,7 @@
 #define RN_CLIENT_INTERNAL_H
 
 #include "runnel/client.h"
+#include "util/routes.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -18,24 +19,17 @@
 #define RNC_IDLE_HANDLES 8 /* easy handles (with their connections) kept for reuse */
 #define RNC_ROUTES 64      /* streams whose leader the cluster-aware mode remembers */
 
-/* One learned route (route.c): writes and reads of `path` go to `origin`. */
-typedef struct {
-    char path[512];   /* the stream's path ("/orders/eu-1") */
-    char group[64];   /* x-ursula-raft-group */
-    char origin[256]; /* "http://host:port" of the leader; "" when unknown */
-    int64_t term;
-    uint64_t used; /* last use, for replacement */
-} rnc_route;
-
 struct runnel_client {
     runnel_client_options o;
     char base_url[RNC_URL_MAX];
     char user_agent[64];
-    pthread_mutex_t lock; /* guards idle[] and routes[] */
+    char *token;               /* o.token's copy, or NULL */
+    char *ca_file;             /* the options' ca_file, copied; NULL: the system's CAs */
+    pthread_mutex_t lock;      /* guards idle[], routes and max_request_bytes */
+    int64_t max_request_bytes; /* the last Ursula-Max-Request-Bytes read */
     CURL *idle[RNC_IDLE_HANDLES];
     int nidle;
-    rnc_route routes[RNC_ROUTES];
-    uint64_t route_clock;
+    struct rn_routes *routes; /* util/routes.h */
 };
 
 /* Request headers: a bounded list of "Name: value" lines. */
@@ -94,6 +88,10 @@ void rnc_easy_finish(CURL *e, rnc_request *req, CURLcode code);
  * RUNNEL_E_USAGE for a bad header value, RUNNEL_E_STOPPED when the sink stopped. */
 runnel_result rnc_perform(runnel_client *c, rnc_request *req, runnel_answer *ans);
 
+/* Keeps the answer's Ursula-Max-Request-Bytes (when it carries one, at
+ * most RUNNEL_REQUEST_LIMIT) as the client's body limit. Thread-safe. */
+void rnc_learn_limits(runnel_client *c, const runnel_answer *a);
+
 /* Takes an easy handle from the client's pool (or a new one) / gives it
  * back. Thread-safe. */
 CURL *rnc_easy_get(runnel_client *c);
@@ -117,11 +115,6 @@ int rnc_copy(char *dst, size_t cap, const char *s, size_t len);
  * headers; forgets a group's leader on 503 NO_LEADER. Thread-safe. */
 void rnc_route_apply(runnel_client *c, rnc_request *req);
 void rnc_route_learn(runnel_client *c, const char *request_url, const runnel_answer *a);
-
-/* Splits a URL into origin ("http://h:p") and path (from the first '/'
- * after the authority, without the query). Returns 0, or -1 when it is no
- * http(s) URL or a part does not fit. */
-int rnc_url_split(const char *url, char *origin, size_t ocap, char *path, size_t pcap);
 
 /* Runs req and releases it: a write's answer classified as `kind`
  * (rnc_write_result), a read's judged by its status (rnc_read_result). */

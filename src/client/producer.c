@@ -295,9 +295,29 @@ static void on_refused(runnel_producer *p, wentry *w, const runnel_answer *a) {
     fail(p, a->status == 412 ? RUNNEL_E_INCARNATION : RUNNEL_E_REFUSED, w, a, why);
 }
 
+/* Whether the answer comes from another deployment than the producer's
+ * state (extensions §10: another Ursula-Cluster-Id is another deployment,
+ * never a new history of the same stream); fails the producer if so. An
+ * answer without the header (an intermediary's) says nothing. */
+static int other_deployment(runnel_producer *p, wentry *w, const runnel_answer *a) {
+    if (!a->cluster_id[0] || !p->st.cluster_id[0] || strcmp(a->cluster_id, p->st.cluster_id) == 0)
+        return 0;
+    char why[300];
+    rnc_fmt(why, sizeof why,
+            "seq %llu was answered by deployment %s, not %s, which holds this producer's "
+            "stream: another deployment's stream is another history; nothing more is sent",
+            (unsigned long long)w->seq, a->cluster_id, p->st.cluster_id);
+    fail(p, RUNNEL_E_STATE, w, a, why);
+    return 1;
+}
+
 static void on_answer(runnel_producer *p, slot *s) {
     wentry *w = s->w;
     runnel_answer *a = &s->ans;
+    if (a->status)
+        rnc_learn_limits(p->c, a);
+    if (other_deployment(p, w, a))
+        return;
     if (p->c->o.cluster_aware)
         rnc_route_learn(p->c, s->req.url, a);
     a->outcome = a->status ? runnel_classify(RUNNEL_WRITE_PRODUCER, a) : RUNNEL_UNKNOWN;
@@ -432,6 +452,17 @@ runnel_result runnel_producer_open(runnel_client *c, const char *stream,
                                         : "application/octet-stream");
             if (p->use_incarnation && !p->st.incarnation[0])
                 rnc_fmt(p->st.incarnation, sizeof p->st.incarnation, "%s", a.incarnation);
+            if (p->st.cluster_id[0] && a.cluster_id[0] &&
+                strcmp(p->st.cluster_id, a.cluster_id) != 0) {
+                rnc_fmt(err, errcap,
+                        "%s was recorded with deployment %s; %s is served by deployment %s: "
+                        "another deployment's stream is another history (extensions §10)",
+                        o->state_path, p->st.cluster_id, p->st.url, a.cluster_id);
+                r = RUNNEL_E_STATE;
+            } else if (a.cluster_id[0] && !p->st.cluster_id[0]) {
+                rnc_fmt(p->st.cluster_id, sizeof p->st.cluster_id, "%s", a.cluster_id);
+                p->dirty = 1; /* saved before the first send */
+            }
         }
     }
     rnc_request_free(&probe);
@@ -484,7 +515,8 @@ static runnel_result queue(runnel_producer *p, const void *body, size_t len, uin
                            int closed) {
     if (p->fail != RUNNEL_OK)
         return p->fail;
-    if (tag < p->last_tag || (!len && !closed))
+    if (tag < p->last_tag || (!len && !closed) ||
+        (uint64_t)len > (uint64_t)runnel_client_max_request_bytes(p->c))
         return RUNNEL_E_USAGE;
     while (p->count == p->window && p->fail == RUNNEL_OK)
         pump(p, 1);

@@ -2,17 +2,20 @@
  * producer_state.c — the producer's state file. See producer_state.h.
  *
  * Format (one field a line, "end" last, so a file cut short is refused):
- *   runnel-producer-state 1
+ *   runnel-producer-state 2
  *   url <the stream URL>
  *   id <Producer-Id>
  *   epoch <n>
  *   claimed <0|1>
  *   incarnation <token | ->
+ *   cluster_id <Ursula-Cluster-Id | ->
  *   next_seq <n>
  *   acked_tag <n>
  *   note <a> <b>
  *   pending <seq> <len> <digest> <tag> <closed 0|1>   (zero or more)
  *   end
+ * Version 1 (written before the cluster id was kept) is the same without
+ * the cluster_id line; it loads with the id unknown.
  */
 #include "client/producer_state.h"
 
@@ -26,7 +29,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define MAGIC "runnel-producer-state 1"
+#define MAGIC "runnel-producer-state 2"
+#define MAGIC_V1 "runnel-producer-state 1"
 
 void rnc_pstate_add(rnc_pstate *s, const rnc_pstate_write *w) {
     if (s->npending == s->cap) {
@@ -80,7 +84,11 @@ int rnc_pstate_load(const char *path, rnc_pstate *s, char *err, size_t errcap) {
         return -1;
     }
     char line[2400];
-    int ok = fgets(line, sizeof line, f) && strncmp(line, MAGIC "\n", sizeof MAGIC) == 0;
+    int v2 = 0, ok = fgets(line, sizeof line, f) != NULL;
+    if (ok && strcmp(line, MAGIC "\n") == 0)
+        v2 = 1;
+    else if (!ok || strcmp(line, MAGIC_V1 "\n") != 0)
+        ok = 0;
     int ended = 0, fields = 0;
     while (ok && !ended && fgets(line, sizeof line, f)) {
         uint64_t claimed = 0;
@@ -91,6 +99,8 @@ int rnc_pstate_load(const char *path, rnc_pstate *s, char *err, size_t errcap) {
                    (t = take_text(line, "id", s->id, sizeof s->id)) ||
                    (t = take_u64(line, "epoch", &s->epoch)) ||
                    (t = take_text(line, "incarnation", s->incarnation, sizeof s->incarnation)) ||
+                   (v2 &&
+                    (t = take_text(line, "cluster_id", s->cluster_id, sizeof s->cluster_id))) ||
                    (t = take_u64(line, "next_seq", &s->next_seq)) ||
                    (t = take_u64(line, "acked_tag", &s->acked_tag))) {
             ok = t > 0;
@@ -122,7 +132,9 @@ int rnc_pstate_load(const char *path, rnc_pstate *s, char *err, size_t errcap) {
     fclose(f);
     if (strcmp(s->incarnation, "-") == 0)
         s->incarnation[0] = 0;
-    if (!ok || !ended || fields != 8) {
+    if (strcmp(s->cluster_id, "-") == 0)
+        s->cluster_id[0] = 0;
+    if (!ok || !ended || fields != (v2 ? 9 : 8)) {
         snprintf(err, errcap, "%s is not a producer state file this version wrote", path);
         rnc_pstate_free(s);
         return -1;
@@ -152,6 +164,7 @@ int rnc_pstate_save(const char *path, const rnc_pstate *s, char *err, size_t err
     }
     fprintf(f, MAGIC "\nurl %s\nid %s\nepoch %" PRIu64 "\nclaimed %d\nincarnation %s\n", s->url,
             s->id, s->epoch, s->claimed, s->incarnation[0] ? s->incarnation : "-");
+    fprintf(f, "cluster_id %s\n", s->cluster_id[0] ? s->cluster_id : "-");
     fprintf(f, "next_seq %" PRIu64 "\nacked_tag %" PRIu64 "\nnote %" PRIu64 " %" PRIu64 "\n",
             s->next_seq, s->acked_tag, s->note[0], s->note[1]);
     for (size_t i = 0; i < s->npending; i++) {

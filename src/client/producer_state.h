@@ -1,10 +1,10 @@
 /*
  * producer_state.h — the durable state of a producer (a small text file):
  * its stream, id, epoch, whether the epoch's claim holds, the incarnation
- * it writes to, the next seq, the tag through which every write holds, and
- * each write that may not hold yet (seq, length, digest, tag). Bodies are
- * not stored: a resumed producer gets them from its caller again and
- * checks them against the recorded length and digest.
+ * it writes to, the deployment that holds it (Ursula-Cluster-Id, extensions
+ * §10: another id is another deployment), the next seq, the tag through which every write holds,
+ * and each write that may not hold yet (seq, length, digest, tag). Bodies are not stored: a resumed
+ * producer gets them from its caller again and checks them against the recorded length and digest.
  *
  * A save replaces the file atomically and durably: a temporary file is
  * written and fsynced, renamed over the file, and the directory fsynced.
@@ -28,6 +28,7 @@ typedef struct {
     uint64_t epoch;
     int claimed; /* the epoch's seq 0 is known to hold */
     char incarnation[32];
+    char cluster_id[72]; /* Ursula-Cluster-Id; "" while unknown */
     uint64_t next_seq;
     uint64_t acked_tag;
     uint64_t note[2];          /* the caller's two numbers (runnel_producer_set_note) */

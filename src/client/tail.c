@@ -7,8 +7,10 @@
  * a precondition on every request (after it is learned from the first
  * answer); a 412, an SSE error event or an answer naming another token
  * stops the tail and tells the caller — offsets of one incarnation mean
- * nothing in another. Memory: one event or answer of at most
- * max_event_bytes.
+ * nothing in another. A 410 for an offset the stream retained away (the
+ * stream still answers HEAD) stops it with RUNNEL_TAIL_RETAINED, so that the
+ * caller can bootstrap (extensions §3), not as a deleted stream. Memory: one
+ * event or answer of at most max_event_bytes.
  */
 #include "client/internal.h"
 #include "client/sse.h"
@@ -206,6 +208,19 @@ static int after_poll(tail_state *t) {
     return 0;
 }
 
+/* After a 410: whether the stream still exists as the incarnation the tail
+ * holds (HEAD answers 200), so that the 410 says the offset was retained
+ * away, not that the stream was deleted. Copies the stream's retained
+ * offset into ans. */
+static int retained_away(tail_state *t, runnel_answer *ans) {
+    runnel_answer h;
+    if (runnel_head(t->c, t->stream, t->incarnation[0] ? t->incarnation : NULL, &h) != RUNNEL_OK ||
+        h.status != 200)
+        return 0;
+    rnc_fmt(ans->retained_offset, sizeof ans->retained_offset, "%s", h.retained_offset);
+    return 1;
+}
+
 runnel_result runnel_tail(runnel_client *c, const char *stream, const runnel_tail_options *o,
                           char *last_offset, runnel_answer *ans) {
     tail_state t = {.c = c, .stream = stream, .o = o, .ans = ans};
@@ -270,6 +285,11 @@ runnel_result runnel_tail(runnel_client *c, const char *stream, const runnel_tai
             }
             event(&t, gone ? RUNNEL_TAIL_GONE : RUNNEL_TAIL_INCARNATION, ans);
             result = gone ? RUNNEL_E_STATUS : RUNNEL_E_INCARNATION;
+            break;
+        }
+        if (ans->status == 410 && retained_away(&t, ans)) {
+            event(&t, RUNNEL_TAIL_RETAINED, ans);
+            result = RUNNEL_E_STATUS;
             break;
         }
         if (ans->status == 404 ||

@@ -5,6 +5,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/follower_reads.h"
 #include "cluster/membership.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -142,8 +143,17 @@ static void confirm(void *ctx, unsigned group, rn_confirm_cb cb, void *arg) {
         barrier_done(w, CONSENSUS_NOT_PROPOSED, 0);
 }
 
+static void follower_confirm(void *ctx, unsigned group, rn_confirm_cb cb, void *arg) {
+    rn_cluster *cl = ctx;
+    cluster_follower_read(cl->follower_reads, group, cb, arg);
+}
+
 rn_cluster_view rn_cluster_view_of(rn_cluster *cl) {
-    return (rn_cluster_view){.ctx = cl, .route = route, .confirm = confirm};
+    int confirm_reads = strcmp(cl->cfg.follower_reads, "local") != 0;
+    return (rn_cluster_view){.ctx = cl,
+                             .route = route,
+                             .confirm = confirm,
+                             .follower_confirm = confirm_reads ? follower_confirm : NULL};
 }
 
 int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
@@ -317,6 +327,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     rn_raft_log_attach(cl->log, node);
     cluster_peers_start(cl);
     cl->fetcher = rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl);
+    cl->follower_reads = cluster_follower_reads_new(cl);
     rn_membership_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
@@ -328,6 +339,7 @@ static void node_stopped(void *arg) {
     void (*done)(void *) = cl->stop_done;
     void *done_arg = cl->stop_arg;
     cluster_peers_free(cl);
+    cluster_follower_reads_free(cl->follower_reads);
     rn_raft_log_free(cl->log);
     free(cl->catch_up);
     free(cl->member_busy);
@@ -343,6 +355,8 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     cl->stop_done = done;
     cl->stop_arg = arg;
     cluster_settles_cancel(cl);
+    if (cl->follower_reads)
+        cluster_follower_reads_stop(cl->follower_reads);
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);

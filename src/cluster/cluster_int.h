@@ -54,9 +54,10 @@ struct rn_cluster {
     uint8_t intent[RN_MAX_PEERS];
     uint8_t *member_busy;
     uv_timer_t reconcile;
-    rn_list forwards;    /* struct forward.node */
-    rn_fetcher *fetcher; /* fills gaps from peers */
-    rn_list settles;     /* rn_cluster_settle's jobs (settle.c) */
+    rn_list forwards;                              /* struct forward.node */
+    rn_fetcher *fetcher;                           /* fills gaps from peers */
+    rn_list settles;                               /* rn_cluster_settle's jobs (settle.c) */
+    struct cluster_follower_reads *follower_reads; /* read-your-writes (follower_reads.c) */
     /* peer status polling (cluster_http.c) */
     rn_outbound *http;
     uv_timer_t poll;

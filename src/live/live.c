@@ -17,6 +17,7 @@
  * gives it back (ops->release) only once its timer has closed.
  */
 #include "live/live_int.h"
+#include "util/clock.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -83,7 +84,7 @@ static void end_reader(rn_live_reader *r, rn_stream *s, rn_live_end why) {
 static void on_timeout(uv_timer_t *t) {
     rn_live_reader *r = t->data;
     assert(r->stream); /* a reader that ended has no running timer */
-    end_reader(r, r->stream, RN_LIVE_TIMEOUT);
+    end_reader(r, r->stream, r->sse && r->until_expiry ? RN_LIVE_EXPIRED : RN_LIVE_TIMEOUT);
 }
 
 static void on_abort(rn_request *req) {
@@ -127,6 +128,11 @@ void rn_live_register(rn_live *live, rn_live_reader *r, rn_stream *s, uint64_t t
     r->req->handler_data = r;
     r->req->on_abort = on_abort;
     r->req->on_input_end = on_input_end;
+    int64_t expires = r->req->credential_expires_ms, now = rn_now_ms();
+    if (expires && (expires <= now || (uint64_t)(expires - now) < timeout_ms)) {
+        timeout_ms = expires > now ? (uint64_t)(expires - now) : 0;
+        r->until_expiry = 1;
+    }
     uv_timer_init(live->loop, &r->timer);
     r->timer.data = r;
     uv_timer_start(&r->timer, on_timeout, timeout_ms, 0);

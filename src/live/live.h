@@ -54,6 +54,7 @@ typedef enum {
     RN_LIVE_REMOVED,   /* the stream is about to disappear */
     RN_LIVE_FAILED,    /* SSE: a read of the stream failed */
     RN_LIVE_COLD,      /* SSE: history it needs could not be fetched from the cold store */
+    RN_LIVE_EXPIRED,   /* SSE: the request's credential expired (its gate said when) */
 } rn_live_end;
 
 /* How SSE data events carry the stream's bytes. */
@@ -100,6 +101,7 @@ struct rn_live_reader {
     int cold_wait;     /* SSE: a fetch of cold history holds it (its callback resumes it) */
     int release_due;   /* its timer closed during cold_wait: the fetch's callback releases it */
     int ended;
+    int until_expiry; /* its timer runs to its credential's expiry, not its own time */
 };
 
 /* Whether one more reader of s fits the bounds. */

@@ -82,6 +82,16 @@ void rn_live_sse_end(rn_live_reader *r, rn_live_end why) {
         }
         rn_buf_free(&ev);
     }
+    if (why == RN_LIVE_EXPIRED) { /* after a whole event: the client resumes with a new one */
+        rn_buf ev = {0};
+        rn_buf_append_str(&ev, "event: credential-expired\ndata:");
+        size_t head = ev.len;
+        r->ops->sse_error(r, why, &ev);
+        if (ev.len == head)
+            rn_buf_append_str(&ev, "{}");
+        rn_buf_append_str(&ev, "\n\n");
+        rn_http_stream_write(r->req, &ev);
+    }
     rn_http_stream_end(r->req);
     rn_live_finish(r);
 }

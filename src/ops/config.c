@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "ops/config.h"
+#include "ops/config_peers.h"
 #include "util/text.h"
 
 #include <errno.h>
@@ -20,12 +21,17 @@ typedef enum {
     KIND_PATH,
     KIND_TEXT,
     KIND_URL,
-    KIND_BOOL,   /* true|false (1|0 as aliases), into an int; a flag alone means true;
-                    with `choices`, one more word too, stored as 2 */
-    KIND_CHOICE, /* one of the |-separated words in `choices`, into a char[8] */
-    KIND_CPUS,   /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
-    KIND_PEER,   /* N=RAFTADDR,URL[,PEERURL] into cfg->peers; repeatable (see add_peer) */
+    KIND_BOOL,     /* true|false (1|0 as aliases), into an int; a flag alone means true;
+                      with `choices`, one more word too, stored as 2 */
+    KIND_CHOICE,   /* one of the |-separated words in `choices`, into a char[8] */
+    KIND_CPUS,     /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
+    KIND_PEER,     /* N=RAFTADDR,URL[,PEERURL] into cfg->peers; repeatable (config_peers.h) */
+    KIND_UPSTREAM, /* http://HOST:PORT into cfg->upstreams; repeatable */
 } setting_kind;
+
+/* Which commands take a setting: serve's alone (most of them), the
+ * gateway's alone, or both (the lists after the table). */
+enum { FOR_SERVE, FOR_GATEWAY, FOR_BOTH };
 
 typedef struct {
     const char *flag; /* without the leading -- */
@@ -137,6 +143,16 @@ static const setting SETTINGS[] = {
          "cluster mode: this node joins a running cluster: its groups wait to be added "
          "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
          "peers as voters"),
+    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 0,
+         "cluster mode: a write for a group another node leads is forwarded to that leader and "
+         "its answer relayed (the body streamed through), instead of answered 307 (for clients "
+         "that cannot follow a redirect with a body); a forwarded write is never forwarded again"),
+    {"follower-reads", "RUNNEL_FOLLOWER_READS", KIND_CHOICE, offsetof(rn_config, follower_reads), 0,
+     0, 0, "confirm",
+     "cluster mode: a read on a follower that does not ask consistency=local waits until the "
+     "follower applied what the group's leader had committed when the read arrived (confirm: "
+     "read-your-writes through any node), or is answered from what it applied at once (local)",
+     "confirm|local"},
     U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
         "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
         "applied entries and drops the log before it"),
@@ -273,71 +289,100 @@ static const setting SETTINGS[] = {
      NULL},
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),
+    {"tenants", "RUNNEL_TENANTS", KIND_PATH, offsetof(rn_config, tenants), 0, 0, 0, NULL,
+     "the tenants file (docs/GATEWAY.md): requests need a credential of one of its tenants, and "
+     "get its rights, limits and quotas; read again on SIGHUP; with runnel serve, the gate runs "
+     "in the node (empty: no gate, anyone who reaches the port may do anything)",
+     NULL},
+    U64("upload-budget-bytes", "RUNNEL_UPLOAD_BUDGET_BYTES", upload_budget_bytes, 0, 0, 1ull << 50,
+        "with --tenants: declared request body bytes in flight at once over all tenants; one more "
+        "gets 503 UPLOAD_BUDGET_EXHAUSTED (0: no bound)"),
+    {"usage-log", "RUNNEL_USAGE_LOG", KIND_PATH, offsetof(rn_config, usage_log), 0, 0, 0, NULL,
+     "with --tenants: a file of JSON lines, one per tenant and bucket each interval, with its "
+     "requests, bytes in and out and refusals (empty: none)",
+     NULL},
+    U64("usage-log-max-bytes", "RUNNEL_USAGE_LOG_MAX_BYTES", usage_log_max_bytes, 67108864, 4096,
+        1ull << 40, "the usage log is renamed to FILE.1 (replacing it) once this large"),
+    U64("usage-log-interval-ms", "RUNNEL_USAGE_LOG_INTERVAL_MS", usage_log_interval_ms, 10000, 10,
+        86400000, "how often the usage log gets its lines"),
+    {"upstream", "RUNNEL_UPSTREAM", KIND_UPSTREAM, offsetof(rn_config, upstreams), 0, 0, 0, NULL,
+     "a node's base URL, http://HOST:PORT (repeat it for every node of a cluster, or some of "
+     "them; RUNNEL_UPSTREAM takes them separated by spaces)",
+     NULL},
+    {"upstream-timeout-ms", "RUNNEL_UPSTREAM_TIMEOUT_MS", KIND_U64,
+     offsetof(rn_config, upstream_timeout_ms), 30000, 100, 3600000, NULL,
+     "how long a node may take to start its answer (a long-poll: plus its wait) before 504 "
+     "UPSTREAM_TIMEOUT",
+     NULL},
+    {"upstream-idle-ms", "RUNNEL_UPSTREAM_IDLE_MS", KIND_U64, offsetof(rn_config, upstream_idle_ms),
+     20000, 100, 3600000, NULL,
+     "an idle connection to a node is kept this long (keep it under the nodes' "
+     "--idle-timeout-ms)",
+     NULL},
+    {"hold-body-bytes", "RUNNEL_HOLD_BODY_BYTES", KIND_U64, offsetof(rn_config, hold_body_bytes),
+     1048576, 0, 33554432, NULL,
+     "request bodies up to this are read whole and kept until their answer, so that a node's "
+     "redirect can be followed; larger ones stream through",
+     NULL},
+    {"upstream-admin-token-file", "RUNNEL_UPSTREAM_ADMIN_TOKEN_FILE", KIND_PATH,
+     offsetof(rn_config, upstream_admin_token_file), 0, 0, 0, NULL,
+     "a file holding the nodes' admin token, sent with the operator routes the gateway forwards "
+     "for a tenant with admin rights",
+     NULL},
 };
 #define NSETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 
-/* Copies a peer's URL (without its trailing slashes) into out[512]: an
- * http(s):// URL of characters a header may carry unquoted. Returns -1
- * (with err naming what) for anything else. */
-static int peer_url(uint64_t id, const char *what, const char *url, size_t url_len, char out[512],
-                    const char *source, char *err, size_t errcap) {
-    while (url_len && url[url_len - 1] == '/')
-        url_len--;
-    int url_ok = url_len < 512 &&
-                 (rn_iprefix(url, url_len, "http://") || rn_iprefix(url, url_len, "https://"));
-    for (size_t i = 0; url_ok && i < url_len; i++)
-        url_ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
-    if (!url_ok || url_len <= 8) {
-        snprintf(err, errcap,
-                 "%s: peer %llu: %s must be an http:// or https:// URL of printable ASCII "
-                 "(got \"%.*s\")",
-                 source, (unsigned long long)id, what, (int)url_len, url);
-        return -1;
-    }
-    memcpy(out, url, url_len);
-    out[url_len] = 0;
-    return 0;
+/* Settings runnel serve and runnel gateway both take; every other one is
+ * serve's alone (or GATEWAY_ONLY's). */
+static const char *const SHARED[] = {"config",
+                                     "print-config",
+                                     "log-format",
+                                     "log-level",
+                                     "access-log",
+                                     "listen",
+                                     "tls-cert",
+                                     "tls-key",
+                                     "max-body-bytes",
+                                     "max-header-bytes",
+                                     "max-headers",
+                                     "max-connections",
+                                     "max-connections-per-ip",
+                                     "http2-max-streams",
+                                     "http2-max-header-list-bytes",
+                                     "http2-header-table-bytes",
+                                     "http2-max-control-frames",
+                                     "request-timeout-ms",
+                                     "min-body-rate",
+                                     "idle-timeout-ms",
+                                     "max-body-bytes-in-flight",
+                                     "max-answer-bytes-in-flight",
+                                     "shutdown-grace-ms",
+                                     "tenants",
+                                     "upload-budget-bytes",
+                                     "usage-log",
+                                     "usage-log-max-bytes",
+                                     "usage-log-interval-ms",
+                                     NULL};
+
+/* Settings runnel gateway takes alone. */
+static const char *const GATEWAY_ONLY[] = {
+    "upstream",        "upstream-timeout-ms",       "upstream-idle-ms",
+    "hold-body-bytes", "upstream-admin-token-file", NULL};
+
+static int scope_of(const setting *s) {
+    for (const char *const *n = GATEWAY_ONLY; *n; n++)
+        if (strcmp(*n, s->flag) == 0)
+            return FOR_GATEWAY;
+    for (const char *const *n = SHARED; *n; n++)
+        if (strcmp(*n, s->flag) == 0)
+            return FOR_BOTH;
+    return FOR_SERVE;
 }
 
-/* Parses one peer, N=RAFTADDR,URL[,PEERURL]: N in 1..255, RAFTADDR a
- * host:port (its form is checked with the rest of the cluster settings,
- * cluster_config.c), the URLs as peer_url takes them. Appends it to
- * cfg->peers. */
-static int add_peer(rn_config *cfg, const char *v, size_t n, const char *source, char *err,
-                    size_t errcap) {
-    const char *eq = memchr(v, '=', n);
-    const char *comma = eq ? memchr(eq, ',', n - (size_t)(eq - v)) : NULL;
-    uint64_t id;
-    if (!eq || !comma || rn_parse_strict_u64(v, (size_t)(eq - v), 255, &id) || id == 0) {
-        snprintf(err, errcap,
-                 "%s: peer must be N=RAFTADDR,URL[,PEERURL] with N from 1 to 255 (got \"%.*s\")",
-                 source, (int)n, v);
-        return -1;
-    }
-    const char *raft = eq + 1, *url = comma + 1, *end = v + n;
-    const char *second = memchr(url, ',', (size_t)(end - url));
-    size_t raft_len = (size_t)(comma - raft);
-    rn_peer_config *p = &cfg->peers[cfg->n_peers];
-    if (cfg->n_peers == RN_MAX_PEERS) {
-        snprintf(err, errcap, "%s: more than %d peers", source, RN_MAX_PEERS);
-        return -1;
-    }
-    if (raft_len == 0 || raft_len >= sizeof p->raft) {
-        snprintf(err, errcap, "%s: peer %llu: RAFTADDR must be host:port (got \"%.*s\")", source,
-                 (unsigned long long)id, (int)raft_len, raft);
-        return -1;
-    }
-    memset(p, 0, sizeof *p);
-    if (peer_url(id, "URL", url, (size_t)((second ? second : end) - url), p->url, source, err,
-                 errcap) ||
-        (second && peer_url(id, "PEERURL", second + 1, (size_t)(end - second - 1), p->peer_url,
-                            source, err, errcap)))
-        return -1;
-    p->id = id;
-    memcpy(p->raft, raft, raft_len);
-    p->raft[raft_len] = 0;
-    cfg->n_peers++;
-    return 0;
+/* Whether the command `scope` takes s. */
+static int takes(rn_config_scope scope, const setting *s) {
+    int k = scope_of(s);
+    return k == FOR_BOTH || (k == FOR_GATEWAY) == (scope == RN_CONFIG_GATEWAY);
 }
 
 /* Where a value comes from: a repeatable setting given by a source replaces
@@ -347,6 +392,33 @@ enum { FROM_DEFAULT, FROM_FILE, FROM_ENV, FROM_FLAG };
 static int set_value(rn_config *cfg, const setting *s, const char *v, const char *source, int from,
                      char *err, size_t errcap) {
     switch (s->kind) {
+    case KIND_UPSTREAM: {
+        static int upstreams_from;
+        if (from != upstreams_from || cfg->n_upstreams == 0) {
+            cfg->n_upstreams = 0;
+            upstreams_from = from;
+        }
+        for (const char *p = v; *p;) {
+            size_t n = from == FROM_ENV ? strcspn(p, " \t") : strlen(p);
+            size_t len = n;
+            while (len && p[len - 1] == '/')
+                len--;
+            if (n && (cfg->n_upstreams == RN_MAX_PEERS || len >= sizeof cfg->upstreams[0] ||
+                      !rn_iprefix(p, len, "http://") || len <= 7 || memchr(p + 7, '/', len - 7))) {
+                snprintf(err, errcap,
+                         "%s: upstream must be http://HOST:PORT, at most %d of them (got \"%.*s\")",
+                         source, RN_MAX_PEERS, (int)n, p);
+                return -1;
+            }
+            if (n)
+                snprintf(cfg->upstreams[cfg->n_upstreams++], sizeof cfg->upstreams[0], "%.*s",
+                         (int)len, p);
+            p += n;
+            while (from == FROM_ENV && (*p == ' ' || *p == '\t'))
+                p++;
+        }
+        return 0;
+    }
     case KIND_PEER: {
         static int peers_from; /* the source the peers so far came from */
         if (from != peers_from || cfg->n_peers == 0) {
@@ -356,7 +428,7 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         /* the environment variable lists them separated by spaces */
         for (const char *p = v; *p;) {
             size_t n = from == FROM_ENV ? strcspn(p, " \t") : strlen(p);
-            if (n && add_peer(cfg, p, n, source, err, errcap))
+            if (n && rn_config_add_peer(cfg, p, n, source, err, errcap))
                 return -1;
             p += n;
             while (from == FROM_ENV && (*p == ' ' || *p == '\t'))
@@ -465,10 +537,16 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
 }
 
 /* Prints the --help text. */
-static void print_usage(void) {
-    printf("usage: runnel serve [options]\n\n"
-           "Starts a Durable Streams server on an embedded durable store.\n"
-           "Every option can also be set by its environment variable or, by its name, in the\n"
+static void print_usage(rn_config_scope scope) {
+    if (scope == RN_CONFIG_GATEWAY)
+        printf("usage: runnel gateway --upstream URL [--upstream URL ...] --tenants FILE "
+               "[options]\n       runnel gateway key new --tenant NAME --buckets RIGHTS "
+               "--tenants FILE [--expires RFC3339]\n\n"
+               "Starts the gateway (docs/GATEWAY.md) in front of a node or a cluster's nodes.\n");
+    else
+        printf("usage: runnel serve [options]\n\n"
+               "Starts a Durable Streams server on an embedded durable store.\n");
+    printf("Every option can also be set by its environment variable or, by its name, in the\n"
            "configuration file; flags win over the environment, which wins over the file.\n"
            "Yes/no options (default true or false) are set by --NAME alone or --NAME=true|false,\n"
            "and by true or false in the environment and the file (1 and 0 are aliases).\n"
@@ -476,6 +554,8 @@ static void print_usage(void) {
            "(nothing inside is escaped); a quote at only one end is refused.\n\n");
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
+        if (!takes(scope, s))
+            continue;
         char def[64];
         if (s->kind == KIND_BOOL)
             snprintf(def, sizeof def, "%s", s->def ? "true" : "false");
@@ -490,15 +570,17 @@ static void print_usage(void) {
     printf("  --%-24s %s\n", "help", "show this text");
 }
 
-static const setting *find_setting(const char *name, size_t len) {
+static const setting *find_setting(rn_config_scope scope, const char *name, size_t len) {
     for (size_t i = 0; i < NSETTINGS; i++)
-        if (strlen(SETTINGS[i].flag) == len && strncmp(SETTINGS[i].flag, name, len) == 0)
+        if (takes(scope, &SETTINGS[i]) && strlen(SETTINGS[i].flag) == len &&
+            strncmp(SETTINGS[i].flag, name, len) == 0)
             return &SETTINGS[i];
     return NULL;
 }
 
 typedef struct {
     rn_config *cfg;
+    rn_config_scope scope;
     const char *path;
     char *err;
     size_t errcap;
@@ -530,20 +612,21 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
     file_load *l = user;
     if (l->failed)
         return 0;
-    const setting *s = find_setting(name, strlen(name));
+    const setting *s = find_setting(l->scope, name, strlen(name));
     char source[4200];
     snprintf(source, sizeof source, "%s: key %s", l->path, name);
     if (section[0] || !s || s->field == offsetof(rn_config, config_file)) {
         snprintf(l->err, l->errcap,
                  "%s: unknown key \"%s%s%s\" (keys are the option names of "
-                 "runnel serve --help, outside any [section])",
-                 source, section, section[0] ? "." : "", name);
+                 "runnel %s --help, outside any [section])",
+                 source, section, section[0] ? "." : "", name,
+                 l->scope == RN_CONFIG_GATEWAY ? "gateway" : "serve");
         l->failed = 1;
         return 0;
     }
     /* A key given twice is refused rather than silently last-wins; inih
      * also reports an indented line as more value of the key above it. */
-    if (l->seen[s - SETTINGS]++ && s->kind != KIND_PEER) {
+    if (l->seen[s - SETTINGS]++ && s->kind != KIND_PEER && s->kind != KIND_UPSTREAM) {
         snprintf(l->err, l->errcap,
                  "%s: given twice (or continued by an indented line; keys start their line)",
                  source);
@@ -565,7 +648,8 @@ static int on_ini_entry(void *user, const char *section, const char *name, const
 }
 
 /* Applies the configuration file named by --config or RUNNEL_CONFIG. */
-static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
+static int load_file(rn_config *cfg, rn_config_scope scope, int argc, char **argv, char *err,
+                     size_t errcap) {
     const char *path = getenv("RUNNEL_CONFIG");
     for (int a = 0; a < argc; a++) {
         if (strncmp(argv[a], "--config=", 9) == 0)
@@ -582,7 +666,7 @@ static int load_file(rn_config *cfg, int argc, char **argv, char *err, size_t er
                  stat_rc != 0 ? strerror(errno) : "a directory");
         return -1;
     }
-    file_load l = {.cfg = cfg, .path = path, .err = err, .errcap = errcap};
+    file_load l = {.cfg = cfg, .scope = scope, .path = path, .err = err, .errcap = errcap};
     int rc = ini_parse(path, on_ini_entry, &l);
     if (l.failed)
         return -1;
@@ -622,7 +706,8 @@ static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
     return 0;
 }
 
-int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap) {
+int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv, char *err,
+                   size_t errcap) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NSETTINGS; i++) {
         const setting *s = &SETTINGS[i];
@@ -636,16 +721,20 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
                  set_value(cfg, s, s->def_text, "default", FROM_DEFAULT, err, errcap))
             return -1;
     }
+    if (scope == RN_CONFIG_GATEWAY) { /* beside a node on its default port */
+        snprintf(cfg->listen.host, sizeof cfg->listen.host, "127.0.0.1");
+        cfg->listen.port = 4438;
+    }
     for (int a = 0; a < argc; a++) {
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            print_usage();
+            print_usage(scope);
             return 1;
         }
     }
-    if (load_file(cfg, argc, argv, err, errcap))
+    if (load_file(cfg, scope, argc, argv, err, errcap))
         return -1;
     for (size_t i = 0; i < NSETTINGS; i++) {
-        const char *v = getenv(SETTINGS[i].env);
+        const char *v = takes(scope, &SETTINGS[i]) ? getenv(SETTINGS[i].env) : NULL;
         if (v && set_value(cfg, &SETTINGS[i], v, SETTINGS[i].env, FROM_ENV, err, errcap))
             return -1;
     }
@@ -653,24 +742,26 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
         const char *arg = argv[a];
         if (strncmp(arg, "--", 2) != 0) {
             const char *before = a ? argv[a - 1] : "";
-            const setting *prev =
-                strncmp(before, "--", 2) == 0 ? find_setting(before + 2, strlen(before + 2)) : NULL;
+            const setting *prev = strncmp(before, "--", 2) == 0
+                                      ? find_setting(scope, before + 2, strlen(before + 2))
+                                      : NULL;
             if (prev && prev->kind == KIND_BOOL)
                 snprintf(err, errcap,
                          "unexpected argument \"%s\" after --%s: a yes/no option takes --%s "
                          "alone or --%s=true|false",
                          arg, prev->flag, prev->flag, prev->flag);
             else
-                snprintf(err, errcap, "unexpected argument \"%s\" (see runnel serve --help)", arg);
+                snprintf(err, errcap, "unexpected argument \"%s\" (see runnel %s --help)", arg,
+                         scope == RN_CONFIG_GATEWAY ? "gateway" : "serve");
             return -1;
         }
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        const setting *s = find_setting(name, name_len);
+        const setting *s = find_setting(scope, name, name_len);
         if (!s) {
-            snprintf(err, errcap, "unknown option \"%.*s\" (see runnel serve --help)",
-                     (int)name_len + 2, arg);
+            snprintf(err, errcap, "unknown option \"%.*s\" (see runnel %s --help)",
+                     (int)name_len + 2, arg, scope == RN_CONFIG_GATEWAY ? "gateway" : "serve");
             return -1;
         }
         const char *value = eq                     ? eq + 1
@@ -702,13 +793,16 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
     return check_tiering(cfg, err, errcap);
 }
 
-void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap) {
+void rn_config_describe(const rn_config *cfg, rn_config_scope scope, const char *sep, char *out,
+                        size_t cap) {
     size_t n = 0;
     out[0] = 0;
     for (size_t i = 0; i < NSETTINGS && n < cap; i++) {
         const setting *s = &SETTINGS[i];
+        if (!takes(scope, s))
+            continue;
         const char *field = (const char *)cfg + s->field;
-        const char *lead = i ? sep : "";
+        const char *lead = n ? sep : "";
         switch (s->kind) {
         case KIND_U64:
         case KIND_CPUS:
@@ -740,6 +834,11 @@ void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t
                                       s->flag, (unsigned long long)cfg->peers[k].id,
                                       cfg->peers[k].raft, cfg->peers[k].url,
                                       cfg->peers[k].peer_url[0] ? "," : "", cfg->peers[k].peer_url);
+            break;
+        case KIND_UPSTREAM:
+            for (int k = 0; k < cfg->n_upstreams && n < cap; k++)
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", k || n ? sep : "", s->flag,
+                                      cfg->upstreams[k]);
             break;
         default:
             n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", lead, s->flag, field);

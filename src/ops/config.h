@@ -103,19 +103,39 @@ typedef struct {
     uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
     int join;                     /* a node added to a running cluster: groups wait to be added */
-    char config_file[4096];       /* empty: none */
-    int print_config;             /* print the effective configuration and exit */
-    char log_format[8];           /* "text" or "json" */
-    char log_level[8];            /* "debug", "info", "warn" or "error" */
-    int access_log;               /* one log line per answered request */
+    int forward_writes;     /* a write for another node's group goes to its leader from here */
+    char follower_reads[8]; /* \"confirm\": reads wait for the leader's ReadIndex; \"local\" */
+    char config_file[4096]; /* empty: none */
+    int print_config;       /* print the effective configuration and exit */
+    char log_format[8];     /* "text" or "json" */
+    char log_level[8];      /* "debug", "info", "warn" or "error" */
+    int access_log;         /* one log line per answered request */
+    /* The gate (src/gateway/): runnel gateway, and runnel serve with it */
+    char tenants[4096];             /* the tenants file; "": no gate (serve only) */
+    uint64_t upload_budget_bytes;   /* declared upload bytes at once, all tenants; 0: none */
+    char usage_log[4096];           /* JSON lines of usage; "": none */
+    uint64_t usage_log_max_bytes;   /* rotated past this */
+    uint64_t usage_log_interval_ms; /* a line per tenant and bucket this often */
+    /* runnel gateway only */
+    char upstreams[RN_MAX_PEERS][512]; /* the nodes' base URLs */
+    int n_upstreams;
+    uint64_t upstream_timeout_ms;         /* for an answer's head */
+    uint64_t upstream_idle_ms;            /* an idle connection to a node is kept this long */
+    uint64_t hold_body_bytes;             /* bodies up to this are read whole and kept */
+    char upstream_admin_token_file[4096]; /* the nodes' admin token, for operator routes */
 } rn_config;
+
+/* Which command a configuration is for: the settings of one are unknown to
+ * the other, but for those they share (listening, TLS, limits, logs). */
+typedef enum { RN_CONFIG_SERVE, RN_CONFIG_GATEWAY } rn_config_scope;
 
 enum { RN_COLD_NONE, RN_COLD_LOCAL, RN_COLD_S3 };
 
 /* Fills cfg from defaults, the environment and argv (the arguments after
  * "serve"). Returns 0; 1 when --help was printed; -1 with a message in err
  * for a bad flag, value or environment variable. */
-int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errcap);
+int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv, char *err,
+                   size_t errcap);
 
 /* The smallest read cache of tiered history that holds the chunks of the
  * largest read (--max-read-bytes plus 16 MiB); --hot-bytes refuses a
@@ -123,6 +143,7 @@ int rn_config_load(rn_config *cfg, int argc, char **argv, char *err, size_t errc
 uint64_t rn_config_history_cache_floor(const rn_config *cfg);
 /* Writes the effective configuration as key=value pairs separated by sep
  * (" " for a log line, "\n" for --print-config). */
-void rn_config_describe(const rn_config *cfg, const char *sep, char *out, size_t cap);
+void rn_config_describe(const rn_config *cfg, rn_config_scope scope, const char *sep, char *out,
+                        size_t cap);
 
 #endif

@@ -229,6 +229,8 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            rn_http_answer_bytes_held(ep->http));
     metric(b, "runnel_process_resident_bytes", "gauge", "Resident memory of the process.",
            resident_bytes());
+    if (ep->gate)
+        rn_gate_metrics(ep->gate, b);
     char why[512];
     metric(b, "runnel_ready", "gauge", "1 while /__runnel/readyz answers 200.",
            (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
@@ -253,8 +255,15 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     rn_buf body = {0};
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     if (get && path_len == 5 && memcmp(path, "livez", 5) == 0) {
+        /* the request limit, which a gateway in front must not exceed */
+        rn_buf h = {0};
+        rn_reply_common(&h);
+        rn_buf_appendf(&h,
+                       "Content-Type: text/plain\r\nCache-Control: no-store\r\n"
+                       "Ursula-Max-Request-Bytes: %llu\r\n",
+                       (unsigned long long)ep->max_body_bytes);
         rn_buf_append_str(&body, "ok\n");
-        answer_text(req, 200, "text/plain", &body);
+        rn_http_respond(req, 200, &h, &body);
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
         int failing = rn_probe_failing(ep->probe, why, sizeof why);

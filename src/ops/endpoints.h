@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "engine/engine.h"
+#include "gateway/gate.h"
 #include "live/live.h"
 #include "ops/admin_auth.h"
 #include "ops/probe.h"
@@ -44,6 +45,8 @@ typedef struct {
     int (*cluster_ready)(const void *ctx, char *why, size_t cap);
     void (*cluster_metrics)(void *ctx, rn_buf *out); /* appends the groups' gauges */
     void *cluster_ctx;
+    rn_gate *gate;           /* --tenants: its metrics join the node's (NULL: none) */
+    uint64_t max_body_bytes; /* told on livez (Ursula-Max-Request-Bytes), for gateways */
 } rn_endpoints;
 
 /* Whether req may reach a peer or operator route: it came in on the peer

@@ -319,7 +319,7 @@ int rn_restore_cmd(int argc, char **argv) {
     }
     rn_config cfg;
     char err[1024];
-    int rc = rn_config_load(&cfg, nrest, rest, err, sizeof err);
+    int rc = rn_config_load(&cfg, RN_CONFIG_SERVE, nrest, rest, err, sizeof err);
     free(rest);
     if (rc == 1)
         return 0;

@@ -10,6 +10,7 @@
 #include "util/metrics.h"
 #include "util/text.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #define V1_PREFIX "/v1/stream/"
@@ -31,8 +32,16 @@ static size_t reserved_prefix(const char *path, size_t len) {
                : 0;
 }
 
+/* Whether the gate judges req: it guards the public listener; the peer
+ * listener's peers and operators prove themselves to the routes. */
+static bool gated_here(const rn_router *rt, const rn_request *req) {
+    return rt->gate && !(req->route_flags & RN_REQUEST_PEER_LISTENER);
+}
+
 void rn_router_answer_early(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (gated_here(rt, req) && rn_gate_check(rt->gate, req, 0, NULL, NULL) == RN_GATE_DONE)
+        return; /* refused from its head: none of its body is read */
     int write =
         req->method == RN_HTTP_POST || req->method == RN_HTTP_PUT || req->method == RN_HTTP_DELETE;
     /* a POST may get an early answer (ext §5.5); in cluster mode every
@@ -65,8 +74,16 @@ static void log_route(const rn_request *req, const char *to) {
            path_len, req->target, to);
 }
 
+/* The gate's wait for req ended: it goes on when admitted. */
+static void gated(rn_request *req, void *arg) {
+    if (rn_gate_admitted(req) && !rn_request_gone(req))
+        rn_router_handle(req, arg);
+}
+
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (gated_here(rt, req) && rn_gate_check(rt->gate, req, 1, gated, rt) != RN_GATE_PASS)
+        return; /* answered, or waiting */
     if (req->body_too_large) {
         log_route(req, "413 REQUEST_TOO_LARGE (body over --max-body-bytes)");
         rn_buf extra = {0};

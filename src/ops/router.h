@@ -8,10 +8,15 @@
  * operational ones answers 503. It is part of the composition layer (ops/):
  * it joins the surfaces and the subscriptions, which include neither each
  * other nor ops/ (docs/ARCHITECTURE.md, "Layers").
+ *
+ * With a gate (runnel serve --tenants, gateway/gate.h), every request meets
+ * it first: from its head when its body follows (a refusal then reads none
+ * of the body), else, or when the decision must wait, once it is whole.
  */
 #ifndef RN_ROUTER_H
 #define RN_ROUTER_H
 
+#include "gateway/gate.h"
 #include "subs/subs.h"
 #include "surface/streams.h"
 #include "transport/http.h"
@@ -26,6 +31,7 @@ typedef struct {
     int ready;                  /* recovery finished: streams and subs are set */
     rn_ops_handler ops_handler; /* /__runnel/ (path after the prefix) */
     void *ops_arg;
+    rn_gate *gate; /* NULL: none (anyone who reaches the port may do anything) */
 } rn_router;
 
 /* The transport's on_headers hook; arg is an rn_router. Offers a POST to a

@@ -26,6 +26,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/forward_writes.h"
 #include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
@@ -69,8 +70,10 @@ typedef struct {
     rn_admin_auth admin; /* --admin-token-file */
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
-    rn_tls_context *tls;      /* --tls-cert: the port speaks TLS */
-    rn_tls_context *peer_tls; /* the peer listener's (--peer-listen): --peer-cert or --tls-cert */
+    rn_tls_context *tls;           /* --tls-cert: the port speaks TLS */
+    rn_tls_context *peer_tls;      /* the peer listener's: --peer-cert or --tls-cert */
+    rn_gate *gate;                 /* --tenants: the gate in front of the routes */
+    rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
     rn_recovery_stats stats;
@@ -106,6 +109,8 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     rn_probe_stop(s->endpoints.probe);
+    if (s->gate)
+        rn_gate_stop(s->gate);
     if (s->subs)
         rn_subs_stop(s->subs);
     if (s->tiers)
@@ -114,6 +119,7 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_http_close(s->http);
+    rn_write_forwarder_stop(s->forwarder);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
     s->cluster = NULL;
@@ -167,15 +173,19 @@ static void reload_tls(rn_tls_context *t, const char *which) {
         rn_log(RN_LOG_INFO, "reload", "%s certificate and key reloaded", which);
 }
 
-/* SIGHUP: the TLS certificates and keys are read again; new handshakes use
- * them, open connections keep theirs. A failed reload changes nothing. */
+/* SIGHUP: the tenants file, and the TLS certificates and keys, are read
+ * again; requests in flight keep the tenants they started with, new
+ * handshakes use the new certificates, open connections keep theirs. A
+ * failed reload changes nothing. */
 static void on_sighup(uv_signal_t *sig, int signum) {
     server *s = sig->data;
     (void)signum;
-    if (!s->tls && !s->peer_tls) {
-        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert to reload");
-        return;
-    }
+    char err[1024];
+    if (s->gate && rn_gate_reload(s->gate, err, sizeof err) < 0)
+        rn_log(RN_LOG_ERROR, "reload", "tenants file not reloaded, the previous one stays: %s",
+               err);
+    if (!s->tls && !s->peer_tls && !s->gate)
+        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert or --tenants to reload");
     reload_tls(s->tls, "TLS");
     reload_tls(s->peer_tls, "the peer listener's TLS");
 }
@@ -258,18 +268,18 @@ static void wake_end(void *arg) {
     rn_http_batch_flush(arg);
 }
 
-/* Runnel has no access control: a listener other hosts can reach exposes
- * everything to them. Says so once, at start. */
-static void warn_if_exposed(const rn_http_server *http) {
+/* Without --tenants a node has no access control: a listener other hosts
+ * can reach exposes everything to them. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate) {
     char where[512];
-    if (rn_http_listen_addresses(http, where, sizeof where) == 0)
+    if (gate || rn_http_listen_addresses(http, where, sizeof where) == 0)
         return;
     rn_log(RN_LOG_WARN, "start",
            "listening on %s, which other hosts can reach, without any access control: anyone "
            "who reaches it can read, append to, close and delete every stream and bucket, "
            "create new ones, publish snapshots, advance retention, manage subscriptions and "
-           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT) or put an "
-           "authenticating proxy in front",
+           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
+           "--tenants, or put runnel gateway in front",
            where);
 }
 
@@ -287,7 +297,8 @@ static void access_line(const rn_request *req) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
     rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
-                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000);
+                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
+                  req->gate_ticket ? rn_gate_tenant(req) : NULL);
 }
 
 /* ---- recovery ---- */
@@ -405,6 +416,11 @@ static void start_cluster(server *s) {
            (unsigned long long)s->cfg.node_id, s->cfg.cluster_id, (unsigned long long)s->cfg.groups,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
     rn_cluster_view view = rn_cluster_view_of(s->cluster);
+    if (s->cfg.forward_writes) {
+        s->forwarder = rn_write_forwarder_new(s->loop, &s->cfg);
+        view.forward = rn_write_forwarder_take;
+        view.forward_ctx = s->forwarder;
+    }
     rn_routing_setup(&view, rn_router_handle, &s->router);
     s->endpoints.cluster_route = cluster_route;
     s->endpoints.cluster_ready = cluster_ready;
@@ -479,7 +495,7 @@ int rn_serve(int argc, char **argv) {
     static server s; /* the process's one server; static keeps it off the stack */
     memset(&s, 0, sizeof s);
     char err[512];
-    int rc = rn_config_load(&s.cfg, argc, argv, err, sizeof err);
+    int rc = rn_config_load(&s.cfg, RN_CONFIG_SERVE, argc, argv, err, sizeof err);
     if (rc == 1)
         return 0;
     if (rc == 0)
@@ -502,13 +518,13 @@ int rn_serve(int argc, char **argv) {
     }
     char desc[8192];
     if (s.cfg.print_config) {
-        rn_config_describe(&s.cfg, "\n", desc, sizeof desc);
+        rn_config_describe(&s.cfg, RN_CONFIG_SERVE, "\n", desc, sizeof desc);
         printf("%s\n", desc);
         return 0;
     }
     rn_log_setup(strcmp(s.cfg.log_format, "json") == 0, rn_log_level_parse(s.cfg.log_level));
-    if (s.cfg.test_hooks)
-        rn_fault_setup();
+    if (s.cfg.test_hooks && rn_fault_setup() != 0)
+        return 1;
     signal(SIGPIPE, SIG_IGN);
     size_pool_for_groups(&s.cfg);
     fit_descriptor_limit(&s.cfg);
@@ -536,9 +552,25 @@ int rn_serve(int argc, char **argv) {
                                  .admin = &s.admin,
                                  .metrics_need_token = s.cfg.metrics_need_token,
                                  .peer_listener = s.cfg.peer_listen.host[0] != 0};
+    if (s.cfg.tenants[0]) {
+        rn_gate_config gc = {.tenants_path = s.cfg.tenants,
+                             .max_request_bytes = s.cfg.max_body_bytes,
+                             .upload_budget_bytes = s.cfg.upload_budget_bytes,
+                             .usage_log = s.cfg.usage_log,
+                             .usage_log_max_bytes = s.cfg.usage_log_max_bytes,
+                             .usage_log_interval_ms = s.cfg.usage_log_interval_ms};
+        s.gate = rn_gate_new(s.loop, &gc, err, sizeof err);
+        if (!s.gate) {
+            rn_log(RN_LOG_ERROR, "start", "%s", err);
+            return 1;
+        }
+    }
+    s.endpoints.gate = s.gate;
+    s.endpoints.max_body_bytes = s.cfg.max_body_bytes;
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
-                           .ops_arg = &s.endpoints};
+                           .ops_arg = &s.endpoints,
+                           .gate = s.gate};
     if (open_tls(&s, err, sizeof err) != 0) {
         rn_log(RN_LOG_ERROR, "start", "%s", err);
         rn_tls_context_free(s.tls);
@@ -562,7 +594,7 @@ int rn_serve(int argc, char **argv) {
                          .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
                          .on_complete = s.cfg.access_log ? access_line : NULL,
                          .on_headers = rn_router_answer_early,
-                         .on_headers_every_body = s.cfg.node_id != 0,
+                         .on_headers_every_body = s.cfg.node_id != 0 || s.gate,
                          .fanout_threads = (int)s.cfg.fanout_threads,
                          .tls = s.tls,
                          .peer_host = s.cfg.peer_listen.host[0] ? s.cfg.peer_listen.host : NULL,
@@ -576,9 +608,9 @@ int rn_serve(int argc, char **argv) {
         return 1;
     }
     s.endpoints.http = s.http;
-    rn_config_describe(&s.cfg, " ", desc, sizeof desc);
+    rn_config_describe(&s.cfg, RN_CONFIG_SERVE, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
-    warn_if_exposed(s.http);
+    warn_if_exposed(s.http, s.gate);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
@@ -642,6 +674,8 @@ int rn_serve(int argc, char **argv) {
         rn_surface_free(s.surface);
     rn_live_free(s.live);
     rn_http_free(s.http);
+    rn_gate_free(s.gate);
+    rn_write_forwarder_free(s.forwarder);
     rn_tls_context_free(s.tls);
     rn_tls_context_free(s.peer_tls);
     uv_loop_close(s.loop);

@@ -266,6 +266,50 @@ static const error_row TABLE[RN_E_COUNT] = {
                                    "the peer listener (--peer-listen) serves peer and operator "
                                    "routes only; streams are served on the node's public "
                                    "listener"},
+    [RN_E_GW_INVALID_CREDENTIAL] = {401, "INVALID_CREDENTIAL",
+                                    "a valid credential is required (Authorization: Bearer)"},
+    [RN_E_GW_CREDENTIAL_EXPIRED] = {401, "CREDENTIAL_EXPIRED", "the credential has expired"},
+    [RN_E_GW_PAYMENT_REQUIRED] = {402, "PAYMENT_REQUIRED",
+                                  "the account must be paid for before it is served"},
+    [RN_E_GW_FORBIDDEN] = {403, "FORBIDDEN", "the credential does not allow this request"},
+    [RN_E_GW_ADMIN_REQUIRED] = {403, "FORBIDDEN", "operator routes need admin rights"},
+    [RN_E_GW_ACCOUNT_REVOKED] = {403, "ACCOUNT_REVOKED", "the account is revoked"},
+    [RN_E_GW_BODY_TOO_SLOW] = {408, "BODY_TOO_SLOW",
+                               "the request body came too slowly; nothing of it was forwarded"},
+    [RN_E_GW_REQUEST_TOO_LARGE] = {413, "REQUEST_TOO_LARGE",
+                                   "the request body exceeds this credential's limit"},
+    [RN_E_GW_RATE_LIMITED] = {429, "RATE_LIMITED", "too many requests; retry after Retry-After"},
+    [RN_E_GW_BYTE_RATE_LIMITED] = {429, "RATE_LIMITED",
+                                   "too many bytes in or out; retry after Retry-After"},
+    [RN_E_GW_LIVE_READS_EXHAUSTED] = {429, "LIVE_READS_EXHAUSTED",
+                                      "too many live reads at once for this account"},
+    [RN_E_GW_UPLOADS_EXHAUSTED] = {429, "UPLOADS_EXHAUSTED",
+                                   "too many uploads at once for this account"},
+    [RN_E_GW_UPLOAD_BYTES_EXHAUSTED] = {429, "UPLOAD_BYTES_EXHAUSTED",
+                                        "too many upload bytes at once for this account"},
+    [RN_E_GW_UPSTREAM_FAILED] = {502, "UPSTREAM_FAILED",
+                                 "the server's connection failed after the request was forwarded; "
+                                 "the write may have applied"},
+    [RN_E_GW_AUTHENTICATION_UNAVAILABLE] = {503, "AUTHENTICATION_UNAVAILABLE",
+                                            "the credential's keys cannot be fetched now; "
+                                            "nothing was forwarded, retry after Retry-After"},
+    [RN_E_GW_AUTHORIZATION_UNAVAILABLE] = {503, "AUTHORIZATION_UNAVAILABLE",
+                                           "the request cannot be authorized now; nothing was "
+                                           "forwarded, retry after Retry-After"},
+    [RN_E_GW_NO_UPSTREAM] = {503, "NO_UPSTREAM",
+                             "no server is available; nothing was forwarded, retry after "
+                             "Retry-After"},
+    [RN_E_GW_UPSTREAM_UNREACHABLE] = {503, "UPSTREAM_UNREACHABLE",
+                                      "no server could be reached; nothing was forwarded, retry "
+                                      "after Retry-After"},
+    [RN_E_GW_UPLOAD_BUDGET_EXHAUSTED] = {503, "UPLOAD_BUDGET_EXHAUSTED",
+                                         "too many upload bytes are in flight; nothing was "
+                                         "forwarded, retry after Retry-After"},
+    [RN_E_GW_UPSTREAM_TIMEOUT] = {504, "UPSTREAM_TIMEOUT",
+                                  "the server did not answer in time; the write may have applied"},
+    [RN_E_GW_STALLED_AFTER_FORWARD] = {502, "UPSTREAM_FAILED",
+                                       "the request body stalled after part of it was forwarded; "
+                                       "the forwarded request was cut and applied nothing"},
 };
 
 int rn_error_status(rn_error e) {

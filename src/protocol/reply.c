@@ -19,7 +19,11 @@ static const char COMMON[] =
     "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Producer-Outcome, "
     "Producer-Closed-Epoch, Producer-Closed-Seq, Stream-Offset, ETag, Content-Type, Location, "
     "Stream-Incarnation, Stream-Retained-Offset, Stream-Last-Seq, Stream-Data-Content-Type, "
-    "Ursula-Protocol, Ursula-Cluster-Id, Ursula-Max-Request-Bytes\r\n";
+    "Stream-Snapshot-Offset, Stream-Snapshot-Digest, Stream-Snapshot-Part, "
+    "Stream-Previous-Incarnation, Stream-Inherited-Offset, Stream-Immutable, Ursula-Protocol, "
+    "Ursula-Cluster-Id, Ursula-Max-Request-Bytes, Ursula-Max-Snapshot-Bytes, "
+    "Ursula-Max-Staged-Parts, Ursula-Max-Staged-Bytes, x-ursula-raft-leader-id, "
+    "x-ursula-raft-group, x-ursula-raft-term, Content-Range, Accept-Ranges, Retry-After\r\n";
 
 static char server_metadata[128] = "Ursula-Protocol: 2\r\n";
 static size_t server_metadata_len = 20;
@@ -115,10 +119,15 @@ void rn_reply_missing(rn_request *req, rn_error e, const char *key, size_t key_l
     rn_buf_free(&path);
 }
 
-void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
-                           size_t detail_len) {
+/* An error answer, with the server's metadata or without it (an
+ * intermediary's own answer, ext §10). */
+static void error_answer(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                         size_t detail_len, int server_metadata_too) {
     rn_buf h = {0}, body = {0};
-    rn_reply_common(&h);
+    if (server_metadata_too)
+        rn_reply_common(&h);
+    else
+        rn_buf_append(&h, COMMON, sizeof COMMON - 1);
     rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
     if (extra) {
         rn_buf_append(&h, extra->data, extra->len);
@@ -126,6 +135,16 @@ void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const cha
     }
     rn_error_body(e, detail, detail_len, &body);
     rn_http_respond(req, rn_error_status(e), &h, &body);
+}
+
+void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                           size_t detail_len) {
+    error_answer(req, e, extra, detail, detail_len, 1);
+}
+
+void rn_reply_intermediary_error(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                                 size_t detail_len) {
+    error_answer(req, e, extra, detail, detail_len, 0);
 }
 
 void rn_reply_preflight(rn_request *req) {
@@ -137,7 +156,8 @@ void rn_reply_preflight(rn_request *req) {
                       "stream-seq, stream-ttl, stream-expires-at, stream-closed, producer-id, "
                       "producer-epoch, producer-seq, producer-digest, stream-forked-from, "
                       "stream-fork-offset, "
-                      "stream-fork-sub-offset, stream-incarnation\r\n"
+                      "stream-fork-sub-offset, stream-incarnation, stream-snapshot-parts, "
+                      "stream-snapshot-digest\r\n"
                       "Access-Control-Max-Age: 86400\r\n");
     rn_http_respond(req, 204, &h, &body);
 }

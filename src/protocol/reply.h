@@ -34,6 +34,14 @@ void rn_reply_cold_failure(rn_request *req, int status, rn_buf *extra);
  * rn_error_body): only what the request named. */
 void rn_reply_error_detail(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
                            size_t detail_len);
+/* Sends the error answer e as an intermediary's own (the gateway's):
+ * the headers of rn_reply_error_detail but the server's metadata (no
+ * Ursula-Protocol, no Ursula-Cluster-Id: ext §10, §11). A concealing 404
+ * is this with RN_E_BUCKET_NOT_FOUND: the node's answer for a bucket that
+ * does not exist, less those two headers. extra and detail as
+ * rn_reply_error_detail. */
+void rn_reply_intermediary_error(rn_request *req, rn_error e, rn_buf *extra, const char *detail,
+                                 size_t detail_len);
 /* Appends the path of the stream whose engine key is key, as the request's
  * surface spells it: /v1/stream/{key} on the v1 surface, /{key} on the
  * bucket surface. */

@@ -88,20 +88,22 @@ int rn_routing_write(rn_request *req, const char *key, size_t len) {
     routing.view.route(routing.view.ctx, key, len, &r);
     if (r.serves)
         return 0;
+    if (routing.view.forward && routing.view.forward(routing.view.forward_ctx, req, &r))
+        return 1;
     answer_elsewhere(req, &r, req->body.len == 0);
     return 1;
 }
 
-/* True when the query asks consistency=leader (once, exactly that value);
+/* True when the query asks consistency=`level` (once, exactly that value);
  * anything malformed is left to the read, which refuses it. */
-static int wants_leader(const char *query, size_t query_len) {
+static int wants(const char *query, size_t query_len, const char *level) {
     char val[8];
     long n;
     rn_param_fault f;
     if (rn_param_query(query, query_len, "consistency", RN_PARAM_LENIENT, val, sizeof val, &n,
                        &f) != 0)
         return 0;
-    return n == 6 && memcmp(val, "leader", 6) == 0;
+    return n == (long)strlen(level) && memcmp(val, level, (size_t)n) == 0;
 }
 
 typedef struct {
@@ -130,6 +132,27 @@ static void confirmed(void *arg, int ok) {
     free(c);
 }
 
+/* req held until its confirmation reports (confirmed). */
+static confirming *confirming_new(rn_request *req, const char *key, size_t len) {
+    confirming *c = rn_xmalloc(sizeof *c);
+    c->req = req;
+    c->key = rn_xstrndup(key, len);
+    c->len = len;
+    rn_request_hold(req);
+    return c;
+}
+
+/* A local read on a follower, run again once this replica applied what
+ * the group's leader committed before it (read-your-writes); a follower
+ * that could not learn that answers as it answers a leader read. Returns 1
+ * (waiting, or answered). */
+static int follower_confirmed(rn_request *req, const char *key, size_t len,
+                              const rn_group_route *r) {
+    routing.view.follower_confirm(routing.view.ctx, r->group, confirmed,
+                                  confirming_new(req, key, len));
+    return 1;
+}
+
 /* A read only the leader answers: a follower redirects it; the leader
  * confirms first and runs it again. Returns 1 (answered, or waiting). */
 static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
@@ -137,12 +160,7 @@ static int leader_only(rn_request *req, const char *key, size_t len, const rn_gr
         answer_elsewhere(req, r, 1);
         return 1;
     }
-    confirming *c = rn_xmalloc(sizeof *c);
-    c->req = req;
-    c->key = rn_xstrndup(key, len);
-    c->len = len;
-    rn_request_hold(req);
-    routing.view.confirm(routing.view.ctx, r->group, confirmed, c);
+    routing.view.confirm(routing.view.ctx, r->group, confirmed, confirming_new(req, key, len));
     return 1;
 }
 
@@ -152,9 +170,12 @@ int rn_routing_read(rn_request *req, const char *key, size_t len, const char *qu
         return 0;
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
-    if (!(leader_param && wants_leader(query, query_len))) {
-        if (r.caught_up)
+    if (!(leader_param && wants(query, query_len, "leader"))) {
+        if (r.caught_up && (r.serves || !routing.view.follower_confirm ||
+                            (leader_param && wants(query, query_len, "local"))))
             return 0;
+        if (r.caught_up)
+            return follower_confirmed(req, key, len, &r);
         rn_buf h = {0};
         rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r.group);
         rn_reply_error(req, RN_E_RECOVERING, &h);

@@ -52,6 +52,16 @@ typedef struct {
     void *ctx;
     void (*route)(void *ctx, const char *key, size_t len, rn_group_route *out);
     void (*confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
+    /* A write this node does not lead may be forwarded to the group's
+     * leader instead of redirected (--forward-writes): returns 1 when the
+     * forwarder took req (it answers), 0 to answer as usual. NULL: never. */
+    int (*forward)(void *ctx, rn_request *req, const rn_group_route *r);
+    void *forward_ctx;
+    /* A local read on a follower waits for this (read-your-writes): cb
+     * with 1 once this replica applied what the group's leader committed
+     * before the call, 0 when that could not be known (at once when no
+     * leader is known). NULL: local reads are served at once. */
+    void (*follower_confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
 } rn_cluster_view;
 
 /* Sets the view (cluster mode), and how a confirmed read is run again:
@@ -63,8 +73,9 @@ void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request
 int rn_routing_active(void);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it
- * was answered (307, or 503 NO_LEADER). From the head (no body read) it
- * may redirect; with body bytes read it never does. */
+ * was answered (307, or 503 NO_LEADER) or forwarded to the group's leader
+ * (the view's forward). From the head (no body read) it may redirect; with
+ * body bytes read it never does. */
 int rn_routing_write(rn_request *req, const char *key, size_t len);
 
 /* A read (GET or HEAD) of the stream at key, or of one of its

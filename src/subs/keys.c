@@ -2,9 +2,9 @@
  * keys.c — signing and token keys. See keys.h.
  */
 #include "subs/keys.h"
-#include "subs/b64url.h"
 #include "util/files.h"
 #include "util/log.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

@@ -6,7 +6,7 @@
  * constant time before the claims are parsed.
  */
 #include "subs/token.h"
-#include "subs/b64url.h"
+#include "util/text.h"
 
 #include <jansson.h>
 #include <openssl/crypto.h>

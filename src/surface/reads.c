@@ -286,10 +286,11 @@ static stream_ctx *reader_ctx(const rn_live_reader *r) {
  * sends the same error as its last event). */
 static rn_error live_end_error(rn_live_end why) {
     assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED ||
-           why == RN_LIVE_COLD);
+           why == RN_LIVE_COLD || why == RN_LIVE_EXPIRED);
     return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
            : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
            : why == RN_LIVE_COLD      ? RN_E_COLD_STORE_FAILED
+           : why == RN_LIVE_EXPIRED   ? RN_E_GW_CREDENTIAL_EXPIRED
                                       : RN_E_INTERNAL;
 }
 
@@ -312,7 +313,7 @@ static void answer_live_poll(rn_live_reader *r, rn_stream *s, rn_live_end why) {
  * event whose data is the error body on one line (ext §11). */
 static void sse_error_body(const rn_live_reader *r, rn_live_end why, rn_buf *out) {
     const stream_ctx *c = reader_ctx(r);
-    if (!c->prof->sse_error_events)
+    if (!c->prof->sse_error_events && why != RN_LIVE_EXPIRED) /* a gate's event: any surface */
         return;
     rn_error e = live_end_error(why);
     rn_buf path = {0};
@@ -395,7 +396,7 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
         c->read.cursor.present = 1;
         c->read.cursor.value = v;
     }
-    if (c->prof->read_parameters && read_parameters(c, q, len, &leader, f))
+    if (read_parameters(c, q, len, &leader, f)) /* ext §9 applies to every stream */
         return -1;
     if (leader && c->mode != READ_CATCHUP)
         return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
@@ -453,9 +454,9 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
     c->query_len = query_len;
     c->read.req = c->req;
     c->read.ops = &live_ops;
-    c->read.max_bytes = c->prof->read_parameters ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
+    c->read.max_bytes = c->prof->ext_read_defaults ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
     c->poll_timeout_ms =
-        c->prof->read_parameters ? BUCKET_POLL_DEFAULT_MS : c->sf->cfg.long_poll_timeout_ms;
+        c->prof->ext_read_defaults ? BUCKET_POLL_DEFAULT_MS : c->sf->cfg.long_poll_timeout_ms;
     int has_offset;
     rn_param_fault f;
     if (parse_query(c, query, query_len, &has_offset, &f)) {

@@ -25,7 +25,7 @@
 const rn_profile RN_PROFILE_V1 = {.name = "v1"};
 const rn_profile RN_PROFILE_BUCKET = {.name = "bucket",
                                       .ndjson_reads = 1,
-                                      .read_parameters = 1,
+                                      .ext_read_defaults = 1,
                                       .sse_error_events = 1,
                                       .offset_past_tail_416 = 1,
                                       .bucket_not_found = 1};

@@ -147,6 +147,12 @@ typedef struct {
     void (*fail)(rn_exchange *x);
     /* Answer bytes of x still queued for its client. */
     size_t (*queued)(const rn_exchange *x);
+
+    /* x's body goes to x->sink, just set (rn_request_stream_body; from the
+     * on_headers hook). */
+    void (*stream_body)(rn_exchange *x);
+    /* x's sink resumes deliveries it paused. */
+    void (*body_resume)(rn_exchange *x);
 } rn_protocol;
 
 struct rn_http_server {

@@ -92,6 +92,26 @@ struct rn_request {
      * the public marks below. */
     unsigned route_flags;
     void *handler_data;
+    /* Set by the transport while the on_headers hook runs: the body is still
+     * to come (a handler may take it as it arrives: rn_request_stream_body). */
+    int body_pending;
+    /* Set by the on_headers hook: the body bytes per second this request's
+     * body must keep to extend its request timeout (0: the server's
+     * min_body_rate). */
+    uint64_t min_body_rate;
+    /* The layer in front of the handlers (the gateway's gate): its state
+     * of the request, and what frees it, called once when the request is
+     * freed (NULL: nothing). */
+    void *gate_ticket;
+    void (*gate_done)(rn_request *req);
+    /* Called with the header lines of the request's answer just before they
+     * go out (any answer call, any status), to change them in place (NULL:
+     * none): the gate's CORS and request limit. */
+    void (*rewrite_head)(rn_request *req, int status, rn_buf *head);
+    /* Set by the gate: the wall-clock time (ms) the request's credential
+     * expires at (0: never). A live read ends then: a long-poll as at its
+     * timeout, an SSE response with an event saying so. */
+    int64_t credential_expires_ms;
 
     /* Set by the transport: the request came over TLS (its URLs are https). */
     int tls;
@@ -166,6 +186,11 @@ typedef struct {
     struct rn_tls_context *peer_tls;
 } rn_http_config;
 
+/* rn_request.route_flags: a request an embedded gate admitted as an
+ * operator's (admin rights): the node's own operator check lets it pass.
+ * The low bits are protocol/routing.c's. */
+#define RN_REQUEST_ADMIN_GRANTED 0x100u
+
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
 #define RN_HTTP_SMALL_PIECE_BYTES (64 * 1024)
 
@@ -206,6 +231,46 @@ struct x509_st *rn_request_client_certificate(const rn_request *req, long *verif
 
 void rn_request_hold(rn_request *req);
 void rn_request_release(rn_request *req);
+
+/* ---- request bodies taken as they arrive (the gateway) ----
+ * From the on_headers hook, a handler may take a request's body as it
+ * arrives instead of having the transport read it whole: the request is
+ * then the handler's (on_request never sees it), and its body's bytes go to
+ * the sink. The request's limits still apply (max_body_bytes, the request
+ * timeout with its body rate); the body is not counted against
+ * max_body_bytes_in_flight, since the transport holds none of it. Over
+ * HTTP/1.1 the bytes are delivered as they are read, at most
+ * RN_HTTP_BODY_SLICE_BYTES at a time, and a paused sink stops the reading;
+ * over HTTP/2 the body is received whole first (within the usual bounds)
+ * and delivered in one call. */
+typedef enum {
+    RN_BODY_END,         /* the body is complete */
+    RN_BODY_SLOW,        /* it came slower than the request timeout allows */
+    RN_BODY_CUT,         /* the client ended its input before the body's end */
+    RN_BODY_TOO_LARGE,   /* it passed max_body_bytes */
+    RN_BODY_OVER_BUDGET, /* HTTP/2: holding it passed max_body_bytes_in_flight */
+} rn_body_event;
+
+typedef struct {
+    /* len > 0 body bytes, valid during the call. Returns 0 for more, or 1
+     * to pause: deliveries stop until rn_request_body_resume (bytes already
+     * read may still come, at most RN_HTTP_BODY_SLICE_BYTES). */
+    int (*data)(rn_request *req, const uint8_t *bytes, size_t len);
+    /* The body is over (called once, never after an answer finished):
+     * RN_BODY_END, the request then waits for its answer; any other event
+     * leaves the body unfinished, and the connection closes after the
+     * answer the handler now owes. A connection that fails instead runs
+     * on_abort. */
+    void (*end)(rn_request *req, rn_body_event ev);
+} rn_body_sink;
+
+#define RN_HTTP_BODY_SLICE_BYTES (64 * 1024)
+
+/* Takes req's body as it arrives (see above). Only from the on_headers
+ * hook, for a request whose body follows, and at most once. */
+void rn_request_stream_body(rn_request *req, const rn_body_sink *sink);
+/* Resumes deliveries a sink paused (no-op when not paused). */
+void rn_request_body_resume(rn_request *req);
 
 /* Sends a whole response. `head` holds the header lines after the status
  * line (each ending in CRLF, without the final blank line). Content-Length
@@ -252,6 +317,12 @@ void rn_http_respond_file(rn_request *req, int status, rn_buf *head, rn_buf *pre
 
 /* Starts a chunked streaming response (SSE). */
 void rn_http_stream_start(rn_request *req, int status, rn_buf *head);
+/* Starts a streamed response whose body has exactly `length` bytes
+ * (Content-Length), sent with rn_http_stream_write as they come, and ended
+ * with rn_http_stream_end: an end before `length` bytes cuts the
+ * connection (the length was promised). A body of 0 bytes, a status
+ * without one (204, 304) and an answer to HEAD are complete at once. */
+void rn_http_stream_start_sized(rn_request *req, int status, rn_buf *head, uint64_t length);
 /* Sends one chunk (taken over). Returns bytes still queued on the socket. */
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk);
 /* A chunk of a chunked response built once and sent on many streamed
@@ -273,6 +344,10 @@ void rn_http_chunk_release(rn_http_chunk *ch);
 size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch);
 /* Ends the streamed response. */
 void rn_http_stream_end(rn_request *req);
+/* Cuts a streamed response short: its connection (HTTP/1.1) or stream
+ * (HTTP/2) is reset, so the client cannot take what it got for the whole
+ * answer. */
+void rn_http_stream_abort(rn_request *req);
 /* Write batches, for fan-out: between rn_http_batch_begin() and
  * rn_http_batch_flush(), a write to a connection with nothing queued (a
  * response, a chunk; not a file piece) is collected instead of written: the

@@ -21,6 +21,16 @@
  * and dropped (DISCARDING) within DISCARD_IDLE_MS of silence and
  * DISCARD_TOTAL_MS in all, or the connection closes. Otherwise the body is
  * read as usual, after a 100 Continue when the client asked for one.
+ *
+ * Bodies taken as they arrive (rn_request_stream_body, from the hook):
+ * state STREAMING, in which the parser goes on feeding the body's bytes to
+ * the request's sink, a slice at a time, and stops when the sink pauses
+ * (reading stops too once the input holds INPUT_PAUSE_BYTES); the request
+ * timer, with its body rate, runs only while the sink takes bytes. The
+ * body's end (or its failure: too slow, too large, cut by a half-close)
+ * goes to the sink, and the request then waits for its answer (HANDLING);
+ * an answer that finishes first leaves the rest of the body to be dropped
+ * (DISCARDING), as after an early answer.
  */
 #include "transport/http1.h"
 #include "transport/http2.h"
@@ -41,7 +51,7 @@
 #define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
 #define EXTEND_STEP_MS 1000            /* a body's earned time moves the request timer in steps */
 
-enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_HANDLING, ST_CLOSING };
+enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_STREAMING, ST_HANDLING, ST_CLOSING };
 
 /* A header's position inside the request's raw bytes while it is being
  * received. */
@@ -66,6 +76,9 @@ typedef struct {
     const char *fold_from;  /* head bytes from here on are not fed to it yet; NULL: none */
     uint64_t request_began; /* uv_now() when the current request's first byte arrived */
     int fresh;              /* no request began yet: the input may be HTTP/2's preface */
+    int wants_continue;     /* the current request's client waits for 100 Continue */
+    int sink_paused;        /* STREAMING: the sink asked for no more bytes */
+    uint64_t body_seen;     /* STREAMING: body bytes handed to the sink */
 } rn_http1;
 
 static rn_http1 *http1_of(const rn_conn *c) {
@@ -84,12 +97,29 @@ static void detach_request(rn_http1 *h, int aborted) {
     exchange_detach(x, aborted);
 }
 
+/* Tells the sink that the body ended (RN_BODY_END) or failed: the request
+ * then waits for its answer, on a connection that closes after it unless
+ * the body was complete. Safe to call from inside the parser. */
+static void end_streamed_body(rn_http1 *h, rn_body_event ev) {
+    assert(h->state == ST_STREAMING && h->cur);
+    h->state = ST_HANDLING;
+    conn_arm_timer(h->conn, 0);
+    if (ev != RN_BODY_END)
+        h->close_after_response = 1;
+    rn_exchange *x = h->cur;
+    x->sink.end(&x->req, ev);
+}
+
 /* The timer of an HTTP/1.1 connection ran out: the request timeout, the
  * idle timeout or the time an answered body may take to be dropped. */
 static void http1_timeout(rn_conn *c) {
     rn_http1 *h = http1_of(c);
     if (h->state == ST_HANDLING)
         return; /* a send watch outlived its bytes; the handler owns the connection */
+    if (h->state == ST_STREAMING && h->cur && !h->cur->responding) {
+        end_streamed_body(h, RN_BODY_SLOW);
+        return;
+    }
     if (h->state == ST_READING && h->cur && !h->cur->responding) {
         /* Slow or stalled request: answer 408 and close. */
         h->close_after_response = 1;
@@ -241,7 +271,12 @@ static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     int close_after = h->close_after_response;
     h->close_after_response = close_after || wants_continue;
     h->state = ST_EARLY;
-    srv->cfg.on_headers(&h->cur->req, srv->arg); /* may answer: see response_finished() */
+    rn_request *req = &h->cur->req;
+    req->body_pending = 1;
+    srv->cfg.on_headers(req, srv->arg); /* may answer: see response_finished() */
+    req->body_pending = 0;              /* the request is not freed: the connection holds it */
+    if (h->state == ST_STREAMING)
+        h->close_after_response = close_after;
     if (h->state != ST_EARLY)
         return 1;
     h->state = ST_READING;
@@ -281,8 +316,9 @@ static int on_headers_complete(llhttp_t *p) {
     }
     const rn_header *expect = rn_request_header(r, "expect", NULL);
     int wants_continue = expect && rn_ieq(expect->value, expect->value_len, "100-continue");
+    h->wants_continue = wants_continue;
     if (early_answer(h, p, wants_continue))
-        return h->state == ST_DISCARDING ? 0 : HPE_PAUSED;
+        return h->state == ST_DISCARDING || h->state == ST_STREAMING ? 0 : HPE_PAUSED;
     /* Load comes after size and the early answer (ext §5.5): a body that
      * would pass the in-flight bound is refused unread. */
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0 &&
@@ -310,19 +346,40 @@ static int on_headers_complete(llhttp_t *p) {
 static void extend_request_timeout(rn_http1 *h, uint64_t received) {
     rn_conn *c = h->conn;
     const rn_http_config *cfg = &c->srv->cfg;
-    if (!cfg->min_body_rate || h->state != ST_READING)
+    uint64_t rate = h->cur->req.min_body_rate ? h->cur->req.min_body_rate : cfg->min_body_rate;
+    if (!rate || (h->state != ST_READING && h->state != ST_STREAMING))
         return;
-    uint64_t deadline =
-        h->request_began + cfg->request_timeout_ms + received * 1000 / cfg->min_body_rate;
+    uint64_t deadline = h->request_began + cfg->request_timeout_ms + received * 1000 / rate;
     uint64_t now = uv_now(c->srv->loop);
     if (deadline >= now + uv_timer_get_due_in(&c->timer) + EXTEND_STEP_MS)
         conn_arm_timer(c, deadline - now);
+}
+
+/* STREAMING: hands body bytes to the sink, within max_body_bytes. */
+static int stream_body_bytes(rn_http1 *h, const char *at, size_t len) {
+    rn_exchange *x = h->cur;
+    if (h->body_seen + len > h->conn->srv->cfg.max_body_bytes) {
+        end_streamed_body(h, RN_BODY_TOO_LARGE);
+        return HPE_PAUSED;
+    }
+    h->body_seen += len;
+    if (x->sink.data(&x->req, (const uint8_t *)at, len))
+        h->sink_paused = 1;
+    if (h->state != ST_STREAMING)
+        return HPE_PAUSED; /* answered meanwhile */
+    if (h->sink_paused)
+        conn_arm_timer(h->conn, 0); /* the wait is ours, not the client's */
+    else
+        extend_request_timeout(h, h->body_seen);
+    return 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
     rn_http1 *h = p->data;
     if (h->state == ST_DISCARDING)
         return 0;
+    if (h->state == ST_STREAMING)
+        return stream_body_bytes(h, at, len);
     rn_request *r = &h->cur->req;
     if (r->body.len + len > h->conn->srv->cfg.max_body_bytes) {
         r->body_too_large = 1;
@@ -353,6 +410,10 @@ static int on_message_complete(llhttp_t *p) {
         h->state = ST_IDLE;
         conn_arm_timer(h->conn, h->conn->srv->cfg.idle_timeout_ms);
         return 0;
+    }
+    if (h->state == ST_STREAMING) {
+        end_streamed_body(h, RN_BODY_END);
+        return HPE_PAUSED;
     }
     dispatch(h);
     return HPE_PAUSED;
@@ -514,7 +575,7 @@ static void response_finished(rn_http1 *h) {
         conn_end(c);
         return;
     }
-    if (h->state == ST_EARLY) {
+    if (h->state == ST_EARLY || h->state == ST_STREAMING) {
         h->state = ST_DISCARDING;
         h->discard_deadline = uv_now(c->srv->loop) + DISCARD_TOTAL_MS;
         conn_arm_timer(c, DISCARD_IDLE_MS);
@@ -568,6 +629,9 @@ static void input_exhausted(rn_http1 *h) {
     case ST_READING:
         reject_raw(h, 400);
         return;
+    case ST_STREAMING:
+        end_streamed_body(h, RN_BODY_CUT);
+        return;
     case ST_IDLE:
     case ST_DISCARDING:
         h->state = ST_CLOSING;
@@ -600,26 +664,34 @@ static void http1_input_end(rn_conn *c) {
  * made while an outer call is on the stack (a handler answered at once and
  * the next pipelined request follows) returns and lets the outer loop go on,
  * so pipelining never deepens the stack. */
+/* True while the parser must not go on: a request is handled, the
+ * connection closes, or a streamed body's sink paused. */
+static int parser_parked(const rn_http1 *h) {
+    return h->state == ST_HANDLING || h->state == ST_CLOSING ||
+           (h->state == ST_STREAMING && h->sink_paused);
+}
+
 static void process_input(rn_http1 *h) {
     rn_conn *c = h->conn;
     if (h->processing)
         return;
     h->processing = 1;
-    while (h->state != ST_HANDLING && h->state != ST_CLOSING && !output_blocked(c) &&
-           c->input_off < c->input.len) {
+    while (!parser_parked(h) && !output_blocked(c) && c->input_off < c->input.len) {
         const char *data = (const char *)c->input.data + c->input_off;
         size_t len = c->input.len - c->input_off;
+        if (h->state == ST_STREAMING && len > RN_HTTP_BODY_SLICE_BYTES)
+            len = RN_HTTP_BODY_SLICE_BYTES; /* so that a pause stops it soon */
         if (h->fold_from) /* a head continues: its bytes before this read were fed */
             h->fold_from = data;
         llhttp_errno_t err = llhttp_execute(&h->parser, data, len);
         if (err == HPE_OK) {
-            c->input_off = c->input.len;
+            c->input_off += len;
             if (h->fold_from)
                 rn_fold_scan_feed(&h->fold, h->fold_from, data + len);
         } else if (err == HPE_PAUSED) {
             c->input_off += (size_t)(llhttp_get_error_pos(&h->parser) - data);
             if (h->state != ST_HANDLING && h->state != ST_CLOSING)
-                llhttp_resume(&h->parser); /* answered already: go on */
+                llhttp_resume(&h->parser); /* answered already, or a body goes on: go on */
         } else {
             reject_raw(h, h->refusal ? h->refusal : 400);
             break;
@@ -635,6 +707,37 @@ static void process_input(rn_http1 *h) {
     if (!c->reading && !c->closed && !c->input_ended && h->state != ST_CLOSING &&
         c->input.len - c->input_off < INPUT_PAUSE_BYTES)
         conn_read_start(c);
+}
+
+/* ---- bodies taken as they arrive ---- */
+
+static void http1_stream_body(rn_exchange *x) {
+    rn_http1 *h = http1_of(x->conn);
+    assert(h->cur == x && h->state == ST_EARLY);
+    h->state = ST_STREAMING;
+    h->sink_paused = 0;
+    h->body_seen = 0;
+    if (h->wants_continue) {
+        rn_buf cont = {0};
+        rn_buf_append_str(&cont, "HTTP/1.1 100 Continue\r\n\r\n");
+        conn_write(h->conn, &cont, NULL, 0);
+    }
+}
+
+static void http1_body_resume(rn_exchange *x) {
+    rn_http1 *h = http1_of(x->conn);
+    if (h->cur != x || h->state != ST_STREAMING || !h->sink_paused)
+        return;
+    h->sink_paused = 0;
+    /* the time paused was the handler's: the body's deadline starts over */
+    rn_conn *c = h->conn;
+    const rn_http_config *cfg = &c->srv->cfg;
+    uint64_t rate = x->req.min_body_rate ? x->req.min_body_rate : cfg->min_body_rate;
+    uint64_t earned = rate ? h->body_seen * 1000 / rate : 0;
+    uint64_t now = uv_now(c->srv->loop);
+    h->request_began = now > earned ? now - earned : 0;
+    conn_arm_timer(c, cfg->request_timeout_ms);
+    process_input(h);
 }
 
 static void http1_free(rn_conn *c);
@@ -676,7 +779,7 @@ static void http1_received(rn_conn *c) {
         uint64_t left = h->discard_deadline - now;
         conn_arm_timer(c, left < DISCARD_IDLE_MS ? left : DISCARD_IDLE_MS);
     }
-    if (h->state == ST_HANDLING || h->state == ST_CLOSING || output_blocked(c)) {
+    if (parser_parked(h) || output_blocked(c)) {
         if (c->input.len - c->input_off > INPUT_PAUSE_BYTES && c->reading)
             conn_read_stop(c);
         return;
@@ -725,6 +828,8 @@ static const rn_protocol http1_protocol = {
     .finished = http1_finished,
     .fail = http1_fail,
     .queued = http1_queued,
+    .stream_body = http1_stream_body,
+    .body_resume = http1_body_resume,
 };
 
 void http1_attach(rn_conn *c) {

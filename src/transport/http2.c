@@ -390,6 +390,10 @@ static void http2_timeout(rn_conn *c) {
         if (s->x && !s->ready && now - s->began >= cfg->request_timeout_ms) {
             s->ready = 1;
             s->early = 1;
+            if (s->x->sink.data) { /* its handler answers */
+                s->x->sink.end(&s->x->req, RN_BODY_SLOW);
+                continue;
+            }
             rn_buf head = {0}, body = {0};
             rn_http_respond(&s->x->req, 408, &head, &body);
             continue;
@@ -603,6 +607,16 @@ static size_t http2_queued(const rn_exchange *x) {
     return s->out_bytes;
 }
 
+/* HTTP/2 receives a streamed body whole (h2_dispatch_ready delivers it):
+ * nothing to set up, nothing to resume. */
+static void http2_stream_body(rn_exchange *x) {
+    (void)x;
+}
+
+static void http2_body_resume(rn_exchange *x) {
+    (void)x;
+}
+
 static const rn_protocol http2_protocol = {
     .received = http2_received,
     .input_end = http2_input_end,
@@ -619,6 +633,8 @@ static const rn_protocol http2_protocol = {
     .finished = http2_finished,
     .fail = http2_fail,
     .queued = http2_queued,
+    .stream_body = http2_stream_body,
+    .body_resume = http2_body_resume,
 };
 
 void http2_attach(rn_conn *c) {

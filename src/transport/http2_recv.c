@@ -78,6 +78,22 @@ static void make_ready(h2_stream *s, int early) {
     h->ready_tail = s;
 }
 
+/* A body taken by a sink (rn_request_stream_body) arrived whole, or
+ * failed: the sink gets it in one call, then its end. */
+static void deliver_body(rn_exchange *x) {
+    rn_request *r = &x->req;
+    if (r->body_too_large || r->body_over_budget) {
+        x->sink.end(r, r->body_too_large ? RN_BODY_TOO_LARGE : RN_BODY_OVER_BUDGET);
+        return;
+    }
+    rn_request_hold(r);
+    if (r->body.len)
+        x->sink.data(r, r->body.data, r->body.len);
+    if (!x->responding && x->conn)
+        x->sink.end(r, RN_BODY_END);
+    rn_request_release(r);
+}
+
 void h2_dispatch_ready(rn_http2 *h) {
     while (h->ready && !h->conn->closed) {
         h2_stream *s = h->ready;
@@ -90,6 +106,8 @@ void h2_dispatch_ready(rn_http2 *h) {
         if (s->refusal) {
             rn_buf head = {0}, body = {0};
             rn_http_respond(&s->x->req, s->refusal, &head, &body);
+        } else if (s->x->sink.data) {
+            deliver_body(s->x);
         } else {
             srv->on_request(&s->x->req, srv->arg);
         }
@@ -119,7 +137,9 @@ static int head_with_body(h2_stream *s) {
                                 (s->declared && declared >= RN_HTTP_EARLY_BODY_BYTES))) {
         s->ready = 1; /* a hook's answer is the whole answer: never dispatched */
         s->early = 1;
+        r->body_pending = 1;
         srv->cfg.on_headers(r, srv->arg);
+        r->body_pending = 0;        /* the request is not freed: its stream holds it */
         if (!s->x || x->responding) /* answered (and finished: x is gone) */
             return 1;
         s->ready = 0;

@@ -35,6 +35,8 @@ void rn_request_release(rn_request *req) {
     assert(x->refs > 0);
     if (--x->refs > 0)
         return;
+    if (req->gate_done)
+        req->gate_done(req);
     exchange_uncharge_body(x);
     rn_buf_free(&req->body);
     rn_buf_free(&x->raw);
@@ -47,6 +49,21 @@ struct x509_st *rn_request_client_certificate(const rn_request *req, long *verif
     const rn_conn *c = exchange_of(req)->conn;
     *verify_result = 0; /* X509_V_OK */
     return c && c->bytes == &rn_tls_bytes ? tls_client_certificate(c, verify_result) : NULL;
+}
+
+void rn_request_stream_body(rn_request *req, const rn_body_sink *sink) {
+    rn_exchange *x = exchange_of(req);
+    assert(sink->data && sink->end && !x->sink.data && !x->responding);
+    if (!x->conn)
+        return;
+    x->sink = *sink;
+    x->conn->proto->stream_body(x);
+}
+
+void rn_request_body_resume(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    if (x->conn && x->sink.data)
+        x->conn->proto->body_resume(x);
 }
 
 int rn_request_gone(const rn_request *req) {

@@ -24,6 +24,10 @@ struct rn_exchange {
     int refs;
     int responding; /* an answer (or stream) was started */
     int streaming;  /* a streamed answer is in progress */
+    int sized;      /* it is sized (rn_http_stream_start_sized): sized_left bytes to come */
+    uint64_t sized_left;
+    /* rn_request_stream_body: the body's sink (data NULL: none) */
+    rn_body_sink sink;
     /* rn_http_respond_pieces: the body's source (fill NULL: none), the
      * position of its next piece, the bytes left, and what follows them */
     rn_http_pieces pieces;

@@ -27,6 +27,12 @@ static void answer_status(rn_request *req, int status) {
         rn_metric.http_requests[req->route][req->method][status]++;
 }
 
+/* Lets the request's rewrite hook change an answer's header lines. */
+static void rewrite(rn_request *req, int status, rn_buf *head) {
+    if (req->rewrite_head)
+        req->rewrite_head(req, status, head);
+}
+
 /* Answer bytes of x still queued (0 once its connection is gone). */
 static size_t answer_queued(const rn_exchange *x) {
     return x->conn ? x->conn->proto->queued(x) : 0;
@@ -42,6 +48,7 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
     }
     x->responding = 1;
     answer_status(req, status);
+    rewrite(req, status, head);
     const rn_protocol *proto = c->proto;
     if (status == 204 || status == 304 || req->method == RN_HTTP_HEAD) {
         rn_buf_free(body);
@@ -123,6 +130,7 @@ void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *p
     x->pieces_left = len;
     x->pieces_suffix = *suffix;
     *suffix = (rn_buf){0};
+    rewrite(req, status, head);
     c->proto->send_head(x, status, head, req->bytes_out, prefix);
     if (x->conn)
         answer_pump(x);
@@ -174,7 +182,29 @@ void rn_http_stream_start(rn_request *req, int status, rn_buf *head) {
     x->responding = 1;
     x->streaming = 1;
     answer_status(req, status);
+    rewrite(req, status, head);
     c->proto->send_head(x, status, head, RN_ANSWER_STREAMED, NULL);
+}
+
+void rn_http_stream_start_sized(rn_request *req, int status, rn_buf *head, uint64_t length) {
+    rn_exchange *x = exchange_of(req);
+    if (length == 0 || status == 204 || status == 304 || req->method == RN_HTTP_HEAD) {
+        rn_buf empty = {0};
+        rn_http_respond(req, status, head, &empty); /* HEAD: the head of the whole answer */
+        return;
+    }
+    rn_conn *c = x->conn;
+    if (!c || x->responding) {
+        rn_buf_free(head);
+        return;
+    }
+    x->responding = 1;
+    x->streaming = 1;
+    x->sized = 1;
+    x->sized_left = length;
+    answer_status(req, status);
+    rewrite(req, status, head);
+    c->proto->send_head(x, status, head, length, NULL);
 }
 
 size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
@@ -184,8 +214,16 @@ size_t rn_http_stream_write(rn_request *req, rn_buf *chunk) {
         rn_buf_free(chunk);
         return 0;
     }
+    if (x->sized && chunk->len > x->sized_left) { /* more than promised: the answer is broken */
+        rn_buf_free(chunk);
+        x->streaming = 0;
+        c->proto->fail(x);
+        return 0;
+    }
     req->bytes_out += chunk->len;
-    c->proto->send_body(x, chunk, RN_BODY_CHUNK);
+    if (x->sized)
+        x->sized_left -= chunk->len;
+    c->proto->send_body(x, chunk, x->sized ? RN_BODY_BYTES : RN_BODY_CHUNK);
     return answer_queued(x);
 }
 
@@ -194,6 +232,7 @@ size_t rn_http_stream_write_chunk(rn_request *req, rn_http_chunk *ch) {
     rn_conn *c = x->conn;
     if (!c || !x->streaming)
         return 0;
+    assert(!x->sized);
     req->bytes_out += ch->payload_len;
     c->proto->send_chunk(x, ch);
     return answer_queued(x);
@@ -206,7 +245,20 @@ void rn_http_stream_end(rn_request *req) {
         return;
     x->streaming = 0;
     const rn_protocol *proto = c->proto;
-    proto->end_stream(x);
+    if (x->sized && x->sized_left > 0) {
+        proto->fail(x); /* ended short of the length it promised */
+        return;
+    }
+    if (!x->sized)
+        proto->end_stream(x);
     if (x->conn)
         proto->finished(x);
+}
+
+void rn_http_stream_abort(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    if (!x->conn || !x->streaming)
+        return;
+    x->streaming = 0;
+    x->conn->proto->fail(x);
 }

@@ -17,26 +17,65 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Every kill point the code passes; a name outside this list is refused
+ * at start, and passing one is a programming error. */
+static const char *const kill_points[] = {
+    "wal-after-write",        "wal-after-sync",          "wal-after-spare-rename",
+    "apply-before-store",     "checkpoint-after-syncfs", "checkpoint-before-rename",
+    "checkpoint-before-drop", "publish-after-blob",      "commit-after-assemble",
+    "retain-before-punch",    "retain-after-punch",      "delete-before-remove",
+    "delete-after-remove",    "tier-before-put",         "tier-after-put",
+    "tier-after-record",      "tier-before-punch",       "tier-after-punch",
+    "sweep-before-unlink",    "sweep-after-unlink",      "orphan-before-remove",
+    "orphan-after-remove"};
+#define N_KILL_POINTS (sizeof kill_points / sizeof kill_points[0])
+
 static char armed[64];
 static long armed_nth;
 static atomic_long passes;
 
-void rn_fault_setup(void) {
+static int is_kill_point(const char *name, size_t len) {
+    for (size_t i = 0; i < N_KILL_POINTS; i++)
+        if (strlen(kill_points[i]) == len && memcmp(kill_points[i], name, len) == 0)
+            return 1;
+    return 0;
+}
+
+int rn_fault_setup(void) {
     const char *v = getenv("RUNNEL_FAULT_KILL_AT");
     if (!v || !*v)
-        return;
+        return 0;
     const char *colon = strchr(v, ':');
     size_t n = colon ? (size_t)(colon - v) : strlen(v);
-    if (n >= sizeof armed)
-        return;
+    if (!is_kill_point(v, n)) {
+        fprintf(stderr,
+                "runnel: RUNNEL_FAULT_KILL_AT names no kill point of this build: %.*s (known:",
+                (int)n, v);
+        for (size_t i = 0; i < N_KILL_POINTS; i++)
+            fprintf(stderr, " %s", kill_points[i]);
+        fprintf(stderr, ")\n");
+        return -1;
+    }
+    long nth = 1;
+    if (colon) {
+        const char *d = colon + 1;
+        size_t digits = strspn(d, "0123456789");
+        if (digits == 0 || digits > 9 || d[digits] != 0 || d[0] == '0') {
+            fprintf(stderr,
+                    "runnel: RUNNEL_FAULT_KILL_AT: the pass count must be a decimal from 1: %s\n",
+                    v);
+            return -1;
+        }
+        nth = atol(d);
+    }
     memcpy(armed, v, n);
     armed[n] = 0;
-    armed_nth = colon ? atol(colon + 1) : 1;
-    if (armed_nth < 1)
-        armed_nth = 1;
+    armed_nth = nth;
+    return 0;
 }
 
 void rn_fault_point(const char *name) {
+    assert(is_kill_point(name, strlen(name)));
     if (!armed[0] || strcmp(name, armed) != 0)
         return;
     if (atomic_fetch_add(&passes, 1) + 1 == armed_nth) {

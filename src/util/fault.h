@@ -21,9 +21,15 @@
 #ifndef RN_FAULT_H
 #define RN_FAULT_H
 
-/* Arms the kill point from the environment (call once, with test hooks on). */
-void rn_fault_setup(void);
-/* Marks a point of the code; kills the process when it is the armed one. */
+/* Arms the kill point from the environment (call once, with test hooks on,
+ * before any thread starts). Returns 0, or -1 after printing why to stderr
+ * when RUNNEL_FAULT_KILL_AT names no kill point of this build or its pass
+ * count is not a canonical decimal from 1 (the caller refuses to start: a
+ * misspelt or removed point would otherwise never fire, and its test would
+ * prove nothing). */
+int rn_fault_setup(void);
+/* Marks a point of the code; kills the process when it is the armed one.
+ * `name` must be one of the kill points listed in fault.c. */
 void rn_fault_point(const char *name);
 
 /* Makes the next n passes of failure point `name` (one of those listed

@@ -112,6 +112,10 @@ int rn_read_file(const char *dir, const char *name, rn_buf *out) {
     char path[PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
         return -ENAMETOOLONG;
+    return rn_read_path(path, out);
+}
+
+int rn_read_path(const char *path, rn_buf *out) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;

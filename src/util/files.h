@@ -17,6 +17,8 @@ int rn_atomic_write_file(const char *dir, const char *name, const void *data, si
 /* Reads the whole file dir/name into out. Returns 0, or -errno (-ENOENT
  * when it does not exist). */
 int rn_read_file(const char *dir, const char *name, rn_buf *out);
+/* The same for a path. */
+int rn_read_path(const char *path, rn_buf *out);
 
 /* fsyncs the directory dir (so entries created or renamed in it survive a
  * crash). Returns 0 or -errno. */

@@ -118,7 +118,7 @@ void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level lev
 }
 
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,
-                   uint64_t bytes, uint64_t micros) {
+                   uint64_t bytes, uint64_t micros, const char *tenant) {
     if (RN_LOG_INFO < min_level)
         return;
     rn_buf msg = {0};
@@ -129,12 +129,19 @@ void rn_log_access(const char *method, const char *path, size_t path_len, int st
         json_escaped(&msg, path, path_len);
         rn_buf_appendf(&msg, "\",\"status\":%d,\"bytes\":%llu,\"duration_us\":%llu", status,
                        (unsigned long long)bytes, (unsigned long long)micros);
+        if (tenant) {
+            rn_buf_append_str(&msg, ",\"tenant\":\"");
+            json_escaped(&msg, tenant, strlen(tenant));
+            rn_buf_append_str(&msg, "\"");
+        }
         emit(RN_LOG_INFO, "access", NULL, 0, &msg);
     } else {
         rn_buf_appendf(&msg, "%s ", method);
         rn_buf_append(&msg, path, path_len);
         rn_buf_appendf(&msg, " %d %llu %llu", status, (unsigned long long)bytes,
                        (unsigned long long)micros);
+        if (tenant)
+            rn_buf_appendf(&msg, " tenant=%s", tenant);
         emit(RN_LOG_INFO, "access", (const char *)msg.data, msg.len, NULL);
     }
     rn_buf_free(&msg);

@@ -34,11 +34,12 @@ void rn_log_throttled(rn_log_throttle *t, uint64_t interval_ms, rn_log_level lev
     __attribute__((format(printf, 5, 6)));
 
 /* Writes one access-log line (request method, path without its query,
- * status, body bytes sent, duration in microseconds): in JSON, each item is
- * its own member (method, path, status, bytes, duration_us); in text, the
- * message "METHOD PATH STATUS BYTES MICROSECONDS". */
+ * status, body bytes sent, duration in microseconds, and the gate's tenant
+ * when there is a gate, else NULL): in JSON, each item is its own member
+ * (method, path, status, bytes, duration_us, tenant); in text, the message
+ * "METHOD PATH STATUS BYTES MICROSECONDS[ tenant=NAME]". */
 void rn_log_access(const char *method, const char *path, size_t path_len, int status,
-                   uint64_t bytes, uint64_t micros);
+                   uint64_t bytes, uint64_t micros, const char *tenant);
 
 /* Parses "debug", "info", "warn" or "error"; returns -1 for anything else. */
 int rn_log_level_parse(const char *s);

@@ -1,6 +1,6 @@
 /*
  * text.c — strict integers, case-insensitive comparison, RFC 3339 and HTTP
- * dates, base64 and percent-decoding. See text.h.
+ * dates, base64 and base64url, and percent-decoding. See text.h.
  */
 #include "util/text.h"
 
@@ -162,6 +162,56 @@ void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len) {
         *o++ = '=';
     }
     b->len = (size_t)((uint8_t *)o - b->data);
+}
+
+/* base64url: the standard encoder's output with the two alphabet differences
+ * rewritten and the padding dropped. */
+void rn_b64url_append(rn_buf *out, const uint8_t *data, size_t len) {
+    size_t start = out->len;
+    rn_base64_append(out, data, len);
+    while (out->len > start && out->data[out->len - 1] == '=')
+        out->len--;
+    for (size_t i = start; i < out->len; i++) {
+        if (out->data[i] == '+')
+            out->data[i] = '-';
+        else if (out->data[i] == '/')
+            out->data[i] = '_';
+    }
+}
+
+static int sextet(char c) {
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+long rn_b64url_decode(const char *s, size_t len, uint8_t *out) {
+    if (len % 4 == 1)
+        return -1;
+    uint32_t acc = 0;
+    int bits = 0;
+    long n = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = sextet(s[i]);
+        if (v < 0)
+            return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (uint8_t)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    return acc == 0 ? n : -1;
 }
 
 static int hexval(char c) {

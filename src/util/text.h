@@ -1,7 +1,8 @@
 /*
  * text.h — small, strict text helpers shared by the HTTP surfaces: decimal
  * integers in the protocol's strict form, case-insensitive comparison,
- * RFC 3339 timestamps, hex, standard base64, and percent-decoding.
+ * RFC 3339 timestamps, hex, standard base64 and unpadded base64url, and
+ * percent-decoding.
  */
 #ifndef RN_TEXT_H
 #define RN_TEXT_H
@@ -36,6 +37,15 @@ void rn_hex_encode(const uint8_t *data, size_t n, char *out);
 
 /* Appends standard (RFC 4648, padded) base64 of data to b. */
 void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len);
+/* Appends the unpadded base64url text (RFC 4648 §5) of data to out: the
+ * encoding of JWS/JWT parts, JWK members and webhook signatures. */
+void rn_b64url_append(rn_buf *out, const uint8_t *data, size_t len);
+/* Decodes unpadded base64url text into out, which must hold len * 3 / 4
+ * bytes; reads exactly len bytes of s. Returns the decoded length, or -1
+ * for a character outside the alphabet, padding, an impossible length
+ * (len % 4 == 1), or non-zero trailing bits (so every byte string has
+ * exactly one accepted text: every decoded value is security relevant). */
+long rn_b64url_decode(const char *s, size_t len, uint8_t *out);
 
 /* True when s is well-formed UTF-8 (no overlongs, surrogates or code points
  * past U+10FFFF). */

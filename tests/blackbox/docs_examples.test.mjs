@@ -8,11 +8,16 @@
 // variables set by one (S=..., OFF=$(...)) serve the next; only the
 // server's address changes (127.0.0.1:4437 becomes the test server's).
 // Every command must exit 0, and every HTTP answer curl receives must be
-// 2xx or 3xx, unless a comment after the command states its result:
+// 2xx or 3xx, and a comment after the command states its result:
 //   `# 404`, `# 404 NOT_FOUND`, `# 206: why`  the status of the command's
 //       (last) answer, and the error code in its body when one is named;
-//   `# TEXT`  the answer's body is exactly TEXT (`\n` a line end).
-// A comment on a line of its own describes what follows and checks nothing.
+//   `# 204, Name: value, Name: value`  the status and those headers of the
+//       last answer, exactly (the command prints its headers: -i or -I);
+//   `# TEXT`  the answer's body (or the command's output) is exactly TEXT
+//       (`\n` a line end); `# TEXT…` it starts with TEXT.
+// Every command of the README states its result but a variable assignment
+// (S=..., OFF=$(...)), whose value the next commands check. A comment on a
+// line of its own describes what follows and checks nothing.
 // The server runs with --long-poll-timeout-ms 1000 and
 // --sse-max-duration-ms 1000, so the long-poll and SSE examples end by
 // themselves, and with --backup-to "$BACKUPS" (a fresh directory the
@@ -79,10 +84,23 @@ export function extractExamples(markdown) {
 
 function parseExpectation(comment) {
   if (comment === null || comment === "") return null;
+  const h = /^([1-5]\d\d)((?:, [A-Za-z][A-Za-z0-9-]*: [^\s,]+)+)$/.exec(comment);
+  if (h) {
+    const headers = Object.fromEntries(h[2].slice(2).split(", ").map((kv) => {
+      const i = kv.indexOf(": ");
+      return [kv.slice(0, i).toLowerCase(), kv.slice(i + 2)];
+    }));
+    return { status: Number(h[1]), code: null, headers };
+  }
   const m = /^([1-5]\d\d)(?: ([A-Z][A-Z0-9_]+))?(?:$|[:;,( ])/.exec(comment);
   if (m) return { status: Number(m[1]), code: m[2] ?? null };
-  return { body: comment.replace(/\\n/g, "\n") };
+  const text = comment.replace(/\\n/g, "\n");
+  return text.endsWith("…") ? { prefix: text.slice(0, -1) } : { body: text };
 }
+
+// A variable assignment (NAME=...): its value is checked by the commands
+// that use it, so it states no result.
+const isAssignment = (c) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(c.text);
 
 // The body of curl's output: after the headers of the last answer when it
 // printed them (-i), else all of it.
@@ -131,6 +149,20 @@ function runAll(commands, baseUrl, backups, tls = null) {
   });
 }
 
+// The headers of the last answer curl printed (-i, -I): lowercased names;
+// null when it printed none.
+function headersOf(out) {
+  const blocks = [...out.matchAll(/^HTTP\/\d(?:\.\d)? (\d{3})[^\r\n]*\r?\n([\s\S]*?)\r?\n\r?\n/gm)];
+  const last = blocks.filter((b) => !b[1].startsWith("1")).at(-1);
+  if (!last) return null;
+  const headers = {};
+  for (const line of last[2].split(/\r?\n/)) {
+    const i = line.indexOf(":");
+    if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+  }
+  return headers;
+}
+
 // Checks one command's result; returns a list of problems.
 function problems(c, r) {
   const p = [];
@@ -145,8 +177,19 @@ function problems(c, r) {
     if (last !== expect.status) p.push(`status ${last}, the comment says ${expect.status}`);
     if (expect.code && !bodyOf(r.out).includes(`"code":"${expect.code}"`)) p.push(`the body does not name ${expect.code}: ${JSON.stringify(bodyOf(r.out).slice(0, 300))}`);
   }
+  if (expect?.headers) {
+    const got = headersOf(r.out);
+    if (!got) p.push("the command prints no headers to check (curl -i or -I)");
+    else {
+      for (const [name, value] of Object.entries(expect.headers)) {
+        if (got[name] !== value) p.push(`${name}: ${JSON.stringify(got[name] ?? null)}, the comment says ${JSON.stringify(value)}`);
+      }
+    }
+  }
   if (expect?.body !== undefined && bodyOf(r.out) !== expect.body)
     p.push(`body ${JSON.stringify(bodyOf(r.out).slice(0, 300))}, the comment says ${JSON.stringify(expect.body)}`);
+  if (expect?.prefix !== undefined && !bodyOf(r.out).startsWith(expect.prefix))
+    p.push(`body ${JSON.stringify(bodyOf(r.out).slice(0, 300))}, the comment says it starts with ${JSON.stringify(expect.prefix)}`);
   return p;
 }
 
@@ -166,6 +209,9 @@ describe("the documentation's shell examples run as written", () => {
     assert.ok(!cmds.some((c) => /scripts\/(run|test)\.sh/.test(c.text)), "blocks without curl are not run");
     assert.ok(cmds.some((c) => c.text.includes("--http2-prior-knowledge ")), "an HTTP/2 (h2c) example");
     assert.ok(cmds.some((c) => c.text.includes("--http2 ") && c.text.includes(DOC_TLS_URL)), "an HTTP/2 over HTTPS example");
+    assert.ok(cmds.some((c) => c.expect?.headers), "stated headers");
+    const unstated = cmds.filter((c) => !c.expect && !isAssignment(c));
+    assert.deepEqual(unstated.map((c) => `README.md:${c.line}: ${c.text}`), [], "every README command but an assignment states its result");
   });
 
   test("the extraction's rules, on a sample", () => {
@@ -176,6 +222,8 @@ describe("the documentation's shell examples run as written", () => {
       "curl -X PUT \\",
       "  -H 'A: b' http://127.0.0.1:4437/y     # two words\\nand a line",
       "B=1   # 200",
+      "curl -I http://127.0.0.1:4437/z   # 200, Stream-Closed: true, ETag: x",
+      "curl http://127.0.0.1:4437/z   # {\"a\":…",
       "```",
       "```sh",
       "scripts/run.sh   # not run",
@@ -185,6 +233,8 @@ describe("the documentation's shell examples run as written", () => {
       { text: "curl -i 'http://127.0.0.1:4437/x?a=#1'", expect: { status: 404, code: "NOT_FOUND" }, line: 3 },
       { text: "curl -X PUT \\\n  -H 'A: b' http://127.0.0.1:4437/y", expect: { body: "two words\nand a line" }, line: 4 },
       { text: "B=1", expect: { status: 200, code: null }, line: 6 },
+      { text: "curl -I http://127.0.0.1:4437/z", expect: { status: 200, code: null, headers: { "stream-closed": "true", etag: "x" } }, line: 7 },
+      { text: "curl http://127.0.0.1:4437/z", expect: { prefix: '{"a":' }, line: 8 },
     ]);
   });
 

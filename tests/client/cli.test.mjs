@@ -3,13 +3,16 @@
 // `runnel read` and `runnel tail -f`; a producer killed with SIGKILL
 // mid-stream and run again on the same input leaves every line once, in
 // order; exit codes tell applied, refused, unknown, usage, unreachable and
-// a changed stream apart; --json prints what scripts parse.
+// a changed stream apart; --json prints what scripts parse; a tail below the
+// retained offset says how to go on (bootstrap); over https with a private
+// CA named by --cacert or RUNNEL_CACERT.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { BIN, Server, sleep, tempDir } from "../lib/server.mjs";
+import { makePki } from "../lib/tls.mjs";
 
 const server = new Server({ args: ["--test-hooks"] });
 let work;
@@ -215,5 +218,54 @@ describe("exit codes and --json", () => {
     fs.writeFileSync(big, Buffer.alloc(3 << 20, 7));
     const parts = JSON.parse(ok(["--bucket", "publish", s, "--file", big, "--parts", "--part-bytes", "1048576", "--json"]).stdout.toString());
     assert.equal(parts.outcome, "applied");
+  });
+});
+
+describe("a tail below the retained offset (extensions §3)", () => {
+  test("exit 1 and the commands that go on: bootstrap, then tail from its next offset", async () => {
+    const s = "clib/retained";
+    ok(["--bucket", "create", s, "--type", "text/plain", "abcdef"]);
+    const tail = (await fetch(`${server.url}/${s}`, { method: "HEAD" })).headers.get("stream-next-offset");
+    ok(["--bucket", "publish", s, "state", "--type", "text/plain"]);
+    const r = await fetch(`${server.url}/${s}/retention/${encodeURIComponent(tail)}`, { method: "PUT" });
+    assert.equal(r.status, 204);
+    const t = run(["--bucket", "tail", s, "--offset", "0000000000000000_0000000000000000"]);
+    assert.equal(t.code, 1, t.stderr);
+    assert.match(t.stderr, new RegExp(`retained offset ${tail}`));
+    assert.match(t.stderr, /runnel --bucket bootstrap clib\/retained/);
+    ok(["--bucket", "bootstrap", s, "--out", path.join(work, "boot")]);
+  });
+});
+
+describe("https with a private CA: --cacert and RUNNEL_CACERT", () => {
+  let pki;
+  let tls;
+  before(async () => {
+    pki = makePki();
+    tls = new Server({ tls: { cert: pki.file("server.pem"), key: pki.file("server.key"), ca: pki.file("ca.pem") } });
+    await tls.start();
+  });
+  after(() => tls.stop());
+
+  test("without the CA the certificate is refused: no answer, exit 4", () => {
+    const r = run(["--url", tls.url, "read", "tls/none"]);
+    assert.equal(r.code, 4, r.stderr);
+    assert.match(r.stderr, /certificate|SSL/i);
+  });
+
+  test("--cacert FILE (before or after the command) and RUNNEL_CACERT trust it", () => {
+    const s = "tls/s";
+    ok(["--url", tls.url, "--cacert", pki.file("ca.pem"), "create", s, "--type", "text/plain"]);
+    ok(["--url", tls.url, "append", s, "over TLS", `--cacert=${pki.file("ca.pem")}`]);
+    assert.equal(ok(["--url", tls.url, "read", s, "--cacert", pki.file("ca.pem")]).stdout.toString(), "over TLS");
+    const r = spawnSync(BIN, ["--url", tls.url, "read", s], { env: { ...env(), RUNNEL_CACERT: pki.file("ca.pem") } });
+    assert.equal(r.status, 0, r.stderr.toString());
+    assert.equal(r.stdout.toString(), "over TLS");
+  });
+
+  test("a CA file that cannot be read is a usage error (exit 2) naming it", () => {
+    const r = run(["--url", tls.url, "--cacert", path.join(work, "missing.pem"), "read", "tls/s"]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /missing\.pem/);
   });
 });

@@ -8,11 +8,14 @@
 # installed library with `pkg-config --cflags --libs runnel`, then purges
 # the packages: data kept unless RUNNEL_PURGE_DATA=yes. Needs root; leaves
 # the machine as it found it (a runnel user the test made is removed).
-# Ends with "N passed, M failed".
+# Ends with "N passed, M failed"; when it cannot run here (not root, or the
+# packages already installed) it prints "SKIP ...: reason" and ends with
+# "0 passed, 0 failed, 1 skipped".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 passed=0
 failed=0
+skipped=0
 check() { # check DESCRIPTION COMMAND...: counts and prints; returns COMMAND's success
   local what=$1
   shift
@@ -26,19 +29,23 @@ check() { # check DESCRIPTION COMMAND...: counts and prints; returns COMMAND's s
   fi
 }
 finish() {
-  echo "$passed passed, $failed failed"
+  if [ "$skipped" -eq 0 ]; then echo "$passed passed, $failed failed"
+  else echo "$passed passed, $failed failed, $skipped skipped"; fi
   [ "$failed" -eq 0 ]
   exit
 }
+skip_all() { # skip_all REASON: the whole test could not run here; counted as one skip
+  skipped=1
+  echo "SKIP the Debian packages: $1"
+  finish
+}
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "skipped: installing packages needs root"
-  finish
+  skip_all "installing packages needs root (CI runs as root)"
 fi
 for p in runnel librunnel0 librunnel-dev; do
   if dpkg -s "$p" >/dev/null 2>&1; then
-    echo "skipped: $p is installed on this machine; the test installs and purges its own"
-    finish
+    skip_all "$p is installed on this machine; the test installs and purges its own and leaves the machine as found"
   fi
 done
 user_existed=0

@@ -6,7 +6,9 @@
 // followers while a write is in flight answers 503 OUTCOME_UNKNOWN, and the
 // producer's retry applies it exactly once. A deposed leader does not
 // answer a stale consistency=leader read. A cluster stopped and started
-// again keeps everything.
+// again keeps everything. Each is done through both surfaces: a bucket
+// stream /{bucket}/{id} is /v1/stream/{bucket}/{id}, the same stream in the
+// same group.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
@@ -29,17 +31,21 @@ after(() => {
 
 const live = (n) => c.alive(n);
 
+// The URL path of stream `key` ("bucket/id") on a surface.
+const SURFACES = ["bucket", "v1"];
+const at = (surface, key) => (surface === "v1" ? `/v1/stream/${key}` : `/${key}`);
+
 // Appends body as (producer p, epoch 0, seq) through node `via`, following
 // redirects, until an answer proves it applied (200/204 with the receipt)
 // or `deadline`; 503s (NO_LEADER, OUTCOME_UNKNOWN) and lost connections are
 // retried with the same key and body. Returns the applied answer.
-async function appendOnce(key, seq, body, via, deadline, producer = "p") {
+async function appendOnce(key, seq, body, via, deadline, producer = "p", surface = "bucket") {
   const headers = { "content-type": "text/plain", "producer-id": producer, "producer-epoch": "0", "producer-seq": String(seq) };
   for (let attempt = 0; ; attempt++) {
     const node = ((via + attempt - 1) % 3) + 1;
     if (live(node)) {
       try {
-        const r = await follow(`${c.url(node)}/${key}`, { method: "POST", headers, body, timeoutMs: 5000 });
+        const r = await follow(`${c.url(node)}${at(surface, key)}`, { method: "POST", headers, body, timeoutMs: 5000 });
         if (r.status === 200 || r.status === 204) return r;
         assert.equal(r.status, 503, `only 503s are retried: ${r.status} ${r.text}`);
       } catch (e) {
@@ -54,8 +60,9 @@ async function appendOnce(key, seq, body, via, deadline, producer = "p") {
 describe("a leader SIGKILLed under load", () => {
   test("writes resume within the election, and nothing acknowledged is lost on any replica", async () => {
     const keys = Array.from({ length: 8 }, (_, i) => `kill/s${i}`);
+    const surfaceOf = (key) => SURFACES[Number(key.slice(6)) % 2]; // odd streams through /v1/stream/
     for (const key of keys) {
-      const r = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+      const r = await follow(`${c.url(1)}${at(surfaceOf(key), key)}`, { method: "PUT", headers: { "content-type": "text/plain" } });
       assert.equal(r.status, 201, r.text);
     }
     const victimGroup = groupOf(keys[0], GROUPS);
@@ -69,7 +76,7 @@ describe("a leader SIGKILLed under load", () => {
     const writers = keys.map(async (key, i) => {
       for (let seq = 0; !stop; seq++) {
         const body = `${key}:${seq};`;
-        const r = await appendOnce(key, seq, body, (seq + i) % 3 + 1, deadline);
+        const r = await appendOnce(key, seq, body, (seq + i) % 3 + 1, deadline, "p", surfaceOf(key));
         acked.get(key).push({ seq, body, next: r.headers.get("stream-next-offset") });
         if (killedAt) {
           ackedAfterKill.add(key);
@@ -94,9 +101,9 @@ describe("a leader SIGKILLed under load", () => {
       assert.ok(list.length >= 2, `${key}: ${list.length} acknowledged`);
       const want = list.map((a) => a.body).join("");
       for (let n = 1; n <= 3; n++) {
-        const r = await req(`${c.url(n)}/${key}`);
+        const r = await req(`${c.url(n)}${at(surfaceOf(key), key)}`);
         assert.equal(r.status, 200);
-        assert.equal(r.text, want, `${key} on node ${n}: every acknowledged write, once, in order`);
+        assert.equal(r.text, want, `${key} on node ${n} (${surfaceOf(key)} surface): every acknowledged write, once, in order`);
         let end = 0;
         for (const a of list) {
           end += Buffer.byteLength(a.body);
@@ -117,9 +124,9 @@ describe("a leader SIGKILLed under load", () => {
 });
 
 describe("a write whose apply was not observed (§5.7, §11.1)", () => {
-  test("a leader cut off from its followers answers 503 OUTCOME_UNKNOWN; the retry applies once", async () => {
-    const key = "unknown/s";
-    const made = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+  for (const surface of SURFACES) test(`${surface} surface: a leader cut off from its followers answers 503 OUTCOME_UNKNOWN; the retry applies once`, async () => {
+    const key = `unknown/${surface}`;
+    const made = await follow(`${c.url(1)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" } });
     assert.equal(made.status, 201);
     const group = groupOf(key, GROUPS);
     const { node: leader } = await c.leaderOf(group);
@@ -129,7 +136,7 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
     for (const n of others) c.kill(n, "SIGSTOP");
     let r;
     try {
-      r = await req(`${c.url(leader)}/${key}`, { method: "POST", headers, body: "once", timeoutMs: 20000 });
+      r = await req(`${c.url(leader)}${at(surface, key)}`, { method: "POST", headers, body: "once", timeoutMs: 20000 });
     } finally {
       for (const n of others) c.kill(n, "SIGCONT");
     }
@@ -137,17 +144,17 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
     assert.equal(JSON.parse(r.text).error.code, "OUTCOME_UNKNOWN");
     assert.ok(r.headers.get("retry-after"));
     await c.leaderOf(group);
-    const again = await appendOnce(key, 0, "once", leader, Date.now() + 30000, "q");
+    const again = await appendOnce(key, 0, "once", leader, Date.now() + 30000, "q", surface);
     assert.ok(again.status === 200 || again.status === 204);
     await c.converged();
-    for (let n = 1; n <= 3; n++) assert.equal((await req(`${c.url(n)}/${key}`)).text, "once", `node ${n}`);
+    for (let n = 1; n <= 3; n++) assert.equal((await req(`${c.url(n)}${at(surface, key)}`)).text, "once", `node ${n}`);
   });
 });
 
 describe("a deposed leader (§9.2)", () => {
-  test("frozen while a new leader took a write, it answers no stale consistency=leader read", async (t) => {
-    const key = "deposed/s";
-    const made = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "a" });
+  for (const surface of SURFACES) test(`${surface} surface: frozen while a new leader took a write, it answers no stale consistency=leader read`, async (t) => {
+    const key = `deposed/${surface}`;
+    const made = await follow(`${c.url(1)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "a" });
     assert.equal(made.status, 201, made.text);
     const group = groupOf(key, GROUPS);
     await c.converged();
@@ -163,7 +170,13 @@ describe("a deposed leader (§9.2)", () => {
         const g = (await c.report(others[0])).groups[group];
         return g.leader !== null && g.leader !== old.node && g.term > old.term ? g.leader : null;
       });
-      const w = await follow(`${c.url(fresh)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "b" });
+      // the new leader may answer NO_LEADER (nothing applied) until it is
+      // ready to take writes (seen on the sanitizer build): try again
+      const w = await waitFor(`the new leader, node ${fresh}, takes a write`, async () => {
+        const a = await follow(`${c.url(fresh)}${at(surface, key)}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "b" });
+        if (a.status === 503 && JSON.parse(a.text).error.code === "NO_LEADER") return null;
+        return a;
+      }, 10000, 100);
       assert.ok(w.status === 200 || w.status === 204, `${w.status} ${w.text}`);
       // the new majority freezes and the old leader wakes, still believing
       // it leads its term (its peers answered it before the freeze): a read
@@ -171,7 +184,7 @@ describe("a deposed leader (§9.2)", () => {
       for (const n of others) c.kill(n, "SIGSTOP");
       c.kill(old.node, "SIGCONT");
       const t0 = Date.now();
-      r = await req(`${c.url(old.node)}/${key}?consistency=leader`, { timeoutMs: 20000 });
+      r = await req(`${c.url(old.node)}${at(surface, key)}?consistency=leader`, { timeoutMs: 20000 });
       took = Date.now() - t0;
     } finally {
       for (const n of [old.node, ...others]) c.kill(n, "SIGCONT");
@@ -189,21 +202,21 @@ describe("a deposed leader (§9.2)", () => {
     }
     assert.ok(took < 10000, `answered after ${took} ms`);
     await c.leaderOf(group);
+    await c.converged();
     for (let n = 1; n <= 3; n++) {
-      const back = await follow(`${c.url(n)}/${key}?consistency=leader`);
+      const back = await follow(`${c.url(n)}${at(surface, key)}?consistency=leader`);
       assert.equal(back.text, "ab", `node ${n}`);
     }
-    await c.converged();
   });
 
-  test("a leader whose followers froze confirms no consistency=leader read", async (t) => {
-    const key = "deposed/frozen";
-    const made = await follow(`${c.url(2)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "x" });
+  for (const surface of SURFACES) test(`${surface} surface: a leader whose followers froze confirms no consistency=leader read`, async (t) => {
+    const key = `deposed/frozen-${surface}`;
+    const made = await follow(`${c.url(2)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "x" });
     assert.equal(made.status, 201, made.text);
     const group = groupOf(key, GROUPS);
     await c.converged();
     const { node: leader } = await c.leaderOf(group);
-    const ok = await req(`${c.url(leader)}/${key}?consistency=leader`);
+    const ok = await req(`${c.url(leader)}${at(surface, key)}?consistency=leader`);
     assert.equal(ok.text, "x", "the leader confirms reads while its followers answer");
     const others = [1, 2, 3].filter((n) => n !== leader);
     // the leader still leads (it steps down only after an election timeout
@@ -212,7 +225,7 @@ describe("a deposed leader (§9.2)", () => {
     let r;
     const t0 = Date.now();
     try {
-      r = await req(`${c.url(leader)}/${key}?consistency=leader`, { timeoutMs: 20000 });
+      r = await req(`${c.url(leader)}${at(surface, key)}?consistency=leader`, { timeoutMs: 20000 });
     } finally {
       for (const n of others) c.kill(n, "SIGCONT");
     }
@@ -232,12 +245,17 @@ describe("a whole cluster restarted", () => {
     await c.leaderOf(groupOf(key, GROUPS));
     const a = await follow(`${c.url(2)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "before" });
     assert.equal(a.status, 201);
+    const v = await follow(`${c.url(3)}/v1/stream/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: ", through v1" });
+    assert.equal(v.status, 204, v.text);
     await c.converged();
     assert.ok(c.stop(), "a clean stop");
     c.startAll();
     for (let n = 1; n <= 3; n++) {
       const r = await follow(`${c.url(n)}/${key}?consistency=leader`);
-      assert.equal(r.text, "before", `node ${n}`);
+      assert.equal(r.text, "before, through v1", `node ${n}`);
+      const l = await follow(`${c.url(n)}/v1/stream/${key}`);
+      assert.ok(l.status === 200 || l.status === 503, `node ${n} on /v1/stream/: ${l.status}`);
+      if (l.status === 200) assert.equal(l.text, "before, through v1", `node ${n} on /v1/stream/`);
     }
   });
 });

@@ -32,11 +32,27 @@
 //      from offset -1 and compare with what the writers sent; duplicate each
 //      writer's last request (expect 204); HEAD (expect the read's tail).
 //
+// POWER CUTS (--power-cut PATH_TO_FS_SHUTDOWN; root): a SIGKILL keeps the
+//   page cache, so it cannot tell a write that reached the disk from one that
+//   did not. With --power-cut the data directory lives on an ext4 file system
+//   in a loop-mounted image (in the temp dir), and each round cuts the power
+//   instead: the server is frozen (SIGSTOP: no answer leaves after the cut),
+//   the file system is shut down without flushing its journal
+//   (tests/crash/fs_shutdown.c: EXT4_IOC_SHUTDOWN, NOLOGFLUSH), the server
+//   is SIGKILLed, the file system unmounted, its loop device detached,
+//   attached again and mounted (the journal replays what was committed), and
+//   the server restarted. Everything the page cache held is gone, so every
+//   acknowledged append survives only if its sync reached the device: the
+//   same checks then prove that the log's syncs are real (the test fails
+//   with the log's fdatasync removed). Without root the run is skipped,
+//   saying so ("0 passed, 0 failed, 1 skipped").
+//
 // OUTPUT: "FAIL <check>: <details>" per failed check, "# ..." stats lines, and
-// the last line "N passed, M failed". Exit code 0 only if M == 0. The temp dir
-// is removed on success and kept (path printed) on failure.
+// the last line "N passed, M failed" (", K skipped" when skipped). Exit code 0
+// only if M == 0. The temp dir is removed on success and kept (path printed)
+// on failure.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,7 +60,8 @@ import { freePort, sleep, tempDir } from '../lib/server.mjs';
 
 const USAGE =
   'usage: node tests/crash/crash_test.mjs --bin PATH_TO_RUNNEL [--rounds 6] [--streams 40]\n' +
-  '           [--writers-per-stream 1] [--seed N] [--timeout-ms 120000]';
+  '           [--writers-per-stream 1] [--seed N] [--timeout-ms 120000]\n' +
+  '           [--power-cut PATH_TO_FS_SHUTDOWN [--image-mib 1024]]';
 
 const REQUEST_TIMEOUT_MS = 10_000;   // every HTTP request
 const READY_TIMEOUT_MS = 10_000;     // server start/restart until it answers
@@ -65,18 +82,21 @@ const LOG_TAIL_LINES = 40;
 
 // parseArgs(argv) -> options. Exits with status 2 and the usage text on bad input.
 function parseArgs(argv) {
-  const opts = { bin: null, rounds: 6, streams: 40, writersPerStream: 1, seed: null, timeoutMs: 120_000 };
+  const opts = { bin: null, rounds: 6, streams: 40, writersPerStream: 1, seed: null, timeoutMs: 120_000,
+    powerCut: null, imageMib: 1024 };
   const ints = { '--rounds': ['rounds', 0], '--streams': ['streams', 1],
-    '--writers-per-stream': ['writersPerStream', 1], '--seed': ['seed', 0], '--timeout-ms': ['timeoutMs', 1000] };
+    '--writers-per-stream': ['writersPerStream', 1], '--seed': ['seed', 0], '--timeout-ms': ['timeoutMs', 1000],
+    '--image-mib': ['imageMib', 64] };
   for (let i = 0; i < argv.length; i++) {
     let [flag, value] = argv[i].split(/=(.*)/s, 2);
     if (flag === '-h' || flag === '--help') { console.log(USAGE); process.exit(0); }
-    if (flag !== '--bin' && !(flag in ints)) usageExit(`unknown argument: ${argv[i]}`);
+    if (flag !== '--bin' && flag !== '--power-cut' && !(flag in ints)) usageExit(`unknown argument: ${argv[i]}`);
     if (value === undefined) {
       if (i + 1 >= argv.length) usageExit(`missing value for ${flag}`);
       value = argv[++i];
     }
     if (flag === '--bin') { opts.bin = value; continue; }
+    if (flag === '--power-cut') { opts.powerCut = path.resolve(value); continue; }
     const [key, min] = ints[flag];
     if (!/^[0-9]+$/.test(value) || Number(value) < min || !Number.isSafeInteger(Number(value))) {
       usageExit(`${flag} needs an integer >= ${min}, got ${JSON.stringify(value)}`);
@@ -97,6 +117,37 @@ function usageExit(msg) {
 }
 
 // ------------------------------------------------------------------ helpers
+
+// run(cmd, args) -> stdout; throws with the command's stderr when it fails.
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.error?.message ?? r.stderr.trim() ?? `exit ${r.status}`}`);
+  return r.stdout.trim();
+}
+
+// Disk: an ext4 file system in an image file, on a loop device mounted at
+// mnt. attach() mounts it, cut() shuts it down as a power loss would (the
+// fs_shutdown tool), detach() unmounts it and frees the loop device (safe
+// to call again, and from an 'exit' handler).
+class Disk {
+  constructor({ image, mnt, tool }) { Object.assign(this, { image, mnt, tool, dev: null, mounted: false }); }
+  create(mib) {
+    fs.closeSync(fs.openSync(this.image, 'w'));
+    fs.truncateSync(this.image, mib * 1024 * 1024);
+    run('mkfs.ext4', ['-q', '-F', this.image]);
+    fs.mkdirSync(this.mnt, { recursive: true });
+  }
+  attach() {
+    this.dev = run('losetup', ['--find', '--show', this.image]);
+    run('mount', ['-t', 'ext4', this.dev, this.mnt]);
+    this.mounted = true;
+  }
+  cut() { run(this.tool, [this.mnt]); }
+  detach() {
+    if (this.mounted) { run('umount', [this.mnt]); this.mounted = false; }
+    if (this.dev) { run('losetup', ['-d', this.dev]); this.dev = null; }
+  }
+}
 
 // makeRng(seed) -> deterministic PRNG (mulberry32). next() is in [0,1),
 // int(lo, hi) is inclusive on both ends, hex(n) is n lowercase hex digits.
@@ -176,8 +227,8 @@ function check(name, issues) {
 //   fatal- set (with a message) if the server exits without being asked to;
 //          everyone waiting on changed() is woken.
 class ServerCtl {
-  constructor({ bin, port, dataDir, logPath }) {
-    Object.assign(this, { bin, port, dataDir, logPath });
+  constructor({ bin, port, dataDir, logPath, args = [] }) {
+    Object.assign(this, { bin, port, dataDir, logPath, args });
     this.base = `http://127.0.0.1:${port}`;
     this.child = null;
     this.exited = null;
@@ -198,7 +249,7 @@ class ServerCtl {
   start() {
     fs.writeSync(this.logFd, `\n===== crash_test: start (gen ${this.gen + 1}) at ${new Date().toISOString()} =====\n`);
     this.expectExit = false;
-    const child = spawn(this.bin, ['serve', '--listen', `127.0.0.1:${this.port}`, '--data-dir', this.dataDir],
+    const child = spawn(this.bin, ['serve', '--listen', `127.0.0.1:${this.port}`, '--data-dir', this.dataDir, ...this.args],
       { stdio: ['ignore', this.logFd, this.logFd] });
     this.child = child;
     this.exited = new Promise((resolve) => {
@@ -583,10 +634,36 @@ async function main() {
     `writers per stream ${opts.writersPerStream}, timeout ${opts.timeoutMs} ms`);
 
   const tmp = tempDir('runnel-crash-', { keep: true });
-  const dataDir = path.join(tmp, 'data');
+  let dataDir = path.join(tmp, 'data');
+  let disk = null;
+  if (opts.powerCut) {
+    if (process.getuid() !== 0) {
+      console.log('SKIP power cuts: they need root (a loop device and mount; CI runs as root)');
+      fs.rmSync(tmp, { recursive: true, force: true });
+      console.log('0 passed, 0 failed, 1 skipped');
+      process.exit(0);
+    }
+    disk = new Disk({ image: path.join(tmp, 'disk.img'), mnt: path.join(tmp, 'mnt'), tool: opts.powerCut });
+    disk.create(opts.imageMib);
+    disk.attach();
+    dataDir = path.join(disk.mnt, 'data');
+    console.log(`# power cuts: data on ext4 in ${disk.image} (${opts.imageMib} MiB) on ${disk.dev}, cut by ${opts.powerCut}`);
+  }
   fs.mkdirSync(dataDir);
   const logPath = path.join(tmp, 'server.log');
   const ctl = new ServerCtl({ bin: opts.bin, port: await freePort(), dataDir, logPath });
+  const cutName = disk ? 'power cut' : 'SIGKILL';
+  // releaseDisk(): the server gone, the file system unmounted and its loop
+  // device freed (retried while the killed server's files close).
+  const releaseDisk = () => {
+    if (!disk) return;
+    for (let i = 0; ; i++) {
+      try { disk.detach(); return; } catch (err) {
+        if (i === 50) { console.log(`# could not release ${disk.mnt}: ${err.message}`); return; }
+        spawnSync('sleep', ['0.1']);
+      }
+    }
+  };
   const rng = makeRng(deriveSeed(opts.seed, 'controller'));
   const stats = {
     inDoubt200: 0, inDoubt204: 0, transientRetries: 0, rounds: new Map(),
@@ -611,6 +688,7 @@ async function main() {
       `${stats.inDoubt204} answered 204 (applied before the crash)`);
     console.log(`# transient network retries while the server was up: ${stats.transientRetries}`);
     ctl.killNow();
+    releaseDisk();
     if (checks.failed > 0) {
       console.log(`# server log tail (${logPath}):\n${ctl.logTail().replace(/^/gm, '#   ')}`);
       console.log(`# kept temp dir: ${tmp}`);
@@ -621,7 +699,7 @@ async function main() {
     process.exit(checks.failed === 0 ? 0 : 1);
   };
 
-  process.on('exit', () => ctl.killNow());
+  process.on('exit', () => { ctl.killNow(); releaseDisk(); });
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => { check('interrupted', [`received ${sig} during ${phase}`]); finish(); });
   }
@@ -671,17 +749,26 @@ async function main() {
       fatalCheck();
       const issues = [];
       const ackedBefore = writers.reduce((a, w) => a + w.acked, 0);
+      if (disk) {
+        // frozen first, so that nothing is answered after the cut
+        ctl.child.kill('SIGSTOP');
+        disk.cut();
+      }
       const ex = await ctl.stop('SIGKILL');
       if (ex === null) issues.push(`server did not exit within ${EXIT_TIMEOUT_MS / 1000} s of SIGKILL`);
       else if (ex.signal !== 'SIGKILL') issues.push(`server exit code=${ex.code} signal=${ex.signal}, expected signal SIGKILL`);
+      if (disk) {
+        releaseDisk();
+        disk.attach();
+      }
       ctl.start();
       const ready = await ctl.waitReady();
-      console.log(`# round ${r}: SIGKILL after ${delay} ms (${ackedBefore} appends acknowledged so far), ` +
+      console.log(`# round ${r}: ${cutName} after ${delay} ms (${ackedBefore} appends acknowledged so far), ` +
         `restart ${ready === null ? 'FAILED' : `ready in ${ready} ms`}`);
       roundIssues[r] = issues;
       if (ready === null) {
         issues.push(ctl.fatal ?? `no HTTP answer within ${READY_TIMEOUT_MS / 1000} s of restart`);
-        check(`round ${r}: SIGKILL, restart, in-doubt retries`, issues);
+        check(`round ${r}: ${cutName}, restart, in-doubt retries`, issues);
         finish();
       }
     }
@@ -694,7 +781,7 @@ async function main() {
     for (let r = 1; r <= opts.rounds; r++) {
       const g = stats.round(r + 1);
       console.log(`# round ${r}: in-doubt retries answered 200: ${g.retry200}, 204: ${g.retry204}`);
-      check(`round ${r}: SIGKILL, restart, in-doubt retries`, [...roundIssues[r], ...g.issues]);
+      check(`round ${r}: ${cutName}, restart, in-doubt retries`, [...roundIssues[r], ...g.issues]);
     }
 
     // 5. graceful stop and final restart

@@ -18,7 +18,8 @@
 //     - every failed batch is logged at error level with its errno (one
 //       "Input/output error" line per failed batch);
 //   Full disk (a 48 MiB tmpfs mounted as the data directory; needs root:
-//   skipped with a message when mount is not permitted), twice: with 1 MiB
+//   without it counted as skipped, with the reason, in the closing line; as
+//   root a mount that fails is a failure), twice: with 1 MiB
 //   log segments and checkpoint interval, and with the defaults (64 MiB
 //   segments: no spare segment fits the disk):
 //     - with the disk filled up by another file while producers append,
@@ -337,11 +338,12 @@ function fillDisk(dir) {
 
 async function fullDisk(root, label, serverArgs) {
   const mnt = path.join(root, `mnt-${label}`);
-  const mounted = await mountTmpfs(mnt, 48);
-  if (mounted !== true) {
-    console.log(`# SKIP full-disk test: cannot mount a tmpfs (${mounted}); it needs root (CI runs as root)`);
+  if (process.getuid() !== 0) {
+    checks.skip(`full disk (${label})`, "mounting a 48 MiB tmpfs needs root (CI runs as root)");
     return;
   }
+  const mounted = await mountTmpfs(mnt, 48);
+  if (!checks.check(`full disk (${label}): a 48 MiB tmpfs mounts (root)`, mounted === true, mounted)) return;
   const dataDir = path.join(mnt, "data");
   const srv = new Server({ bin: opts.bin, dataDir, logPath: path.join(root, `server-disk-${label}.log`), args: serverArgs });
   // interrupted (a CI timeout, ^C): kill the server and unmount lazily,
@@ -490,7 +492,7 @@ async function main() {
   try {
     await failedSyncs(path.join(root, "sync"));
     await readiness(path.join(root, "ready"));
-    if (opts.skipFullDisk) console.log("# SKIP full-disk test (--skip-full-disk)");
+    if (opts.skipFullDisk) checks.skip("full disk", "--skip-full-disk");
     else {
       await fullDisk(root, "small-segments", ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", "1048576"]);
       await fullDisk(root, "defaults", []);

@@ -52,8 +52,10 @@
 //
 // OUTPUT: "FAIL ..." per failed case, a "# ..." summary, and the last line
 // "N passed, M failed" (one check per case: killed at the point, recovered,
-// state exact, writable, graceful stop). Cases whose point was not reached
-// within the workload bound are listed and counted apart (not failures).
+// state exact, writable, graceful stop; a case whose point was not reached
+// within the workload bound fails, and is listed too), plus two checks of the
+// kill points themselves: an unknown point name is refused at start, and
+// (the full matrix) every point the server names has a case.
 import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -649,7 +651,10 @@ async function runCase(c, idx) {
       const dying = results.some((r) => r.inDoubt);
       const ex = await Promise.race([srv.exited, sleep(dying ? 10000 : 300).then(() => null)]);
       if (ex === null) {
-        // the point was not reached: stop and still verify (nothing in doubt)
+        // the point was not reached: a failure (a point removed from the
+        // code, or a workload that no longer passes it, proves nothing);
+        // stop and still verify (nothing in doubt)
+        issues.push(`the kill point was not reached: the server passed ${c.point} fewer than ${c.n} times in ${opts.caseMs} ms of workload`);
         const stopEx = await srv.stop("SIGTERM");
         if (results.some((r) => r.inDoubt)) issues.push(`a request failed without the server dying (${JSON.stringify(stopEx)})`);
       } else if (ex.signal !== "SIGKILL") {
@@ -700,10 +705,35 @@ async function runCase(c, idx) {
   }
 }
 
+// The server refuses a kill point it does not have (a misspelt or removed
+// point would never fire), naming the ones it has; the full matrix has a
+// case for each of those.
+async function checkPointNames(cases) {
+  const dir = tempDir("runnel-kp-names-");
+  const srv = new Server({ bin: opts.bin, dataDir: dir, args: SERVER_ARGS, env: { RUNNEL_FAULT_KILL_AT: "no-such-point:1" } });
+  let started = null;
+  try {
+    await srv.start({ readyMs: 5000 });
+    started = "it started";
+  } catch { /* refused, as it must */ }
+  srv.killNow();
+  const ex = await srv.exited;
+  const m = srv.log.match(/names no kill point of this build: no-such-point \(known: ([^)]*)\)/);
+  checks.check("an unknown kill point is refused at start (exit 1, naming the known points)",
+    !started && ex.code === 1 && m !== null, `${started ?? `exit ${JSON.stringify(ex)}`}: ${srv.logTail(3)}`);
+  if (m && !opts.only && !opts.ops && !opts.quick) {
+    const tested = new Set(cases.map((c) => c.point));
+    const missing = m[1].split(" ").filter((p) => !tested.has(p));
+    checks.check("every kill point of the server has a case", missing.length === 0, `no case for ${missing.join(", ")}`);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
 async function main() {
   const t0 = Date.now();
   const cases = matrix();
   console.log(`# kill-point test: ${cases.length} cases, ${opts.jobs} at a time, data under ${root}`);
+  await checkPointNames(cases);
   for (const op of new Set(cases.map((c) => c.op))) await buildTemplate(op);
   let next = 0;
   const notReached = [];

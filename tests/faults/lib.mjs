@@ -88,7 +88,7 @@ export async function http(url, { method = "GET", headers = {}, body, timeoutMs 
 
 // Counted checks: check(name, ok|issues[], detail) prints FAIL lines.
 export class Checks {
-  constructor() { this.passed = 0; this.failed = 0; this.failures = []; }
+  constructor() { this.passed = 0; this.failed = 0; this.skipped = 0; this.failures = []; }
   check(name, cond, detail = "") {
     const issues = Array.isArray(cond) ? cond : cond ? [] : [detail || "failed"];
     if (issues.length === 0) { this.passed++; return true; }
@@ -98,8 +98,15 @@ export class Checks {
     console.log(line);
     return false;
   }
+  // A check that could not run here: counted, and printed with its reason
+  // ("SKIP name: reason"; scripts/test.sh lists these lines).
+  skip(name, reason) {
+    this.skipped++;
+    console.log(`SKIP ${name}: ${reason}`);
+  }
+  // The closing line, "N passed, M failed" (", K skipped" when some were).
   summary() {
-    console.log(`${this.passed} passed, ${this.failed} failed`);
+    console.log(`${this.passed} passed, ${this.failed} failed${this.skipped ? `, ${this.skipped} skipped` : ""}`);
     return this.failed === 0 ? 0 : 1;
   }
 }

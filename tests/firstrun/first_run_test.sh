@@ -43,7 +43,7 @@ done
 printf '#!/bin/sh\nexit 1\n' >"$shims/dpkg-query" # every package missing
 printf '#!/bin/sh\necho 20\n' >"$shims/node"      # Node 20 present
 chmod +x "$shims"/*
-TEST_ONLY='nodejs|npm|libcmocka-dev|b3sum|clang-14|libclang-rt-14-dev|python3-botocore|iproute2|clang-format-14|cppcheck'
+TEST_ONLY='nodejs|npm|libcmocka-dev|b3sum|clang-14|libclang-rt-14-dev|python3-botocore|iproute2|clang-format-14|cppcheck|chromium'
 run_setup() { # run_setup MODE: runs the clone's setup.sh with the stand-ins
   : >"$calls"
   PATH="$shims:$PATH" "$clone/scripts/setup.sh" "$1" >"$work/setup-$1.log" 2>&1
@@ -65,7 +65,7 @@ run_setup test
 status=$?
 install=$(grep '^apt-get install' "$calls" | tr ' ' '\n' | grep -vE '^(apt-get|install|-y|-qq)$' | sort | tr '\n' ' ')
 check "setup.sh test succeeds" "$status" "$(tail -3 "$work/setup-test.log")"
-for p in libcmocka-dev b3sum clang-14 libclang-rt-14-dev iproute2 clang-format-14 cppcheck build-essential cmake; do
+for p in libcmocka-dev b3sum clang-14 libclang-rt-14-dev iproute2 clang-format-14 cppcheck chromium build-essential cmake; do
   echo " $install" | grep -q " $p " ; check "setup.sh test installs $p" $? "asked for: $install"
 done
 grep -q '^npm ci ' "$calls"; check "setup.sh test installs the conformance suite with npm ci" $? "$(grep '^npm' "$calls")"

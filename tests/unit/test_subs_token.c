@@ -1,6 +1,6 @@
 /*
  * test_subs_token.c - unit tests for the subscription secrets: callback
- * tokens (src/subs/token.c), base64url (src/subs/b64url.c) and the webhook
+ * tokens (src/subs/token.c), base64url (src/util/text.c) and the webhook
  * signing and token keys (src/subs/keys.c).
  *
  * How: RFC 4648 test vectors and strictness cases for base64url; tokens
@@ -26,9 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "subs/b64url.h"
 #include "subs/keys.h"
 #include "subs/token.h"
+#include "util/text.h"
 
 static const uint8_t KEY[RN_TOKEN_KEY_LEN] = "0123456789abcdef0123456789abcdef";
 

@@ -40,6 +40,9 @@ void rn_cli_usage(FILE *out) {
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  runnel %s\n", COMMANDS[i].usage);
     fprintf(out, "\ncommon options: --url URL (or RUNNEL_URL; default http://127.0.0.1:4437),\n"
+                 "  --token TOKEN (or RUNNEL_TOKEN: a gateway's API key or JWT),\n"
+                 "  --cacert FILE (or RUNNEL_CACERT: the CA certificates, PEM, that an https\n"
+                 "  server's certificate must chain to; default the system's),\n"
                  "  --json (machine-readable output), --bucket (STREAM is bucket/stream on the\n"
                  "  bucket surface), -q (no summary on stderr). STREAM is a name on the\n"
                  "  /v1/stream/ surface, a path (/bucket/stream) or a full URL.\n"
@@ -59,6 +62,8 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
     for (; longopts && longopts[n].name && n < 40; n++)
         all[n] = longopts[n];
     all[n++] = (struct option){"url", required_argument, NULL, 0x100};
+    all[n++] = (struct option){"token", required_argument, NULL, 0x103};
+    all[n++] = (struct option){"cacert", required_argument, NULL, 0x104};
     all[n++] = (struct option){"json", no_argument, NULL, 0x101};
     all[n++] = (struct option){"bucket", no_argument, NULL, 0x102};
     all[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
@@ -77,8 +82,14 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
         case 0x101:
             x->json = 1;
             continue;
+        case 0x103:
+            x->token = optarg;
+            continue;
         case 0x102:
             x->bucket = 1;
+            continue;
+        case 0x104:
+            x->cacert = optarg;
             continue;
         case 'q':
             x->quiet = 1;
@@ -113,7 +124,19 @@ int cli_connect(cli_ctx *x) {
         x->url = getenv("RUNNEL_URL");
     if (!x->url || !x->url[0])
         x->url = "http://127.0.0.1:4437";
-    runnel_client_options o = {.base_url = x->url};
+    if (!x->token)
+        x->token = getenv("RUNNEL_TOKEN");
+    if (!x->cacert)
+        x->cacert = getenv("RUNNEL_CACERT");
+    if (x->cacert && !x->cacert[0])
+        x->cacert = NULL;
+    if (x->cacert && access(x->cacert, R_OK) != 0) {
+        fprintf(stderr, "runnel: the CA file %s cannot be read: %s\n", x->cacert, strerror(errno));
+        return RN_EXIT_USAGE;
+    }
+    runnel_client_options o = {.base_url = x->url,
+                               .token = x->token && x->token[0] ? x->token : NULL,
+                               .ca_file = x->cacert};
     x->client = runnel_client_new(&o);
     if (!x->client) {
         fprintf(stderr, "runnel: %s is not an http:// or https:// URL\n", x->url);
@@ -211,6 +234,14 @@ int rn_cli_main(int argc, char **argv) {
             x.url = argv[++i];
         else if (strncmp(argv[i], "--url=", 6) == 0)
             x.url = argv[i] + 6;
+        else if (strcmp(argv[i], "--cacert") == 0 && i + 1 < argc)
+            x.cacert = argv[++i];
+        else if (strncmp(argv[i], "--cacert=", 9) == 0)
+            x.cacert = argv[i] + 9;
+        else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc)
+            x.token = argv[++i];
+        else if (strncmp(argv[i], "--token=", 8) == 0)
+            x.token = argv[i] + 8;
         else
             return cli_usage_error("", "unknown option %s", argv[i]);
     }

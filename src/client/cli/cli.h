@@ -25,10 +25,12 @@ enum {
 
 /* Options every subcommand takes. */
 typedef struct {
-    const char *url; /* --url, else RUNNEL_URL, else http://127.0.0.1:4437 */
-    int json;        /* --json: one JSON document (or one per line) on stdout */
-    int bucket;      /* --bucket: names are bucket/stream on the bucket surface */
-    int quiet;       /* -q: no human summary on stderr */
+    const char *url;    /* --url, else RUNNEL_URL, else http://127.0.0.1:4437 */
+    const char *token;  /* --token, else RUNNEL_TOKEN: a gateway's credential */
+    const char *cacert; /* --cacert, else RUNNEL_CACERT, else NULL (the system's CAs) */
+    int json;           /* --json: one JSON document (or one per line) on stdout */
+    int bucket;         /* --bucket: names are bucket/stream on the bucket surface */
+    int quiet;          /* -q: no human summary on stderr */
     runnel_client *client;
 } cli_ctx;
 
@@ -50,7 +52,7 @@ int cli_publish(cli_ctx *x, int argc, char **argv);
 int cli_bootstrap(cli_ctx *x, int argc, char **argv);
 
 /* Option parsing shared by the subcommands: the common options (--url,
- * --json, --bucket, -q) are handled here; `longopts` lists the
+ * --cacert, --json, --bucket, -q) are handled here; `longopts` lists the
  * subcommand's own (getopt_long form, terminated by a zero entry). Returns
  * the option's value (as getopt_long), -1 at the end, or '?' after
  * printing an error. */
@@ -63,7 +65,8 @@ const char *cli_optarg(void);
 /* Prints "runnel <cmd>: <msg>" to stderr and returns RN_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Creates x->client from x->url (RN_EXIT_USAGE on a bad URL). */
+/* Creates x->client from x->url and x->cacert (RN_EXIT_USAGE on a bad URL
+ * or an unreadable CA file). */
 int cli_connect(cli_ctx *x);
 
 /* Resolves a stream argument to a URL: a full http(s) URL or a path

@@ -450,6 +450,16 @@ int cli_append(cli_ctx *x, int argc, char **argv) {
     struct stat sb;
     if (!data && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
         t.total = (uint64_t)sb.st_size;
+    /* no write larger than the server's Ursula-Max-Request-Bytes
+     * (extensions §10): a HEAD learns it (the type's HEAD did, unless
+     * --type was given); a failed one leaves the protocol's limit */
+    if (o.type != type_buf) { /* --type was given: no HEAD yet */
+        runnel_answer h;
+        (void)runnel_head(x->client, url, NULL, &h);
+    }
+    uint64_t limit = (uint64_t)runnel_client_max_request_bytes(x->client);
+    if (o.batch_bytes > limit)
+        o.batch_bytes = limit;
     cli_input in;
     cli_input_init(&in, data ? -1 : fd, data, data ? strlen(data) : 0, kind_of(o.type),
                    (size_t)o.batch_bytes);

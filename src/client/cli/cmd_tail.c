@@ -4,7 +4,9 @@
  * waits for more and survives server restarts (librunnel reconnects from
  * the last offset it delivered). A deleted or recreated stream ends the
  * tail with exit code 6 and a message: offsets of one incarnation mean
- * nothing in another.
+ * nothing in another. An offset the stream retained away (410) ends it with
+ * exit code 1 and the commands that go on: bootstrap, then tail from the
+ * bootstrap's next offset (extensions §3).
  */
 #include "client/cli/cli.h"
 #include "util/buf.h"
@@ -16,8 +18,10 @@
 
 typedef struct {
     cli_ctx *x;
+    const char *arg; /* the STREAM operand, as given */
     int failed_write;
-    int reached; /* the stream answered at least once with data or its tail */
+    int reached;  /* the stream answered at least once with data or its tail */
+    int retained; /* stopped at an offset the stream retained away */
 } tail_out;
 
 static int on_data(void *arg, const void *data, size_t len, const char *next_offset) {
@@ -73,6 +77,18 @@ static int on_event(void *arg, runnel_tail_event ev, const char *next_offset,
         fprintf(stderr, "runnel tail: the stream is gone (%d %s); stopping at %s\n", a->status,
                 a->error_code, next_offset);
         what = "gone";
+        break;
+    case RUNNEL_TAIL_RETAINED:
+        fprintf(stderr,
+                "runnel tail: offset %s is below the stream's retained offset %s (410): the "
+                "history before it is folded into the stream's snapshot. Fetch the snapshot and "
+                "every later message with `runnel --bucket bootstrap %s` (the bucket form of the "
+                "name), then go on with `runnel tail -f %s --offset NEXT`, NEXT being the "
+                "bootstrap's next offset\n",
+                next_offset, a->retained_offset[0] ? a->retained_offset : "(unknown)", t->arg,
+                t->arg);
+        what = "retained";
+        t->retained = 1;
         break;
     case RUNNEL_TAIL_CLOSED:
         what = "closed";
@@ -137,6 +153,7 @@ int cli_tail(cli_ctx *x, int argc, char **argv) {
     char url[2048];
     if (cli_stream_operands(x, "tail", argc, argv, 0, url, sizeof url, NULL))
         return RN_EXIT_USAGE;
+    out.arg = argv[argc - 1];
     if (o.follow && !o.reconnect_for_ms)
         o.reconnect_for_ms = -1; /* tail -f waits for the server however long it takes */
     char last[RUNNEL_VALUE_MAX];
@@ -144,6 +161,8 @@ int cli_tail(cli_ctx *x, int argc, char **argv) {
     runnel_result r = runnel_tail(x->client, url, &o, last, &a);
     if (out.failed_write)
         return RN_EXIT_OK; /* stdout closed (a pipe's reader went away) */
+    if (out.retained)
+        return RN_EXIT_REFUSED; /* the stream is there: how to go on was printed */
     if (r == RUNNEL_E_INCARNATION ||
         (r == RUNNEL_E_STATUS && out.reached &&
          (a.status == 404 || strcmp(a.error_code, "STREAM_GONE") == 0)))

@@ -211,6 +211,22 @@ test("a stale consistency=leader HEAD is caught", () => {
   expectFailures(sc, ["leader"], /^stream 1: #\d+ head\(leader\) to node 1 .* misses p1:2:0/);
 });
 
+test("a stale consistency=leader HEAD of a /v1/stream/ stream is caught", () => {
+  const sc = scenario();
+  sc.add({ t: "head", c: "r0", s: 1, n: 1, v1: 1, cons: "leader", st: 200, next: tok(2 * RECORD_BYTES) });
+  expectFailures(sc, ["leader"], /^stream 1: #\d+ head\(leader\) to node 1 .* misses p1:2:0 .*\(on \/v1\/stream\/\)$/);
+});
+
+test("a lagging replica's answer to a consistency=leader read is caught on both surfaces", () => {
+  const sc = scenario();
+  sc.add({ t: "read", c: "r0", s: 1, n: 2, v1: 1, cons: "leader", off: tok(2 * RECORD_BYTES), st: 400, code: "INVALID_OFFSET" });
+  sc.add({ t: "read", c: "r0", s: 1, n: 2, cons: "leader", off: tok(2 * RECORD_BYTES), st: 416, code: "OFFSET_OUT_OF_RANGE" });
+  const results = check(sc.history, sc.final);
+  const answers = results.find((r) => r.name === P.answers);
+  assert.equal(answers.failures, 2);
+  assert.match(answers.messages.join("\n"), /read\(leader\) to node 2 .* answered 400 INVALID_OFFSET: a lagging replica answered a consistency=leader read/);
+});
+
 test("a local read that lags is no violation, one with wrong bytes is", () => {
   const sc = scenario();
   sc.add({ t: "read", c: "r2", s: 0, n: 2, cons: "local", off: "-1", st: 200, next: tok(RECORD_BYTES), utd: true, len: RECORD_BYTES, dig: sha256(sc.bytesOf(0).subarray(0, RECORD_BYTES)) });
@@ -278,7 +294,7 @@ test("answers without their documented shape are caught", () => {
   assert.ok(messages.some((m) => /read\(leader\) .* answered 503 OUTCOME_UNKNOWN: a read proposes nothing$/.test(m)), messages.join("\n"));
   assert.ok(messages.some((m) => /append .* answered 503 NO_LEADER without Retry-After$/.test(m)), messages.join("\n"));
   assert.ok(messages.some((m) => /head\(leader\) to node 3 .* answered 503 without Retry-After$/.test(m)), messages.join("\n"));
-  assert.ok(messages.some((m) => /read\(leader\) to node 3 .* answered 416 OFFSET_OUT_OF_RANGE: the workload sends only valid requests$/.test(m)), messages.join("\n"));
+  assert.ok(messages.some((m) => /read\(leader\) to node 3 .* answered 416 OFFSET_OUT_OF_RANGE: a lagging replica answered a consistency=leader read$/.test(m)), messages.join("\n"));
   assert.equal(messages.length, 5, messages.join("\n"));
 });
 

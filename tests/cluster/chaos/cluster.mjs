@@ -48,7 +48,9 @@ export class ChaosCluster {
     return ["serve", "--node-id", String(n.id), "--cluster-id", this.clusterId, ...peers,
       "--groups", String(this.groups), "--listen", `${n.addr}:${PUBLIC_PORT}`, "--data-dir", n.dataDir,
       "--election-timeout-ms", String(this.electionTimeoutMs), "--cluster-key-file", key,
-      "--admin-token-file", token];
+      "--admin-token-file", token,
+      // the long-polls of /v1/stream/ streams, which take no timeout_ms, end as the others' do
+      "--long-poll-timeout-ms", "1000"];
   }
 
   spawn(n) {

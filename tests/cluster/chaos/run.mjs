@@ -174,7 +174,7 @@ async function inner(opts) {
   const conv = await cluster.waitConverged(120000);
   const attempts = new Map();
   for (const e of history.entries) if (e.t === "pwrite" || e.t === "append") attempts.set(e.s, (attempts.get(e.s) ?? 0) + 1);
-  const final = await collectFinalState({ nodes, streams: workload.streams, path: (s) => workload.path(s), token0: workload.token0,
+  const final = await collectFinalState({ nodes, streams: workload.streams, path: (s) => workload.bucketPath(s), token0: workload.token0,
     converged: conv.ok, note: conv.note, maxSteps: (s) => 2 * (attempts.get(s) ?? 0) + 100 });
   log("final state read; checking");
   if (opts.history) history.save(opts.history);
@@ -193,14 +193,22 @@ async function inner(opts) {
     checked: cluster.nodes.reduce((t, n) => t + n.exits.length, 0), failures: badExits.length, messages: badExits,
   });
   const f = figures(history, { leaderChanges: monitor.changes, durationMs: Date.now() - started });
+  const known = [];
   for (const r of results) {
     console.log(`${r.ok ? "ok    " : "FAILED"} ${r.name} (${r.checked} checked${r.ok ? "" : `, ${r.failures} failures`})`);
     for (const m of r.messages) console.log(`         ${m}`);
+    for (const k of r.known ?? []) {
+      console.log(`KNOWN  ${r.name}: ${k.count} violations of the known bug ${k.issue}`);
+      for (const m of k.messages) console.log(`         ${m}`);
+      known.push(`${r.name}: ${k.count} violations, known failure of ${k.issue}`);
+    }
   }
   for (const line of formatFigures(f)) console.log(`figures: ${line}`);
   if (workload.halted.length) console.log(`figures: clients halted: ${workload.halted.join("; ")}`);
   const failed = results.filter((r) => !r.ok).length;
-  console.log(`${results.length - failed} passed, ${failed} failed`);
+  // a known bug's violations: counted as skipped checks, listed with their issue
+  for (const k of known) console.log(`SKIP ${k}`);
+  console.log(`${results.length - failed} passed, ${failed} failed${known.length ? `, ${known.length} skipped` : ""}`);
   process.exit(failed ? 1 : 0);
 }
 

@@ -57,8 +57,21 @@ export class Workload {
     this.groupsSeen = new Set(); // groups routing answers named (x-ursula-raft-group): the streams' groups
   }
 
-  path(s) {
+  // Odd streams are used through the /v1/stream/ surface, even ones
+  // through the bucket surface (the same streams either way): every client
+  // kind meets both.
+  v1(s) {
+    return s % 2 === 1;
+  }
+
+  // The stream's path on the bucket surface (the final state reads every
+  // stream there: its walk needs max_bytes, which /v1/stream/ ignores).
+  bucketPath(s) {
     return `/${this.bucket}/s${s}`;
+  }
+
+  path(s) {
+    return this.v1(s) ? `/v1/stream${this.bucketPath(s)}` : this.bucketPath(s);
   }
 
   pick(s) {
@@ -67,7 +80,7 @@ export class Workload {
 
   // Sends one request and records it; returns {e, a}.
   async send(c, s, node, t, method, path, { headers = {}, body = null, extra = {} } = {}) {
-    const e = { t, c, s, n: node.id, ...extra, sent: this.history.now() };
+    const e = { t, c, s, n: node.id, ...(this.v1(s) ? { v1: 1 } : {}), ...extra, sent: this.history.now() };
     const a = await request(node.url + path, { method, headers, body, timeoutMs: this.timeoutMs });
     Object.assign(e, { done: this.history.now(), st: a.status, code: a.code, err: a.err, h: routingHeaders(a.headers) });
     if (e.h.group !== undefined) this.groupsSeen.add(Number(e.h.group));
