@@ -394,7 +394,6 @@ int rn_http_listen_addresses(const rn_http_server *srv, char *out, size_t cap) {
     return rn_listeners_describe(&srv->listeners, out, cap);
 }
 
-
 void rn_http_stop_accepting(rn_http_server *srv) {
     if (srv->stopping)
         return;
