@@ -163,6 +163,15 @@ void rn_engine_sweep_expired(rn_engine *e);
  * changes nothing otherwise: the write is then submitted with its body. */
 int rn_engine_answer_early(rn_engine *e, rn_op *op);
 
+/* Answers a snapshot publish before its body is stored (op: kind PUBLISH
+ * with the offset, content type, digest and size, no body key), when the
+ * stream's latest snapshot decides it: a repeat of it (RN_OK_PUBLISHED
+ * with `repeat`) or a conflict with it (RN_ERR_SNAPSHOT_CONFLICT), the
+ * stream idle and everything the protocol checks first passed. Returns 1
+ * and fills op's outcome (done() is not called): the body need not be
+ * uploaded; 0 otherwise, changing nothing: store the body, then submit. */
+int rn_engine_publish_early(rn_engine *e, rn_op *op);
+
 /* ---- history in the cold store (tiering.c, tiers/history.c) ----
  * A stream's bytes below its cold_end (state.h) are read from the tiers'
  * cache of cold objects: a read whose chunk is not cached fails -ENODATA

@@ -226,6 +226,11 @@ int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
 /* True when appends are refused: history tiering is on and the backlog of
  * chunks due to move reached the hot budget (cfg.hot_bytes). */
 int engine_hot_budget_spent(const rn_engine *e);
+/* The refusal of an append while the budget is spent: COLD_STORE_FAILED
+ * with the store's words in *cause when the cold store refuses the moves
+ * (tiers.h, rn_tiers_history_failing: no wait lifts that), else
+ * COLD_BACKPRESSURE. */
+rn_result engine_hot_budget_refusal(rn_engine *e, const char **cause);
 /* Reads ahead for a sequential reader of s that just read up to `from`:
  * starts fetching the cold chunks of s's bytes [from, from + len) that the
  * read cache lacks (as many as the cache spares: tiers.h), so that the

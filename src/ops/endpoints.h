@@ -28,10 +28,11 @@ typedef struct {
     rn_surface *surface;
     struct rn_tiers *tiers; /* the history read cache's and flush's counters */
     rn_http_server *http;
-    rn_probe *probe;            /* the data directory probe (readiness) */
-    struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */
-    const rn_admin_auth *admin; /* the operator routes' credential (admin_auth.h) */
-    int metrics_need_token;     /* metrics is an operator route too */
+    rn_probe *probe;             /* the data directory probe (readiness) */
+    struct rn_cold_claim *claim; /* the cold store's claim at start (readiness), or NULL */
+    struct rn_backups *backups;  /* POST /__runnel/backup, or NULL (no --backup-to) */
+    const rn_admin_auth *admin;  /* the operator routes' credential (admin_auth.h) */
+    int metrics_need_token;      /* metrics is an operator route too */
     /* A peer listener exists (--peer-listen): peer and operator routes are
      * served there only (RN_REQUEST_PEER_LISTENER), and answer 404
      * elsewhere. */

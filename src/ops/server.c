@@ -5,10 +5,13 @@
  * at once, so health probes answer while the store recovers: recovery
  * (checkpoint load and log replay) runs on a worker thread, and until it has
  * finished every route but /__runnel/ answers 503. The tiers (every byte on
- * disk but the log) open before it, since the engine recovers into them.
- * When it finishes, the live-read observer, the subscriptions and the
- * surfaces are wired to the engine, the tiers' sweeps start and the server
- * turns ready.
+ * disk but the log) open before it, since the engine recovers into them,
+ * and the cold store's claim (coldclaim.h) runs meanwhile. When both
+ * finished, the live-read observer, the subscriptions and the surfaces are
+ * wired to the engine, the tiers' sweeps start and the server turns ready;
+ * a cold store that refuses the claim (another deployment's prefix, wrong
+ * credentials) stops the start instead, and one that cannot answer keeps
+ * the server not ready until it does.
  *
  * Shutdown (SIGTERM/SIGINT): stop accepting, close idle connections, answer
  * parked live reads, quiesce subscription deliveries, wait (bounded by
@@ -34,6 +37,7 @@
 #include "ops/router.h"
 #include "protocol/routing.h"
 #include "surface/streams.h"
+#include "ops/coldclaim.h"
 #include "ops/coldstore.h"
 #include "tiers/tiers.h"
 #include "transport/http.h"
@@ -55,6 +59,7 @@
 typedef struct {
     uv_loop_t *loop;
     rn_config cfg;
+    char cluster_id[65]; /* this deployment's (datadir.h) */
     char public_url[1024];
     rn_tiers *tiers;
     rn_store *cold_backend; /* until the tiers took it over */
@@ -76,6 +81,9 @@ typedef struct {
     rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
+    int recovery_done;    /* the engine is open (or failed to) */
+    rn_cold_claim *claim; /* the cold store's claim at start */
+    int claim_status;     /* 1 while it runs, then its status */
     rn_recovery_stats stats;
     char recovery_err[2048];
     uint64_t recovery_started;
@@ -109,6 +117,8 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     rn_probe_stop(s->endpoints.probe);
+    rn_cold_claim_stop(s->claim);
+    s->claim = s->endpoints.claim = NULL;
     if (s->gate)
         rn_gate_stop(s->gate);
     if (s->subs)
@@ -129,7 +139,7 @@ static void on_drain_tick(uv_timer_t *t) {
     server *s = t->data;
     int idle =
         rn_http_active_connections(s->http) == 0 && (!s->engine || !rn_engine_busy(s->engine));
-    int recovering = s->router.ready == 0 && s->exit_code == 0;
+    int recovering = !s->recovery_done && s->exit_code == 0;
     if (recovering)
         return; /* the recovery job holds the engine; wait for it */
     if (idle || rn_mono_ms() >= s->drain_deadline) {
@@ -318,9 +328,41 @@ static void recover(uv_work_t *w) {
 
 static void wire(server *s);
 
+/* Wires everything once the engine is open and the cold store confirmed
+ * the claim; stops the start when the store refused it. */
+static void proceed(server *s) {
+    if (!s->recovery_done || s->claim_status == 1 || s->exit_code)
+        return;
+    if (s->claim_status == 0) {
+        wire(s);
+        return;
+    }
+    char why[256];
+    rn_cold_claim_why(s->claim, why, sizeof why);
+    if (s->claim_status == -EEXIST)
+        rn_log(RN_LOG_ERROR, "start",
+               "the S3 cold store's prefix \"%s\" is not this deployment's (cluster id %s): %s. "
+               "Two deployments never share a prefix: give this one its own --s3-prefix",
+               s->cfg.s3_prefix, s->cluster_id, why);
+    else
+        rn_log(RN_LOG_ERROR, "start",
+               "the S3 cold store refuses this server's requests (%s): check the credentials, "
+               "the bucket and the region",
+               why);
+    s->exit_code = 1;
+    begin_shutdown(s);
+}
+
+static void on_claimed(void *arg, int status) {
+    server *s = arg;
+    s->claim_status = status;
+    proceed(s);
+}
+
 /* Wires everything that needs the recovered engine, or gives up. */
 static void recovered(uv_work_t *w, int status) {
     server *s = w->data;
+    s->recovery_done = 1;
     if (status || !s->engine) {
         rn_log(RN_LOG_ERROR, "recovery", "%s", s->recovery_err);
         s->exit_code = 1;
@@ -333,7 +375,7 @@ static void recovered(uv_work_t *w, int status) {
            (unsigned long long)s->stats.streams, (unsigned long long)s->stats.checkpoint_streams,
            (unsigned long long)s->stats.records_replayed, (unsigned long long)s->stats.torn_bytes,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
-    wire(s);
+    proceed(s);
 }
 
 /* ---- cluster mode ---- */
@@ -426,7 +468,8 @@ static void start_cluster(server *s) {
     s->endpoints.cluster_ready = cluster_ready;
     s->endpoints.cluster_metrics = cluster_metrics;
     s->endpoints.cluster_ctx = s;
-    wire(s);
+    s->recovery_done = 1;
+    proceed(s);
 }
 
 /* Wires everything that needs the engine: live reads, subscriptions, the
@@ -533,10 +576,9 @@ int rn_serve(int argc, char **argv) {
         return 1;
     if (!s.cfg.node_id && rn_cluster_check_single(&s.cfg) != 0)
         return 1;
-    char cluster_id[65];
-    if (rn_datadir_cluster_id(&s.cfg, cluster_id) != 0)
+    if (rn_datadir_cluster_id(&s.cfg, s.cluster_id) != 0)
         return 1;
-    rn_reply_set_cluster_id(cluster_id);
+    rn_reply_set_cluster_id(s.cluster_id);
     if (s.cfg.node_id && !s.cfg.public_url[0]) /* this node's --peer URL */
         snprintf(s.cfg.public_url, sizeof s.cfg.public_url, "%s",
                  rn_cluster_peer(&s.cfg, s.cfg.node_id)->url);
@@ -633,7 +675,7 @@ int rn_serve(int argc, char **argv) {
      * never refuse the start for it, make it hold the largest read. */
     if (!s.cfg.hot_bytes && tc.history_cache_bytes < rn_config_history_cache_floor(&s.cfg))
         tc.history_cache_bytes = rn_config_history_cache_floor(&s.cfg);
-    if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
+    if (rn_cold_backend_open(s.loop, &s.cfg, s.cluster_id, &s.cold_backend, err, sizeof err) == 0) {
         tc.cold_backend = s.cold_backend;
         s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
         if (s.tiers)
@@ -650,6 +692,9 @@ int rn_serve(int argc, char **argv) {
         s.exit_code = 1;
         begin_shutdown(&s);
     } else {
+        s.claim_status = 1;
+        s.claim = rn_cold_claim_start(s.loop, s.tiers, on_claimed, &s);
+        s.endpoints.claim = s.claim;
         s.recovery.data = &s;
         s.recovery_started = rn_mono_ms();
         if (s.cfg.node_id)

@@ -264,7 +264,10 @@ describe("leader reads (§9.2)", () => {
 });
 
 describe("immutable chunks on replicas (§4.3)", () => {
-  test("a follower serves a chunk it can mark and redirects one it cannot; the leader serves both", async () => {
+  test("a follower serves a chunk it can mark, and any other answer only once it confirmed with the leader", async () => {
+    // A follower gives an answer only an up-to-date replica may give (a chunk
+    // at an open tail, a 412) once it applied the leader's ReadIndex: the
+    // reads of a follower are confirmed by default (--follower-reads).
     const key = keyIn(2, "chunks");
     const info = await roles(key);
     const made = await follow(`${c.url(info.leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "hello" });
@@ -272,21 +275,38 @@ describe("immutable chunks on replicas (§4.3)", () => {
     await c.converged();
     const zero = "0000000000000000_0000000000000000";
     const path = `/${key}/incarnation/${tok}/chunk/${zero}`;
-    const open = await req(`${c.url(info.follower)}${path}`);
-    assertRedirect(open, info, path);
-    const lead = await req(`${c.url(info.leader)}${path}`);
-    assert.equal(lead.status, 200);
-    assert.equal(lead.text, "hello");
-    assert.equal(lead.headers.get("stream-immutable"), null, "ends at an open tail: not marked");
-    const wrong = `/${key}/incarnation/${BigInt(tok) + 1n}/chunk/${zero}`;
-    assertRedirect(await req(`${c.url(info.follower)}${wrong}`), info, wrong);
-    assert.equal((await req(`${c.url(info.leader)}${wrong}`)).status, 412);
+    for (const n of [info.follower, info.leader]) {
+      const open = await req(`${c.url(n)}${path}`);
+      assert.equal(open.status, 200, `node ${n}`);
+      assert.equal(open.text, "hello");
+      assert.equal(open.headers.get("stream-immutable"), null, "ends at an open tail: not marked");
+      const wrong = `/${key}/incarnation/${BigInt(tok) + 1n}/chunk/${zero}`;
+      assert.equal((await req(`${c.url(n)}${wrong}`)).status, 412, `node ${n}`);
+    }
     await follow(`${c.url(info.leader)}/${key}`, { method: "POST", headers: { "stream-closed": "true" } });
     await c.converged();
     const closed = await req(`${c.url(info.follower)}${path}`);
     assert.equal(closed.status, 200, "marked: the follower serves it");
     assert.equal(closed.headers.get("stream-immutable"), "true");
     assert.equal(closed.text, "hello");
+  });
+
+  test("with --follower-reads local a follower redirects what it cannot mark", async () => {
+    const lc = await Cluster.start({ groups: GROUPS, args: ["--follower-reads", "local"] });
+    try {
+      const key = keyIn(2, "chunks-local");
+      const g = groupOf(key, GROUPS);
+      const { node: leader } = await lc.leaderOf(g);
+      const follower = leader === 1 ? 2 : 1;
+      const made = await follow(`${lc.url(leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "hello" });
+      await lc.converged();
+      const path = `/${key}/incarnation/${made.headers.get("stream-incarnation")}/chunk/0000000000000000_0000000000000000`;
+      const r = await req(`${lc.url(follower)}${path}`);
+      assert.equal(r.status, 307);
+      assert.equal(r.headers.get("x-ursula-raft-leader-id"), String(leader));
+    } finally {
+      lc.stopChecked();
+    }
   });
 });
 
