@@ -18,6 +18,8 @@
 #       (DIR/cluster.key) and admin token (DIR/admin.token), mode 600, and
 #       every node gets --cluster-key-file and --admin-token-file (operator
 #       routes then need `Authorization: Bearer $(cat DIR/admin.token)`).
+#       (The key stays the default: it needs nothing but the binary, while
+#       certificates need a CA, which a test makes with openssl.)
 #       --peer-tls PKI: mutual TLS between the nodes instead of the key:
 #       node N gets --peer-cert PKI/peer-N.pem, --peer-key PKI/peer-N.key and
 #       --peer-ca PKI/ca.pem (tests/lib/test_pki.sh makes them; with
@@ -36,7 +38,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 

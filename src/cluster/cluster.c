@@ -334,6 +334,12 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     return cl;
 }
 
+int rn_cluster_reload_certificates(rn_cluster *cl, char *err, size_t errcap) {
+    if (!cl->peer_tls)
+        return 0;
+    return rn_peer_tls_reload(cl->peer_tls, err, errcap) == 0 ? 1 : -1;
+}
+
 static void node_stopped(void *arg) {
     rn_cluster *cl = arg;
     void (*done)(void *) = cl->stop_done;

@@ -96,6 +96,12 @@ bool rn_cluster_peer_authorize(rn_cluster *cl, rn_request *req);
  * judged by rn_cluster_peer_authorize, not an operator's). */
 bool rn_cluster_peer_credential(const rn_cluster *cl, const rn_request *req);
 
+/* Reads the peer certificate, key and CA again (SIGHUP): new Raft port
+ * connections use them (open ones keep theirs; peer requests read the
+ * files at each new connection anyway). Returns 1 when reloaded, 0 when
+ * the node has no peer certificates, -1 (nothing changed) with err set. */
+int rn_cluster_reload_certificates(rn_cluster *cl, char *err, size_t errcap);
+
 /* Appends the groups' gauges and counters in the Prometheus text format
  * (/__runnel/metrics), and the peers refused. */
 void rn_cluster_metrics(rn_cluster *cl, rn_buf *out);

@@ -17,6 +17,8 @@
 
 struct rn_peer_tls {
     SSL_CTX *ctx;
+    char *cert_path, *key_path, *ca_path;
+    uint64_t self_id;
 };
 
 int rn_peer_cert_node_id(X509 *cert, uint64_t *id) {
@@ -133,7 +135,21 @@ rn_peer_tls *rn_peer_tls_new(const char *cert_path, const char *key_path, const 
         return NULL;
     rn_peer_tls *t = rn_xcalloc(1, sizeof *t);
     t->ctx = ctx;
+    t->cert_path = rn_xstrdup(cert_path);
+    t->key_path = rn_xstrdup(key_path);
+    t->ca_path = rn_xstrdup(ca_path);
+    t->self_id = self_id;
     return t;
+}
+
+int rn_peer_tls_reload(rn_peer_tls *t, char *err, size_t errcap) {
+    assert(t != NULL);
+    SSL_CTX *ctx = load(t->cert_path, t->key_path, t->ca_path, t->self_id, err, errcap);
+    if (!ctx)
+        return -1;
+    SSL_CTX_free(t->ctx); /* connections made with it hold their own reference */
+    t->ctx = ctx;
+    return 0;
 }
 
 SSL_CTX *rn_peer_tls_ctx(const rn_peer_tls *t) {
@@ -145,5 +161,8 @@ void rn_peer_tls_free(rn_peer_tls *t) {
     if (!t)
         return;
     SSL_CTX_free(t->ctx);
+    free(t->cert_path);
+    free(t->key_path);
+    free(t->ca_path);
     free(t);
 }

@@ -37,9 +37,15 @@ typedef struct rn_peer_tls rn_peer_tls;
 rn_peer_tls *rn_peer_tls_new(const char *cert_path, const char *key_path, const char *ca_path,
                              uint64_t self_id, char *err, size_t errcap);
 
-/* The context of the Raft port's TLS connections (valid until
- * rn_peer_tls_free; an SSL made from it holds its own reference). */
+/* The context of the Raft port's TLS connections (valid until the next
+ * reload or rn_peer_tls_free; an SSL made from it holds its own
+ * reference). */
 SSL_CTX *rn_peer_tls_ctx(const rn_peer_tls *t);
+
+/* Loads the same three files again and checks them as rn_peer_tls_new
+ * does. On success new connections use them (open ones keep theirs) and 0
+ * is returned; on failure nothing changes, err says why, -1. */
+int rn_peer_tls_reload(rn_peer_tls *t, char *err, size_t errcap);
 
 /* Frees t (connections still open keep their own reference). NULL: no-op. */
 void rn_peer_tls_free(rn_peer_tls *t);

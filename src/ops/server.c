@@ -183,10 +183,10 @@ static void reload_tls(rn_tls_context *t, const char *which) {
         rn_log(RN_LOG_INFO, "reload", "%s certificate and key reloaded", which);
 }
 
-/* SIGHUP: the tenants file, and the TLS certificates and keys, are read
- * again; requests in flight keep the tenants they started with, new
- * handshakes use the new certificates, open connections keep theirs. A
- * failed reload changes nothing. */
+/* SIGHUP: the tenants file, and the TLS certificates and keys (the
+ * listeners' and the Raft port's), are read again; requests in flight keep the tenants they started
+ * with, new handshakes use the new certificates, open connections keep theirs. A failed reload
+ * changes nothing. */
 static void on_sighup(uv_signal_t *sig, int signum) {
     server *s = sig->data;
     (void)signum;
@@ -194,8 +194,15 @@ static void on_sighup(uv_signal_t *sig, int signum) {
     if (s->gate && rn_gate_reload(s->gate, err, sizeof err) < 0)
         rn_log(RN_LOG_ERROR, "reload", "tenants file not reloaded, the previous one stays: %s",
                err);
-    if (!s->tls && !s->peer_tls && !s->gate)
-        rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert or --tenants to reload");
+    int peer_certs = s->cluster ? rn_cluster_reload_certificates(s->cluster, err, sizeof err) : 0;
+    if (peer_certs < 0)
+        rn_log(RN_LOG_ERROR, "reload", "peer certificate not reloaded, the previous one stays: %s",
+               err);
+    else if (peer_certs > 0)
+        rn_log(RN_LOG_INFO, "reload", "peer certificate, key and CA reloaded for the Raft port");
+    if (!s->tls && !s->peer_tls && !s->gate && !peer_certs)
+        rn_log(RN_LOG_INFO, "reload",
+               "SIGHUP ignored: no --tls-cert, --peer-cert or --tenants to reload");
     reload_tls(s->tls, "TLS");
     reload_tls(s->peer_tls, "the peer listener's TLS");
 }

@@ -13,7 +13,8 @@
 // - a node started with another cluster key cannot join, and its log says
 //   why.
 // The same rogue bytes against a cluster without a key do raise its term:
-// they are well-formed libraft messages.
+// they are well-formed libraft messages; such a node warns at start that
+// no peer is authenticated, and its report says so.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -119,9 +120,12 @@ describe("a rogue peer on the Raft port", () => {
       assert.equal((await follow(`${c.url(n)}/auth/data?offset=-1`)).text, "kept");
   });
 
-  test("the same bytes raise the term of a cluster without a key (they are libraft's)", async () => {
+  test("the same bytes raise the term of a cluster without a key (they are libraft's); it says so", async () => {
     const open = await Cluster.start({ nodes: 1, groups: 1, insecure: true });
     try {
+      assert.match(open.log(1), /warn cluster_unauthenticated: cluster mode WITHOUT PEER AUTHENTICATION/);
+      assert.equal((await open.report(1)).peer_auth, "none");
+      assert.equal((await c.report(1)).peer_auth, "key");
       const e = open.env();
       const h = hello({ group: 0, sender: 2, clusterId: open.clusterId, address: "127.0.0.1:9", auth: 0 });
       await rogue(Number(e.RAFT_PORT_1), h, [requestVote(1000, 2)]);

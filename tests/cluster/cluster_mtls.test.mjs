@@ -16,11 +16,16 @@
 //   and with node 2's certificate claiming to be node 3 (refused naming
 //   cert_id); no term, leader or datum changes;
 // - a node with another CA's certificate cannot join, and both its log and
-//   the log of the leader adding it say why.
+//   the log of the leader adding it say why;
+// - SIGHUP reads a node's peer certificate again: new Raft port
+//   connections get the renewed one; an unreadable one is refused with a
+//   log line and the previous one stays.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import crypto from "node:crypto";
 import https from "node:https";
+import tls from "node:tls";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
@@ -148,6 +153,36 @@ describe("a rogue peer on the Raft port", () => {
     await assertUnchanged(c, before, GROUPS);
     assert.match(c.log(1), /raft connection claiming node 3 \(its certificate names node 2\) refused \(cert_id\)/);
     for (const s of streams) assert.deepEqual(await readEverywhere(s), ["ab", "ab", "ab"], s);
+  });
+});
+
+// The serial number of the certificate node n's Raft port presents.
+function raftCertSerial(n) {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({ port: Number(c.env()[`RAFT_PORT_${n}`]), host: "127.0.0.1", ca: pem("ca.pem"),
+      cert: pem("peer-2.pem"), key: pem("peer-2.key"), checkServerIdentity: () => undefined });
+    s.on("secureConnect", () => { resolve(s.getPeerCertificate().serialNumber); s.destroy(); });
+    s.on("error", reject);
+  });
+}
+
+describe("renewing a peer certificate", () => {
+  test("SIGHUP: new connections get the new one; an unreadable one changes nothing", async () => {
+    const serial = (name) => new crypto.X509Certificate(pem(name)).serialNumber;
+    assert.equal(await raftCertSerial(3), serial("peer-3.pem"));
+    for (const ext of ["pem", "key"]) fs.copyFileSync(path.join(pki, `peer-3-next.${ext}`), path.join(pki, `peer-3.${ext}`));
+    c.kill(3, "SIGHUP");
+    await waitFor("node 3 to reload", () => /peer certificate, key and CA reloaded/.test(c.log(3)), 10000);
+    assert.equal(await raftCertSerial(3), serial("peer-3-next.pem"));
+    fs.writeFileSync(path.join(pki, "peer-3.pem"), "not a certificate\n");
+    c.kill(3, "SIGHUP");
+    await waitFor("node 3 to refuse the reload", () => /peer certificate not reloaded, the previous one stays/.test(c.log(3)), 10000);
+    assert.equal(await raftCertSerial(3), serial("peer-3-next.pem"));
+    fs.copyFileSync(path.join(pki, "peer-3-next.pem"), path.join(pki, "peer-3.pem"));
+    const s = streams[1];
+    assert.equal((await follow(`${c.url(3)}/${s}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "c" })).status, 204);
+    await c.converged();
+    assert.deepEqual(await readEverywhere(s), ["abc", "abc", "abc"]);
   });
 });
 

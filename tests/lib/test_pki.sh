@@ -9,6 +9,7 @@
 # --peer-ca ca.pem), valid for 2 days for 127.0.0.1 and localhost, each
 # naming its node as the URI subject alternative name runnel-node:N:
 #   peer-N.pem/peer-N.key    node N's, for N in 1..4, signed by the CA
+#   peer-3-next.pem/.key     another one of node 3's (a renewal)
 #   peer-none.pem/.key       signed by the CA, naming no node
 #   rogue-ca.pem             another CA, and signed by it:
 #   rogue-4.pem/rogue-4.key  a certificate naming node 4
@@ -46,6 +47,7 @@ peer() {
   rm -f "$1.ext"
 }
 for n in 1 2 3 4; do peer "peer-$n" ca "$n"; done
+peer peer-3-next ca 3
 peer peer-none ca
 key rogue-ca.key
 openssl req -x509 -new -key rogue-ca.key -out rogue-ca.pem -days 3 -subj "/CN=runnel rogue CA" 2>/dev/null
