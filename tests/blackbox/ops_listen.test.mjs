@@ -6,13 +6,14 @@
 // address and says what anyone reaching it can do; loopback addresses log
 // none. `--peer-listen` (issue 24) on a single node: operator routes
 // answer 404 on --listen and are served (with the token) on the peer
-// listener, which answers stream routes 404; health answers on both.
+// listener, which answers stream routes 404; health answers on both; an
+// embedded gate (--tenants) judges the public listener only.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { tempDir } from "./lib/server.mjs";
-import { freePort, rawGet, sleep, spawnServe, waitReady } from "./lib/ops.mjs";
+import { freePort, rawGet, runCli, sleep, spawnServe, waitReady } from "./lib/ops.mjs";
 
 // The JSON log lines of a child so far.
 const logLines = (child) =>
@@ -105,6 +106,27 @@ describe("--peer-listen", () => {
       const onPeer = await rawGet(`${peer}/v1/stream/listen/b`);
       assert.deepEqual([onPeer.status, code(onPeer)], [404, "NOT_FOUND"]);
       assert.match(JSON.parse(onPeer.text).error.message, /public listener/);
+    } finally {
+      await child.stop();
+    }
+  });
+
+  test("an embedded gate guards --listen, not the peer listener", async () => {
+    const [port, peerPort] = [await freePort(), await freePort()];
+    const dir = tempDir();
+    const token = path.join(dir, "admin.token"), tenants = path.join(dir, "tenants.json");
+    fs.writeFileSync(token, "an-admin-token-of-enough-bytes", { mode: 0o600 });
+    const key = runCli(["gateway", "key", "new", "--tenant", "acme", "--buckets", "orders:rw", "--tenants", tenants]);
+    assert.equal(key.code, 0, key.stderr);
+    const child = spawnServe(["--listen", `127.0.0.1:${port}`, "--peer-listen", `127.0.0.1:${peerPort}`,
+      "--data-dir", path.join(dir, "data"), "--admin-token-file", token, "--tenants", tenants]);
+    const auth = { authorization: "Bearer an-admin-token-of-enough-bytes" };
+    try {
+      await waitReady(`http://127.0.0.1:${port}`);
+      const gated = await rawGet(`http://127.0.0.1:${port}/orders/o-1`, { method: "PUT", headers: auth });
+      assert.equal(gated.status, 401, `the gate judges --listen: ${gated.text}`);
+      const backup = await rawGet(`http://127.0.0.1:${peerPort}/__runnel/backup?name=x`, { method: "POST", headers: auth });
+      assert.deepEqual([backup.status, JSON.parse(backup.text).error.code], [501, "NO_BACKUP_TARGET"], backup.text);
     } finally {
       await child.stop();
     }
