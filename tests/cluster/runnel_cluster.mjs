@@ -124,12 +124,20 @@ export class Cluster {
 
   // Starts every node (again, on its data after stop()); returns once every
   // group has a leader on every node.
+  // A start that fails (a group without a leader in time) SIGKILLs the
+  // nodes it started before it throws: nothing else would stop them.
   startAll() {
-    const out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
-      String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
-      ...(this.peerTls ? ["--peer-tls", this.peerTls] : []), ...(this.peerListen ? ["--peer-listen"] : []),
-      ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
-      { encoding: "utf8", timeout: 60000 });
+    let out;
+    try {
+      out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
+        String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
+        ...(this.peerTls ? ["--peer-tls", this.peerTls] : []), ...(this.peerListen ? ["--peer-listen"] : []),
+        ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
+        { encoding: "utf8", timeout: 60000 });
+    } catch (e) {
+      for (let n = 1; n <= this.nodes; n++) this.kill(n, "SIGKILL");
+      throw e;
+    }
     this.urls = out.trim().split("\n");
     live.add(this);
   }
