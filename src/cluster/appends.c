@@ -39,10 +39,12 @@
 #include "cluster/consensus_int.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/files.h"
 #include "util/log.h"
 
 #define RETRY_MS 250
@@ -116,14 +118,31 @@ static int submit_append(cs_group *g, cs_log_op *op) {
     return rv;
 }
 
+/* True when the file system has less free than the node keeps for a
+ * restart (consensus_params.min_free_bytes). */
+static bool below_floor(const cs_group *g) {
+    uint64_t floor = g->node->cfg.params.min_free_bytes;
+    return floor && rn_free_bytes(g->node->data_dir) < floor;
+}
+
+/* Starts holding (logged once per episode). */
+static void start_holding(cs_group *g, const char *why) {
+    if (g->held_since)
+        return;
+    g->held_since = now_ms(g);
+    g->held_retry_ms = g->held_since;
+    rn_log(RN_LOG_ERROR, "cluster_log", "group %u: %s; log writes wait and are retried every %d ms",
+           g->index, why, RETRY_MS);
+}
+
 /* Runs held operations in order, from the oldest, until one is in flight
  * (an append: its outcome continues) or none is left. */
 static void run_held(cs_group *g) {
     while (g->held && !g->retry_inflight) {
         cs_log_op *op = g->held;
         if (op->kind == OP_APPEND) {
-            if (submit_append(g, op) != 0)
-                return; /* refused at once: tried again later */
+            if (below_floor(g) || submit_append(g, op) != 0)
+                return; /* tried again later */
             unhold(g);
             g->retry_inflight = true;
             return;
@@ -156,13 +175,10 @@ static void append_done(struct raft_io_append *inner, int status) {
     g->writes_pending--;
     g->retry_inflight = false;
     if (retryable(g, status)) {
-        if (!g->held_since) {
-            g->held_since = now_ms(g);
-            rn_log(RN_LOG_ERROR, "cluster_log",
-                   "group %u: the disk has no room for the next log segment (%s); log writes "
-                   "wait and are retried every %d ms",
-                   g->index, g->io.errmsg, RETRY_MS);
-        }
+        char why[RAFT_ERRMSG_BUF_SIZE + 64];
+        snprintf(why, sizeof why, "the disk has no room for the next log segment (%s)",
+                 g->io.errmsg);
+        start_holding(g, why);
         hold(g, op);
         return;
     }
@@ -215,7 +231,9 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
     req->cb = cb;
     if (op->leader)
         g->leader_appends++;
-    if (blocked(g)) {
+    if (!blocked(g) && below_floor(g))
+        start_holding(g, "the disk's free space is below the part kept for a restart");
+    if (blocked(g) || g->held_since) {
         hold(g, op);
         return 0;
     }

@@ -5,6 +5,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/health.h"
 #include "cluster/membership.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -74,6 +75,11 @@ int rn_cluster_mark(const rn_config *cfg, char *err, size_t errcap) {
 
 /* ---- routing view ---- */
 
+void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out) {
+    consensus_group_info_get(cl->node, g, out);
+    out->applied_index = rn_raft_log_applied(cl->log, g, out->applied_index);
+}
+
 /* True when this node is a voter of the group: it gets the group's
  * entries and counts for its quorum (a node that joined is a spare until
  * promoted, and may lack everything). */
@@ -110,9 +116,10 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     if (!cl->node)
         return; /* stopping */
     consensus_group_info info;
-    consensus_group_info_get(cl->node, g, &info);
+    cluster_group_info(cl, g, &info);
     out->caught_up = caught_up(cl, g, &info);
     out->serves = info.leader_ready && !info.transferring;
+    out->write_refusal = out->serves ? rn_health_write_refusal(cl, g) : 0;
     out->leader_id = info.leader_id;
     out->term = info.term;
     const rn_peer_config *p = rn_cluster_peer(&cl->cfg, info.leader_id);
@@ -151,9 +158,11 @@ int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
         snprintf(why, cap, "stopping");
         return 0;
     }
+    if (!rn_health_ready(cl, why, cap))
+        return 0;
     for (unsigned g = 0; g < cl->groups; g++) {
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         if (!info.leader_id) {
             snprintf(why, cap, "group %u has no leader", g);
             return 0;
@@ -202,7 +211,7 @@ static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
     if (!cl->node)
         return NULL;
     consensus_group_info info;
-    consensus_group_info_get(cl->node, group, &info);
+    cluster_group_info(cl, group, &info);
     const rn_peer_config *order[RN_MAX_PEERS];
     unsigned n = 0;
     const rn_peer_config *leader = rn_cluster_peer(&cl->cfg, info.leader_id);
@@ -229,6 +238,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
          rn_secret_load(cfg->cluster_key_file, "--cluster-key-file", &key, err, errcap) != 0) ||
         rn_cluster_mark(cfg, err, errcap) != 0)
         return NULL;
+    rn_health_release_reserve(cfg); /* before anything is written: room for the start */
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
     cl->key = key;
     rn_secret_wipe(&key);
@@ -254,7 +264,10 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .leader_changed = leader_changed,
                              .restored = restored,
                              .published = published,
-                             .hook_arg = cl};
+                             .admit = rn_health_admit,
+                             .hook_arg = cl,
+                             .min_free_bytes = rn_health_floor(cfg),
+                             .data_dir = cfg->data_dir};
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
     consensus_peer peers[RN_MAX_PEERS];
@@ -274,6 +287,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
     cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
     cc.params.snapshot_trailing = (unsigned)cfg->snapshot_trailing;
+    cc.params.min_free_bytes = rn_health_floor(cfg);
     cc.params.heartbeat_ms =
         cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;
     consensus *node = NULL;
@@ -287,6 +301,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cluster_peers_start(cl);
     cl->fetcher = rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl);
     rn_membership_start(cl);
+    rn_health_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
     return cl;
@@ -314,6 +329,7 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);
+    rn_health_stop(cl);
     cluster_peers_stop(cl);
     consensus *node = cl->node;
     cl->node = NULL;

@@ -4,7 +4,8 @@
  *
  *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
  *   GET /__runnel/cluster/applied  this node's applied index per group, as
- *                                  "applied N0 N1 ...\n" (peers poll it)
+ *                                  "applied N0 N1 ...\n", then its health
+ *                                  line (health.h; peers poll it)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
  *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
  *                                  (u64 LE), for peers filling gaps
@@ -20,6 +21,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/health.h"
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "protocol/params.h"
@@ -70,6 +72,11 @@ static void got_status(void *arg, const rn_fetch_result *r) {
         ps->applied[g] = v;
     }
     ps->known = 1;
+    if (q < end && *q == '\n') {
+        q++;
+        ps->health = rn_health_parse_status(q, (size_t)(end - q));
+        ps->health_ms = uv_now(cl->loop);
+    }
 }
 
 static void on_poll(uv_timer_t *t) {
@@ -158,7 +165,7 @@ static uint64_t replica_applied(const rn_cluster *cl, uint64_t id, unsigned g,
 
 static json_t *group_report(const rn_cluster *cl, unsigned g) {
     consensus_group_info info;
-    consensus_group_info_get(cl->node, g, &info);
+    cluster_group_info(cl, g, &info);
     json_t *replicas = json_array();
     consensus_member members[MAX_MEMBERS];
     unsigned n = consensus_members(cl->node, g, members, MAX_MEMBERS);
@@ -269,7 +276,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                        m[k].type);
         for (unsigned g = 0; g < cl->groups; g++) {
             consensus_group_info i;
-            consensus_group_info_get(cl->node, g, &i);
+            cluster_group_info(cl, g, &i);
             uint64_t v[] = {
                 i.term,          i.leader_id,         i.leader_ready, i.commit_index,
                 i.applied_index, i.leader_changes,    i.snapshots,    i.last_snapshot_bytes,
@@ -281,6 +288,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                    "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
                    "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
                    cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0);
+    rn_health_metrics(cl, out);
     rn_peer_auth_metrics(out);
 }
 
@@ -402,10 +410,11 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         rn_buf_append_str(&body, "applied");
         for (unsigned g = 0; cl->node && g < cl->groups; g++) {
             consensus_group_info info;
-            consensus_group_info_get(cl->node, g, &info);
+            cluster_group_info(cl, g, &info);
             rn_buf_appendf(&body, " %llu", (unsigned long long)info.applied_index);
         }
         rn_buf_append_str(&body, "\n");
+        rn_health_status_line(cl, &body);
         answer(req, "text/plain", &body);
         return 1;
     }

@@ -85,6 +85,9 @@ typedef struct {
     bool read_confirm;                    /* true: a ready leader confirms reads by asking its
                                              peers (ReadIndex, reads.c); false: every round is a
                                              barrier entry (a disk write on a majority) */
+    uint64_t min_free_bytes;              /* 0: none; else log writes wait (held, retried) while
+                                             the data directory's file system has less free, so
+                                             that the log never takes the space a restart needs */
     unsigned catch_up_rounds;             /* 10: promotion gives up after this many rounds ... */
     unsigned catch_up_round_ms;           /* 5000: ... each at most this long */
 } consensus_params;

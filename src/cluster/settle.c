@@ -145,7 +145,7 @@ static void on_tick(uv_timer_t *t) {
     for (unsigned g = 0; g < cl->groups; g++) {
         settle_group *sg = &j->groups[g];
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         if (sg->phase == G_ASK)
             ask(sg, &info);
         if (sg->phase == G_WAIT && info.applied_index >= sg->target)

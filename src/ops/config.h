@@ -93,6 +93,8 @@ typedef struct {
     uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
     int join;                     /* a node added to a running cluster: groups wait to be added */
+    uint64_t disk_reserve_bytes;  /* free space below which a leader refuses writes (health.h) */
+    uint64_t log_stall_ms;        /* log writes stalled this long move the leadership away */
     char config_file[4096];       /* empty: none */
     int print_config;             /* print the effective configuration and exit */
     char log_format[8];           /* "text" or "json" */

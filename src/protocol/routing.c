@@ -81,11 +81,23 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     rn_reply_error(req, RN_E_RECOVERING, &h);
 }
 
+/* 503 with the leader's refusal (r->write_refusal), Retry-After and the
+ * group. */
+static void refuse_here(rn_request *req, const rn_group_route *r) {
+    rn_buf h = {0};
+    rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r->group);
+    rn_reply_error(req, (rn_error)r->write_refusal, &h);
+}
+
 int rn_routing_write(rn_request *req, const char *key, size_t len) {
     if (!routing.active)
         return 0;
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
+    if (r.serves && r.write_refusal) {
+        refuse_here(req, &r);
+        return 1;
+    }
     if (r.serves)
         return 0;
     answer_elsewhere(req, &r, req->body.len == 0);
@@ -135,6 +147,10 @@ static void confirmed(void *arg, int ok) {
 static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
     if (!r->serves) {
         answer_elsewhere(req, r, 1);
+        return 1;
+    }
+    if (r->write_refusal == RN_E_APPLY_STOPPED) { /* its state lags what it confirms */
+        refuse_here(req, r);
         return 1;
     }
     confirming *c = rn_xmalloc(sizeof *c);

@@ -40,6 +40,10 @@ typedef struct {
     int caught_up;          /* since its start this replica applied what the group had
                                committed when it first heard of a leader (or it leads):
                                it may serve local reads */
+    int write_refusal;      /* serves, yet refuses the group's writes and leader reads
+                               before anything is read or proposed: RN_E_APPLY_STOPPED
+                               (applying stopped here), RN_E_WAL_DISK_PRESSURE (the disk
+                               is below its reserve; leader reads go on); 0: none */
 } rn_group_route;
 
 /* Called once with the outcome of a confirmation (before confirm returns
@@ -63,8 +67,10 @@ void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request
 int rn_routing_active(void);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it
- * was answered (307, or 503 NO_LEADER). From the head (no body read) it
- * may redirect; with body bytes read it never does. */
+ * was answered (307, 503 NO_LEADER, or this leader's refusal: 503
+ * APPLY_STOPPED or WAL_DISK_PRESSURE with Retry-After and
+ * x-ursula-raft-group). From the head (no body read) it may redirect;
+ * with body bytes read it never does. */
 int rn_routing_write(rn_request *req, const char *key, size_t len);
 
 /* A read (GET or HEAD) of the stream at key, or of one of its

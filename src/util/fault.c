@@ -98,6 +98,7 @@ typedef struct {
 static failure_point points[] = {{.name = "boundary-read"},
                                  {.name = "blob-delete"},
                                  {.name = "log-reserve"},
+                                 {.name = "apply-reserve"},
                                  {.name = "data-read"}};
 static atomic_int any_armed;
 

@@ -1,8 +1,8 @@
 /*
  * files.c — whole small files: an atomic, durable rewrite (temporary file,
  * fsync, rename, fsync of the directory, so a crash leaves the old file or
- * the new one, never a part), a whole read, and `mkdir -p` with each new
- * directory's entry synced. See files.h.
+ * the new one, never a part), a whole read, `mkdir -p` with each new
+ * directory's entry synced, and a file system's free bytes. See files.h.
  */
 #include "util/files.h"
 
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
@@ -133,4 +134,11 @@ int rn_read_path(const char *path, rn_buf *out) {
     }
     close(fd);
     return rc;
+}
+
+uint64_t rn_free_bytes(const char *path) {
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) != 0)
+        return UINT64_MAX;
+    return (uint64_t)vfs.f_bavail * vfs.f_frsize;
 }
