@@ -30,8 +30,9 @@
  *   RAFT_UNAVAILABLE: nothing is acknowledged to anyone). A leader write
  *   that fails otherwise (a disk error) while another is in flight stops
  *   the process before libraft corrupts itself.
- * - The watchdog (health.c) needs to know that log writes stall: the time
- *   since the group's pending writes last made progress is kept here.
+ * - The watchdog (health.c) needs to know that log writes stall: the age
+ *   of the oldest append libraft asked for that is not done (held or in
+ *   raft_uv) is kept here.
  *
  * An append is a leader's when the group leads at the time libraft submits
  * it (libraft submits leader appends only while leading).
@@ -45,6 +46,7 @@
 
 #include "util/buf.h"
 #include "util/files.h"
+#include "util/list.h"
 #include "util/log.h"
 
 #define RETRY_MS 250
@@ -53,10 +55,12 @@ typedef enum { OP_APPEND, OP_TRUNCATE, OP_SNAPSHOT_PUT } op_kind;
 
 /* One log operation libraft asked for, from the call until its outcome. */
 struct cs_log_op {
-    struct cs_log_op *next; /* in the group's held list */
+    struct cs_log_op *next;  /* in the group's held list */
+    rn_list_node unfinished; /* an append: in the group's, until its outcome */
     op_kind kind;
     cs_group *group;
-    uint64_t seq; /* the order libraft asked in */
+    uint64_t seq;   /* the order libraft asked in */
+    uint64_t at_ms; /* when (loop time) */
     /* an append */
     struct raft_io_append inner;  /* what the real append sees */
     struct raft_io_append *outer; /* libraft's request */
@@ -75,11 +79,6 @@ struct cs_log_op {
 
 static uint64_t now_ms(const cs_group *g) {
     return uv_now(g->node->cfg.loop);
-}
-
-/* The group's writes made progress (or none is pending). */
-static void progressed(cs_group *g) {
-    g->log_progress_ms = now_ms(g);
 }
 
 /* Puts op into the held list in libraft's order. */
@@ -110,8 +109,7 @@ static bool retryable(const cs_group *g, int status) {
 static void append_done(struct raft_io_append *inner, int status);
 
 static int submit_append(cs_group *g, cs_log_op *op) {
-    if (g->writes_pending++ == 0 && !g->held_since)
-        progressed(g); /* the first pending write: the stall clock starts */
+    g->writes_pending++;
     int rv = g->real_append(&g->io, &op->inner, op->entries, op->n, append_done);
     if (rv != 0)
         g->writes_pending--;
@@ -182,7 +180,7 @@ static void append_done(struct raft_io_append *inner, int status) {
         hold(g, op);
         return;
     }
-    progressed(g);
+    rn_list_remove(&g->unfinished, &op->unfinished);
     if (op->leader) {
         assert(g->leader_appends > 0);
         g->leader_appends--;
@@ -208,6 +206,7 @@ static cs_log_op *new_op(cs_group *g, op_kind kind) {
     op->kind = kind;
     op->group = g;
     op->seq = ++g->log_ops;
+    op->at_ms = now_ms(g);
     return op;
 }
 
@@ -231,6 +230,7 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
     req->cb = cb;
     if (op->leader)
         g->leader_appends++;
+    rn_list_push_back(&g->unfinished, &op->unfinished);
     if (!blocked(g) && below_floor(g))
         start_holding(g, "the disk's free space is below the part kept for a restart");
     if (blocked(g) || g->held_since) {
@@ -241,6 +241,7 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
     if (rv != 0) {
         if (op->leader)
             g->leader_appends--;
+        rn_list_remove(&g->unfinished, &op->unfinished);
         free(op);
     }
     return rv;
@@ -299,6 +300,7 @@ static void close_io(struct raft_io *io, raft_io_close_cb cb) {
         if (op->kind == OP_APPEND) {
             if (op->leader)
                 g->leader_appends--;
+            rn_list_remove(&g->unfinished, &op->unfinished);
             op->outer_cb(op->outer, 0);
         } else if (op->kind == OP_SNAPSHOT_PUT) {
             op->put_cb(op->put, RAFT_CANCELED);
@@ -324,10 +326,11 @@ bool cs_appends_drained(const cs_group *g) {
 }
 
 uint64_t cs_appends_stall_ms(const cs_group *g) {
-    if (g->writes_pending == 0 && !g->held)
+    if (rn_list_empty(&g->unfinished))
         return 0;
+    const cs_log_op *oldest = rn_list_entry(g->unfinished.first, cs_log_op, unfinished);
     uint64_t now = now_ms(g);
-    return now > g->log_progress_ms ? now - g->log_progress_ms : 0;
+    return now > oldest->at_ms ? now - oldest->at_ms : 0;
 }
 
 void cs_appends_wrap(cs_group *g) {

@@ -295,8 +295,8 @@ typedef struct {
     uint64_t read_barriers; /* ... of which barrier entries (the rest asked the peers) */
     uint64_t proposals_inflight;
     /* this node's log writes: held while the disk has no room for a new
-     * segment (retried until it has), and ms since the pending ones last
-     * made progress (0: none pending; a full or stalled disk) */
+     * segment (retried until it has), and the age in ms of the oldest one
+     * not done yet (0: none pending; a full, slow or stalled disk) */
     unsigned log_writes_held;
     uint64_t log_stall_ms;
 } consensus_group_info;

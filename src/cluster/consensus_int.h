@@ -25,6 +25,7 @@
 #include "cluster/control.h"
 #include "cluster/mux.h"
 #include "util/buf.h"
+#include "util/list.h"
 
 /* A confirmation round asks at most this many voters; a larger
  * configuration confirms reads by barrier entries. */
@@ -103,11 +104,13 @@ struct cs_group {
     /* appends.c: log operations held while the disk has no room for a new
      * segment (oldest first), the one being retried, since when (loop ms;
      * 0: none held), the last retry, operations asked for so far, appends
-     * in raft_uv, and when the pending writes last made progress */
+     * in raft_uv, and every append not done yet (held or in raft_uv) in
+     * the order libraft asked for them */
     cs_log_op *held;
     unsigned held_count;
     bool retry_inflight;
-    uint64_t held_since, held_retry_ms, log_ops, writes_pending, log_progress_ms;
+    uint64_t held_since, held_retry_ms, log_ops, writes_pending;
+    rn_list unfinished;
     /* proposals awaiting their outcome, oldest (lowest index) first */
     cs_proposal *proposals, *proposals_tail;
     uint64_t inflight_entries;
@@ -198,7 +201,7 @@ void cs_appends_retry(cs_group *g);
 /* appends.c: true when the group may close (stopping): no leader write in
  * raft_uv, only held ones at most. */
 bool cs_appends_drained(const cs_group *g);
-/* appends.c: ms since the group's pending log writes last made progress
+/* appends.c: the age (ms) of the group's oldest log append not done yet
  * (0: none pending). */
 uint64_t cs_appends_stall_ms(const cs_group *g);
 

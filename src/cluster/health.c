@@ -219,9 +219,8 @@ int rn_health_ready(const rn_cluster *cl, char *why, size_t cap) {
         consensus_group_info_get(cl->node, g, &info);
         if (info.log_stall_ms >= cl->cfg.log_stall_ms) {
             snprintf(why, cap,
-                     "group %u: log writes made no progress for %llu ms (%u held for lack of "
-                     "space)",
-                     g, (unsigned long long)info.log_stall_ms, info.log_writes_held);
+                     "group %u: a log write has waited %llu ms (%u held for lack of space)", g,
+                     (unsigned long long)info.log_stall_ms, info.log_writes_held);
             return 0;
         }
     }
@@ -261,8 +260,8 @@ void rn_health_metrics(const rn_cluster *cl, rn_buf *out) {
         rn_buf_appendf(out, "runnel_cluster_apply_stopped{group=\"%u\"} %d\n", g,
                        rn_raft_log_stopped(cl->log, g, &stop));
     }
-    rn_buf_append_str(out, "# HELP runnel_cluster_log_stall_ms Time the group's pending log "
-                           "writes made no progress (0: none pending).\n"
+    rn_buf_append_str(out, "# HELP runnel_cluster_log_stall_ms How long the group's oldest "
+                           "pending log write has waited (0: none pending).\n"
                            "# TYPE runnel_cluster_log_stall_ms gauge\n");
     for (unsigned g = 0; cl->node && g < cl->groups; g++) {
         consensus_group_info info;

@@ -11,8 +11,8 @@
  *     are refused 503 WAL_DISK_PRESSURE before they are proposed;
  *   - stopped applying the group (raft_log.h: a committed entry's data
  *     found no room): its writes are refused 503 APPLY_STOPPED;
- *   - has log writes that made no progress for --log-stall-ms (a full or
- *     slow disk; appends.c holds writes the disk has no room for): libraft
+ *   - has a log write pending for --log-stall-ms (a full or slow disk;
+ *     appends.c holds writes the disk has no room for): libraft
  *     0.15's leader commits only what it stored itself, so the group's
  *     writes wait until the leadership moves.
  * Without a healthy voter the leadership stays (a log line says why, at

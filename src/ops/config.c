@@ -137,8 +137,8 @@ static const setting SETTINGS[] = {
         "why; its last quarter (at most 16 MiB) is kept from the node's own log and data and "
         "held in the file 'reserve', released at every start; 0: no reserve"),
     U64("log-stall-ms", "RUNNEL_LOG_STALL_MS", log_stall_ms, 3000, 100, 600000,
-        "cluster mode: a leader whose Raft log writes make no progress for this long (a full "
-        "or slow disk) hands its groups to a healthy node, and readyz says why"),
+        "cluster mode: a leader whose oldest pending Raft log write has waited this long (a "
+        "full or slow disk) hands its groups to a healthy node, and readyz says why"),
     {"public-url", "RUNNEL_PUBLIC_URL", KIND_URL, offsetof(rn_config, public_url), 0, 0, 0, "",
      "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
      "(default: http://LISTEN)",

@@ -21,7 +21,12 @@
 // answers its writes 503 WAL_DISK_PRESSURE on a full disk and 503
 // APPLY_STOPPED (after the one write whose entry was kept unapplied, 503
 // OUTCOME_UNKNOWN) while its applying is stopped, before reading the body,
-// and serves reads of what it applied meanwhile.
+// and serves reads of what it applied meanwhile. A slow disk (ext4 images on
+// loop devices; the leader's writes limited to 4 KiB/s by cgroup v1 blkio
+// throttling, skipped without it): with --log-stall-ms 1000 the leadership
+// moves within seconds (counted as log_stalled), the slow node says why it is
+// not ready, writes go on, and every acknowledged write is on every replica
+// once the limit is lifted.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -41,28 +46,54 @@ const REFUSALS = new Set(["NO_LEADER", "WAL_DISK_PRESSURE", "APPLY_STOPPED", "RA
 
 const clusters = [];
 const running = new Set(); /* writers a failed test left running */
+const THROTTLE = "/sys/fs/cgroup/blkio/runnel-cluster-disk"; /* cgroup v1: the slow disk */
 after(() => {
   for (const w of running) w.stop = true;
-  for (const { c, mounts } of clusters) {
+  for (const { c, mounts, loops } of clusters) {
     if (c.urls) c.stopChecked();
     for (const m of mounts) execFileSync("umount", ["-l", m]);
+    for (const l of loops) execFileSync("losetup", ["-d", l]);
   }
+  if (fs.existsSync(THROTTLE)) fs.rmdirSync(THROTTLE);
 });
 
-// A cluster of `nodes` whose data directories are tmpfs mounts.
-function startCluster(nodes) {
+// A cluster of `nodes` whose data directories are tmpfs mounts, or (ext4)
+// ext4 images on loop devices (c.devices: each node's MAJ:MIN).
+function startCluster(nodes, { ext4 = false, args = [] } = {}) {
   const dir = tempDir("runnel-cluster-disk-");
-  const mounts = [];
+  const mounts = [], loops = [], devices = [];
   for (let n = 1; n <= nodes; n++) {
     const m = path.join(dir, `node-${n}`);
     fs.mkdirSync(m);
-    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${DISK_MIB}m`, "tmpfs", m]);
+    if (ext4) {
+      const img = path.join(dir, `node-${n}.img`);
+      fs.writeFileSync(img, "");
+      fs.truncateSync(img, DISK_MIB << 20);
+      const loop = execFileSync("losetup", ["-f", "--show", img], { encoding: "utf8" }).trim();
+      loops.push(loop);
+      execFileSync("mkfs.ext4", ["-q", loop]);
+      execFileSync("mount", [loop, m]);
+      devices.push(execFileSync("lsblk", ["-dno", "MAJ:MIN", loop], { encoding: "utf8" }).trim());
+    } else {
+      execFileSync("mount", ["-t", "tmpfs", "-o", `size=${DISK_MIB}m`, "tmpfs", m]);
+    }
     mounts.push(m);
   }
-  const c = new Cluster(dir, nodes, 1, ARGS);
-  clusters.push({ c, mounts });
+  const c = new Cluster(dir, nodes, 1, [...ARGS, ...args]);
+  c.devices = devices;
+  clusters.push({ c, mounts, loops });
   c.startAll();
   return c;
+}
+
+// Limits node n's writes to its data directory's device to bps (cgroup v1
+// blkio throttling; the process and its threads move into the cgroup), or
+// lifts the limit (bps 0: back to the root cgroup).
+function throttle(c, n, bps) {
+  fs.mkdirSync(THROTTLE, { recursive: true });
+  /* 0 removes the rule, which also releases the writes it queued */
+  fs.writeFileSync(path.join(THROTTLE, "blkio.throttle.write_bps_device"), `${c.devices[n - 1]} ${bps}`);
+  fs.writeFileSync(path.join(bps ? THROTTLE : "/sys/fs/cgroup/blkio", "cgroup.procs"), String(c.pid(n)));
 }
 
 // Another program's file on the same file system (lost+found: a name the
@@ -313,5 +344,37 @@ describe("a single-node cluster (no one to hand over to)", { skip: SKIP }, () =>
     await waitFor("the node to apply again", () => isReady(c, 1), 10000);
     assert.equal((await req(`${c.url(1)}/v1/stream/one/s?offset=-1`)).text, "a;c;d;", "the kept entry applied, the refused one not");
     assert.equal((await post("f;")).status, 204);
+  });
+});
+
+const BLKIO = fs.existsSync("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device");
+describe("a slow disk", { skip: SKIP || (BLKIO ? false : "no cgroup v1 blkio hierarchy to throttle a disk") }, () => {
+  let c;
+  before(() => {
+    c = startCluster(3, { ext4: true, args: ["--log-stall-ms", "1000"] });
+  });
+
+  test("a slow leader: leadership moves within the bound, readyz says why", async (t) => {
+    const { w, l } = await begin(c, "slow/s");
+    throttle(c, l, 4096);
+    const t0 = Date.now();
+    const moved = await waitFor("the leadership to move", async () => {
+      const now = await leader(c);
+      return now !== l ? now : null;
+    }, 15000);
+    const took = Date.now() - t0;
+    assert.notEqual(moved, l);
+    assert.ok(took < 10000, `moved in ${took} ms`);
+    t.diagnostic(`the leadership moved ${took} ms after the throttle (--log-stall-ms 1000)`);
+    assert.ok(await metric(c, l, 'runnel_cluster_health_transfers_total{reason="log_stalled"}') >= 1, "counted as a stalled log");
+    assert.match(c.log(l), /cluster_transfer: group 0: handing the leadership to node \d \(log_stalled\)/);
+    await waitFor("the slow node to say why it is not ready", async () => /a log write has waited \d+ ms/.test(await ready(c, l)), 10000);
+    const before = w.ackedCount();
+    await sleep(2000);
+    assert.ok(w.ackedCount() > before + 20, `writes go on (${before} -> ${w.ackedCount()})`);
+    throttle(c, l, 0);
+    await waitFor("the formerly slow node to be ready", () => isReady(c, l), 60000);
+    await w.finish();
+    await w.verify();
   });
 });
