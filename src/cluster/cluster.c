@@ -6,6 +6,7 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/health.h"
+#include "cluster/log_check.h"
 #include "cluster/membership.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -239,6 +240,8 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
         rn_cluster_mark(cfg, err, errcap) != 0)
         return NULL;
     rn_health_release_reserve(cfg); /* before anything is written: room for the start */
+    if (rn_raft_log_check(cfg->data_dir, (unsigned)cfg->groups, err, errcap) != 0)
+        return NULL; /* damage is never cut as a torn tail (log_check.h) */
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
     cl->key = key;
     rn_secret_wipe(&key);
