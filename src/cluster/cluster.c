@@ -6,6 +6,7 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/health.h"
+#include "cluster/identity.h"
 #include "cluster/log_check.h"
 #include "cluster/membership.h"
 #include "util/files.h"
@@ -252,11 +253,13 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->groups = (unsigned)cfg->groups;
     cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);
     cl->member_busy = rn_xcalloc(cl->groups, sizeof *cl->member_busy);
-    if (rn_membership_load(cl, err, errcap) != 0 ||
+    if (rn_membership_load(cl, err, errcap) != 0 || rn_identity_start(cl, err, errcap) != 0 ||
         rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
         rn_secret_wipe(&cl->key);
         free(cl->catch_up);
         free(cl->member_busy);
+        free(cl->incarnations);
+        free(cl->replaced);
         free(cl);
         return NULL;
     }
@@ -318,6 +321,8 @@ static void node_stopped(void *arg) {
     rn_raft_log_free(cl->log);
     free(cl->catch_up);
     free(cl->member_busy);
+    free(cl->incarnations);
+    free(cl->replaced);
     rn_id_issuer_close(&cl->ids);
     rn_secret_wipe(&cl->key);
     free(cl);

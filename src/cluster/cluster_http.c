@@ -5,7 +5,10 @@
  *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
  *   GET /__runnel/cluster/applied  this node's applied index per group, as
  *                                  "applied N0 N1 ...\n", then its health
- *                                  line (health.h; peers poll it)
+ *                                  and incarnation lines (health.h,
+ *                                  identity.h; peers poll it)
+ *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
+ *                                  node N (identity.h)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
  *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
  *                                  (u64 LE), for peers filling gaps
@@ -22,6 +25,7 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/health.h"
+#include "cluster/identity.h"
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "protocol/params.h"
@@ -72,10 +76,16 @@ static void got_status(void *arg, const rn_fetch_result *r) {
         ps->applied[g] = v;
     }
     ps->known = 1;
-    if (q < end && *q == '\n') {
-        q++;
-        ps->health = rn_health_parse_status(q, (size_t)(end - q));
-        ps->health_ms = uv_now(cl->loop);
+    uint64_t id = cl->cfg.peers[ps - cl->peers].id;
+    while (q < end && *q == '\n' && ++q < end) { /* later lines: health.h, identity.h */
+        int health = rn_health_parse_status(q, (size_t)(end - q));
+        if (health >= 0) {
+            ps->health = health;
+            ps->health_ms = uv_now(cl->loop);
+        }
+        rn_identity_seen(cl, id, q, (size_t)(end - q));
+        const char *nl = memchr(q, '\n', (size_t)(end - q));
+        q = nl ? nl : end;
     }
 }
 
@@ -210,7 +220,8 @@ static void report(const rn_cluster *cl, rn_buf *out) {
 rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
                                                size_t query_len) {
     static const char members[] = "cluster/members",
-                      peer_reads[][24] = {"cluster/applied", "cluster/read-index", "cluster/blob"};
+                      peer_reads[][24] = {"cluster/applied", "cluster/read-index", "cluster/blob",
+                                          "cluster/incarnation"};
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
     size_t ml = sizeof members - 1, bl = sizeof bytes - 1;
     if (path_is(path, path_len, "cluster"))
@@ -415,6 +426,7 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         }
         rn_buf_append_str(&body, "\n");
         rn_health_status_line(cl, &body);
+        rn_identity_status_line(cl, &body);
         answer(req, "text/plain", &body);
         return 1;
     }
@@ -424,6 +436,14 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         else
             cluster_read_index_for_peer(cl, req, group);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/incarnation")) {
+        uint64_t id;
+        if (query_u64(query, query_len, "id", &id) != 0)
+            rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
+        else
+            rn_identity_answer(cl, req, id);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/blob")) {

@@ -73,6 +73,11 @@ struct rn_cluster {
     uint8_t *transfer_busy;
     uint64_t *transfer_next_ms, *transfer_log_ms;
     uint64_t transfers[4];
+    /* identity.c: this directory's incarnation, those recorded by node id
+     * (256), and the ids whose incarnation changed */
+    uint64_t incarnation;
+    uint64_t *incarnations;
+    uint8_t *replaced;
     void (*stop_done)(void *arg);
     void *stop_arg;
 };

@@ -6,6 +6,7 @@
 #include "cluster/health.h"
 #include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
+#include "cluster/identity.h"
 #include "protocol/errors.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -88,7 +89,8 @@ static uint64_t healthy_target(const rn_cluster *cl, unsigned g, uint64_t now) {
         if (m[k].role != CONSENSUS_VOTER || m[k].id == cl->cfg.node_id || !p)
             continue;
         const peer_status *ps = &cl->peers[p - cl->cfg.peers];
-        if (ps->health != 1 || now - ps->health_ms > PEER_FRESH_MS || !ps->applied)
+        if (ps->health != 1 || now - ps->health_ms > PEER_FRESH_MS || !ps->applied ||
+            rn_identity_replaced(cl, m[k].id))
             continue;
         if (!best || ps->applied[g] > best_applied) {
             best = m[k].id;

@@ -30,13 +30,33 @@
  * lost+found is accepted too: a file system mounted as the data directory
  * has it at its root. */
 static const char *const RUNNEL_NAMES[] = {
-    "LOCK", "FORMAT", "FORMAT.tmp", "cluster-id", "cluster-id.tmp", "checkpoint", "checkpoint.tmp",
-    "wal", "streams", "snapshots", "cold",
+    "LOCK",
+    "FORMAT",
+    "FORMAT.tmp",
+    "cluster-id",
+    "cluster-id.tmp",
+    "checkpoint",
+    "checkpoint.tmp",
+    "wal",
+    "streams",
+    "snapshots",
+    "cold",
     "cold-reads", /* ranged reads of an S3 cold store (ops/coldstore.c) */
     "subs",
     /* cluster mode (src/cluster/cluster.h) */
-    "raft", "cluster-node", "cluster-node.tmp", "cluster-ids", "cluster-ids.tmp", "cluster-members",
-    "cluster-members.tmp", "reserve", /* the disk reserve (cluster/health.h) */
+    "raft",
+    "cluster-node",
+    "cluster-node.tmp",
+    "cluster-ids",
+    "cluster-ids.tmp",
+    "cluster-members",
+    "cluster-members.tmp",
+    /* the disk reserve (cluster/health.h) and the incarnations (cluster/identity.h) */
+    "reserve",
+    "cluster-incarnation",
+    "cluster-incarnation.tmp",
+    "cluster-incarnations",
+    "cluster-incarnations.tmp",
 };
 
 /* Foreign names the refusal lists (the alphabetically first). */

@@ -12,7 +12,10 @@
 //     the intact node alone elects no one and writes answer 503 NO_LEADER,
 //     never an acknowledgement that could be lost;
 // and once the bytes are put back, the nodes start, and every acknowledged
-// write is on every replica exactly once, in order.
+// write is on every replica exactly once, in order. A node whose data
+// directory was wiped is refused at start under its old id (its peers
+// recorded another incarnation), naming the replace procedure, which then
+// works: a new node with a new id and --join holds everything.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -183,5 +186,28 @@ describe("a damaged Raft log", () => {
     await c.leaderOf(0, 30000);
     await write(5);
     await verifyAll();
+  });
+
+  test("a node restarted on a wiped data directory under its old id is refused", async () => {
+    const f = await follower();
+    const others = [1, 2, 3].filter((n) => n !== f);
+    await waitFor("the peers to record the node's incarnation", () => others.every((n) => {
+      const file = path.join(c.dir, `node-${n}`, "cluster-incarnations");
+      return fs.existsSync(file) && new RegExp(`^${f} [0-9a-f]{16}$`, "m").test(fs.readFileSync(file, "utf8"));
+    }), 10000);
+    await c.crash(f);
+    const data = path.join(c.dir, `node-${f}`);
+    for (const name of fs.readdirSync(data)) fs.rmSync(path.join(data, name), { recursive: true });
+    const log = await refusedStart(f);
+    assert.match(log, new RegExp(`knows node ${f} with another data directory \\(incarnation [0-9a-f]{16}, this one's is [0-9a-f]{16}, new\\): a wiped or replaced data directory cannot rejoin under its old id`));
+    assert.match(log, new RegExp(`DELETE /__runnel/cluster/members/${f}\\), then start it with a new id, this empty data directory and --join`));
+    await write(5); /* the others go on */
+    const four = await c.addNode(4);
+    assert.equal((await req(`${c.url(others[0])}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST", headers: c.admin })).status, 202);
+    assert.equal((await req(`${c.url(others[0])}/__runnel/cluster/members/${f}`, { method: "DELETE", headers: c.admin })).status, 202);
+    await waitFor("the new node to be ready", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
+    await write(5);
+    await c.converged(30000);
+    for (const n of [...others, 4]) assert.equal((await req(`${c.url(n)}${STREAM}?offset=-1`)).text, expected(), `node ${n} holds every acknowledged write`);
   });
 });
