@@ -128,9 +128,10 @@ curl_gets() { # the same objects, 4 MiB ranges, one at a time; prints MiB/s
 }
 
 writes() { # NAME ARGS...: appends/s, p50 and p99 (us) of paced 64 KiB appends
-  local name=$1
+  local name=$1 data=w-$1-$RANDOM
   shift
-  start_server "$dir/w-$name-$RANDOM" "${s3[@]}" --s3-prefix "w-$name/" "$@"
+  # a new data directory is a new deployment: a prefix of its own
+  start_server "$dir/$data" "${s3[@]}" --s3-prefix "$data/" "$@"
   "$bench" writes --streams 8 --payload 65536 --rate "$rate" --duration 15 --base "$base" \
     --content-type application/octet-stream --json 2>/dev/null |
     python3 -c 'import json,sys; r=json.load(sys.stdin); l=r["append_latency"]; print("%.0f %d %d" % (r["appends_per_s"], l["p50_us"], l["p99_us"]))'

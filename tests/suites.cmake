@@ -81,6 +81,16 @@ runnel_suite(s3_history s3 1800
 if(RUNNEL_SANITIZE) # the same paths over fewer chunks: 48 MiB, 8 MiB hot
   set_property(TEST s3_history APPEND PROPERTY ENVIRONMENT "HISTORY_TOTAL_MIB=48;HISTORY_HOT_MIB=8")
 endif()
+# ... an accepted log loss with history tiering serves and moves only proven bytes
+runnel_suite(s3_accept_loss s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/accept_loss.test.mjs)
+# ... the store's failures at start and while running, bounded calls, Retry-After,
+# publishes that upload nothing, the region required
+runnel_suite(s3_failures s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/failures.test.mjs)
+# ... who owns a prefix; restores into a prefix of their own
+runnel_suite(s3_ownership s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/ownership.test.mjs)
 
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's
@@ -135,6 +145,9 @@ runnel_suite(blake3_vs_b3sum unit 300 ${RUNNEL_SRC}/tests/unit/blake3_vs_b3sum.s
 # no function of the server's libraries that nothing else calls (nm over
 # this build's objects; the fast tier)
 runnel_suite(unused_exports "unit;fast" 120 ${RUNNEL_SRC}/scripts/unused_exports.sh ${CMAKE_BINARY_DIR})
+# every option a document names still exists (runnel's help, the scripts',
+# benchmarks' and harnesses' sources, a few other tools' flags)
+runnel_suite(doc_options "unit;fast" 60 ${RUNNEL_SRC}/scripts/check_doc_options.sh ${CMAKE_BINARY_DIR})
 runnel_suite(bench_smoke bench 600 ${RUNNEL_SRC}/bench/smoke.sh ${CMAKE_BINARY_DIR})
 
 # ---- the checkout as a whole (scripts/test.sh runs these from build/ only);

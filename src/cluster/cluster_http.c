@@ -281,6 +281,8 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
         {"runnel_cluster_snapshot_bytes", "gauge", "Size of the newest snapshot taken here."},
         {"runnel_cluster_restores_total", "counter", "Snapshots restored (at start or sent)."},
         {"runnel_cluster_proposals_inflight", "gauge", "Proposals awaiting their outcome."},
+        {"runnel_cluster_commit_nudges_total", "counter",
+         "Barrier entries the leader appended to tell its followers a commit at once."},
     };
     for (size_t k = 0; cl->node && k < sizeof m / sizeof m[0]; k++) {
         rn_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name,
@@ -289,9 +291,9 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
             consensus_group_info i;
             cluster_group_info(cl, g, &i);
             uint64_t v[] = {
-                i.term,          i.leader_id,         i.leader_ready, i.commit_index,
-                i.applied_index, i.leader_changes,    i.snapshots,    i.last_snapshot_bytes,
-                i.restores,      i.proposals_inflight};
+                i.term,          i.leader_id,          i.leader_ready, i.commit_index,
+                i.applied_index, i.leader_changes,     i.snapshots,    i.last_snapshot_bytes,
+                i.restores,      i.proposals_inflight, i.nudges};
             rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g, (unsigned long long)v[k]);
         }
     }

@@ -155,6 +155,8 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->restores = g->restores;
     out->read_rounds = g->read_rounds;
     out->read_barriers = g->read_barriers;
+    out->nudges = g->nudges;
+    out->command_index = g->applied_seen;
     out->proposals_inflight = g->inflight_entries;
     out->log_writes_held = g->held_count;
     out->log_stall_ms = cs_appends_stall_ms(g);

@@ -283,6 +283,9 @@ typedef struct {
     uint64_t term;
     uint64_t commit_index;   /* highest index known committed */
     uint64_t applied_index;  /* highest index applied here (entries of every type) */
+    uint64_t command_index;  /* highest index of a proposal's entry applied here (or of the
+                                snapshot restored): what a ReadIndex must reach, since the
+                                barriers after it change no state */
     uint64_t last_index;     /* highest index in the local log */
     uint64_t snapshot_index; /* index of the newest snapshot taken or installed */
     unsigned voters;         /* voters in the configuration this node uses */
@@ -293,6 +296,7 @@ typedef struct {
     uint64_t restores;      /* snapshots restored (at start or sent by a leader) */
     uint64_t read_rounds;   /* confirmation rounds started for reads, ... */
     uint64_t read_barriers; /* ... of which barrier entries (the rest asked the peers) */
+    uint64_t nudges;        /* barriers appended to tell the followers a commit at once */
     uint64_t proposals_inflight;
     /* this node's log writes: held while the disk has no room for a new
      * segment (retried until it has), and the age in ms of the oldest one

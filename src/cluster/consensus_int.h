@@ -131,6 +131,12 @@ struct cs_group {
     uint64_t noop_term;
     struct raft_barrier noop_req;
     uint64_t ready_term; /* term whose entry applied here while leading */
+    /* the commit nudge (propose.c): a barrier that carries a new commit
+     * index to the followers at once; one at a time, and wanted again when
+     * a proposal completed while it was on its way */
+    bool nudge_active, nudge_wanted;
+    struct raft_barrier nudge_req;
+    uint64_t nudges;
     /* membership change and transfer (one of each at a time); the libraft
      * request structs live here so libraft may keep pointers to them */
     struct raft_change change_req;

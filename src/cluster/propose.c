@@ -43,6 +43,43 @@ static size_t frame_padding(size_t len) {
     return 8 - (len % 8);
 }
 
+/* --- the commit nudge ----------------------------------------------------- */
+
+/* A follower learns that an entry committed from the leader's next
+ * AppendEntries, which without another write is the next heartbeat (100 ms
+ * by default): a write acknowledged on the leader would show on a follower
+ * up to a heartbeat later, and a read there waiting for it would wait as
+ * long. So once a proposal completed and no other is in flight (they carry
+ * the commit index anyway), the leader appends a barrier entry, whose
+ * AppendEntries carries the new commit index to every follower at once.
+ * One at a time per group; a proposal that completes meanwhile asks for
+ * one more when it is done, and a barrier's own commit asks for none, so
+ * nudges never feed themselves. */
+static void nudge_followers(cs_group *g);
+
+static void nudge_done(struct raft_barrier *req, int status) {
+    cs_group *g = req->data;
+    g->nudge_active = false;
+    if (status == 0 && g->nudge_wanted)
+        nudge_followers(g);
+}
+
+static void nudge_followers(cs_group *g) {
+    if (g->nudge_active) {
+        g->nudge_wanted = true;
+        return;
+    }
+    g->nudge_wanted = false;
+    if (g->inflight_entries || g->node->stopping || g->stage != CS_RAFT_READY ||
+        g->raft.state != RAFT_LEADER)
+        return;
+    g->nudge_req.data = g;
+    if (raft_barrier(&g->raft, &g->nudge_req, nudge_done) == 0) {
+        g->nudge_active = true;
+        g->nudges++;
+    }
+}
+
 /* --- proposals ------------------------------------------------------------ */
 
 static void proposal_fire(cs_completion *item) {
@@ -52,7 +89,10 @@ static void proposal_fire(cs_completion *item) {
     consensus_status st = p->status;
     uint64_t index = p->index;
     void *result = p->result;
+    cs_group *g = p->group;
     free(p);
+    if (st == CONSENSUS_OK) /* outside libraft: the completion queue */
+        nudge_followers(g);
     cb(arg, st, index, result);
 }
 

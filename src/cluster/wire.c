@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/map.h"
-
 int rn_wire_hello_encode(rn_buf *out, uint32_t group, uint64_t sender_id, uint64_t cluster_tag,
                          const char *address, rn_wire_auth auth) {
     assert(out != NULL && address != NULL && sender_id > 0);
@@ -119,10 +117,35 @@ const char *rn_wire_status_name(rn_wire_status s) {
     return "?";
 }
 
+/* FNV-1a over 8-byte words with a final avalanche (splitmix64), never 0:
+ * the hash util/map.c used before it was keyed, kept here unchanged because
+ * nodes compare the tags they compute (a node of an older build computes
+ * it this way). Deterministic, so only for the tag, never for a table. */
+static uint64_t tag_hash(const void *key, size_t len) {
+    const uint8_t *p = key;
+    uint64_t h = 0xcbf29ce484222325ull ^ len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    while (len--)
+        h = (h ^ *p++) * 0x100000001b3ull;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
 uint64_t rn_wire_cluster_tag(const char *cluster_id) {
     if (cluster_id == NULL || cluster_id[0] == '\0')
         return 0;
-    return rn_hash_bytes(cluster_id, strlen(cluster_id));
+    return tag_hash(cluster_id, strlen(cluster_id));
 }
 
 /* Parses a decimal port 1..65535 that ends the string. */

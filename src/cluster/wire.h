@@ -103,7 +103,7 @@ int rn_wire_confirm_decode(const uint8_t in[RN_WIRE_CONFIRM_BYTES], rn_wire_conf
 /* A short name for a status ("bad magic", ...), for logs. */
 const char *rn_wire_status_name(rn_wire_status s);
 
-/* The tag the hello carries for a cluster id: rn_hash_bytes of the id
+/* The tag the hello carries for a cluster id: a fixed 64-bit hash of the id
  * (never 0); 0 for NULL or "" (then only nodes without an id talk). */
 uint64_t rn_wire_cluster_tag(const char *cluster_id);
 

@@ -163,7 +163,7 @@ static void apply_rewrite(rn_state *st, rn_stream *s, const rn_cmd *c, const rn_
     } else if (c->offset < s->inherited_offset) {
         s->inherited_offset = c->offset; /* what survived both rewrites */
     }
-    s->incarnation = rn_incarnation_for(c->serial);
+    s->incarnation = c->incarnation; /* decided where the serial was issued */
     if (c->serial >= st->next_id)
         st->next_id = c->serial + 1; /* never issue the serial again */
     s->written_since_rewrite = 0;

@@ -107,22 +107,6 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* r's streams in id order (malloc'd, *n of them). */
-static rn_stream **streams_by_id(const rn_restore *r, size_t *n) {
-    rn_stream **out = rn_xcalloc(r->state.by_id.count ? r->state.by_id.count : 1, sizeof *out);
-    uint64_t *ids = rn_xcalloc(r->state.by_id.count ? r->state.by_id.count : 1, sizeof *ids);
-    size_t i = 0;
-    void *v;
-    *n = 0;
-    while (rn_map_next(&r->state.by_id, &i, &v))
-        ids[(*n)++] = ((rn_stream *)v)->id;
-    qsort(ids, *n, sizeof *ids, cmp_u64);
-    for (size_t k = 0; k < *n; k++)
-        out[k] = rn_state_stream(&r->state, ids[k]);
-    free(ids);
-    return out;
-}
-
 /* The cluster layout of placement.h: (serial << 16) | (node << 8) | group,
  * node byte 0 (no node has id 0, so no node ever issues it). */
 static uint64_t placed_id(uint64_t serial, uint64_t group) {
@@ -134,7 +118,7 @@ size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
                         const char **fork, const char **source) {
     assert(!r->placed);
     size_t count, refused = 0;
-    rn_stream **all = streams_by_id(r, &count);
+    rn_stream **all = rn_state_streams_by_id(&r->state, &count);
     for (size_t k = 0; k < count; k++) {
         const rn_stream *s = all[k], *src = s->source;
         if (src && group_of(arg, s->path, s->path_len) != group_of(arg, src->path, src->path_len) &&
@@ -175,7 +159,7 @@ int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms) {
     if (!r->placed && serial_base < r->state.next_id)
         return -EINVAL; /* its tokens could be ones the source issued */
     size_t n;
-    rn_stream **all = streams_by_id(r, &n);
+    rn_stream **all = rn_state_streams_by_id(&r->state, &n);
     /* A rewrite at the tail cuts nothing and drops no snapshot: it runs
      * no effect. */
     static const rn_effects none = {0};
@@ -184,7 +168,12 @@ int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms) {
         rn_stream *s = all[k];
         s->cold_end = 0; /* the restored stream file holds every byte: none is cold */
         uint64_t serial = r->placed ? placed_id(serial_base + k, s->id & 0xff) : serial_base + k;
-        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial);
+        /* key 0: a restore's tokens come from its serials, which the
+         * backup's random id sets, so every attempt and every node of a
+         * cluster restored from one backup gets the same ones (ext §2.4:
+         * one rewrite per backup); the restored directory draws its own key
+         * for what it creates later (ops/restore.c) */
+        rn_cmd c = engine_rewrite_at_tail(s, now_ms, serial, 0);
         rn_applied applied;
         assert(!s->snapshot.present || s->snapshot.offset <= s->tail);
         rc = rn_state_apply(&r->state, &c, &none, &applied);

@@ -6,9 +6,11 @@
  * After checkpoint_bytes of log, the log's batch hook (run between batches,
  * when nothing is in flight) serializes the state and rotates the log; a
  * worker then syncs the file system (making every stream file durable up
- * to the rotation), writes <dir>/checkpoint atomically (checkpoint.tmp,
- * fdatasync, rename, directory fsync), and the segments before the
- * rotation are dropped.
+ * to the rotation), writes <dir>/checkpoint atomically (util/files.c:
+ * checkpoint.tmp, fsync, rename, directory fsync), and only when every one
+ * of those steps succeeded are the segments before the rotation dropped; a
+ * step that failed (a directory that could not even be opened at the file
+ * descriptor limit included) fails the checkpoint and the log keeps them.
  *
  * Image: magic "RNCKPT03", u64 first segment to replay, u64 next id, u64
  * stream count, the streams (encode_stream), u64 namespace count, the
@@ -22,6 +24,7 @@
 #include "util/clock.h"
 #include "util/crc32c.h"
 #include "util/fault.h"
+#include "util/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +107,16 @@ static int decode_producer(rn_reader *r, rn_stream *s) {
     return r->failed || p->history > RN_EPOCH_LOST ? -1 : 0;
 }
 
+static int cmp_producer_id(const void *a, const void *b) {
+    const rn_producer *x = *(rn_producer *const *)a, *y = *(rn_producer *const *)b;
+    int c = memcmp(x->id, y->id, x->id_len < y->id_len ? x->id_len : y->id_len);
+    return c ? c : (x->id_len > y->id_len) - (x->id_len < y->id_len);
+}
+
+static int cmp_text(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_lstr(b, s->path, s->path_len);
     rn_buf_append_u64(b, s->id);
@@ -138,10 +151,16 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_u8(b, (uint8_t)s->has_floor);
     rn_buf_append_u64(b, s->epoch_floor);
     rn_buf_append_u32(b, (uint32_t)s->producers.count);
-    size_t i = 0;
+    /* in id order: the same bytes wherever the stream's state is the same */
+    rn_producer **all = rn_xcalloc(s->producers.count ? s->producers.count : 1, sizeof *all);
+    size_t i = 0, n = 0;
     void *v;
     while (rn_map_next(&s->producers, &i, &v))
-        encode_producer(v, b);
+        all[n++] = v;
+    qsort(all, n, sizeof *all, cmp_producer_id);
+    for (size_t k = 0; k < n; k++)
+        encode_producer(all[k], b);
+    free(all);
 }
 
 /* Decodes one stream into st, or returns NULL for a malformed record; its
@@ -238,24 +257,30 @@ void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, r
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
     uint64_t count = 0;
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&st->by_id, &i, &v)) {
-        rn_stream *s = v;
+    size_t n;
+    rn_stream **all = rn_state_streams_by_id(st, &n);
+    for (size_t k = 0; k < n; k++) {
+        rn_stream *s = all[k];
         if (s->pending_create || (pick && !pick(s, arg)))
             continue;
         encode_stream(s, b);
         count++;
     }
+    free(all);
     set_count(b, count_at, count);
 }
 
 void engine_encode_namespaces(const rn_state *st, rn_buf *b) {
     rn_buf_append_u64(b, st->namespaces.count);
-    size_t i = 0;
+    char **all = rn_xcalloc(st->namespaces.count ? st->namespaces.count : 1, sizeof *all);
+    size_t i = 0, n = 0;
     void *v;
     while (rn_map_next(&st->namespaces, &i, &v))
-        rn_buf_append_lstr(b, v, strlen(v));
+        all[n++] = v;
+    qsort(all, n, sizeof *all, cmp_text);
+    for (size_t k = 0; k < n; k++)
+        rn_buf_append_lstr(b, all[k], strlen(all[k]));
+    free(all);
 }
 
 void engine_decode_namespaces(rn_state *st, rn_reader *r) {
@@ -273,16 +298,17 @@ static void encode_cold_ends(const rn_state *st, rn_buf *b) {
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
     uint64_t count = 0;
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&st->by_id, &i, &v)) {
-        const rn_stream *s = v;
+    size_t n;
+    rn_stream **all = rn_state_streams_by_id(st, &n);
+    for (size_t k = 0; k < n; k++) {
+        const rn_stream *s = all[k];
         if (s->pending_create || !s->cold_end)
             continue;
         rn_buf_append_u64(b, s->id);
         rn_buf_append_u64(b, s->cold_end);
         count++;
     }
+    free(all);
     set_count(b, count_at, count);
 }
 
@@ -394,40 +420,7 @@ int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams) {
 }
 
 int engine_checkpoint_write(const char *dir, const rn_buf *image) {
-    char tmp[PATH_MAX], final[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/checkpoint.tmp", dir);
-    snprintf(final, sizeof final, "%s/checkpoint", dir);
-    int status = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    size_t off = 0;
-    while (off < image->len) {
-        ssize_t w = write(fd, image->data + off, image->len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            status = -errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (!status && fdatasync(fd) < 0)
-        status = -errno;
-    close(fd);
-    rn_fault_point("checkpoint-before-rename");
-    if (!status && rename(tmp, final) < 0)
-        status = -errno;
-    if (status) {
-        unlink(tmp); /* a partial image must not hold the space a full disk needs */
-        return status;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        if (fsync(dfd) < 0)
-            status = -errno;
-        close(dfd);
-    }
-    return status;
+    return rn_atomic_write_file(dir, "checkpoint", image->data, image->len, 0644);
 }
 
 /* Syncs the file system, then writes the image atomically (worker thread,

@@ -2,6 +2,7 @@
  * command.c — encoding and decoding of engine commands. See command.h.
  */
 #include "engine/command.h"
+#include "engine/state.h"
 
 #include <string.h>
 
@@ -53,6 +54,7 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
     case RN_CMD_REWRITE:
         rn_buf_append_u64(b, c->serial);
         rn_buf_append_u64(b, c->offset);
+        rn_buf_append_u64(b, c->incarnation);
         break;
     case RN_CMD_EXPIRE_PRODUCERS:
         rn_buf_append_u64(b, c->producer_ids_len);
@@ -116,6 +118,9 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     case RN_CMD_REWRITE:
         c->serial = rn_read_u64(&r);
         c->offset = rn_read_u64(&r);
+        /* a record of a build before the deployment's key ends here; its
+         * token came from the fixed permutation */
+        c->incarnation = r.end - r.p >= 8 ? rn_read_u64(&r) : rn_incarnation_for(0, c->serial);
         break;
     case RN_CMD_EXPIRE_PRODUCERS:
         c->producer_ids_len = rn_read_u64(&r);

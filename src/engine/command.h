@@ -22,7 +22,9 @@
  *            u64 size, u8 cold, lstr object key
  *   RETAIN: u64 retained offset
  *   REWRITE: u64 serial of the new incarnation (see pipeline.c), u64 kept
- *            offset
+ *            offset, u64 the new incarnation token (absent from records of
+ *            builds before the deployment's key: their token is
+ *            rn_incarnation_for(0, serial))
  *   TIER: u64 cold end (the stream's bytes below it are objects of the
  *         cold store, one per chunk of the grid: see tiers/history.c)
  * and the data bytes last, so the engine can hand a request body to the log
@@ -54,7 +56,8 @@ typedef struct {
     /* CREATE */
     const char *path;
     size_t path_len;
-    uint64_t incarnation; /* Stream-Incarnation token of the new stream */
+    uint64_t incarnation; /* Stream-Incarnation token of the new stream (CREATE)
+                             or of the new history (REWRITE) */
     const char *content_type;
     size_t content_type_len;
     int64_t ttl_s;         /* -1: none */

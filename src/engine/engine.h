@@ -56,6 +56,12 @@ typedef struct {
      * COLD_BACKPRESSURE while the chunks due to move to the cold store
      * and not moved yet hold this many bytes or more. */
     uint64_t hot_bytes;
+    /* The deployment's key (ext §2.4): mixed into every Stream-Incarnation
+     * token this engine issues (rn_incarnation_for), so a data directory
+     * made afresh hands out other tokens than the one it replaces. The
+     * caller keeps it in the data directory (ops/datadir.c); 0 gives the
+     * tokens of builds before the key, for directories they wrote. */
+    uint64_t incarnation_key;
 } rn_engine_config;
 
 typedef void (*rn_stream_observer)(rn_stream *s, rn_stream_event ev, void *arg);
@@ -162,6 +168,15 @@ void rn_engine_sweep_expired(rn_engine *e);
  * (RN_OK_DUPLICATE) or a key conflict (RN_ERR_KEY_CONFLICT); returns 0 and
  * changes nothing otherwise: the write is then submitted with its body. */
 int rn_engine_answer_early(rn_engine *e, rn_op *op);
+
+/* Answers a snapshot publish before its body is stored (op: kind PUBLISH
+ * with the offset, content type, digest and size, no body key), when the
+ * stream's latest snapshot decides it: a repeat of it (RN_OK_PUBLISHED
+ * with `repeat`) or a conflict with it (RN_ERR_SNAPSHOT_CONFLICT), the
+ * stream idle and everything the protocol checks first passed. Returns 1
+ * and fills op's outcome (done() is not called): the body need not be
+ * uploaded; 0 otherwise, changing nothing: store the body, then submit. */
+int rn_engine_publish_early(rn_engine *e, rn_op *op);
 
 /* ---- history in the cold store (tiering.c, tiers/history.c) ----
  * A stream's bytes below its cold_end (state.h) are read from the tiers'

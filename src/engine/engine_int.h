@@ -178,8 +178,10 @@ void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b);
  * -EBADMSG when the image is damaged (st then holds what was read). */
 int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t now,
                         uint64_t *segment, uint64_t *streams);
-/* Writes image as <dir>/checkpoint atomically and durably (checkpoint.tmp,
- * fdatasync, rename, directory fsync). Returns 0 or -errno. */
+/* Writes image as <dir>/checkpoint atomically and durably (util/files.c's
+ * atomic write: checkpoint.tmp, fsync, rename, directory fsync). Returns 0
+ * only when every step succeeded, else -errno: the checkpoint then counts
+ * for nothing and the log segments it would replace must stay. */
 int engine_checkpoint_write(const char *dir, const rn_buf *image);
 /* The checkpoint's records, which manifests (replica.c) reuse: u64 count
  * then every applied stream pick selects (NULL: all); u64 count then one
@@ -198,13 +200,16 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r);
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n);
 
 /* The command that rewrites s's history at its tail (ext §2.4: new
- * incarnation, inherited offset = tail, producers closed by history), as
- * a restore and an accepted loss apply it to every stream. */
-static inline rn_cmd engine_rewrite_at_tail(const rn_stream *s, int64_t now_ms, uint64_t serial) {
+ * incarnation, the token of serial under key, inherited offset = tail,
+ * producers closed by history), as a restore and an accepted loss apply
+ * it to every stream. */
+static inline rn_cmd engine_rewrite_at_tail(const rn_stream *s, int64_t now_ms, uint64_t serial,
+                                            uint64_t key) {
     return (rn_cmd){.type = RN_CMD_REWRITE,
                     .stream_id = s->id,
                     .time_ms = now_ms,
                     .serial = serial,
+                    .incarnation = rn_incarnation_for(key, serial),
                     .offset = s->tail};
 }
 
@@ -226,6 +231,11 @@ int engine_accept_loss(rn_engine *e, uint64_t from, const rn_wal_damage *damage,
 /* True when appends are refused: history tiering is on and the backlog of
  * chunks due to move reached the hot budget (cfg.hot_bytes). */
 int engine_hot_budget_spent(const rn_engine *e);
+/* The refusal of an append while the budget is spent: COLD_STORE_FAILED
+ * with the store's words in *cause when the cold store refuses the moves
+ * (tiers.h, rn_tiers_history_failing: no wait lifts that), else
+ * COLD_BACKPRESSURE. */
+rn_result engine_hot_budget_refusal(rn_engine *e, const char **cause);
 /* Reads ahead for a sequential reader of s that just read up to `from`:
  * starts fetching the cold chunks of s's bytes [from, from + len) that the
  * read cache lacks (as many as the cache spares: tiers.h), so that the

@@ -82,6 +82,8 @@ typedef enum {
                                        group's entries (no room for their data) */
     RN_ERR_COLD_BACKPRESSURE,       /* nothing logged: history waiting for the cold store
                                        holds the hot budget (tiers/history.c) */
+    RN_ERR_COLD_STORE_FAILED,       /* nothing logged: the hot budget is held because the
+                                       cold store refuses the moves (see cause) */
 } rn_result;
 
 /* What a caller asks; pointed-to memory must outlive done(). */
@@ -163,6 +165,9 @@ typedef struct {
      * fork source's). */
     const char *conflicting_type;
     size_t conflicting_type_len;
+    /* COLD_STORE_FAILED: why, in the cold store's own words (no key, bucket,
+     * endpoint or credential). */
+    const char *cause;
 } rn_op_outcome;
 
 /* The engine's room in an op (its queue link, the encoded command, the log

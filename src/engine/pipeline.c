@@ -335,7 +335,7 @@ static rn_stream *make_pending(rn_engine *e, rn_cmd *c) {
     c->stream_id = s->id;
     c->path = s->path;
     c->content_type = s->content_type;
-    c->incarnation = rn_incarnation_for(s->id);
+    c->incarnation = rn_incarnation_for(e->cfg.incarnation_key, s->id);
     return s;
 }
 
@@ -366,8 +366,10 @@ static void engine_run_op(rn_engine *e, rn_op *op) {
         rn_stream *s = v.stream;
         if (c->type == RN_CMD_CREATE)
             s = make_pending(e, c);
-        else if (c->type == RN_CMD_REWRITE)
+        else if (c->type == RN_CMD_REWRITE) {
             c->serial = engine_issue_id(e, s->path, s->path_len); /* never issued again */
+            c->incarnation = rn_incarnation_for(e->cfg.incarnation_key, c->serial);
+        }
         if (!s || (c->type == RN_CMD_REWRITE && !c->serial)) {
             finish(op, RN_ERR_DISK_FULL, s); /* no id could be issued */
             return;

@@ -47,6 +47,22 @@ void rn_state_free(rn_state *st) {
     rn_map_free_values(&st->namespaces);
 }
 
+static int cmp_stream_id(const void *a, const void *b) {
+    uint64_t x = (*(rn_stream *const *)a)->id, y = (*(rn_stream *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+rn_stream **rn_state_streams_by_id(const rn_state *st, size_t *n) {
+    rn_stream **out = rn_xcalloc(st->by_id.count ? st->by_id.count : 1, sizeof *out);
+    size_t i = 0;
+    void *v;
+    *n = 0;
+    while (rn_map_next(&st->by_id, &i, &v))
+        out[(*n)++] = v;
+    qsort(out, *n, sizeof *out, cmp_stream_id);
+    return out;
+}
+
 rn_stream *rn_state_stream(const rn_state *st, uint64_t id) {
     return rn_map_get(&st->by_id, &id, sizeof id);
 }
@@ -134,12 +150,15 @@ int rn_state_namespace_exists(const rn_state *st, const char *ns, size_t len) {
 /* A 52-bit Feistel permutation of n: distinct serials give distinct
  * tokens, so a token never repeats within a data directory (ids and
  * rewrite serials are never reused), and tokens do not reveal how many
- * streams were created. */
-uint64_t rn_incarnation_for(uint64_t n) {
+ * streams were created. The key's bits enter every round's key (32 of
+ * them a round, overlapping), so two deployments' tokens for one serial
+ * differ; key 0 leaves the round keys of the former fixed permutation. */
+uint64_t rn_incarnation_for(uint64_t key, uint64_t n) {
     uint64_t left = (n >> 26) & 0x3ffffff, right = n & 0x3ffffff;
     static const uint64_t keys[4] = {0x9e3779b9, 0x7f4a7c15, 0x94d049bb, 0xbf58476d};
     for (int i = 0; i < 4; i++) {
-        uint64_t f = ((right ^ keys[i]) * 0x2545f4914f6cdd1dull) >> 38;
+        uint64_t round_key = keys[i] ^ (uint32_t)(key >> (16 * i));
+        uint64_t f = ((right ^ round_key) * 0x2545f4914f6cdd1dull) >> 38;
         uint64_t next = left ^ (f & 0x3ffffff);
         left = right;
         right = next;

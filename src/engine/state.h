@@ -218,6 +218,11 @@ void rn_state_free(rn_state *st);
 /* A stream by id or path, whatever its status (pending, soft-deleted,
  * expired), or NULL. */
 rn_stream *rn_state_stream(const rn_state *st, uint64_t id);
+/* Every stream of st in id order (malloc'd; *n of them, pending creates
+ * included). The maps' order is their keyed hash's, which differs from one
+ * process to the next: what must be the same bytes wherever it is made (a
+ * group's manifest on every replica) walks this instead. */
+rn_stream **rn_state_streams_by_id(const rn_state *st, size_t *n);
 rn_stream *rn_state_at(const rn_state *st, const char *path, size_t len);
 
 /* Adds an empty stream (no stream may have its id or path). ids at or
@@ -255,9 +260,12 @@ int rn_stream_expired(const rn_stream *s, int64_t now);
 void rn_state_add_namespace(rn_state *st, const char *ns, size_t len);
 int rn_state_namespace_exists(const rn_state *st, const char *ns, size_t len);
 
-/* The incarnation token of serial n: 2^52 plus a fixed permutation of n,
- * so distinct serials never share one. */
-uint64_t rn_incarnation_for(uint64_t n);
+/* The incarnation token of serial n under the deployment's key: 2^52 plus
+ * a permutation of n's 52 bits that the key chooses, so distinct serials
+ * never share a token under one key, and another key (another data
+ * directory) gives other tokens. Key 0 gives the tokens of builds before
+ * the key existed. */
+uint64_t rn_incarnation_for(uint64_t key, uint64_t n);
 
 /* True when two content types name the same media type (type/subtype
  * compared case-insensitively, parameters ignored). */

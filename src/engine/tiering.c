@@ -122,6 +122,14 @@ int engine_hot_budget_spent(const rn_engine *e) {
     return e->tiering && e->cold_backlog >= e->cfg.hot_bytes;
 }
 
+rn_result engine_hot_budget_refusal(rn_engine *e, const char **cause) {
+    /* a store that refuses the moves (credentials, permissions) is no
+     * backpressure: waiting does not lift it */
+    if (rn_tiers_history_failing(e->cfg.tiers, cause) == -EPERM)
+        return RN_ERR_COLD_STORE_FAILED;
+    return RN_ERR_COLD_BACKPRESSURE;
+}
+
 uint64_t rn_engine_cold_backlog(const rn_engine *e) {
     return e->cold_backlog;
 }

@@ -188,7 +188,7 @@ static verdict validate_append(rn_engine *e, rn_op *op, rn_stream *s, int64_t no
         }
     }
     if (len && engine_hot_budget_spent(e))
-        return answer(RN_ERR_COLD_BACKPRESSURE, s);
+        return answer(engine_hot_budget_refusal(e, &op->out.cause), s);
     priv(op)->cmd = (rn_cmd){.type = RN_CMD_APPEND,
                              .stream_id = s->id,
                              .offset = s->tail,
@@ -342,5 +342,27 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
     out.next_offset = s->tail;
     out.stream_closed = s->closed;
     op->out = out;
+    return 1;
+}
+
+int rn_engine_publish_early(rn_engine *e, rn_op *op) {
+    const rn_op_request *in = &op->in;
+    assert(in->kind == RN_OP_PUBLISH);
+    int64_t now = rn_now_ms();
+    rn_stream *s = rn_state_at(&e->state, in->path, in->path_len);
+    if (!s || s->busy || s->pending_create || s->soft_deleted || rn_stream_expired(s, now) ||
+        (in->has_incarnation && s->incarnation != in->incarnation) || !s->snapshot.present ||
+        in->target_offset > s->snapshot.offset || in->target_offset < s->retained ||
+        !engine_log_accepts(e, in->path, in->path_len))
+        return 0;
+    if (rn_engine_offset_valid(e, s, in->target_offset) <= 0)
+        return 0; /* a boundary refused or unverified: the submitted op answers */
+    verdict v = validate_publish(e, op, s);
+    assert(v.kind == VERDICT_ANSWER); /* at or below the latest snapshot */
+    rn_engine_touch(e, s);
+    op->out.result = v.result;
+    op->out.stream = s;
+    op->out.next_offset = s->tail;
+    op->out.stream_closed = s->closed;
     return 1;
 }

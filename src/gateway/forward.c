@@ -32,6 +32,7 @@
 #include "util/routes.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,7 @@ struct rn_forwarder {
     rn_upstreams *up;
     rn_nodes *nodes;
     rn_routes *routes;
-    uint64_t failures[4]; /* UPSTREAM_FAILED, UNREACHABLE, TIMEOUT, NO_UPSTREAM */
+    uint64_t failures[RN_FWD_FAILURES];
     uint64_t redirects_followed;
 };
 
@@ -60,6 +61,7 @@ typedef struct {
     char route[RN_ROUTES_PATH_MAX];
     size_t route_len;
     int hops, tries, read_only;
+    int pinned; /* rn_forward_to: its one origin, no other node */
     /* the body */
     int streamed;      /* taken as it arrives */
     int body_complete; /* all of it is in hand (or went) */
@@ -82,6 +84,7 @@ static void attempt(fwd *fw);
 /* ---- the forwarder ---- */
 
 rn_forwarder *rn_forwarder_new(uv_loop_t *loop, const rn_forward_config *cfg) {
+    assert(cfg->refuse);
     rn_forwarder *f = rn_xcalloc(1, sizeof *f);
     f->loop = loop;
     f->cfg = *cfg;
@@ -124,11 +127,12 @@ void rn_forwarder_free(rn_forwarder *f) {
 }
 
 void rn_forwarder_metrics(const rn_forwarder *f, rn_buf *out) {
-    static const char *const codes[] = {"UPSTREAM_FAILED", "UPSTREAM_UNREACHABLE",
-                                        "UPSTREAM_TIMEOUT", "NO_UPSTREAM"};
+    static const char *const why[RN_FWD_FAILURES] = {"no_node",    "unreachable", "not_led",
+                                                     "failed",     "timeout",     "body_slow",
+                                                     "body_large", "body_cut",    "body_stalled"};
     rn_buf_append_str(out, "# TYPE runnel_gateway_upstream_failures_total counter\n");
-    for (int i = 0; i < 4; i++)
-        rn_buf_appendf(out, "runnel_gateway_upstream_failures_total{code=\"%s\"} %llu\n", codes[i],
+    for (int i = 0; i < RN_FWD_FAILURES; i++)
+        rn_buf_appendf(out, "runnel_gateway_upstream_failures_total{why=\"%s\"} %llu\n", why[i],
                        (unsigned long long)f->failures[i]);
     rn_buf_appendf(out,
                    "# TYPE runnel_gateway_redirects_followed_total counter\n"
@@ -145,35 +149,36 @@ int rn_forward_streams_body(const rn_forwarder *f, const rn_request *req) {
     return n > f->cfg.hold_body_bytes;
 }
 
-/* ---- answers of the gateway's own ---- */
+/* ---- answers of the forwarder's own ---- */
 
-/* Answers fw's request with the gateway's refusal e, counted. */
-static void refuse(fwd *fw, rn_error e) {
-    rn_forwarder *f = fw->f;
-    int i = e == RN_E_GW_UPSTREAM_FAILED || e == RN_E_GW_STALLED_AFTER_FORWARD ? 0
-            : e == RN_E_GW_UPSTREAM_UNREACHABLE                                ? 1
-            : e == RN_E_GW_UPSTREAM_TIMEOUT                                    ? 2
-            : e == RN_E_GW_NO_UPSTREAM                                         ? 3
-                                                                               : -1;
-    if (i >= 0)
-        f->failures[i]++;
+/* Answers fw's request for why, as the forwarder's user does; counted. */
+static void refuse(fwd *fw, rn_forward_failure why) {
+    fw->f->failures[why]++;
     fw->answering = 1;
-    rn_gate_refuse(fw->req, e, 0);
+    fw->f->cfg.refuse(fw->req, why);
 }
 
 /* ---- the request to a node ---- */
 
-/* Whether a client's header goes on to the node: hop-by-hop fields, the
- * credential, and the framing the gateway sets itself stay behind. */
-static int forwarded_header(const rn_header *h) {
-    static const char *const dropped[] = {"connection", "keep-alive",     "proxy-connection",
-                                          "te",         "trailer",        "transfer-encoding",
-                                          "upgrade",    "host",           "authorization",
-                                          "expect",     "content-length", "proxy-authorization"};
+/* Whether a client's header goes on to the node: hop-by-hop fields and
+ * the framing the forwarder sets itself stay behind, and so does the
+ * credential unless the forwarder keeps it. */
+static int forwarded_header(const rn_forwarder *f, const rn_header *h) {
+    static const char *const dropped[] = {"connection",
+                                          "keep-alive",
+                                          "proxy-connection",
+                                          "te",
+                                          "trailer",
+                                          "transfer-encoding",
+                                          "upgrade",
+                                          "host",
+                                          "expect",
+                                          "content-length",
+                                          "proxy-authorization"};
     for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
         if (rn_ieq(h->name, h->name_len, dropped[i]))
             return 0;
-    return 1;
+    return f->cfg.keep_credentials || !rn_ieq(h->name, h->name_len, "authorization");
 }
 
 /* The request's head for a node: fw->target at origin, the client's
@@ -184,7 +189,7 @@ static void build_head(fwd *fw, rn_buf *head, int expect) {
                    fw->origin + 7);
     for (size_t i = 0; i < req->header_count; i++) {
         const rn_header *h = &req->headers[i];
-        if (!forwarded_header(h))
+        if (!forwarded_header(fw->f, h))
             continue;
         rn_buf_append(head, h->name, h->name_len);
         rn_buf_append_str(head, ": ");
@@ -200,6 +205,8 @@ static void build_head(fwd *fw, rn_buf *head, int expect) {
         rn_buf_append_str(head, "Expect: 100-continue\r\n");
     if (fw->f->admin_token && strncmp(fw->target, "/__runnel/", 10) == 0)
         rn_buf_appendf(head, "Authorization: Bearer %s\r\n", fw->f->admin_token);
+    if (fw->f->cfg.mark)
+        rn_buf_append_str(head, fw->f->cfg.mark);
     rn_buf_append_str(head, "\r\n");
 }
 
@@ -356,10 +363,9 @@ static void up_head(void *arg, int status, const rn_header *h, size_t n, uint64_
             attempt(fw);
             return;
         }
-        /* the redirect proves nothing applied, and the gateway sends no
+        /* the redirect proves nothing applied, and an intermediary sends no
          * redirect of its own (ext §11.1) */
-        fw->answering = 1;
-        rn_gate_refuse(fw->req, RN_E_NO_LEADER, 1);
+        refuse(fw, RN_FWD_NOT_LED);
         fwd_try_free(fw);
         return;
     }
@@ -436,6 +442,8 @@ static void up_end(void *arg, rn_up_end how, int sent_any) {
             rn_http_stream_end(fw->req); /* no-op for an answer sent whole */
     } else if (fw->answering) {
         rn_http_stream_abort(fw->req); /* the client must not take a part for the whole */
+    } else if (fw->pinned && (how == RN_UP_CONNECT || (how == RN_UP_BROKEN && !sent_any))) {
+        refuse(fw, RN_FWD_UNREACHABLE);
     } else if (how == RN_UP_CONNECT || (how == RN_UP_BROKEN && !sent_any)) {
         rn_nodes_failed(fw->f->nodes, fw->origin);
         rn_routes_learn(fw->f->routes, fw->origin, fw->route, fw->route_len,
@@ -444,13 +452,13 @@ static void up_end(void *arg, rn_up_end how, int sent_any) {
         attempt(fw);
         return;
     } else if (how == RN_UP_TIMEOUT) {
-        refuse(fw, RN_E_GW_UPSTREAM_TIMEOUT);
+        refuse(fw, RN_FWD_TIMEOUT);
     } else if (fw->read_only && fw->tries < 2 && body_resendable(fw)) {
         fw->origin[0] = 0; /* a read changes nothing: once more */
         attempt(fw);
         return;
     } else {
-        refuse(fw, RN_E_GW_UPSTREAM_FAILED);
+        refuse(fw, RN_FWD_FAILED);
     }
     fwd_try_free(fw);
 }
@@ -475,7 +483,7 @@ static void attempt(fwd *fw) {
         !(fw->route_len && !fw->tries &&
           rn_routes_lookup(f->routes, fw->route, fw->route_len, fw->origin, sizeof fw->origin)) &&
         !rn_nodes_pick(f->nodes, NULL, fw->origin, sizeof fw->origin)) {
-        refuse(fw, fw->tries ? RN_E_GW_UPSTREAM_UNREACHABLE : RN_E_GW_NO_UPSTREAM);
+        refuse(fw, fw->tries ? RN_FWD_UNREACHABLE : RN_FWD_NO_NODE);
         fwd_try_free(fw);
         return;
     }
@@ -486,7 +494,7 @@ static void attempt(fwd *fw) {
     fw->call =
         rn_up_call_start(f->up, fw->origin, &head, expect, head_timeout(fw), &up_callbacks, fw);
     if (!fw->call) { /* an origin the gateway cannot speak to (a redirect's) */
-        refuse(fw, RN_E_GW_UPSTREAM_UNREACHABLE);
+        refuse(fw, RN_FWD_UNREACHABLE);
         fwd_try_free(fw);
         return;
     }
@@ -580,15 +588,10 @@ static void sink_end(rn_request *req, rn_body_event ev) {
         fw->call_open = 0;
     }
     if (!fw->answering) {
-        rn_error e = RN_E_GW_STALLED_AFTER_FORWARD;
-        if (!forwarded)
-            e = ev == RN_BODY_TOO_LARGE ? RN_E_GW_REQUEST_TOO_LARGE
-                : ev == RN_BODY_SLOW    ? RN_E_GW_BODY_TOO_SLOW
-                                        : RN_E_INVALID_REQUEST;
-        if (forwarded || ev != RN_BODY_CUT)
-            refuse(fw, e);
-        else
-            rn_gate_refuse(req, RN_E_INVALID_REQUEST, 0);
+        refuse(fw, forwarded                 ? RN_FWD_BODY_STALLED
+                   : ev == RN_BODY_TOO_LARGE ? RN_FWD_BODY_TOO_LARGE
+                   : ev == RN_BODY_SLOW      ? RN_FWD_BODY_SLOW
+                                             : RN_FWD_BODY_CUT);
     } else {
         rn_http_stream_abort(req);
     }
@@ -625,9 +628,8 @@ static fwd *fwd_new(rn_forwarder *f, rn_request *req, int streamed) {
     fw->req = req;
     fw->streamed = streamed;
     fw->read_only = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
-    size_t tlen;
-    const char *target = rn_gate_target(req, &tlen);
-    snprintf(fw->target, sizeof fw->target, "%.*s", (int)tlen, target);
+    /* the gate, when there is one, took a credential out of the target */
+    snprintf(fw->target, sizeof fw->target, "%.*s", (int)req->target_len, req->target);
     route_of(fw);
     rn_request_hold(req);
     fw->req_held = 1;
@@ -643,10 +645,26 @@ void rn_forward(rn_forwarder *f, rn_request *req) {
     attempt(fw);
 }
 
+/* Takes fw's body as it arrives (from the on_headers hook). */
+static void take_body(fwd *fw) {
+    fw->chunked_up = rn_request_header(fw->req, "content-length", NULL) == NULL;
+    static const rn_body_sink sink = {.data = sink_data, .end = sink_end};
+    rn_request_stream_body(fw->req, &sink);
+}
+
 void rn_forward_streamed(rn_forwarder *f, rn_request *req) {
     fwd *fw = fwd_new(f, req, 1);
-    fw->chunked_up = rn_request_header(req, "content-length", NULL) == NULL;
-    static const rn_body_sink sink = {.data = sink_data, .end = sink_end};
-    rn_request_stream_body(req, &sink);
+    take_body(fw);
+    attempt(fw);
+}
+
+void rn_forward_to(rn_forwarder *f, rn_request *req, const char *origin, int streamed) {
+    fwd *fw = fwd_new(f, req, streamed);
+    fw->pinned = 1;
+    snprintf(fw->origin, sizeof fw->origin, "%s", origin);
+    if (streamed)
+        take_body(fw);
+    else
+        fw->body_complete = 1;
     attempt(fw);
 }

@@ -30,6 +30,21 @@
 
 typedef struct rn_forwarder rn_forwarder;
 
+/* Why the forwarder answers a request itself: what its user (the gateway,
+ * or a node forwarding to its group's leader) answers for each. */
+typedef enum {
+    RN_FWD_NO_NODE,        /* no node to send it to: nothing forwarded */
+    RN_FWD_UNREACHABLE,    /* no node could be connected to: nothing forwarded */
+    RN_FWD_NOT_LED,        /* a redirect it could not follow: the node applied nothing */
+    RN_FWD_FAILED,         /* the node's connection broke after some of it went: may apply */
+    RN_FWD_TIMEOUT,        /* no answer's head in time: may apply */
+    RN_FWD_BODY_SLOW,      /* the body came too slowly, before any of it went */
+    RN_FWD_BODY_TOO_LARGE, /* the body passed the limit, before any of it went */
+    RN_FWD_BODY_CUT,       /* the client ended its input mid-body, before any of it went */
+    RN_FWD_BODY_STALLED,   /* the body failed after some of it went: the node's request was cut */
+    RN_FWD_FAILURES
+} rn_forward_failure;
+
 typedef struct {
     const char *const *upstreams; /* the nodes' base URLs, http://host:port */
     size_t nupstreams;
@@ -38,6 +53,15 @@ typedef struct {
     uint64_t max_request_bytes;   /* the gateway's own request limit */
     uint64_t idle_ms;             /* an idle connection to a node is kept this long */
     const char *admin_token;      /* added to operator routes (NULL: none) */
+    /* A header line ("Name: value\r\n") added to every forwarded request
+     * (NULL: none): a node marks what it forwards, so that its leader never
+     * forwards it on. */
+    const char *mark;
+    /* Answers req for why, as the forwarder's user does (required). */
+    void (*refuse)(rn_request *req, rn_forward_failure why);
+    /* Forward the client's Authorization (a node whose leader has a gate
+     * of its own); else it stays behind (the gateway consumed it). */
+    int keep_credentials;
 } rn_forward_config;
 
 rn_forwarder *rn_forwarder_new(uv_loop_t *loop, const rn_forward_config *cfg);
@@ -60,6 +84,11 @@ void rn_forward(rn_forwarder *f, rn_request *req);
 /* Forwards req, admitted by the gate, taking its body as it arrives: only
  * from the transport's on_headers hook (rn_request_stream_body). */
 void rn_forward_streamed(rn_forwarder *f, rn_request *req);
+/* Forwards req to origin (http://host:port): with its body read (or none),
+ * or, from the on_headers hook, taking it as it arrives (streamed). A node
+ * forwards a write to its group's leader this way; a connection that cannot
+ * be made answers RN_FWD_UNREACHABLE (no other node is tried). */
+void rn_forward_to(rn_forwarder *f, rn_request *req, const char *origin, int streamed);
 
 /* Appends the forwarder's metrics (Prometheus text). */
 void rn_forwarder_metrics(const rn_forwarder *f, rn_buf *out);

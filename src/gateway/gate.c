@@ -424,11 +424,6 @@ int64_t rn_gate_expires_ms(const rn_request *req) {
     return t ? t->id.expires_ms : 0;
 }
 
-const char *rn_gate_target(const rn_request *req, size_t *len) {
-    *len = req->target_len;
-    return req->target;
-}
-
 void rn_gate_count_bytes_in(rn_request *req, uint64_t n) {
     ticket *t = ticket_of(req);
     if (t)

@@ -36,7 +36,7 @@ static json_t *load_doc(const char *path, char *err, size_t cap) {
     if (rc < 0)
         snprintf(err, cap, "cannot read %s: %s", path, strerror(-rc));
     else if (!(doc = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &je)))
-        snprintf(err, cap, "%s:%d: not valid JSON: %s", path, je.line, je.text);
+        snprintf(err, cap, "%s:%d:%d: not valid JSON", path, je.line, je.column);
     else if (!json_is_object(doc)) {
         snprintf(err, cap, "%s: not a JSON object", path);
         json_decref(doc);
@@ -56,14 +56,18 @@ static json_t *object_member(json_t *obj, const char *name) {
     return json_is_object(m) ? m : NULL;
 }
 
-/* The rights spec as the file's object: {"orders": "rw", ...}. */
+/* The rights spec as the file's object: {"orders": "rw", ...}, a pattern
+ * named twice getting the union of its letters. */
 static json_t *rights_object(const char *spec, char *err, size_t cap) {
     rn_rights r = {0};
-    if (rn_rights_parse_spec(&r, spec, err, cap)) {
-        rn_rights_free(&r);
-        return NULL;
+    int bad = rn_rights_parse_spec(&r, spec, err, cap);
+    if (!bad && r.n == 0) {
+        snprintf(err, cap, "--buckets names no PATTERN:LETTERS");
+        bad = 1;
     }
     rn_rights_free(&r);
+    if (bad)
+        return NULL;
     json_t *o = json_object();
     for (const char *p = spec; *p;) {
         size_t n = strcspn(p, ", ");
@@ -72,7 +76,13 @@ static json_t *rights_object(const char *spec, char *err, size_t cap) {
             snprintf(item, sizeof item, "%.*s", (int)n, p);
             char *colon = strrchr(item, ':');
             *colon = 0;
-            json_object_set_new(o, item, json_string(colon + 1));
+            const char *had = json_string_value(json_object_get(o, item));
+            char letters[4] = "";
+            size_t nl = 0;
+            for (const char *k = "rwa"; *k; k++) /* the union, in one order */
+                if (strchr(colon + 1, *k) || (had && strchr(had, *k)))
+                    letters[nl++] = *k;
+            json_object_set_new(o, item, json_string(letters));
         }
         p += n;
         p += strspn(p, ", ");

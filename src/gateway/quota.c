@@ -146,7 +146,7 @@ rn_error rn_quota_admit(rn_quotas *q, rn_tenant_use *u, const rn_tenant_limits *
 
 /* The usage row of bucket in u (the row "-" past USAGE_BUCKETS). */
 static usage_row *usage_of(rn_tenant_use *u, const char *bucket, size_t len) {
-    int plain = bucket && len > 0 && len <= NAME_MAX_LEN;
+    int plain = bucket && len >= 4 && len <= NAME_MAX_LEN; /* a bucket id's length (ext §1.1) */
     for (size_t i = 0; plain && i < len; i++) /* a bucket id's characters: no JSON escaping */
         plain = (bucket[i] >= 'a' && bucket[i] <= 'z') || (bucket[i] >= '0' && bucket[i] <= '9') ||
                 bucket[i] == '_' || bucket[i] == '-';

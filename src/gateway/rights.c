@@ -78,26 +78,40 @@ int rn_rights_add(rn_rights *r, const char *pattern, const char *letters, char *
     return 0;
 }
 
+/* Drops the rules of r past its first n. */
+static void rights_truncate(rn_rights *r, size_t n) {
+    for (size_t i = n; i < r->n; i++) {
+        free(r->rules[i].space);
+        free(r->rules[i].prefix);
+    }
+    r->n = n;
+}
+
+/* Adds one entry "PATTERN:LETTERS" of a spec. */
+static int add_entry(rn_rights *r, const char *p, size_t len, char *err, size_t cap) {
+    char item[512];
+    if (len >= sizeof item) {
+        snprintf(err, cap, "a rights entry is too long");
+        return -1;
+    }
+    memcpy(item, p, len);
+    item[len] = 0;
+    char *colon = strrchr(item, ':');
+    if (!colon || colon == item || (colon - item == 2 && strncmp(item, "v1", 2) == 0)) {
+        snprintf(err, cap, "a rights entry is PATTERN:LETTERS (got \"%s\")", item);
+        return -1;
+    }
+    *colon = 0;
+    return rn_rights_add(r, item, colon + 1, err, cap);
+}
+
 int rn_rights_parse_spec(rn_rights *r, const char *spec, char *err, size_t cap) {
-    const char *p = spec;
-    while (*p) {
+    size_t before = r->n;
+    for (const char *p = spec; *p;) {
         size_t len = strcspn(p, ", ");
-        if (len) {
-            char item[512];
-            if (len >= sizeof item) {
-                snprintf(err, cap, "a rights entry is too long");
-                return -1;
-            }
-            memcpy(item, p, len);
-            item[len] = 0;
-            char *colon = strrchr(item, ':');
-            if (!colon || colon == item || (colon - item == 2 && strncmp(item, "v1", 2) == 0)) {
-                snprintf(err, cap, "a rights entry is PATTERN:LETTERS (got \"%s\")", item);
-                return -1;
-            }
-            *colon = 0;
-            if (rn_rights_add(r, item, colon + 1, err, cap))
-                return -1;
+        if (len && add_entry(r, p, len, err, cap)) {
+            rights_truncate(r, before); /* a refused spec adds nothing */
+            return -1;
         }
         p += len;
         while (*p == ',' || *p == ' ')
@@ -107,13 +121,9 @@ int rn_rights_parse_spec(rn_rights *r, const char *spec, char *err, size_t cap) 
 }
 
 void rn_rights_free(rn_rights *r) {
-    for (size_t i = 0; i < r->n; i++) {
-        free(r->rules[i].space);
-        free(r->rules[i].prefix);
-    }
+    rights_truncate(r, 0);
     free(r->rules);
     r->rules = NULL;
-    r->n = 0;
 }
 
 /* Percent-decodes [s, s+n) into t->buf at *used; returns its start, or
@@ -150,9 +160,9 @@ void rn_target_of(const rn_request *req, rn_target *t) {
         if (!name)
             return;
         t->stream = name;
-        size_t seg = strcspn(name, "/");
-        t->kind = seg == 4 && t->stream_len >= 4 && memcmp(name, "__ds", 4) == 0 ? RN_TARGET_SUBS
-                                                                                 : RN_TARGET_V1;
+        const char *slash = memchr(name, '/', t->stream_len); /* decoded: no NUL after it */
+        size_t seg = slash ? (size_t)(slash - name) : t->stream_len;
+        t->kind = seg == 4 && memcmp(name, "__ds", 4) == 0 ? RN_TARGET_SUBS : RN_TARGET_V1;
         return;
     }
     if (n < 2 || p[0] != '/')

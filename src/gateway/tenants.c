@@ -143,6 +143,14 @@ static int load_keys(loader *l, json_t *arr, const char *where, rn_tenant *t) {
     return 0;
 }
 
+/* An origin as a browser sends it: http(s)://host[:port], nothing after
+ * (no path, no trailing slash, no "*"). */
+static int origin_ok(const char *s) {
+    size_t skip = strncmp(s, "https://", 8) == 0 ? 8 : strncmp(s, "http://", 7) == 0 ? 7 : 0;
+    size_t host = strlen(s + skip);
+    return skip && host && strcspn(s + skip, "/?#*@ ") == host;
+}
+
 static int load_tenant(loader *l, const char *name, json_t *obj, rn_tenant *t) {
     static const char *const names[] = {"keys", "rights", "cors", "status", "limits", NULL};
     char where[512];
@@ -185,8 +193,7 @@ static int load_tenant(loader *l, const char *name, json_t *obj, rn_tenant *t) {
         json_t *o;
         json_array_foreach(v, i, o) {
             const char *s = json_string_value(o);
-            if (!s || strcmp(s, "*") == 0 ||
-                (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)))
+            if (!s || !origin_ok(s))
                 return fail(l,
                             "%s.cors[%zu]: must be an origin such as https://app.example.com "
                             "(no *)",
@@ -297,7 +304,7 @@ static int load_issuer(loader *l, json_t *obj, size_t i, rn_issuer *is) {
             return fail(l, "%s.jwks_url: must be an http(s) URL", where);
         is->jwks_url = dup_str(jwks_url);
     }
-    if (!keys && !jwks_file && !jwks_url)
+    if (!rn_jwt_keys_count(is->keys) && !jwks_url)
         return fail(l, "%s: names no key (keys, jwks_file or jwks_url)", where);
     return 0;
 }
@@ -388,7 +395,8 @@ rn_tenants *rn_tenants_load(const char *path, int *missing, char *err, size_t ca
         json_error_t je;
         json_t *doc = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &je);
         if (!doc)
-            fail(&l, "%s:%d: not valid JSON: %s", path, je.line, je.text);
+            /* where, not what: jansson's text may quote the file (a secret) */
+            fail(&l, "%s:%d:%d: not valid JSON", path, je.line, je.column);
         else
             load_doc(&l, doc, t);
         json_decref(doc);

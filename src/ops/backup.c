@@ -85,7 +85,7 @@ static void finish(job *j, int status, rn_error e) {
         rn_log(RN_LOG_WARN, "backup", "backup %s failed: %s (%s)", j->name, rn_error_code(e),
                status < 0 ? strerror(-status) : "");
         rn_buf extra = {0};
-        if (rn_error_status(e) == 503)
+        if (rn_error_status(e) == 503 || e == RN_E_COLD_STORE_FAILED)
             rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_reply_error(j->req, e, extra.len ? &extra : NULL);
         rn_buf_free(&extra);

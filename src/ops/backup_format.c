@@ -88,7 +88,7 @@ int rn_backup_store_open(uv_loop_t *loop, const rn_config *cfg, const char *dest
                      dest);
             return -1;
         }
-        return rn_s3_backend_open(loop, cfg, "the S3 backup store", prefix, out, err, errcap);
+        return rn_s3_backend_open(loop, cfg, "the S3 backup store", prefix, NULL, out, err, errcap);
     }
     if (!dest[0]) {
         snprintf(err, errcap, "the backup destination is empty");

@@ -43,6 +43,10 @@ typedef struct {
     const char *choices; /* KIND_CHOICE */
 } setting;
 
+/* The protocol's request limit (extensions §10): every route accepts a body
+ * this large, and none larger. */
+#define REQUEST_LIMIT 33554432
+
 #define U64(name, env, field, def, min, max, help)                                                 \
     { name, env, KIND_U64, offsetof(rn_config, field), def, min, max, NULL, help, NULL }
 #define BOOL(name, env, field, def, help)                                                          \
@@ -123,6 +127,17 @@ static const setting SETTINGS[] = {
          "cluster mode: this node joins a running cluster: its groups wait to be added "
          "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
          "peers as voters"),
+    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 1,
+         "cluster mode: a write for a group another node leads is forwarded to that leader and "
+         "its answer relayed (the body streamed through), instead of answered 307 (for clients "
+         "that cannot follow a redirect with a body); a write carrying Runnel-No-Forward (a "
+         "forwarded one, or a router's that learns leaders) is answered 307 instead"),
+    {"follower-reads", "RUNNEL_FOLLOWER_READS", KIND_CHOICE, offsetof(rn_config, follower_reads), 0,
+     0, 0, "confirm",
+     "cluster mode: a read on a follower that does not ask consistency=local waits until the "
+     "follower applied what the group's leader had committed when the read arrived (confirm: "
+     "read-your-writes through any node), or is answered from what it applied at once (local)",
+     "confirm|local"},
     U64("raft-snapshot-entries", "RUNNEL_RAFT_SNAPSHOT_ENTRIES", snapshot_entries, 1024, 4, 1000000,
         "cluster mode: a group snapshots its streams' metadata (a manifest) after this many "
         "applied entries and drops the log before it"),
@@ -151,8 +166,9 @@ static const setting SETTINGS[] = {
         3600000, "how long a long-poll waits for data before 204"),
     U64("sse-max-duration-ms", "RUNNEL_SSE_MAX_DURATION_MS", sse_max_duration_ms, 60000, 1,
         86400000, "SSE responses end after this long (clients reconnect)"),
-    U64("max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body_bytes, 33554432, 1, 33554432,
-        "largest request body; larger ones get 413 unread"),
+    U64("max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body_bytes, REQUEST_LIMIT, 1, REQUEST_LIMIT,
+        "largest request body; larger ones get 413 unread. The protocol requires 32 MiB on "
+        "every route: a lower value is a test setting, refused without --test-hooks"),
     U64("max-header-bytes", "RUNNEL_MAX_HEADER_BYTES", max_header_bytes, 16384, 1024, 1048576,
         "largest request line plus headers (431 beyond)"),
     U64("max-headers", "RUNNEL_MAX_HEADERS", max_headers, 100, 8, 10000,
@@ -197,8 +213,8 @@ static const setting SETTINGS[] = {
         "parked long-polls and SSE readers in all; one more gets 503 LIVE_READ_BACKPRESSURE"),
     U64("max-live-reads-per-stream", "RUNNEL_MAX_LIVE_READS_PER_STREAM", max_live_reads_per_stream,
         4096, 1, 10000000,
-        "parked long-polls and SSE readers of one stream; one more gets 429 "
-        "LIVE_READS_EXHAUSTED"),
+        "parked long-polls and SSE readers of one stream; one more gets 503 "
+        "LIVE_READ_BACKPRESSURE"),
     U64("max-read-bytes", "RUNNEL_MAX_READ_BYTES", max_read_bytes, 4194304, 1024, 67108864,
         "most stream bytes in one read response or SSE event"),
     U64("sse-queue-bytes", "RUNNEL_SSE_QUEUE_BYTES", sse_queue_bytes, 4194304, 65536, 1073741824,
@@ -802,6 +818,13 @@ int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv,
     if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
         snprintf(err, errcap, "--tls-cert and --tls-key go together (%s is missing)",
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
+        return -1;
+    }
+    if (cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
+        snprintf(err, errcap,
+                 "--max-body-bytes %llu is below the protocol's request limit, 33554432 (32 MiB), "
+                 "which every route must accept; a lower limit is a test setting (--test-hooks)",
+                 (unsigned long long)cfg->max_body_bytes);
         return -1;
     }
     return check_tiering(cfg, err, errcap);

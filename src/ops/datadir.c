@@ -35,6 +35,8 @@ static const char *const RUNNEL_NAMES[] = {
     "FORMAT.tmp",
     "cluster-id",
     "cluster-id.tmp",
+    "incarnation-key",
+    "incarnation-key.tmp",
     "checkpoint",
     "checkpoint.tmp",
     "wal",
@@ -258,6 +260,20 @@ int rn_datadir_check_format(const char *dir) {
     return 0;
 }
 
+/* Fills out with n random bytes. Returns 0, or -1 after logging why not
+ * (naming what they were for). */
+static int random_bytes(uint8_t *out, size_t n, const char *what) {
+    int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (rfd < 0 || read(rfd, out, n) != (ssize_t)n) {
+        rn_log(RN_LOG_ERROR, "start", "cannot read /dev/urandom for %s", what);
+        if (rfd >= 0)
+            close(rfd);
+        return -1;
+    }
+    close(rfd);
+    return 0;
+}
+
 static int cluster_id_valid(const char *id) {
     size_t n = strlen(id);
     if (n < 1 || n > 64)
@@ -291,15 +307,50 @@ int rn_datadir_cluster_id(const rn_config *cfg, char out[65]) {
         return -1;
     }
     uint8_t raw[8];
-    int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (rfd < 0 || read(rfd, raw, sizeof raw) != (ssize_t)sizeof raw) {
-        rn_log(RN_LOG_ERROR, "start", "cannot read /dev/urandom for a cluster id");
-        if (rfd >= 0)
-            close(rfd);
+    if (random_bytes(raw, sizeof raw, "a cluster id") != 0)
         return -1;
-    }
-    close(rfd);
     snprintf(out, 65, "runnel-%02x%02x%02x%02x%02x%02x%02x%02x", raw[0], raw[1], raw[2], raw[3],
              raw[4], raw[5], raw[6], raw[7]);
     return write_marker(cfg->data_dir, "cluster-id", out);
+}
+
+/* True when dir holds a store: a checkpoint, a log, stream files or a
+ * cluster node's Raft files (written by any build). */
+static int holds_store(const char *dir) {
+    static const char *const names[] = {"checkpoint", "wal", "streams", "raft"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (access(path, F_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int rn_datadir_incarnation_key(const char *dir, uint64_t *key) {
+    char line[128];
+    int got = read_first_line(dir, "incarnation-key", line, sizeof line);
+    if (got < 0)
+        return -1;
+    if (got == 1) {
+        if (strlen(line) == 16 && rn_parse_hex_u64(line, key) == 0)
+            return 0;
+        rn_log(RN_LOG_ERROR, "start", "%s/incarnation-key is damaged; refusing to start", dir);
+        return -1;
+    }
+    uint8_t raw[8];
+    if (holds_store(dir)) {
+        *key = 0; /* the key of the tokens a build before the key issued */
+        rn_log(RN_LOG_INFO, "start",
+               "%s holds a store from a build without an incarnation key: its tokens keep "
+               "coming from key 0",
+               dir);
+    } else if (random_bytes(raw, sizeof raw, "an incarnation key") != 0) {
+        return -1;
+    } else {
+        memcpy(key, raw, sizeof *key);
+    }
+    char text[32];
+    snprintf(text, sizeof text, "%016llx\n", (unsigned long long)*key);
+    return write_marker(dir, "incarnation-key", text);
 }

@@ -1,7 +1,7 @@
 /*
  * datadir.h — files of the data directory that belong to the process, not
- * to the store: the directory itself, the lock, the format marker and the
- * cluster id.
+ * to the store: the directory itself, the lock, the format marker, the
+ * cluster id and the incarnation key.
  */
 #ifndef RN_DATADIR_H
 #define RN_DATADIR_H
@@ -36,5 +36,15 @@ int rn_datadir_check_format(const char *dir);
  * one kept in <data>/cluster-id, generated (random hex) and synced at the
  * first start. Returns 0, or -1 after logging why not. */
 int rn_datadir_cluster_id(const rn_config *cfg, char out[65]);
+
+/* The deployment's incarnation key (engine.h: mixed into every
+ * Stream-Incarnation token): the one kept in <data>/incarnation-key (16
+ * lowercase hex digits), or, when there is none, a random one drawn and
+ * written durably before any token can be issued, so a directory made
+ * afresh never hands out the tokens of the one it replaces. A directory
+ * that already holds a store written by a build without the key gets 0,
+ * the key its tokens came from (written too). Returns 0, or -1 after
+ * logging why not (the file is damaged, or cannot be read or written). */
+int rn_datadir_incarnation_key(const char *dir, uint64_t *key);
 
 #endif

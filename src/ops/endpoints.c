@@ -2,8 +2,9 @@
  * endpoints.c — /__runnel/livez, /__runnel/readyz, /__runnel/metrics and
  * the test hooks. See endpoints.h.
  *
- * Readiness: 200 once recovery finished and while the data directory
- * probe (probe.h) reads; else 503 with the reason in the body.
+ * Readiness: 200 once recovery finished and the cold store confirmed the
+ * claim (coldclaim.h), and while the data directory probe (probe.h)
+ * reads; else 503 with the reason in the body.
  *
  * Metrics are rendered in the Prometheus text format from the counters of
  * util/metrics.h plus gauges read at scrape time (streams, producers and
@@ -13,6 +14,7 @@
 #include "ops/endpoints.h"
 #include "live/live.h"
 #include "ops/backup.h"
+#include "ops/coldclaim.h"
 #include "surface/admin.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -254,6 +256,8 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
         int failing = rn_probe_failing(ep->probe, why, sizeof why);
+        if (!failing && !ep->ready && rn_cold_claim_why(ep->claim, why, sizeof why))
+            failing = 1; /* recovered or not, the cold store holds the start */
         if (!failing && ep->ready && ep->cluster_ready)
             failing = !ep->cluster_ready(ep->cluster_ctx, why, sizeof why);
         if (failing)

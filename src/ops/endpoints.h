@@ -25,10 +25,11 @@ typedef struct {
     rn_surface *surface;
     struct rn_tiers *tiers; /* the history read cache's and flush's counters */
     rn_http_server *http;
-    rn_probe *probe;            /* the data directory probe (readiness) */
-    struct rn_backups *backups; /* POST /__runnel/backup, or NULL (no --backup-to) */
-    const rn_admin_auth *admin; /* the operator routes' credential (admin_auth.h) */
-    int metrics_need_token;     /* metrics is an operator route too */
+    rn_probe *probe;             /* the data directory probe (readiness) */
+    struct rn_cold_claim *claim; /* the cold store's claim at start (readiness), or NULL */
+    struct rn_backups *backups;  /* POST /__runnel/backup, or NULL (no --backup-to) */
+    const rn_admin_auth *admin;  /* the operator routes' credential (admin_auth.h) */
+    int metrics_need_token;      /* metrics is an operator route too */
     /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
      * 1 when it answered, a refusal of who called included: the cluster's
      * routes say who may call them) and a readiness condition (1: ready,

@@ -31,6 +31,7 @@
 #include "util/files.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/routes.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -93,6 +94,23 @@ static int own_route(gateway *gw, rn_request *req) {
 
 /* ---- requests ---- */
 
+/* The gateway's answer when the forwarder answers itself: an
+ * intermediary's codes (ext §11), the redirect it could not follow as
+ * NO_LEADER, which the redirect proved (nothing applied). */
+static void refuse_forward(rn_request *req, rn_forward_failure why) {
+    static const rn_error codes[RN_FWD_FAILURES] = {
+        [RN_FWD_NO_NODE] = RN_E_GW_NO_UPSTREAM,
+        [RN_FWD_UNREACHABLE] = RN_E_GW_UPSTREAM_UNREACHABLE,
+        [RN_FWD_NOT_LED] = RN_E_NO_LEADER,
+        [RN_FWD_FAILED] = RN_E_GW_UPSTREAM_FAILED,
+        [RN_FWD_TIMEOUT] = RN_E_GW_UPSTREAM_TIMEOUT,
+        [RN_FWD_BODY_SLOW] = RN_E_GW_BODY_TOO_SLOW,
+        [RN_FWD_BODY_TOO_LARGE] = RN_E_GW_REQUEST_TOO_LARGE,
+        [RN_FWD_BODY_CUT] = RN_E_INVALID_REQUEST,
+        [RN_FWD_BODY_STALLED] = RN_E_GW_STALLED_AFTER_FORWARD};
+    rn_gate_refuse(req, codes[why], why == RN_FWD_NOT_LED ? 1 : 0);
+}
+
 static void admitted(rn_request *req, void *arg) {
     gateway *gw = arg;
     if (rn_gate_admitted(req) && !rn_request_gone(req) && !own_route(gw, req))
@@ -101,16 +119,16 @@ static void admitted(rn_request *req, void *arg) {
 
 static void on_request(rn_request *req, void *arg) {
     gateway *gw = arg;
-    if (req->body_too_large) { /* the gateway's own limit, decided before the body */
+    /* refused by the transport's bounds before anything was forwarded: the
+     * credential is judged first, then the gateway's own answer */
+    rn_error early = req->timed_out          ? RN_E_GW_BODY_TOO_SLOW
+                     : req->body_too_large   ? RN_E_GW_REQUEST_TOO_LARGE
+                     : req->body_over_budget ? RN_E_GW_UPLOAD_BUDGET_EXHAUSTED
+                                             : RN_E_COUNT;
+    if (early != RN_E_COUNT) {
         rn_gate_check(gw->gate, req, 0, NULL, NULL);
         if (!rn_request_gone(req) && req->status == 0)
-            rn_gate_refuse(req, RN_E_GW_REQUEST_TOO_LARGE, 0);
-        return;
-    }
-    if (req->body_over_budget) {
-        rn_gate_check(gw->gate, req, 0, NULL, NULL);
-        if (!rn_request_gone(req) && req->status == 0)
-            rn_gate_refuse(req, RN_E_GW_UPLOAD_BUDGET_EXHAUSTED, 1);
+            rn_gate_refuse(req, early, 0);
         return;
     }
     if (own_route(gw, req))
@@ -269,7 +287,9 @@ static int run(gateway *gw) {
                             .hold_body_bytes = c->hold_body_bytes,
                             .max_request_bytes = c->max_body_bytes,
                             .idle_ms = c->upstream_idle_ms,
-                            .admin_token = token};
+                            .admin_token = token,
+                            .mark = RN_NO_FORWARD_HEADER ": gateway\r\n", /* 307s teach routes */
+                            .refuse = refuse_forward};
     gw->fwd = rn_forwarder_new(gw->loop, &fc);
     if (token) {
         memset(token, 0, strlen(token));

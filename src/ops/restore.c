@@ -10,10 +10,16 @@
  * every stream (ext §2.4) with tokens derived from the backup's id and
  * writes the checkpoint; then the marker goes. A restore of the same backup
  * into a new directory gives the same tokens whatever the number of
- * attempts. Bodies the backup only references (an
- * S3 cold store's) are checked to exist in the cold store the options
- * name. The store operations run on this process's loop, one at a time,
- * waited for. With serve's cluster options the directory is one node's of
+ * attempts. A restored deployment is a deployment of its own (a new
+ * cluster id, or the cluster's given one): it writes only its own keys, in
+ * an S3 cold store of its own (--s3-prefix), which the restore claims for
+ * it first (tiers/s3store.h: only a prefix nobody owns and that holds no
+ * object, or one this cluster id owns); the bodies the backup references
+ * in the backed-up server's S3 cold store (--source-s3-prefix) are copied
+ * into it by the store itself (UploadPartCopy), never used in place, so
+ * that neither deployment overwrites or removes the other's objects. The
+ * store operations run on this process's loop, one at a time, waited
+ * for. With serve's cluster options the directory is one node's of
  * a new cluster (restore_cluster.h): the streams are re-placed (new ids),
  * their files written under those ids, and the groups' first snapshots
  * take the checkpoint's place.
@@ -45,6 +51,9 @@ typedef struct {
     const rn_config *cfg;
     rn_store *src;
     rn_tiers *tiers;
+    rn_store *bucket;          /* the whole bucket: copies of referenced bodies */
+    const char *source_prefix; /* --source-s3-prefix: where they are, or NULL */
+    int claimed;               /* the S3 cold store's prefix is this restore's now */
     const char *name;
     char err[1024];
 } restore;
@@ -71,6 +80,13 @@ static void on_entry(void *arg, const char *key, uint64_t size) {
 static void on_status(void *arg, int status) {
     waiter *w = arg;
     w->status = status;
+    w->done = 1;
+}
+
+static void on_size(void *arg, int64_t size) {
+    waiter *w = arg;
+    w->size = size;
+    w->status = size < 0 ? (int)size : 0;
     w->done = 1;
 }
 
@@ -152,8 +168,37 @@ static int copy_range(restore *r, const rn_backup_stream *b, uint64_t to_id, rn_
     return 0;
 }
 
-/* The snapshot body of b: copied into the tiers as key, or (a shared cold
- * store's, under b's key) checked to exist there. */
+/* Copies the body b references in the backed-up server's S3 cold store
+ * into this deployment's as key (the store copies it: no byte comes here). */
+static int copy_referenced(restore *r, const rn_backup_stream *b, const char *key) {
+    if (!r->source_prefix) {
+        snprintf(r->err, sizeof r->err,
+                 "the backup references snapshot body %s in the backed-up server's S3 cold "
+                 "store: name that store's prefix with --source-s3-prefix (the body is copied "
+                 "into this deployment's --s3-prefix)",
+                 b->body_key);
+        return -1;
+    }
+    char from[1100], to[1100];
+    const char *src[1] = {from};
+    snprintf(from, sizeof from, "%s%s", r->source_prefix, b->body_key);
+    snprintf(to, sizeof to, "%s%s", r->cfg->s3_prefix, key);
+    waiter w = {.fd = -1};
+    r->bucket->ops->concat(r->bucket, to, src, 1, UINT64_MAX, NULL, NULL, on_size, &w);
+    wait_for(r, &w);
+    if (w.status < 0 || (uint64_t)w.size != b->body_size) {
+        snprintf(r->err, sizeof r->err,
+                 "snapshot body %s, which the backup references in the cold store at "
+                 "--source-s3-prefix \"%s\", cannot be copied from there: %s",
+                 b->body_key, r->source_prefix,
+                 w.status < 0 ? strerror(-w.status) : "its size is not the one the backup names");
+        return -1;
+    }
+    return 0;
+}
+
+/* The snapshot body of b: copied into the tiers as key, from the backup or
+ * (a body the backup only references) from the source's cold store. */
 static int restore_body(restore *r, const rn_backup_stream *b, const char *key, rn_buf *piece) {
     if (b->body_cold && !rn_tiers_keeps_parts(r->tiers)) {
         snprintf(r->err, sizeof r->err,
@@ -162,21 +207,8 @@ static int restore_body(restore *r, const rn_backup_stream *b, const char *key, 
                  b->body_key);
         return -1;
     }
-    if (rn_tiers_body_shared(r->tiers, b->body_cold)) {
-        if (!b->body_size)
-            return 0;
-        waiter w = {.fd = -1};
-        rn_tiers_body_read(r->tiers, b->body_cold, b->body_key, 0, 1, on_open, &w);
-        wait_for(r, &w);
-        if (w.fd >= 0)
-            close(w.fd);
-        if (w.status < 0)
-            snprintf(r->err, sizeof r->err,
-                     "snapshot body %s, which the backup references in the cold store, cannot "
-                     "be read there: %s",
-                     b->body_key, strerror(-w.status));
-        return w.status < 0 ? -1 : 0;
-    }
+    if (rn_tiers_body_shared(r->tiers, b->body_cold))
+        return copy_referenced(r, b, key);
     int fd = rn_tiers_body_intake_begin(r->tiers, b->body_cold, key);
     int rc = fd < 0 ? fd : 0;
     for (uint64_t pos = 0; rc == 0 && pos < b->body_size;) {
@@ -235,13 +267,13 @@ static int run(restore *r, const char *dir, size_t *count) {
             rc = copy_range(r, b, to_ids[i], RN_BACKUP_INDEX, 0, b->appends, &piece);
         if (rc == 0 && b->has_body) {
             /* a copied body takes its stream's new id in its name (peers
-             * find the stream by it); a shared one keeps its object */
+             * find the stream by it, the orphan sweep asks about it) */
             char key[RN_TIERS_KEY_MAX];
             snprintf(key, sizeof key, "%s", b->body_key);
             if (!rn_tiers_body_key_valid(b->body_key)) {
                 snprintf(r->err, sizeof r->err, "backup %s: its state object is damaged", r->name);
                 rc = -1;
-            } else if (to_ids[i] != b->id && !rn_tiers_body_shared(r->tiers, b->body_cold)) {
+            } else if (to_ids[i] != b->id) {
                 rn_tiers_body_key_rebase(b->body_key, to_ids[i], key);
                 rn_restore_body_key(img, to_ids[i], key);
             }
@@ -289,6 +321,10 @@ static int usage(FILE *out) {
                  "  Stream-Previous-Incarnation, its tail as Stream-Inherited-Offset, its\n"
                  "  producers closed by history; restoring the same backup again gives the same\n"
                  "  tokens. Options: those of runnel serve (--data-dir, --cold-store, --s3-*).\n"
+                 "  The restored deployment writes only its own keys: with --cold-store=s3\n"
+                 "  its --s3-prefix must be new (or its cluster's), and --source-s3-prefix\n"
+                 "  PREFIX names the backed-up server's S3 cold store in the same bucket,\n"
+                 "  whose snapshot bodies the backup references: they are copied.\n"
                  "  Then start runnel serve on DIR with the same --cold-store options.\n"
                  "  Into a new cluster: give each node's restore serve's --node-id,\n"
                  "  --cluster-id, --peer (every node) and --groups, the same but --node-id for\n"
@@ -297,8 +333,34 @@ static int usage(FILE *out) {
     return 2;
 }
 
+/* Claims this deployment's cold store (a new prefix, or its cluster's)
+ * and opens the whole bucket for the copies of referenced bodies. */
+static int claim_cold(restore *r) {
+    waiter w = {.fd = -1};
+    rn_tiers_cold_claim(r->tiers, 1, on_status, &w);
+    wait_for(r, &w);
+    if (w.status < 0) {
+        char why[160];
+        if (!rn_tiers_cold_why(r->tiers, why, sizeof why))
+            snprintf(why, sizeof why, "%s", strerror(-w.status));
+        snprintf(r->err, sizeof r->err,
+                 w.status == -EEXIST
+                     ? "the S3 prefix \"%s\" is not the restored deployment's to write (%s): "
+                       "give it an --s3-prefix of its own, and the backed-up server's as "
+                       "--source-s3-prefix"
+                     : "the S3 cold store at prefix \"%s\" cannot be claimed (%s)",
+                 r->cfg->s3_prefix, why);
+        return -1;
+    }
+    r->claimed = rn_tiers_body_shared(r->tiers, 1);
+    if (!r->claimed)
+        return 0;
+    return rn_s3_backend_open(r->loop, r->cfg, "the S3 bucket", "", NULL, &r->bucket, r->err,
+                              sizeof r->err);
+}
+
 int rn_restore_cmd(int argc, char **argv) {
-    const char *from = NULL, *name = NULL;
+    const char *from = NULL, *name = NULL, *source_prefix = NULL;
     char **rest = rn_xcalloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     for (int i = 1; i < argc; i++) {
@@ -313,6 +375,10 @@ int rn_restore_cmd(int argc, char **argv) {
             from = a + 7;
         } else if (strncmp(a, "--name=", 7) == 0) {
             name = a + 7;
+        } else if (strcmp(a, "--source-s3-prefix") == 0 && i + 1 < argc) {
+            source_prefix = argv[++i];
+        } else if (strncmp(a, "--source-s3-prefix=", 19) == 0) {
+            source_prefix = a + 19;
         } else {
             rest[nrest++] = argv[i];
         }
@@ -331,11 +397,15 @@ int rn_restore_cmd(int argc, char **argv) {
                  "its streams from the cluster: restore the other nodes");
         rc = -1;
     }
-    if (rc < 0 || !from || !name || !rn_backup_name_valid(name, strlen(name))) {
+    size_t splen = source_prefix ? strlen(source_prefix) : 0;
+    if (rc < 0 || !from || !name || !rn_backup_name_valid(name, strlen(name)) ||
+        (splen && source_prefix[splen - 1] != '/') || splen > 511) {
         fprintf(stderr, "runnel restore: %s\n",
                 rc < 0  ? err
                 : !from ? "--from DEST is required"
-                        : "--name NAME is required: 1 to 64 of A-Z a-z 0-9 . _ -");
+                : !name || !rn_backup_name_valid(name, strlen(name))
+                    ? "--name NAME is required: 1 to 64 of A-Z a-z 0-9 . _ -"
+                    : "--source-s3-prefix must be empty or end in \"/\" (at most 511 bytes)");
         return usage(stderr);
     }
     rn_log_setup(strcmp(cfg.log_format, "json") == 0, rn_log_level_parse(cfg.log_level));
@@ -351,26 +421,34 @@ int rn_restore_cmd(int argc, char **argv) {
         return 1;
     static const char note[] = "runnel restore is building this data directory, or was "
                                "interrupted: remove the directory and restore again\n";
+    uint64_t key; /* the new deployment's own, for what it creates later (not the restore's) */
     if (rn_atomic_write_file(cfg.data_dir, INCOMPLETE_MARKER, note, sizeof note - 1, 0644) < 0 ||
-        rn_datadir_check_format(cfg.data_dir) != 0) {
+        rn_datadir_check_format(cfg.data_dir) != 0 ||
+        rn_datadir_incarnation_key(cfg.data_dir, &key) != 0) {
         fprintf(stderr, "runnel restore: %s cannot be written\n", cfg.data_dir);
         return 1;
     }
-    restore r = {.loop = uv_default_loop(), .cfg = &cfg, .name = name};
+    char cluster_id[65];
+    if (rn_datadir_cluster_id(&cfg, cluster_id) != 0) {
+        fprintf(stderr, "runnel restore: %s: no cluster id can be made or written\n", cfg.data_dir);
+        return 1;
+    }
+    restore r = {
+        .loop = uv_default_loop(), .cfg = &cfg, .name = name, .source_prefix = source_prefix};
     rn_store *cold = NULL;
     rn_tiers_config tc = {.data_dir = cfg.data_dir,
                           .cold_store = cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = 64,
                           .parts_grace_ms = cfg.parts_grace_ms};
     if (rn_backup_store_open(r.loop, &cfg, from, &r.src, r.err, sizeof r.err) == 0 &&
-        rn_cold_backend_open(r.loop, &cfg, &cold, r.err, sizeof r.err) == 0) {
+        rn_cold_backend_open(r.loop, &cfg, cluster_id, &cold, r.err, sizeof r.err) == 0) {
         tc.cold_backend = cold;
         r.tiers = rn_tiers_open(r.loop, &tc, r.err, sizeof r.err);
         if (r.tiers)
             cold = NULL;
     }
     size_t count = 0;
-    rc = r.tiers ? run(&r, cfg.data_dir, &count) : -1;
+    rc = r.tiers && claim_cold(&r) == 0 ? run(&r, cfg.data_dir, &count) : -1;
     char marker[sizeof cfg.data_dir + 32];
     snprintf(marker, sizeof marker, "%s/" INCOMPLETE_MARKER, cfg.data_dir);
     if (rc == 0 && (unlink(marker) != 0 || rn_sync_dir(cfg.data_dir) != 0)) {
@@ -382,20 +460,28 @@ int rn_restore_cmd(int argc, char **argv) {
                "rewritten (new Stream-Incarnation)\n",
                count, name, cfg.data_dir);
     else
-        fprintf(stderr, "runnel restore: %s; %s is not a store (it keeps %s)\n", r.err,
-                cfg.data_dir, INCOMPLETE_MARKER);
+        fprintf(stderr, "runnel restore: %s; %s is not a store (it keeps %s)%s\n", r.err,
+                cfg.data_dir, INCOMPLETE_MARKER,
+                r.claimed ? ", and the S3 prefix it claimed belongs to that directory's "
+                            "deployment: restore again into a new prefix, or remove the "
+                            "objects under it first"
+                          : "");
     if (r.tiers)
         rn_tiers_stop(r.tiers);
     if (cold && cold->ops->stop)
         cold->ops->stop(cold);
     if (r.src && r.src->ops->stop)
         r.src->ops->stop(r.src);
+    if (r.bucket)
+        r.bucket->ops->stop(r.bucket);
     uv_run(r.loop, UV_RUN_DEFAULT);
     rn_tiers_close(r.tiers);
     if (cold)
         cold->ops->close(cold);
     if (r.src)
         r.src->ops->close(r.src);
+    if (r.bucket)
+        r.bucket->ops->close(r.bucket);
     uv_loop_close(r.loop);
     close(lock_fd);
     return rc == 0 ? 0 : 1;

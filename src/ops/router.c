@@ -74,6 +74,11 @@ static void gated(rn_request *req, void *arg) {
 
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (req->timed_out) { /* nothing of it reached a route: refused */
+        log_route(req, "408 BODY_TOO_SLOW (not received within --request-timeout-ms)");
+        rn_reply_error(req, RN_E_REQUEST_TIMEOUT, NULL);
+        return;
+    }
     if (rt->gate && rn_gate_check(rt->gate, req, 1, gated, rt) != RN_GATE_PASS)
         return; /* answered, or waiting */
     if (req->body_too_large) {

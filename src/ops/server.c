@@ -5,12 +5,16 @@
  * at once, so health probes answer while the store recovers: recovery
  * (checkpoint load and log replay) runs on a worker thread, and until it has
  * finished every route but /__runnel/ answers 503. The tiers (every byte on
- * disk but the log) open before it, since the engine recovers into them.
- * When it finishes, the live-read observer, the subscriptions and the
- * surfaces are wired to the engine, the tiers' sweeps start and the server
- * turns ready.
+ * disk but the log) open before it, since the engine recovers into them,
+ * and the cold store's claim (coldclaim.h) runs meanwhile. When both
+ * finished, the live-read observer, the subscriptions and the surfaces are
+ * wired to the engine, the tiers' sweeps start and the server turns ready;
+ * a cold store that refuses the claim (another deployment's prefix, wrong
+ * credentials) stops the start instead, and one that cannot answer keeps
+ * the server not ready until it does.
  *
- * Shutdown (SIGTERM/SIGINT): stop accepting, close idle connections, answer
+ * Shutdown (SIGTERM/SIGINT): a cluster node hands its leaderships over
+ * (hand_over.h); stop accepting, close idle connections, answer
  * parked live reads, quiesce subscription deliveries, wait (bounded by
  * --shutdown-grace-ms) until no request is in progress and the log is idle,
  * then close everything; closing the engine writes a final checkpoint.
@@ -26,6 +30,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/forward_writes.h"
 #include "ops/probe.h"
 #include "util/log.h"
 #include "subs/subs.h"
@@ -33,6 +38,7 @@
 #include "ops/router.h"
 #include "protocol/routing.h"
 #include "surface/streams.h"
+#include "ops/coldclaim.h"
 #include "ops/coldstore.h"
 #include "tiers/tiers.h"
 #include "transport/http.h"
@@ -54,6 +60,7 @@
 typedef struct {
     uv_loop_t *loop;
     rn_config cfg;
+    char cluster_id[65]; /* this deployment's (datadir.h) */
     char public_url[1024];
     rn_tiers *tiers;
     rn_store *cold_backend; /* until the tiers took it over */
@@ -69,15 +76,21 @@ typedef struct {
     rn_admin_auth admin; /* --admin-token-file */
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
-    rn_tls_context *tls; /* --tls-cert: the port speaks TLS */
-    rn_gate *gate;       /* --tenants: the gate in front of the routes */
+    rn_tls_context *tls;           /* --tls-cert: the port speaks TLS */
+    rn_gate *gate;                 /* --tenants: the gate in front of the routes */
+    rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
     uv_work_t recovery;
+    int recovery_done;    /* the engine is open (or failed to) */
+    rn_cold_claim *claim; /* the cold store's claim at start */
+    int claim_status;     /* 1 while it runs, then its status */
     rn_recovery_stats stats;
+    uint64_t incarnation_key; /* <data>/incarnation-key (ops/datadir.h) */
     char recovery_err[2048];
     uint64_t recovery_started;
     uint64_t drain_deadline;
     int stopping;
+    int handing_over; /* cluster mode: leaderships are being handed over before the drain ends */
     int exit_code;
 } server;
 
@@ -106,6 +119,8 @@ static void close_handles(server *s) {
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     rn_probe_stop(s->endpoints.probe);
+    rn_cold_claim_stop(s->claim);
+    s->claim = s->endpoints.claim = NULL;
     if (s->gate)
         rn_gate_stop(s->gate);
     if (s->subs)
@@ -116,6 +131,7 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_http_close(s->http);
+    rn_write_forwarder_stop(s->forwarder);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
     s->cluster = NULL;
@@ -125,9 +141,9 @@ static void on_drain_tick(uv_timer_t *t) {
     server *s = t->data;
     int idle =
         rn_http_active_connections(s->http) == 0 && (!s->engine || !rn_engine_busy(s->engine));
-    int recovering = s->router.ready == 0 && s->exit_code == 0;
-    if (recovering)
-        return; /* the recovery job holds the engine; wait for it */
+    int recovering = !s->recovery_done && s->exit_code == 0;
+    if (recovering || s->handing_over)
+        return; /* the recovery job holds the engine, or other nodes take over; wait */
     if (idle || rn_mono_ms() >= s->drain_deadline) {
         if (!idle)
             rn_log(RN_LOG_WARN, "shutdown", "grace period over with requests still in progress");
@@ -135,11 +151,27 @@ static void on_drain_tick(uv_timer_t *t) {
     }
 }
 
-/* Begins the drain (signal, or a failed start). */
+static void handed_over(void *arg) {
+    server *s = arg;
+    s->handing_over = 0;
+}
+
+/* Begins the drain (signal, or a failed start). A cluster node first hands
+ * the leadership of its groups to other voters (bounded by two election
+ * timeouts and the grace period), so that a planned stop costs writes a
+ * round trip rather than an election; writes reaching it meanwhile wait
+ * for the new leader and are forwarded there. */
 static void begin_shutdown(server *s) {
     if (s->stopping)
         return;
     s->stopping = 1;
+    if (s->cluster && s->recovery_done) {
+        uint64_t bound = 2 * s->cfg.election_timeout_ms;
+        s->handing_over = 1;
+        rn_cluster_hand_over(s->cluster,
+                             bound < s->cfg.shutdown_grace_ms ? bound : s->cfg.shutdown_grace_ms,
+                             handed_over, s);
+    }
     rn_http_stop_accepting(s->http);
     if (s->live)
         rn_live_end_all(s->live);
@@ -270,15 +302,48 @@ static void recover(uv_work_t *w) {
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
                            .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL,
-                           .hot_bytes = s->cfg.hot_bytes};
+                           .hot_bytes = s->cfg.hot_bytes,
+                           .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
 }
 
 static void wire(server *s);
 
+/* Wires everything once the engine is open and the cold store confirmed
+ * the claim; stops the start when the store refused it. */
+static void proceed(server *s) {
+    if (!s->recovery_done || s->claim_status == 1 || s->exit_code)
+        return;
+    if (s->claim_status == 0) {
+        wire(s);
+        return;
+    }
+    char why[256];
+    rn_cold_claim_why(s->claim, why, sizeof why);
+    if (s->claim_status == -EEXIST)
+        rn_log(RN_LOG_ERROR, "start",
+               "the S3 cold store's prefix \"%s\" is not this deployment's (cluster id %s): %s. "
+               "Two deployments never share a prefix: give this one its own --s3-prefix",
+               s->cfg.s3_prefix, s->cluster_id, why);
+    else
+        rn_log(RN_LOG_ERROR, "start",
+               "the S3 cold store refuses this server's requests (%s): check the credentials, "
+               "the bucket and the region",
+               why);
+    s->exit_code = 1;
+    begin_shutdown(s);
+}
+
+static void on_claimed(void *arg, int status) {
+    server *s = arg;
+    s->claim_status = status;
+    proceed(s);
+}
+
 /* Wires everything that needs the recovered engine, or gives up. */
 static void recovered(uv_work_t *w, int status) {
     server *s = w->data;
+    s->recovery_done = 1;
     if (status || !s->engine) {
         rn_log(RN_LOG_ERROR, "recovery", "%s", s->recovery_err);
         s->exit_code = 1;
@@ -291,7 +356,7 @@ static void recovered(uv_work_t *w, int status) {
            (unsigned long long)s->stats.streams, (unsigned long long)s->stats.checkpoint_streams,
            (unsigned long long)s->stats.records_replayed, (unsigned long long)s->stats.torn_bytes,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
-    wire(s);
+    proceed(s);
 }
 
 /* ---- cluster mode ---- */
@@ -355,7 +420,8 @@ static void start_cluster(server *s) {
     rn_engine_config ec = {.data_dir = s->cfg.data_dir,
                            .tiers = s->tiers,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
-                           .producer_cap = s->cfg.producer_cap};
+                           .producer_cap = s->cfg.producer_cap,
+                           .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open_replicated(s->loop, &ec);
     s->cluster = rn_cluster_start(s->loop, &s->cfg, s->engine, s->tiers, s->recovery_err,
                                   sizeof s->recovery_err);
@@ -369,12 +435,18 @@ static void start_cluster(server *s) {
            (unsigned long long)s->cfg.node_id, s->cfg.cluster_id, (unsigned long long)s->cfg.groups,
            (unsigned long long)(rn_mono_ms() - s->recovery_started));
     rn_cluster_view view = rn_cluster_view_of(s->cluster);
+    if (s->cfg.forward_writes) {
+        s->forwarder = rn_write_forwarder_new(s->loop, &s->cfg);
+        view.forward = rn_write_forwarder_take;
+        view.forward_ctx = s->forwarder;
+    }
     rn_routing_setup(&view, rn_router_handle, &s->router);
     s->endpoints.cluster_route = cluster_route;
     s->endpoints.cluster_ready = cluster_ready;
     s->endpoints.cluster_metrics = cluster_metrics;
     s->endpoints.cluster_ctx = s;
-    wire(s);
+    s->recovery_done = 1;
+    proceed(s);
 }
 
 /* Wires everything that needs the engine: live reads, subscriptions, the
@@ -481,10 +553,10 @@ int rn_serve(int argc, char **argv) {
         return 1;
     if (!s.cfg.node_id && rn_cluster_check_single(&s.cfg) != 0)
         return 1;
-    char cluster_id[65];
-    if (rn_datadir_cluster_id(&s.cfg, cluster_id) != 0)
+    if (rn_datadir_cluster_id(&s.cfg, s.cluster_id) != 0 ||
+        rn_datadir_incarnation_key(s.cfg.data_dir, &s.incarnation_key) != 0)
         return 1;
-    rn_reply_set_cluster_id(cluster_id);
+    rn_reply_set_cluster_id(s.cluster_id);
     if (s.cfg.node_id && !s.cfg.public_url[0]) /* this node's --peer URL */
         snprintf(s.cfg.public_url, sizeof s.cfg.public_url, "%s",
                  rn_cluster_peer(&s.cfg, s.cfg.node_id)->url);
@@ -578,7 +650,7 @@ int rn_serve(int argc, char **argv) {
      * never refuse the start for it, make it hold the largest read. */
     if (!s.cfg.hot_bytes && tc.history_cache_bytes < rn_config_history_cache_floor(&s.cfg))
         tc.history_cache_bytes = rn_config_history_cache_floor(&s.cfg);
-    if (rn_cold_backend_open(s.loop, &s.cfg, &s.cold_backend, err, sizeof err) == 0) {
+    if (rn_cold_backend_open(s.loop, &s.cfg, s.cluster_id, &s.cold_backend, err, sizeof err) == 0) {
         tc.cold_backend = s.cold_backend;
         s.tiers = rn_tiers_open(s.loop, &tc, err, sizeof err);
         if (s.tiers)
@@ -595,6 +667,9 @@ int rn_serve(int argc, char **argv) {
         s.exit_code = 1;
         begin_shutdown(&s);
     } else {
+        s.claim_status = 1;
+        s.claim = rn_cold_claim_start(s.loop, s.tiers, on_claimed, &s);
+        s.endpoints.claim = s.claim;
         s.recovery.data = &s;
         s.recovery_started = rn_mono_ms();
         if (s.cfg.node_id)
@@ -620,6 +695,7 @@ int rn_serve(int argc, char **argv) {
     rn_live_free(s.live);
     rn_http_free(s.http);
     rn_gate_free(s.gate);
+    rn_write_forwarder_free(s.forwarder);
     rn_tls_context_free(s.tls);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);

@@ -161,7 +161,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_LATEST_SNAPSHOT_PATH] = {405, "UNSUPPORTED",
                                    "the latest-snapshot path was removed: HEAD the stream for "
                                    "Stream-Snapshot-Offset, then read {stream}/snapshot/{offset}"},
-    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW", "the request was not received in time"},
+    [RN_E_REQUEST_TIMEOUT] = {408, "BODY_TOO_SLOW",
+                              "the request was not received within the server's request "
+                              "timeout; nothing of it was applied"},
     [RN_E_STREAM_CLOSED] = {409, "STREAM_CLOSED", "the stream is closed"},
     [RN_E_FORK_SOURCE_GONE] = {409, "FORK_SOURCE_GONE",
                                "the fork source was deleted and only its forks keep it"},
@@ -198,8 +200,11 @@ static const error_row TABLE[RN_E_COUNT] = {
                                     "the producer seq is not the next expected one"},
     [RN_E_SUB_EXISTS_CONFLICT] = {409, "SUBSCRIPTION_ALREADY_EXISTS",
                                   "the subscription exists with another configuration"},
-    [RN_E_SUB_FENCED] = {409, "FENCED", NULL},
-    [RN_E_SUB_ALREADY_CLAIMED] = {409, "ALREADY_CLAIMED", NULL},
+    [RN_E_SUB_FENCED] = {409, "FENCED",
+                         "the wake id or generation is not the subscription's current one: a "
+                         "later wake replaced it"},
+    [RN_E_SUB_ALREADY_CLAIMED] = {409, "ALREADY_CLAIMED",
+                                  "another worker holds the subscription's lease"},
     [RN_E_SUB_NO_PENDING_WORK] = {409, "NO_PENDING_WORK", "the subscription has no pending work"},
     [RN_E_SUB_ACK_INVALID] = {409, "INVALID_OFFSET",
                               "an ack names an unlinked stream or an offset that is malformed, "
@@ -234,9 +239,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_LIVE_READ_BACKPRESSURE] = {503, "LIVE_READ_BACKPRESSURE",
                                      "the server holds its maximum of live reads; retry after "
                                      "Retry-After"},
-    [RN_E_LIVE_READS_EXHAUSTED] = {429, "LIVE_READS_EXHAUSTED",
-                                   "the stream holds its maximum of live reads; retry after "
-                                   "Retry-After"},
+    [RN_E_STREAM_LIVE_READ_BACKPRESSURE] = {503, "LIVE_READ_BACKPRESSURE",
+                                            "the stream holds its maximum of live reads; retry "
+                                            "after Retry-After"},
     [RN_E_INVALID_BACKUP_NAME] = {400, "INVALID_BACKUP_NAME",
                                   "a backup's name is 1 to 64 characters of A-Z a-z 0-9 . _ - "
                                   "and does not start with ."},
@@ -318,6 +323,10 @@ const char *rn_error_code(rn_error e) {
     return TABLE[e].code;
 }
 
+const char *rn_error_message(rn_error e) {
+    return TABLE[e].message;
+}
+
 /* Appends text to a JSON string: " and \ escaped, control bytes (and,
  * unless utf8, bytes past ASCII) percent-encoded, which keeps the string
  * valid and shows such a byte the way a URL would. */
@@ -337,10 +346,6 @@ static void append_json_text(rn_buf *out, const char *p, size_t n, int utf8) {
 }
 
 void rn_error_body(rn_error e, const char *detail, size_t detail_len, rn_buf *out) {
-    if (!TABLE[e].message) {
-        rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\"}}", TABLE[e].code);
-        return;
-    }
     rn_buf_appendf(out, "{\"error\":{\"code\":\"%s\",\"message\":\"", TABLE[e].code);
     append_json_text(out, TABLE[e].message, strlen(TABLE[e].message), 0);
     if (detail) {

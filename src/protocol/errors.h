@@ -2,9 +2,10 @@
  * errors.h — the one table of refusals: every 4xx/5xx a surface sends is an
  * rn_error, which fixes its status, its stable code (extensions.txt §11) and
  * its fixed message, which a detail naming what the request named may
- * follow. Bodies are {"error":{"code":"...","message":"..."}};
- * rows without a message (the subscription fencing codes, whose bodies
- * PROTOCOL.md §7 fixes) render as {"error":{"code":"..."}}.
+ * follow. Bodies are {"error":{"code":"...","message":"..."}}: every row
+ * has a message (ext §11: a server sends both; the subscription fencing
+ * codes, whose bodies PROTOCOL.md §7 shows with the code alone, add it as
+ * the member §11 allows).
  */
 #ifndef RN_ERRORS_H
 #define RN_ERRORS_H
@@ -122,7 +123,7 @@ typedef enum {
     RN_E_COLD_BACKPRESSURE,
     RN_E_INGRESS_BODY_BYTES,
     RN_E_LIVE_READ_BACKPRESSURE,
-    RN_E_LIVE_READS_EXHAUSTED,
+    RN_E_STREAM_LIVE_READ_BACKPRESSURE,
     RN_E_INVALID_BACKUP_NAME,
     RN_E_NO_BACKUP_TARGET,
     RN_E_BACKUP_EXISTS,
@@ -161,6 +162,9 @@ typedef enum {
 
 int rn_error_status(rn_error e);
 const char *rn_error_code(rn_error e);
+/* The fixed message of e (never NULL), for bodies built with more members
+ * (the subscription API's ALREADY_CLAIMED). */
+const char *rn_error_message(rn_error e);
 /* Appends the JSON error body. A detail (NULL: none) is what the request
  * named that the message should repeat (ext §11: never an internal): it
  * follows the fixed message in parentheses, with control bytes, and bytes

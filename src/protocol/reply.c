@@ -92,15 +92,13 @@ void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra) {
 
 void rn_reply_cold_failure(rn_request *req, int status, rn_buf *extra) {
     assert(status < 0);
-    if (status != -EAGAIN) {
-        rn_reply_error(req, RN_E_COLD_STORE_FAILED, extra);
-        return;
-    }
+    rn_buf h = {0};
+    if (status != -EAGAIN && extra)
+        rn_buf_append(&h, extra->data, extra->len);
     if (extra)
         rn_buf_free(extra);
-    rn_buf h = {0};
     rn_buf_append_str(&h, "Retry-After: 1\r\n");
-    rn_reply_error(req, RN_E_COLD_BACKPRESSURE, &h);
+    rn_reply_error(req, status == -EAGAIN ? RN_E_COLD_BACKPRESSURE : RN_E_COLD_STORE_FAILED, &h);
 }
 
 void rn_reply_stream_path(rn_buf *out, const rn_request *req, const char *key, size_t key_len) {

@@ -26,9 +26,10 @@ void rn_reply_offset(rn_buf *h, const char *name, uint64_t position);
  * is taken over. */
 void rn_reply_error(rn_request *req, rn_error e, rn_buf *extra);
 /* Answers a failed cold-store operation (status < 0 from the tiers):
- * -EAGAIN (slow or saturated) 503 COLD_BACKPRESSURE with Retry-After,
- * anything else 502 COLD_STORE_FAILED with the header lines of extra (may
- * be NULL; freed either way). */
+ * -EAGAIN (slow or saturated) 503 COLD_BACKPRESSURE, anything else 502
+ * COLD_STORE_FAILED with the header lines of extra (may be NULL; freed
+ * either way); both with Retry-After, whatever the request (a read, a
+ * publish, a commit), so a client backs off from either alike. */
 void rn_reply_cold_failure(rn_request *req, int status, rn_buf *extra);
 /* The same with a detail after the fixed message (NULL: none; see
  * rn_error_body): only what the request named. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #define ROUTE_CONFIRMED 1u /* rn_request.route_flags: a leader read confirmed */
+#define ROUTE_AWAITED 2u   /* rn_request.route_flags: waited once for its group's leader */
 
 static struct {
     int active;
@@ -68,6 +69,8 @@ static void answer_elsewhere(rn_request *req, const rn_group_route *r, int may_r
     rn_reply_error(req, RN_E_NO_LEADER, &h);
 }
 
+static int awaits_leader(rn_request *req, const char *key, size_t len, const rn_group_route *r);
+
 void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     rn_group_route r = {0};
     if (routing.active)
@@ -81,12 +84,11 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     rn_reply_error(req, RN_E_RECOVERING, &h);
 }
 
-/* 503 with the leader's refusal (r->write_refusal), Retry-After and the
- * group. */
-static void refuse_here(rn_request *req, const rn_group_route *r) {
+/* 503 with code, Retry-After and the group: nothing was read or proposed. */
+static void refuse_here(rn_request *req, const rn_group_route *r, rn_error code) {
     rn_buf h = {0};
     rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r->group);
-    rn_reply_error(req, (rn_error)r->write_refusal, &h);
+    rn_reply_error(req, code, &h);
 }
 
 int rn_routing_write(rn_request *req, const char *key, size_t len) {
@@ -95,25 +97,29 @@ int rn_routing_write(rn_request *req, const char *key, size_t len) {
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
     if (r.serves && r.write_refusal) {
-        refuse_here(req, &r);
+        refuse_here(req, &r, (rn_error)r.write_refusal);
         return 1;
     }
     if (r.serves)
         return 0;
+    if (awaits_leader(req, key, len, &r))
+        return 1;
+    if (routing.view.forward && routing.view.forward(routing.view.forward_ctx, req, &r))
+        return 1;
     answer_elsewhere(req, &r, req->body.len == 0);
     return 1;
 }
 
-/* True when the query asks consistency=leader (once, exactly that value);
+/* True when the query asks consistency=`level` (once, exactly that value);
  * anything malformed is left to the read, which refuses it. */
-static int wants_leader(const char *query, size_t query_len) {
+static int wants(const char *query, size_t query_len, const char *level) {
     char val[8];
     long n;
     rn_param_fault f;
     if (rn_param_query(query, query_len, "consistency", RN_PARAM_LENIENT, val, sizeof val, &n,
                        &f) != 0)
         return 0;
-    return n == 6 && memcmp(val, "leader", 6) == 0;
+    return n == (long)strlen(level) && memcmp(val, level, (size_t)n) == 0;
 }
 
 typedef struct {
@@ -142,23 +148,64 @@ static void confirmed(void *arg, int ok) {
     free(c);
 }
 
-/* A read only the leader answers: a follower redirects it; the leader
- * confirms first and runs it again. Returns 1 (answered, or waiting). */
-static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
-    if (!r->serves) {
-        answer_elsewhere(req, r, 1);
-        return 1;
-    }
-    if (r->write_refusal == RN_E_APPLY_STOPPED) { /* its state lags what it confirms */
-        refuse_here(req, r);
-        return 1;
-    }
+/* req held until its confirmation reports (confirmed). */
+static confirming *confirming_new(rn_request *req, const char *key, size_t len) {
     confirming *c = rn_xmalloc(sizeof *c);
     c->req = req;
     c->key = rn_xstrndup(key, len);
     c->len = len;
     rn_request_hold(req);
-    routing.view.confirm(routing.view.ctx, r->group, confirmed, c);
+    return c;
+}
+
+static void leader_awaited(void *arg, int moved) {
+    (void)moved; /* routed again either way: the route decides */
+    confirming *c = arg;
+    rn_request *req = c->req;
+    if (!rn_request_gone(req))
+        routing.redispatch(req, routing.arg);
+    rn_request_release(req);
+    free(c->key);
+    free(c);
+}
+
+/* A write or leader read of a group this node leads but does not serve
+ * (not ready yet, or handing the leadership over) waits once for the
+ * group's next state and is routed again. Returns 1 when it waits. */
+static int awaits_leader(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
+    if (!r->held_here || !routing.view.await_leader || (req->route_flags & ROUTE_AWAITED))
+        return 0;
+    req->route_flags |= ROUTE_AWAITED;
+    routing.view.await_leader(routing.view.ctx, r->group, leader_awaited,
+                              confirming_new(req, key, len));
+    return 1;
+}
+
+/* A local read on a follower, run again once this replica applied what
+ * the group's leader committed before it (read-your-writes); a follower
+ * that could not learn that answers as it answers a leader read. Returns 1
+ * (waiting, or answered). */
+static int follower_confirmed(rn_request *req, const char *key, size_t len,
+                              const rn_group_route *r) {
+    routing.view.follower_confirm(routing.view.ctx, r->group, confirmed,
+                                  confirming_new(req, key, len));
+    return 1;
+}
+
+/* A read only the leader answers: a follower redirects it; the leader
+ * confirms first and runs it again. Returns 1 (answered, or waiting). */
+static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
+    if (awaits_leader(req, key, len, r))
+        return 1;
+    if (!r->serves) {
+        answer_elsewhere(req, r, 1);
+        return 1;
+    }
+    if (r->apply_stopped) { /* its state lags what it would confirm */
+        refuse_here(req, r, RN_E_APPLY_STOPPED);
+        return 1;
+    }
+    routing.view.confirm(routing.view.ctx, r->group, confirmed, confirming_new(req, key, len));
     return 1;
 }
 
@@ -168,9 +215,16 @@ int rn_routing_read(rn_request *req, const char *key, size_t len, const char *qu
         return 0;
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
-    if (!(leader_param && wants_leader(query, query_len))) {
-        if (r.caught_up)
+    if (!(leader_param && wants(query, query_len, "leader"))) {
+        int local = leader_param && wants(query, query_len, "local");
+        if (r.apply_stopped && !local && (r.serves || routing.view.follower_confirm)) {
+            refuse_here(req, &r, RN_E_APPLY_STOPPED); /* it cannot reflect every write */
+            return 1;
+        }
+        if (r.caught_up && (r.serves || !routing.view.follower_confirm || local))
             return 0;
+        if (r.caught_up)
+            return follower_confirmed(req, key, len, &r);
         rn_buf h = {0};
         rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r.group);
         rn_reply_error(req, RN_E_RECOVERING, &h);

@@ -12,13 +12,18 @@
  * x-ursula-raft-group. Once body bytes were read a write is never
  * redirected: it answers 503 NO_LEADER.
  *
- * A read with consistency=leader (bucket surface) is served by the leader
+ * A read with consistency=leader (both surfaces) is served by the leader
  * only: a follower redirects it like a write; the leader confirms with a
  * majority that it still leads and waits until it applied everything
  * committed before (consensus_read_barrier; concurrent reads share rounds), then
  * re-runs the request through the router, which lets it pass. Reads
- * without it (consistency=local, the default) are served by any replica
- * from its applied state.
+ * without a consistency parameter are served by any replica caught up
+ * since its start once it applied the group's ReadIndex (the view's
+ * follower_confirm; at once with --follower-reads local);
+ * consistency=local ones at once from its applied state. A write or
+ * leader read reaching a leader that does not serve yet (or any more:
+ * it hands the leadership over) waits for the group's next state
+ * (await_leader) and is routed again.
  *
  * Single-node mode sets no view: every request is served here.
  */
@@ -37,13 +42,18 @@ typedef struct {
     uint64_t leader_id;     /* the leader this node knows, 0: none */
     uint64_t term;          /* its term */
     const char *leader_url; /* its public base URL; NULL: unknown (or this node) */
-    int caught_up;          /* since its start this replica applied what the group had
-                               committed when it first heard of a leader (or it leads):
-                               it may serve local reads */
+    int caught_up;          /* since its start this replica applied the group's leader's
+                               ReadIndex (or it leads): it may serve local reads */
+    int held_here;          /* this node leads the group but serves nothing of it yet or
+                               any more (not ready, or handing the leadership over) */
     int write_refusal;      /* serves, yet refuses the group's writes and leader reads
                                before anything is read or proposed: RN_E_APPLY_STOPPED
                                (applying stopped here), RN_E_WAL_DISK_PRESSURE (the disk
                                is below its reserve; leader reads go on); 0: none */
+    int apply_stopped;      /* this replica stopped applying the group, or its log holds
+                               writes back (its disk has no room): reads that must reflect
+                               every acknowledged write answer 503 APPLY_STOPPED;
+                               consistency=local ones are served from what it applied */
 } rn_group_route;
 
 /* Called once with the outcome of a confirmation (before confirm returns
@@ -56,6 +66,21 @@ typedef struct {
     void *ctx;
     void (*route)(void *ctx, const char *key, size_t len, rn_group_route *out);
     void (*confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
+    /* A write this node does not lead may be forwarded to the group's
+     * leader instead of redirected (--forward-writes): returns 1 when the
+     * forwarder took req (it answers), 0 to answer as usual. NULL: never. */
+    int (*forward)(void *ctx, rn_request *req, const rn_group_route *r);
+    void *forward_ctx;
+    /* A local read on a follower waits for this (read-your-writes): cb
+     * with 1 once this replica applied what the group's leader committed
+     * before the call, 0 when that could not be known (at once when no
+     * leader is known). NULL: local reads are served at once. */
+    void (*follower_confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
+    /* A write or leader read of a group held here (route's held_here)
+     * waits for this: cb once the group is served here or led elsewhere
+     * (1), or after a bound (0); then it is routed again. NULL: it is
+     * answered at once (503 NO_LEADER). */
+    void (*await_leader)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
 } rn_cluster_view;
 
 /* Sets the view (cluster mode), and how a confirmed read is run again:
@@ -69,12 +94,16 @@ int rn_routing_active(void);
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it
  * was answered (307, 503 NO_LEADER, or this leader's refusal: 503
  * APPLY_STOPPED or WAL_DISK_PRESSURE with Retry-After and
- * x-ursula-raft-group). From the head (no body read) it may redirect;
- * with body bytes read it never does. */
+ * x-ursula-raft-group) or forwarded to the group's leader (the view's
+ * forward). From the head (no body read) it may redirect; with body bytes
+ * read it never does. */
 int rn_routing_write(rn_request *req, const char *key, size_t len);
 
 /* A read (GET or HEAD) of the stream at key, or of one of its
  * subresources; `leader_param`: its query may ask consistency=leader.
+ * A replica that stopped applying the group (apply_stopped) answers such
+ * a read 503 APPLY_STOPPED with Retry-After unless it asks
+ * consistency=local.
  * Returns 0 when it goes on here: a local read on a replica caught up
  * since its start, a malformed parameter the read answers itself, or a
  * confirmed leader read; 1 when it was answered (a replica still catching

@@ -344,9 +344,9 @@ static void claim(rn_subs *S, rn_request *req, rn_sub *sub) {
     rn_error e = rn_wake_claim(S, sub, json_string_value(w));
     json_decref(body);
     if (e == RN_E_SUB_ALREADY_CLAIMED) {
-        json_t *err =
-            json_pack("{s:{s:s, s:s, s:I}}", "error", "code", rn_error_code(e), "current_holder",
-                      sub->holder, "generation", (json_int_t)sub->generation);
+        json_t *err = json_pack("{s:{s:s, s:s, s:s, s:I}}", "error", "code", rn_error_code(e),
+                                "message", rn_error_message(e), "current_holder", sub->holder,
+                                "generation", (json_int_t)sub->generation);
         answer_json(S, req, rn_error_status(e), err);
         return;
     }

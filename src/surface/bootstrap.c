@@ -147,7 +147,7 @@ static int bootstrap_answer(cold_read *r) {
         return 0;
     }
     if (got < 0) {
-        rn_reply_error(req, RN_E_COLD_STORE_FAILED, NULL);
+        rn_reply_cold_failure(req, -EIO, NULL);
         return 0;
     }
     uint8_t rnd[16];

@@ -396,7 +396,7 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
         c->read.cursor.present = 1;
         c->read.cursor.value = v;
     }
-    if (c->prof->read_parameters && read_parameters(c, q, len, &leader, f))
+    if (read_parameters(c, q, len, &leader, f)) /* ext §9 applies to every stream */
         return -1;
     if (leader && c->mode != READ_CATCHUP)
         return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
@@ -415,7 +415,8 @@ static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
     rn_live_admission a = rn_live_admit(c->sf->live, s);
     if (a == RN_LIVE_ADMITTED)
         return 0;
-    rn_error e = a == RN_LIVE_FULL ? RN_E_LIVE_READ_BACKPRESSURE : RN_E_LIVE_READS_EXHAUSTED;
+    rn_error e =
+        a == RN_LIVE_FULL ? RN_E_LIVE_READ_BACKPRESSURE : RN_E_STREAM_LIVE_READ_BACKPRESSURE;
     rn_buf extra = {0};
     rn_buf_append_str(&extra, "Retry-After: 1\r\n");
     rn_reply_incarnation(&extra, s);
@@ -454,9 +455,9 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
     c->query_len = query_len;
     c->read.req = c->req;
     c->read.ops = &live_ops;
-    c->read.max_bytes = c->prof->read_parameters ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
+    c->read.max_bytes = c->prof->ext_read_defaults ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
     c->poll_timeout_ms =
-        c->prof->read_parameters ? BUCKET_POLL_DEFAULT_MS : c->sf->cfg.long_poll_timeout_ms;
+        c->prof->ext_read_defaults ? BUCKET_POLL_DEFAULT_MS : c->sf->cfg.long_poll_timeout_ms;
     int has_offset;
     rn_param_fault f;
     if (parse_query(c, query, query_len, &has_offset, &f)) {

@@ -81,13 +81,8 @@ static int take_precondition(snap_ctx *c) {
 
 /* ---- publish ---- */
 
-void rn_snapshot_answer_publish(rn_tiers *t, rn_request *req, const rn_op *op) {
-    /* The engine did not adopt the body, unless its outcome is unknown: a
-     * replicated entry, or a log batch recovery replays, may still apply
-     * (the start's orphan sweep removes it when none did). */
-    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat) &&
-        op->out.result != RN_ERR_UNAVAILABLE)
-        rn_tiers_body_drop(t, op->in.blob_cold, op->in.blob_key);
+/* The answer to a publish the engine decided. */
+static void answer_publish(rn_request *req, const rn_op *op) {
     if (op->out.result == RN_OK_PUBLISHED) {
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);
@@ -97,6 +92,16 @@ void rn_snapshot_answer_publish(rn_tiers *t, rn_request *req, const rn_op *op) {
     } else {
         rn_reply_refusal(req, op);
     }
+}
+
+void rn_snapshot_answer_publish(rn_tiers *t, rn_request *req, const rn_op *op) {
+    /* The engine did not adopt the body, unless its outcome is unknown: a
+     * replicated entry, or a log batch recovery replays, may still apply
+     * (the start's orphan sweep removes it when none did). */
+    if (!(op->out.result == RN_OK_PUBLISHED && !op->out.repeat) &&
+        op->out.result != RN_ERR_UNAVAILABLE)
+        rn_tiers_body_drop(t, op->in.blob_cold, op->in.blob_key);
+    answer_publish(req, op);
 }
 
 static void publish_done(rn_op *op) {
@@ -109,11 +114,12 @@ static void body_written(void *arg, int status, int cold, const char *body_key) 
     snap_ctx *c = arg;
     if (status < 0) {
         rn_buf extra = {0};
-        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-        if (status == -ENOSPC)
+        if (status == -ENOSPC) {
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
             rn_reply_error(c->req, RN_E_WAL_DISK_PRESSURE, &extra);
-        else
-            rn_reply_cold_failure(c->req, status, &extra);
+        } else {
+            rn_reply_cold_failure(c->req, status, NULL);
+        }
         ctx_free(c);
         return;
     }
@@ -184,6 +190,11 @@ void rn_snapshot_publish(rn_surface *sf, rn_request *req, const char *key, size_
     c->op.in.blob_size = req->body.len;
     snapshot_digest(c->op.in.content_type, c->op.in.content_type_len, req->body.data, req->body.len,
                     c->op.in.digest);
+    if (rn_engine_publish_early(e, &c->op)) { /* a repeat or a conflict: store nothing */
+        answer_publish(c->req, &c->op);
+        ctx_free(c);
+        return;
+    }
     rn_tiers_body_write(tiers(sf), s->id, req->body.data, req->body.len, body_written, c);
 }
 

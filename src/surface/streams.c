@@ -25,7 +25,7 @@
 const rn_profile RN_PROFILE_V1 = {.name = "v1"};
 const rn_profile RN_PROFILE_BUCKET = {.name = "bucket",
                                       .ndjson_reads = 1,
-                                      .read_parameters = 1,
+                                      .ext_read_defaults = 1,
                                       .sse_error_events = 1,
                                       .offset_past_tail_416 = 1,
                                       .bucket_not_found = 1};
@@ -466,6 +466,8 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_APPLY_STOPPED;
     case RN_ERR_COLD_BACKPRESSURE:
         return RN_E_COLD_BACKPRESSURE;
+    case RN_ERR_COLD_STORE_FAILED:
+        return RN_E_COLD_STORE_FAILED;
     default:
         return RN_E_INTERNAL; /* a success code: a caller bug */
     }
@@ -487,8 +489,10 @@ static const char *producer_outcome(const rn_op *op) {
 
 /* Appends what the message of a refusal names, from what the request
  * named: the stream's path for a missing stream, Stream-Forked-From for a
- * missing fork source, both content types for a mismatch. Nothing for
- * other refusals. */
+ * missing fork source, both content types for a mismatch; and for a cold
+ * store that refuses the moves of history, its own words (an error code
+ * and status: nothing of its internals, ext §11). Nothing for other
+ * refusals. */
 static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) {
     const rn_header *from;
     switch (op->out.result) {
@@ -499,6 +503,9 @@ static void refusal_detail(rn_buf *out, const rn_request *req, const rn_op *op) 
         from = rn_request_header(req, "stream-forked-from", NULL);
         if (from)
             rn_buf_append(out, from->value, from->value_len);
+        break;
+    case RN_ERR_COLD_STORE_FAILED:
+        rn_buf_appendf(out, "it refuses the moves of history: %s", op->out.cause);
         break;
     case RN_ERR_CONTENT_TYPE:
         rn_buf_append_str(out, op->in.kind == RN_OP_CREATE ? "source: \"" : "stream: \"");
@@ -552,6 +559,7 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
     case RN_ERR_UNAVAILABLE:
     case RN_ERR_BOUNDARY_UNVERIFIED:
     case RN_ERR_COLD_BACKPRESSURE:
+    case RN_ERR_COLD_STORE_FAILED:
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         break;
     case RN_ERR_NO_LEADER:

@@ -25,7 +25,10 @@ typedef struct rn_surface rn_surface;
 typedef struct {
     const char *name;         /* "v1" or "bucket", also the ETag's representation tag */
     int ndjson_reads;         /* JSON streams read as NDJSON, not as an array */
-    int read_parameters;      /* honour timeout_ms, consistency and max_bytes (ext §9) */
+    int ext_read_defaults;    /* without timeout_ms and max_bytes (ext §9, every surface), a
+                               * long-poll waits 1 s and a read takes 8 MiB at most, as the
+                               * extension's server; else --long-poll-timeout-ms and
+                               * --max-read-bytes */
     int sse_error_events;     /* a live SSE read ending in error sends an error event */
     int offset_past_tail_416; /* a read offset past the tail answers 416, not 400 */
     int bucket_not_found;     /* 404s name an empty bucket BUCKET_NOT_FOUND */
@@ -42,7 +45,7 @@ typedef struct {
 } rn_surface_config;
 
 /* The surfaces park and stream their live reads in live, whose bounds they
- * answer (503 LIVE_READ_BACKPRESSURE, 429 LIVE_READS_EXHAUSTED). */
+ * answer (503 LIVE_READ_BACKPRESSURE, for the server's and the stream's). */
 rn_surface *rn_surface_new(uv_loop_t *loop, rn_engine *engine, rn_live *live,
                            const rn_surface_config *cfg);
 rn_engine *rn_surface_engine(const rn_surface *sf);

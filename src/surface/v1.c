@@ -58,7 +58,7 @@ void rn_v1_route(rn_surface *sf, rn_request *req, const char *path, size_t path_
     if (n < 0)
         rn_reply_error(req, e, NULL);
     else if (!(write && rn_routing_write(req, name, (size_t)n)) &&
-             !(read && rn_routing_read(req, name, (size_t)n, query, query_len, 0)))
+             !(read && rn_routing_read(req, name, (size_t)n, query, query_len, 1)))
         rn_streams_handle(sf, req, &RN_PROFILE_V1, name, (size_t)n, query, query_len);
 }
 

@@ -75,6 +75,8 @@ struct rn_history {
     int busy;          /* a put or a record is in flight */
     uint64_t retry_at; /* monotonic ms before which no put starts */
     uint32_t failures; /* in a row */
+    int put_status;    /* the last put's, while puts fail (rn_tiers_history_failing) */
+    char put_why[160]; /* ... and the store's words for it */
     uint8_t *buf;      /* the chunk being put */
     uint64_t id, off;  /* ... and which it is */
     char key[64];      /* ... and its object's key, borrowed by the store */
@@ -222,6 +224,14 @@ int rn_tiers_history_read(rn_tiers *t, uint64_t id, uint64_t off, size_t len, ui
     return 0;
 }
 
+int rn_tiers_history_failing(const rn_tiers *t, const char **why) {
+    const struct rn_history *h = t->history;
+    if (!h || h->put_status >= 0)
+        return 0;
+    *why = h->put_why;
+    return h->put_status;
+}
+
 int rn_tiers_history_missed(const rn_tiers *t, uint64_t *id, uint64_t *off) {
     const struct rn_history *h = t->history;
     if (!h || !h->has_miss)
@@ -330,6 +340,9 @@ static void keep_written(struct rn_history *h, const uint8_t *data) {
 
 static void put_done(void *arg, int status) {
     struct rn_history *h = arg;
+    h->put_status = status;
+    if (status < 0 && !rn_tiers_cold_why(h->t, h->put_why, sizeof h->put_why))
+        snprintf(h->put_why, sizeof h->put_why, "%s", strerror(-status));
     if (h->stopped || status < 0) {
         h->busy = 0;
         if (!h->stopped)

@@ -250,6 +250,10 @@ void s3store_concat(rn_store *store, const char *key, const char *const *src, si
                     rn_store_size_fn done, void *arg) {
     s3store *st = (s3store *)store;
     assert(n >= 1);
+    if (st->foreign) {
+        done(arg, -EPERM);
+        return;
+    }
     concat_op *c = rn_xcalloc(1, sizeof *c);
     c->r.st = st;
     s3store_full_key(st, key, c->key);

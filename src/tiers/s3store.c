@@ -1,7 +1,11 @@
 /*
  * s3store.c — the S3 store (s3store.h): the operations of store.h as S3
- * calls, with retries, the mapping of S3's answers to -errno, and the
- * cold store's metrics; concat is in s3concat.c (s3store_int.h).
+ * calls, with retries, all tries of a call within the bound of one (one
+ * timer, the store's clock, for the earliest retry or bound due), the
+ * mapping of S3's answers to -errno and the last failure in the store's
+ * words, and the cold store's metrics; concat is in s3concat.c, the owner
+ * object (claimed at start, checked before every removal) in s3owner.c
+ * (s3store_int.h).
  *
  * put: one PutObject, or above part_bytes a multipart upload of parts sent
  * from the caller's memory one after another. open: a ranged GET into an
@@ -12,7 +16,8 @@
  * already sends (a pipe would need a second sending path, and a stalled
  * client would stall the GET). list: ListObjectsV2 pages. remove:
  * DeleteObjects by 1,000 keys. sweep: a listing whose pages' old objects
- * are deleted page by page (memory bounded by a page).
+ * are deleted page by page (memory bounded by a page). remove and sweep
+ * read the owner object first.
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include "tiers/s3store_int.h"
@@ -71,13 +76,13 @@ int s3store_answer_errno(const rn_s3_result *res) {
     case RN_S3_FAILED:
         break;
     }
-    return -EIO;
+    return -EPERM;
 }
 
-/* ---- calls and retries ---- */
+/* ---- calls, retries and their bound ---- */
 
 static void req_start(s3store_req *r);
-static void on_retry_timer_cb(uv_timer_t *timer);
+static void on_clock_cb(uv_timer_t *timer);
 
 static void link_req(s3store_req *r) {
     s3store *st = r->st;
@@ -97,65 +102,106 @@ static void unlink_req(s3store_req *r) {
         r->next->prev = r->prev;
 }
 
+/* Keeps the store's own words for a failed answer (s3store_why). */
+static void note_failure(s3store *st, const rn_s3_result *res) {
+    if (res->outcome == RN_S3_OK || res->outcome == RN_S3_NOT_FOUND)
+        return;
+    if (res->status)
+        snprintf(st->why, sizeof st->why, "%s, HTTP %ld", res->code, res->status);
+    else
+        snprintf(st->why, sizeof st->why, "%s", res->code);
+}
+
 /* Answers r's call (off the list first: answered may start another). */
 static void req_answer(s3store_req *r, const rn_s3_result *res) {
     unlink_req(r);
     r->running = NULL;
+    note_failure(r->st, res);
     r->answered(r, res);
 }
 
-/* Arms the timer for the earliest retry due. */
-static void arm_retry_timer(s3store *st) {
-    uint64_t first = UINT64_MAX, now = rn_mono_ms();
-    for (const s3store_req *r = st->reqs; r; r = r->next)
-        if (!r->running && r->due_ms < first)
-            first = r->due_ms;
-    if (first != UINT64_MAX && !st->stopped)
-        uv_timer_start(&st->retry_timer, on_retry_timer_cb, first > now ? first - now : 0, 0);
+/* When r next needs the clock: its retry, or the end of its bound. */
+static uint64_t req_due(const s3store_req *r) {
+    return r->running || r->due_ms > r->deadline_ms ? r->deadline_ms : r->due_ms;
 }
 
-static void on_retry_timer_cb(uv_timer_t *timer) {
+/* Arms the clock for the earliest retry or bound due. */
+static void arm_clock(s3store *st) {
+    uint64_t first = UINT64_MAX, now = rn_mono_ms();
+    for (const s3store_req *r = st->reqs; r; r = r->next)
+        if (req_due(r) < first)
+            first = req_due(r);
+    if (first != UINT64_MAX && !st->stopped)
+        uv_timer_start(&st->clock, on_clock_cb, first > now ? first - now : 0, 0);
+}
+
+/* Every try of a call together ends within its bound: a try still running
+ * at the bound is cancelled and the call answers Timeout (-EAGAIN). */
+static void on_clock_cb(uv_timer_t *timer) {
     s3store *st = timer->data;
     uint64_t now = rn_mono_ms();
-    for (;;) { /* one due retry at a time: starting one changes the list */
+    for (;;) { /* one due call at a time: answering or starting one changes the list */
         s3store_req *due = NULL;
         for (s3store_req *r = st->reqs; r && !due; r = r->next)
-            if (!r->running && r->due_ms <= now)
+            if (req_due(r) <= now)
                 due = r;
         if (!due)
             break;
-        unlink_req(due);
-        req_start(due);
+        if (!due->running && due->due_ms < due->deadline_ms) {
+            unlink_req(due);
+            req_start(due);
+            continue;
+        }
+        if (due->running) {
+            rn_s3_cancel(due->running);
+            rn_metric.cold_requests[due->metric]++;
+            rn_metric.cold_errors[due->metric]++;
+        }
+        rn_s3_result late = {.outcome = RN_S3_RETRY,
+                             .code = "Timeout",
+                             .message = "no answer "
+                                        "in time"};
+        req_answer(due, &late);
     }
-    arm_retry_timer(st);
+    arm_clock(st);
 }
 
 void s3store_on_answer(void *arg, const rn_s3_result *res) {
     s3store_req *r = arg;
     s3store *st = r->st;
+    uint64_t now = rn_mono_ms();
     rn_metric.cold_requests[r->metric]++;
     rn_metric.cold_us_sum[r->metric] += (uv_hrtime() / 1000) - r->started_us;
     if (res->outcome != RN_S3_OK && res->outcome != RN_S3_NOT_FOUND)
         rn_metric.cold_errors[r->metric]++;
     if (res->outcome == RN_S3_RETRY && r->attempt < st->attempts && !st->stopped) {
-        r->running = NULL;
-        r->due_ms = rn_mono_ms() +
-                    rn_backoff_ms(r->attempt, RETRY_BASE_MS, RETRY_CAP_MS, 0.5, rn_backoff_unit());
-        arm_retry_timer(st);
-        return;
+        uint64_t due =
+            now + rn_backoff_ms(r->attempt, RETRY_BASE_MS, RETRY_CAP_MS, 0.5, rn_backoff_unit());
+        if (due < r->deadline_ms) { /* else no time is left for another try */
+            r->running = NULL;
+            r->due_ms = due;
+            note_failure(st, res);
+            arm_clock(st);
+            return;
+        }
     }
     req_answer(r, res);
 }
 
 /* Makes r's call (again); a client with no room answers Busy at once, a
- * stopped store Stopped. */
+ * stopped store Stopped. The first try sets the bound of them all. */
 static void req_start(s3store_req *r) {
     r->attempt++;
     r->started_us = (uv_hrtime() / 1000);
     link_req(r);
     r->running = r->st->stopped ? NULL : r->issue(r);
-    if (r->running)
+    if (r->running) {
+        if (r->attempt == 1) {
+            r->deadline_ms = rn_mono_ms() + rn_s3_call_budget_ms(r->running);
+            arm_clock(r->st);
+        }
         return;
+    }
     rn_s3_result fail = {.outcome = RN_S3_RETRY, .code = "Busy", .message = "too many calls"};
     if (r->st->stopped)
         fail = (rn_s3_result){.outcome = RN_S3_FAILED, .code = "Stopped", .message = "stopped"};
@@ -269,6 +315,10 @@ static void put_created(s3store_req *r, const rn_s3_result *res) {
 static void s3_put(rn_store *store, const char *key, const void *data, size_t len,
                    rn_store_done_fn done, void *arg) {
     s3store *st = s3st(store);
+    if (st->foreign) {
+        done(arg, -EPERM);
+        return;
+    }
     put_op *p = rn_xcalloc(1, sizeof *p);
     p->r.st = st;
     s3store_full_key(st, key, p->key);
@@ -452,12 +502,21 @@ static void s3_walk(rn_store *store, const char *prefix, rn_store_entry_fn each,
     s3store_call(&l->r, RN_COLD_LIST, issue_list, page_listed);
 }
 
+/* A sweep goes on once the owner check passed. */
+static void sweep_owned(void *arg, int status) {
+    list_op *l = arg;
+    if (status < 0)
+        list_finish(l, status);
+    else
+        s3store_call(&l->r, RN_COLD_LIST, issue_list, page_listed);
+}
+
 static void s3_sweep(rn_store *store, const char *prefix, int64_t older_than, rn_store_done_fn done,
                      void *arg) {
     list_op *l = list_new(s3st(store), prefix, done, arg);
     l->any_depth = 1;
     l->older_than = older_than;
-    s3store_call(&l->r, RN_COLD_LIST, issue_list, page_listed);
+    s3owner_check(s3st(store), sweep_owned, l);
 }
 
 /* ---- remove ---- */
@@ -470,6 +529,12 @@ typedef struct {
     rn_store_done_fn done;
     void *arg;
 } remove_op;
+
+static void remove_finish(remove_op *m, int status) {
+    m->done(m->arg, status);
+    s3store_free_keys(m->keys, m->n);
+    free(m);
+}
 
 static rn_s3_call *issue_remove(s3store_req *r) {
     remove_op *m = (remove_op *)r;
@@ -488,9 +553,16 @@ static void removed(s3store_req *r, const rn_s3_result *res) {
         s3store_call(r, RN_COLD_DELETE, issue_remove, removed);
         return;
     }
-    m->done(m->arg, m->first_failure);
-    s3store_free_keys(m->keys, m->n);
-    free(m);
+    remove_finish(m, m->first_failure);
+}
+
+/* A removal goes on once the owner check passed. */
+static void remove_owned(void *arg, int status) {
+    remove_op *m = arg;
+    if (status < 0)
+        remove_finish(m, status);
+    else
+        s3store_call(&m->r, RN_COLD_DELETE, issue_remove, removed);
 }
 
 static void s3_remove(rn_store *store, const char *const *keys, size_t n, rn_store_done_fn done,
@@ -507,7 +579,7 @@ static void s3_remove(rn_store *store, const char *const *keys, size_t n, rn_sto
     m->batch = n < PAGE_KEYS ? n : PAGE_KEYS;
     m->done = done;
     m->arg = arg;
-    s3store_call(&m->r, RN_COLD_DELETE, issue_remove, removed);
+    s3owner_check(st, remove_owned, m);
 }
 
 /* ---- lifecycle ---- */
@@ -519,7 +591,7 @@ static void s3_stop(rn_store *store) {
     if (st->stopped)
         return;
     st->stopped = 1;
-    uv_close((uv_handle_t *)&st->retry_timer, NULL);
+    uv_close((uv_handle_t *)&st->clock, NULL);
     rn_s3_result stopped = {.outcome = RN_S3_FAILED, .code = "Stopped", .message = "stopped"};
     while (st->reqs) {
         s3store_req *r = st->reqs;
@@ -530,10 +602,17 @@ static void s3_stop(rn_store *store) {
     rn_s3_stop(st->s3);
 }
 
+static size_t s3_why(rn_store *store, char *out, size_t cap) {
+    s3store *st = s3st(store);
+    snprintf(out, cap, "%s", st->why);
+    return strlen(out);
+}
+
 static void s3_close(rn_store *store) {
     s3store *st = s3st(store);
     assert(st->stopped && !st->reqs); /* stopped, and the loop ran since */
     rn_s3_free(st->s3);
+    free(st->owner);
     free(st->prefix);
     free(st->tmp_dir);
     free(st);
@@ -547,6 +626,8 @@ static const rn_store_ops s3store_ops = {
     .walk = s3_walk,
     .remove = s3_remove,
     .sweep = s3_sweep,
+    .claim = s3owner_claim,
+    .why = s3_why,
     .stop = s3_stop,
     .close = s3_close,
 };
@@ -582,10 +663,11 @@ rn_store *rn_s3store_open(uv_loop_t *loop, const rn_s3store_config *cfg, char *e
     st->loop = loop;
     st->s3 = s3;
     st->prefix = rn_xstrdup(cfg->prefix);
+    st->owner = cfg->owner ? rn_xstrdup(cfg->owner) : NULL;
     st->tmp_dir = rn_xstrdup(cfg->tmp_dir);
     st->part_bytes = cfg->part_bytes;
     st->attempts = cfg->attempts;
-    uv_timer_init(loop, &st->retry_timer);
-    st->retry_timer.data = st;
+    uv_timer_init(loop, &st->clock);
+    st->clock.data = st;
     return &st->base;
 }

@@ -1,12 +1,14 @@
 /*
  * s3store_int.h — the S3 store's state and its calls with retries, shared
- * by s3store.c (calls, retries, put, open, list, sweep, remove, lifecycle)
- * and s3concat.c (concat). Private to src/tiers/.
+ * by s3store.c (calls, retries, put, open, list, sweep, remove, lifecycle),
+ * s3concat.c (concat) and s3owner.c (the owner object). Private to
+ * src/tiers/.
  */
 #ifndef RN_TIERS_S3STORE_INT_H
 #define RN_TIERS_S3STORE_INT_H
 
 #include "tiers/s3store.h"
+#include "util/log.h"
 #include "util/metrics.h"
 
 #define S3STORE_MIN_PART (5ull << 20) /* S3's least part but the last */
@@ -23,9 +25,10 @@ struct s3store_req {
     void (*answered)(s3store_req *r, const rn_s3_result *res);
     rn_cold_op metric;
     uint32_t attempt;
-    uint64_t started_us, due_ms;
-    rn_s3_call *running;      /* the call made, or NULL while waiting to retry */
-    s3store_req *prev, *next; /* the store's operations in progress */
+    uint64_t started_us, due_ms; /* a try's start; when the next one is due */
+    uint64_t deadline_ms;        /* when every try together must have ended */
+    rn_s3_call *running;         /* the call made, or NULL while waiting to retry */
+    s3store_req *prev, *next;    /* the store's operations in progress */
 };
 
 struct s3store {
@@ -36,8 +39,12 @@ struct s3store {
     uint64_t part_bytes;
     uint32_t attempts;
     int no_part_copy; /* the store answered 501 to UploadPartCopy */
-    uv_timer_t retry_timer;
+    char *owner;      /* the deployment's cluster id; NULL: no owner object */
+    int foreign;      /* a check found the prefix owned by another (or nobody) */
+    rn_log_throttle owner_log;
+    uv_timer_t clock;  /* the next retry or bound due */
     s3store_req *reqs; /* every operation in progress, running or waiting to retry */
+    char why[160];     /* the last failure, in the store's words (s3store_why) */
     int stopped;
 };
 
@@ -67,6 +74,14 @@ void s3store_add_part(rn_s3_part **parts, uint32_t *n, const char *etag);
 
 /* Aborts a multipart upload, best effort (not once the store stopped). */
 void s3store_abort_upload(s3store *st, const char *key, const char *upload_id);
+
+/* s3owner.c: the owner object (s3store.h). Calls then(arg, 0) when the
+ * store has no owner or its owner object still names it, else then(arg,
+ * -errno): -EPERM when it names another deployment or is gone (logged),
+ * the store's -errno when it cannot be read. */
+void s3owner_check(s3store *st, void (*then)(void *arg, int status), void *arg);
+/* The store's claim (store.h). */
+void s3owner_claim(rn_store *store, int fresh, rn_store_done_fn done, void *arg);
 
 /* s3concat.c: the store's concat (store.h). */
 void s3store_concat(rn_store *store, const char *key, const char *const *src, size_t n,

@@ -70,6 +70,21 @@ typedef struct {
      * older_than (Unix seconds). */
     void (*sweep)(rn_store *st, const char *prefix, int64_t older_than, rn_store_done_fn done,
                   void *arg);
+    /* Confirms that this deployment may write and remove objects in the
+     * store and that the store takes the server's requests: done(arg, 0);
+     * -EEXIST when another deployment owns the store; -EPERM when the store
+     * refuses the requests (credentials, permissions, bucket); -EAGAIN or
+     * -EIO when it cannot tell now (try again). A store nobody owns is
+     * claimed for this deployment; with `fresh`, only while it holds no
+     * object (a restore never takes over keys another deployment wrote).
+     * NULL: nothing to confirm (a local directory belongs to its data
+     * directory, whose lock the server holds). */
+    void (*claim)(rn_store *st, int fresh, rn_store_done_fn done, void *arg);
+    /* Writes the store's own words for its last failure into out (an error
+     * code and status, or the deployment that owns it; never a key, bucket,
+     * endpoint or credential) and returns their length; 0 when nothing
+     * failed. NULL: the store says nothing beyond -errno. */
+    size_t (*why)(rn_store *st, char *out, size_t cap);
     /* Cancels nothing in flight but closes the store's loop handles; run
      * the loop afterwards, then close. NULL: the store holds none. */
     void (*stop)(rn_store *st);

@@ -317,6 +317,20 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
     return 0;
 }
 
+int64_t rn_streamfiles_first_hole(rn_streamfiles *st, uint64_t id, uint64_t from, uint64_t to) {
+    if (from >= to)
+        return (int64_t)to;
+    int fd = get_fd(st, id, RN_FILE_DATA, 0);
+    if (fd == -ENOENT)
+        return (int64_t)from;
+    if (fd < 0)
+        return fd;
+    off_t at = lseek(fd, (off_t)from, SEEK_HOLE); /* the end of the file counts as one */
+    if (at < 0)
+        return errno == ENXIO ? (int64_t)from : -errno;
+    return (uint64_t)at < to ? (int64_t)at : (int64_t)to;
+}
+
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len) {
     if (len == 0)
         return 0;

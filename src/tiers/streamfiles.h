@@ -72,6 +72,11 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len);
 /* Deletes the stream's files (its gap record too). */
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id);
+/* Recovery: the first offset in [from, to) that stream id's data file
+ * holds no data for (a hole punched in it, or past its end), or `to` when
+ * it holds every byte of the range; -errno when the file cannot be asked.
+ * A stream without a data file holds nothing. */
+int64_t rn_streamfiles_first_hole(rn_streamfiles *st, uint64_t id, uint64_t from, uint64_t to);
 /* Recovery: deletes the files of every stream kept() denies (no stream of
  * the state owns them). Returns 0, or the first -errno of a directory that
  * cannot be read (the others were still swept). */

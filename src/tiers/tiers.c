@@ -95,6 +95,22 @@ void rn_tiers_close(rn_tiers *t) {
     free(t);
 }
 
+void rn_tiers_cold_claim(rn_tiers *t, int fresh, rn_tiers_status_fn done, void *arg) {
+    if (!t->cold || !t->cold->ops->claim)
+        done(arg, 0);
+    else
+        t->cold->ops->claim(t->cold, fresh, done, arg);
+}
+
+size_t rn_tiers_cold_why(rn_tiers *t, char *out, size_t cap) {
+    if (!t->cold || !t->cold->ops->why) {
+        if (cap)
+            out[0] = '\0';
+        return 0;
+    }
+    return t->cold->ops->why(t->cold, out, cap);
+}
+
 rn_streamfiles *rn_tiers_streamfiles(rn_tiers *t) {
     return t->files;
 }

@@ -29,6 +29,8 @@ typedef struct rn_tiers rn_tiers;
 
 struct rn_store;
 
+typedef void (*rn_tiers_status_fn)(void *arg, int status);
+
 typedef struct {
     const char *data_dir;
     int cold_store;          /* keep large snapshot bodies and staged parts in a cold store */
@@ -56,6 +58,15 @@ void rn_tiers_start(rn_tiers *t);
 void rn_tiers_stop(rn_tiers *t);
 /* Frees everything; the engine is closed and no call is in flight. */
 void rn_tiers_close(rn_tiers *t);
+
+/* Confirms that the cold store is this deployment's and takes the
+ * server's requests (store.h, `claim`; with `fresh`, a store nobody owns
+ * is claimed only while empty): done(arg, 0) at once without a network
+ * cold store, else the claim's status. */
+void rn_tiers_cold_claim(rn_tiers *t, int fresh, rn_tiers_status_fn done, void *arg);
+/* The cold store's own words for its last failure (store.h, `why`) into
+ * out; returns their length, 0 when it has none. */
+size_t rn_tiers_cold_why(rn_tiers *t, char *out, size_t cap);
 
 /* The stream files, for the engine alone (see streamfiles.h for their
  * threads: the log's writer writes through pins, recovery replays). Also
@@ -139,7 +150,6 @@ int rn_tiers_body_intake_end(rn_tiers *t, int cold, const char *key, int fd, int
  * them, or the sweep found them older than parts_grace_ms. Requires
  * rn_tiers_keeps_parts(). */
 
-typedef void (*rn_tiers_status_fn)(void *arg, int status);
 typedef void (*rn_tiers_count_fn)(void *arg, uint64_t count, uint64_t bytes);
 /* status 0 with the part's id (1-64 visible ASCII characters), or -errno. */
 typedef void (*rn_tiers_part_fn)(void *arg, int status, const char *part_id);
@@ -225,6 +235,12 @@ void rn_tiers_history_flush(rn_tiers *t, const rn_tiers_history_source *src);
  * rn_tiers_history_missed; without a cold store every read fails so, and
  * its fetch -EIO); -EIO when the cached copy cannot be read. */
 int rn_tiers_history_read(rn_tiers *t, uint64_t id, uint64_t off, size_t len, uint8_t *out);
+/* Why the flush's moves fail, while they do: the status of the last put
+ * of a chunk when it failed (-EPERM: the store refuses it as asked, see
+ * store.h; -EAGAIN, -EIO: slow or failing), with the cold store's own
+ * words in *why (valid until the next flush tick); 0 once a put
+ * succeeded, or none failed. */
+int rn_tiers_history_failing(const rn_tiers *t, const char **why);
 /* The chunk the last -ENODATA of rn_tiers_history_read named: 1 with its
  * stream and offset, 0 when none did. */
 int rn_tiers_history_missed(const rn_tiers *t, uint64_t *id, uint64_t *off);

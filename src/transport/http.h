@@ -75,6 +75,12 @@ struct rn_request {
      * body was not read (or not all of it), and the connection closes
      * after the response (503, retry later). */
     int body_over_budget;
+    /* Set when the request (its body, or its head: then only the fields
+     * already parsed are set, and target is "") did not arrive within
+     * request_timeout_ms: nothing of it was handed on before, and it is
+     * handed to on_request only to be refused (408); the HTTP/1.1
+     * connection closes after the response. */
+    int timed_out;
     /* Called once if the connection goes away while the request is held. */
     void (*on_abort)(rn_request *req);
     /* Called when a streamed response's socket queue has emptied. */
@@ -92,6 +98,9 @@ struct rn_request {
      * the public marks below. */
     unsigned route_flags;
     void *handler_data;
+    /* Set by the transport while the on_headers hook runs: the body is still
+     * to come (a handler may take it as it arrives: rn_request_stream_body). */
+    int body_pending;
     /* Set by the on_headers hook: the body bytes per second this request's
      * body must keep to extend its request timeout (0: the server's
      * min_body_rate). */
@@ -174,11 +183,6 @@ typedef struct {
      * outlives the server. NULL: cleartext. */
     struct rn_tls_context *tls;
 } rn_http_config;
-
-/* rn_request.route_flags: a request an embedded gate admitted as an
- * operator's (admin rights): the node's own operator check lets it pass.
- * The low bits are protocol/routing.c's. */
-#define RN_REQUEST_ADMIN_GRANTED 0x100u
 
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
 #define RN_HTTP_SMALL_PIECE_BYTES (64 * 1024)

@@ -33,6 +33,7 @@
  * (DISCARDING), as after an early answer.
  */
 #include "transport/http1.h"
+#include "transport/status.h"
 #include "transport/http2.h"
 #include "transport/request.h"
 #include "transport/request_head.h"
@@ -86,6 +87,7 @@ static rn_http1 *http1_of(const rn_conn *c) {
 }
 
 static void process_input(rn_http1 *h);
+static void dispatch(rn_http1 *h);
 
 /* Detaches the current request from its connection (connection closing or
  * response finished). */
@@ -121,12 +123,13 @@ static void http1_timeout(rn_conn *c) {
         return;
     }
     if (h->state == ST_READING && h->cur && !h->cur->responding) {
-        /* Slow or stalled request: answer 408 and close. */
+        /* Slow or stalled request: the handler answers 408, then close. */
+        rn_request *r = &h->cur->req;
+        if (!r->headers) /* the head is cut short: its target so far opens the raw bytes */
+            r->target = r->target_len ? (const char *)h->cur->raw.data : "";
+        r->timed_out = 1;
         h->close_after_response = 1;
-        rn_buf head = {0}, body = {0};
-        rn_buf_append_str(&head, "Connection: close\r\n");
-        h->state = ST_HANDLING;
-        rn_http_respond(&h->cur->req, 408, &head, &body);
+        dispatch(h);
         return;
     }
     conn_close(c);
@@ -271,7 +274,10 @@ static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     int close_after = h->close_after_response;
     h->close_after_response = close_after || wants_continue;
     h->state = ST_EARLY;
-    srv->cfg.on_headers(&h->cur->req, srv->arg); /* may answer: see response_finished() */
+    rn_request *req = &h->cur->req;
+    req->body_pending = 1;
+    srv->cfg.on_headers(req, srv->arg); /* may answer: see response_finished() */
+    req->body_pending = 0;              /* the request is not freed: the connection holds it */
     if (h->state == ST_STREAMING)
         h->close_after_response = close_after;
     if (h->state != ST_EARLY)
@@ -458,59 +464,6 @@ static void http1_written(rn_conn *c, int body_piece) {
         process_input(h); /* pipelined requests waited for the answers to go out */
 }
 
-static const char *reason(int status) {
-    switch (status) {
-    case 100:
-        return "Continue";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 410:
-        return "Gone";
-    case 412:
-        return "Precondition Failed";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 416:
-        return "Range Not Satisfiable";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return "Unknown";
-    }
-}
-
 /* ---- HTTP/1.1 answers ---- */
 
 /* Sends the status line, the handler's header lines, the framing of a body
@@ -520,7 +473,7 @@ static void http1_send_head(rn_exchange *x, int status, rn_buf *head, uint64_t l
                             rn_buf *body) {
     rn_conn *c = x->conn;
     rn_buf out = {0};
-    rn_buf_appendf(&out, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    rn_buf_appendf(&out, "HTTP/1.1 %d %s\r\n", status, rn_http_reason(status));
     rn_buf_append(&out, head->data, head->len);
     if (length == RN_ANSWER_STREAMED)
         rn_buf_append_str(&out, "Transfer-Encoding: chunked\r\n");
@@ -608,7 +561,7 @@ static void reject_raw(rn_http1 *h, int status) {
     static char buf[128];
     int n = snprintf(buf, sizeof buf,
                      "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
-                     reason(status));
+                     rn_http_reason(status));
     rn_buf head = {0};
     rn_buf_append(&head, buf, (size_t)n);
     detach_request(h, 1);

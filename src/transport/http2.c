@@ -388,14 +388,13 @@ static void http2_timeout(rn_conn *c) {
             continue;
         }
         if (s->x && !s->ready && now - s->began >= cfg->request_timeout_ms) {
-            s->ready = 1;
+            s->ready = 1; /* handed over only to be refused: the handler answers 408 */
             s->early = 1;
-            if (s->x->sink.data) { /* its handler answers */
+            s->x->req.timed_out = 1;
+            if (s->x->sink.data) /* its handler answers */
                 s->x->sink.end(&s->x->req, RN_BODY_SLOW);
-                continue;
-            }
-            rn_buf head = {0}, body = {0};
-            rn_http_respond(&s->x->req, 408, &head, &body);
+            else
+                c->srv->on_request(&s->x->req, c->srv->arg);
             continue;
         }
         if (s->taken != s->watch_taken || !s->out_bytes) {

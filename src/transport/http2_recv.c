@@ -137,7 +137,9 @@ static int head_with_body(h2_stream *s) {
                                 (s->declared && declared >= RN_HTTP_EARLY_BODY_BYTES))) {
         s->ready = 1; /* a hook's answer is the whole answer: never dispatched */
         s->early = 1;
+        r->body_pending = 1;
         srv->cfg.on_headers(r, srv->arg);
+        r->body_pending = 0;        /* the request is not freed: its stream holds it */
         if (!s->x || x->responding) /* answered (and finished: x is gone) */
             return 1;
         s->ready = 0;

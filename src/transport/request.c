@@ -20,6 +20,7 @@ rn_exchange *exchange_new(rn_conn *c) {
     rn_exchange *x = rn_xcalloc(1, sizeof *x);
     x->conn = c;
     x->req.tls = c->bytes == &rn_tls_bytes;
+    x->req.target = ""; /* until the head is parsed */
     x->refs = 1;
     return x;
 }

@@ -2,15 +2,20 @@
  * crc32c.c — CRC-32C with a hardware path (SSE4.2, chosen at run time) and a
  * portable slicing-by-8 table path. Both compute the same function; the unit
  * tests check the standard check value and agreement on random data.
+ *
+ * The table and the choice of path are made once, by the first call of any
+ * thread, under pthread_once: callers on several threads (the log's writer,
+ * workers writing checkpoints, the loop) may be first at once.
  */
 #include "util/crc32c.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define POLY 0x82f63b78u
 
 static uint32_t table[8][256];
-static int table_ready;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void build_table(void) {
     for (uint32_t i = 0; i < 256; i++) {
@@ -22,12 +27,9 @@ static void build_table(void) {
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
-    table_ready = 1;
 }
 
 static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len) {
-    if (!table_ready)
-        build_table();
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -61,15 +63,23 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uin
 }
 #endif
 
-uint32_t rn_crc32c(uint32_t crc, const void *data, size_t len) {
-    crc = ~crc;
+/* The path this CPU takes: hardware when it has SSE4.2. */
+static uint32_t (*path)(uint32_t crc, const uint8_t *p, size_t len) = crc_soft;
+
+static void init(void) {
+    build_table();
 #if defined(__x86_64__)
-    static int has_hw = -1;
-    if (has_hw < 0)
-        has_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-    crc = has_hw ? crc_hw(crc, data, len) : crc_soft(crc, data, len);
-#else
-    crc = crc_soft(crc, data, len);
+    if (__builtin_cpu_supports("sse4.2"))
+        path = crc_hw;
 #endif
-    return ~crc;
+}
+
+uint32_t rn_crc32c(uint32_t crc, const void *data, size_t len) {
+    pthread_once(&once, init);
+    return ~path(~crc, data, len);
+}
+
+uint32_t rn_crc32c_portable(uint32_t crc, const void *data, size_t len) {
+    pthread_once(&once, init);
+    return ~crc_soft(~crc, data, len);
 }

@@ -6,7 +6,9 @@
  * "point:N", N counted from 1), the process kills itself (SIGKILL, as a
  * crash would) the Nth time it passes that point. The crash tests use this
  * to stop the server at chosen places of the commit, apply and checkpoint
- * paths; a point is a short name such as "wal-after-write".
+ * paths; a point is a short name such as "wal-after-write". Every atomic
+ * file write (util/files.c) passes "<file>-before-rename", such as
+ * "checkpoint-before-rename".
  *
  * Failure points: a test arms one (POST /__runnel/test/fail) so that its
  * next N passes fail with a chosen errno, as the storage under it would:
@@ -19,6 +21,8 @@
  *   "data-read"  a read of the data directory: stream files (tiers/streamfiles.c)
  *                and the readiness probe (ops/probe.c); armed with a large
  *                N, the file system fails every read
+ *   "dir-sync"   the sync of a directory (util/files.c rn_sync_dir), failing
+ *                as its open does at the file descriptor limit (EMFILE)
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

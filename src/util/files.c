@@ -2,9 +2,13 @@
  * files.c — whole small files: an atomic, durable rewrite (temporary file,
  * fsync, rename, fsync of the directory, so a crash leaves the old file or
  * the new one, never a part), a whole read, `mkdir -p` with each new
- * directory's entry synced, and a file system's free bytes. See files.h.
+ * directory's entry synced, and a file system's free bytes. Every step's
+ * failure is the caller's: a write whose directory could not be synced
+ * (not even opened, as at the file descriptor limit) is not durable and is
+ * reported so. See files.h.
  */
 #include "util/files.h"
+#include "util/fault.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -43,6 +47,11 @@ int rn_atomic_write_file(const char *dir, const char *name, const void *data, si
         rc = -errno;
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
+    if (rc == 0) {
+        char point[NAME_MAX + 16];
+        snprintf(point, sizeof point, "%s-before-rename", name);
+        rn_fault_point(point);
+    }
     if (rc == 0 && rename(tmp, dst) < 0)
         rc = -errno;
     if (rc != 0) {
@@ -53,6 +62,9 @@ int rn_atomic_write_file(const char *dir, const char *name, const void *data, si
 }
 
 int rn_sync_dir(const char *dir) {
+    int injected = rn_fault_fail("dir-sync");
+    if (injected)
+        return injected;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;

@@ -13,7 +13,11 @@
 #include "util/buf.h"
 
 /* Writes data to dir/name atomically and durably (tmp file with mode,
- * fsync, rename, fsync dir). Returns 0 or -errno. Blocking. */
+ * fsync, rename, fsync dir). Returns 0 only when every step succeeded, else
+ * -errno of the first that failed: the file may then hold the old data or
+ * the new (the rename may have happened without being durable), and the
+ * caller must not rely on either. Passes the kill point
+ * "<name>-before-rename" (util/fault.h). Blocking. */
 int rn_atomic_write_file(const char *dir, const char *name, const void *data, size_t len,
                          mode_t mode);
 /* Reads the whole file dir/name into out. Returns 0, or -errno (-ENOENT

@@ -1,31 +1,32 @@
 /*
- * map.c — open-addressing hash map with backward-shift deletion. See map.h.
+ * map.c — open-addressing hash map with backward-shift deletion, keyed by
+ * SipHash under a per-process random key. See map.h.
  */
 #include "util/map.h"
 #include "util/buf.h"
+#include "util/siphash.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
-uint64_t rn_hash_bytes(const void *key, size_t len) {
-    /* FNV-1a over 8-byte words with a final avalanche (splitmix64). */
-    const uint8_t *p = key;
-    uint64_t h = 0xcbf29ce484222325ull ^ len;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-        h ^= h >> 29;
-        p += 8;
-        len -= 8;
+static uint8_t hash_key[16];
+static pthread_once_t hash_key_once = PTHREAD_ONCE_INIT;
+
+static void draw_hash_key(void) {
+    if (getrandom(hash_key, sizeof hash_key, 0) != (ssize_t)sizeof hash_key) {
+        fprintf(stderr, "runnel: getrandom failed: %s\n", strerror(errno));
+        abort();
     }
-    while (len--)
-        h = (h ^ *p++) * 0x100000001b3ull;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
+}
+
+/* The slot hash of a key (never 0: 0 marks an empty slot). */
+static uint64_t hash_of(const void *key, size_t len) {
+    pthread_once(&hash_key_once, draw_hash_key);
+    uint64_t h = rn_siphash24(hash_key, key, len);
     return h ? h : 1;
 }
 
@@ -59,14 +60,14 @@ static void grow(rn_map *m) {
 void *rn_map_get(const rn_map *m, const void *key, size_t len) {
     if (!m->cap)
         return NULL;
-    size_t i = find_slot(m, rn_hash_bytes(key, len), key, len);
+    size_t i = find_slot(m, hash_of(key, len), key, len);
     return m->slots[i].hash ? m->slots[i].value : NULL;
 }
 
 void *rn_map_put(rn_map *m, const void *key, size_t len, void *value) {
     if ((m->count + 1) * 10 > m->cap * 7)
         grow(m);
-    uint64_t h = rn_hash_bytes(key, len);
+    uint64_t h = hash_of(key, len);
     size_t i = find_slot(m, h, key, len);
     rn_map_slot *s = &m->slots[i];
     void *old = s->hash ? s->value : NULL;
@@ -80,7 +81,7 @@ void *rn_map_remove(rn_map *m, const void *key, size_t len) {
     if (!m->cap)
         return NULL;
     size_t mask = m->cap - 1;
-    size_t i = find_slot(m, rn_hash_bytes(key, len), key, len);
+    size_t i = find_slot(m, hash_of(key, len), key, len);
     if (!m->slots[i].hash)
         return NULL;
     void *old = m->slots[i].value;

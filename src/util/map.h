@@ -4,6 +4,13 @@
  * Linear probing with backward-shift deletion (no tombstones), power-of-two
  * capacity, grown at 70% load. The map does not own keys: each key must stay
  * valid (usually it lives inside the value object) until its entry is removed.
+ *
+ * Keys are hashed with SipHash-2-4 under a key the process draws at random
+ * on first use (getrandom), so names a client chooses (stream paths,
+ * producer ids) cannot be made to collide: with a fixed hash they could be
+ * chosen to share one probe run and make every lookup walk all of them.
+ * Slot order and hashes therefore differ from one process to the next;
+ * nothing may depend on them beyond the process.
  */
 #ifndef RN_MAP_H
 #define RN_MAP_H
@@ -23,9 +30,6 @@ typedef struct {
     size_t cap; /* power of two, or 0 before first insert */
     size_t count;
 } rn_map;
-
-/* 64-bit hash of a byte string (never 0). */
-uint64_t rn_hash_bytes(const void *key, size_t len);
 
 /* Returns the value stored under key, or NULL. */
 void *rn_map_get(const rn_map *m, const void *key, size_t len);

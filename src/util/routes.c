@@ -67,9 +67,8 @@ int rn_url_split(const char *url, char *origin, size_t origin_cap, char *path, s
         skip = 8;
     else
         return -1;
-    const char *slash = strchr(url + skip, '/');
-    size_t olen = slash ? (size_t)(slash - url) : n;
-    const char *p = slash ? slash : "/";
+    size_t olen = skip + strcspn(url + skip, "/?#"); /* the authority ends at any of them */
+    const char *p = url[olen] == '/' ? url + olen : "/";
     size_t plen = strcspn(p, "?#");
     if (olen == skip || olen >= origin_cap || plen >= path_cap)
         return -1;
@@ -139,10 +138,8 @@ void rn_routes_learn(rn_routes *r, const char *origin, const char *path, size_t 
     if (a->status == 503 && a->error_code && strcmp(a->error_code, "NO_LEADER") == 0 && a->group &&
         a->group[0]) {
         int g = find_group(r, a->group);
-        if (g >= 0) {
+        if (g >= 0) /* its term stays: a later redirect of an older term is still stale */
             r->groups[g].origin[0] = 0;
-            r->groups[g].term = -1;
-        }
         return;
     }
     if ((a->status != 307 && a->status != 308) || !a->group || !a->group[0] || !a->leader_id ||

@@ -1,7 +1,9 @@
 // Bucket surface: stream incarnation and retained offset.
 // Covers extensions.txt §2.4 (only Stream-Incarnation and
 // Stream-Retained-Offset; snapshots, retention advances and history
-// rewrites are not tested here): the token on every successful answer, its
+// rewrites are not tested here): the token on every successful answer and
+// on the 416 of a catch-up, long-poll and SSE read past the tail (with a
+// precondition naming another token too: 416 comes before 412), its
 // form, its change on delete+recreate, its stability across restarts, the
 // request precondition (match, 412 INCARNATION_MISMATCH, 404 before 412, the
 // PUT exception, malformed and repeated values), live reads ending when the
@@ -82,6 +84,20 @@ describe("Stream-Incarnation on responses", () => {
     const tj = await create(j, '{"a":1}', "application/json");
     assert.equal(tok(await post(j, "[1,2]", { type: "application/json" })), tj);
     assert.equal(tok(await get(`${j}?offset=-1`)), tj);
+  });
+
+  test("a read past the tail answers 416 with the token: catch-up, long-poll, SSE; before 412", async () => {
+    const url = fresh();
+    const t = await create(url, "abc");
+    const past = "0000000000000000_0000000000000009";
+    for (const live of ["", "&live=long-poll&timeout_ms=100", "&live=sse"]) {
+      for (const precondition of [{}, { "stream-incarnation": otherToken(t) }]) {
+        const what = `offset past the tail${live || " (catch-up)"}${precondition["stream-incarnation"] ? ", another token sent" : ""}`;
+        const r = await get(`${url}?offset=${past}${live}`, precondition);
+        assertError(r, 416, "OFFSET_OUT_OF_RANGE", { what });
+        assert.equal(tok(r), t, `Stream-Incarnation on the 416: ${what}`);
+      }
+    }
   });
 
   test("a missing stream's 404 carries no token", async () => {

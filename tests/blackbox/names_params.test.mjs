@@ -11,6 +11,8 @@
 //     integers are canonical decimal (no sign, no leading zero). The values
 //     the protocols say to ignore stay ignored (Stream-Closed other than
 //     true; timeout_ms and max_bytes that do not parse).
+//   - The read parameters of ext §9 (timeout_ms, max_bytes, consistency)
+//     work on both surfaces.
 //   - 409 CONTENT_TYPE_MISMATCH names the stream's type and the request's;
 //     404 STREAM_NOT_FOUND names the stream's path.
 import assert from "node:assert/strict";
@@ -186,6 +188,10 @@ describe("query parameters: once, not empty", () => {
       [`${b}?offset=-1&timeout_ms=5&timeout_ms=5`, "timeout_ms"],
       [`${b}?offset=-1&max_bytes=1&max_bytes=2`, "max_bytes"],
       [`${b}?offset=-1&consistency=local&consistency=local`, "consistency"],
+      // ext §9 applies to every stream: the v1 surface refuses them doubled too
+      [`${p}?offset=-1&timeout_ms=5&timeout_ms=5`, "timeout_ms"],
+      [`${p}?offset=-1&max_bytes=1&max_bytes=2`, "max_bytes"],
+      [`${p}?offset=-1&consistency=local&consistency=local`, "consistency"],
     ]) {
       const body = assertError(await rawReq("GET", target), 400, "INVALID_QUERY", { what: target });
       assert.ok(body.error.message.includes(name), `the message names ${name}: ${body.error.message}`);
@@ -202,6 +208,44 @@ describe("query parameters: once, not empty", () => {
     assert.equal((await put(b, { body: "ab" })).status, 201);
     assert.equal((await get(`${b}?offset=-1&max_bytes=&timeout_ms=x`)).text, "ab");
   });
+});
+
+describe("the read parameters of ext §9 on both surfaces", () => {
+  for (const surface of ["v1", "bucket"]) {
+    const url = () => (surface === "v1" ? v1(`rp/s${++n}`) : `${server.url}/rparams/s${++n}`);
+
+    test(`${surface}: max_bytes bounds a read, which then is not up to date`, async () => {
+      const u = url();
+      assert.equal((await put(u, { body: "abcdef" })).status, 201);
+      const r = await get(`${u}?offset=-1&max_bytes=4`);
+      assert.equal(r.text, "abcd");
+      assert.equal(r.headers.get("stream-up-to-date"), null);
+      const rest = await get(`${u}?offset=${r.headers.get("stream-next-offset")}`);
+      assert.equal(rest.text, "ef");
+      assert.equal(rest.headers.get("stream-up-to-date"), "true");
+    });
+
+    test(`${surface}: timeout_ms bounds a long-poll's wait`, async () => {
+      const u = url();
+      assert.equal((await put(u, { body: "x" })).status, 201);
+      const tail = await tailOf(u);
+      const started = Date.now();
+      const r = await get(`${u}?offset=${tail}&live=long-poll&timeout_ms=50`);
+      assert.equal(r.status, 204);
+      // the server's own wait (the tests' default) is far longer than this bound
+      assert.ok(Date.now() - started < 20000, "the long-poll ended at its timeout_ms");
+    });
+
+    test(`${surface}: consistency is local or leader, and leader is not live`, async () => {
+      const u = url();
+      assert.equal((await put(u, { body: "x" })).status, 201);
+      const path = u.slice(server.url.length);
+      assert.equal((await get(`${u}?offset=-1&consistency=leader`)).text, "x");
+      assert.equal((await get(`${u}?offset=-1&consistency=local`)).text, "x");
+      assertError(await rawReq("GET", `${path}?offset=-1&consistency=strong`), 400, "INVALID_QUERY");
+      assertError(await rawReq("GET", `${path}?offset=-1&live=sse&consistency=leader`), 400, "INVALID_QUERY");
+    });
+  }
 });
 
 describe("messages that name what the request named", () => {

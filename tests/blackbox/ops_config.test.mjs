@@ -122,7 +122,7 @@ describe("the configuration file", () => {
     "producer-ttl-ms": "1000",
     "producer-cap": "10",
     "parts-grace-ms": "5000",
-    "test-hooks": ["0", "false"],
+    "test-hooks": ["1", "true"], // also what lets max-body-bytes go below 32 MiB
     "shutdown-grace-ms": "0",
   };
 

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Conn } from "../blackbox/lib/wire.mjs";
-import { Cluster, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, assertIdentity, follow, groupOf, req, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 let c;
@@ -41,7 +41,7 @@ function assertRedirect(r, { leader, group, term }, path) {
   assert.equal(r.headers.get("x-ursula-raft-group"), String(group));
   assert.equal(r.headers.get("x-ursula-raft-term"), String(term));
   assert.equal(r.body.length, 0, "a redirect carries no error body");
-  assert.equal(r.headers.get("ursula-cluster-id"), c.clusterId);
+  assertIdentity(r, c, `the redirect of ${path}`);
 }
 
 describe("the /__runnel/cluster report", () => {
@@ -150,14 +150,14 @@ describe("writes (§5.7)", () => {
     await follow(`${c.url(info.leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
     const port = new URL(c.url(info.follower)).port;
     const conn = new Conn(Number(port));
-    conn.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n`);
+    conn.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nRunnel-No-Forward: test\r\nContent-Length: 10\r\n\r\n`);
     assert.ok(await conn.until(() => conn.responses().length === 1, 5000), "answered with the body unsent");
     const [r] = conn.responses();
     assert.equal(r.status, 307);
     assert.equal(r.headers["x-ursula-raft-leader-id"][0], String(info.leader));
     conn.sock.destroy();
     const e = new Conn(Number(port));
-    e.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n`);
+    e.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nRunnel-No-Forward: test\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n`);
     assert.ok(await e.until(() => e.responses().length >= 1, 5000));
     assert.equal(e.responses()[0].status, 307, "no 100 Continue: the redirect comes first");
     e.sock.destroy();
@@ -264,7 +264,10 @@ describe("leader reads (§9.2)", () => {
 });
 
 describe("immutable chunks on replicas (§4.3)", () => {
-  test("a follower serves a chunk it can mark and redirects one it cannot; the leader serves both", async () => {
+  test("a follower serves a chunk it can mark, and any other answer only once it confirmed with the leader", async () => {
+    // A follower gives an answer only an up-to-date replica may give (a chunk
+    // at an open tail, a 412) once it applied the leader's ReadIndex: the
+    // reads of a follower are confirmed by default (--follower-reads).
     const key = keyIn(2, "chunks");
     const info = await roles(key);
     const made = await follow(`${c.url(info.leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "hello" });
@@ -272,21 +275,38 @@ describe("immutable chunks on replicas (§4.3)", () => {
     await c.converged();
     const zero = "0000000000000000_0000000000000000";
     const path = `/${key}/incarnation/${tok}/chunk/${zero}`;
-    const open = await req(`${c.url(info.follower)}${path}`);
-    assertRedirect(open, info, path);
-    const lead = await req(`${c.url(info.leader)}${path}`);
-    assert.equal(lead.status, 200);
-    assert.equal(lead.text, "hello");
-    assert.equal(lead.headers.get("stream-immutable"), null, "ends at an open tail: not marked");
-    const wrong = `/${key}/incarnation/${BigInt(tok) + 1n}/chunk/${zero}`;
-    assertRedirect(await req(`${c.url(info.follower)}${wrong}`), info, wrong);
-    assert.equal((await req(`${c.url(info.leader)}${wrong}`)).status, 412);
+    for (const n of [info.follower, info.leader]) {
+      const open = await req(`${c.url(n)}${path}`);
+      assert.equal(open.status, 200, `node ${n}`);
+      assert.equal(open.text, "hello");
+      assert.equal(open.headers.get("stream-immutable"), null, "ends at an open tail: not marked");
+      const wrong = `/${key}/incarnation/${BigInt(tok) + 1n}/chunk/${zero}`;
+      assert.equal((await req(`${c.url(n)}${wrong}`)).status, 412, `node ${n}`);
+    }
     await follow(`${c.url(info.leader)}/${key}`, { method: "POST", headers: { "stream-closed": "true" } });
     await c.converged();
     const closed = await req(`${c.url(info.follower)}${path}`);
     assert.equal(closed.status, 200, "marked: the follower serves it");
     assert.equal(closed.headers.get("stream-immutable"), "true");
     assert.equal(closed.text, "hello");
+  });
+
+  test("with --follower-reads local a follower redirects what it cannot mark", async () => {
+    const lc = await Cluster.start({ groups: GROUPS, args: ["--follower-reads", "local"] });
+    try {
+      const key = keyIn(2, "chunks-local");
+      const g = groupOf(key, GROUPS);
+      const { node: leader } = await lc.leaderOf(g);
+      const follower = leader === 1 ? 2 : 1;
+      const made = await follow(`${lc.url(leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "hello" });
+      await lc.converged();
+      const path = `/${key}/incarnation/${made.headers.get("stream-incarnation")}/chunk/0000000000000000_0000000000000000`;
+      const r = await req(`${lc.url(follower)}${path}`);
+      assert.equal(r.status, 307);
+      assert.equal(r.headers.get("x-ursula-raft-leader-id"), String(leader));
+    } finally {
+      lc.stopChecked();
+    }
   });
 });
 
@@ -306,9 +326,11 @@ describe("no leader (§5.7)", () => {
       assert.equal(r.headers.get("retry-after"), "1");
       assert.equal(r.headers.get("x-ursula-raft-group"), String(info.group));
       assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+      assertIdentity(r, c, "a write's NO_LEADER");
       const lr = await req(`${c.url(lone)}/${key}?consistency=leader`);
       assert.equal(lr.status, 503, "a leader read without a leader");
       assert.equal(JSON.parse(lr.text).error.code, "NO_LEADER");
+      assertIdentity(lr, c, "a leader read's NO_LEADER");
     } finally {
       for (const n of others) c.kill(n, "SIGCONT");
     }

@@ -40,6 +40,11 @@ describe("refused settings (exit 2, a message naming them)", () => {
     [["--node-id", "1", "--cluster-id", "bad id!", ...peers], /--cluster-id must be 1 to 64 characters/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=s3", "--s3-bucket", "b", "--backup-to", "/nonexistent"],
       /--backup-to with --cold-store=s3 is for a single node/],
+    // the two single-node features cluster mode refuses
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "segment-1"],
+      /--accept-loss applies to a single node's log; a cluster node recovers its groups from its peers/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=true", "--hot-bytes", "67108864"],
+      /--hot-bytes \(history tiering\) is not available in cluster mode/],
   ];
   for (const [args, message] of cases) {
     test(args.join(" "), () => {
@@ -97,6 +102,15 @@ describe("the data directory remembers its cluster", () => {
     const single = serve(["--data-dir", dir, "--listen", `127.0.0.1:${await freePort()}`]);
     assert.equal(single.status, 1);
     assert.match(single.stdout + single.stderr, /belongs to a cluster node \(cluster-id=c1 node=1 groups=2\); refusing to start it as a single node/);
+  });
+
+  test("a directory with Raft files but no marker refuses a cluster start", async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, "raft"));
+    const r = await startNode(dir, ["--cluster-id", "c1"]);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout + r.stderr, /has no readable cluster-node marker but holds Raft data; refusing to start a cluster node on it/);
+    assert.ok(!fs.existsSync(path.join(dir, "cluster-node")), "no marker was written");
   });
 
   test("a single node's directory refuses a cluster start", async () => {

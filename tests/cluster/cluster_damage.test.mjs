@@ -95,18 +95,18 @@ async function refusedStart(n) {
   return c.log(n).slice(before);
 }
 
-// Where each batch of a segment starts (libraft's layout, log_check.h).
-function batchStarts(bytes) {
-  const starts = [];
+// The batches of a segment, [start, end) each (libraft's layout, log_check.h).
+function batches(bytes) {
+  const out = [];
   for (let off = 8; off + 16 <= bytes.length;) {
     const n = Number(bytes.readBigUInt64LE(off + 8));
     if (n === 0) break;
     let data = 0;
     for (let i = 0; i < n; i++) data += bytes.readUInt32LE(off + 16 + 16 * i + 12);
-    starts.push(off);
+    out.push([off, off + 16 + 16 * n + data]);
     off += 16 + 16 * n + data;
   }
-  return starts;
+  return out;
 }
 
 const follower = async () => {
@@ -138,15 +138,16 @@ describe("a damaged Raft log", () => {
     await c.converged();
     await c.crash(f);
     let seg = openSegment(f);
-    const restore = damage(seg.file, (b) => (b[seg.end - 5] ^= 0x01));
+    const restore = damage(seg.file, (b) => (b[seg.end - 5] ^= 0x01)); /* the last batch, written whole */
     assert.match(await refusedStart(f), /its last batch fails its checksum although every sector of it was written/);
     restore();
     seg = openSegment(f);
-    /* a power cut during the last write: the last sector it reaches was
-     * not written, so the batch's part of it reads as the zeros before */
-    const last = batchStarts(seg.bytes).pop();
-    const sector = seg.end - 1 - ((seg.end - 1) % 512);
-    assert.ok(last < sector, "the last batch reaches more than one sector");
+    /* a power cut during the big record's write: the last sector it
+     * reaches was not written (its part of it reads as the zeros before),
+     * and nothing after it was */
+    const [start, end] = batches(seg.bytes).reduce((a, b) => (b[1] - b[0] > a[1] - a[0] ? b : a));
+    const sector = end - 1 - ((end - 1) % 512);
+    assert.ok(start < sector, "the big record's batch reaches more than one sector");
     damage(seg.file, (b) => b.fill(0, sector, seg.end));
     await c.restart(f);
     await verifyAll();

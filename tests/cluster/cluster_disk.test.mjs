@@ -10,9 +10,10 @@
 //     OUTCOME_UNKNOWN for lack of space), it hands its leadership to a
 //     healthy node within seconds (counted in its metrics), writes go on;
 //   - a follower that stops applying (the apply-reserve failure point, as
-//     a disk whose stream files have no room while the log still has) keeps
-//     serving what it applied, reports why it is not ready, and applies
-//     the rest once the point is disarmed;
+//     a disk whose stream files have no room while the log still has)
+//     answers 503 APPLY_STOPPED to reads that must see every acknowledged
+//     write, serves consistency=local reads of what it applied, reports why
+//     it is not ready, and applies the rest once the point is disarmed;
 //   - a follower restarted on a full disk starts (its reserve file is
 //     released for the start), reports, and catches up once space returns;
 // after each, every acknowledged write is on every replica, exactly once and
@@ -21,7 +22,8 @@
 // answers its writes 503 WAL_DISK_PRESSURE on a full disk and 503
 // APPLY_STOPPED (after the one write whose entry was kept unapplied, 503
 // OUTCOME_UNKNOWN) while its applying is stopped, before reading the body,
-// and serves reads of what it applied meanwhile. A slow disk (ext4 images on
+// as it answers reads that must see every write, and serves consistency=local
+// reads of what it applied meanwhile. A slow disk (ext4 images on
 // loop devices; the leader's writes limited to 4 KiB/s by cgroup v1 blkio
 // throttling, skipped without it): with --log-stall-ms 1000 the leadership
 // moves within seconds (counted as log_stalled), the slow node says why it is
@@ -31,8 +33,8 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { readAll, tempDir } from "../blackbox/lib/server.mjs";
+import { after, afterEach, before, describe, test } from "node:test";
+import { tempDir } from "../blackbox/lib/server.mjs";
 import { Cluster, follow, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const ROOT = process.getuid && process.getuid() === 0;
@@ -109,6 +111,18 @@ function fill(c, n) {
   } catch {}
 }
 const unfill = (c, n) => fs.rmSync(filler(c, n), { force: true });
+
+// A whole stream read page by page (query: more parameters).
+async function readAll(url, query = "") {
+  const parts = [];
+  for (let offset = "-1"; ;) {
+    const r = await req(`${url}?offset=${encodeURIComponent(offset)}${query ? "&" + query : ""}`);
+    assert.equal(r.status, 200, `GET ${url}: ${r.status} ${r.text.slice(0, 200)}`);
+    parts.push(r.body);
+    offset = r.headers.get("stream-next-offset");
+    if (r.headers.get("stream-up-to-date") === "true") return { body: Buffer.concat(parts) };
+  }
+}
 
 const hook = (c, n, query) => req(`${c.url(n)}/__runnel/test/fail?${query}`, { method: "POST", headers: c.admin });
 const code = (r) => /"code":"(\w+)"/.exec(r.text)?.[1] ?? "";
@@ -222,6 +236,9 @@ describe("a full disk in a three-node cluster", { skip: SKIP }, () => {
   before(() => {
     c = startCluster(3);
   });
+  afterEach(async () => {
+    for (const w of running) await w.finish(); /* a failed test's writers fill no disk */
+  });
 
   test("a full follower: writes go on, it says why it is not ready, then catches up", async () => {
     const { w, l } = await begin(c, "follower/s");
@@ -248,13 +265,15 @@ describe("a full disk in a three-node cluster", { skip: SKIP }, () => {
     }, 10000);
     assert.notEqual(moved, l);
     assert.ok(await metric(c, l, 'runnel_cluster_health_transfers_total{reason="disk_full"}') >= 1, "counted as a hand-over for a full disk");
-    const direct = await req(`${c.url(l)}/v1/stream/leader/s0`, { method: "POST", headers: { "content-type": "text/plain" }, body: "x" });
+    const direct = await req(`${c.url(l)}/v1/stream/leader/s0`, { method: "POST", headers: { "content-type": "text/plain", "runnel-no-forward": "1" }, body: "x" });
     assert.equal(direct.status, 307, "the former leader redirects");
     await sleep(3000);
     assert.ok(w.ackedCount() > before + 20, `writes go on (${before} -> ${w.ackedCount()})`);
     assert.match(await ready(c, l), /below the reserve/);
-    const read = await req(`${c.url(l)}/v1/stream/leader/s0?offset=-1`);
-    assert.equal(read.status, 200, "reads of applied data keep working on the full node");
+    const fresh = await req(`${c.url(l)}/v1/stream/leader/s0?offset=-1`);
+    assert.equal(code(fresh), "APPLY_STOPPED", "a read that must see every write cannot be served by a node whose log waits");
+    const read = await req(`${c.url(l)}/v1/stream/leader/s0?offset=-1&consistency=local`);
+    assert.equal(read.status, 200, "local reads of what it applied keep working on the full node");
     assert.ok([1, 2, 3].every((n) => c.alive(n)), "no process exits");
     unfill(c, l);
     await waitFor("the former leader to be ready again", () => isReady(c, l), 30000);
@@ -274,7 +293,11 @@ describe("a full disk in a three-node cluster", { skip: SKIP }, () => {
     const mine = report.replicas.find((x) => x.node === f).applied_index;
     assert.ok(mine < report.commit_index, `its applied index (${mine}) lags the commit index (${report.commit_index})`);
     for (let k = 0; k < w.streams; k++) {
-      const here = (await readAll(w.url(f, k))).body; /* a stopped replica serves what it applied */
+      const fresh = await req(`${w.url(f, k)}?offset=-1`);
+      assert.equal(fresh.status, 503, "a read that must see every acknowledged write cannot be served");
+      assert.equal(code(fresh), "APPLY_STOPPED");
+      assert.ok(fresh.headers.get("retry-after"));
+      const here = (await readAll(w.url(f, k), "consistency=local")).body; /* what it applied */
       const there = (await readAll(w.url(l, k))).body;
       assert.ok(here.length < there.length && there.subarray(0, here.length).equals(here), `stream ${k}: what it serves is an older prefix`);
     }
@@ -337,7 +360,9 @@ describe("a single-node cluster (no one to hand over to)", { skip: SKIP }, () =>
     assert.equal(r.status, 503);
     assert.equal(code(r), "APPLY_STOPPED");
     assert.ok(r.headers.get("retry-after"));
-    assert.equal((await req(`${c.url(1)}/v1/stream/one/s?offset=-1`)).text, "a;c;", "reads serve what it applied");
+    const fresh = await req(`${c.url(1)}/v1/stream/one/s?offset=-1`);
+    assert.equal(code(fresh), "APPLY_STOPPED", "a read that must see every write cannot be served");
+    assert.equal((await req(`${c.url(1)}/v1/stream/one/s?offset=-1&consistency=local`)).text, "a;c;", "a local read serves what it applied");
     assert.match(await ready(c, 1), /stopped applying/);
     assert.equal((await c.report(1)).groups[0].leader, 1, "it still leads: no one to hand over to");
     assert.equal((await hook(c, 1, "point=apply-reserve&n=0")).status, 204);

@@ -8,13 +8,11 @@
 // answer a stale consistency=leader read. A cluster stopped and started
 // again keeps everything. Each is done through both surfaces: a bucket
 // stream /{bucket}/{id} is /v1/stream/{bucket}/{id}, the same stream in the
-// same group. The /v1/stream/ surface ignores consistency=leader (issue 26):
-// its two deposed-leader reads are marked as known failures of that issue
-// (node:test "todo": run, reported, not failing the file).
+// same group.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, assertIdentity, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 let c;
@@ -36,7 +34,6 @@ const live = (n) => c.alive(n);
 // The URL path of stream `key` ("bucket/id") on a surface.
 const SURFACES = ["bucket", "v1"];
 const at = (surface, key) => (surface === "v1" ? `/v1/stream/${key}` : `/${key}`);
-const V1_LEADER_BUG = "issue 26: consistency=leader ignored on /v1/stream/";
 
 // Appends body as (producer p, epoch 0, seq) through node `via`, following
 // redirects, until an answer proves it applied (200/204 with the receipt)
@@ -146,6 +143,7 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
     assert.equal(r.status, 503, r.text);
     assert.equal(JSON.parse(r.text).error.code, "OUTCOME_UNKNOWN");
     assert.ok(r.headers.get("retry-after"));
+    assertIdentity(r, c, "OUTCOME_UNKNOWN");
     await c.leaderOf(group);
     const again = await appendOnce(key, 0, "once", leader, Date.now() + 30000, "q", surface);
     assert.ok(again.status === 200 || again.status === 204);
@@ -155,7 +153,7 @@ describe("a write whose apply was not observed (§5.7, §11.1)", () => {
 });
 
 describe("a deposed leader (§9.2)", () => {
-  for (const surface of SURFACES) test(`${surface} surface: frozen while a new leader took a write, it answers no stale consistency=leader read`, { todo: surface === "v1" && V1_LEADER_BUG }, async (t) => {
+  for (const surface of SURFACES) test(`${surface} surface: frozen while a new leader took a write, it answers no stale consistency=leader read`, async (t) => {
     const key = `deposed/${surface}`;
     const made = await follow(`${c.url(1)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "a" });
     assert.equal(made.status, 201, made.text);
@@ -202,6 +200,7 @@ describe("a deposed leader (§9.2)", () => {
     } else {
       assert.equal(r.status, 503, `no majority confirms node ${old.node}: ${r.status} ${r.text}`);
       assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+      assertIdentity(r, c, "a deposed leader's NO_LEADER");
     }
     assert.ok(took < 10000, `answered after ${took} ms`);
     await c.leaderOf(group);
@@ -212,7 +211,7 @@ describe("a deposed leader (§9.2)", () => {
     }
   });
 
-  for (const surface of SURFACES) test(`${surface} surface: a leader whose followers froze confirms no consistency=leader read`, { todo: surface === "v1" && V1_LEADER_BUG }, async (t) => {
+  for (const surface of SURFACES) test(`${surface} surface: a leader whose followers froze confirms no consistency=leader read`, async (t) => {
     const key = `deposed/frozen-${surface}`;
     const made = await follow(`${c.url(2)}${at(surface, key)}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "x" });
     assert.equal(made.status, 201, made.text);
@@ -235,6 +234,7 @@ describe("a deposed leader (§9.2)", () => {
     t.diagnostic(`node ${leader} answered ${r.status} after ${Date.now() - t0} ms`);
     assert.equal(r.status, 503, `${r.status} ${r.text}`);
     assert.equal(JSON.parse(r.text).error.code, "NO_LEADER");
+    assertIdentity(r, c, "an unconfirmed leader read's NO_LEADER");
     await c.leaderOf(group);
     await c.converged();
   });

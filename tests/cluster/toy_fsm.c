@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "util/buf.h"
-#include "util/map.h"
+#include "util/siphash.h"
 
 void toy_init(toy_fsm *t, unsigned groups) {
     t->groups = rn_xcalloc(groups, sizeof *t->groups);
@@ -37,12 +37,15 @@ static void keep(toy_group *g, const void *data, size_t len) {
     g->values[g->n++] = rn_xstrndup(data, len);
 }
 
+/* Replicas compare digests: a fixed key makes SipHash deterministic. */
+static const uint8_t DIGEST_KEY[16] = {0};
+
 uint64_t *toy_apply(toy_fsm *t, unsigned group, uint64_t index, const void *data, size_t len) {
     assert(group < t->n_groups);
     toy_group *g = &t->groups[group];
     assert(index > g->last_index);
-    uint64_t link[3] = {g->digest, index, rn_hash_bytes(data, len)};
-    g->digest = rn_hash_bytes(link, sizeof link);
+    uint64_t link[3] = {g->digest, index, rn_siphash24(DIGEST_KEY, data, len)};
+    g->digest = rn_siphash24(DIGEST_KEY, link, sizeof link);
     g->count++;
     g->last_index = index;
     if (len <= TOY_MAX_KEPT)

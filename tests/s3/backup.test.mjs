@@ -14,23 +14,27 @@
 //     them back from S3 and copies them. While their GETs fail, the
 //     backup answers 502 COLD_STORE_FAILED and writes no state object; the
 //     retry under the same name succeeds.
-//   - `runnel restore --from s3:backups/` (same --s3-* options) builds a new
-//     data directory: the streams hold a whole-append prefix of the source
-//     covering every append acknowledged before the backup was asked for;
-//     each is rewritten per §2.4 (new token, previous token, inherited
-//     offset = tail); the referenced cold body reads back from the cold
-//     store; the tiered stream reads back byte-exact from the restored
-//     server, which does not tier. A second restore gives the same tokens.
-//   - The same backup restored into a 3-node cluster of 2 groups on the same
-//     cold store: every node serves every stream as above with the same
-//     tokens, the referenced body read from S3 under its own key (a body
-//     copied into a cluster is renamed for its stream's new id; a shared
-//     one must not be).
-//   - A restore whose referenced cold body is gone from the cold store is
-//     refused, naming the body, and writes no checkpoint.
+//   - `runnel restore --from s3:backups/` (the same bucket, a cold store
+//     prefix of the restored deployment's own, --source-s3-prefix naming
+//     the source's) builds a new data directory: the streams hold a
+//     whole-append prefix of the source covering every append acknowledged
+//     before the backup was asked for; each is rewritten per §2.4 (new
+//     token, previous token, inherited offset = tail); the referenced cold
+//     body, copied into the restored deployment's prefix, reads back; the
+//     tiered stream reads back byte-exact from the restored server, which
+//     does not tier. A second restore (into another prefix: each restore
+//     is a deployment) gives the same tokens.
+//   - The same backup restored into a 3-node cluster of 2 groups with a
+//     cold store prefix of its own: every node serves every stream as
+//     above with the same tokens, the referenced body copied once into the
+//     cluster's prefix and renamed for its stream's new id.
+//   - A restore whose referenced cold body is gone from the source's cold
+//     store is refused, naming the body, and writes no checkpoint; one
+//     without --source-s3-prefix is refused, naming the option.
 //   - A cold body a backup at the node's --backup-to references survives a
 //     newer snapshot superseding it and the orphan sweeps past the grace, so
-//     the backup still restores byte-exact; once the operator removed the
+//     the backup still restores byte-exact (the body copied into the
+//     restored deployment's own prefix); once the operator removed the
 //     backup's state object, the sweep removes the body after the grace,
 //     but not while another backup's state object cannot be read or does
 //     not decode (fail safe).
@@ -41,6 +45,7 @@ import { after, describe, test } from "node:test";
 import { assertError, head, put, req } from "../blackbox/lib/bucket.mjs";
 import { runCli, scrape } from "../blackbox/lib/ops.mjs";
 import { clearFaults, fault } from "./control.mjs";
+import { objectsUnder } from "./objects.mjs";
 import { Server, readAll, tempDir } from "../blackbox/lib/server.mjs";
 import { clusterLayout } from "../cluster/runnel_cluster.mjs";
 import { PIECE, streamBytes, waitFlushed, writeStream } from "../blackbox/lib/history.mjs";
@@ -52,29 +57,22 @@ assert.ok(S3_ENDPOINT && S3_BUCKET && S3_TEST_DIR, "run through tests/s3/run_wit
 
 const s3Opts = ["--s3-endpoint", S3_ENDPOINT, "--s3-bucket", S3_BUCKET, "--s3-timeout-ms", "5000"];
 const coldOpts = ["--cold-store=s3", ...s3Opts, "--s3-prefix", "cold/"];
+// a restored deployment's own cold store (each restore is a deployment of
+// its own); the bodies the backup references are copied there from the
+// source's
+const restoredOpts = (name) => ["--cold-store=s3", ...s3Opts, "--s3-prefix", `restored-${name}/`];
+const clusterOpts = ["--cold-store=s3", ...s3Opts, "--s3-prefix", "restored-cluster/"];
 const work = tempDir("runnel-s3backup-");
 const servers = [];
 after(async () => {
   for (const s of servers) await s.stop();
 });
 
-// Keys s3rver holds under a prefix (as coldstore.test.mjs reads them).
-function objectsUnder(prefix) {
-  const root = path.join(S3_TEST_DIR, "data", S3_BUCKET);
-  const suffix = "._S3rver_object";
-  if (!fs.existsSync(root)) return [];
-  return fs.readdirSync(root, { recursive: true })
-    .map(String)
-    .filter((f) => f.endsWith(suffix) && !f.includes("._S3rver_uploads"))
-    .map((f) => f.slice(0, -suffix.length))
-    .filter((k) => k.startsWith(prefix));
-}
-
 const record = (i) => Buffer.from(`<${String(i).padStart(6, "0")}:${"y".repeat(100)}>`);
 
-function restore(dir, extra = []) {
-  return runCli(["restore", "--from", "s3:backups/", "--name", "s3one", "--data-dir", dir, ...coldOpts, ...extra],
-    { timeoutMs: 120000 });
+function restore(dir, own, extra = []) {
+  return runCli(["restore", "--from", "s3:backups/", "--name", "s3one", "--data-dir", dir, ...own,
+    "--source-s3-prefix", "cold/", ...extra], { timeoutMs: 120000 });
 }
 
 describe("a backup to an S3 prefix, restored from it", () => {
@@ -172,9 +170,9 @@ describe("a backup to an S3 prefix, restored from it", () => {
   test("a restore from the S3 prefix into a new directory, twice: same bytes, same tokens", async () => {
     for (const name of ["r1", "r2"]) {
       const dir = path.join(work, name);
-      const r = restore(dir);
+      const r = restore(dir, restoredOpts(name));
       assert.equal(r.code, 0, `restore exited ${r.code}: ${r.stderr}`);
-      const srv = new Server({ dataDir: dir, args: coldOpts });
+      const srv = new Server({ dataDir: dir, args: restoredOpts(name) });
       servers.push(srv);
       await srv.start();
       const tokens = await check(srv);
@@ -187,14 +185,14 @@ describe("a backup to an S3 prefix, restored from it", () => {
   test("the same backup restored into a 3-node cluster on the same cold store: every node serves it", async () => {
     const layout = await clusterLayout({ clusterId: "s3-restored", groups: 2 });
     for (let n = 1; n <= 3; n++) {
-      const r = restore(path.join(layout.dir, `node-${n}`), layout.opts(n));
+      const r = restore(path.join(layout.dir, `node-${n}`), clusterOpts, layout.opts(n));
       assert.equal(r.code, 0, `restore of node ${n} exited ${r.code}: ${r.stderr}`);
     }
-    const k = layout.start(coldOpts);
+    const k = layout.start(clusterOpts);
     try {
       let first;
       for (let n = 1; n <= 3; n++) {
-        // the referenced body keeps its object: every node reads it from S3
+        // the referenced body was copied into the cluster's prefix: every node reads it from S3
         const tokens = await check({ url: k.url(n) });
         assert.deepEqual(tokens, first ?? tokens, `node ${n}: the tokens node 1 serves`);
         first = tokens;
@@ -204,11 +202,18 @@ describe("a backup to an S3 prefix, restored from it", () => {
     }
   });
 
-  test("a referenced cold body missing from the cold store: the restore is refused, naming it", () => {
-    const r = restore(path.join(work, "r3"), ["--s3-prefix", "elsewhere/"]);
+  test("a referenced cold body missing from the source's cold store: the restore is refused, naming it", () => {
+    const r = restore(path.join(work, "r3"), ["--cold-store=s3", ...s3Opts, "--s3-prefix", "r3/"],
+      ["--source-s3-prefix", "elsewhere/"]);
     assert.equal(r.code, 1, r.stdout);
-    assert.match(r.stderr, /references in the cold store/);
+    assert.match(r.stderr, /references in the cold store at --source-s3-prefix "elsewhere\/", cannot be copied/);
+    assert.match(r.stderr, /the S3 prefix it claimed belongs to that directory's deployment: restore again into a new prefix/,
+      "a failed restore says that the prefix it claimed is taken");
     assert.ok(!fs.existsSync(path.join(work, "r3", "checkpoint")));
+    const none = runCli(["restore", "--from", "s3:backups/", "--name", "s3one", "--data-dir", path.join(work, "r4"),
+      "--cold-store=s3", ...s3Opts, "--s3-prefix", "r4/"], { timeoutMs: 120000 });
+    assert.equal(none.code, 1, none.stdout);
+    assert.match(none.stderr, /name that store's prefix with --source-s3-prefix/);
   });
 });
 
@@ -241,11 +246,12 @@ describe("cold bodies a backup references are kept until the backup is retired",
     await sleep(3000); /* a dozen sweeps, the grace (1 s) twice over */
 
     const dir = path.join(work, "keep1");
-    const rr = runCli(["restore", "--from", "s3:bkrefs/", "--name", "keep1", "--data-dir", dir, ...cold2],
-      { timeoutMs: 120000 });
+    const own = ["--cold-store=s3", ...s3Opts, "--s3-prefix", "keep1/"];
+    const rr = runCli(["restore", "--from", "s3:bkrefs/", "--name", "keep1", "--data-dir", dir, ...own,
+      "--source-s3-prefix", "cold2/"], { timeoutMs: 120000 });
     assert.equal(rr.code, 0, `restore exited ${rr.code}: ${rr.stderr}`);
     assert.ok(objectsUnder("cold2/snapshots/").includes(oldKey), "the referenced body stays");
-    const srv = new Server({ dataDir: dir, args: [...cold2, "--backup-to", "s3:bkrefs/"] });
+    const srv = new Server({ dataDir: dir, args: own });
     servers.push(srv);
     await srv.start();
     const body = await req(`${srv.url}/bkrefs/s/snapshot/${encodeURIComponent(oldOffset)}`, { timeoutMs: 60000 });

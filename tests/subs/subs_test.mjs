@@ -386,6 +386,8 @@ async function restartChecks(rn) {
       const r = await req('POST', `${rn.sub('pw-1')}/claim`, { body: { worker: 'worker-2' } });
       expect(r.status === 409 && r.json?.error?.code === 'ALREADY_CLAIMED' &&
         r.json.error.current_holder === 'worker-1' && r.json.error.generation === c.generation, `${r.status} ${r.text}`);
+      // extensions §11: a server sends both code and message
+      expect(typeof r.json?.error?.message === 'string' && r.json.error.message.length > 0, `ALREADY_CLAIMED without a message: ${r.text}`);
     });
     await check(`restart (${signal}): the claim token still authorizes a heartbeat`, async () => {
       const r = await req('POST', `${rn.sub('pw-1')}/ack`, { headers: { authorization: `Bearer ${c.token}` },
@@ -423,6 +425,7 @@ async function restartChecks(rn) {
     const stale = await req('POST', `${rn.sub('pw-1')}/ack`, { headers: { authorization: `Bearer ${c.token}` },
       body: { wake_id: c.wake_id, generation: c.generation } });
     expect(stale.status === 409 && stale.json?.error?.code === 'FENCED', `stale ack ${stale.status} ${stale.text}`);
+    expect(typeof stale.json?.error?.message === 'string' && stale.json.error.message.length > 0, `FENCED without a message: ${stale.text}`);
   });
 
   await check('restart: a deleted subscription stays deleted', async () => {

@@ -52,6 +52,7 @@ rn_engine *open_at(fx *f, const char *dir) {
         .checkpoint_bytes = f->checkpoint_bytes,
         .producer_ttl_ms = f->producer_ttl_ms,
         .producer_cap = f->producer_cap,
+        .incarnation_key = f->incarnation_key,
     };
     char err[256] = "";
     rn_engine *e = rn_engine_open(&f->loop, &cfg, &f->stats, err, sizeof err);
@@ -266,6 +267,13 @@ outcome close_only(fx *f, const char *path) {
     req r;
     req_init(&r, RN_OP_APPEND, path);
     r.op.in.close = 1;
+    return run_req(f, &r);
+}
+
+outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
+    req r;
+    req_init(&r, RN_OP_REWRITE, path);
+    r.op.in.target_offset = keep;
     return run_req(f, &r);
 }
 

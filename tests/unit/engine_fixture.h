@@ -45,6 +45,7 @@ typedef struct {
     uint64_t checkpoint_bytes;
     uint64_t producer_ttl_ms;       /* 0: the default */
     uint64_t producer_cap;          /* 0: the default */
+    uint64_t incarnation_key;       /* 0: the tokens of builds before the key */
     rn_recovery_stats stats;        /* of the last open */
     int creates, changes, removals; /* observer calls */
 } fx;
@@ -138,6 +139,8 @@ outcome append_prod(fx *f, const char *path, const char *ct, const char *body, c
 /* An append without data that closes the stream. */
 outcome close_only(fx *f, const char *path);
 outcome delete_stream(fx *f, const char *path);
+/* A history rewrite of path keeping its bytes below keep (ext §2.4). */
+outcome rewrite_to(fx *f, const char *path, uint64_t keep);
 
 /* ---- stream state ---- */
 

@@ -135,6 +135,10 @@ static void test_cluster_tag(void **state) {
     assert_int_not_equal(rn_wire_cluster_tag("a"), 0);
     assert_int_not_equal(rn_wire_cluster_tag("a"), rn_wire_cluster_tag("b"));
     assert_int_equal(rn_wire_cluster_tag("prod"), rn_wire_cluster_tag("prod"));
+    /* the values of every earlier build (nodes compare tags: a node of an
+     * older build must still find its peers' tags equal to its own) */
+    assert_int_equal(rn_wire_cluster_tag("prod"), 0x3d0af6f1856b24edull);
+    assert_int_equal(rn_wire_cluster_tag("runnel-0123456789abcdef"), 0x729e2faf7dfb910dull);
 }
 
 static void test_addresses(void **state) {

@@ -301,13 +301,6 @@ static void test_producer_state_survives_restarts(void **state) {
     }
 }
 
-static outcome rewrite_to(fx *f, const char *path, uint64_t keep) {
-    req r;
-    req_init(&r, RN_OP_REWRITE, path);
-    r.op.in.target_offset = keep;
-    return run_req(f, &r);
-}
-
 /* A later piece of an answer is read only while the stream keeps the id and
  * incarnation the answer began with, and the piece lies within its bytes. */
 static void test_read_again_refuses_once_the_bytes_may_have_changed(void **state) {

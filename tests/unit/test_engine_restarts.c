@@ -4,7 +4,8 @@
  * after a clean close, and after crashes from the log (stream files
  * rebuilt, a torn log tail cut, checkpoint and log combined, stream files
  * cut back to the checkpoint), background checkpoints, expired streams
- * staying absent, and a damaged checkpoint refused.
+ * staying absent, a damaged checkpoint refused, and a checkpoint whose
+ * directory could not be synced keeping the log it would have replaced.
  *
  * How: engine_fixture.h (clean restarts and simulated crashes on a copy of
  * the data directory).
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 
 #include "engine_fixture.h"
 #include "util/clock.h"
+#include "util/fault.h"
 
 /* ------------------------------------------------------------------------ */
 /* Restarts                                                                  */
@@ -432,6 +435,29 @@ static void test_damaged_checkpoint_refuses_to_open(void **state) {
     f->tiers = NULL;
 }
 
+/* The checkpoint at close fails at its last step, the sync of the data
+ * directory (its open refused as at the file descriptor limit): the
+ * checkpoint is not durable, so the log segments it would replace stay,
+ * and the next open finds every write. Before, the failed open was skipped
+ * and the checkpoint reported success, and its segments were dropped. */
+static void test_checkpoint_failing_its_directory_sync_keeps_the_log(void **state) {
+    fx *f = *state;
+    create(f, "/kept", NULL, "abc");
+    assert_int_equal(append(f, "/kept", "def").result, RN_OK_APPENDED);
+    uint64_t oldest = lowest_segment(f);
+    assert_true(oldest != UINT64_MAX);
+    assert_int_equal(rn_fault_arm("dir-sync", 1, EMFILE), 0);
+    close_engine(f, f->e);
+    f->e = NULL;
+    assert_int_equal(rn_fault_fail("dir-sync"), 0); /* the checkpoint took the failure */
+    assert_int_equal(lowest_segment(f), oldest);
+    f->e = open_at(f, f->dir);
+    expect_bytes(f, "/kept", "abcdef");
+    restart_clean(f); /* a checkpoint that succeeds drops them */
+    assert_true(lowest_segment(f) > oldest);
+    expect_bytes(f, "/kept", "abcdef");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_restart_after_close_restores_state_from_checkpoint),
@@ -443,6 +469,7 @@ int main(void) {
         T(test_background_checkpoints_and_crash_keep_all_data),
         T(test_restart_keeps_expired_streams_absent),
         T(test_damaged_checkpoint_refuses_to_open),
+        T(test_checkpoint_failing_its_directory_sync_keeps_the_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

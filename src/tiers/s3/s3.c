@@ -402,7 +402,6 @@ static void send_call(rn_s3_call *c) {
     rn_buf_append_byte(&lines, 0);
     for (size_t i = 0; i <= nh; i++)
         line_ptrs[i] = (const char *)lines.data + offsets[i];
-    uint64_t payload = c->body.len + c->sink_len + c->copy_len;
     rn_fetch_request fr = {.method = c->method,
                            .url = (const char *)url.data,
                            .headers = line_ptrs,
@@ -417,7 +416,7 @@ static void send_call(rn_s3_call *c) {
                            .sink_offset = c->sink.offset,
                            .sink_cap = c->sink_len ? c->sink_len : s3->max_response_bytes,
                            .strict_size = 1,
-                           .timeout_ms = s3->timeout_ms + payload * 1000 / s3->min_rate,
+                           .timeout_ms = rn_s3_call_budget_ms(c),
                            .path_as_is = 1};
     c->fetch = rn_outbound_start(s3->out, &fr, on_answer, c);
     assert(c->fetch); /* the client admits no more calls than the outbound client holds */
@@ -496,6 +495,11 @@ void rn_s3_cancel(rn_s3_call *c) {
     if (c->fetch)
         rn_fetch_cancel(c->fetch);
     call_free(c);
+}
+
+uint64_t rn_s3_call_budget_ms(const rn_s3_call *c) {
+    uint64_t payload = c->body.len + c->sink_len + c->copy_len;
+    return c->s3->timeout_ms + payload * 1000 / c->s3->min_rate;
 }
 
 size_t rn_s3_in_flight(const rn_s3 *s3) {

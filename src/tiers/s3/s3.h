@@ -174,6 +174,10 @@ rn_s3_call *rn_s3_mpu_complete(rn_s3 *s3, const char *key, const char *upload_id
 rn_s3_call *rn_s3_mpu_abort(rn_s3 *s3, const char *key, const char *upload_id, rn_s3_fn fn,
                             void *arg);
 
+/* The time call c may take from when it is sent to its answer: timeout_ms
+ * plus its payload (body, GET range or copied bytes) at min_rate. */
+uint64_t rn_s3_call_budget_ms(const rn_s3_call *c);
+
 /* Abandons a call whose fn has not run; fn will not run. */
 void rn_s3_cancel(rn_s3_call *c);
 

@@ -37,12 +37,16 @@ export function mediaType(value) {
 }
 
 // Asserts the §11 error shape: status, Content-Type application/json and
-// {"error":{"code","message"}} with both members strings. `code` may be a
+// {"error":{"code","message"}} with both members strings, and the server's
+// identity (§10: Ursula-Protocol, Ursula-Cluster-Id). `code` may be a
 // string or an array of acceptable codes. For HEAD, asserts an empty body.
 // Returns the parsed body (null for HEAD).
 export function assertError(r, status, code, { isHead = false, what = "" } = {}) {
   const ctx = `${what} answered ${r.status} ${r.text ?? ""}`;
   assert.equal(r.status, status, `status: ${ctx}`);
+  // §10: the server's identity on every answer, every refusal included
+  assert.equal(r.headers.get("ursula-protocol"), "2", `Ursula-Protocol: ${ctx}`);
+  assert.match(r.headers.get("ursula-cluster-id") ?? "", /^[A-Za-z0-9._-]{1,64}$/, `Ursula-Cluster-Id: ${ctx}`);
   assert.equal(mediaType(r.headers.get("content-type")), "application/json", `Content-Type of the error: ${ctx}`);
   if (isHead) {
     assert.equal(r.body.length, 0, `a HEAD error carries no body: ${ctx}`);

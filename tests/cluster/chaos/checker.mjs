@@ -11,8 +11,7 @@
 // property that found nothing to check where the run must produce
 // something (acknowledged writes, leader reads, streams) fails. `known`
 // lists violations of a known bug, tied to its issue, that do not fail the
-// property but are reported (today one: stale consistency=leader reads of
-// streams on the /v1/stream/ surface, issue 26).
+// property but are reported (none today).
 import crypto from "node:crypto";
 import { describe, seconds } from "./history.mjs";
 import { RECORD_BYTES, parseRecords } from "./records.mjs";
@@ -48,10 +47,6 @@ class Property {
     return { name, ok: failures === 0, checked, failures, messages, known };
   }
 }
-
-// Stale consistency=leader reads on /v1/stream/: the surface ignores the
-// parameter (a known bug).
-const V1_LEADER_BUG = "issue 26 (consistency=leader ignored on /v1/stream/)";
 
 // One replica's copy of one stream, indexed.
 function indexReplica(copy) {
@@ -272,8 +267,7 @@ function leaderReads(ctx, max) {
     if (w && !(r.next >= w.ack.end)) {
       const m = `stream ${r.s}: ${describe(r)} with Stream-Next-Offset ${r.next ?? "(none)"} misses ${w.rec} ` +
         `acknowledged at ${seconds(w.done)} s (${describe(w)}), which ends at ${w.ack.end}`;
-      if (r.v1) p.knownFailure(V1_LEADER_BUG, `${m} (on /v1/stream/)`);
-      else p.fail(m);
+      p.fail(r.v1 ? `${m} (on /v1/stream/)` : m);
     }
   }
   return p.result("no consistency=leader read answered the stream's tail: nothing checked");
@@ -370,8 +364,8 @@ function answerShapes(ctx, max) {
       if (READS.has(e.t) && e.code === "OUTCOME_UNKNOWN") p.fail(`${describe(e)}: a read proposes nothing`);
     } else if (lagging(e)) {
       // a replica behind the offset, or the create, local reads may lag (§9.2)
-    } else if (e.v1 && e.cons === "leader" && laggingAnswer(e)) {
-      p.knownFailure(V1_LEADER_BUG, `stream ${e.s}: ${describe(e)}: a lagging replica answered a consistency=leader read (on /v1/stream/)`);
+    } else if (e.cons === "leader" && laggingAnswer(e)) {
+      p.fail(`stream ${e.s}: ${describe(e)}: a lagging replica answered a consistency=leader read`);
     } else if (e.st >= 400 && e.st < 500) {
       p.fail(`stream ${e.s}: ${describe(e)}: the workload sends only valid requests`);
     } else if (e.st >= 200 && e.st < 300 && WRITES.has(e.t) && e.out === "unknown") {

@@ -211,27 +211,20 @@ test("a stale consistency=leader HEAD is caught", () => {
   expectFailures(sc, ["leader"], /^stream 1: #\d+ head\(leader\) to node 1 .* misses p1:2:0/);
 });
 
-test("a stale consistency=leader HEAD of a /v1/stream/ stream is a known failure of issue 26, reported, not failed", () => {
+test("a stale consistency=leader HEAD of a /v1/stream/ stream is caught", () => {
   const sc = scenario();
   sc.add({ t: "head", c: "r0", s: 1, n: 1, v1: 1, cons: "leader", st: 200, next: tok(2 * RECORD_BYTES) });
-  const results = check(sc.history, sc.final);
-  assert.deepEqual(results.filter((r) => !r.ok), []);
-  const leader = results.find((r) => r.name === P.leader);
-  assert.equal(leader.known.length, 1);
-  assert.match(leader.known[0].issue, /^issue 26 /);
-  assert.equal(leader.known[0].count, 1);
-  assert.match(leader.known[0].messages[0], /^stream 1: #\d+ head\(leader\) to node 1 .* misses p1:2:0 .*\(on \/v1\/stream\/\)$/);
+  expectFailures(sc, ["leader"], /^stream 1: #\d+ head\(leader\) to node 1 .* misses p1:2:0 .*\(on \/v1\/stream\/\)$/);
 });
 
-test("a lagging replica's answer to a consistency=leader read of a /v1/stream/ stream is a known failure of issue 26", () => {
+test("a lagging replica's answer to a consistency=leader read is caught on both surfaces", () => {
   const sc = scenario();
   sc.add({ t: "read", c: "r0", s: 1, n: 2, v1: 1, cons: "leader", off: tok(2 * RECORD_BYTES), st: 400, code: "INVALID_OFFSET" });
   sc.add({ t: "read", c: "r0", s: 1, n: 2, cons: "leader", off: tok(2 * RECORD_BYTES), st: 416, code: "OFFSET_OUT_OF_RANGE" });
   const results = check(sc.history, sc.final);
   const answers = results.find((r) => r.name === P.answers);
-  assert.equal(answers.failures, 1, "on the bucket surface it is a violation");
-  assert.equal(answers.known.length, 1);
-  assert.match(answers.known[0].messages[0], /read\(leader\) to node 2 .* answered 400 INVALID_OFFSET: a lagging replica answered a consistency=leader read \(on \/v1\/stream\/\)$/);
+  assert.equal(answers.failures, 2);
+  assert.match(answers.messages.join("\n"), /read\(leader\) to node 2 .* answered 400 INVALID_OFFSET: a lagging replica answered a consistency=leader read/);
 });
 
 test("a local read that lags is no violation, one with wrong bytes is", () => {
@@ -301,7 +294,7 @@ test("answers without their documented shape are caught", () => {
   assert.ok(messages.some((m) => /read\(leader\) .* answered 503 OUTCOME_UNKNOWN: a read proposes nothing$/.test(m)), messages.join("\n"));
   assert.ok(messages.some((m) => /append .* answered 503 NO_LEADER without Retry-After$/.test(m)), messages.join("\n"));
   assert.ok(messages.some((m) => /head\(leader\) to node 3 .* answered 503 without Retry-After$/.test(m)), messages.join("\n"));
-  assert.ok(messages.some((m) => /read\(leader\) to node 3 .* answered 416 OFFSET_OUT_OF_RANGE: the workload sends only valid requests$/.test(m)), messages.join("\n"));
+  assert.ok(messages.some((m) => /read\(leader\) to node 3 .* answered 416 OFFSET_OUT_OF_RANGE: a lagging replica answered a consistency=leader read$/.test(m)), messages.join("\n"));
   assert.equal(messages.length, 5, messages.join("\n"));
 });
 

@@ -1,0 +1,179 @@
+/*
+ * follower_reads.c — reads that wait for the group's ReadIndex. See
+ * follower_reads.h.
+ *
+ * Per group three lists of readers: waiting for the next ask, covered by
+ * the ask in flight, and applying (their target index known). An ask
+ * starts when readers wait and none is in flight; its answer moves its
+ * readers to applying and starts the next ask for those that arrived
+ * meanwhile. A uv_check handle, running only while some reader applies,
+ * finishes the readers whose target this replica applied (entries apply on
+ * the loop, so after any loop turn). A read always ends in its callback:
+ * with 0 when the ask failed or the node stops, which routing answers as
+ * it answers a follower's leader read (307 to the leader, or 503).
+ */
+#include "cluster/follower_reads.h"
+#include "cluster/cluster_int.h"
+#include "cluster/read_index.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+#define ASK_TIMEOUT_MS 2000
+
+typedef struct fr_reader {
+    rn_confirm_cb cb;
+    void *arg;
+    uint64_t target;
+    struct fr_reader *next;
+} fr_reader;
+
+typedef struct {
+    cluster_follower_reads *fr;
+    unsigned group;
+    fr_reader *waiting, *asking, *applying;
+    cluster_ask *ask;
+} fr_group;
+
+struct cluster_follower_reads {
+    rn_cluster *cl;
+    fr_group *groups;
+    uv_check_t check;
+    int checking, stopped;
+};
+
+static void prepend_all(fr_reader **to, fr_reader *list) {
+    while (list) {
+        fr_reader *next = list->next;
+        list->next = *to;
+        *to = list;
+        list = next;
+    }
+}
+
+static void finish_list(fr_reader *list, int ok) {
+    while (list) {
+        fr_reader *next = list->next;
+        list->cb(list->arg, ok);
+        free(list);
+        list = next;
+    }
+}
+
+static void on_check(uv_check_t *h);
+
+static void check_on(cluster_follower_reads *fr) {
+    if (!fr->checking) {
+        uv_check_start(&fr->check, on_check);
+        fr->checking = 1;
+    }
+}
+
+static void start_ask(fr_group *g);
+
+static void answered(void *arg, int ok, uint64_t index) {
+    fr_group *g = arg;
+    g->ask = NULL;
+    fr_reader *done = g->asking;
+    g->asking = NULL;
+    if (!ok) {
+        finish_list(done, 0);
+    } else {
+        for (fr_reader *r = done; r; r = r->next)
+            r->target = index;
+        prepend_all(&g->applying, done);
+        check_on(g->fr);
+    }
+    if (g->waiting)
+        start_ask(g);
+}
+
+static void start_ask(fr_group *g) {
+    assert(!g->ask && !g->asking);
+    g->asking = g->waiting;
+    g->waiting = NULL;
+    g->ask = cluster_ask_read_index(g->fr->cl, g->group, ASK_TIMEOUT_MS, answered, g);
+    if (!g->ask) { /* no leader known (or this node leads it, not ready yet) */
+        fr_reader *failed = g->asking;
+        g->asking = NULL;
+        finish_list(failed, 0);
+    }
+}
+
+static void on_check(uv_check_t *h) {
+    cluster_follower_reads *fr = h->data;
+    int left = 0;
+    for (unsigned gi = 0; gi < fr->cl->groups; gi++) {
+        fr_group *g = &fr->groups[gi];
+        if (!g->applying)
+            continue;
+        consensus_group_info info;
+        cluster_group_info(fr->cl, gi, &info);
+        fr_reader **p = &g->applying, *ready = NULL;
+        while (*p) {
+            fr_reader *r = *p;
+            if (info.applied_index >= r->target) {
+                *p = r->next;
+                r->next = ready;
+                ready = r;
+            } else {
+                p = &r->next;
+            }
+        }
+        finish_list(ready, 1);
+        left += g->applying != NULL;
+    }
+    if (!left) {
+        uv_check_stop(&fr->check);
+        fr->checking = 0;
+    }
+}
+
+cluster_follower_reads *cluster_follower_reads_new(rn_cluster *cl) {
+    cluster_follower_reads *fr = rn_xcalloc(1, sizeof *fr);
+    fr->cl = cl;
+    fr->groups = rn_xcalloc(cl->groups, sizeof *fr->groups);
+    for (unsigned g = 0; g < cl->groups; g++)
+        fr->groups[g] = (fr_group){.fr = fr, .group = g};
+    uv_check_init(cl->loop, &fr->check);
+    fr->check.data = fr;
+    return fr;
+}
+
+void cluster_follower_read(cluster_follower_reads *fr, unsigned group, rn_confirm_cb cb,
+                           void *arg) {
+    assert(group < fr->cl->groups);
+    if (fr->stopped) {
+        cb(arg, 0);
+        return;
+    }
+    fr_group *g = &fr->groups[group];
+    fr_reader *r = rn_xcalloc(1, sizeof *r);
+    *r = (fr_reader){.cb = cb, .arg = arg, .next = g->waiting};
+    g->waiting = r;
+    if (!g->ask && !g->asking)
+        start_ask(g);
+}
+
+void cluster_follower_reads_stop(cluster_follower_reads *fr) {
+    fr->stopped = 1;
+    for (unsigned gi = 0; gi < fr->cl->groups; gi++) {
+        fr_group *g = &fr->groups[gi];
+        if (g->ask)
+            cluster_ask_cancel(g->ask);
+        g->ask = NULL;
+        fr_reader *lists[3] = {g->waiting, g->asking, g->applying};
+        g->waiting = g->asking = g->applying = NULL;
+        for (int k = 0; k < 3; k++)
+            finish_list(lists[k], 0);
+    }
+    uv_check_stop(&fr->check);
+    uv_close((uv_handle_t *)&fr->check, NULL);
+}
+
+void cluster_follower_reads_free(cluster_follower_reads *fr) {
+    if (!fr)
+        return;
+    free(fr->groups);
+    free(fr);
+}
