@@ -410,6 +410,15 @@ static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, si
     rn_tiers_body_read(cl->tiers, (int)cold, key, 0, a->size, blob_opened, a);
 }
 
+/* The peer routes taking one decimal parameter (a 400 without it). */
+static const struct {
+    const char *path, *param;
+    void (*handle)(rn_cluster *cl, rn_request *req, uint64_t value);
+} numeric_routes[] = {
+    {"cluster/read-index", "group", cluster_read_index_for_peer},
+    {"cluster/incarnation", "id", rn_identity_answer},
+};
+
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len) {
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
@@ -432,20 +441,14 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         answer(req, "text/plain", &body);
         return 1;
     }
-    if (get && path_is(path, path_len, "cluster/read-index")) {
-        uint64_t group;
-        if (query_u64(query, query_len, "group", &group) != 0)
+    for (size_t i = 0; get && i < sizeof numeric_routes / sizeof numeric_routes[0]; i++) {
+        if (!path_is(path, path_len, numeric_routes[i].path))
+            continue;
+        uint64_t v;
+        if (query_u64(query, query_len, numeric_routes[i].param, &v) != 0)
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         else
-            cluster_read_index_for_peer(cl, req, group);
-        return 1;
-    }
-    if (get && path_is(path, path_len, "cluster/incarnation")) {
-        uint64_t id;
-        if (query_u64(query, query_len, "id", &id) != 0)
-            rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
-        else
-            rn_identity_answer(cl, req, id);
+            numeric_routes[i].handle(cl, req, v);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/blob")) {

@@ -233,7 +233,7 @@ int rn_identity_replaced(const rn_cluster *cl, uint64_t peer_id) {
     return peer_id < 256 && cl->replaced && cl->replaced[peer_id];
 }
 
-void rn_identity_answer(const rn_cluster *cl, rn_request *req, uint64_t id) {
+void rn_identity_answer(rn_cluster *cl, rn_request *req, uint64_t id) {
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
     rn_buf_append_str(&h, "Content-Type: text/plain\r\nCache-Control: no-store\r\n");

@@ -56,6 +56,6 @@ int rn_identity_replaced(const struct rn_cluster *cl, uint64_t peer_id);
 
 /* GET cluster/incarnation?id=N: "incarnation HEX\n", the one recorded for
  * N (this node's own for its id; 16 zeros when none). */
-void rn_identity_answer(const struct rn_cluster *cl, rn_request *req, uint64_t id);
+void rn_identity_answer(struct rn_cluster *cl, rn_request *req, uint64_t id);
 
 #endif

@@ -240,7 +240,7 @@ static int check_group(const char *data_dir, unsigned g, char *err, size_t cap) 
         snprintf(err, cap, "cannot read %s: %s", dir, strerror(errno));
         return -2;
     }
-    open_file files[MAX_OPEN];
+    open_file files[MAX_OPEN] = {{0}};
     size_t n_open = 0;
     int rc = 0;
     struct dirent *e;
