@@ -8,6 +8,7 @@
 #include "cluster/cluster.h"
 #include "cluster/consensus.h"
 #include "cluster/fetch.h"
+#include "cluster/peer_tls.h"
 #include "cluster/placement.h"
 #include "cluster/raft_log.h"
 #include "net/outbound.h"
@@ -40,7 +41,8 @@ typedef struct {
 struct rn_cluster {
     uv_loop_t *loop;
     rn_config cfg;
-    rn_secret key; /* the cluster key (len 0: none): peer requests sign with it */
+    rn_secret key;         /* the cluster key (len 0: none): peer requests sign with it */
+    rn_peer_tls *peer_tls; /* peer certificates (NULL: none): mutual TLS between nodes */
     rn_log_throttle refused_log;
     rn_engine *engine;
     struct rn_tiers *tiers; /* snapshot bodies (fetched from and served to peers) */
@@ -96,6 +98,12 @@ void cluster_peers_free(rn_cluster *cl);
 /* consensus_group_info_get with the applied index this node's state has
  * (raft_log.h: entries kept while applying stopped are not applied). */
 void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out);
+
+/* The CA peer requests trust: the peers' peer listeners speak TLS with
+ * their peer certificates (when this node has both), else the public
+ * listeners with --tls-cert's, which --tls-ca verifies; NULL: the
+ * system's CAs. */
+const char *cluster_peer_request_ca(const rn_config *cfg);
 
 /* Fails every rn_cluster_settle job with -ECANCELED (the node stops). */
 void cluster_settles_cancel(rn_cluster *cl);

@@ -4,6 +4,7 @@
  * identity.h.
  */
 #include "cluster/identity.h"
+#include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
 #include "cluster/peer_auth.h"
 #include "protocol/reply.h"
@@ -113,7 +114,7 @@ static size_t collect(char *data, size_t size, size_t n, void *arg) {
  * when it knows none, or *answered 0 when it did not answer. */
 static uint64_t ask(const rn_cluster *cl, const rn_peer_config *p, int *answered) {
     char url[700];
-    snprintf(url, sizeof url, "%s/__runnel/cluster/incarnation?id=%llu", p->url,
+    snprintf(url, sizeof url, "%s/__runnel/cluster/incarnation?id=%llu", rn_cluster_peer_url(p),
              (unsigned long long)cl->cfg.node_id);
     rn_buf lines = {0}, body = {0};
     if (cl->key.len)
@@ -138,8 +139,13 @@ static uint64_t ask(const rn_cluster *cl, const rn_peer_config *p, int *answered
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-        if (cl->cfg.tls_ca[0])
-            curl_easy_setopt(c, CURLOPT_CAINFO, cl->cfg.tls_ca);
+        const char *ca = cluster_peer_request_ca(&cl->cfg);
+        if (ca)
+            curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+        if (cl->peer_tls) { /* the peer listener asks for this node's certificate */
+            curl_easy_setopt(c, CURLOPT_SSLCERT, cl->cfg.peer_cert);
+            curl_easy_setopt(c, CURLOPT_SSLKEY, cl->cfg.peer_key);
+        }
         if (curl_easy_perform(c) == CURLE_OK)
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(c);
