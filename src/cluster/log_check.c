@@ -247,10 +247,11 @@ static int check_group(const char *data_dir, unsigned g, char *err, size_t cap) 
     while (rc == 0 && (e = readdir(d))) {
         unsigned long long a, b;
         char tail;
+        size_t len = strlen(e->d_name);
         if (sscanf(e->d_name, "open-%llu%c", &a, &tail) == 1 && n_open < MAX_OPEN &&
-            strlen(e->d_name) < sizeof files[0].name) {
+            len < sizeof files[0].name) {
             files[n_open].counter = a;
-            snprintf(files[n_open].name, sizeof files[0].name, "%s", e->d_name);
+            memcpy(files[n_open].name, e->d_name, len + 1);
             n_open++;
         } else if (sscanf(e->d_name, "%llu-%llu%c", &a, &b, &tail) == 2) {
             rc = check_closed(dir, e->d_name, g, err, cap);
