@@ -51,12 +51,18 @@ const running = new Set(); /* writers a failed test left running */
 const THROTTLE = "/sys/fs/cgroup/blkio/runnel-cluster-disk"; /* cgroup v1: the slow disk */
 after(() => {
   for (const w of running) w.stop = true;
+  let failed = null; /* the first; every mount and loop device goes regardless */
   for (const { c, mounts, loops } of clusters) {
-    if (c.urls) c.stopChecked();
+    try {
+      if (c.urls) c.stopChecked();
+    } catch (err) {
+      failed ??= err;
+    }
     for (const m of mounts) execFileSync("umount", ["-l", m]);
     for (const l of loops) execFileSync("losetup", ["-d", l]);
   }
   if (fs.existsSync(THROTTLE)) fs.rmdirSync(THROTTLE);
+  if (failed) throw failed;
 });
 
 // A cluster of `nodes` whose data directories are tmpfs mounts, or (ext4)
