@@ -7,6 +7,9 @@
 #include "cluster/cluster_config.h"
 #include "cluster/follower_reads.h"
 #include "cluster/hand_over.h"
+#include "cluster/health.h"
+#include "cluster/identity.h"
+#include "cluster/log_check.h"
 #include "cluster/membership.h"
 #include "util/clock.h"
 #include "util/files.h"
@@ -77,6 +80,11 @@ int rn_cluster_mark(const rn_config *cfg, char *err, size_t errcap) {
 
 /* ---- routing view ---- */
 
+void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out) {
+    consensus_group_info_get(cl->node, g, out);
+    out->applied_index = rn_raft_log_applied(cl->log, g, out->applied_index);
+}
+
 /* True when this node is a voter of the group: it gets the group's
  * entries and counts for its quorum (a node that joined is a spare until
  * promoted, and may lack everything). */
@@ -129,7 +137,7 @@ static void catch_up_tick(uv_timer_t *t) {
     unsigned behind = 0;
     for (unsigned g = 0; g < cl->groups && cl->node; g++) {
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         behind += !caught_up(cl, g, &info);
     }
     if (!behind)
@@ -144,10 +152,13 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     if (!cl->node)
         return; /* stopping */
     consensus_group_info info;
-    consensus_group_info_get(cl->node, g, &info);
+    cluster_group_info(cl, g, &info);
     out->caught_up = caught_up(cl, g, &info);
     out->serves = info.leader_ready && !info.transferring;
     out->held_here = info.leader_id == cl->cfg.node_id && !out->serves;
+    out->write_refusal = out->serves ? rn_health_write_refusal(cl, g) : 0;
+    rn_raft_log_stop stop; /* applying stopped, or the log cannot take new entries */
+    out->apply_stopped = rn_raft_log_stopped(cl->log, g, &stop) || info.log_writes_held > 0;
     out->leader_id = info.leader_id;
     out->term = info.term;
     const rn_peer_config *p = rn_cluster_peer(&cl->cfg, info.leader_id);
@@ -206,9 +217,11 @@ int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
         snprintf(why, cap, "stopping");
         return 0;
     }
+    if (!rn_health_ready(cl, why, cap))
+        return 0;
     for (unsigned g = 0; g < cl->groups; g++) {
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         if (!info.leader_id) {
             snprintf(why, cap, "group %u has no leader", g);
             return 0;
@@ -263,7 +276,7 @@ static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
     if (!cl->node)
         return NULL;
     consensus_group_info info;
-    consensus_group_info_get(cl->node, group, &info);
+    cluster_group_info(cl, group, &info);
     const rn_peer_config *order[RN_MAX_PEERS];
     unsigned n = 0;
     const rn_peer_config *leader = rn_cluster_peer(&cl->cfg, info.leader_id);
@@ -318,6 +331,12 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
         rn_peer_tls_free(tls);
         return NULL;
     }
+    rn_health_release_reserve(cfg); /* before anything is written: room for the start */
+    if (rn_raft_log_check(cfg->data_dir, (unsigned)cfg->groups, err, errcap) != 0) {
+        rn_secret_wipe(&key); /* damage is never cut as a torn tail (log_check.h) */
+        rn_peer_tls_free(tls);
+        return NULL;
+    }
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
     cl->key = key;
     cl->peer_tls = tls;
@@ -329,12 +348,14 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->groups = (unsigned)cfg->groups;
     cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);
     cl->member_busy = rn_xcalloc(cl->groups, sizeof *cl->member_busy);
-    if (rn_membership_load(cl, err, errcap) != 0 ||
+    if (rn_membership_load(cl, err, errcap) != 0 || rn_identity_start(cl, err, errcap) != 0 ||
         rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
         rn_secret_wipe(&cl->key);
         rn_peer_tls_free(cl->peer_tls);
         free(cl->catch_up);
         free(cl->member_busy);
+        free(cl->incarnations);
+        free(cl->replaced);
         free(cl);
         return NULL;
     }
@@ -345,7 +366,10 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .leader_changed = leader_changed,
                              .restored = restored,
                              .published = published,
-                             .hook_arg = cl};
+                             .admit = rn_health_admit,
+                             .hook_arg = cl,
+                             .min_free_bytes = rn_health_floor(cfg),
+                             .data_dir = cfg->data_dir};
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
     consensus_peer peers[RN_MAX_PEERS];
@@ -366,6 +390,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
     cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
     cc.params.snapshot_trailing = (unsigned)cfg->snapshot_trailing;
+    cc.params.min_free_bytes = rn_health_floor(cfg);
     cc.params.heartbeat_ms =
         cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;
     consensus *node = NULL;
@@ -385,6 +410,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
     uv_unref((uv_handle_t *)&cl->catching_up);
     rn_membership_start(cl);
+    rn_health_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
     return cl;
@@ -406,6 +432,8 @@ static void node_stopped(void *arg) {
     rn_raft_log_free(cl->log);
     free(cl->catch_up);
     free(cl->member_busy);
+    free(cl->incarnations);
+    free(cl->replaced);
     rn_id_issuer_close(&cl->ids);
     rn_secret_wipe(&cl->key);
     rn_peer_tls_free(cl->peer_tls); /* links still closing hold their own references */
@@ -427,6 +455,7 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);
+    rn_health_stop(cl);
     cluster_peers_stop(cl);
     consensus *node = cl->node;
     cl->node = NULL;

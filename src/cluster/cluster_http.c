@@ -4,7 +4,11 @@
  *
  *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
  *   GET /__runnel/cluster/applied  this node's applied index per group, as
- *                                  "applied N0 N1 ...\n" (peers poll it)
+ *                                  "applied N0 N1 ...\n", then its health
+ *                                  and incarnation lines (health.h,
+ *                                  identity.h; peers poll it)
+ *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
+ *                                  node N (identity.h)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
  *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
  *                                  (u64 LE), for peers filling gaps
@@ -20,6 +24,8 @@
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/health.h"
+#include "cluster/identity.h"
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "cluster/peer_tls.h"
@@ -71,6 +77,17 @@ static void got_status(void *arg, const rn_fetch_result *r) {
         ps->applied[g] = v;
     }
     ps->known = 1;
+    uint64_t id = cl->cfg.peers[ps - cl->peers].id;
+    while (q < end && *q == '\n' && ++q < end) { /* later lines: health.h, identity.h */
+        int health = rn_health_parse_status(q, (size_t)(end - q));
+        if (health >= 0) {
+            ps->health = health;
+            ps->health_ms = uv_now(cl->loop);
+        }
+        rn_identity_seen(cl, id, q, (size_t)(end - q));
+        const char *nl = memchr(q, '\n', (size_t)(end - q));
+        q = nl ? nl : end;
+    }
 }
 
 static void on_poll(uv_timer_t *t) {
@@ -104,11 +121,8 @@ static void sign_peer_request(void *arg, const char *method, const char *url, co
                       lines);
 }
 
-/* The CA peer requests trust: the peers' peer listeners speak TLS with
- * their peer certificates (when this node has both), else the public
- * listeners with --tls-cert's, which --tls-ca verifies (or the system's
- * CAs). */
-static const char *peer_request_ca(const rn_config *cfg) {
+/* The CA peer requests trust (cluster_int.h). */
+const char *cluster_peer_request_ca(const rn_config *cfg) {
     if (cfg->peer_cert[0] && cfg->peer_listen.host[0])
         return cfg->peer_ca;
     return cfg->tls_ca[0] ? cfg->tls_ca : NULL;
@@ -119,7 +133,7 @@ void cluster_peers_start(rn_cluster *cl) {
     rn_outbound_config oc = {.user_agent = "runnel-cluster",
                              .max_running = 16,
                              .max_queued = 64,
-                             .ca_file = peer_request_ca(&cl->cfg),
+                             .ca_file = cluster_peer_request_ca(&cl->cfg),
                              .client_cert = certs ? cl->cfg.peer_cert : NULL,
                              .client_key = certs ? cl->cfg.peer_key : NULL,
                              .sign = cl->key.len ? sign_peer_request : NULL,
@@ -173,7 +187,7 @@ static uint64_t replica_applied(const rn_cluster *cl, uint64_t id, unsigned g,
 
 static json_t *group_report(const rn_cluster *cl, unsigned g) {
     consensus_group_info info;
-    consensus_group_info_get(cl->node, g, &info);
+    cluster_group_info(cl, g, &info);
     json_t *replicas = json_array();
     consensus_member members[MAX_MEMBERS];
     unsigned n = consensus_members(cl->node, g, members, MAX_MEMBERS);
@@ -222,7 +236,8 @@ static void report(const rn_cluster *cl, rn_buf *out) {
 rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
                                                size_t query_len) {
     static const char members[] = "cluster/members",
-                      peer_reads[][24] = {"cluster/applied", "cluster/read-index", "cluster/blob"};
+                      peer_reads[][24] = {"cluster/applied", "cluster/read-index", "cluster/blob",
+                                          "cluster/incarnation"};
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
     size_t ml = sizeof members - 1, bl = sizeof bytes - 1;
     if (path_is(path, path_len, "cluster"))
@@ -309,7 +324,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                        m[k].type);
         for (unsigned g = 0; g < cl->groups; g++) {
             consensus_group_info i;
-            consensus_group_info_get(cl->node, g, &i);
+            cluster_group_info(cl, g, &i);
             uint64_t v[] = {
                 i.term,          i.leader_id,          i.leader_ready, i.commit_index,
                 i.applied_index, i.leader_changes,     i.snapshots,    i.last_snapshot_bytes,
@@ -321,6 +336,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                    "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
                    "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
                    cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0);
+    rn_health_metrics(cl, out);
     rn_peer_auth_metrics(out);
 }
 
@@ -429,6 +445,15 @@ static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, si
     rn_tiers_body_read(cl->tiers, (int)cold, key, 0, a->size, blob_opened, a);
 }
 
+/* The peer routes taking one decimal parameter (a 400 without it). */
+static const struct {
+    const char *path, *param;
+    void (*handle)(rn_cluster *cl, rn_request *req, uint64_t value);
+} numeric_routes[] = {
+    {"cluster/read-index", "group", cluster_read_index_for_peer},
+    {"cluster/incarnation", "id", rn_identity_answer},
+};
+
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len) {
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
@@ -442,19 +467,23 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         rn_buf_append_str(&body, "applied");
         for (unsigned g = 0; cl->node && g < cl->groups; g++) {
             consensus_group_info info;
-            consensus_group_info_get(cl->node, g, &info);
+            cluster_group_info(cl, g, &info);
             rn_buf_appendf(&body, " %llu", (unsigned long long)info.applied_index);
         }
         rn_buf_append_str(&body, "\n");
+        rn_health_status_line(cl, &body);
+        rn_identity_status_line(cl, &body);
         answer(req, "text/plain", &body);
         return 1;
     }
-    if (get && path_is(path, path_len, "cluster/read-index")) {
-        uint64_t group;
-        if (query_u64(query, query_len, "group", &group) != 0)
+    for (size_t i = 0; get && i < sizeof numeric_routes / sizeof numeric_routes[0]; i++) {
+        if (!path_is(path, path_len, numeric_routes[i].path))
+            continue;
+        uint64_t v;
+        if (query_u64(query, query_len, numeric_routes[i].param, &v) != 0)
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         else
-            cluster_read_index_for_peer(cl, req, group);
+            numeric_routes[i].handle(cl, req, v);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/blob")) {

@@ -19,8 +19,10 @@
 /* What a peer last reported of itself (GET /__runnel/cluster/applied). */
 typedef struct {
     struct rn_cluster *cl;
-    int known;         /* a report arrived */
-    uint64_t *applied; /* per group */
+    int known;          /* a report arrived */
+    uint64_t *applied;  /* per group */
+    int health;         /* its last health line (health.h): 1, 0, or -1 none */
+    uint64_t health_ms; /* loop time it arrived */
     rn_fetch *inflight;
 } peer_status;
 
@@ -66,6 +68,22 @@ struct rn_cluster {
     uv_timer_t poll;
     int polling;
     peer_status peers[RN_MAX_PEERS]; /* by index in cfg.peers */
+    /* health.c: the free space at the last check, the reserve file, the
+     * hand-overs per group (running, not before, last "no target" line)
+     * and their count by reason */
+    uv_timer_t health;
+    int health_running;
+    uint64_t disk_free;
+    int reserve_made;
+    uint64_t reserve_retry_ms;
+    uint8_t *transfer_busy;
+    uint64_t *transfer_next_ms, *transfer_log_ms;
+    uint64_t transfers[4];
+    /* identity.c: this directory's incarnation, those recorded by node id
+     * (256), and the ids whose incarnation changed */
+    uint64_t incarnation;
+    uint64_t *incarnations;
+    uint8_t *replaced;
     void (*stop_done)(void *arg);
     void *stop_arg;
 };
@@ -76,6 +94,16 @@ void cluster_peers_start(rn_cluster *cl);
 void cluster_peers_stop(rn_cluster *cl);
 /* Frees what the poller kept (after its handles closed). */
 void cluster_peers_free(rn_cluster *cl);
+
+/* consensus_group_info_get with the applied index this node's state has
+ * (raft_log.h: entries kept while applying stopped are not applied). */
+void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out);
+
+/* The CA peer requests trust: the peers' peer listeners speak TLS with
+ * their peer certificates (when this node has both), else the public
+ * listeners with --tls-cert's, which --tls-ca verifies; NULL: the
+ * system's CAs. */
+const char *cluster_peer_request_ca(const rn_config *cfg);
 
 /* Fails every rn_cluster_settle job with -ECANCELED (the node stops). */
 void cluster_settles_cancel(rn_cluster *cl);

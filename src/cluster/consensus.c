@@ -158,6 +158,8 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->nudges = g->nudges;
     out->command_index = g->applied_seen;
     out->proposals_inflight = g->inflight_entries;
+    out->log_writes_held = g->held_count;
+    out->log_stall_ms = cs_appends_stall_ms(g);
     if (!group_running(g))
         return;
     struct raft *r = (struct raft *)&g->raft;
@@ -239,9 +241,9 @@ static void close_drained(consensus *c) {
     bool late = uv_now(c->cfg.loop) >= c->drain_deadline;
     for (unsigned i = 0; i < c->cfg.groups; i++) {
         cs_group *g = &c->groups[i];
-        if (g->stage != CS_DRAINING || (g->leader_appends > 0 && !late))
+        if (g->stage != CS_DRAINING || (!cs_appends_drained(g) && !late))
             continue;
-        if (g->leader_appends > 0)
+        if (!cs_appends_drained(g))
             rn_log(RN_LOG_WARN, "cluster_stop_late",
                    "group %u: closing with %llu leader writes in flight", g->index,
                    (unsigned long long)g->leader_appends);
@@ -263,6 +265,7 @@ static void on_check(uv_check_t *h) {
         cs_group *g = &c->groups[i];
         if (!group_running(g))
             continue;
+        cs_appends_retry(g);
         cs_leader_duties(g);
         raft_id leader = 0;
         const char *address = NULL;
@@ -482,6 +485,14 @@ static void own_handle_closed(uv_handle_t *h) {
         return;
     while (c->queue) /* what callbacks queued since the groups closed */
         deliver(c);
+    /* raft_uv is freed only now, turns after the groups closed: a handle
+     * of it may still call back after its close callback (appends.c) */
+    for (unsigned i = 0; c->groups && i < c->cfg.groups; i++) {
+        cs_group *g = &c->groups[i];
+        if (g->stage == CS_IO_READY || g->stage == CS_CLOSED)
+            raft_uv_close(&g->io);
+        g->stage = CS_NONE;
+    }
     void (*done)(void *) = c->stop_done;
     void *arg = c->stop_arg;
     for (unsigned i = 0; i < c->cfg.n_peers && c->peers; i++)
@@ -515,12 +526,6 @@ static void mux_closed(void *arg) {
 }
 
 static void groups_closed(consensus *c) {
-    for (unsigned i = 0; c->groups && i < c->cfg.groups; i++) {
-        cs_group *g = &c->groups[i];
-        if (g->stage == CS_IO_READY || g->stage == CS_CLOSED)
-            raft_uv_close(&g->io);
-        g->stage = CS_NONE;
-    }
     if (c->mux) {
         rn_mux_close(c->mux, mux_closed, c);
         c->mux = NULL;

@@ -53,6 +53,12 @@ static const char *const RUNNEL_NAMES[] = {
     "cluster-ids.tmp",
     "cluster-members",
     "cluster-members.tmp",
+    /* the disk reserve (cluster/health.h) and the incarnations (cluster/identity.h) */
+    "reserve",
+    "cluster-incarnation",
+    "cluster-incarnation.tmp",
+    "cluster-incarnations",
+    "cluster-incarnations.tmp",
 };
 
 /* Foreign names the refusal lists (the alphabetically first). */

@@ -89,7 +89,7 @@ describe("routes without a credential", () => {
     // signed with the key, as a node signs: served
     const ok = await req(`${u}/__runnel/cluster/applied`, { headers: sign(key, "GET", "/__runnel/cluster/applied", 1, Date.now()) });
     assert.equal(ok.status, 200);
-    assert.match(ok.text, /^applied( \d+){2}\n$/);
+    assert.match(ok.text, /^applied( \d+){2}\nhealth [01][^\n]*\nincarnation [0-9a-f]{16}\n$/);
     assert.ok(await refusedCount(u, "http") >= peer.length * 4); /* an unsigned scope=local is judged as an operator's */
     // the report, health and metrics stay open
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])

@@ -118,7 +118,7 @@ describe("the peer listener", () => {
     }
     const ok = await peerReq(applied, { cert: "peer-2" });
     assert.equal(ok.status, 200);
-    assert.match(ok.text, /^applied( \d+){2}\n$/);
+    assert.match(ok.text, /^applied( \d+){2}\nhealth [01][^\n]*\nincarnation [0-9a-f]{16}\n$/);
     assert.equal(await refusedCount(c.url(1), "http"), refusedBefore + 4);
     // an operator route on the peer listener still needs the token
     const backup = `${c.peerUrl(1)}/__runnel/backup?name=x`;
