@@ -71,6 +71,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_NO_COLD_STORE] = {501, "NO_COLD_STORE", "this server has no cold store for parts"},
     [RN_E_SNAPSHOT_COMMIT_IN_PROGRESS] = {503, "SNAPSHOT_COMMIT_IN_PROGRESS",
                                           "a commit or discard of this stream runs; retry"},
+    [RN_E_SNAPSHOT_COMMITS_BUSY] = {503, "SNAPSHOT_COMMITS_BUSY",
+                                    "this node copies as many parts commits as it may at once; "
+                                    "nothing was copied or published, retry after Retry-After"},
     [RN_E_INVALID_QUERY_LIVE] = {400, "INVALID_QUERY", "live must be long-poll or sse"},
     [RN_E_INVALID_QUERY_OFFSET_REQUIRED] = {400, "INVALID_QUERY", "live reads require an offset"},
     [RN_E_INVALID_PRODUCER] = {400, "INVALID_PRODUCER",

@@ -282,6 +282,8 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers
 
 static void parts_assembled(void *arg, int64_t size) {
     parts_job *j = arg;
+    assert(j->t->copies > 0);
+    j->t->copies--;
     j->assembled(j->arg, size < 0 ? (int)size : 0, 1, j->body_key, size < 0 ? 0 : (uint64_t)size);
     parts_job_free(j);
 }
@@ -289,6 +291,12 @@ static void parts_assembled(void *arg, int64_t size) {
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg) {
+    assert_claimed(t, stream, inc);
+    if (t->copies >= RN_TIERS_MAX_COMMIT_COPIES) {
+        done(arg, -EBUSY, 1, "", 0); /* refused before the copy */
+        return;
+    }
+    t->copies++;
     parts_job *j = parts_job_new(t, stream, inc);
     for (size_t i = 0; i < n; i++)
         add_part(j, ids[i]);

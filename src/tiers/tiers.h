@@ -186,7 +186,10 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers
                             void *arg);
 /* Copies the claimed parts ids[0..n) (ids without "/") in that order into a
  * new snapshot body of the stream, passing every byte to observe. The parts
- * stay; the claim goes on. ids are borrowed until done. */
+ * stay; the claim goes on. ids are borrowed until done. A node copies at
+ * most RN_TIERS_MAX_COMMIT_COPIES commits at once (ext §2.2's note): past
+ * it done hears -EBUSY at once, before anything is copied. */
+#define RN_TIERS_MAX_COMMIT_COPIES 2
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg);
