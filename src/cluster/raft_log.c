@@ -260,7 +260,7 @@ static int fsm_snapshot(void *ctx, unsigned group, uint64_t index, void **out, s
     group_state *gs = &l->g[group];
     assert(!gs->durable); /* libraft takes one snapshot of a group at a time */
     rn_buf m = {0};
-    rn_engine_manifest(l->engine, rn_placement_stream_in_group, &group, &m);
+    rn_engine_manifest(l->engine, rn_placement_stream_in_group, &group, group, &m);
     *out = rn_buf_steal(&m, len);
     gs->durable = rn_xmalloc((gs->dirty.count ? gs->dirty.count : 1) * sizeof *gs->durable);
     gs->n_durable = 0;
@@ -293,7 +293,7 @@ static int fsm_snapshot_durable(void *ctx, unsigned group) {
 
 static int fsm_restore(void *ctx, unsigned group, uint64_t index, const void *m, size_t len) {
     rn_raft_log *l = ctx;
-    int rc = rn_engine_restore(l->engine, rn_placement_stream_in_group, &group, m, len);
+    int rc = rn_engine_restore(l->engine, rn_placement_stream_in_group, &group, group, m, len);
     if (rc != 0)
         rn_log(RN_LOG_ERROR, "cluster_restore", "group %u: the manifest of index %llu is damaged",
                group, (unsigned long long)index);

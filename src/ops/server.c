@@ -129,6 +129,8 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_http_close(s->http);
+    if (s->engine)
+        rn_engine_purge_stop(s->engine);
     rn_write_forwarder_stop(s->forwarder);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
@@ -479,6 +481,7 @@ static void wire(server *s) {
     rn_tiers_start(s->tiers);
     if (s->cfg.hot_bytes)
         rn_engine_tier_history(s->engine);
+    rn_engine_purge_start(s->engine); /* purges under way go on */
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
