@@ -74,6 +74,7 @@ void rn_state_free_fences(rn_state *st) {
 
 void rn_fences_apply_fence(rn_state *st, const rn_cmd *c) {
     assert(c->type == RN_CMD_FENCE);
+    rn_state_add_namespace(st, c->path, c->path_len); /* a purged bucket is still listed */
     rn_state_add_fence(st, c->path, c->path_len, c->fence_scope, c->time_ms);
 }
 

@@ -238,6 +238,27 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
 }
 
+/* 1 with why when something holds readiness back (recovered or not). */
+static int not_ready(const rn_endpoints *ep, char *why, size_t cap) {
+    int failing = rn_probe_failing(ep->probe, why, cap);
+    if (!failing && !ep->ready && rn_cold_claim_why(ep->claim, why, cap))
+        failing = 1; /* recovered or not, the cold store holds the start */
+    if (!failing && ep->ready && ep->cluster_ready)
+        failing = !ep->cluster_ready(ep->cluster_ctx, why, cap);
+    return failing;
+}
+
+int rn_endpoints_ready(void *arg) {
+    const rn_endpoints *ep = arg;
+    char why[512];
+    return ep->ready && !not_ready(ep, why, sizeof why);
+}
+
+/* True when path is admin or under admin/ (the operator's plane). */
+static int is_admin(const char *path, size_t len) {
+    return len >= 5 && memcmp(path, "admin", 5) == 0 && (len == 5 || path[5] == '/');
+}
+
 void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,
                          size_t query_len, void *arg) {
     rn_endpoints *ep = arg;
@@ -255,11 +276,7 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
         rn_http_respond(req, 200, &h, &body);
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
-        int failing = rn_probe_failing(ep->probe, why, sizeof why);
-        if (!failing && !ep->ready && rn_cold_claim_why(ep->claim, why, sizeof why))
-            failing = 1; /* recovered or not, the cold store holds the start */
-        if (!failing && ep->ready && ep->cluster_ready)
-            failing = !ep->cluster_ready(ep->cluster_ctx, why, sizeof why);
+        int failing = not_ready(ep, why, sizeof why);
         if (failing)
             rn_buf_appendf(&body, "not ready: %s\n", why);
         else
@@ -280,6 +297,15 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
             rn_reply_error(req, RN_E_NO_BACKUP_TARGET, NULL);
         else
             rn_backups_handle(ep->backups, req, query, query_len);
+    } else if (is_admin(path, path_len)) {
+        rn_buf_free(&body);
+        if (ep->ready && ep->admin_route) {
+            ep->admin_route(ep->admin_ctx, req, path, path_len, query, query_len);
+        } else if (rn_admin_authorize(ep->admin, req)) {
+            rn_buf extra = {0};
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+            rn_reply_error(req, RN_E_RECOVERING, &extra);
+        }
     } else if (ep->ready && ep->cluster_route &&
                ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
         rn_buf_free(&body);
