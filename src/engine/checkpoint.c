@@ -534,8 +534,10 @@ static checkpoint_job *start_job(rn_engine *e) {
 void engine_checkpoint_maybe(void *arg) {
     rn_engine *e = arg;
     if (e->checkpoint ||
-        rn_wal_bytes_written(e->wal) - e->log_bytes_at_checkpoint < e->cfg.checkpoint_bytes)
+        (rn_wal_bytes_written(e->wal) - e->log_bytes_at_checkpoint < e->cfg.checkpoint_bytes &&
+         !e->checkpoint_wanted))
         return;
+    e->checkpoint_wanted = 0;
     e->checkpoint = start_job(e);
     uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
 }
@@ -543,6 +545,7 @@ void engine_checkpoint_maybe(void *arg) {
 int engine_checkpoint_start(rn_engine *e) {
     if (!e->wal || e->checkpoint || rn_wal_busy(e->wal))
         return -EBUSY;
+    e->checkpoint_wanted = 0;
     e->checkpoint = start_job(e);
     uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
     return 0;

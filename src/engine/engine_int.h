@@ -64,6 +64,7 @@ struct rn_engine {
     uint64_t cold_backlog;          /* bytes of chunks due to move, not moved yet */
     uint64_t tier_incarnation;      /* of the chunk being moved, when it was read */
     struct purge_driver *purge;     /* rn_engine_purge_start's, or NULL (purge.c) */
+    int checkpoint_wanted;          /* the next batch hook checkpoints whatever the log's size */
     int purge_wanted;               /* fenced streams may be left */
 };
 
@@ -171,7 +172,8 @@ int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams);
 void engine_checkpoint_maybe(void *arg);
 /* Starts a checkpoint now (on a worker, as the batch hook does) unless one
  * or a log batch is in flight, or the engine has no log of its own (a
- * replicated one). Returns 0 or -EBUSY (ask again later). */
+ * replicated one). Returns 0 or -EBUSY (ask again later; the log's next
+ * batch hook takes it when e->checkpoint_wanted is set). */
 int engine_checkpoint_start(rn_engine *e);
 /* Writes a checkpoint now, on this thread, when no checkpoint and no batch
  * is in flight (close; the open after an accepted loss). Returns 0, or

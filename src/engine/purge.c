@@ -141,8 +141,8 @@ static int covered(const rn_state *st, const rn_stream *s) {
 static void tick(uv_timer_t *t) {
     purge_driver *d = t->data;
     rn_engine *e = d->engine;
-    if (d->checkpoint_due && engine_checkpoint_start(e) == 0)
-        d->checkpoint_due = 0;
+    if (d->checkpoint_due && (!e->checkpoint_wanted || engine_checkpoint_start(e) == 0))
+        d->checkpoint_due = 0; /* started here, or by the log's batch hook */
     if (d->inflight || !e->purge_wanted)
         return;
     /* collect first: a submission may destroy streams (a cascade) */
@@ -160,6 +160,7 @@ static void tick(uv_timer_t *t) {
     if (left == 0) {
         e->purge_wanted = 0;
         d->checkpoint_due = e->wal != NULL;
+        e->checkpoint_wanted = e->wal != NULL; /* under write load, between two batches */
     }
     uint64_t *ids = rn_xcalloc(n ? n : 1, sizeof *ids);
     for (size_t k = 0; k < n; k++)

@@ -102,7 +102,12 @@ void admin_answer(rn_admin_plane *a, rn_request *req, const admin_query *q, json
             json_object_set(doc, "counters", json_object_get(local, "counters"));
         }
         json_object_set(doc, listing_name(q->kind), items);
-        size_t n = json_array_size(items);
+        size_t n = json_array_size(items), i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            if (q->kind == ADMIN_BUCKETS || q->kind == ADMIN_USAGE)
+                finish_purge(a, it, unreachable);
+        }
         json_t *next = json_null();
         if (json_is_true(json_object_get(local, "more")) && n) {
             char key[2 * ADMIN_NAME_MAX + 8];
