@@ -10,10 +10,11 @@
  * cluster's signed peer requests; this node answers its own part without a
  * request. A group without a known leader, a node that does not answer in
  * ASK_TIMEOUT_MS, and a group a node no longer leads are named in the
- * answer's unreachable_groups (and unreachable_nodes). Pages merge by key:
- * each node's page is its first `limit` entries past the cursor, so the
- * merged page stops at the smallest last key of the pages that had more,
- * then at `limit`; memory is at most a page per node.
+ * answer's unreachable_groups (and unreachable_nodes). Pages merge by key
+ * and the merged page is cut at `limit`: a node's page that says more holds
+ * exactly `limit` distinct keys, all at or below its last, so the first
+ * `limit` keys of the merge are too, and no entry of that node between
+ * them is skipped. Memory is at most a page per node.
  *
  * A purge records the fence in every group's log: each leader logs a FENCE
  * for each group it leads (rn_engine_fence) before it answers its part.
@@ -222,9 +223,7 @@ struct cluster_query {
     admin_query q;
     json_t *merged;
     json_t *unreachable_groups, *unreachable_nodes;
-    char bound[2 * ADMIN_NAME_MAX + 8]; /* the smallest last key of a page that had more */
-    size_t bound_len;
-    int bounded;
+    int more; /* some node's page had more */
     size_t waiting;
     int stopped; /* answered at the node's stop: parts still due are dropped */
     node_ask *asks;
@@ -237,20 +236,13 @@ static void add_groups(json_t *list, const uint8_t groups[32]) {
             json_array_append_new(list, json_integer(g));
 }
 
-/* Cuts the merged page at the bound and the limit. */
+/* Cuts the merged page at the limit. */
 static void trim_page(cluster_query *cq) {
     json_t *items = json_object_get(cq->merged, "items");
     if (!json_is_array(items))
         return;
-    size_t keep = 0, n = json_array_size(items);
-    char key[2 * ADMIN_NAME_MAX + 8];
-    for (; keep < n && keep < cq->q.limit; keep++) {
-        size_t len = admin_item_key(&cq->q, json_array_get(items, keep), key, sizeof key);
-        if (cq->bounded && rn_topk_cmp(key, len, cq->bound, cq->bound_len) > 0)
-            break;
-    }
-    int more = cq->bounded || keep < n;
-    while (json_array_size(items) > keep)
+    int more = cq->more || json_array_size(items) > cq->q.limit;
+    while (json_array_size(items) > cq->q.limit)
         json_array_remove(items, json_array_size(items) - 1);
     json_object_set_new(cq->merged, "more", json_boolean(more));
 }
@@ -297,17 +289,7 @@ static void part_arrived(cluster_query *cq, node_ask *ask, json_t *local) {
         json_array_foreach(json_object_get(local, "not_leading"), i, g) {
             json_array_append(cq->unreachable_groups, g);
         }
-        json_t *items = json_object_get(local, "items");
-        size_t n = json_array_size(items);
-        if (json_is_true(json_object_get(local, "more")) && n) {
-            char key[sizeof cq->bound];
-            size_t len = admin_item_key(&cq->q, json_array_get(items, n - 1), key, sizeof key);
-            if (!cq->bounded || rn_topk_cmp(key, len, cq->bound, cq->bound_len) < 0) {
-                memcpy(cq->bound, key, len);
-                cq->bound_len = len;
-                cq->bounded = 1;
-            }
-        }
+        cq->more |= json_is_true(json_object_get(local, "more"));
         json_object_del(local, "more");
         if (!cq->merged) {
             json_object_del(local, "node");

@@ -118,6 +118,18 @@ void admin_answer(rn_admin_plane *a, rn_request *req, const admin_query *q, json
         json_object_set_new(doc, "next_cursor", next);
     } else {
         json_t *item = json_object_get(local, "item");
+        if (!json_is_object(item) && unreachable) { /* nobody who answered holds it */
+            json_decref(local);
+            doc =
+                json_pack("{s:{s:s, s:s}}", "error", "code", rn_error_code(RN_E_ADMIN_UNREACHABLE),
+                          "message", rn_error_message(RN_E_ADMIN_UNREACHABLE));
+            json_object_set_new(doc, "unreachable_groups", unreachable_groups);
+            json_object_set_new(doc, "unreachable_nodes", unreachable_nodes);
+            rn_buf extra = {0};
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+            send_json(req, rn_error_status(RN_E_ADMIN_UNREACHABLE), doc, &extra);
+            return;
+        }
         if (!json_is_object(item)) {
             json_decref(local);
             json_decref(unreachable_groups);
