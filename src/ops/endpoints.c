@@ -254,9 +254,10 @@ int rn_endpoints_ready(void *arg) {
     return ep->ready && !not_ready(ep, why, sizeof why);
 }
 
-/* True when path is admin or under admin/ (the operator's plane). */
-static int is_admin(const char *path, size_t len) {
-    return len >= 5 && memcmp(path, "admin", 5) == 0 && (len == 5 || path[5] == '/');
+/* True when path is `name` or under `name`/. */
+static int is_under(const char *path, size_t len, const char *name) {
+    size_t n = strlen(name);
+    return len >= n && memcmp(path, name, n) == 0 && (len == n || path[n] == '/');
 }
 
 void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,
@@ -297,7 +298,10 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
             rn_reply_error(req, RN_E_NO_BACKUP_TARGET, NULL);
         else
             rn_backups_handle(ep->backups, req, query, query_len);
-    } else if (is_admin(path, path_len)) {
+    } else if (ep->console_route && is_under(path, path_len, "console")) {
+        rn_buf_free(&body);
+        ep->console_route(req, path, path_len); /* static files: open, even while recovering */
+    } else if (is_under(path, path_len, "admin")) {
         rn_buf_free(&body);
         if (ep->ready && ep->admin_route) {
             ep->admin_route(ep->admin_ctx, req, path, path_len, query, query_len);

@@ -46,6 +46,9 @@ typedef struct {
     void (*admin_route)(void *ctx, rn_request *req, const char *path, size_t path_len,
                         const char *query, size_t query_len);
     void *admin_ctx;
+    /* The web console's files under /__runnel/console (ops/console.h):
+     * open, served before recovery ended too (NULL: none). */
+    void (*console_route)(rn_request *req, const char *path, size_t path_len);
     uint64_t max_body_bytes; /* told on livez (Ursula-Max-Request-Bytes), for gateways */
 } rn_endpoints;
 

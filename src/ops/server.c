@@ -26,6 +26,7 @@
 #include "live/live.h"
 #include "ops/admin_plane.h"
 #include "ops/backup.h"
+#include "ops/console.h"
 #include "ops/backup_format.h"
 #include "ops/config.h"
 #include "ops/datadir.h"
@@ -605,6 +606,7 @@ int rn_serve(int argc, char **argv) {
         }
     }
     s.endpoints.gate = s.gate;
+    s.endpoints.console_route = rn_console_handle;
     s.endpoints.max_body_bytes = s.cfg.max_body_bytes;
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
