@@ -157,13 +157,13 @@ static void part_start(rn_admin_plane *a, const admin_query *q, const uint8_t gr
     j->arg = arg;
     unsigned n = rn_cluster_groups(a->cfg.cluster);
     for (unsigned g = 0; g < n; g++) {
-        if (!((groups[g >> 3] >> (g & 7)) & 1))
+        if (!admin_group_in(groups, g))
             continue;
         uint64_t term;
         int leading;
         rn_cluster_group_leader(a->cfg.cluster, g, &term, &leading);
         if (leading)
-            j->scope.groups[g >> 3] |= (uint8_t)(1u << (g & 7));
+            admin_group_add(j->scope.groups, g);
         else
             json_array_append_new(j->not_leading, json_integer(g));
     }
@@ -232,7 +232,7 @@ struct cluster_query {
 
 static void add_groups(json_t *list, const uint8_t groups[32]) {
     for (unsigned g = 0; g < 256; g++)
-        if ((groups[g >> 3] >> (g & 7)) & 1)
+        if (admin_group_in(groups, g))
             json_array_append_new(list, json_integer(g));
 }
 
@@ -332,7 +332,7 @@ static void ask_node(cluster_query *cq, node_ask *ask, const char *base) {
     rn_buf_append_str(&url, "scope=local&groups=");
     int first = 1;
     for (unsigned g = 0; g < 256; g++)
-        if ((ask->groups[g >> 3] >> (g & 7)) & 1) {
+        if (admin_group_in(ask->groups, g)) {
             rn_buf_appendf(&url, "%s%u", first ? "" : "%2C", g);
             first = 0;
         }
@@ -363,11 +363,11 @@ static void groups_needed(rn_admin_plane *a, const admin_query *q, uint8_t need[
         key[q->bucket_len] = '/';
         memcpy(key + q->bucket_len + 1, q->stream, q->stream_len);
         unsigned g = rn_cluster_group_of(a->cfg.cluster, key, len);
-        need[g >> 3] |= (uint8_t)(1u << (g & 7));
+        admin_group_add(need, g);
         return;
     }
     for (unsigned g = 0; g < n; g++)
-        need[g >> 3] |= (uint8_t)(1u << (g & 7));
+        admin_group_add(need, g);
 }
 
 void admin_cluster_query(rn_admin_plane *a, rn_request *req, const admin_query *q) {
@@ -393,7 +393,7 @@ void admin_cluster_query(rn_admin_plane *a, rn_request *req, const admin_query *
     cq->asks = rn_xcalloc(nn ? nn : 1, sizeof *cq->asks);
     unsigned groups = rn_cluster_groups(a->cfg.cluster);
     for (unsigned g = 0; g < groups; g++) {
-        if (!((need[g >> 3] >> (g & 7)) & 1))
+        if (!admin_group_in(need, g))
             continue;
         uint64_t term;
         int leading;
@@ -405,7 +405,7 @@ void admin_cluster_query(rn_admin_plane *a, rn_request *req, const admin_query *
             json_array_append_new(cq->unreachable_groups, json_integer(g));
             continue;
         }
-        cq->asks[k].groups[g >> 3] |= (uint8_t)(1u << (g & 7));
+        admin_group_add(cq->asks[k].groups, g);
     }
     /* every node holds its own counters, live readers and subscriptions */
     int every_node =

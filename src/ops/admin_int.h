@@ -66,8 +66,16 @@ typedef struct {
     uint8_t groups[32];
 } admin_scope;
 
+/* A set of groups as a bitmap of 256 bits. */
+static inline int admin_group_in(const uint8_t set[32], unsigned g) {
+    return (set[g >> 3] >> (g & 7)) & 1;
+}
+static inline void admin_group_add(uint8_t set[32], unsigned g) {
+    set[g >> 3] |= (uint8_t)(1u << (g & 7));
+}
+
 static inline int admin_scope_has(const admin_scope *sc, unsigned g) {
-    return sc->all || ((sc->groups[g >> 3] >> (g & 7)) & 1);
+    return sc->all || admin_group_in(sc->groups, g);
 }
 
 /* ---- admin_local.c ---- */

@@ -117,11 +117,17 @@ static void offer_ns(const char *ns, size_t len, void *arg) {
         rn_topk_offer(&w->page, ns, len, NULL);
 }
 
-static void add_visible(rn_stream *s, void *arg) {
-    bucket_walk *w = arg;
+/* The page's entry of s's bucket when s is in the answer's scope, or NULL. */
+static bucket_sum *page_entry(bucket_walk *w, const rn_stream *s) {
     size_t nl = ns_len_of(s);
     bucket_sum *b = nl ? rn_map_get(&w->by_ns, s->path, nl) : NULL;
-    if (!b || !in_scope(w->a, w->sc, s))
+    return b && in_scope(w->a, w->sc, s) ? b : NULL;
+}
+
+static void add_visible(rn_stream *s, void *arg) {
+    bucket_walk *w = arg;
+    bucket_sum *b = page_entry(w, s);
+    if (!b)
         return;
     b->streams++;
     count_bytes(s, &b->bytes);
@@ -136,9 +142,8 @@ static void add_visible(rn_stream *s, void *arg) {
 
 static void add_fenced(rn_stream *s, void *arg) {
     bucket_walk *w = arg;
-    size_t nl = ns_len_of(s);
-    bucket_sum *b = nl ? rn_map_get(&w->by_ns, s->path, nl) : NULL;
-    if (!b || !in_scope(w->a, w->sc, s))
+    bucket_sum *b = page_entry(w, s);
+    if (!b)
         return;
     b->left++;
     count_bytes(s, &b->left_bytes);

@@ -284,7 +284,7 @@ static int parse_groups(const char *v, size_t len, uint8_t groups[32]) {
         uint64_t g;
         if (rn_parse_strict_u64(v + i, j - i, 255, &g))
             return -1;
-        groups[g >> 3] |= (uint8_t)(1u << (g & 7));
+        admin_group_add(groups, (unsigned)g);
         i = j + (j < len);
     }
     return 0;
