@@ -36,7 +36,11 @@ before(async () => {
     assert.equal(r.status, 201, r.text);
   });
 });
-after(() => server.stop());
+after(async () => {
+  const r = await server.stop();
+  assert.equal(r?.code, 0, `graceful stop: ${JSON.stringify(r)}`);
+  assert.ok(!/Sanitizer|runtime error/.test(server.log), `no sanitizer report:\n${server.logTail(40)}`);
+});
 
 async function page(path) {
   const r = await req(`${server.url}/__runnel/admin/${path}`);

@@ -45,7 +45,11 @@ before(async () => {
   const fork = await put(`${u}/v1/stream/beta/fork`, { type: null, headers: { "stream-forked-from": "/v1/stream/alpha/a2" } });
   assert.equal(fork.status, 201, fork.text);
 });
-after(() => server.stop());
+after(async () => {
+  const r = await server.stop();
+  assert.equal(r?.code, 0, `graceful stop: ${JSON.stringify(r)}`);
+  assert.ok(!/Sanitizer|runtime error/.test(server.log), `no sanitizer report:\n${server.logTail(40)}`);
+});
 
 describe("access", () => {
   const routes = ["node", "buckets", "buckets/alpha", "buckets/alpha/streams", "buckets/alpha/streams/a1",

@@ -15,7 +15,11 @@ import { append, commit, createStream, snapshotDigest, stagePart, stopAndRemove 
 const OCTET = "application/octet-stream";
 const server = new Server({ args: ["--test-hooks"] });
 before(() => server.start());
-after(() => stopAndRemove(server));
+after(async () => {
+  const r = await server.stop();
+  assert.equal(r?.code, 0, `graceful stop: ${JSON.stringify(r)}`);
+  assert.ok(!/Sanitizer|runtime error/.test(server.log), `no sanitizer report:\n${server.logTail(40)}`);
+});
 
 // A stream with one staged part: what its commit needs.
 async function staged(name, body) {

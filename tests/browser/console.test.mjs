@@ -73,7 +73,9 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await server.stop();
+  const r = await server.stop();
+  assert.equal(r?.code, 0, `graceful stop: ${JSON.stringify(r)}`);
+  assert.ok(!/Sanitizer|runtime error/.test(server.log), `no sanitizer report:\n${server.logTail(40)}`);
 });
 
 const shot = (name) => page.screenshot({ path: path.join(shots, name), fullPage: false });

@@ -28,7 +28,11 @@ before(async () => {
     assert.equal(r.status, 201);
   }
 });
-after(() => server.stop());
+after(async () => {
+  const r = await server.stop();
+  assert.equal(r?.code, 0, `graceful stop: ${JSON.stringify(r)}`);
+  assert.ok(!/Sanitizer|runtime error/.test(server.log), `no sanitizer report:\n${server.logTail(40)}`);
+});
 
 function run(args, { env = {}, input } = {}) {
   const r = spawnSync(BIN, args, {
