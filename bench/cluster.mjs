@@ -1,6 +1,7 @@
 // Cluster measurements for BENCHMARKS.md (not a test: it asserts nothing).
+// The server binary is RUNNEL_BIN (default build/runnel).
 //
-//   node bench/cluster.mjs recovery [--kills 5] [--groups 16] [--bin build/runnel]
+//   node bench/cluster.mjs recovery [--kills 5] [--groups 16]
 //     A 3-node cluster at default settings; 16 producers append to their
 //     own streams (one write in flight each, through any node, following
 //     redirects and repeating unknown outcomes with their key) while the

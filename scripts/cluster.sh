@@ -7,7 +7,8 @@
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
 #       node's base URL on its own line, node 1 first; returns 0 once every
-#       group has a leader on every node (30 s at most; non-zero otherwise).
+#       group has a leader on every node and every node is ready (30 s at most;
+#       non-zero otherwise).
 #       A DIR that held a cluster before keeps its ports, cluster id and group
 #       count (DIR/cluster.env), so the nodes restart on their data.
 #       SERVE_FLAGS go to every node (e.g. --election-timeout-ms 300).
@@ -32,7 +33,8 @@ usage() {
 }
 
 # ready_everywhere N G: every node answers /__runnel/cluster with G groups,
-# each with a leader (SCHEME and CURL_TLS: how to reach them).
+# each with a leader, and /__runnel/readyz with 200 (SCHEME and CURL_TLS:
+# how to reach them).
 ready_everywhere() {
   local n=$1 g=$2 i report
   for i in $(seq 1 "$n"); do
@@ -40,6 +42,8 @@ ready_everywhere() {
     report=$(curl -s "${CURL_TLS[@]}" --max-time 2 "$SCHEME://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
     [ "$(grep -o '"group":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
     ! grep -q '"leader":null' <<<"$report" || return 1
+    # caught up (every group's leader asked): local reads are served
+    curl -sf "${CURL_TLS[@]}" --max-time 2 -o /dev/null "$SCHEME://127.0.0.1:${!port_var}/__runnel/readyz" || return 1
   done
   return 0
 }
@@ -126,7 +130,7 @@ start() {
     done
     sleep 0.1
   done
-  echo "cluster.sh: not every group had a leader on every node within 30 s" >&2
+  echo "cluster.sh: not every group had a leader on every node, or a node was not ready, within 30 s" >&2
   return 1
 }
 

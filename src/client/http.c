@@ -9,6 +9,7 @@
  * threads.
  */
 #include "client/internal.h"
+#include "util/routes.h"
 #include "util/text.h"
 
 #include <stdlib.h>
@@ -52,6 +53,8 @@ int rnc_request_init(rnc_request *req, const runnel_client *c, const char *metho
                rn_iprefix(target, strlen(target), "https://");
     int n = snprintf(req->url, sizeof req->url, "%s%s%s", full ? "" : c->base_url, target,
                      suffix ? suffix : "");
+    if (c->o.cluster_aware) /* a follower's 307 teaches the leader; its forwarding would not */
+        rnc_header(&req->headers, RN_NO_FORWARD_HEADER, "client");
     return n < 0 || (size_t)n >= sizeof req->url ? -1 : 0;
 }
 

@@ -6,7 +6,9 @@
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/follower_reads.h"
+#include "cluster/hand_over.h"
 #include "cluster/membership.h"
+#include "util/clock.h"
 #include "util/files.h"
 #include "util/log.h"
 
@@ -87,20 +89,51 @@ static int voter_here(const rn_cluster *cl, unsigned g) {
     return 0;
 }
 
+#define CATCH_UP_RETRY_MS 200
+#define CATCH_UP_TICK_MS 20
+
+static void caught_up_answered(void *arg, int ok) {
+    catch_up *cu = arg;
+    cu->asking = 0;
+    if (ok)
+        cu->done = 1;
+    else
+        cu->retry_ms = rn_mono_ms() + CATCH_UP_RETRY_MS;
+}
+
 /* Whether the group caught up since this node started: it led the group
- * (ready), or, a voter, applied what the group had committed when this
- * node first heard of a leader. Once caught up it stays so: a replica
- * that lags later serves local reads as consistency=local allows. */
+ * (ready), or, a voter, applied the group's ReadIndex, which it asks its
+ * leader for (follower_reads.c) the first time it is asked this. The
+ * leader's index, not this node's own commit index: a restarted node's
+ * starts at its newest snapshot, and judging by it would serve the
+ * snapshot's older state as current. Until then local reads answer 503
+ * GROUP_RESTARTING and readyz says not ready. Once caught up it stays so:
+ * a replica that lags later serves local reads as consistency=local
+ * allows. */
 static int caught_up(rn_cluster *cl, unsigned g, const consensus_group_info *info) {
     catch_up *cu = &cl->catch_up[g];
-    if (cu->done)
-        return 1;
-    if (!info->leader_ready && !voter_here(cl, g))
-        return 0;
-    if (!cu->target && info->leader_id)
-        cu->target = info->commit_index ? info->commit_index : 1;
-    cu->done = info->leader_ready || (cu->target && info->applied_index >= cu->target);
-    return cu->done;
+    if (!cu->done && info->leader_ready)
+        cu->done = 1;
+    if (cu->done || cu->asking || !info->leader_id || !cl->follower_reads || !voter_here(cl, g) ||
+        rn_mono_ms() < cu->retry_ms)
+        return cu->done;
+    cu->asking = 1;
+    cluster_follower_read(cl->follower_reads, g, caught_up_answered, cu);
+    return cu->done; /* a failed ask may have answered already; a good one comes later */
+}
+
+/* Starts each group's catch-up ask as soon as it can go, rather than at
+ * the first read, so that a node nobody reads yet becomes ready. */
+static void catch_up_tick(uv_timer_t *t) {
+    rn_cluster *cl = t->data;
+    unsigned behind = 0;
+    for (unsigned g = 0; g < cl->groups && cl->node; g++) {
+        consensus_group_info info;
+        consensus_group_info_get(cl->node, g, &info);
+        behind += !caught_up(cl, g, &info);
+    }
+    if (!behind)
+        uv_timer_stop(t);
 }
 
 static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
@@ -114,6 +147,7 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     consensus_group_info_get(cl->node, g, &info);
     out->caught_up = caught_up(cl, g, &info);
     out->serves = info.leader_ready && !info.transferring;
+    out->held_here = info.leader_id == cl->cfg.node_id && !out->serves;
     out->leader_id = info.leader_id;
     out->term = info.term;
     const rn_peer_config *p = rn_cluster_peer(&cl->cfg, info.leader_id);
@@ -148,15 +182,26 @@ static void follower_confirm(void *ctx, unsigned group, rn_confirm_cb cb, void *
     cluster_follower_read(cl->follower_reads, group, cb, arg);
 }
 
+static void await_leader(void *ctx, unsigned group, rn_confirm_cb cb, void *arg) {
+    rn_cluster *cl = ctx;
+    cluster_await_leader(cl->hand_over, group, 2 * cl->cfg.election_timeout_ms, cb, arg);
+}
+
 rn_cluster_view rn_cluster_view_of(rn_cluster *cl) {
     int confirm_reads = strcmp(cl->cfg.follower_reads, "local") != 0;
     return (rn_cluster_view){.ctx = cl,
                              .route = route,
                              .confirm = confirm,
-                             .follower_confirm = confirm_reads ? follower_confirm : NULL};
+                             .follower_confirm = confirm_reads ? follower_confirm : NULL,
+                             .await_leader = await_leader};
 }
 
-int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
+unsigned rn_cluster_hand_over(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg),
+                              void *arg) {
+    return cluster_hand_over_start(cl->hand_over, timeout_ms, done, arg);
+}
+
+int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
     if (!cl->node) {
         snprintf(why, cap, "stopping");
         return 0;
@@ -170,6 +215,12 @@ int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap) {
         }
         if (!voter_here(cl, g)) {
             snprintf(why, cap, "this node is not a voter of group %u (yet)", g);
+            return 0;
+        }
+        if (!caught_up(cl, g, &info)) {
+            snprintf(why, cap,
+                     "group %u has not applied what its leader committed (applied %llu here)", g,
+                     (unsigned long long)info.applied_index);
             return 0;
         }
         if (info.applied_index < info.commit_index) {
@@ -297,6 +348,11 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cluster_peers_start(cl);
     cl->fetcher = rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl);
     cl->follower_reads = cluster_follower_reads_new(cl);
+    cl->hand_over = cluster_hand_over_new(cl);
+    uv_timer_init(loop, &cl->catching_up);
+    cl->catching_up.data = cl;
+    uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
+    uv_unref((uv_handle_t *)&cl->catching_up);
     rn_membership_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
@@ -309,6 +365,7 @@ static void node_stopped(void *arg) {
     void *done_arg = cl->stop_arg;
     cluster_peers_free(cl);
     cluster_follower_reads_free(cl->follower_reads);
+    cluster_hand_over_free(cl->hand_over);
     rn_raft_log_free(cl->log);
     free(cl->catch_up);
     free(cl->member_busy);
@@ -323,8 +380,12 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     cl->stop_done = done;
     cl->stop_arg = arg;
     cluster_settles_cancel(cl);
-    if (cl->follower_reads)
+    if (cl->follower_reads) { /* started with the timer */
+        uv_timer_stop(&cl->catching_up);
+        uv_close((uv_handle_t *)&cl->catching_up, NULL);
         cluster_follower_reads_stop(cl->follower_reads);
+        cluster_hand_over_stop(cl->hand_over);
+    }
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);

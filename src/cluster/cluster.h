@@ -48,9 +48,18 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
 /* The view the surfaces route by (valid until rn_cluster_stop). */
 rn_cluster_view rn_cluster_view_of(rn_cluster *cl);
 
-/* 1 when every group knows a leader and this node applied every entry it
- * knows committed; else 0 with the reason in why. */
-int rn_cluster_ready(const rn_cluster *cl, char *why, size_t cap);
+/* A planned stop (SIGTERM): hands the leadership of every group this node
+ * leads to another voter (hand_over.h); done(arg) runs once, later, when
+ * every transfer reported or after timeout_ms. Returns the groups asked.
+ * Writes reaching this node meanwhile wait for the new leader. */
+unsigned rn_cluster_hand_over(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg),
+                              void *arg);
+
+/* 1 when every group knows a leader, caught up since this node started
+ * (it applied what the group's leader had committed when asked: the same
+ * judgement that lets local reads be served) and this node applied every
+ * entry it knows committed; else 0 with the reason in why. */
+int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap);
 
 /* Calls done(arg, 0) once this node's applied state of every group holds
  * every write acknowledged anywhere in the cluster before the call (each

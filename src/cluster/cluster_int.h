@@ -30,8 +30,9 @@ struct forward;
 
 /* A group's catching up after this node's start (cluster.c caught_up). */
 typedef struct {
-    uint64_t target; /* the commit index known when a leader was first heard of; 0: none yet */
-    int done;
+    int done;          /* applied the leader's ReadIndex of an ask made since the start */
+    int asking;        /* a follower read (follower_reads.c) is on its way */
+    uint64_t retry_ms; /* after a failed ask: not before this (rn_mono_ms) */
 } catch_up;
 
 struct rn_cluster {
@@ -44,8 +45,10 @@ struct rn_cluster {
     unsigned groups;
     rn_id_issuer ids;
     rn_raft_log *log;
-    consensus *node;    /* NULL once stopping */
-    catch_up *catch_up; /* per group */
+    consensus *node;                     /* NULL once stopping */
+    catch_up *catch_up;                  /* per group */
+    uv_timer_t catching_up;              /* asks caught_up of every group until all are */
+    struct cluster_hand_over *hand_over; /* hand_over.h */
     /* membership (membership.c): an intent per node of cfg.peers (NONE: a
      * --peer node, a voter), a change in flight per group, the reconciler,
      * intents on their way to peers */

@@ -77,13 +77,17 @@ rn_gate_verdict rn_gate_check(rn_gate *g, rn_request *req, int may_wait,
                               void (*cb)(rn_request *req, void *arg), void *arg);
 /* Whether req was admitted (it carries an admitted ticket). */
 int rn_gate_admitted(const rn_request *req);
+/* Whether the request's Authorization is not a tenant's credential but the
+ * server's own token (a subscription's callback, ack or release), which
+ * must reach the node. */
+int rn_gate_passes_authorization(const rn_request *req);
 
-/* Of an admitted request: its tenant ("-" for an open route), the expiry of
- * its credential (0: none), and its target without the access_token
- * parameter (which must never be forwarded). */
+/* Of an admitted request: its tenant ("-" for an open route) and the
+ * expiry of its credential (0: none). An admitted request's target holds no
+ * access_token parameter any more (the gate took it out: it must never be
+ * forwarded or logged). */
 const char *rn_gate_tenant(const rn_request *req);
 int64_t rn_gate_expires_ms(const rn_request *req);
-const char *rn_gate_target(const rn_request *req, size_t *len);
 /* Counts n more body bytes the request sent on (a streamed body). */
 void rn_gate_count_bytes_in(rn_request *req, uint64_t n);
 

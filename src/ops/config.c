@@ -127,10 +127,11 @@ static const setting SETTINGS[] = {
          "cluster mode: this node joins a running cluster: its groups wait to be added "
          "(POST /__runnel/cluster/members on a node of the cluster) rather than start with the "
          "peers as voters"),
-    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 0,
+    BOOL("forward-writes", "RUNNEL_FORWARD_WRITES", forward_writes, 1,
          "cluster mode: a write for a group another node leads is forwarded to that leader and "
          "its answer relayed (the body streamed through), instead of answered 307 (for clients "
-         "that cannot follow a redirect with a body); a forwarded write is never forwarded again"),
+         "that cannot follow a redirect with a body); a write carrying Runnel-No-Forward (a "
+         "forwarded one, or a router's that learns leaders) is answered 307 instead"),
     {"follower-reads", "RUNNEL_FOLLOWER_READS", KIND_CHOICE, offsetof(rn_config, follower_reads), 0,
      0, 0, "confirm",
      "cluster mode: a read on a follower that does not ask consistency=local waits until the "
@@ -810,7 +811,9 @@ int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv,
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -1;
     }
-    if (cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
+    /* a server must take the protocol's 32 MiB; an intermediary may lower
+     * what it takes (ext §10), announcing it (Ursula-Max-Request-Bytes) */
+    if (scope == RN_CONFIG_SERVE && cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
         snprintf(err, errcap,
                  "--max-body-bytes %llu is below the protocol's request limit, 33554432 (32 MiB), "
                  "which every route must accept; a lower limit is a test setting (--test-hooks)",

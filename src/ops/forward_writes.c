@@ -5,13 +5,12 @@
 #include "ops/forward_writes.h"
 #include "gateway/forward.h"
 #include "protocol/reply.h"
+#include "util/routes.h"
 #include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MARK "Runnel-Forwarded"
 
 struct rn_write_forwarder {
     rn_forwarder *fwd;
@@ -53,7 +52,8 @@ static void refuse(rn_request *req, rn_forward_failure why) {
 rn_write_forwarder *rn_write_forwarder_new(uv_loop_t *loop, const rn_config *cfg) {
     rn_write_forwarder *w = rn_xcalloc(1, sizeof *w);
     static char mark[64];
-    snprintf(mark, sizeof mark, MARK ": %llu\r\n", (unsigned long long)cfg->node_id);
+    snprintf(mark, sizeof mark, RN_NO_FORWARD_HEADER ": node-%llu\r\n",
+             (unsigned long long)cfg->node_id);
     max_body_bytes = cfg->max_body_bytes;
     rn_forward_config fc = {.upstream_timeout_ms = cfg->request_timeout_ms,
                             .hold_body_bytes = 1 << 20,
@@ -70,8 +70,8 @@ int rn_write_forwarder_take(void *ctx, rn_request *req, const rn_group_route *r)
     rn_write_forwarder *w = ctx;
     size_t n = r->leader_url ? strlen(r->leader_url) : 0;
     if (!r->leader_id || !n || !rn_iprefix(r->leader_url, n, "http://") ||
-        rn_request_header(req, MARK, NULL))
-        return 0; /* no leader to go to (or https: not spoken), or forwarded once already */
+        rn_request_header(req, RN_NO_FORWARD_HEADER, NULL))
+        return 0; /* no leader to go to (or https: not spoken), or the sender wants the 307 */
     rn_forward_to(w->fwd, req, r->leader_url, req->body_pending);
     return 1;
 }

@@ -6,9 +6,10 @@
  * NO_LEADER when nothing went (a connection not made, a redirect it could
  * not follow), 503 OUTCOME_UNKNOWN when some of the write went and no
  * answer came (ext §5.7, §11.1). A write it forwards carries
- * Runnel-Forwarded, and a node never forwards such a write again (it
- * answers it 307 or 503, which the forwarding node follows or relays), so
- * two nodes that disagree on the leader cannot pass a write around.
+ * RN_NO_FORWARD_HEADER (util/routes.h), and a node never forwards a write
+ * carrying it (it answers it 307 or 503, which the forwarding node follows
+ * or relays), so two nodes that disagree on the leader cannot pass a write
+ * around; routers that learn leaders from redirects send it too.
  */
 #ifndef RN_OPS_FORWARD_WRITES_H
 #define RN_OPS_FORWARD_WRITES_H

@@ -31,6 +31,7 @@
 #include "util/files.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/routes.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -287,6 +288,7 @@ static int run(gateway *gw) {
                             .max_request_bytes = c->max_body_bytes,
                             .idle_ms = c->upstream_idle_ms,
                             .admin_token = token,
+                            .mark = RN_NO_FORWARD_HEADER ": gateway\r\n", /* 307s teach routes */
                             .refuse = refuse_forward};
     gw->fwd = rn_forwarder_new(gw->loop, &fc);
     if (token) {

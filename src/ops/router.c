@@ -74,6 +74,11 @@ static void gated(rn_request *req, void *arg) {
 
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (req->timed_out && req->body_grace_ms) { /* the gate's floor cut it: the gate answers */
+        log_route(req, "408 BODY_TOO_SLOW (below the tenant's min_body_bytes_per_second)");
+        rn_gate_refuse(req, RN_E_GW_BODY_TOO_SLOW, 0);
+        return;
+    }
     if (req->timed_out) { /* nothing of it reached a route: refused */
         log_route(req, "408 BODY_TOO_SLOW (not received within --request-timeout-ms)");
         rn_reply_error(req, RN_E_REQUEST_TIMEOUT, NULL);
@@ -102,7 +107,7 @@ void rn_router_handle(rn_request *req, void *arg) {
     size_t query_len = req->target_len - (size_t)(query - target);
     if (req->method == RN_HTTP_OPTIONS) {
         log_route(req, "CORS preflight");
-        rn_reply_preflight(req);
+        rn_reply_preflight(req, 1);
         return;
     }
     size_t alen = sizeof ADMIN_PREFIX - 1;

@@ -13,7 +13,8 @@
  * credentials) stops the start instead, and one that cannot answer keeps
  * the server not ready until it does.
  *
- * Shutdown (SIGTERM/SIGINT): stop accepting, close idle connections, answer
+ * Shutdown (SIGTERM/SIGINT): a cluster node hands its leaderships over
+ * (hand_over.h); stop accepting, close idle connections, answer
  * parked live reads, quiesce subscription deliveries, wait (bounded by
  * --shutdown-grace-ms) until no request is in progress and the log is idle,
  * then close everything; closing the engine writes a final checkpoint.
@@ -94,6 +95,7 @@ typedef struct {
     uint64_t recovery_started;
     uint64_t drain_deadline;
     int stopping;
+    int handing_over; /* cluster mode: leaderships are being handed over before the drain ends */
     int exit_code;
 } server;
 
@@ -148,8 +150,8 @@ static void on_drain_tick(uv_timer_t *t) {
     int idle =
         rn_http_active_connections(s->http) == 0 && (!s->engine || !rn_engine_busy(s->engine));
     int recovering = !s->recovery_done && s->exit_code == 0;
-    if (recovering)
-        return; /* the recovery job holds the engine; wait for it */
+    if (recovering || s->handing_over)
+        return; /* the recovery job holds the engine, or other nodes take over; wait */
     if (idle || rn_mono_ms() >= s->drain_deadline) {
         if (!idle)
             rn_log(RN_LOG_WARN, "shutdown", "grace period over with requests still in progress");
@@ -157,11 +159,27 @@ static void on_drain_tick(uv_timer_t *t) {
     }
 }
 
-/* Begins the drain (signal, or a failed start). */
+static void handed_over(void *arg) {
+    server *s = arg;
+    s->handing_over = 0;
+}
+
+/* Begins the drain (signal, or a failed start). A cluster node first hands
+ * the leadership of its groups to other voters (bounded by two election
+ * timeouts and the grace period), so that a planned stop costs writes a
+ * round trip rather than an election; writes reaching it meanwhile wait
+ * for the new leader and are forwarded there. */
 static void begin_shutdown(server *s) {
     if (s->stopping)
         return;
     s->stopping = 1;
+    if (s->cluster && s->recovery_done) {
+        uint64_t bound = 2 * s->cfg.election_timeout_ms;
+        s->handing_over = 1;
+        rn_cluster_hand_over(s->cluster,
+                             bound < s->cfg.shutdown_grace_ms ? bound : s->cfg.shutdown_grace_ms,
+                             handed_over, s);
+    }
     rn_http_stop_accepting(s->http);
     if (s->live)
         rn_live_end_all(s->live);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #define ROUTE_CONFIRMED 1u /* rn_request.route_flags: a leader read confirmed */
+#define ROUTE_AWAITED 2u   /* rn_request.route_flags: waited once for its group's leader */
 
 static struct {
     int active;
@@ -68,6 +69,8 @@ static void answer_elsewhere(rn_request *req, const rn_group_route *r, int may_r
     rn_reply_error(req, RN_E_NO_LEADER, &h);
 }
 
+static int awaits_leader(rn_request *req, const char *key, size_t len, const rn_group_route *r);
+
 void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     rn_group_route r = {0};
     if (routing.active)
@@ -88,6 +91,8 @@ int rn_routing_write(rn_request *req, const char *key, size_t len) {
     routing.view.route(routing.view.ctx, key, len, &r);
     if (r.serves)
         return 0;
+    if (awaits_leader(req, key, len, &r))
+        return 1;
     if (routing.view.forward && routing.view.forward(routing.view.forward_ctx, req, &r))
         return 1;
     answer_elsewhere(req, &r, req->body.len == 0);
@@ -142,6 +147,29 @@ static confirming *confirming_new(rn_request *req, const char *key, size_t len) 
     return c;
 }
 
+static void leader_awaited(void *arg, int moved) {
+    (void)moved; /* routed again either way: the route decides */
+    confirming *c = arg;
+    rn_request *req = c->req;
+    if (!rn_request_gone(req))
+        routing.redispatch(req, routing.arg);
+    rn_request_release(req);
+    free(c->key);
+    free(c);
+}
+
+/* A write or leader read of a group this node leads but does not serve
+ * (not ready yet, or handing the leadership over) waits once for the
+ * group's next state and is routed again. Returns 1 when it waits. */
+static int awaits_leader(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
+    if (!r->held_here || !routing.view.await_leader || (req->route_flags & ROUTE_AWAITED))
+        return 0;
+    req->route_flags |= ROUTE_AWAITED;
+    routing.view.await_leader(routing.view.ctx, r->group, leader_awaited,
+                              confirming_new(req, key, len));
+    return 1;
+}
+
 /* A local read on a follower, run again once this replica applied what
  * the group's leader committed before it (read-your-writes); a follower
  * that could not learn that answers as it answers a leader read. Returns 1
@@ -156,6 +184,8 @@ static int follower_confirmed(rn_request *req, const char *key, size_t len,
 /* A read only the leader answers: a follower redirects it; the leader
  * confirms first and runs it again. Returns 1 (answered, or waiting). */
 static int leader_only(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
+    if (awaits_leader(req, key, len, r))
+        return 1;
     if (!r->serves) {
         answer_elsewhere(req, r, 1);
         return 1;

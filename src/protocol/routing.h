@@ -12,13 +12,18 @@
  * x-ursula-raft-group. Once body bytes were read a write is never
  * redirected: it answers 503 NO_LEADER.
  *
- * A read with consistency=leader (bucket surface) is served by the leader
+ * A read with consistency=leader (both surfaces) is served by the leader
  * only: a follower redirects it like a write; the leader confirms with a
  * majority that it still leads and waits until it applied everything
  * committed before (consensus_read_barrier; concurrent reads share rounds), then
  * re-runs the request through the router, which lets it pass. Reads
- * without it (consistency=local, the default) are served by any replica
- * from its applied state.
+ * without a consistency parameter are served by any replica caught up
+ * since its start once it applied the group's ReadIndex (the view's
+ * follower_confirm; at once with --follower-reads local);
+ * consistency=local ones at once from its applied state. A write or
+ * leader read reaching a leader that does not serve yet (or any more:
+ * it hands the leadership over) waits for the group's next state
+ * (await_leader) and is routed again.
  *
  * Single-node mode sets no view: every request is served here.
  */
@@ -37,9 +42,10 @@ typedef struct {
     uint64_t leader_id;     /* the leader this node knows, 0: none */
     uint64_t term;          /* its term */
     const char *leader_url; /* its public base URL; NULL: unknown (or this node) */
-    int caught_up;          /* since its start this replica applied what the group had
-                               committed when it first heard of a leader (or it leads):
-                               it may serve local reads */
+    int caught_up;          /* since its start this replica applied the group's leader's
+                               ReadIndex (or it leads): it may serve local reads */
+    int held_here;          /* this node leads the group but serves nothing of it yet or
+                               any more (not ready, or handing the leadership over) */
 } rn_group_route;
 
 /* Called once with the outcome of a confirmation (before confirm returns
@@ -62,6 +68,11 @@ typedef struct {
      * before the call, 0 when that could not be known (at once when no
      * leader is known). NULL: local reads are served at once. */
     void (*follower_confirm)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
+    /* A write or leader read of a group held here (route's held_here)
+     * waits for this: cb once the group is served here or led elsewhere
+     * (1), or after a bound (0); then it is routed again. NULL: it is
+     * answered at once (503 NO_LEADER). */
+    void (*await_leader)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
 } rn_cluster_view;
 
 /* Sets the view (cluster mode), and how a confirmed read is run again:

@@ -105,6 +105,11 @@ struct rn_request {
      * body must keep to extend its request timeout (0: the server's
      * min_body_rate). */
     uint64_t min_body_rate;
+    /* Set with it to make the rate a floor: the body must have arrived by
+     * the request's start + body_grace_ms + received bytes / rate, or the
+     * request times out (408); 0: the request timeout is that base, and
+     * the rate only extends it. */
+    uint64_t body_grace_ms;
     /* The layer in front of the handlers (the gateway's gate): its state
      * of the request, and what frees it, called once when the request is
      * freed (NULL: nothing). */
@@ -183,11 +188,6 @@ typedef struct {
      * outlives the server. NULL: cleartext. */
     struct rn_tls_context *tls;
 } rn_http_config;
-
-/* rn_request.route_flags: a request an embedded gate admitted as an
- * operator's (admin rights): the node's own operator check lets it pass.
- * The low bits are protocol/routing.c's. */
-#define RN_REQUEST_ADMIN_GRANTED 0x100u
 
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
 #define RN_HTTP_SMALL_PIECE_BYTES (64 * 1024)

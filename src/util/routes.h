@@ -26,6 +26,12 @@
 #define RN_ROUTES_ORIGIN_MAX 256
 #define RN_ROUTES_PATH_MAX 2048
 
+/* A request carrying this header is answered 307 by a follower rather
+ * than forwarded to the leader (ops/forward_writes.h): a router that
+ * learns leaders from redirects (the gateway, the client's cluster-aware
+ * mode) and a node's own forwarded write send it. */
+#define RN_NO_FORWARD_HEADER "Runnel-No-Forward"
+
 typedef struct rn_routes rn_routes;
 
 /* What an answer said that routing learns from. */

@@ -11,6 +11,7 @@
 #include "client/internal.h"
 #include "client/multipart.h"
 #include "client/sse.h"
+#include "util/text.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,16 +340,16 @@ static void sse(void **state) {
 
 static void base64(void **state) {
     char a[] = "AQID\nBAUG\r\nBwgJCg==";
-    assert_int_equal(rnc_base64_decode(a, strlen(a)), 10);
+    assert_int_equal(rn_base64_decode(a, strlen(a), (uint8_t *)a), 10);
     assert_memory_equal(a, "\1\2\3\4\5\6\7\10\11\12", 10);
     char b[] = "aGk=";
-    assert_int_equal(rnc_base64_decode(b, 4), 2);
+    assert_int_equal(rn_base64_decode(b, 4, (uint8_t *)b), 2);
     char c[] = "aGk";
-    assert_int_equal(rnc_base64_decode(c, 3), -1);
+    assert_int_equal(rn_base64_decode(c, 3, (uint8_t *)c), -1);
     char d[] = "aG=k";
-    assert_int_equal(rnc_base64_decode(d, 4), -1);
+    assert_int_equal(rn_base64_decode(d, 4, (uint8_t *)d), -1);
     char e[] = "";
-    assert_int_equal(rnc_base64_decode(e, 0), 0);
+    assert_int_equal(rn_base64_decode(e, 0, (uint8_t *)e), 0);
 }
 
 /* The cluster-aware mode's leader cache, from synthetic answers. */

@@ -150,14 +150,14 @@ describe("writes (§5.7)", () => {
     await follow(`${c.url(info.leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
     const port = new URL(c.url(info.follower)).port;
     const conn = new Conn(Number(port));
-    conn.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n`);
+    conn.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nRunnel-No-Forward: test\r\nContent-Length: 10\r\n\r\n`);
     assert.ok(await conn.until(() => conn.responses().length === 1, 5000), "answered with the body unsent");
     const [r] = conn.responses();
     assert.equal(r.status, 307);
     assert.equal(r.headers["x-ursula-raft-leader-id"][0], String(info.leader));
     conn.sock.destroy();
     const e = new Conn(Number(port));
-    e.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n`);
+    e.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nRunnel-No-Forward: test\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n`);
     assert.ok(await e.until(() => e.responses().length >= 1, 5000));
     assert.equal(e.responses()[0].status, 307, "no 100 Continue: the redirect comes first");
     e.sock.destroy();

@@ -10,7 +10,7 @@
 //   - Read-your-writes by default: appends through a node, each followed by
 //     a read on the same node without a consistency parameter, never read
 //     stale and never 404, whichever node leads (writes through followers
-//     are forwarded: --forward-writes).
+//     are forwarded, the default).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Cluster, groupOf, req } from "./runnel_cluster.mjs";
@@ -18,7 +18,7 @@ import { Cluster, groupOf, req } from "./runnel_cluster.mjs";
 const GROUPS = 2;
 let c;
 before(async () => {
-  c = await Cluster.start({ groups: GROUPS, args: ["--election-timeout-ms", "20000", "--forward-writes"] });
+  c = await Cluster.start({ groups: GROUPS, args: ["--election-timeout-ms", "20000"] });
 });
 after(() => c?.stopChecked());
 
@@ -54,7 +54,7 @@ test("read-your-writes through any node: 600 append/read pairs, none stale, none
     // created through a follower of its group, read at once on that follower
     const { node: leader } = await c.leaderOf(groupOf(key, GROUPS), 60000);
     const via = leader === 1 ? 2 : 1;
-    assert.equal((await req(`${c.url(via)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } })).status, 201);
+    assert.equal((await req(`${c.url(via)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, forward: true })).status, 201);
     assert.equal((await req(`${c.url(via)}/${key}`, { method: "HEAD" })).status, 200, "a create is read back at once");
   }
   let stale = 0;
@@ -62,7 +62,7 @@ test("read-your-writes through any node: 600 append/read pairs, none stale, none
   for (let i = 0; i < 600; i++) {
     const node = 1 + (i % c.nodes);
     const key = keys[i % keys.length];
-    const a = await req(`${c.url(node)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "y" });
+    const a = await req(`${c.url(node)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "y", forward: true });
     assert.equal(a.status, 204, `append ${i} through node ${node}: ${a.status} ${a.text}`);
     const next = offsetOf(a.headers.get("stream-next-offset"));
     const r = await req(`${c.url(node)}/${key}${i % 2 ? "?offset=-1" : ""}`, { method: i % 2 ? "GET" : "HEAD" });

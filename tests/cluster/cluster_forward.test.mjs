@@ -1,4 +1,5 @@
-// Cluster mode, black-box: --forward-writes (issue 28). A node that does
+// Cluster mode, black-box: --forward-writes, on by default (issue 28). A
+// node that does
 // not lead a stream's group forwards a write to the group's leader and
 // relays its answer, so clients that cannot follow a 307 with a body (Node's
 // fetch with a binary body, any streamed body) complete their writes
@@ -13,7 +14,7 @@ import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.
 const GROUPS = 4;
 let c;
 before(async () => {
-  c = await Cluster.start({ groups: GROUPS, args: ["--election-timeout-ms", "300", "--forward-writes"] });
+  c = await Cluster.start({ groups: GROUPS, args: ["--election-timeout-ms", "300"] });
 });
 after(() => c?.stopChecked());
 
@@ -39,7 +40,7 @@ async function readAll(key) {
 test("writes through a follower: created, binary and streamed bodies applied once", async () => {
   const { key, leader, follower } = await streamLedElsewhere("a");
   const at = `${c.url(follower)}/${key}`;
-  const created = await req(at, { method: "PUT", headers: { "content-type": "application/octet-stream" } });
+  const created = await req(at, { method: "PUT", headers: { "content-type": "application/octet-stream" }, forward: true });
   assert.equal(created.status, 201, created.text);
   assert.ok(created.headers.get("location").startsWith(c.url(follower)), "the node's own URL of the stream");
   // Node's fetch cannot follow a 307 with a Uint8Array body; the follower forwards it
@@ -65,11 +66,12 @@ test("writes through a follower: created, binary and streamed bodies applied onc
   assert.notEqual(leader, follower);
 });
 
-test("a write marked as forwarded is not forwarded again: the follower answers 307", async () => {
+test("a write marked Runnel-No-Forward (a forwarded one, a router's) is answered 307", async () => {
   const { key, follower } = await streamLedElsewhere("b");
   const r = await req(`${c.url(follower)}/${key}`, {
     method: "PUT",
-    headers: { "content-type": "text/plain", "runnel-forwarded": "9" },
+    headers: { "content-type": "text/plain", "runnel-no-forward": "node-9" },
+    forward: true,
   });
   assert.equal(r.status, 307);
   assert.ok(r.headers.get("x-ursula-raft-leader-id"));
@@ -78,7 +80,7 @@ test("a write marked as forwarded is not forwarded again: the follower answers 3
 test("a leader killed mid-forward: no answer the client could misread, one apply after the retry", async () => {
   const { key, leader, follower } = await streamLedElsewhere("c");
   const at = `${c.url(follower)}/${key}`;
-  assert.equal((await req(at, { method: "PUT", headers: { "content-type": "application/octet-stream" } })).status, 201);
+  assert.equal((await req(at, { method: "PUT", headers: { "content-type": "application/octet-stream" }, forward: true })).status, 201);
   const producer = { "producer-id": "fwd-p", "producer-epoch": "0", "producer-seq": "0", "content-type": "application/octet-stream" };
   // a slow streamed body: the leader dies while it goes through the follower
   const piece = Buffer.alloc(65536, 0x62);

@@ -3,7 +3,9 @@
 // - §5.7: once a node read any of a write's body it never redirects it: a
 //   leader that read the first bytes of a body, then lost the leadership
 //   (frozen past an election, woken under the new leader), answers the
-//   rest 503 NO_LEADER, not 307, and nothing applies.
+//   rest 503 NO_LEADER, not 307, and nothing applies, when the write is
+//   marked Runnel-No-Forward; unmarked, it forwards the body it holds to
+//   the new leader, which applies it once.
 // - §11.1: 503 RAFT_UNCOMMITTED_BACKPRESSURE, provoked: a leader whose
 //   followers are frozen commits nothing, so the writes it proposed stay in
 //   flight until its 64 MiB bound refuses the next one; the refused write
@@ -57,42 +59,60 @@ const contents = (key) => waitFor(`a confirmed read of ${key}`, async () => {
   return r.status === 200 ? { text: r.text } : null;
 }, 30000).then((x) => x.text);
 
+// A leader reads a write's head and the first bytes of its body, loses the
+// leadership (frozen past an election), then gets the rest. It never
+// answers 307 then (§5.7). Marked Runnel-No-Forward, it answers 503
+// NO_LEADER and nothing applies; unmarked (the default), it forwards the
+// body it holds to the new leader, which applies it once.
+async function leadershipLostMidBody(key, { forward }) {
+  await create(key, "kept");
+  await c.converged();
+  const old = await c.leaderOf(0);
+  const conn = new Conn(Number(new URL(c.url(old.node)).port));
+  const mark = forward ? "" : "Runnel-No-Forward: test\r\n";
+  conn.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n${mark}Content-Length: 10\r\n\r\nabc`);
+  await sleep(300); // the head is routed (this node leads) and the first bytes read
+  assert.equal(conn.data.length, 0, "no answer before the body");
+  c.kill(old.node, "SIGSTOP");
+  try {
+    const others = [1, 2, 3].filter((n) => n !== old.node);
+    await waitFor("a new leader of group 0", async () => {
+      const g = (await c.report(others[0])).groups[0];
+      return g.leader !== null && g.leader !== old.node && g.term > old.term;
+    }, 30000);
+  } finally {
+    c.kill(old.node, "SIGCONT");
+  }
+  await waitFor(`node ${old.node} to follow the new leader`, async () => {
+    const g = (await c.report(old.node)).groups[0];
+    return g.leader !== null && g.leader !== old.node;
+  }, 20000);
+  conn.send("defghij"); // the rest of the body
+  assert.ok(await conn.until(() => conn.responses().length === 1, 20000), `an answer: ${conn.text}`);
+  conn.close();
+  const r = conn.responses()[0];
+  assert.notEqual(r.status, 307, `after its body was read the write is not redirected: ${conn.text}`);
+  assert.equal(r.header("location"), null);
+  await c.leaderOf(0);
+  return { r, asResponse: { status: r.status, headers: { get: (n) => r.header(n) } } };
+}
+
 describe("§5.7 no redirect once any body byte was read", () => {
-  test("a leader that lost the leadership during the body answers 503 NO_LEADER, not 307; nothing applies", async () => {
+  test("marked Runnel-No-Forward: 503 NO_LEADER, not 307; nothing applies", async () => {
     const key = keyIn(0, "midbody");
-    await create(key, "kept");
-    await c.converged();
-    const old = await c.leaderOf(0);
-    const conn = new Conn(Number(new URL(c.url(old.node)).port));
-    conn.send(`POST /${key} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 10\r\n\r\nabc`);
-    await sleep(300); // the head is routed (this node leads) and the first bytes read
-    assert.equal(conn.data.length, 0, "no answer before the body");
-    c.kill(old.node, "SIGSTOP");
-    try {
-      const others = [1, 2, 3].filter((n) => n !== old.node);
-      await waitFor("a new leader of group 0", async () => {
-        const g = (await c.report(others[0])).groups[0];
-        return g.leader !== null && g.leader !== old.node && g.term > old.term;
-      }, 30000);
-    } finally {
-      c.kill(old.node, "SIGCONT");
-    }
-    await waitFor(`node ${old.node} to follow the new leader`, async () => {
-      const g = (await c.report(old.node)).groups[0];
-      return g.leader !== null && g.leader !== old.node;
-    }, 20000);
-    conn.send("defghij"); // the rest of the body
-    assert.ok(await conn.until(() => conn.responses().length === 1, 20000), `an answer: ${conn.text}`);
-    conn.close();
-    const r = conn.responses()[0];
-    const asResponse = { status: r.status, headers: { get: (n) => r.header(n) } };
-    assert.equal(r.status, 503, `after its body was read the write is not redirected: ${conn.text}`);
-    assert.equal(r.header("location"), null);
+    const { r, asResponse } = await leadershipLostMidBody(key, { forward: false });
+    assert.equal(r.status, 503, `the write's answer: ${r.status} ${r.body}`);
     assert.equal(JSON.parse(r.body).error.code, "NO_LEADER");
     assert.ok(r.header("retry-after"), "Retry-After");
     assertIdentity(asResponse, c, "the NO_LEADER after the body");
-    await c.leaderOf(0);
     assert.equal(await contents(key), "kept", "nothing applied");
+  });
+
+  test("forwarding (the default): the body in hand goes to the new leader and applies once", async () => {
+    const key = keyIn(0, "midbody-fwd");
+    const { r } = await leadershipLostMidBody(key, { forward: true });
+    assert.equal(r.status, 204, `the write's answer: ${r.status} ${r.body}`);
+    assert.equal(await contents(key), "keptabcdefghij", "applied once");
   });
 });
 

@@ -50,10 +50,14 @@ export function groupOf(key, groups) {
 }
 
 // One request; the answer with its body read (bounded). Never follows
-// redirects. A read that fails on a kept-alive connection of a node that
-// restarted since is sent once more (writes never are: they may have
+// redirects. Unless `forward` is set, it carries Runnel-No-Forward, so a
+// node that does not lead the stream's group answers a write 307 (as to
+// the gateway and the C client) instead of forwarding it: the tests see
+// routing itself. A read that fails on a kept-alive connection of a node
+// that restarted since is sent once more (writes never are: they may have
 // applied).
-export async function req(url, { method = "GET", headers = {}, body, timeoutMs = 15000 } = {}) {
+export async function req(url, { method = "GET", headers = {}, body, timeoutMs = 15000, forward = false } = {}) {
+  if (!forward) headers = { "runnel-no-forward": "test", ...headers };
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await fetch(url, { method, headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
@@ -214,10 +218,15 @@ export class Cluster {
     await waitFor(`node ${n} to die`, () => !this.alive(n), 10000, 20);
   }
 
-  // Restarts node n on its data (its command line from node-N.cmd) and
-  // waits until it answers /__runnel/cluster.
-  async restart(n) {
+  // Starts node n again on its data (its command line from node-N.cmd),
+  // without waiting for it.
+  launch(n) {
     execFileSync("bash", [path.join(this.dir, `node-${n}.cmd`)], { timeout: 10000 });
+  }
+
+  // Restarts node n on its data and waits until it answers /__runnel/cluster.
+  async restart(n) {
+    this.launch(n);
     await waitFor(`node ${n} to answer`, async () => (await this.report(n)).groups.length === this.groups);
   }
 
