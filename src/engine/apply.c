@@ -207,7 +207,7 @@ static void note_namespace(rn_state *st, const rn_stream *s) {
  * namespace's fence refuses it (out->erased). */
 static rn_stream *apply_create(rn_state *st, const rn_cmd *c, const rn_effects *fx, int *rc,
                                rn_applied *out) {
-    if (rn_fences_refuse_create(st, c, fx, out))
+    if (rn_fences_refuse_create(st, c, out))
         return NULL;
     rn_stream *s = rn_state_stream(st, c->stream_id);
     if (!s || !s->pending_create) {

@@ -78,13 +78,10 @@ void rn_fences_apply_fence(rn_state *st, const rn_cmd *c) {
     rn_state_add_fence(st, c->path, c->path_len, c->fence_scope, c->time_ms);
 }
 
-int rn_fences_refuse_create(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_applied *out) {
+int rn_fences_refuse_create(const rn_state *st, const rn_cmd *c, rn_applied *out) {
     const rn_fence *f = rn_state_path_fence(st, c->path, c->path_len);
     if (!f || !rn_fence_covers(f, c->stream_id))
         return 0;
-    rn_stream *pending = rn_state_stream(st, c->stream_id);
-    if (pending && pending->pending_create)
-        rn_state_destroy(st, pending, fx); /* its files (data written after the sync) go */
     out->erased = 1;
     return 1;
 }

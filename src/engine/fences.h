@@ -20,9 +20,11 @@ void rn_fences_apply_fence(rn_state *st, const rn_cmd *c);
 void rn_fences_apply_purge(rn_state *st, rn_stream *s, const rn_effects *fx);
 
 /* Whether a CREATE must be refused at apply: its path's namespace is
- * fenced for the group of its id. The pending stream the pipeline made
- * for it, when there is one (the proposer's), is destroyed, and
- * out->erased set. Returns 1 when refused. */
-int rn_fences_refuse_create(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_applied *out);
+ * fenced for the group of its id. Then out->erased is set and nothing is
+ * created; the pending stream the pipeline made for it, when there is one
+ * (the proposer's), is left to the pipeline, which destroys it once it
+ * released the stream's files (pipeline.c command_done). Returns 1 when
+ * refused. */
+int rn_fences_refuse_create(const rn_state *st, const rn_cmd *c, rn_applied *out);
 
 #endif

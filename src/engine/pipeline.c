@@ -246,8 +246,15 @@ static void command_done(rn_cmdlog_entry *entry) {
         drain_queue(e, id);
         return;
     }
-    if (entry->result.erased) { /* a fence applied first: its pending stream went */
+    if (entry->result.erased) { /* a fence applied first: nothing was created */
+        int pending = s && s->pending_create;
+        if (s)
+            s->busy = 0;
         finish(op, RN_ERR_BUCKET_ERASED, NULL);
+        if (pending) { /* its files (the data the log's writer wrote) go, unpinned above */
+            engine_destroy_pending(e, s);
+            engine_rerun_orphans(e);
+        }
         return;
     }
     if (!s) {

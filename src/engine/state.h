@@ -229,8 +229,8 @@ typedef struct {
     int has_producer;
     rn_producer producer;
     /* a CREATE that found its namespace fenced for its group (logged
-     * before the fence applied): nothing was created, and a stream the
-     * pipeline held pending for it is gone */
+     * before the fence applied): nothing was created (a stream the
+     * pipeline held pending for it is the pipeline's to remove) */
     int erased;
 } rn_applied;
 
