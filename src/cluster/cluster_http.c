@@ -22,6 +22,7 @@
 #include "cluster/cluster_config.h"
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
+#include "cluster/peer_tls.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -83,7 +84,8 @@ static void on_poll(uv_timer_t *t) {
             ps->applied = rn_xcalloc(cl->groups, sizeof *ps->applied);
         }
         char url[600];
-        snprintf(url, sizeof url, "%s/__runnel/cluster/applied", cl->cfg.peers[i].url);
+        snprintf(url, sizeof url, "%s/__runnel/cluster/applied",
+                 rn_cluster_peer_url(&cl->cfg.peers[i]));
         rn_fetch_request req = {.method = "GET",
                                 .url = url,
                                 .body_fd = -1,
@@ -102,11 +104,24 @@ static void sign_peer_request(void *arg, const char *method, const char *url, co
                       lines);
 }
 
+/* The CA peer requests trust: the peers' peer listeners speak TLS with
+ * their peer certificates (when this node has both), else the public
+ * listeners with --tls-cert's, which --tls-ca verifies (or the system's
+ * CAs). */
+static const char *peer_request_ca(const rn_config *cfg) {
+    if (cfg->peer_cert[0] && cfg->peer_listen.host[0])
+        return cfg->peer_ca;
+    return cfg->tls_ca[0] ? cfg->tls_ca : NULL;
+}
+
 void cluster_peers_start(rn_cluster *cl) {
+    bool certs = cl->peer_tls != NULL;
     rn_outbound_config oc = {.user_agent = "runnel-cluster",
                              .max_running = 16,
                              .max_queued = 64,
-                             .ca_file = cl->cfg.tls_ca[0] ? cl->cfg.tls_ca : NULL,
+                             .ca_file = peer_request_ca(&cl->cfg),
+                             .client_cert = certs ? cl->cfg.peer_cert : NULL,
+                             .client_key = certs ? cl->cfg.peer_key : NULL,
                              .sign = cl->key.len ? sign_peer_request : NULL,
                              .sign_arg = cl};
     cl->http = rn_outbound_new(cl->loop, &oc);
@@ -182,15 +197,19 @@ static json_t *group_report(const rn_cluster *cl, unsigned g) {
 
 static void report(const rn_cluster *cl, rn_buf *out) {
     json_t *nodes = json_array();
-    for (int i = 0; i < cl->cfg.n_peers; i++)
-        json_array_append_new(
-            nodes, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)cl->cfg.peers[i].id, "url",
-                             cl->cfg.peers[i].url, "raft", cl->cfg.peers[i].raft));
+    for (int i = 0; i < cl->cfg.n_peers; i++) {
+        const rn_peer_config *p = &cl->cfg.peers[i];
+        json_array_append_new(nodes, json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)p->id,
+                                               "url", p->url, "peer_url", rn_cluster_peer_url(p),
+                                               "raft", p->raft));
+    }
     json_t *groups = json_array();
     for (unsigned g = 0; cl->node && g < cl->groups; g++)
         json_array_append_new(groups, group_report(cl, g));
-    json_t *doc = json_pack("{s:s, s:I, s:o, s:o}", "cluster_id", cl->cfg.cluster_id, "node_id",
-                            (json_int_t)cl->cfg.node_id, "nodes", nodes, "groups", groups);
+    const char *auth = cl->peer_tls ? "certificates" : cl->key.len ? "key" : "none";
+    json_t *doc =
+        json_pack("{s:s, s:I, s:s, s:o, s:o}", "cluster_id", cl->cfg.cluster_id, "node_id",
+                  (json_int_t)cl->cfg.node_id, "peer_auth", auth, "nodes", nodes, "groups", groups);
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     rn_buf_append_str(out, text);
@@ -219,16 +238,35 @@ rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len
     return RN_CLUSTER_ROUTE_NONE;
 }
 
-bool rn_cluster_peer_signed(const rn_request *req) {
+bool rn_cluster_peer_credential(const rn_cluster *cl, const rn_request *req) {
+    long verify;
+    if (cl->peer_tls)
+        return rn_request_client_certificate(req, &verify) != NULL;
     return rn_request_header(req, RN_PEER_HEADER_SIGNATURE, NULL) != NULL;
 }
 
+/* Checks the client certificate of req: verified against --peer-ca (by
+ * the listener's TLS), naming a node other than this one. */
+static rn_peer_reason certificate_verify(const rn_cluster *cl, const rn_request *req,
+                                         uint64_t *peer) {
+    long verify;
+    X509 *cert = rn_request_client_certificate(req, &verify);
+    if (cert == NULL)
+        return RN_PEER_MISSING;
+    if (verify != X509_V_OK)
+        return RN_PEER_UNTRUSTED;
+    if (rn_peer_cert_node_id(cert, peer) != 1)
+        return RN_PEER_CERT_ID;
+    return *peer == cl->cfg.node_id ? RN_PEER_WRONG_ID : RN_PEER_OK;
+}
+
 bool rn_cluster_peer_authorize(rn_cluster *cl, rn_request *req) {
-    if (cl->key.len == 0)
+    if (cl->key.len == 0 && cl->peer_tls == NULL)
         return true;
     uint64_t peer = 0;
-    rn_peer_reason r =
-        rn_peer_http_verify(&cl->key, cl->cfg.node_id, (uint64_t)rn_now_ms(), req, &peer);
+    rn_peer_reason r = cl->peer_tls ? certificate_verify(cl, req, &peer)
+                                    : rn_peer_http_verify(&cl->key, cl->cfg.node_id,
+                                                          (uint64_t)rn_now_ms(), req, &peer);
     if (r == RN_PEER_OK)
         return true;
     rn_peer_refused(RN_PEER_CHANNEL_HTTP, r);

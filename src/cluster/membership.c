@@ -33,13 +33,16 @@ static int peer_index(const rn_cluster *cl, uint64_t id) {
     return -1;
 }
 
-/* Records node id (address and URL) with its intent. Returns its index,
- * or -1 when the table is full or the id is known with another address
- * or URL. */
-static int record(rn_cluster *cl, uint64_t id, const char *raft, const char *url, int removed) {
+/* Records node id (address, URL and peer URL, "" for none) with its
+ * intent. Returns its index, or -1 when the table is full or the id is
+ * known with another address or URL. */
+static int record(rn_cluster *cl, uint64_t id, const char *raft, const char *url,
+                  const char *peer_url, int removed) {
     int i = peer_index(cl, id);
     if (i >= 0) {
-        if (strcmp(cl->cfg.peers[i].raft, raft) != 0 || strcmp(cl->cfg.peers[i].url, url) != 0)
+        const rn_peer_config *p = &cl->cfg.peers[i];
+        if (strcmp(p->raft, raft) != 0 || strcmp(p->url, url) != 0 ||
+            strcmp(p->peer_url, peer_url) != 0)
             return -1;
     } else {
         if (cl->cfg.n_peers == RN_MAX_PEERS)
@@ -49,6 +52,7 @@ static int record(rn_cluster *cl, uint64_t id, const char *raft, const char *url
         p->id = id;
         snprintf(p->raft, sizeof p->raft, "%s", raft);
         snprintf(p->url, sizeof p->url, "%s", url);
+        snprintf(p->peer_url, sizeof p->peer_url, "%s", peer_url);
     }
     cl->intent[i] = removed ? INTENT_REMOVED : INTENT_VOTER;
     return i;
@@ -59,26 +63,33 @@ static int save(rn_cluster *cl) {
     rn_buf b = {0};
     for (int i = 0; i < cl->cfg.n_peers; i++)
         if (cl->intent[i] != INTENT_NONE)
-            rn_buf_appendf(&b, "%s %" PRIu64 " %s %s\n",
+            rn_buf_appendf(&b, "%s %" PRIu64 " %s %s%s%s\n",
                            cl->intent[i] == INTENT_REMOVED ? "removed" : "voter",
-                           cl->cfg.peers[i].id, cl->cfg.peers[i].raft, cl->cfg.peers[i].url);
+                           cl->cfg.peers[i].id, cl->cfg.peers[i].raft, cl->cfg.peers[i].url,
+                           cl->cfg.peers[i].peer_url[0] ? " " : "", cl->cfg.peers[i].peer_url);
     int rc = rn_atomic_write_file(cl->cfg.data_dir, MEMBERS_FILE, b.data ? b.data : (uint8_t *)"",
                                   b.len, 0644);
     rn_buf_free(&b);
     return rc;
 }
 
-/* Checks an intent's parts: id 1..255, a numeric Raft address, an
- * http(s) URL of printable ASCII. */
-static int valid(uint64_t id, const char *raft, const char *url) {
-    struct sockaddr_storage sa;
+/* An http(s) URL of printable ASCII that fits a peer's URL fields. */
+static int valid_url(const char *url) {
     size_t n = strlen(url);
-    int ok = id >= 1 && id <= 255 && strlen(raft) < sizeof((rn_peer_config *)0)->raft &&
-             rn_wire_parse_address(raft, &sa) == 0 && n < sizeof((rn_peer_config *)0)->url &&
+    int ok = n < sizeof((rn_peer_config *)0)->url &&
              (rn_iprefix(url, n, "http://") || rn_iprefix(url, n, "https://"));
     for (size_t i = 0; ok && i < n; i++)
-        ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\';
+        ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
     return ok;
+}
+
+/* Checks an intent's parts: id 1..255, a numeric Raft address, an
+ * http(s) URL, and a peer URL ("" or another). */
+static int valid(uint64_t id, const char *raft, const char *url, const char *peer_url) {
+    struct sockaddr_storage sa;
+    return id >= 1 && id <= 255 && strlen(raft) < sizeof((rn_peer_config *)0)->raft &&
+           rn_wire_parse_address(raft, &sa) == 0 && valid_url(url) &&
+           (!peer_url[0] || valid_url(peer_url));
 }
 
 int rn_membership_load(rn_cluster *cl, char *err, size_t errcap) {
@@ -95,11 +106,12 @@ int rn_membership_load(rn_cluster *cl, char *err, size_t errcap) {
     char *save_ptr = NULL;
     for (char *line = strtok_r((char *)b.data, "\n", &save_ptr); line;
          line = strtok_r(NULL, "\n", &save_ptr)) {
-        char kind[16], raft[64], url[512];
+        char kind[16], raft[64], url[512], peer_url[512] = "";
         uint64_t id;
-        if (sscanf(line, "%15s %" SCNu64 " %63s %511s", kind, &id, raft, url) != 4 ||
-            !valid(id, raft, url) || (strcmp(kind, "voter") != 0 && strcmp(kind, "removed") != 0) ||
-            record(cl, id, raft, url, strcmp(kind, "removed") == 0) < 0) {
+        int n = sscanf(line, "%15s %" SCNu64 " %63s %511s %511s", kind, &id, raft, url, peer_url);
+        if (n < 4 || !valid(id, raft, url, peer_url) ||
+            (strcmp(kind, "voter") != 0 && strcmp(kind, "removed") != 0) ||
+            record(cl, id, raft, url, peer_url, strcmp(kind, "removed") == 0) < 0) {
             snprintf(err, errcap, "%s/%s is damaged (line \"%.100s\"); refusing to start",
                      cl->cfg.data_dir, MEMBERS_FILE, line);
             rn_buf_free(&b);
@@ -174,7 +186,7 @@ static void on_reconcile(uv_timer_t *t) {
 typedef struct forward {
     rn_cluster *cl;
     rn_list_node node; /* on cl->forwards */
-    char url[1600];    /* a peer's URL, then the intent: another URL and an address */
+    char url[2200];    /* a peer's URL, then the intent: two more URLs and an address */
     const char *method;
     rn_fetch *inflight;
     uv_timer_t retry;
@@ -223,13 +235,15 @@ static void forward_all(rn_cluster *cl, uint64_t id, int removed) {
         forward *fw = rn_xcalloc(1, sizeof *fw);
         fw->cl = cl;
         fw->method = removed ? "DELETE" : "POST";
+        const rn_peer_config *n = &cl->cfg.peers[k];
         if (removed)
             snprintf(fw->url, sizeof fw->url, "%s/__runnel/cluster/members/%" PRIu64 "?scope=local",
-                     p->url, id);
+                     rn_cluster_peer_url(p), id);
         else
             snprintf(fw->url, sizeof fw->url,
-                     "%s/__runnel/cluster/members?id=%" PRIu64 "&raft=%s&url=%s&scope=local",
-                     p->url, id, cl->cfg.peers[k].raft, cl->cfg.peers[k].url);
+                     "%s/__runnel/cluster/members?id=%" PRIu64 "&raft=%s&url=%s%s%s&scope=local",
+                     rn_cluster_peer_url(p), id, n->raft, n->url,
+                     n->peer_url[0] ? "&peer_url=" : "", n->peer_url);
         uv_timer_init(cl->loop, &fw->retry);
         fw->retry.data = fw;
         rn_list_push_front(&cl->forwards, &fw->node);
@@ -243,10 +257,12 @@ static void answer_intent(rn_request *req, const rn_cluster *cl, int i) {
     rn_buf h = {0}, body = {0};
     rn_reply_common(&h);
     rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
-    rn_buf_appendf(&body,
-                   "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"raft\":\"%s\",\"url\":\"%s\"}\n",
-                   cl->cfg.peers[i].id, cl->intent[i] == INTENT_REMOVED ? "removed" : "voter",
-                   cl->cfg.peers[i].raft, cl->cfg.peers[i].url);
+    const rn_peer_config *p = &cl->cfg.peers[i];
+    rn_buf_appendf(&body, "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"raft\":\"%s\",\"url\":\"%s\"",
+                   p->id, cl->intent[i] == INTENT_REMOVED ? "removed" : "voter", p->raft, p->url);
+    if (p->peer_url[0])
+        rn_buf_appendf(&body, ",\"peer_url\":\"%s\"", p->peer_url);
+    rn_buf_append_str(&body, "}\n");
     rn_http_respond(req, 202, &h, &body);
 }
 
@@ -262,6 +278,15 @@ static int param(const char *q, size_t len, const char *name, char *out, size_t 
     return 0;
 }
 
+/* The same for an optional parameter: absent leaves out empty. */
+static int optional_param(const char *q, size_t len, const char *name, char *out, size_t cap) {
+    long n;
+    rn_param_fault f;
+    if (rn_param_query(q, len, name, RN_PARAM_LENIENT, out, cap, &n, &f) != 0)
+        return -1;
+    return n < 0 ? 0 : param(q, len, name, out, cap);
+}
+
 bool rn_membership_is_local(const char *query, size_t query_len) {
     char scope[8];
     return param(query, query_len, "scope", scope, sizeof scope) == 0 &&
@@ -274,7 +299,7 @@ int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size
     size_t bl = sizeof base - 1;
     if (path_len < bl || memcmp(path, base, bl) != 0 || (path_len > bl && path[bl] != '/'))
         return 0;
-    char id_text[8] = "", raft[64] = "", url[512] = "";
+    char id_text[8] = "", raft[64] = "", url[512] = "", peer_url[512] = "";
     int local = rn_membership_is_local(query, query_len);
     uint64_t id = 0;
     int removed = req->method == RN_HTTP_DELETE;
@@ -288,11 +313,14 @@ int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size
         int i = peer_index(cl, id);
         snprintf(raft, sizeof raft, "%s", cl->cfg.peers[i].raft);
         snprintf(url, sizeof url, "%s", cl->cfg.peers[i].url);
+        snprintf(peer_url, sizeof peer_url, "%s", cl->cfg.peers[i].peer_url);
     } else if (req->method == RN_HTTP_POST && path_len == bl) {
         if (param(query, query_len, "id", id_text, sizeof id_text) ||
             rn_parse_strict_u64(id_text, strlen(id_text), 255, &id) ||
             param(query, query_len, "raft", raft, sizeof raft) ||
-            param(query, query_len, "url", url, sizeof url) || !valid(id, raft, url)) {
+            param(query, query_len, "url", url, sizeof url) ||
+            optional_param(query, query_len, "peer_url", peer_url, sizeof peer_url) ||
+            !valid(id, raft, url, peer_url)) {
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
             return 1;
         }
@@ -302,7 +330,7 @@ int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size
         rn_reply_error(req, RN_E_METHOD_NOT_ALLOWED, &extra);
         return 1;
     }
-    int i = record(cl, id, raft, url, removed);
+    int i = record(cl, id, raft, url, peer_url, removed);
     if (i < 0) {
         rn_reply_error(req, RN_E_STREAM_EXISTS_CONFLICT, NULL);
         return 1;

@@ -16,7 +16,8 @@
  * The admin routes (any node; the node passes each intent on to every
  * peer it knows, which records and applies it the same way):
  *
- *   POST   /__runnel/cluster/members?id=N&raft=ADDR&url=URL   N is a voter
+ *   POST   /__runnel/cluster/members?id=N&raft=ADDR&url=URL[&peer_url=URL]
+ *                                                             N is a voter
  *   DELETE /__runnel/cluster/members/N                        N is removed
  *
  * answer 202 with the intent as JSON; progress shows in /__runnel/cluster

@@ -374,7 +374,7 @@ static bool allowed(rn_admin_plane *a, rn_request *req, const char *query, size_
     int local = rn_param_query(query, query_len, "scope", RN_PARAM_LENIENT, scope, sizeof scope, &n,
                                &f) == 0 &&
                 n >= 0;
-    if (local && a->cfg.cluster && rn_cluster_peer_signed(req))
+    if (local && a->cfg.cluster && rn_cluster_peer_credential(a->cfg.cluster, req))
         return rn_cluster_peer_authorize(a->cfg.cluster, req);
     return rn_admin_authorize(a->cfg.auth, req);
 }

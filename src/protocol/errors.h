@@ -141,6 +141,7 @@ typedef enum {
     RN_E_PEER_UNAUTHENTICATED,
     RN_E_PEER_REFUSED,
     RN_E_PEER_LISTENER_ONLY,
+    RN_E_PUBLIC_LISTENER_ONLY,
     /* the gateway's own answers (an intermediary's codes, ext §11) */
     RN_E_GW_INVALID_CREDENTIAL,
     RN_E_GW_CREDENTIAL_EXPIRED,

@@ -279,8 +279,10 @@ static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     h->state = ST_EARLY;
     rn_request *req = &h->cur->req;
     req->body_pending = 1;
+    rn_request_hold(req); /* an answer that closes the connection detaches it meanwhile */
     srv->cfg.on_headers(req, srv->arg); /* may answer: see response_finished() */
-    req->body_pending = 0;              /* the request is not freed: the connection holds it */
+    req->body_pending = 0;
+    rn_request_release(req);
     if (h->state == ST_STREAMING)
         h->close_after_response = close_after;
     if (h->state == ST_STREAMING)
