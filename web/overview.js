@@ -17,6 +17,7 @@ function clusterView(report) {
     [{ label: "node" }, { label: "URL" }, { label: "Raft address" }],
     report.nodes.map((n) => [String(n.id), n.url, n.raft]),
   );
+  nodes.id = "cluster-nodes";
   const groups = table(
     [{ label: "group" }, { label: "leader" }, { label: "term", num: true }, { label: "commit index", num: true },
       { label: "replicas (applied · lag · role)" }],
@@ -25,9 +26,11 @@ function clusterView(report) {
       g.leader === null ? el("span", { class: "badge bad" }, "none") : String(g.leader),
       String(g.term),
       String(g.commit_index),
-      g.replicas.map((r) => `node ${r.node}: ${r.applied_index ?? "?"} · ${r.lag ?? "?"} · ${r.role}`).join("; "),
+      el("div", {}, g.replicas.map((r) =>
+        el("div", {}, `node ${r.node}: ${r.applied_index ?? "?"} · ${r.lag ?? "?"} · ${r.role}`))),
     ]),
   );
+  groups.id = "cluster-groups";
   return el("section", { "aria-labelledby": "cluster-title" },
     el("h2", { id: "cluster-title" }, `Cluster ${report.cluster_id} (node ${report.node_id})`),
     el("div", { class: "split" }, nodes, groups));

@@ -7,15 +7,18 @@
 // keyboard; a stream's page whose live tail shows an append made during
 // the test within one second (text, JSON and binary each shown as such),
 // with its producers and subscriptions; the purge, whose button stays
-// disabled until the bucket's name is typed, then purges it. No page logs
-// an error. Screenshots at 1280x800 and at a phone's 390x844 go to
-// RUNNEL_CONSOLE_SHOTS (default: a temporary directory); the current ones
-// are docs/console/*.png. About 20 s.
+// disabled until the bucket's name is typed, then purges it; on a node of
+// a 3-node cluster, the nodes and each group's leader, term and replicas
+// with their applied index and lag. No page logs an error. Screenshots at
+// 1280x800 and at a phone's 390x844 go to RUNNEL_CONSOLE_SHOTS (default: a
+// temporary directory); the current ones are docs/console/*.png. About
+// 30 s.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Server, sleep, tempDir } from "../lib/server.mjs";
+import { Cluster } from "../cluster/runnel_cluster.mjs";
 
 const CHROMIUM = process.env.RUNNEL_CHROMIUM ?? "/usr/bin/chromium";
 const TOKEN = "console-test-token-0123456789";
@@ -176,7 +179,10 @@ describe("the console", () => {
   test("on a phone-sized screen: no sideways scrolling, and the same views", async () => {
     await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
     await page.goto(`${server.url}/__runnel/console#/overview`);
-    await page.waitForSelector("#health");
+    await page.reload(); /* a fresh page at the new size (sessionStorage keeps the token) */
+    await page.waitForSelector("#health", { timeout: 10000 }).catch(async (e) => {
+      throw new Error(`${e.message}; the page shows: ${await page.$eval("body", (b) => b.innerText.slice(0, 500))}`);
+    });
     await page.waitForFunction(() => document.querySelector("#charts figure .now")?.textContent !== "–", { timeout: 10000 });
     const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(wide <= 0, `the page is ${wide} px wider than the screen`);
@@ -187,6 +193,30 @@ describe("the console", () => {
     await page.waitForFunction(() => document.getElementById("tail").textContent.includes("seen on a phone"));
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth) <= 0);
     await shot("stream-390x844.png");
+  });
+
+  test("on a cluster node: the nodes, each group's leader, term and replicas", async () => {
+    const c = await Cluster.start({ groups: 3 });
+    try {
+      await page.setViewport({ width: 1280, height: 800 });
+      await page.goto(`${c.url(2)}/__runnel/console`);
+      await page.waitForSelector("#login:not([hidden])");
+      await page.type("#token", c.admin.authorization.slice("Bearer ".length));
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#cluster-title", { timeout: 15000 });
+      assert.match(await text("#cluster-title"), new RegExp(`Cluster ${c.clusterId} \\(node 2\\)`));
+      const groups = await page.$$eval("#cluster-groups tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.innerText)));
+      assert.equal(groups.length, 3);
+      for (const [g, leader, , , replicas] of groups) {
+        assert.match(leader, /^[123]$/, `group ${g} has a leader`);
+        assert.match(replicas, /^node 1: \d+ · \d+ · voter\nnode 2: .*\nnode 3: /);
+      }
+      assert.equal(await page.$$eval("#cluster-nodes tbody tr", (trs) => trs.length), 3);
+      await page.waitForFunction(() => document.querySelector("#charts figure .now")?.textContent !== "–", { timeout: 10000 });
+      await shot("cluster-1280x800.png");
+    } finally {
+      c.stopChecked();
+    }
   });
 
   test("no page logged an error", () => {
