@@ -9,19 +9,30 @@
 // through every node (following redirects) and reads on every node, also
 // after the leader of a group is SIGKILLed and on that node once it
 // restarted (the groups snapshot every 4 entries, so the restarted node
-// finds the fence in its groups' manifests). Last, two nodes down: the remaining node names the groups and
-// nodes it could not reach instead of answering for them. About 40 s.
+// finds the fence in its groups' manifests), and in a backup of the cluster
+// taken afterwards and restored into a single node. Last, two nodes down:
+// the remaining node names the groups and nodes it could not reach instead
+// of answering for them. About 20 s.
 import assert from "node:assert/strict";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { restoreAndStart } from "../blackbox/lib/ops.mjs";
+import { tempDir } from "../blackbox/lib/server.mjs";
 import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
-let c;
+const work = tempDir("runnel-cluster-admin-");
+const dest = path.join(work, "backups");
+let c, restored;
 before(async () => {
   // snapshots every few entries: the fences travel in the groups' manifests
-  c = await Cluster.start({ groups: GROUPS, args: ["--raft-snapshot-entries", "4", "--raft-snapshot-trailing", "1"] });
+  c = await Cluster.start({ groups: GROUPS,
+    args: ["--raft-snapshot-entries", "4", "--raft-snapshot-trailing", "1", "--backup-to", dest] });
 });
-after(() => c.stopChecked());
+after(async () => {
+  if (restored) await restored.stop();
+  c.stopChecked();
+});
 
 const admin = async (n, p, method = "GET") => {
   const r = await req(`${c.url(n)}/__runnel/admin/${p}`, { method, headers: c.admin, timeoutMs: 20000 });
@@ -178,6 +189,21 @@ describe("the purge of a cluster's bucket", () => {
     await c.converged();
     for (let n = 1; n <= 3; n++) await fenced(n);
     assert.equal((await admin(dead, "buckets/clus-a")).json.erased, true);
+  });
+
+  test("in a backup of the cluster taken afterwards, restored into one node", async () => {
+    const r = await req(`${c.url(3)}/__runnel/backup?name=after-purge`, { method: "POST", headers: c.admin, timeoutMs: 120000 });
+    assert.equal(r.status, 200, r.text);
+    restored = await restoreAndStart(dest, "after-purge", path.join(work, "restored"));
+    const refused = async (method, key) => {
+      const w = await req(`${restored.url}/${key}`, { method, headers: { "content-type": "text/plain" } });
+      assert.equal(w.status, 404, `${method} ${key}: ${w.status} ${w.text}`);
+      assert.equal(JSON.parse(w.text).error.code, "BUCKET_ERASED");
+    };
+    await refused("GET", "clus-a/a00?offset=-1");
+    for (let g = 0; g < GROUPS; g++) await refused("PUT", `clus-a/${A.find((k) => groupOf(`clus-a/${k}`, GROUPS) === g)}`);
+    await refused("PUT", "clus-a/new-one");
+    for (const key of B) assert.equal((await req(`${restored.url}/clus-b/${key}?offset=-1`)).status, 200, key);
   });
 });
 
