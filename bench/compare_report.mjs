@@ -214,6 +214,12 @@ for (const [sc, label, g] of FIGURES) {
 }
 L.push(
   "",
+  "![Appends: Runnel against the reference](docs/bench/writes.svg)",
+  "",
+  "![Reads: Runnel against the reference](docs/bench/reads.svg)",
+  "",
+  "(`node bench/plots.mjs headline` draws both from this table; `bench/compare` runs it after writing this page.)",
+  "",
   "The bootstrap rows compare what a client does to initialise: on Runnel one `GET {stream}/bootstrap`",
   "(bucket surface) whose answer is the 64 KiB snapshot published at the tail of 200 × 1 KiB events",
   "(multipart/mixed, checked part by part; Stream-Next-Offset must equal the tail); on the reference, which",
