@@ -111,7 +111,7 @@ unset multiplot
 function failover(file) {
   const s = JSON.parse(fs.readFileSync(file, "utf8"));
   const rows = s.buckets.map((n, i) => [(i * s.bucket_ms) / 1000, (n * 1000) / s.bucket_ms]);
-  const kills = s.kills.map((k) => `set arrow from ${k.at_ms / 1000}, graph 0 to ${k.at_ms / 1000}, graph 1 nohead lc rgb "#d62728" dt 2`).join("\n");
+  const kills = s.kills.map((k) => `set arrow from first ${k.at_ms / 1000}, graph 0 to first ${k.at_ms / 1000}, graph 1 nohead lc rgb "#d62728" dt 2`).join("\n");
   fs.mkdirSync(OUT, { recursive: true });
   gnuplot(`
 set terminal svg size 900,380 dynamic font "sans,12" background rgb "white"
