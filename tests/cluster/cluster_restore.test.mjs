@@ -1,5 +1,5 @@
 // Cluster mode, black-box: a backup restored into a new cluster (issue 16
-// item 4; README "Backing up and restoring"; docs/ARCHITECTURE.md
+// item 4; docs/BACKUP.md; docs/ARCHITECTURE.md
 // "Backups, restores and accepted losses"). A single-node server's backup
 // is restored once per node (`runnel restore ... --node-id N --cluster-id
 // --peer ... --groups 2`), then the three nodes start on those directories.
