@@ -188,6 +188,12 @@ int engine_checkpoint_write(const char *dir, const rn_buf *image);
  * lstr per namespace. */
 void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
 void engine_encode_namespaces(const rn_state *st, rn_buf *b);
+/* The cold ends (history tiering) of the applied streams pick selects
+ * (NULL: all) that have one: u64 count, then (id, end) pairs by id. The
+ * decoder sets them; a stream it names must be in st and the end within
+ * its tail, else r fails. */
+void engine_encode_cold_ends(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
+void engine_decode_cold_ends(rn_state *st, rn_reader *r);
 /* Decodes one stream record into st (TTL window starting at now); its
  * fork source's id goes to *source_id, for engine_link_forks once every
  * stream is loaded. NULL (r->failed set) for a malformed record or a

@@ -58,6 +58,10 @@ int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
 void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out) {
     engine_encode_streams(&e->state, pick, arg, out);
     engine_encode_namespaces(&e->state, out);
+    size_t at = out->len;
+    engine_encode_cold_ends(&e->state, pick, arg, out);
+    if (out->len == at + 8) /* none moved: the manifest builds before tiering wrote */
+        out->len = at;
 }
 
 /* Moves what a manifest says of a stream from src (decoded, out of every
@@ -110,7 +114,8 @@ static void find_gap(rn_engine *e, rn_stream *s) {
     uint64_t len = 0, entries = 0;
     if (rn_streamfiles_extent(e->files, s->id, &len, &entries) < 0)
         len = entries = 0; /* unreadable: fetch everything */
-    uint64_t own = max_u64(s->fork_offset, s->retained);
+    /* bytes below the cold end are read from the cold store: never fetched */
+    uint64_t own = max_u64(max_u64(s->fork_offset, s->retained), s->cold_end);
     uint64_t from = has ? rec.from : UINT64_MAX, to = has ? rec.to : 0;
     if (len < s->tail) {
         from = min_u64(from, len);
@@ -206,7 +211,8 @@ int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t t
     rn_stream *s = rn_state_stream(&e->state, id);
     if (!s || s->pending_create)
         return -ENOENT;
-    if (from >= to || to > s->tail || from < max_u64(s->fork_offset, s->retained) ||
+    if (from >= to || to > s->tail ||
+        from < max_u64(max_u64(s->fork_offset, s->retained), s->cold_end) ||
         to - from > RN_REPLICA_FETCH_MAX)
         return -ERANGE;
     if (from < s->gap_to && to > s->gap_from)
@@ -258,6 +264,8 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
         if (!(loaded[k] = engine_decode_stream(&scratch, &r, now, &sources[k])))
             break;
     engine_decode_namespaces(&scratch, &r);
+    if (k == count && !r.failed && r.p < r.end) /* absent from manifests before tiering */
+        engine_decode_cold_ends(&scratch, &r);
     int ok = k == count && !r.failed && r.p == r.end;
     for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
         ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
@@ -312,8 +320,11 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
     while (rn_map_next(&scratch.namespaces, &i, &v))
         rn_state_add_namespace(&e->state, v, strlen(v));
     int rc = engine_link_forks(&e->state, loaded, sources, count);
-    for (uint64_t j = 0; j < count; j++)
+    for (uint64_t j = 0; j < count; j++) {
+        if (loaded[j]->cold_end) /* the moves the manifest holds: their bytes are cold */
+            rn_streamfiles_punch(e->files, loaded[j]->id, 0, loaded[j]->cold_end);
         find_gap(e, loaded[j]);
+    }
     free(loaded);
     free(sources);
     rn_state_free(&scratch);

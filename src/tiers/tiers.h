@@ -102,8 +102,9 @@ void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key);
  * engine is open: with a network cold store (store.h), whose bodies
  * recovery cannot list, the sweep of staged parts also removes the cold
  * bodies referenced() denied at two listings parts_grace_ms apart (a body
- * whose publish is still on its way is referenced by then). Not in cluster
- * mode: a store shared by nodes holds bodies other nodes' groups name. */
+ * whose publish is still on its way is referenced by then). In cluster
+ * mode only with rn_tiers_sweep_owned: a store shared by nodes holds
+ * bodies of groups other nodes lead. */
 void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
                            void *ctx);
 /* From now on (before rn_tiers_start, with rn_tiers_watch_bodies) the
@@ -256,6 +257,15 @@ void rn_tiers_history_fetch(rn_tiers *t, uint64_t id, uint64_t off, rn_tiers_sta
  * misses one fetches it). No-op without a cold store. */
 void rn_tiers_history_read_ahead(rn_tiers *t, uint64_t id, uint64_t from, uint64_t to);
 
+/* Keeps a copy of stream id's chunk at off (a multiple of RN_CHUNK_BYTES)
+ * in the read cache, in memory, unless it is cached or coming: read(ctx,
+ * out) fills out with its RN_CHUNK_BYTES bytes and returns 0 (< 0: no
+ * copy is kept). The flush keeps each chunk it moves so; a replica whose
+ * stream file gives back a chunk another node moved (cluster mode) calls
+ * it first, so that an answer begun on the file's copy reads its later
+ * pieces from the cache. No-op without a cold store. */
+void rn_tiers_history_keep(rn_tiers *t, uint64_t id, uint64_t off,
+                           int (*read)(void *ctx, uint8_t *out), void *ctx);
 /* Removes every history object of stream id, which is gone for good (a
  * destroyed stream: no fork reads it). Reports nothing: an object that
  * stays is an orphan for the sweep rn_tiers_watch_history sets up. Also
@@ -265,9 +275,22 @@ void rn_tiers_history_drop(rn_tiers *t, uint64_t id);
  * engine is open: the sweep of staged parts then also walks the history
  * objects and drops the streams kept() denied at two walks parts_grace_ms
  * apart (a drop that failed, or that a crash kept from running, left
- * them). Ids are never reused, so a denied stream never comes back. Not in
- * cluster mode: a store shared by nodes holds other nodes' streams. */
+ * them). Ids are never reused, so a denied stream never comes back. In
+ * cluster mode only with rn_tiers_sweep_owned. */
 void rn_tiers_watch_history(rn_tiers *t, int (*kept)(void *ctx, uint64_t id), void *ctx);
+/* Cluster mode, where every node shares the cold store: from now on
+ * (before rn_tiers_start) the orphan sweep judges only objects of the
+ * streams owns() says are this node's (their group's leader's: one node
+ * per group), and before it removes any it asks confirm() about their
+ * streams (n of them, repeats possible; borrowed for the call): done(arg,
+ * 0) once this node still owns them and its state holds every change
+ * committed before the call, else done(arg, -errno), and nothing is
+ * removed this time (the objects stay suspects). Each doomed object is
+ * judged again against the confirmed state before it goes. */
+void rn_tiers_sweep_owned(rn_tiers *t, int (*owns)(void *ctx, uint64_t stream),
+                          void (*confirm)(void *ctx, const uint64_t *streams, size_t n,
+                                          rn_tiers_status_fn done, void *arg),
+                          void *ctx);
 
 typedef struct {
     uint64_t cached_bytes;          /* history objects in the read cache */
