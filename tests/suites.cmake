@@ -125,6 +125,9 @@ runnel_suite(s3_cluster_history s3 300
 # ... a backup of such a cluster (bodies copied) restored into a new cluster
 runnel_suite(s3_cluster_backup s3 300
   ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/cluster_backup.test.mjs)
+# ... staged snapshot parts that outlive a leader change
+runnel_suite(s3_cluster_parts s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/cluster_parts.test.mjs)
 
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's

@@ -165,12 +165,12 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     out->leader_url = p && info.leader_id != cl->cfg.node_id ? p->url : NULL;
 }
 
-int rn_cluster_leads(rn_cluster *cl, unsigned group) {
+uint64_t rn_cluster_lead_term(rn_cluster *cl, unsigned group) {
     if (!cl->node || group >= cl->groups)
         return 0;
     consensus_group_info info;
     consensus_group_info_get(cl->node, group, &info);
-    return info.leader_ready && !info.transferring;
+    return info.leader_ready && !info.transferring ? info.term : 0;
 }
 
 typedef struct {

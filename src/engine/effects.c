@@ -118,9 +118,9 @@ static void removed(void *ctx, rn_stream *s) {
     engine_notify(ctx, s, RN_STREAM_REMOVED);
 }
 
-/* Removes a destroyed stream's files, snapshot body and history objects, and keeps the
- * mutations queued on it for the pipeline to re-run once apply is over:
- * they then see no stream. */
+/* Removes a destroyed stream's files, snapshot body, history objects and
+ * staged parts, and keeps the mutations queued on it for the pipeline to
+ * re-run once apply is over: they then see no stream. */
 static void destroyed(void *ctx, rn_stream *s) {
     rn_engine *e = ctx;
     rn_fault_point("delete-before-remove");
@@ -129,6 +129,8 @@ static void destroyed(void *ctx, rn_stream *s) {
         drop_body(e, s, s->snapshot.cold, s->snapshot.key);
     if (s->cold_end && removes_shared(e, s))
         rn_tiers_history_drop(e->cfg.tiers, s->id);
+    if (removes_shared(e, s))
+        rn_tiers_parts_drop(e->cfg.tiers, s->id);
     rn_fault_point("delete-after-remove");
     if (!s->queue_head)
         return;

@@ -31,9 +31,14 @@ static int stream_kept(void *arg, uint64_t id) {
     return rn_engine_stream_kept(o->engine, id);
 }
 
-static int owns(void *arg, uint64_t stream) {
+/* The term in which this node leads stream's group, 0: it does not. */
+static uint64_t lead_term(void *arg, uint64_t stream) {
     rn_cold_owner *o = arg;
-    return o->cluster && rn_cluster_leads(o->cluster, rn_placement_id_group(stream));
+    return o->cluster ? rn_cluster_lead_term(o->cluster, rn_placement_id_group(stream)) : 0;
+}
+
+static int owns(void *arg, uint64_t stream) {
+    return lead_term(arg, stream) != 0;
 }
 
 /* One confirmation of the groups of a sweep's doomed objects. */
@@ -81,8 +86,9 @@ static void confirm(void *arg, const uint64_t *streams, size_t n, rn_tiers_statu
 void rn_cold_owner_watch(rn_cold_owner *o) {
     rn_tiers_watch_bodies(o->tiers, body_referenced, o);
     rn_tiers_watch_history(o->tiers, stream_kept, o);
-    if (o->cluster) /* a cluster's backups copy every body (backup.h) */
+    if (o->cluster) { /* a cluster's backups copy every body (backup.h) */
         rn_tiers_sweep_owned(o->tiers, owns, confirm, o);
-    else if (o->backups) /* a backup may name a body the state let go: the sweep decides */
+        rn_tiers_parts_epoch(o->tiers, lead_term, o);
+    } else if (o->backups) /* a backup may name a body the state let go: the sweep decides */
         rn_tiers_drop_by_sweep_only(o->tiers);
 }

@@ -148,8 +148,9 @@ int rn_tiers_body_intake_end(rn_tiers *t, int cold, const char *key, int fd, int
 /* ---- staged parts (ext §2.2) ----
  * Parts belong to one incarnation of one stream, named by (stream, inc),
  * and live in the cold store until a commit used them, a discard removed
- * them, or the sweep found them older than parts_grace_ms. Requires
- * rn_tiers_keeps_parts(). */
+ * them, or the sweep found them older than parts_grace_ms. They are
+ * counted per stream, every incarnation's parts together, so that a
+ * rewrite does not reset the bounds. Requires rn_tiers_keeps_parts(). */
 
 typedef void (*rn_tiers_count_fn)(void *arg, uint64_t count, uint64_t bytes);
 /* status 0 with the part's id (1-64 visible ASCII characters), or -errno. */
@@ -162,29 +163,37 @@ typedef void (*rn_tiers_observe_fn)(void *arg, const uint8_t *data, size_t len);
 typedef void (*rn_tiers_assembled_fn)(void *arg, int status, int cold, const char *key,
                                       uint64_t size);
 
-/* The staged parts of (stream, inc), uploads in progress included, when
- * they are known now: returns 0 with *count and *bytes, or -EAGAIN while
- * the store is still listing them (the first use of an incarnation starts
- * that listing; the local directory answers at once). */
-int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
-                          uint64_t *bytes);
+/* The staged parts of stream (of every incarnation), uploads in progress
+ * included, when they are known now: returns 0 with *count and *bytes, or
+ * -EAGAIN while the store is still listing them (the first use of a stream
+ * starts that listing, and so does a use under another epoch: see
+ * rn_tiers_parts_epoch; the local directory answers at once). */
+int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t *count, uint64_t *bytes);
 /* The same, once known. */
-void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_count_fn done,
-                          void *arg);
+void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, rn_tiers_count_fn done, void *arg);
+/* Cluster mode, where the nodes share the cold store and the leader of a
+ * stream's group counts its parts: epoch(ctx, stream) names this node's
+ * current leadership of that group (its term while it leads, 0 while it
+ * does not). A stream's counts made under another epoch are listed again
+ * at their next use (unless a commit or discard holds them), so a node
+ * that leads again counts what other leaders staged and used meanwhile.
+ * Before rn_tiers_start. */
+void rn_tiers_parts_epoch(rn_tiers *t, uint64_t (*epoch)(void *ctx, uint64_t stream), void *ctx);
 /* Stages len bytes as a new part of (stream, inc), counted at once. data
  * is borrowed until done. */
 void rn_tiers_part_stage(rn_tiers *t, uint64_t stream, uint64_t inc, const void *data, size_t len,
                          rn_tiers_part_fn done, void *arg);
 
-/* One commit or discard of an incarnation's parts runs at a time: claims
- * them for one. Returns 0, or -EBUSY while another holds them. */
-int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream, uint64_t inc);
+/* One commit or discard of a stream's parts runs at a time: claims them
+ * for one. Returns 0, or -EBUSY while another holds them. */
+int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream);
 /* Ends a claim that changed nothing: the parts stay for a repeat. */
-void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream, uint64_t inc);
-/* Removes every staged part of claimed (stream, inc) and ends the claim;
- * on failure some may remain. */
-void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_status_fn done,
-                            void *arg);
+void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream);
+/* Removes every staged part of claimed stream, every incarnation's (ext
+ * §2.2 lets a discard take the unused parts of earlier incarnations: they
+ * count against the same bounds), and ends the claim; on failure some may
+ * remain. */
+void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, rn_tiers_status_fn done, void *arg);
 /* Copies the claimed parts ids[0..n) (ids without "/") in that order into a
  * new snapshot body of the stream, passing every byte to observe. The parts
  * stay; the claim goes on. ids are borrowed until done. */
@@ -195,6 +204,13 @@ void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const c
  * claim. ids are copied. */
 void rn_tiers_parts_release(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                             size_t n);
+
+/* Removes every staged part of stream, which is gone for good (destroyed:
+ * ids are never reused, so a stream deleted and created again starts with
+ * none, rather than with parts only the sweep would remove). Reports
+ * nothing: a part that stays goes with the sweep. Skipped during recovery
+ * for a network store. */
+void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream);
 
 /* ---- stream history in the cold store (history.c) ----
  * With a cold store, a stream's history can move from its data file to

@@ -19,8 +19,10 @@ struct rn_tiers {
     uint64_t parts_grace_ms;
     uv_timer_t sweep; /* of staged parts, every parts_grace_ms / 4 */
     int started;
-    int stopped;                    /* rn_tiers_stop: the stores take no more calls */
-    rn_map staged;                  /* (stream, incarnation) -> staged parts (parts.c) */
+    int stopped;   /* rn_tiers_stop: the stores take no more calls */
+    rn_map staged; /* stream -> its staged parts (parts.c) */
+    uint64_t (*parts_epoch)(void *ctx, uint64_t stream); /* rn_tiers_parts_epoch; NULL: none */
+    void *parts_epoch_ctx;
     rn_log_throttle parts_failures; /* sweeps of stale parts that failed */
     /* the orphan sweep of a network cold store's bodies (orphans.c) */
     int (*referenced)(void *ctx, int cold, const char *key);
