@@ -352,6 +352,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->loop = loop;
     cl->cfg = *cfg;
     cl->engine = engine;
+    rn_engine_share_touches(engine); /* TTL windows cluster-wide: touches.h */
     cl->tiers = tiers;
     cl->groups = (unsigned)cfg->groups;
     cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);

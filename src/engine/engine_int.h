@@ -63,6 +63,9 @@ struct rn_engine {
     int tiering;                    /* history moves to the cold store (tiering.c) */
     uint64_t cold_backlog;          /* bytes of chunks due to move, not moved yet */
     uint64_t tier_incarnation;      /* of the chunk being moved, when it was read */
+    int share_touches;              /* rn_engine_share_touches */
+    uint64_t *touches;              /* ids read here, not taken yet, oldest first */
+    size_t ntouches, touches_cap;
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs

@@ -79,6 +79,7 @@ static void take_stream_state(rn_stream *dst, rn_stream *src) {
     dst->path_len = keep.path_len;
     dst->last_access_ms = keep.last_access_ms;
     dst->touched = keep.touched;
+    dst->touch_shared = keep.touch_shared;
     dst->busy = keep.busy;
     dst->has_files = keep.has_files;
     dst->queue_head = keep.queue_head;

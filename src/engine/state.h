@@ -130,7 +130,8 @@ typedef struct rn_stream {
     uint64_t previous_incarnation;
     uint64_t inherited_offset;
     int written_since_rewrite;
-    int touched; /* changed by apply since open (recovery cuts its files) */
+    int touched;      /* changed by apply since open (recovery cuts its files) */
+    int touch_shared; /* read here since the last rn_engine_take_touches (cluster) */
     /* owned by the mutation pipeline (pipeline.c); apply only reads
      * pending_create, and adopts a pending stream its CREATE names */
     int pending_create; /* created in the log, not yet applied: invisible */
