@@ -521,6 +521,20 @@ RUNNEL_API void runnel_producer_get_stats(const runnel_producer *p, runnel_produ
 /* Frees the producer (without flushing) and releases its state file. */
 RUNNEL_API void runnel_producer_free(runnel_producer *p);
 
+/* ---------------------------------------------------------------------
+ * The operator's routes (/__runnel/admin/: the server's docs/ADMIN.md)
+ * ------------------------------------------------------------------- */
+
+/* One request of an operator route: method "GET" or "POST" and path, the
+ * route and its query under the server ("/__runnel/admin/buckets?limit=10",
+ * names percent-encoded), sent with the client's token as the bearer
+ * credential (the node's admin token, or a gateway admin tenant's key).
+ * A 2xx answer's body (JSON) goes to on_data (NULL: discarded); an error
+ * answer's code and message are in ans. RUNNEL_OK for a 2xx answer,
+ * RUNNEL_E_STATUS for another, RUNNEL_E_TRANSPORT when none came. */
+RUNNEL_API runnel_result runnel_admin_call(runnel_client *c, const char *method, const char *path,
+                                           runnel_data_fn on_data, void *arg, runnel_answer *ans);
+
 #ifdef __cplusplus
 }
 #endif

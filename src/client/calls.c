@@ -1,8 +1,8 @@
 /*
  * calls.c — the stream calls of both surfaces: create, append (with or
  * without a producer key), close, delete, HEAD, bucket create, retention
- * advance, and catch-up reads. Each is one rnc_perform; writes classify
- * their answer (runnel_classify), reads succeed on a 2xx.
+ * advance, and catch-up reads; and one request of an operator route. Each is one rnc_perform;
+ * writes classify their answer (runnel_classify), reads succeed on a 2xx.
  */
 #include "client/internal.h"
 
@@ -167,6 +167,18 @@ runnel_result runnel_read(runnel_client *c, const char *stream, const runnel_rea
     rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
     req.sink = o->on_data;
     req.sink_arg = o->arg;
+    return rnc_run_read(c, &req, ans);
+}
+
+runnel_result runnel_admin_call(runnel_client *c, const char *method, const char *path,
+                                runnel_data_fn on_data, void *arg, runnel_answer *ans) {
+    rnc_request req = {0};
+    if ((strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) || path[0] != '/')
+        return rnc_usage(ans, "an operator route is a GET or a POST of a path");
+    if (rnc_request_init(&req, c, method, path, NULL))
+        return rnc_usage(ans, "the URL is too long");
+    req.sink = on_data;
+    req.sink_arg = arg;
     return rnc_run_read(c, &req, ans);
 }
 

@@ -2,7 +2,7 @@
  * cluster_http.c — the cluster's operational routes and what peers report
  * of themselves.
  *
- *   GET /__runnel/cluster          the report (JSON; cluster.h, README)
+ *   GET /__runnel/cluster          the report (JSON; cluster.h, docs/CLUSTER.md)
  *   GET /__runnel/cluster/applied  this node's applied index per group, as
  *                                  "applied N0 N1 ...\n", then its health
  *                                  and incarnation lines (health.h,

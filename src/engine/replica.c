@@ -55,13 +55,20 @@ int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
     return rn_streamfiles_sync_stream(e->files, id);
 }
 
-void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out) {
+void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group, rn_buf *out) {
     engine_encode_streams(&e->state, pick, arg, out);
     engine_encode_namespaces(&e->state, out);
-    size_t at = out->len;
-    engine_encode_cold_ends(&e->state, pick, arg, out);
-    if (out->len == at + 8) /* none moved: the manifest builds before tiering wrote */
-        out->len = at;
+    /* then, each only when needed: the group's fences (a count of 0 when
+     * only cold ends follow), and the cold ends of streams that moved
+     * history (a manifest built before either reads as it did) */
+    rn_buf cold = {0};
+    engine_encode_cold_ends(&e->state, pick, arg, &cold);
+    int has_cold = cold.len > 8; /* more than a count of 0 */
+    if (e->state.fences.count || has_cold)
+        engine_encode_fences(&e->state, (int)group, out);
+    if (has_cold)
+        rn_buf_append(out, cold.data, cold.len);
+    rn_buf_free(&cold);
 }
 
 /* Moves what a manifest says of a stream from src (decoded, out of every
@@ -247,7 +254,8 @@ int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t 
     return 0;
 }
 
-int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len) {
+int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group,
+                      const uint8_t *m, size_t len) {
     rn_state scratch;
     rn_state_init(&scratch);
     rn_reader r;
@@ -265,7 +273,9 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
         if (!(loaded[k] = engine_decode_stream(&scratch, &r, now, &sources[k])))
             break;
     engine_decode_namespaces(&scratch, &r);
-    if (k == count && !r.failed && r.p < r.end) /* absent from manifests before tiering */
+    if (!r.failed && r.p != r.end)
+        engine_decode_fences(&scratch, (int)group, &r);
+    if (k == count && !r.failed && r.p != r.end) /* absent from manifests before tiering */
         engine_decode_cold_ends(&scratch, &r);
     int ok = k == count && !r.failed && r.p == r.end;
     for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
@@ -320,6 +330,13 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
     i = 0;
     while (rn_map_next(&scratch.namespaces, &i, &v))
         rn_state_add_namespace(&e->state, v, strlen(v));
+    i = 0;
+    while (rn_map_next(&scratch.fences, &i, &v)) { /* a fence is never taken back */
+        const rn_fence *f = v;
+        rn_state_add_fence(&e->state, f->ns, f->ns_len, (uint16_t)group, f->time_ms);
+    }
+    if (scratch.fences.count)
+        engine_purge_wanted(e);
     int rc = engine_link_forks(&e->state, loaded, sources, count);
     for (uint64_t j = 0; j < count; j++) {
         if (loaded[j]->cold_end) /* the moves the manifest holds: their bytes are cold */

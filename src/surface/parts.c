@@ -16,7 +16,7 @@
  */
 #include "surface/parts.h"
 #include "util/fault.h"
-#include "surface/bucket.h"
+#include "surface/missing.h"
 #include "protocol/offset.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
@@ -307,6 +307,10 @@ static void refuse_assembly(rn_request *req, int status) {
         rn_reply_error(req, RN_E_SNAPSHOT_TOO_LARGE, &extra);
     } else if (status == -ENOENT) {
         rn_reply_error(req, RN_E_UNKNOWN_PART, NULL);
+    } else if (status == -EBUSY) { /* the node's copies: refused before copying (ext §11.1) */
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(req, RN_E_SNAPSHOT_COMMITS_BUSY, &extra);
     } else {
         rn_reply_cold_failure(req, status, NULL);
     }

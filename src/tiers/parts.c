@@ -144,6 +144,36 @@ void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, rn_tiers_count_fn done, 
     st->waiters = w;
 }
 
+int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t *count, uint64_t *bytes) {
+    const staged *st = t->cold ? rn_map_get(&t->staged, &stream, sizeof stream) : NULL;
+    if (!st || st->counting)
+        return -ENOENT;
+    *count = st->count;
+    *bytes = st->bytes;
+    return 0;
+}
+
+static void parts_dropped(void *arg, int status) {
+    char *prefix = arg;
+    if (status < 0)
+        rn_log(RN_LOG_WARN, "parts",
+               "removing the staged parts under %s failed (%s); the sweep "
+               "removes them after its grace",
+               prefix, strerror(-status));
+    free(prefix);
+}
+
+void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream) {
+    if (!t->cold || (!t->started && t->cold->network))
+        return; /* recovery cannot reach a network store */
+    const staged *st = find(t, stream);
+    if (!st || !st->claimed) /* a claim's holder ends it; its parts go all the same */
+        forget(t, stream);
+    char *prefix = rn_xmalloc(64);
+    stream_dir(stream, prefix, 64);
+    t->cold->ops->sweep(t->cold, prefix, INT64_MAX, parts_dropped, prefix);
+}
+
 /* ---- stage ---- */
 
 typedef struct {
@@ -290,6 +320,8 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, rn_tiers_status_fn don
 
 static void parts_assembled(void *arg, int64_t size) {
     parts_job *j = arg;
+    assert(j->t->copies > 0);
+    j->t->copies--;
     j->assembled(j->arg, size < 0 ? (int)size : 0, 1, j->body_key, size < 0 ? 0 : (uint64_t)size);
     parts_job_free(j);
 }
@@ -297,6 +329,12 @@ static void parts_assembled(void *arg, int64_t size) {
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg) {
+    assert_claimed(t, stream);
+    if (t->copies >= RN_TIERS_MAX_COMMIT_COPIES) {
+        done(arg, -EBUSY, 1, "", 0); /* refused before the copy */
+        return;
+    }
+    t->copies++;
     parts_job *j = parts_job_new(t, stream, inc);
     for (size_t i = 0; i < n; i++)
         add_part(j, ids[i]);
@@ -320,24 +358,6 @@ void rn_tiers_parts_release(rn_tiers *t, uint64_t stream, uint64_t inc, const ch
     for (size_t i = 0; i < n; i++)
         add_part(j, ids[i]);
     t->cold->ops->remove(t->cold, (const char *const *)j->keys, j->n, released, j);
-}
-
-/* ---- drop ---- */
-
-static void parts_dropped(void *arg, int status) {
-    (void)status; /* what stays goes with the sweep */
-    free(arg);
-}
-
-void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream) {
-    if (!t->cold || (!t->started && t->cold->network))
-        return; /* recovery cannot reach a network store: the sweep takes them */
-    const staged *st = find(t, stream);
-    if (!st || !st->claimed) /* a claim's holder ends it; its parts go all the same */
-        forget(t, stream);
-    char *dir = rn_xmalloc(64);
-    stream_dir(stream, dir, 64);
-    t->cold->ops->sweep(t->cold, dir, INT64_MAX, parts_dropped, dir);
 }
 
 /* ---- sweep ---- */

@@ -23,6 +23,7 @@ struct rn_tiers {
     rn_map staged; /* stream -> its staged parts (parts.c) */
     uint64_t (*parts_epoch)(void *ctx, uint64_t stream); /* rn_tiers_parts_epoch; NULL: none */
     void *parts_epoch_ctx;
+    unsigned copies;                /* parts commits copying (rn_tiers_parts_assemble) */
     rn_log_throttle parts_failures; /* sweeps of stale parts that failed */
     /* the orphan sweep of a network cold store's bodies (orphans.c) */
     int (*referenced)(void *ctx, int cold, const char *key);

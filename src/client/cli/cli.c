@@ -33,6 +33,10 @@ static const command COMMANDS[] = {
     {"publish", cli_publish,
      "publish STREAM [--offset OFF] [--type CT] [DATA | --file F | -] [--parts] [--part-bytes N]"},
     {"bootstrap", cli_bootstrap, "bootstrap STREAM [--out DIR]"},
+    {"ls", cli_ls, "ls [BUCKET [--prefix P]] [--limit N] [--admin-token T]"},
+    {"stat", cli_stat, "stat BUCKET[/NAME] [--admin-token T]"},
+    {"usage", cli_usage, "usage [--limit N] [--admin-token T]"},
+    {"purge", cli_purge, "purge BUCKET [--yes] [--no-wait] [--admin-token T]"},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -46,6 +50,9 @@ void rn_cli_usage(FILE *out) {
                  "  --json (machine-readable output), --bucket (STREAM is bucket/stream on the\n"
                  "  bucket surface), -q (no summary on stderr). STREAM is a name on the\n"
                  "  /v1/stream/ surface, a path (/bucket/stream) or a full URL.\n"
+                 "operator commands (ls, stat, usage, purge) send --admin-token (or\n"
+                 "  RUNNEL_ADMIN_TOKEN), else --token, as the bearer credential; purge asks\n"
+                 "  for the bucket's name on a terminal, or takes --yes.\n"
                  "exit codes: 0 applied, 1 refused, 2 usage, 3 outcome unknown, 4 no answer,\n"
                  "  5 local file or producer state, 6 the stream changed under a tail.\n"
                  "See runnel(1).\n");

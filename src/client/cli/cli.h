@@ -50,6 +50,12 @@ int cli_close(cli_ctx *x, int argc, char **argv);
 int cli_rm(cli_ctx *x, int argc, char **argv);
 int cli_publish(cli_ctx *x, int argc, char **argv);
 int cli_bootstrap(cli_ctx *x, int argc, char **argv);
+/* The operator's commands (cmd_admin.c): listings, one bucket or stream,
+ * usage, the bucket purge. */
+int cli_ls(cli_ctx *x, int argc, char **argv);
+int cli_stat(cli_ctx *x, int argc, char **argv);
+int cli_usage(cli_ctx *x, int argc, char **argv);
+int cli_purge(cli_ctx *x, int argc, char **argv);
 
 /* Option parsing shared by the subcommands: the common options (--url,
  * --cacert, --json, --bucket, -q) are handled here; `longopts` lists the
