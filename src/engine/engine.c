@@ -108,8 +108,9 @@ size_t rn_engine_take_touches(rn_engine *e, uint64_t *ids, size_t cap) {
         if (s)
             s->touch_shared = 0;
     }
-    memmove(e->touches, e->touches + n, (e->ntouches - n) * sizeof *e->touches);
     e->ntouches -= n;
+    if (n && e->ntouches)
+        memmove(e->touches, e->touches + n, e->ntouches * sizeof *e->touches);
     return n;
 }
 
