@@ -6,7 +6,8 @@
  *   GET /__runnel/cluster/applied  this node's applied index per group, as
  *                                  "applied N0 N1 ...\n", then its health
  *                                  and incarnation lines (health.h,
- *                                  identity.h; peers poll it)
+ *                                  identity.h; peers poll it, naming the
+ *                                  streams read on them: touches.h)
  *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
  *                                  node N (identity.h)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
@@ -29,6 +30,7 @@
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "cluster/peer_tls.h"
+#include "cluster/touches.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -92,6 +94,8 @@ static void got_status(void *arg, const rn_fetch_result *r) {
 
 static void on_poll(uv_timer_t *t) {
     rn_cluster *cl = t->data;
+    char touched[RN_TOUCHES_QUERY_MAX];
+    rn_touches_query(cl->engine, touched); /* one round's, for every peer */
     for (int i = 0; i < cl->cfg.n_peers; i++) {
         peer_status *ps = &cl->peers[i];
         if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight)
@@ -100,9 +104,9 @@ static void on_poll(uv_timer_t *t) {
             ps->cl = cl;
             ps->applied = rn_xcalloc(cl->groups, sizeof *ps->applied);
         }
-        char url[600];
-        snprintf(url, sizeof url, "%s/__runnel/cluster/applied",
-                 rn_cluster_peer_url(&cl->cfg.peers[i]));
+        char url[600 + RN_TOUCHES_QUERY_MAX];
+        snprintf(url, sizeof url, "%s/__runnel/cluster/applied%s",
+                 rn_cluster_peer_url(&cl->cfg.peers[i]), touched);
         rn_fetch_request req = {.method = "GET",
                                 .url = url,
                                 .body_fd = -1,
@@ -464,6 +468,7 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/applied")) {
+        rn_touches_apply(cl->engine, query, query_len);
         rn_buf_append_str(&body, "applied");
         for (unsigned g = 0; cl->node && g < cl->groups; g++) {
             consensus_group_info info;
