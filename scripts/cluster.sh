@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A local Runnel cluster on 127.0.0.1, for tests and trying it out.
 #
-#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [--tls PKI] [--insecure]
-#                            [-- SERVE_FLAGS...]
+#   scripts/cluster.sh start DIR [--nodes 3] [--replicas R] [--groups G] [--bin PATH] [--tls PKI]
+#                            [--insecure] [-- SERVE_FLAGS...]
 #       Starts the nodes with their data in DIR/node-N, logs in DIR/node-N.log,
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
@@ -11,6 +11,8 @@
 #       non-zero otherwise).
 #       A DIR that held a cluster before keeps its ports, cluster id and group
 #       count (DIR/cluster.env), so the nodes restart on their data.
+#       --replicas R: each group on R of the nodes (default 3; every node when
+#       fewer), recorded when the cluster is first made.
 #       SERVE_FLAGS go to every node (e.g. --election-timeout-ms 300).
 #       --tls PKI: the nodes serve https with PKI/server.pem and server.key
 #       and trust PKI/ca.pem for their requests to each other (a directory
@@ -28,7 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -40,7 +42,7 @@ ready_everywhere() {
   for i in $(seq 1 "$n"); do
     local port_var="HTTP_PORT_$i"
     report=$(curl -s "${CURL_TLS[@]}" --max-time 2 "$SCHEME://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
-    [ "$(grep -o '"group":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
+    [ "$(grep -o '"hosted":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
     ! grep -q '"leader":null' <<<"$report" || return 1
     # caught up (every group's leader asked): local reads are served
     curl -sf "${CURL_TLS[@]}" --max-time 2 -o /dev/null "$SCHEME://127.0.0.1:${!port_var}/__runnel/readyz" || return 1
@@ -51,7 +53,7 @@ ready_everywhere() {
 start() {
   local dir=$1
   shift
-  local nodes=3 groups=16 bin="$root/build/runnel" tls_flags=() secure=1
+  local nodes=3 groups=16 replicas=3 bin="$root/build/runnel" tls_flags=() secure=1
   SCHEME=http CURL_TLS=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -63,6 +65,7 @@ start() {
         shift 2 ;;
       --nodes) nodes=$2; shift 2 ;;
       --groups) groups=$2; shift 2 ;;
+      --replicas) replicas=$2; shift 2 ;;
       --bin) bin=$2; shift 2 ;;
       --insecure) secure=0; shift ;;
       --) shift; break ;;
@@ -108,7 +111,7 @@ start() {
   for i in $(seq 1 "$nodes"); do
     local hp="HTTP_PORT_$i"
     local cmd=("$bin" serve --node-id "$i" --cluster-id "$CLUSTER_ID" "${peers[@]}"
-      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "$@")
+      --groups "$groups" --replicas "$replicas" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "$@")
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
     printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
     bash "$dir/node-$i.cmd"

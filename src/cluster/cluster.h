@@ -66,8 +66,10 @@ int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap);
  * applied what that leader had applied), and no stream here waits for
  * bytes from peers; done(arg, -ETIMEDOUT) when that did not happen within
  * timeout_ms (a group without a leader, a leader that does not answer);
- * done(arg, -ECANCELED) when the node stops first. done runs later, on the
- * loop thread. Precondition: the node is not stopping. */
+ * done(arg, -ECANCELED) when the node stops first; done(arg, -EXDEV) when
+ * this node does not host every group (its state would miss the others).
+ * done runs later, on the loop thread. Precondition: the node is not
+ * stopping. */
 void rn_cluster_settle(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg, int status),
                        void *arg);
 

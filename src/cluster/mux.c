@@ -148,6 +148,10 @@ static void on_defer(uv_idle_t *idle) {
         g->close_cb = NULL;
         if (cb)
             cb(&g->transport);
+        if (!m->closing) { /* the group may be started again (consensus_group_start) */
+            g->initialized = false;
+            g->closing = false;
+        }
     }
 }
 
