@@ -300,6 +300,16 @@ RUNNEL_API runnel_result runnel_read_all(runnel_client *c, const char *stream,
                                          const runnel_read_options *o, uint64_t max_total,
                                          runnel_answer *ans);
 
+/* Calls an operator route of a node (path under /__runnel/, e.g.
+ * "/__runnel/cluster" or "/__runnel/cluster/drain/3", the base URL
+ * prepended) with method and no body: the answer's body, when 2xx, goes to
+ * sink (NULL: dropped). The token is the node's admin token. Returns as a
+ * read does: RUNNEL_OK for a 2xx, RUNNEL_E_STATUS for another answer,
+ * RUNNEL_E_TRANSPORT for none. */
+RUNNEL_API runnel_result runnel_operator_call(runnel_client *c, const char *method,
+                                              const char *path, runnel_data_fn sink, void *arg,
+                                              runnel_answer *ans);
+
 /* ---- Snapshots (extensions §2) and immutable resources (§4) ---- */
 
 /* The snapshot digest: lowercase hex BLAKE3 of the content type's length

@@ -89,6 +89,18 @@ runnel_result runnel_head(runnel_client *c, const char *stream, const char *inca
     return rnc_run_read(c, &req, ans);
 }
 
+runnel_result runnel_operator_call(runnel_client *c, const char *method, const char *path,
+                                   runnel_data_fn sink, void *arg, runnel_answer *ans) {
+    rnc_request req = {0};
+    if (!method || !path || strncmp(path, "/__runnel/", 10) != 0)
+        return rnc_usage(ans, "an operator route is a path under /__runnel/");
+    if (rnc_request_init(&req, c, method, path, NULL))
+        return rnc_usage(ans, "the URL is too long");
+    req.sink = sink;
+    req.sink_arg = arg;
+    return rnc_run_read(c, &req, ans);
+}
+
 runnel_result runnel_bucket_create(runnel_client *c, const char *bucket, runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "PUT", "", NULL) || rnc_url_append_segment(req.url, bucket)) {

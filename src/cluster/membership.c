@@ -78,7 +78,9 @@ static int valid_node(uint64_t id, const char *raft, const char *url) {
     return ok;
 }
 
-/* Parses the request into o; returns 0, or the error to answer. */
+#define PARSED (-1) /* parse(): the request is well formed */
+
+/* Parses the request into o; returns PARSED, or the error to answer. */
 static int parse(rn_request *req, const char *path, size_t path_len, const char *query,
                  size_t query_len, op *o) {
     size_t bl;
@@ -98,14 +100,14 @@ static int parse(rn_request *req, const char *path, size_t path_len, const char 
         size_t n = strlen(o->url);
         while (n > 0 && o->url[n - 1] == '/')
             o->url[--n] = 0;
-        return 0;
+        return PARSED;
     }
     if ((post || del) && path_len > bl + 1) {
         o->kind = members ? OP_LEAVE : post ? OP_DRAIN : OP_UNDRAIN;
         if ((members && !del) ||
             rn_parse_strict_u64(path + bl + 1, path_len - bl - 1, 255, &o->id) || o->id == 0)
             return members && !del ? RN_E_METHOD_NOT_ALLOWED : RN_E_INVALID_REQUEST;
-        return 0;
+        return PARSED;
     }
     return RN_E_METHOD_NOT_ALLOWED;
 }
@@ -254,7 +256,7 @@ int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size
         return 0;
     op o;
     int err = parse(req, path, path_len, query, query_len, &o);
-    if (err) {
+    if (err != PARSED) {
         rn_buf extra = {0};
         if (err == RN_E_METHOD_NOT_ALLOWED)
             rn_buf_append_str(&extra, "Allow: POST (cluster/members, cluster/drain/N), DELETE "

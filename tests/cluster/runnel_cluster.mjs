@@ -85,6 +85,80 @@ export async function follow(url, opts = {}) {
   }
 }
 
+// One key per group (prefix + a number), found by hashing as the nodes do.
+export function keysPerGroup(prefix, groups) {
+  const keys = new Array(groups).fill(null);
+  for (let i = 0, left = groups; left > 0; i++) {
+    const key = `${prefix}${i}`;
+    const g = groupOf(key, groups);
+    if (keys[g] === null) {
+      keys[g] = key;
+      left--;
+    }
+  }
+  return keys;
+}
+
+// Appends to every key, round robin, through the live nodes in turn
+// (forwarded by followers, as a plain client's writes are), until stop():
+// each key's acknowledged records in order, and the longest time between
+// two acknowledgements (any key). skip(n): a node not to write through now.
+export function writeLoad(c, keys, { skip = () => false } = {}) {
+  let writing = true;
+  const acked = keys.map(() => []);
+  let lastAck = 0;
+  let worstGap = 0;
+  const done = (async () => {
+    for (let i = 0; writing; i++) {
+      const via = 1 + (i % c.nodes);
+      if (!c.alive(via) || skip(via)) continue;
+      const k = i % keys.length;
+      const record = `w${i};`;
+      try {
+        const r = await req(`${c.url(via)}/${keys[k]}`, {
+          method: "POST", headers: { "content-type": "text/plain" }, body: record, forward: true, timeoutMs: 5000,
+        });
+        if (r.status === 204) {
+          acked[k].push(record);
+          const now = Date.now();
+          if (lastAck) worstGap = Math.max(worstGap, now - lastAck);
+          lastAck = now;
+        } else {
+          await sleep(10);
+        }
+      } catch {
+        await sleep(10);
+      }
+    }
+  })();
+  return {
+    acked,
+    async stop() {
+      writing = false;
+      await done;
+      return { acked, worstGap, count: acked.flat().length };
+    },
+  };
+}
+
+// Asserts that every acknowledged record of every key is in the stream,
+// once and in order (a linearizable read through node n).
+export async function assertAcked(c, keys, acked, n = 1) {
+  for (let k = 0; k < keys.length; k++) {
+    const r = await follow(`${c.url(n)}/${keys[k]}?offset=-1&consistency=leader`, { timeoutMs: 20000 });
+    assert.equal(r.status, 200, `${keys[k]}: ${r.status} ${r.text}`);
+    const records = r.text.split(";").filter(Boolean).map((x) => `${x};`);
+    const at = new Map(records.map((x, i) => [x, i]));
+    let last = -1;
+    for (const rec of acked[k]) {
+      assert.ok(at.has(rec), `${keys[k]}: acknowledged ${rec} is there`);
+      assert.equal(records.filter((x) => x === rec).length, 1, `${keys[k]}: ${rec} once`);
+      assert.ok(at.get(rec) > last, `${keys[k]}: ${rec} in order`);
+      last = at.get(rec);
+    }
+  }
+}
+
 // A cluster directory not started yet, laid out as scripts/cluster.sh keeps
 // it (cluster.env with fresh ports), for data made offline (a restore):
 // {dir, clusterId, opts(n)}, opts(n) being node n's cluster options
@@ -116,10 +190,12 @@ export class Cluster {
   // Starts a cluster (scripts/cluster.sh start) in a fresh directory.
   // tls: a PKI directory (tests/lib/test_pki.sh): the nodes speak https.
   // insecure: no cluster key and no admin token (scripts/cluster.sh --insecure).
-  static async start({ nodes = 3, groups = 4, args = [], tls = null, insecure = false } = {}) {
+  // replicas: each group on that many nodes (scripts/cluster.sh --replicas).
+  static async start({ nodes = 3, groups = 4, args = [], tls = null, insecure = false, replicas = 3 } = {}) {
     const c = new Cluster(tempDir("runnel-cluster-"), nodes, groups, args);
     c.tls = tls;
     c.insecure = insecure;
+    c.replicas = replicas;
     c.startAll();
     const env = fs.readFileSync(path.join(c.dir, "cluster.env"), "utf8");
     c.clusterId = /CLUSTER_ID=(.*)/.exec(env)[1];
@@ -134,7 +210,7 @@ export class Cluster {
   // group has a leader on every node.
   startAll() {
     const out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
-      String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
+      String(this.groups), "--replicas", String(this.replicas ?? 3), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
       ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
       { encoding: "utf8", timeout: 60000 });
     this.urls = out.trim().split("\n");
@@ -258,16 +334,17 @@ export class Cluster {
     }, ms);
   }
 
-  // Waits until every live node applied every entry of every group the
-  // leaders committed (the same applied index on every live replica).
+  // Waits until every live replica of every group applied every entry its
+  // leader committed (the same applied index on every live replica).
   async converged(ms = 30000) {
     await waitFor("replicas to converge", async () => {
       const reports = [];
       for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
       for (let g = 0; g < this.groups; g++) {
-        const applied = reports.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id).applied_index);
-        const commits = reports.map((r) => r.groups[g].commit_index);
-        if (new Set(applied).size !== 1 || Math.max(...commits) > applied[0]) return false;
+        const hosting = reports.filter((r) => r.groups[g].hosted);
+        const applied = hosting.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id)?.applied_index);
+        const commits = hosting.map((r) => r.groups[g].commit_index);
+        if (!hosting.length || new Set(applied).size !== 1 || Math.max(...commits) > applied[0]) return false;
       }
       return true;
     }, ms, 200);

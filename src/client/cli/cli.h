@@ -23,7 +23,8 @@ enum {
     RN_EXIT_CHANGED = 6,     /* tail: the stream was deleted or is another incarnation */
 };
 
-/* Options every subcommand takes. */
+/* Options every subcommand takes (--cluster-aware: the client's mode of
+ * that name, runnel/client.h). */
 typedef struct {
     const char *url;    /* --url, else RUNNEL_URL, else http://127.0.0.1:4437 */
     const char *token;  /* --token, else RUNNEL_TOKEN: a gateway's credential */
@@ -31,6 +32,7 @@ typedef struct {
     int json;           /* --json: one JSON document (or one per line) on stdout */
     int bucket;         /* --bucket: names are bucket/stream on the bucket surface */
     int quiet;          /* -q: no human summary on stderr */
+    int cluster_aware;  /* --cluster-aware: learn groups' leaders from a cluster's redirects */
     runnel_client *client;
 } cli_ctx;
 
@@ -50,6 +52,7 @@ int cli_close(cli_ctx *x, int argc, char **argv);
 int cli_rm(cli_ctx *x, int argc, char **argv);
 int cli_publish(cli_ctx *x, int argc, char **argv);
 int cli_bootstrap(cli_ctx *x, int argc, char **argv);
+int cli_cluster(cli_ctx *x, int argc, char **argv);
 
 /* Option parsing shared by the subcommands: the common options (--url,
  * --cacert, --json, --bucket, -q) are handled here; `longopts` lists the
@@ -61,6 +64,8 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
                const struct option *longopts);
 /* The current option's argument. */
 const char *cli_optarg(void);
+/* The index in argv of the first operand, after cli_getopt returned -1. */
+int cli_optind(void);
 
 /* Prints "runnel <cmd>: <msg>" to stderr and returns RN_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
