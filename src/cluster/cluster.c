@@ -358,12 +358,15 @@ static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t 
 /* Starts the metadata group (bootstrapped with the --peer nodes unless
  * this node joins) and every data group with Raft data here. */
 static int start_groups(rn_cluster *cl, const consensus_peer *peers, char *err, size_t errcap) {
+    int fresh = !consensus_group_has_data(cl->cfg.data_dir, cl->groups);
+    for (unsigned g = 0; g < cl->groups && fresh; g++)
+        fresh = !consensus_group_has_data(cl->cfg.data_dir, g);
     if (consensus_group_start(cl->node, cl->groups, cl->cfg.join ? NULL : peers,
                               cl->cfg.join ? 0 : (unsigned)cl->cfg.n_peers) != 0) {
         snprintf(err, errcap, "cluster start failed: %s", consensus_error(cl->node));
         return -1;
     }
-    cl->hosting = cluster_hosting_new(cl, err, errcap);
+    cl->hosting = cluster_hosting_new(cl, fresh, err, errcap);
     return cl->hosting ? 0 : -1;
 }
 

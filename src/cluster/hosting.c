@@ -4,9 +4,11 @@
  */
 #include "cluster/hosting.h"
 #include "cluster/cluster_int.h"
+#include "cluster/placement_driver.h"
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define CHECK_MS 250
@@ -104,7 +106,32 @@ static void on_tick(uv_timer_t *t) {
     cluster_hosting_check(t->data);
 }
 
-cluster_hosting *cluster_hosting_new(rn_cluster *cl, char *err, size_t errcap) {
+/* The groups the first placement puts here, bootstrapped on their first
+ * nodes (a new node of a new cluster). Returns 0, or -1 (err set). */
+static int start_first(rn_cluster *cl, char *err, size_t errcap) {
+    rn_meta_group *first = rn_xcalloc(cl->groups, sizeof *first);
+    cluster_first_placement(cl, first);
+    int rc = 0;
+    for (unsigned g = 0; g < cl->groups && rc == 0; g++) {
+        consensus_peer voters[RN_META_MAX_REPLICAS];
+        unsigned n = 0, here = 0;
+        for (unsigned k = 0; k < first[g].n_target; k++) {
+            const rn_peer_config *p = cluster_peer(cl, first[g].target[k]);
+            voters[n++] = (consensus_peer){p->id, p->raft};
+            here |= p->id == cl->cfg.node_id;
+        }
+        if (here && consensus_group_start(cl->node, g, voters, n) != 0) {
+            snprintf(err, errcap, "cluster start failed: %s", consensus_error(cl->node));
+            rc = -1;
+        }
+    }
+    free(first);
+    return rc;
+}
+
+cluster_hosting *cluster_hosting_new(rn_cluster *cl, int fresh, char *err, size_t errcap) {
+    if (fresh && !cl->cfg.join && start_first(cl, err, errcap) != 0)
+        return NULL;
     for (unsigned g = 0; g < cl->groups; g++) {
         if (!consensus_group_has_data(cl->cfg.data_dir, g))
             continue;

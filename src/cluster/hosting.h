@@ -7,7 +7,10 @@
  * the first nodes of a new cluster do; any other start waits to be added
  * by the group's leader (reconcile.h: a spare, then a standby, then a
  * voter). At a node's start every group with Raft data here starts too,
- * before the table is known: the node may be a member.
+ * before the table is known: the node may be a member; and a new node of a
+ * new cluster bootstraps the groups the first placement puts on it (every
+ * node computes the same), so a new cluster needs one election per group,
+ * not the metadata group's first and then the groups'.
  *
  * A node drops a group (stops it, then erases its Raft directory and its
  * streams' files and state) once the table neither places it here nor
@@ -24,9 +27,11 @@
 
 typedef struct cluster_hosting cluster_hosting;
 
-/* Starts the groups with Raft data here (the node's start); NULL with a
+/* Starts the groups with Raft data here (the node's start) and, on a
+ * fresh node (no Raft data at all) of a new cluster (not --join), those the
+ * first placement puts here, bootstrapped (placement_driver.h); NULL with a
  * message in err when one fails to load. */
-cluster_hosting *cluster_hosting_new(rn_cluster *cl, char *err, size_t errcap);
+cluster_hosting *cluster_hosting_new(rn_cluster *cl, int fresh, char *err, size_t errcap);
 /* Brings the running groups to the table now (also done on a timer). */
 void cluster_hosting_check(cluster_hosting *h);
 /* Stops the timer (the node stops); free after the loop closed it. */

@@ -120,11 +120,9 @@ static void driven(void *arg, consensus_status st, const rn_meta_result *results
                    rn_meta_result_name(results[k]));
 }
 
-/* The table of a new cluster: the --peer nodes, all active, and the first
- * placement. */
-static void make_table(rn_cluster *cl, rn_buf *out) {
-    rn_meta_node nodes[RN_META_MAX_NODES];
-    uint8_t ids[RN_META_MAX_NODES];
+/* The --peer nodes, all active, ascending by id, into nodes; returns how
+ * many. */
+static unsigned first_nodes(const rn_cluster *cl, rn_meta_node *nodes) {
     unsigned n = 0;
     for (int i = 0; i < cl->cfg.n_peers && n < RN_META_MAX_NODES; i++) {
         const rn_peer_config *p = &cl->cfg.peers[i];
@@ -136,16 +134,30 @@ static void make_table(rn_cluster *cl, rn_buf *out) {
             nodes[at] = nodes[at - 1];
         nodes[at] = node;
     }
+    return n;
+}
+
+void cluster_first_placement(const rn_cluster *cl, rn_meta_group *groups) {
+    rn_meta_node nodes[RN_META_MAX_NODES];
+    uint8_t ids[RN_META_MAX_NODES];
+    unsigned n = first_nodes(cl, nodes);
     for (unsigned i = 0; i < n; i++)
         ids[i] = nodes[i].id;
-    rn_meta_group *groups = rn_xcalloc(cl->groups, sizeof *groups);
     rn_balance_initial((unsigned)cl->cfg.replicas, cl->groups, ids, n, groups);
+}
+
+/* The table of a new cluster: the --peer nodes, all active, and the first
+ * placement. */
+static void make_table(rn_cluster *cl, rn_buf *out) {
+    rn_meta_node nodes[RN_META_MAX_NODES];
+    unsigned n = first_nodes(cl, nodes);
+    rn_meta_group *groups = rn_xcalloc(cl->groups, sizeof *groups);
+    cluster_first_placement(cl, groups);
     rn_meta_cmd_init(out, (unsigned)cl->cfg.replicas, cl->groups, nodes, n, groups);
     free(groups);
     rn_log(RN_LOG_INFO, "cluster_placement",
-           "making the cluster's table: %u nodes, %u groups, %u "
-           "replicas each",
-           n, cl->groups, (unsigned)cl->cfg.replicas < n ? (unsigned)cl->cfg.replicas : n);
+           "making the cluster's table: %u nodes, %u groups, %u replicas each", n, cl->groups,
+           (unsigned)cl->cfg.replicas < n ? (unsigned)cl->cfg.replicas : n);
 }
 
 /* The configurations leaders reported (committed) that the table lacks. */

@@ -43,6 +43,13 @@ typedef void (*cluster_meta_cb)(void *arg, consensus_status status, const rn_met
  * the metadata group (this node must lead it; NOT_LEADER otherwise). */
 void cluster_meta_propose(rn_cluster *cl, const rn_buf *entry, cluster_meta_cb cb, void *arg);
 
+/* The first placement of a new cluster (balance.h's, over the --peer
+ * nodes and --replicas): groups entries. The same on every node started
+ * with the same --peer and --replicas, so each bootstraps its groups at
+ * its first start without waiting for the table, which the metadata
+ * leader then makes with the same placement. */
+void cluster_first_placement(const rn_cluster *cl, rn_meta_group *groups);
+
 cluster_driver *cluster_driver_new(rn_cluster *cl);
 /* Groups moving at most at once. */
 #define MOVES_AT_ONCE 2

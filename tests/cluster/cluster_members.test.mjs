@@ -1,8 +1,9 @@
 // Cluster mode, black-box: membership changes through the admin route. A
 // dead node is replaced by an empty one: node 3 is SIGKILLed for good,
 // node 4 starts empty with --join, POST /__runnel/cluster/members adds it
-// and DELETE .../members/3 removes the dead one (on one node; it passes
-// the intents on). Node 4 catches up on everything (groups snapshot every
+// and DELETE .../members/3 decommissions the dead one (each on any node:
+// it goes to the metadata group's leader), so node 3's replicas move to
+// node 4. Node 4 catches up on everything (groups snapshot every
 // 16 entries, so it installs snapshots and fetches their bytes), serves
 // every stream byte for byte, and then the cluster survives losing node 1:
 // nodes 2 and 4 elect leaders and take writes.
@@ -42,7 +43,7 @@ describe("replacing a dead node with an empty one", () => {
     const four = await c.addNode(4);
     const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST", headers: c.admin });
     assert.equal(add.status, 202, add.text);
-    assert.deepEqual(JSON.parse(add.text), { node: 4, intent: "voter", raft: four.raft, url: four.url });
+    assert.deepEqual(JSON.parse(add.text), { node: 4, intent: "voter", state: "active", drained: false, raft: four.raft, url: four.url });
     const del = await req(`${c.url(2)}/__runnel/cluster/members/3`, { method: "DELETE", headers: c.admin });
     assert.equal(del.status, 202, del.text);
     await waitFor("every group on nodes 1, 2 and 4", async () => {
