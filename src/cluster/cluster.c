@@ -11,6 +11,7 @@
 #include "cluster/membership.h"
 #include "cluster/placement_driver.h"
 #include "cluster/reconcile.h"
+#include "cluster/recovery.h"
 #include "util/clock.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -164,8 +165,9 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     }
     consensus_group_info info;
     consensus_group_info_get(cl->node, g, &info);
-    out->caught_up = caught_up(cl, g, &info);
-    out->serves = info.leader_ready && !info.transferring;
+    int recovering = cluster_recovery_pending(cl->recovery, g); /* not rewritten yet */
+    out->caught_up = !recovering && caught_up(cl, g, &info);
+    out->serves = !recovering && info.leader_ready && !info.transferring;
     out->held_here = info.leader_id == cl->cfg.node_id && !out->serves;
     out->leader_id = info.leader_id;
     out->term = info.term;
@@ -249,6 +251,10 @@ int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
             snprintf(why, cap,
                      "%s %u has not applied what its leader committed (applied %llu here)", name, g,
                      (unsigned long long)info.applied_index);
+            return 0;
+        }
+        if (cluster_recovery_pending(cl->recovery, g)) {
+            snprintf(why, cap, "%s %u is being recovered (--accept-loss)", name, g);
             return 0;
         }
         if (info.applied_index < info.commit_index) {
@@ -361,8 +367,12 @@ static int start_groups(rn_cluster *cl, const consensus_peer *peers, char *err, 
     int fresh = !consensus_group_has_data(cl->cfg.data_dir, cl->groups);
     for (unsigned g = 0; g < cl->groups && fresh; g++)
         fresh = !consensus_group_has_data(cl->cfg.data_dir, g);
-    if (consensus_group_start(cl->node, cl->groups, cl->cfg.join ? NULL : peers,
-                              cl->cfg.join ? 0 : (unsigned)cl->cfg.n_peers) != 0) {
+    cl->recovery = cluster_recovery_new(cl, err, errcap);
+    if (!cl->recovery)
+        return -1;
+    if (!cluster_recovery_holds_start(cl->recovery, cl->groups) &&
+        consensus_group_start(cl->node, cl->groups, cl->cfg.join ? NULL : peers,
+                              cl->cfg.join ? 0 : (unsigned)cl->cfg.n_peers, false) != 0) {
         snprintf(err, errcap, "cluster start failed: %s", consensus_error(cl->node));
         return -1;
     }
@@ -469,6 +479,7 @@ static void node_stopped(void *arg) {
     cluster_hosting_free(cl->hosting);
     cluster_reconcile_free(cl->reconcile);
     cluster_driver_free(cl->driver);
+    cluster_recovery_free(cl->recovery);
     rn_raft_log_free(cl->log);
     rn_meta_free(&cl->meta);
     free(cl->catch_up);
@@ -493,6 +504,7 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     cluster_hosting_stop(cl->hosting);
     cluster_reconcile_stop(cl->reconcile);
     cluster_driver_stop(cl->driver);
+    cluster_recovery_stop(cl->recovery);
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);

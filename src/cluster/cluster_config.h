@@ -15,8 +15,8 @@
 /* Checks the cluster settings of cfg. Single node (node_id 0): no peer may
  * be given. Cluster mode: --cluster-id given, this node among the peers,
  * peer ids, Raft addresses and URLs each unique, every Raft address numeric
- * (a.b.c.d:port or [v6]:port). Returns 0, or -1 with a message naming the
- * setting in err. */
+ * (a.b.c.d:port or [v6]:port), --accept-loss naming groups (recovery.h).
+ * Returns 0, or -1 with a message naming the setting in err. */
 int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap);
 
 /* The peer with this id, or NULL. */

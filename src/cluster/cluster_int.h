@@ -74,6 +74,7 @@ struct rn_cluster {
     struct cluster_driver *driver;                 /* placement_driver.h */
     struct cluster_hosting *hosting;               /* hosting.h */
     struct cluster_reconcile *reconcile;           /* reconcile.h */
+    struct cluster_recovery *recovery;             /* recovery.h */
     led_config *led;                               /* per group, the metadata group last */
     rn_list forwards;                              /* operator requests relayed (membership.c) */
     rn_fetcher *fetcher;                           /* fills gaps from peers */

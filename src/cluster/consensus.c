@@ -274,6 +274,10 @@ static void on_check(uv_check_t *h) {
         raft_id leader = 0;
         const char *address = NULL;
         raft_leader(&g->raft, &leader, &address);
+        if (g->deferred && leader) { /* the first election is over: the usual timeout */
+            g->deferred = false;
+            raft_set_election_timeout(&g->raft, c->cfg.params.election_timeout_ms);
+        }
         uint64_t term = g->raft.current_term;
         bool ready = g->raft.state == RAFT_LEADER && g->ready_term == term;
         if (leader == g->seen_leader && term == g->seen_term && ready == g->seen_ready)
@@ -330,9 +334,22 @@ int cs_make_group_dir(const char *data_dir, unsigned group, char *out, size_t ca
     return err ? err : make_dir(out);
 }
 
+/* Forces g's configuration to this node alone (before raft_start). */
+static int force_alone(consensus *c, cs_group *g) {
+    struct raft_configuration conf;
+    raft_configuration_init(&conf);
+    int rv = raft_configuration_add(&conf, c->cfg.self_id, c->self_address, RAFT_VOTER);
+    if (rv == 0)
+        rv = raft_recover(&g->raft, &conf);
+    raft_configuration_close(&conf);
+    return rv;
+}
+
 /* Starts g; voters (n of them, NULL: none) bootstrap it when it has no
- * data. On failure the group is left for the caller to undo (undo_start). */
-static int start_group(consensus *c, cs_group *g, const consensus_peer *voters, unsigned n) {
+ * data; alone: its configuration is forced to this node first. On failure
+ * the group is left for the caller to undo (undo_start). */
+static int start_group(consensus *c, cs_group *g, const consensus_peer *voters, unsigned n,
+                       bool alone, bool defer) {
     const consensus_params *p = &c->cfg.params;
     char dir[4096];
     int err = cs_make_group_dir(c->data_dir, g->index, dir, sizeof dir);
@@ -354,7 +371,8 @@ static int start_group(consensus *c, cs_group *g, const consensus_peer *voters, 
         return fail(c, "group %u: raft_init: %s", g->index, raft_errmsg(&g->raft));
     g->stage = CS_RAFT_READY;
     g->raft.data = g;
-    raft_set_election_timeout(&g->raft, p->election_timeout_ms);
+    g->deferred = defer;
+    raft_set_election_timeout(&g->raft, p->election_timeout_ms * (defer ? 3 : 1));
     raft_set_heartbeat_timeout(&g->raft, p->heartbeat_ms);
     raft_set_snapshot_threshold(&g->raft, p->snapshot_threshold);
     raft_set_snapshot_trailing(&g->raft, p->snapshot_trailing);
@@ -362,6 +380,8 @@ static int start_group(consensus *c, cs_group *g, const consensus_peer *voters, 
     raft_set_pre_vote(&g->raft, p->pre_vote);
     raft_set_max_catch_up_rounds(&g->raft, p->catch_up_rounds);
     raft_set_max_catch_up_round_duration(&g->raft, p->catch_up_round_ms);
+    if (alone && (rv = force_alone(c, g)) != 0)
+        return fail(c, "group %u: forcing its configuration: %s", g->index, raft_strerror(rv));
     if (voters) {
         rv = bootstrap_group(g, voters, n);
         if (rv != 0)
@@ -475,7 +495,8 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
     if (rv != 0)
         return fail(c, "listen on %s: %s", c->self_address, uv_strerror(rv));
     for (unsigned i = 0; i < cfg->groups && !cfg->lazy; i++)
-        if (start_group(c, &c->groups[i], cfg->bootstrap ? c->peers : NULL, cfg->n_peers) != 0)
+        if (start_group(c, &c->groups[i], cfg->bootstrap ? c->peers : NULL, cfg->n_peers, false,
+                        false) != 0)
             return -1;
     return 0;
 }
@@ -519,19 +540,28 @@ static void undo_start(cs_group *g) {
     g->stage = CS_NONE;
 }
 
-int consensus_group_start(consensus *c, unsigned group, const consensus_peer *voters,
-                          unsigned n_voters) {
+static int group_start(consensus *c, unsigned group, const consensus_peer *voters,
+                       unsigned n_voters, bool alone, bool defer) {
     assert(c != NULL && group < c->cfg.groups && !c->stopping && !c->in_fsm);
     assert(voters != NULL || n_voters == 0);
     cs_group *g = &c->groups[group];
     if (g->stage != CS_NONE)
-        return g->stage == CS_RAFT_READY ? 0 : fail(c, "group %u is still stopping", group);
+        return g->stage == CS_RAFT_READY && !alone ? 0 : fail(c, "group %u is running", group);
     reset_group(g);
-    if (start_group(c, g, voters, n_voters) != 0) {
+    if (start_group(c, g, voters, n_voters, alone, defer) != 0) {
         undo_start(g);
         return -1;
     }
     return 0;
+}
+
+int consensus_group_start(consensus *c, unsigned group, const consensus_peer *voters,
+                          unsigned n_voters, bool defer) {
+    return group_start(c, group, voters, n_voters, false, defer);
+}
+
+int consensus_group_start_alone(consensus *c, unsigned group) {
+    return group_start(c, group, NULL, 0, true, false);
 }
 
 /* Removes the group's directory and what it holds (its files only: libraft

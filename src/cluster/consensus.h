@@ -174,11 +174,23 @@ typedef void (*consensus_done_cb)(void *arg, consensus_status status);
 /* Starts one group on a running node (cfg->lazy, or one stopped since):
  * loads its data as consensus_start does; a group with no data bootstraps
  * with voters (n_voters of them, this node among them) or, voters NULL,
- * waits to be added by a leader. 0 at once when it runs already; -1 with
- * the reason in consensus_error (the group is not running then, or is
- * still closing from consensus_group_stop). */
+ * waits to be added by a leader. defer: this node's first election
+ * timeout is three times the usual (restored once a leader is known), so
+ * that another voter, not deferred, wins the group's first election (the
+ * leader the caller prefers: no transfer right after a start). 0 at once
+ * when it runs already; -1 with the reason in consensus_error (the group
+ * is not running then, or is still closing from consensus_group_stop). */
 int consensus_group_start(consensus *c, unsigned group, const consensus_peer *voters,
-                          unsigned n_voters);
+                          unsigned n_voters, bool defer);
+
+/* Starts a group that lost its majority with its configuration forced
+ * to this node alone (libraft's raft_recover: a configuration entry
+ * appended to the group's log on disk), so this node elects itself at
+ * once. Only on a node whose group is not running, and only when no other
+ * member of the group runs and none will run again with its data: two
+ * groups would otherwise go on side by side. -1 as consensus_group_start
+ * (also for a group without data here). */
+int consensus_group_start_alone(consensus *c, unsigned group);
 
 /* Stops one group as consensus_stop stops all (proposals and reads
  * outstanding get their outcomes first), then, with erase, removes its

@@ -133,6 +133,7 @@ struct cs_group {
      * loop time after which the group closes with leader writes in flight */
     cs_op *stop_op;
     bool erase;
+    bool deferred; /* started with a longer election timeout, until a leader is known */
     uint64_t drain_deadline;
     /* counters */
     uint64_t leader_changes, snapshots, last_snapshot_bytes, restores, read_rounds, read_barriers;

@@ -5,6 +5,7 @@
 #include "cluster/hosting.h"
 #include "cluster/cluster_int.h"
 #include "cluster/placement_driver.h"
+#include "cluster/recovery.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -66,7 +67,8 @@ static void start(cluster_hosting *h, unsigned g) {
             return; /* an address not learned yet: the next check */
         voters[n++] = (consensus_peer){p->id, p->raft};
     }
-    if (consensus_group_start(cl->node, g, n ? voters : NULL, n) != 0) {
+    int defer = n && gr->leader && gr->leader != cl->cfg.node_id;
+    if (consensus_group_start(cl->node, g, n ? voters : NULL, n, defer) != 0) {
         rn_log(RN_LOG_ERROR, "cluster_hosting", "group %u: cannot start: %s", g,
                consensus_error(cl->node));
         return;
@@ -88,7 +90,7 @@ void cluster_hosting_check(cluster_hosting *h) {
             continue;
         int running = consensus_group_running(cl->node, g);
         int placed = rn_meta_in_target(gr, (unsigned)self);
-        if (!running && placed) {
+        if (!running && placed && !cluster_recovery_holds_start(cl->recovery, g)) {
             start(h, g);
         } else if (running && !placed && !rn_meta_in_members(gr, (unsigned)self) && table_current &&
                    !consensus_is_leader(cl->node, g)) {
@@ -120,7 +122,8 @@ static int start_first(rn_cluster *cl, char *err, size_t errcap) {
             voters[n++] = (consensus_peer){p->id, p->raft};
             here |= p->id == cl->cfg.node_id;
         }
-        if (here && consensus_group_start(cl->node, g, voters, n) != 0) {
+        int defer = first[g].leader != cl->cfg.node_id; /* the preferred leader wins at once */
+        if (here && consensus_group_start(cl->node, g, voters, n, defer) != 0) {
             snprintf(err, errcap, "cluster start failed: %s", consensus_error(cl->node));
             rc = -1;
         }
@@ -133,9 +136,10 @@ cluster_hosting *cluster_hosting_new(rn_cluster *cl, int fresh, char *err, size_
     if (fresh && !cl->cfg.join && start_first(cl, err, errcap) != 0)
         return NULL;
     for (unsigned g = 0; g < cl->groups; g++) {
-        if (!consensus_group_has_data(cl->cfg.data_dir, g))
+        if (!consensus_group_has_data(cl->cfg.data_dir, g) ||
+            cluster_recovery_holds_start(cl->recovery, g))
             continue;
-        if (consensus_group_start(cl->node, g, NULL, 0) != 0) {
+        if (consensus_group_start(cl->node, g, NULL, 0, false) != 0) {
             snprintf(err, errcap, "cluster start failed: %s", consensus_error(cl->node));
             return NULL;
         }

@@ -191,6 +191,7 @@ static void refuse_incoming(mux_incoming *in, const char *why) {
     unlink_incoming(m, in);
     if (why)
         rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
+    in->tcp->data = in; /* a handshake that ended (a group not running here) had it */
     uv_close((uv_handle_t *)in->tcp, incoming_closed);
 }
 

@@ -278,7 +278,9 @@ static const setting SETTINGS[] = {
      "when log recovery refuses to start because acknowledged records do not read back and "
      "names the damage (segment-N), start with that name to keep the log up to the damage, drop "
      "the rest and rewrite the history of every stream (new Stream-Incarnation, producers closed "
-     "by history); single node only; ignored when the log is intact",
+     "by history); ignored when the log is intact. Cluster mode: group-N,...[,meta] brings back "
+     "the groups that lost their majority from this node's replica alone, rewriting the history "
+     "of their streams (docs/CLUSTER_OPERATIONS.md)",
      NULL},
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),

@@ -244,7 +244,7 @@ export class Cluster {
     const http = await freePort();
     const raftPort = await freePort();
     const peers = [];
-    for (let i = 1; i <= this.nodes; i++)
+    for (let i = 1; i <= Number(env.CLUSTER_NODES); i++) /* the first nodes: the table names the rest */
       peers.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
     const self = { url: `http://127.0.0.1:${http}`, raft: `127.0.0.1:${raftPort}` };
     peers.push("--peer", `${n}=${self.raft},${self.url}`);
