@@ -1,6 +1,7 @@
 // Cluster measurements for BENCHMARKS.md (not a test: it asserts nothing).
+// The server binary is RUNNEL_BIN (default build/runnel).
 //
-//   node bench/cluster.mjs recovery [--kills 5] [--groups 16] [--bin build/runnel]
+//   node bench/cluster.mjs recovery [--kills 5] [--groups 16]
 //     A 3-node cluster at default settings; 16 producers append to their
 //     own streams (one write in flight each, through any node, following
 //     redirects and repeating unknown outcomes with their key) while the
@@ -10,14 +11,22 @@
 //     acknowledged write is checked once at its offset on every replica.
 //
 //   node bench/cluster.mjs leader-reads [--seconds 20] [--rate 200] [--groups 16]
-//                                       [--consistency leader|local]
+//                                       [--consistency leader|local|none] [--on leader|follower]
 //     A 3-node cluster with 16 writers appending 256 B at --rate appends/s
 //     in all (moderate load), and 8 readers reading their streams with
 //     consistency=leader on the streams' leaders as fast as they answer:
 //     the latency of those reads (each waits for a confirmation round: the
 //     leader's peers asked, or a barrier entry, shared by the reads waiting
 //     at once). --consistency local reads the same way without it: the
-//     floor the machine and the HTTP path set.
+//     floor the machine and the HTTP path set. --on follower reads on a
+//     follower of each stream's group instead; with --consistency none (no
+//     parameter) a follower first waits for the leader's ReadIndex
+//     (read-your-writes): the cost of a follower read.
+//
+//   node bench/cluster.mjs follower-lag [--appends 400] [--groups 16]
+//     Appends one at a time through a stream's leader and times, for each,
+//     how long until a follower's local HEAD shows it (polled without
+//     pause): how far behind a follower is at rest.
 import { parseArgs } from "node:util";
 import { Cluster, follow, groupOf, req, sleep, waitFor } from "../tests/cluster/runnel_cluster.mjs";
 
@@ -29,6 +38,8 @@ const { positionals, values } = parseArgs({
     seconds: { type: "string", default: "20" },
     rate: { type: "string", default: "200" },
     consistency: { type: "string", default: "leader" },
+    on: { type: "string", default: "leader" },
+    appends: { type: "string", default: "400" },
   },
 });
 const GROUPS = Number(values.groups);
@@ -99,10 +110,13 @@ async function recovery(c) {
 async function leaderReads(c) {
   const keys = Array.from({ length: 16 }, (_, i) => `benchrd/s${i}`);
   const leaderUrl = new Map();
+  const readUrl = new Map();
+  const param = values.consistency === "none" ? "" : `&consistency=${values.consistency}`;
   for (const key of keys) {
     await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
     const { node } = await c.leaderOf(groupOf(key, GROUPS));
     leaderUrl.set(key, c.url(node));
+    readUrl.set(key, c.url(values.on === "follower" ? (node % 3) + 1 : node));
   }
   const body = "x".repeat(256);
   const end = Date.now() + Number(values.seconds) * 1000;
@@ -118,23 +132,47 @@ async function leaderReads(c) {
   const readers = keys.slice(0, 8).map(async (key) => {
     while (Date.now() < end) {
       const t = process.hrtime.bigint();
-      const r = await req(`${leaderUrl.get(key)}/${key}?offset=-1&max_bytes=1&consistency=${values.consistency}`);
+      const r = await req(`${readUrl.get(key)}/${key}?offset=-1&max_bytes=1${param}`);
       if (r.status === 200) lat.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
   });
   await Promise.all([...writers, ...readers]);
   lat.sort((a, b) => a - b);
-  console.log(`consistency=${values.consistency} reads: n=${lat.length} (${(lat.length / Number(values.seconds)).toFixed(0)}/s) p50 ${quantile(lat, 0.5).toFixed(2)} ms, p99 ${quantile(lat, 0.99).toFixed(2)} ms, max ${lat[lat.length - 1].toFixed(2)} ms`);
+  console.log(`consistency=${values.consistency} reads on the ${values.on}: n=${lat.length} (${(lat.length / Number(values.seconds)).toFixed(0)}/s) p50 ${quantile(lat, 0.5).toFixed(2)} ms, p99 ${quantile(lat, 0.99).toFixed(2)} ms, max ${lat[lat.length - 1].toFixed(2)} ms`);
 }
 
+async function followerLag(c) {
+  const key = "benchlag/s";
+  await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+  const { node: leader } = await c.leaderOf(groupOf(key, GROUPS));
+  const follower = (leader % 3) + 1;
+  const offsetOf = (tok) => BigInt(tok.split("_")[1]);
+  const lags = [];
+  for (let i = 0; i < Number(values.appends); i++) {
+    const a = await req(`${c.url(leader)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "x" });
+    if (a.status !== 204) continue;
+    const next = offsetOf(a.headers.get("stream-next-offset"));
+    const t = process.hrtime.bigint();
+    for (;;) {
+      const h = await req(`${c.url(follower)}/${key}?consistency=local`, { method: "HEAD" });
+      if (h.status === 200 && offsetOf(h.headers.get("stream-next-offset")) >= next) break;
+    }
+    lags.push(Number(process.hrtime.bigint() - t) / 1e6);
+    await sleep(10);
+  }
+  lags.sort((a, b) => a - b);
+  console.log(`follower lag over ${lags.length} appends: p50 ${quantile(lags, 0.5).toFixed(2)} ms, p90 ${quantile(lags, 0.9).toFixed(2)} ms, p99 ${quantile(lags, 0.99).toFixed(2)} ms, max ${lags[lags.length - 1].toFixed(2)} ms`);
+}
+
+const modes = { recovery, "leader-reads": leaderReads, "follower-lag": followerLag };
 const mode = positionals[0];
-if (mode !== "recovery" && mode !== "leader-reads") {
-  console.error("usage: node bench/cluster.mjs recovery|leader-reads [options]");
+if (!modes[mode]) {
+  console.error("usage: node bench/cluster.mjs recovery|leader-reads|follower-lag [options]");
   process.exit(2);
 }
 const c = await Cluster.start({ groups: GROUPS });
 try {
-  await (mode === "recovery" ? recovery(c) : leaderReads(c));
+  await modes[mode](c);
 } finally {
   c.stop();
 }

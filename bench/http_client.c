@@ -429,9 +429,10 @@ int bn_conn_busy(const bn_conn *c) {
 void bn_conn_request(bn_conn *c, const char *method, const char *path, const char *headers,
                      const void *body, size_t body_len) {
     int with_length = body_len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0;
-    char head[1024];
-    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", method, path,
-                     c->cl->target->host_header, headers ? headers : "");
+    char head[2048];
+    int n =
+        snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: %s\r\n%s%s", method, path,
+                 c->cl->target->host_header, c->cl->target->extra_headers, headers ? headers : "");
     if (with_length)
         n += snprintf(head + n, sizeof head - (size_t)n, "Content-Length: %zu\r\n", body_len);
     n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");

@@ -59,7 +59,9 @@ static const char USAGE[] =
     "  --json                   print the report as JSON (summary goes to stderr)\n"
     "  --follow-leaders         a cluster (--base: any node): each stream is created where\n"
     "                           a 307 sends it and written there, on its group's leader\n"
-    "                           (writes only)\n";
+    "                           (writes only)\n"
+    "  --header 'Name: value'   sent on every request (repeatable), e.g. a gateway's\n"
+    "                           'Authorization: Bearer KEY'\n";
 
 enum {
     O_BASE = 256,
@@ -88,6 +90,7 @@ enum {
     O_TAILS,
     O_JSON,
     O_FOLLOW,
+    O_HEADER,
     O_HELP,
 };
 
@@ -118,6 +121,7 @@ static const struct option OPTS[] = {
     {"tails", 1, 0, O_TAILS},
     {"json", 0, 0, O_JSON},
     {"follow-leaders", 0, 0, O_FOLLOW},
+    {"header", 1, 0, O_HEADER},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -219,6 +223,7 @@ int main(int argc, char **argv) {
         usage_error("unknown scenario", argv[1]);
     defaults(argv[1]);
     const char *base = NULL, *tmpl = BN_TEMPLATE_V1, *bucket = "bench";
+    char headers[sizeof bn_o.target.extra_headers] = "";
     int opt;
     optind = 2;
     while ((opt = getopt_long(argc, argv, "", OPTS, NULL)) != -1) {
@@ -308,6 +313,14 @@ int main(int argc, char **argv) {
         case O_FOLLOW:
             bn_o.follow_leaders = 1;
             break;
+        case O_HEADER:
+            if (!strchr(optarg, ':') || strpbrk(optarg, "\r\n") ||
+                strlen(headers) + strlen(optarg) + 3 > sizeof headers)
+                usage_error("--header takes 'Name: value' (all of them together under 512 bytes)",
+                            optarg);
+            strcat(headers, optarg);
+            strcat(headers, "\r\n");
+            break;
         case O_HELP:
             fputs(USAGE, stdout);
             return 0;
@@ -321,6 +334,7 @@ int main(int argc, char **argv) {
         usage_error("--base is required", NULL);
     if (bn_target_init(&bn_o.target, base, tmpl, bucket) != 0)
         return 2;
+    memcpy(bn_o.target.extra_headers, headers, sizeof headers);
     if (bn_o.payload < BN_STAMP_MIN || bn_o.payload > (32u << 20))
         usage_error("--payload must be in 19 B .. 32 MiB", NULL);
     if (bn_o.append_bytes < 1 || bn_o.append_bytes > (32u << 20) || bn_o.event_bytes < 1 ||

@@ -25,6 +25,7 @@ typedef struct {
     char prefix[256];             /* path part of the base, no trailing '/' */
     char tmpl[256];               /* template after "{base}" */
     char bucket[128];
+    char extra_headers[512]; /* --header lines, each "Name: value\r\n", sent on every request */
 } bn_target;
 
 /* Parses base and template into t. Returns 0, or -1 after printing why to

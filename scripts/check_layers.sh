@@ -20,7 +20,7 @@ util:
 net:       util
 transport: util
 tiers:     util net
-log:       util engine/cmdlog.h
+log:       util
 engine:    util tiers log
 live:      util transport engine
 protocol:  util transport engine

@@ -2,7 +2,7 @@
 # A local Runnel cluster on 127.0.0.1, for tests and trying it out.
 #
 #   scripts/cluster.sh start DIR [--nodes 3] [--replicas R] [--groups G] [--bin PATH] [--tls PKI]
-#                            [--insecure] [-- SERVE_FLAGS...]
+#                            [--peer-tls PKI] [--peer-listen] [--insecure] [-- SERVE_FLAGS...]
 #       Starts the nodes with their data in DIR/node-N, logs in DIR/node-N.log,
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
@@ -21,7 +21,18 @@
 #       (DIR/cluster.key) and admin token (DIR/admin.token), mode 600, and
 #       every node gets --cluster-key-file and --admin-token-file (operator
 #       routes then need `Authorization: Bearer $(cat DIR/admin.token)`).
-#       --insecure: neither (peers unauthenticated, operator routes open).
+#       (The key stays the default: it needs nothing but the binary, while
+#       certificates need a CA, which a test makes with openssl.)
+#       --peer-tls PKI: mutual TLS between the nodes instead of the key:
+#       node N gets --peer-cert PKI/peer-N.pem, --peer-key PKI/peer-N.key and
+#       --peer-ca PKI/ca.pem (tests/lib/test_pki.sh makes them; with
+#       --peer-listen, or with --tls for the peer requests).
+#       --peer-listen: every node also gets a peer listener on a port of its
+#       own (DIR/cluster.env PEER_PORT_N), named as the PEERURL of its --peer
+#       (https with --peer-tls or --tls); peer and operator routes are then
+#       served there only.
+#       --insecure: no cluster key and no admin token (without --peer-tls
+#       peers are then unauthenticated; operator routes are open).
 #   scripts/cluster.sh stop DIR
 #       SIGTERM to every node, waits for each to exit (15 s, then SIGKILL);
 #       exit 0 when all stopped cleanly.
@@ -30,7 +41,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,38p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -53,7 +64,7 @@ ready_everywhere() {
 start() {
   local dir=$1
   shift
-  local nodes=3 groups=16 replicas=3 bin="$root/build/runnel" tls_flags=() secure=1
+  local nodes=3 groups=16 replicas=3 bin="$root/build/runnel" tls_flags=() secure=1 peer_pki="" peer_listen=0
   SCHEME=http CURL_TLS=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -63,6 +74,8 @@ start() {
         SCHEME=https CURL_TLS=(--cacert "$pki/ca.pem")
         tls_flags=(--tls-cert "$pki/server.pem" --tls-key "$pki/server.key" --tls-ca "$pki/ca.pem")
         shift 2 ;;
+      --peer-tls) peer_pki=$(cd "$2" && pwd) || exit 2; shift 2 ;;
+      --peer-listen) peer_listen=1; shift ;;
       --nodes) nodes=$2; shift 2 ;;
       --groups) groups=$2; shift 2 ;;
       --replicas) replicas=$2; shift 2 ;;
@@ -95,23 +108,38 @@ start() {
     } >"$dir/cluster.env"
     source "$dir/cluster.env"
   fi
+  local i
+  if [ "$peer_listen" = 1 ]; then # the peer listeners' ports, chosen at the first start with them
+    for i in $(seq 1 "$nodes"); do
+      local pp="PEER_PORT_$i"
+      [ -n "${!pp:-}" ] || echo "PEER_PORT_$i=$(free_port)" >>"$dir/cluster.env"
+    done
+    source "$dir/cluster.env"
+  fi
   local security=()
   if [ "$secure" = 1 ]; then
-    local f
-    for f in cluster.key admin.token; do
+    local f keys=(admin.token)
+    [ -n "$peer_pki" ] || keys+=(cluster.key)
+    for f in "${keys[@]}"; do
       [ -f "$dir/$f" ] || (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$dir/$f")
     done
-    security=(--cluster-key-file "$dir/cluster.key" --admin-token-file "$dir/admin.token")
+    security=(--admin-token-file "$dir/admin.token")
+    [ -n "$peer_pki" ] || security+=(--cluster-key-file "$dir/cluster.key")
   fi
-  local peers=() i
+  local peer_scheme=$SCHEME
+  [ -z "$peer_pki" ] || peer_scheme=https
+  local peers=()
   for i in $(seq 1 "$nodes"); do
-    local hp="HTTP_PORT_$i" rp="RAFT_PORT_$i"
-    peers+=(--peer "$i=127.0.0.1:${!rp},$SCHEME://127.0.0.1:${!hp}")
+    local hp="HTTP_PORT_$i" rp="RAFT_PORT_$i" pp="PEER_PORT_$i" peer_url=""
+    [ "$peer_listen" = 0 ] || peer_url=",$peer_scheme://127.0.0.1:${!pp}"
+    peers+=(--peer "$i=127.0.0.1:${!rp},$SCHEME://127.0.0.1:${!hp}$peer_url")
   done
   for i in $(seq 1 "$nodes"); do
-    local hp="HTTP_PORT_$i"
+    local hp="HTTP_PORT_$i" pp="PEER_PORT_$i" node_flags=()
+    [ "$peer_listen" = 0 ] || node_flags+=(--peer-listen "127.0.0.1:${!pp}")
+    [ -z "$peer_pki" ] || node_flags+=(--peer-cert "$peer_pki/peer-$i.pem" --peer-key "$peer_pki/peer-$i.key" --peer-ca "$peer_pki/ca.pem")
     local cmd=("$bin" serve --node-id "$i" --cluster-id "$CLUSTER_ID" "${peers[@]}"
-      --groups "$groups" --replicas "$replicas" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "$@")
+      --groups "$groups" --replicas "$replicas" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "${node_flags[@]}" "$@")
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
     printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
     bash "$dir/node-$i.cmd"

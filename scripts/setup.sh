@@ -93,6 +93,14 @@ if [ ! -d tests/s3/node_modules/s3rver ]; then
   echo "setup: installing the S3 test endpoint (npm ci in tests/s3)"
   (cd tests/s3 && npm ci --no-audit --no-fund >/dev/null)
 fi
+# @durable-streams/client: the official TypeScript client that
+# tests/client_ts runs against a single node and a cluster, pinned by
+# tests/client_ts/package-lock.json.
+if [ ! -f tests/client_ts/node_modules/.package-lock.json ] ||
+   [ tests/client_ts/package-lock.json -nt tests/client_ts/node_modules/.package-lock.json ]; then
+  echo "setup: installing the official TypeScript client (npm ci in tests/client_ts)"
+  (cd tests/client_ts && npm ci --no-audit --no-fund >/dev/null)
+fi
 # puppeteer-core: drives chromium for tests/browser, pinned by
 # tests/browser/package-lock.json (it downloads no browser of its own).
 if [ ! -f tests/browser/node_modules/.package-lock.json ] ||

@@ -5,17 +5,18 @@
 # tests and a cross-section of the black-box files), then the rest of the
 # plain build's suites, then the ASan+UBSan build's (every suite that runs
 # the server: unit, cluster, S3 client, client, conformance, black-box,
-# crash, subscriptions, faults, abuse), then the Release build's unit tests
-# and fast tier (assertions compiled out). The plain build alone runs the
-# fuzz smoke, the benchmark smoke and the checks of the checkout as a whole
-# (other build types, the first run, the Debian packages: root only, the
-# machine left as found). Each step prints its counts (passed, failed,
-# skipped) and time, and lists each skipped case with its reason; the run
-# ends with "N passed, M failed, K skipped" over all test cases and exits
-# non-zero on any failure. The unit and cluster tests, the black-box files and the S3
-# suites run two at a time (ctest -j 2: each starts its own servers,
-# clusters and S3 endpoint on free ports and temporary directories, and
-# most of their time is waits).
+# gateway, crash, subscriptions, faults, abuse), then the Release build's
+# unit tests and fast tier (assertions compiled out). The plain build
+# alone runs the fuzz smoke, the benchmark smoke and the checks of the
+# checkout as a whole (other build types, the first run, the Debian
+# packages: root only, the machine left as found). Each step prints its
+# counts (passed, failed, skipped) and time, and lists each skipped case
+# with its reason; the run ends with "N passed, M failed, K skipped" over
+# all test cases and exits non-zero on any failure. The unit and cluster
+# tests, the black-box and gateway files and the S3 suites run two at a
+# time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
+# on free ports and temporary directories, and most of their time is
+# waits).
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
 # Each step runs with TMPDIR in a fresh scratch directory that is removed
 # after it, so a run leaves no data directories behind, whatever its tests
@@ -92,7 +93,7 @@ run_ctest() {
 }
 
 # Every registered test must carry a label that a step below selects.
-labels='^(unit|cluster|s3|client|conformance|blackbox|crash|subs|faults|abuse|chaos|fuzz|bench|project)$'
+labels='^(unit|cluster|s3|client|conformance|blackbox|gateway|crash|subs|faults|abuse|chaos|fuzz|bench|project)$'
 unlabelled=$(ctest --test-dir build -N -LE "$labels" | grep -E 'Test +#')
 if [ -z "$unlabelled" ]; then count "every ctest test has a step" 1 0 0 0
 else echo "tests no step runs (give them a label):"; echo "$unlabelled"; count "every ctest test has a step" 0 1 0 0; fi
@@ -112,6 +113,7 @@ run_ctest "client tests (build)" build -L '^client$' -LE '^fast$' --no-tests=err
 run_ctest "conformance suite (build)" build -L '^conformance$' -LE '^fast$' --no-tests=error
 # snapshots_parts' 8193-request case: the plain build's full run only
 RUNNEL_BB_HEAVY=1 run_ctest "black-box tests (build)" build -j 2 -L '^blackbox$' -LE '^fast$' --no-tests=error
+run_ctest "gateway tests (build)" build -j 2 -L '^gateway$' -LE '^fast$' --no-tests=error
 run_ctest "crash and log damage (build)" build -L '^crash$' -LE '^fast$' --no-tests=error
 run_ctest "subscription tests (build)" build -L '^subs$' -LE '^fast$' --no-tests=error
 run_ctest "fault injection, kill points (build)" build -L '^faults$' -LE '^fast$' --no-tests=error
@@ -127,6 +129,7 @@ run_ctest "S3 client (build-asan)" build-asan -j 2 -L '^s3$' --no-tests=error
 run_ctest "client tests (build-asan)" build-asan -L '^client$' --no-tests=error
 run_ctest "conformance suite (build-asan)" build-asan -L '^conformance$' --no-tests=error
 run_ctest "black-box tests (build-asan)" build-asan -j 2 -L '^blackbox$' --no-tests=error
+run_ctest "gateway tests (build-asan)" build-asan -j 2 -L '^gateway$' --no-tests=error
 run_ctest "crash and log damage (build-asan)" build-asan -L '^crash$' --no-tests=error
 run_ctest "subscription tests (build-asan)" build-asan -L '^subs$' --no-tests=error
 run_ctest "fault injection, kill points (build-asan)" build-asan -L '^faults$' --no-tests=error

@@ -4,7 +4,8 @@
 # binary, so `cd build-asan && ctest -L crash` tests the sanitizer build.
 #
 # Labels: unit (cmocka, tests/CMakeLists.txt), cluster, s3, client,
-# conformance, blackbox (one test per file, named blackbox.<file>), crash,
+# conformance, blackbox (one test per file, named blackbox.<file>), gateway
+# (one test per file of tests/gateway/, named gateway.<file>), crash,
 # subs, faults, abuse, chaos (the cluster's chaos harness), fuzz, bench, project (checks of the whole checkout:
 # other build types, the first run, the Debian packages; not per build).
 # `fast` marks the fast tier: the unit tests and a cross-section of the
@@ -66,6 +67,30 @@ endforeach()
 # ---- CORS in a real browser: a page on another loopback origin using the
 # server through headless chromium (tests/browser; about 3 s)
 runnel_suite(browser_cors blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/cors.test.mjs)
+
+# ---- the official TypeScript client (@durable-streams/client, pinned by
+# tests/client_ts/package-lock.json) against a single node and a 3-node
+# cluster through a node that leads no group; every check passing on the
+# one must pass on the other (issue 28; about 20 s, 30 s on the sanitizer build)
+runnel_suite(client_ts client 600 ${NODE_JS} --test ${RUNNEL_SRC}/tests/client_ts/client.test.mjs)
+
+# ---- the gateway (docs/GATEWAY.md), black-box: one ctest test per file,
+# each starting its own nodes, gateways, stubs and (cluster) a 3-node cluster
+file(GLOB RUNNEL_GATEWAY_FILES CONFIGURE_DEPENDS ${RUNNEL_SRC}/tests/gateway/*.test.mjs)
+foreach(file ${RUNNEL_GATEWAY_FILES})
+  get_filename_component(stem ${file} NAME)
+  string(REPLACE ".test.mjs" "" stem ${stem})
+  runnel_suite(gateway.${stem} gateway 600 ${NODE_JS} --test ${file})
+endforeach()
+# ... and the official conformance suite through the gate, a standalone
+# gateway and the embedded gate, with a tenant of full rights; on the plain
+# build only (a minute or two each; the sanitizer build runs the gateway's
+# paths in the files above)
+if(NOT RUNNEL_SANITIZE)
+  runnel_suite(conformance_gateway conformance 900 ${RUNNEL_SRC}/scripts/conformance_gateway.sh ${CMAKE_BINARY_DIR})
+  runnel_suite(conformance_gateway_embedded conformance 900
+               ${RUNNEL_SRC}/scripts/conformance_gateway.sh ${CMAKE_BINARY_DIR} --embedded)
+endif()
 
 # ---- the S3 cold store end to end, against s3rver behind the SigV4-verifying
 # proxy the test command starts (tests/s3/run_with_endpoint.sh)
@@ -145,6 +170,9 @@ runnel_suite(blake3_vs_b3sum unit 300 ${RUNNEL_SRC}/tests/unit/blake3_vs_b3sum.s
 # no function of the server's libraries that nothing else calls (nm over
 # this build's objects; the fast tier)
 runnel_suite(unused_exports "unit;fast" 120 ${RUNNEL_SRC}/scripts/unused_exports.sh ${CMAKE_BINARY_DIR})
+# every option a document names still exists (runnel's help, the scripts',
+# benchmarks' and harnesses' sources, a few other tools' flags)
+runnel_suite(doc_options "unit;fast" 60 ${RUNNEL_SRC}/scripts/check_doc_options.sh ${CMAKE_BINARY_DIR})
 runnel_suite(bench_smoke bench 600 ${RUNNEL_SRC}/bench/smoke.sh ${CMAKE_BINARY_DIR})
 
 # ---- the checkout as a whole (scripts/test.sh runs these from build/ only);

@@ -1,6 +1,6 @@
 /*
- * sse.c — the streaming SSE parser and the base64 decoder of binary SSE
- * data. See sse.h.
+ * sse.c — the streaming SSE parser (binary data's base64 is util/text.c's).
+ * See sse.h.
  */
 #include "client/sse.h"
 
@@ -95,51 +95,4 @@ int rnc_sse_feed(rnc_sse *p, const char *d, size_t n) {
             return -1;
     }
     return 0;
-}
-
-static int b64_value(unsigned char c) {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-long rnc_base64_decode(char *s, size_t len) {
-    size_t out = 0, quad = 0, pad = 0;
-    uint32_t acc = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n' || c == '\r')
-            continue;
-        if (c == '=') {
-            pad++;
-            acc <<= 6;
-        } else {
-            int v = b64_value(c);
-            if (v < 0 || pad)
-                return -1;
-            acc = acc << 6 | (uint32_t)v;
-        }
-        if (++quad == 4) {
-            if (pad > 2)
-                return -1;
-            s[out++] = (char)(acc >> 16);
-            if (pad < 2)
-                s[out++] = (char)(acc >> 8);
-            if (pad < 1)
-                s[out++] = (char)acc;
-            quad = 0;
-            acc = 0;
-            if (pad)
-                pad = 3; /* nothing may follow padding */
-        }
-    }
-    return quad == 0 ? (long)out : -1;
 }

@@ -35,8 +35,4 @@ int rnc_sse_feed(rnc_sse *p, const char *d, size_t n);
 void rnc_sse_reset(rnc_sse *p);
 void rnc_sse_free(rnc_sse *p);
 
-/* Decodes standard base64 (line breaks ignored) in place; returns the
- * decoded length, or -1 for text that is not base64. */
-long rnc_base64_decode(char *s, size_t len);
-
 #endif

@@ -14,6 +14,7 @@
  */
 #include "client/internal.h"
 #include "client/sse.h"
+#include "util/text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -101,7 +102,8 @@ static int on_sse_event(void *arg, const char *type, const char *data, size_t le
         rn_buf_append(&t->pending, data, len);
         t->has_pending = 1;
         if (t->ans->sse_base64) {
-            long n = rnc_base64_decode((char *)t->pending.data, t->pending.len);
+            long n =
+                rn_base64_decode((const char *)t->pending.data, t->pending.len, t->pending.data);
             if (n < 0)
                 return 1;
             t->pending.len = (size_t)n;

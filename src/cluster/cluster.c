@@ -310,7 +310,7 @@ static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
         if (p && p->id != cl->cfg.node_id && p != leader)
             order[n++] = p;
     }
-    return n ? order[attempt % n]->url : NULL;
+    return n ? rn_cluster_peer_url(order[attempt % n]) : NULL;
 }
 
 /* ---- the state machine: the data groups' (raft_log.h) and the metadata
@@ -380,15 +380,44 @@ static int start_groups(rn_cluster *cl, const consensus_peer *peers, char *err, 
     return cl->hosting ? 0 : -1;
 }
 
+/* Says, loudly, that nothing proves who a peer is (neither a cluster key
+ * nor peer certificates). */
+static void warn_unauthenticated(void) {
+    rn_log(RN_LOG_WARN, "cluster_unauthenticated",
+           "cluster mode WITHOUT PEER AUTHENTICATION (no --cluster-key-file, no --peer-cert): "
+           "anyone who reaches this node's Raft port can speak Raft as any node (raise terms, "
+           "append entries, depose leaders) and anyone who reaches its HTTP port can call the "
+           "peer routes (read every stream's bytes and snapshot bodies); give every node the "
+           "same --cluster-key-file, or --peer-cert/--peer-key/--peer-ca from the cluster's CA");
+}
+
+/* The node's credentials as a peer: the cluster key or the peer
+ * certificates (checked against this node's id), or none. */
+static int load_credentials(const rn_config *cfg, rn_secret *key, rn_peer_tls **tls, char *err,
+                            size_t errcap) {
+    if (cfg->cluster_key_file[0])
+        return rn_secret_load(cfg->cluster_key_file, "--cluster-key-file", key, err, errcap);
+    if (cfg->peer_cert[0]) {
+        *tls =
+            rn_peer_tls_new(cfg->peer_cert, cfg->peer_key, cfg->peer_ca, cfg->node_id, err, errcap);
+        return *tls ? 0 : -1;
+    }
+    warn_unauthenticated();
+    return 0;
+}
+
 rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *engine,
                              struct rn_tiers *tiers, char *err, size_t errcap) {
     rn_secret key = {0};
-    if ((cfg->cluster_key_file[0] &&
-         rn_secret_load(cfg->cluster_key_file, "--cluster-key-file", &key, err, errcap) != 0) ||
-        rn_cluster_mark(cfg, err, errcap) != 0)
+    rn_peer_tls *tls = NULL;
+    if (load_credentials(cfg, &key, &tls, err, errcap) != 0 ||
+        rn_cluster_mark(cfg, err, errcap) != 0) {
+        rn_peer_tls_free(tls);
         return NULL;
+    }
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
     cl->key = key;
+    cl->peer_tls = tls;
     rn_secret_wipe(&key);
     cl->loop = loop;
     cl->cfg = *cfg;
@@ -401,6 +430,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     rn_meta_init_empty(&cl->meta);
     if (rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
         rn_secret_wipe(&cl->key);
+        rn_peer_tls_free(cl->peer_tls);
         free(cl->catch_up);
         free(cl->led);
         free(cl);
@@ -429,6 +459,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                            .lazy = true,
                            .cluster_id = cfg->cluster_id,
                            .cluster_key = &cl->key,
+                           .peer_tls = cl->peer_tls,
                            .fsm = {.ctx = cl,
                                    .apply = split_apply,
                                    .free_result = split_free_result,
@@ -469,6 +500,12 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     return cl;
 }
 
+int rn_cluster_reload_certificates(rn_cluster *cl, char *err, size_t errcap) {
+    if (!cl->peer_tls)
+        return 0;
+    return rn_peer_tls_reload(cl->peer_tls, err, errcap) == 0 ? 1 : -1;
+}
+
 static void node_stopped(void *arg) {
     rn_cluster *cl = arg;
     void (*done)(void *) = cl->stop_done;
@@ -486,6 +523,7 @@ static void node_stopped(void *arg) {
     free(cl->led);
     rn_id_issuer_close(&cl->ids);
     rn_secret_wipe(&cl->key);
+    rn_peer_tls_free(cl->peer_tls); /* links still closing hold their own references */
     free(cl);
     if (done)
         done(done_arg);

@@ -95,14 +95,23 @@ rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len
                                                size_t query_len);
 
 /* Whether req comes from a node of this cluster: with a cluster key, its
- * peer signature (peer_auth.h) verifies; without one, every request does.
- * False after answering the refusal (401 INVALID_CREDENTIAL without a
- * signature, 403 FORBIDDEN with one that fails), counted and logged. */
+ * peer signature (peer_auth.h) verifies; with peer certificates, its
+ * client certificate verified against --peer-ca and names a node other
+ * than this one (peer_tls.h); without either, every request does. False
+ * after answering the refusal (401 INVALID_CREDENTIAL without a
+ * credential, 403 FORBIDDEN with one that fails), counted and logged. */
 bool rn_cluster_peer_authorize(rn_cluster *cl, rn_request *req);
 
-/* Whether req carries a peer signature at all (then it is a peer's, to be
+/* Whether req carries a peer credential at all: a peer signature, or with
+ * peer certificates a client certificate (then it is a peer's, to be
  * judged by rn_cluster_peer_authorize, not an operator's). */
-bool rn_cluster_peer_signed(const rn_request *req);
+bool rn_cluster_peer_credential(const rn_cluster *cl, const rn_request *req);
+
+/* Reads the peer certificate, key and CA again (SIGHUP): new Raft port
+ * connections use them (open ones keep theirs; peer requests read the
+ * files at each new connection anyway). Returns 1 when reloaded, 0 when
+ * the node has no peer certificates, -1 (nothing changed) with err set. */
+int rn_cluster_reload_certificates(rn_cluster *cl, char *err, size_t errcap);
 
 /* Appends the groups' gauges and counters in the Prometheus text format
  * (/__runnel/metrics), and the peers refused. */

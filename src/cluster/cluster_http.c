@@ -28,6 +28,7 @@
 #include "cluster/cluster_config.h"
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
+#include "cluster/peer_tls.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -174,10 +175,11 @@ static json_t *nodes_report(const rn_cluster *cl) {
             held += rn_meta_in_target(&cl->meta.group[g], (unsigned)p->id);
             led += cluster_leader_of(cl, g, NULL) == p->id;
         }
-        json_t *n = json_pack(
-            "{s:I, s:s, s:s, s:s, s:b, s:b, s:i, s:i}", "id", (json_int_t)p->id, "url", p->url,
-            "raft", p->raft, "state", m ? states[m->state] : "unknown", "drained", m && m->drained,
-            "answering", alive[p->id] != 0, "replicas", (int)held, "leading", (int)led);
+        json_t *n =
+            json_pack("{s:I, s:s, s:s, s:s, s:s, s:b, s:b, s:i, s:i}", "id", (json_int_t)p->id,
+                      "url", p->url, "peer_url", rn_cluster_peer_url(p), "raft", p->raft, "state",
+                      m ? states[m->state] : "unknown", "drained", m && m->drained, "answering",
+                      alive[p->id] != 0, "replicas", (int)held, "leading", (int)led);
         json_array_append_new(nodes, n);
     }
     return nodes;
@@ -195,9 +197,10 @@ static void report(const rn_cluster *cl, rn_buf *out) {
     json_t *meta = json_pack("{s:b, s:o, s:I}", "initialized", cl->meta.initialized, "leader",
                              meta_leader ? json_integer((json_int_t)meta_leader) : json_null(),
                              "term", (json_int_t)meta_term);
+    const char *auth = cl->peer_tls ? "certificates" : cl->key.len ? "key" : "none";
     json_t *doc =
-        json_pack("{s:s, s:I, s:i, s:i, s:o, s:o, s:o, s:o}", "cluster_id", cl->cfg.cluster_id,
-                  "node_id", (json_int_t)cl->cfg.node_id, "replicas",
+        json_pack("{s:s, s:I, s:s, s:i, s:i, s:o, s:o, s:o, s:o}", "cluster_id", cl->cfg.cluster_id,
+                  "node_id", (json_int_t)cl->cfg.node_id, "peer_auth", auth, "replicas",
                   cl->meta.initialized ? (int)rn_balance_replicas(&cl->meta) : 0, "replicas_asked",
                   cl->meta.initialized ? (int)cl->meta.replicas : 0, "metadata", meta, "nodes",
                   nodes_report(cl), "groups", groups, "moves", moves);
@@ -228,16 +231,35 @@ rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len
     return RN_CLUSTER_ROUTE_NONE;
 }
 
-bool rn_cluster_peer_signed(const rn_request *req) {
+bool rn_cluster_peer_credential(const rn_cluster *cl, const rn_request *req) {
+    long verify;
+    if (cl->peer_tls)
+        return rn_request_client_certificate(req, &verify) != NULL;
     return rn_request_header(req, RN_PEER_HEADER_SIGNATURE, NULL) != NULL;
 }
 
+/* Checks the client certificate of req: verified against --peer-ca (by
+ * the listener's TLS), naming a node other than this one. */
+static rn_peer_reason certificate_verify(const rn_cluster *cl, const rn_request *req,
+                                         uint64_t *peer) {
+    long verify;
+    X509 *cert = rn_request_client_certificate(req, &verify);
+    if (cert == NULL)
+        return RN_PEER_MISSING;
+    if (verify != X509_V_OK)
+        return RN_PEER_UNTRUSTED;
+    if (rn_peer_cert_node_id(cert, peer) != 1)
+        return RN_PEER_CERT_ID;
+    return *peer == cl->cfg.node_id ? RN_PEER_WRONG_ID : RN_PEER_OK;
+}
+
 bool rn_cluster_peer_authorize(rn_cluster *cl, rn_request *req) {
-    if (cl->key.len == 0)
+    if (cl->key.len == 0 && cl->peer_tls == NULL)
         return true;
     uint64_t peer = 0;
-    rn_peer_reason r =
-        rn_peer_http_verify(&cl->key, cl->cfg.node_id, (uint64_t)rn_now_ms(), req, &peer);
+    rn_peer_reason r = cl->peer_tls ? certificate_verify(cl, req, &peer)
+                                    : rn_peer_http_verify(&cl->key, cl->cfg.node_id,
+                                                          (uint64_t)rn_now_ms(), req, &peer);
     if (r == RN_PEER_OK)
         return true;
     rn_peer_refused(RN_PEER_CHANNEL_HTTP, r);

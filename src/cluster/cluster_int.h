@@ -10,6 +10,7 @@
 #include "cluster/consensus.h"
 #include "cluster/fetch.h"
 #include "cluster/meta.h"
+#include "cluster/peer_tls.h"
 #include "cluster/placement.h"
 #include "cluster/raft_log.h"
 #include "net/outbound.h"
@@ -55,8 +56,9 @@ typedef struct {
 
 struct rn_cluster {
     uv_loop_t *loop;
-    rn_config cfg; /* its peers: every node ever known (the metadata's nodes added) */
-    rn_secret key; /* the cluster key (len 0: none): peer requests sign with it */
+    rn_config cfg;         /* its peers: every node ever known (the table's added) */
+    rn_secret key;         /* the cluster key (len 0: none): peer requests sign with it */
+    rn_peer_tls *peer_tls; /* peer certificates (NULL: none): mutual TLS between nodes */
     rn_log_throttle refused_log;
     rn_engine *engine;
     struct rn_tiers *tiers; /* snapshot bodies (fetched from and served to peers) */

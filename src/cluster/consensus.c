@@ -472,6 +472,7 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
         .connect_retry_ms = cfg->params.connect_retry_ms,
         .connect_timeout_ms = 2000,
         .key = &c->key,
+        .tls = cfg->peer_tls,
         .on_ask = cs_confirm_ask,
         .on_answer = cs_confirm_answer,
         .ctx = c,
@@ -489,6 +490,7 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
         .control_accept = rn_ctl_accept,
         .control_ctx = c->ctl,
         .key = &c->key,
+        .tls = cfg->peer_tls,
         .self_id = cfg->self_id,
     };
     int rv = rn_mux_open(&mo, &c->mux);

@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "cluster/peer_tls.h"
 #include "util/secret.h"
 
 typedef struct consensus consensus;
@@ -150,6 +151,10 @@ typedef struct {
     /* The cluster key (NULL or empty: none; copied): every Raft port
      * connection, both ways, proves it before libraft sees a byte (mux.h). */
     const rn_secret *cluster_key;
+    /* Peer certificates (NULL: none; not with a key; not copied: it
+     * outlives the node): every Raft port connection, both ways, runs
+     * inside mutual TLS and proves which node it comes from (mux.h). */
+    const rn_peer_tls *peer_tls;
     consensus_params params;
     consensus_fsm fsm;
 } consensus_config;

@@ -6,7 +6,8 @@
  * Ownership: the channel owns every socket (outgoing ones from their
  * connect, accepted ones from rn_ctl_accept) until its handle is closed, and
  * a link per peer asked (its address, its current socket, the bytes waiting
- * for the connection). TCP handles are raft_malloc'd, as the mux's are.
+ * for the connection). TCP handles (and the plaintext streams of TLS
+ * links) are raft_malloc'd, as the mux's are.
  */
 #include "cluster/control.h"
 
@@ -17,6 +18,7 @@
 
 #include "cluster/handshake.h"
 #include "cluster/mux.h"
+#include "cluster/peer_link.h"
 #include "util/buf.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -31,9 +33,10 @@ typedef struct ctl_link ctl_link;
 struct ctl_sock {
     rn_list_node node; /* on ctl->socks */
     rn_ctl *ctl;
-    uv_tcp_t *tcp;    /* the handshake's while hs is set */
-    rn_handshake *hs; /* outgoing: the hello (and proofs) under way */
-    ctl_link *link;   /* outgoing: its link, until the socket closes; accepted: NULL */
+    uv_tcp_t *tcp;       /* outgoing: the socket while it connects (then the link's) */
+    uv_stream_t *stream; /* the socket, or its link's plaintext; the handshake's while hs is set */
+    rn_handshake *hs;    /* outgoing: the hello (and proofs) under way */
+    ctl_link *link;      /* outgoing: its link, until the socket closes; accepted: NULL */
     bool incoming;
     bool connected; /* outgoing: connected, the hello and pending asks written */
     bool closing;
@@ -87,7 +90,7 @@ static void sock_closed(uv_handle_t *h) {
     ctl_sock *s = h->data;
     rn_ctl *ctl = s->ctl;
     rn_list_remove(&ctl->socks, &s->node);
-    raft_free(s->tcp);
+    raft_free(s->stream);
     free(s);
     assert(ctl->open_handles > 0);
     ctl->open_handles--;
@@ -114,25 +117,27 @@ static void sock_close(ctl_sock *s, unsigned retry_ms) {
     if (s->hs)
         rn_handshake_abort(s->hs); /* sock_authenticated frees s */
     else
-        uv_close((uv_handle_t *)s->tcp, sock_closed);
+        uv_close((uv_handle_t *)s->stream, sock_closed);
 }
 
 static void sock_fail(ctl_sock *s) {
     sock_close(s, s->ctl->o.connect_retry_ms);
 }
 
-/* A socket with its handle initialized (tcp given, or allocated here). */
-static ctl_sock *sock_new(rn_ctl *ctl, uv_tcp_t *tcp) {
+/* A socket with its handle initialized (a stream given, or a TCP handle
+ * allocated here). */
+static ctl_sock *sock_new(rn_ctl *ctl, uv_stream_t *stream) {
     ctl_sock *s = rn_xcalloc(1, sizeof *s);
     s->ctl = ctl;
-    if (tcp == NULL) {
-        tcp = raft_malloc(sizeof *tcp);
-        if (tcp == NULL)
+    if (stream == NULL) {
+        s->tcp = raft_malloc(sizeof *s->tcp);
+        if (s->tcp == NULL)
             abort();
-        uv_tcp_init(ctl->o.loop, tcp);
+        uv_tcp_init(ctl->o.loop, s->tcp);
+        stream = (uv_stream_t *)s->tcp;
     }
-    s->tcp = tcp;
-    tcp->data = s;
+    s->stream = stream;
+    stream->data = s;
     s->started_ms = uv_now(ctl->o.loop);
     rn_list_push_front(&ctl->socks, &s->node);
     ctl->open_handles++;
@@ -150,13 +155,13 @@ static void write_done(uv_write_t *req, int status) {
  * over its bound or libuv refuses. */
 static bool sock_write(ctl_sock *s, const uint8_t *bytes, size_t len) {
     assert(!s->closing && len > 0);
-    if (uv_stream_get_write_queue_size((uv_stream_t *)s->tcp) >= CTL_MAX_QUEUED)
+    if (uv_stream_get_write_queue_size(s->stream) >= CTL_MAX_QUEUED)
         return false;
     ctl_write *w = rn_xmalloc(sizeof *w + len);
     memcpy(w->bytes, bytes, len);
     w->req.data = w;
     uv_buf_t b = uv_buf_init((char *)w->bytes, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)s->tcp, &b, 1, write_done) != 0) {
+    if (uv_write(&w->req, s->stream, &b, 1, write_done) != 0) {
         free(w);
         sock_fail(s);
         return false;
@@ -220,12 +225,12 @@ static void read_in(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
 /* --- outgoing ------------------------------------------------------------ */
 
 /* The hello (and with a key the proofs) are done: the pending asks go. */
-static void sock_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) {
+static void sock_authenticated(void *arg, uv_stream_t *stream, rn_peer_reason reason) {
     ctl_sock *s = arg;
     rn_ctl *ctl = s->ctl;
     s->hs = NULL;
-    if (tcp == NULL || s->closing) { /* the handshake closed and freed the handle */
-        assert(tcp == NULL);
+    if (stream == NULL || s->closing) { /* the handshake closed and freed the handle */
+        assert(stream == NULL);
         if (reason != RN_PEER_MISSING)
             rn_log_throttled(&ctl->refusal_log[reason], 10000, RN_LOG_WARN, "cluster_peer_refusal",
                              "node %llu refused this node's control connection (%s): %s",
@@ -239,13 +244,13 @@ static void sock_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) 
         ctl_maybe_done(ctl);
         return;
     }
-    tcp->data = s;
+    stream->data = s;
     ctl_link *l = s->link;
     assert(l != NULL && l->pending.len > 0);
     s->connected = true;
     bool written = sock_write(s, l->pending.data, l->pending.len);
     l->pending.len = 0;
-    if (!written || uv_read_start((uv_stream_t *)s->tcp, alloc_in, read_in) != 0)
+    if (!written || uv_read_start(s->stream, alloc_in, read_in) != 0)
         sock_fail(s);
 }
 
@@ -261,13 +266,24 @@ static void on_connected(uv_connect_t *req, int status) {
     rn_mux_tune_socket(s->tcp, ctl->o.tcp_nodelay, ctl->o.peer_timeout_ms);
     static const rn_secret none = {0};
     const rn_secret *key = ctl->o.key ? ctl->o.key : &none;
+    rn_wire_auth auth = ctl->o.tls ? RN_WIRE_AUTH_CERT
+                        : key->len ? RN_WIRE_AUTH_KEY
+                                   : RN_WIRE_AUTH_NONE;
+    if (ctl->o.tls) {
+        s->stream = rn_peer_link_open(ctl->o.tls, s->tcp, s->peer);
+        if (s->stream == NULL) { /* the link closed the socket */
+            s->closing = true;
+            sock_authenticated(s, NULL, RN_PEER_MISSING);
+            return;
+        }
+        s->stream->data = s;
+    }
     rn_buf hello = {0};
     if (rn_wire_hello_encode(&hello, RN_WIRE_CONTROL_GROUP, ctl->o.self_id, ctl->o.cluster_tag,
-                             ctl->self_address,
-                             key->len ? RN_WIRE_AUTH_KEY : RN_WIRE_AUTH_NONE) != 0)
+                             ctl->self_address, auth) != 0)
         abort(); /* rn_ctl_open checked the address */
-    s->hs =
-        rn_handshake_connect(s->tcp, key, hello.data, hello.len, s->peer, sock_authenticated, s);
+    s->hs = rn_handshake_connect(s->stream, auth, key, hello.data, hello.len, s->peer,
+                                 sock_authenticated, s);
     rn_buf_free(&hello);
 }
 
@@ -356,17 +372,17 @@ static void on_sweep(uv_timer_t *t) {
 
 /* --- accepted ------------------------------------------------------------ */
 
-void rn_ctl_accept(void *arg, uint64_t sender, uv_tcp_t *tcp) {
+void rn_ctl_accept(void *arg, uint64_t sender, uv_stream_t *stream) {
     rn_ctl *ctl = arg;
-    assert(ctl != NULL && tcp != NULL);
-    ctl_sock *s = sock_new(ctl, tcp);
+    assert(ctl != NULL && stream != NULL);
+    ctl_sock *s = sock_new(ctl, stream);
     s->incoming = true;
     s->peer = sender;
     if (ctl->closing) {
         sock_close(s, 0);
         return;
     }
-    if (uv_read_start((uv_stream_t *)tcp, alloc_in, read_in) != 0)
+    if (uv_read_start(stream, alloc_in, read_in) != 0)
         sock_close(s, 0);
 }
 

@@ -3,7 +3,8 @@
  * connections: the leadership confirmations of reads.c (wire.h's confirm
  * messages, fixed size) over one TCP connection per peer, opened on the
  * peer's Raft port with a hello naming RN_WIRE_CONTROL_GROUP (the mux
- * hands such connections here). A node asks over the connections it opens
+ * hands such connections here), inside mutual TLS with peer certificates
+ * (peer_link.h). A node asks over the connections it opens
  * and answers over the ones it accepts.
  *
  * Delivery is best effort: an ask may be dropped (no connection yet, the
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "cluster/peer_tls.h"
 #include "cluster/wire.h"
 #include "util/secret.h"
 
@@ -34,6 +36,9 @@ typedef struct {
     /* The cluster key (NULL or empty: none): outgoing connections prove it
      * (handshake.h); incoming ones were proven by the mux. Not copied. */
     const rn_secret *key;
+    /* Peer certificates (NULL: none): outgoing connections run inside
+     * mutual TLS, incoming ones were checked by the mux. Not copied. */
+    const rn_peer_tls *tls;
     /* An ask from sender (its hello's id): fill *answer, or return false to
      * send nothing. */
     bool (*on_ask)(void *ctx, uint64_t sender, const rn_wire_confirm *ask, rn_wire_confirm *answer);
@@ -52,9 +57,9 @@ rn_ctl *rn_ctl_open(const rn_ctl_options *o);
  * is replaced. */
 int rn_ctl_ask(rn_ctl *ctl, uint64_t peer, const char *address, const rn_wire_confirm *ask);
 
-/* The mux's control_accept: serves asks arriving on tcp (raft_malloc'd,
+/* The mux's control_accept: serves asks arriving on stream (raft_malloc'd,
  * connected, its hello read) from sender. */
-void rn_ctl_accept(void *ctl, uint64_t sender, uv_tcp_t *tcp);
+void rn_ctl_accept(void *ctl, uint64_t sender, uv_stream_t *stream);
 
 /* Closes every connection; done(arg) runs on the loop thread once every
  * handle is closed, after ctl is freed. No call may follow. */

@@ -10,6 +10,7 @@
 #include "cluster/hand_over.h"
 #include "cluster/cluster_int.h"
 #include "util/clock.h"
+#include "util/list.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -22,15 +23,15 @@ typedef struct waiter {
     void *arg;
     unsigned group;
     uint64_t deadline_ms;
-    int moved; /* the outcome, once known */
-    struct waiter *next;
+    int moved;         /* the outcome, once known */
+    rn_list_node link; /* on cluster_hand_over.waiters, then on a list of ready ones */
 } waiter;
 
 struct cluster_hand_over {
     rn_cluster *cl;
     uv_timer_t tick;
     int ticking, stopped;
-    waiter *waiters;
+    rn_list waiters; /* waiter.link */
     /* the hand-over: transfers not reported yet, its deadline, its end */
     unsigned pending;
     uint64_t deadline_ms;
@@ -63,27 +64,25 @@ static void finish_done(cluster_hand_over *h) {
 static void on_tick(uv_timer_t *t) {
     cluster_hand_over *h = t->data;
     uint64_t now = rn_mono_ms();
-    waiter **p = &h->waiters, *ready = NULL;
-    while (*p) {
-        waiter *w = *p;
+    rn_list ready = {0};
+    for (rn_list_node *n = h->waiters.first, *next; n; n = next) {
+        next = n->next;
+        waiter *w = rn_list_entry(n, waiter, link);
         w->moved = !held_here(h->cl, w->group);
         if (w->moved || now >= w->deadline_ms) {
-            *p = w->next;
-            w->next = ready;
-            ready = w;
-        } else {
-            p = &w->next;
+            rn_list_remove(&h->waiters, n);
+            rn_list_push_back(&ready, n);
         }
     }
-    while (ready) {
-        waiter *w = ready;
-        ready = w->next;
+    while (!rn_list_empty(&ready)) { /* a callback may add waiters: they wait for the next tick */
+        waiter *w = rn_list_entry(ready.first, waiter, link);
+        rn_list_remove(&ready, &w->link);
         w->cb(w->arg, w->moved);
         free(w);
     }
     if (h->done && (!h->pending || now >= h->deadline_ms))
         finish_done(h);
-    if (!h->waiters && !h->done) {
+    if (rn_list_empty(&h->waiters) && !h->done) {
         uv_timer_stop(&h->tick);
         h->ticking = 0;
     }
@@ -143,17 +142,17 @@ void cluster_await_leader(cluster_hand_over *h, unsigned group, uint64_t timeout
                           rn_confirm_cb cb, void *arg) {
     assert(group < h->cl->all_groups && cb);
     waiter *w = rn_xmalloc(sizeof *w);
-    *w = (waiter){cb, arg, group, rn_mono_ms() + timeout_ms, 0, h->waiters};
-    h->waiters = w;
+    *w = (waiter){.cb = cb, .arg = arg, .group = group, .deadline_ms = rn_mono_ms() + timeout_ms};
+    rn_list_push_back(&h->waiters, &w->link);
     tick_on(h);
 }
 
 void cluster_hand_over_stop(cluster_hand_over *h) {
     h->stopped = 1;
     h->done = NULL;
-    while (h->waiters) {
-        waiter *w = h->waiters;
-        h->waiters = w->next;
+    while (!rn_list_empty(&h->waiters)) {
+        waiter *w = rn_list_entry(h->waiters.first, waiter, link);
+        rn_list_remove(&h->waiters, &w->link);
         w->cb(w->arg, 0);
         free(w);
     }

@@ -1,6 +1,7 @@
 /*
- * handshake.c — the hello and the cluster key's proofs at the start of a
- * Raft port connection. See handshake.h.
+ * handshake.c — the hello, and the cluster key's proofs or the verdict on
+ * a certificate's claim, at the start of a Raft port connection. See
+ * handshake.h.
  */
 #include "cluster/handshake.h"
 
@@ -14,7 +15,7 @@
 #include "cluster/wire.h"
 #include "util/buf.h"
 
-#define MSG_BYTES (8u + RN_PEER_MAC_BYTES) /* the listening side's messages */
+#define MSG_BYTES RN_HANDSHAKE_MESSAGE_BYTES
 #define PROOF_BYTES (RN_PEER_NONCE_BYTES + RN_PEER_MAC_BYTES)
 #define KIND_CHALLENGE 0x48434e52u /* "RNCH" */
 #define KIND_OK 0x4b4f4e52u        /* "RNOK" */
@@ -29,8 +30,11 @@ typedef enum {
     WRITE_VERDICT,   /* listening: the verdict is being written */
 } stage;
 
+_Static_assert(RN_HANDSHAKE_MESSAGE_BYTES == 8u + RN_PEER_MAC_BYTES, "u32 kind, u32 reason, MAC");
+
 struct rn_handshake {
-    uv_tcp_t *tcp;
+    uv_stream_t *stream;
+    rn_wire_auth auth; /* connecting: how the hello said it proves itself */
     stage stage;
     bool closing, writing, reading, finish_after_write;
     rn_peer_reason refusal; /* listening: the verdict being written refuses this */
@@ -77,7 +81,7 @@ static void message(uint8_t out[MSG_BYTES], uint32_t kind, rn_peer_reason reason
 
 static void closed(uv_handle_t *handle) {
     rn_handshake *h = handle->data;
-    raft_free(h->tcp);
+    raft_free(h->stream);
     rn_handshake_fn done = h->done;
     void *arg = h->arg;
     rn_peer_reason reason = h->reason;
@@ -91,19 +95,19 @@ static void fail(rn_handshake *h, rn_peer_reason reason) {
         return;
     h->closing = true;
     h->reason = reason;
-    uv_close((uv_handle_t *)h->tcp, closed);
+    uv_close((uv_handle_t *)h->stream, closed);
 }
 
 static void finish(rn_handshake *h) {
     assert(!h->closing && !h->writing);
-    uv_read_stop((uv_stream_t *)h->tcp);
-    uv_tcp_t *tcp = h->tcp;
-    tcp->data = NULL;
+    uv_read_stop(h->stream);
+    uv_stream_t *stream = h->stream;
+    stream->data = NULL;
     rn_handshake_fn done = h->done;
     void *arg = h->arg;
     rn_secret_wipe(&h->key);
     free(h);
-    done(arg, tcp, RN_PEER_OK);
+    done(arg, stream, RN_PEER_OK);
 }
 
 void rn_handshake_abort(rn_handshake *h) {
@@ -121,7 +125,7 @@ static void send_bytes(rn_handshake *h, size_t len) {
     h->writing = true;
     h->write.data = h;
     uv_buf_t b = uv_buf_init((char *)h->out, (unsigned)len);
-    if (uv_write(&h->write, (uv_stream_t *)h->tcp, &b, 1, on_written) != 0) {
+    if (uv_write(&h->write, h->stream, &b, 1, on_written) != 0) {
         h->writing = false;
         fail(h, RN_PEER_MISSING);
     }
@@ -142,7 +146,7 @@ static void expect(rn_handshake *h, size_t n) {
     if (h->reading)
         return; /* called from on_read: the next read fills the new need */
     h->reading = true;
-    if (uv_read_start((uv_stream_t *)h->tcp, alloc_in, on_read) != 0)
+    if (uv_read_start(h->stream, alloc_in, on_read) != 0)
         fail(h, RN_PEER_MISSING);
 }
 
@@ -179,13 +183,15 @@ static void got_challenge(rn_handshake *h) {
 static void got_verdict(rn_handshake *h) {
     if (!message_is(h, KIND_OK))
         return;
-    uint8_t want[RN_PEER_MAC_BYTES];
-    rn_peer_raft_proof(&h->key, true, h->hello, h->hello_len, h->ns, h->nc, h->server_id, want);
-    if (!rn_equal_const_time(want, h->in + 8, RN_PEER_MAC_BYTES)) {
-        fail(h, RN_PEER_BAD_PROOF); /* not the node we meant, or not of this cluster */
-        return;
+    if (h->auth == RN_WIRE_AUTH_KEY) { /* with certificates, TLS proved the listening node */
+        uint8_t want[RN_PEER_MAC_BYTES];
+        rn_peer_raft_proof(&h->key, true, h->hello, h->hello_len, h->ns, h->nc, h->server_id, want);
+        if (!rn_equal_const_time(want, h->in + 8, RN_PEER_MAC_BYTES)) {
+            fail(h, RN_PEER_BAD_PROOF); /* not the node we meant, or not of this cluster */
+            return;
+        }
     }
-    uv_read_stop((uv_stream_t *)h->tcp);
+    uv_read_stop(h->stream);
     h->reading = false;
     if (h->writing)
         h->finish_after_write = true;
@@ -199,7 +205,7 @@ static void got_proof(rn_handshake *h) {
     uint8_t want[RN_PEER_MAC_BYTES];
     rn_peer_raft_proof(&h->key, false, h->hello, h->hello_len, h->ns, h->nc, 0, want);
     bool ok = rn_equal_const_time(want, h->in + RN_PEER_NONCE_BYTES, RN_PEER_MAC_BYTES);
-    uv_read_stop((uv_stream_t *)h->tcp);
+    uv_read_stop(h->stream);
     h->reading = false;
     h->stage = WRITE_VERDICT;
     if (ok) {
@@ -252,10 +258,10 @@ static void on_written(uv_write_t *w, int status) {
     }
     switch (h->stage) {
     case WRITE_HELLO:
-        if (h->key.len == 0) {
+        if (h->auth == RN_WIRE_AUTH_NONE) {
             finish(h);
         } else {
-            h->stage = READ_CHALLENGE;
+            h->stage = h->auth == RN_WIRE_AUTH_KEY ? READ_CHALLENGE : READ_VERDICT;
             expect(h, MSG_BYTES);
         }
         break;
@@ -280,13 +286,13 @@ static void on_written(uv_write_t *w, int status) {
 
 /* ---- starting ---- */
 
-static rn_handshake *start(uv_tcp_t *tcp, const rn_secret *key, const uint8_t *hello,
+static rn_handshake *start(uv_stream_t *stream, const rn_secret *key, const uint8_t *hello,
                            size_t hello_len, uint64_t server_id, rn_handshake_fn done, void *arg) {
-    assert(tcp != NULL && key != NULL && hello != NULL && done != NULL);
+    assert(stream != NULL && key != NULL && hello != NULL && done != NULL);
     assert(hello_len > 0 && hello_len <= RN_WIRE_MAX_HELLO);
     rn_handshake *h = rn_xcalloc(1, sizeof *h);
-    h->tcp = tcp;
-    tcp->data = h;
+    h->stream = stream;
+    stream->data = h;
     h->key = *key;
     memcpy(h->hello, hello, hello_len);
     h->hello_len = hello_len;
@@ -296,21 +302,23 @@ static rn_handshake *start(uv_tcp_t *tcp, const rn_secret *key, const uint8_t *h
     return h;
 }
 
-rn_handshake *rn_handshake_connect(uv_tcp_t *tcp, const rn_secret *key, const uint8_t *hello,
-                                   size_t hello_len, uint64_t server_id, rn_handshake_fn done,
-                                   void *arg) {
-    rn_handshake *h = start(tcp, key, hello, hello_len, server_id, done, arg);
+rn_handshake *rn_handshake_connect(uv_stream_t *stream, rn_wire_auth auth, const rn_secret *key,
+                                   const uint8_t *hello, size_t hello_len, uint64_t server_id,
+                                   rn_handshake_fn done, void *arg) {
+    assert(auth != RN_WIRE_AUTH_KEY || key->len > 0);
+    rn_handshake *h = start(stream, key, hello, hello_len, server_id, done, arg);
+    h->auth = auth;
     h->stage = WRITE_HELLO;
     memcpy(h->out, hello, hello_len);
     send_bytes(h, hello_len);
     return h;
 }
 
-rn_handshake *rn_handshake_serve(uv_tcp_t *tcp, const rn_secret *key, const uint8_t *hello,
+rn_handshake *rn_handshake_serve(uv_stream_t *stream, const rn_secret *key, const uint8_t *hello,
                                  size_t hello_len, uint64_t self_id, rn_handshake_fn done,
                                  void *arg) {
     assert(key != NULL && key->len > 0);
-    rn_handshake *h = start(tcp, key, hello, hello_len, self_id, done, arg);
+    rn_handshake *h = start(stream, key, hello, hello_len, self_id, done, arg);
     h->stage = WRITE_CHALLENGE;
     nonce(h->ns);
     message(h->out, KIND_CHALLENGE, RN_PEER_OK, h->ns);
@@ -318,30 +326,58 @@ rn_handshake *rn_handshake_serve(uv_tcp_t *tcp, const rn_secret *key, const uint
     return h;
 }
 
-/* ---- refusing a hello ---- */
+/* ---- refusing or admitting a hello ---- */
 
 typedef struct {
     uv_write_t write;
+    bool close; /* a refusal: the connection closes once it is written */
     uint8_t bytes[MSG_BYTES];
-} refusal;
+} verdict;
 
-static void refusal_closed(uv_handle_t *handle) {
+static void verdict_closed(uv_handle_t *handle) {
     free(handle->data);
     raft_free(handle);
 }
 
-static void refusal_written(uv_write_t *w, int status) {
+static void verdict_written(uv_write_t *w, int status) {
+    verdict *v = w->data;
+    if (v->close)
+        uv_close((uv_handle_t *)w->handle, verdict_closed);
+    else
+        free(v); /* a failed write: the stream's reader sees it fail too */
     (void)status;
-    uv_close((uv_handle_t *)w->handle, refusal_closed);
 }
 
-void rn_handshake_refuse(uv_tcp_t *tcp, rn_peer_reason reason) {
-    assert(tcp != NULL && reason > RN_PEER_OK && reason < RN_PEER_REASON_COUNT);
-    uv_read_stop((uv_stream_t *)tcp);
-    refusal *r = rn_xcalloc(1, sizeof *r);
-    tcp->data = r;
-    message(r->bytes, KIND_REFUSED, reason, NULL);
-    uv_buf_t b = uv_buf_init((char *)r->bytes, sizeof r->bytes);
-    if (uv_write(&r->write, (uv_stream_t *)tcp, &b, 1, refusal_written) != 0)
-        uv_close((uv_handle_t *)tcp, refusal_closed);
+void rn_handshake_refusal(uint8_t out[RN_HANDSHAKE_MESSAGE_BYTES], rn_peer_reason reason) {
+    assert(reason > RN_PEER_OK && reason < RN_PEER_REASON_COUNT);
+    message(out, KIND_REFUSED, reason, NULL);
+}
+
+/* Queues a verdict on stream; a refusal then closes it. */
+static void send_verdict(uv_stream_t *stream, rn_peer_reason reason) {
+    verdict *v = rn_xcalloc(1, sizeof *v);
+    v->close = reason != RN_PEER_OK;
+    v->write.data = v;
+    message(v->bytes, v->close ? KIND_REFUSED : KIND_OK, reason, NULL);
+    if (v->close) {
+        uv_read_stop(stream);
+        stream->data = v;
+    }
+    uv_buf_t b = uv_buf_init((char *)v->bytes, sizeof v->bytes);
+    if (uv_write(&v->write, stream, &b, 1, verdict_written) == 0)
+        return;
+    if (v->close)
+        uv_close((uv_handle_t *)stream, verdict_closed);
+    else
+        free(v);
+}
+
+void rn_handshake_refuse(uv_stream_t *stream, rn_peer_reason reason) {
+    assert(stream != NULL && reason > RN_PEER_OK && reason < RN_PEER_REASON_COUNT);
+    send_verdict(stream, reason);
+}
+
+void rn_handshake_admit(uv_stream_t *stream) {
+    assert(stream != NULL);
+    send_verdict(stream, RN_PEER_OK);
 }

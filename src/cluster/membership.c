@@ -27,6 +27,7 @@ typedef struct {
     uint64_t id;
     char raft[RN_META_RAFT_MAX];
     char url[RN_META_URL_MAX];
+    char peer_url[RN_META_URL_MAX]; /* "": none */
 } op;
 
 /* A query parameter's value (decoded) into out as a C string; 0, or -1
@@ -67,15 +68,25 @@ bool rn_membership_route(const char *path, size_t path_len) {
 }
 
 /* An http(s) URL of printable ASCII without quotes, backslashes or commas
- * that fits, and a numeric Raft address that fits. */
-static int valid_node(uint64_t id, const char *raft, const char *url) {
-    struct sockaddr_storage sa;
+ * (that fits: param() checked), its trailing slashes dropped. */
+static int valid_url(char *url) {
     size_t n = strlen(url);
-    int ok = id >= 1 && id <= 255 && rn_wire_parse_address(raft, &sa) == 0 &&
-             (rn_iprefix(url, n, "http://") || rn_iprefix(url, n, "https://"));
+    int ok = rn_iprefix(url, n, "http://") || rn_iprefix(url, n, "https://");
     for (size_t i = 0; ok && i < n; i++)
         ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
+    while (n > 0 && url[n - 1] == '/')
+        url[--n] = 0;
     return ok;
+}
+
+/* An optional query parameter: absent leaves out empty; 0, or -1 when it
+ * is malformed or too long. */
+static int optional_param(const char *q, size_t len, const char *name, char *out, size_t cap) {
+    long n;
+    rn_param_fault f;
+    if (rn_param_query(q, len, name, RN_PARAM_LENIENT, out, cap, &n, &f) != 0)
+        return -1;
+    return n < 0 ? 0 : param(q, len, name, out, cap);
 }
 
 #define PARSED (-1) /* parse(): the request is well formed */
@@ -91,15 +102,15 @@ static int parse(rn_request *req, const char *path, size_t path_len, const char 
     if (members && post && path_len == bl) {
         char id_text[8];
         o->kind = OP_ADD;
+        struct sockaddr_storage sa;
         if (param(query, query_len, "id", id_text, sizeof id_text) ||
-            rn_parse_strict_u64(id_text, strlen(id_text), 255, &o->id) ||
+            rn_parse_strict_u64(id_text, strlen(id_text), 255, &o->id) || o->id == 0 ||
             param(query, query_len, "raft", o->raft, sizeof o->raft) ||
-            param(query, query_len, "url", o->url, sizeof o->url) ||
-            !valid_node(o->id, o->raft, o->url))
+            rn_wire_parse_address(o->raft, &sa) != 0 ||
+            param(query, query_len, "url", o->url, sizeof o->url) || !valid_url(o->url) ||
+            optional_param(query, query_len, "peer_url", o->peer_url, sizeof o->peer_url) ||
+            (o->peer_url[0] && !valid_url(o->peer_url)))
             return RN_E_INVALID_REQUEST;
-        size_t n = strlen(o->url);
-        while (n > 0 && o->url[n - 1] == '/')
-            o->url[--n] = 0;
         return PARSED;
     }
     if ((post || del) && path_len > bl + 1) {
@@ -122,9 +133,12 @@ static void answer_node(rn_request *req, const rn_cluster *cl, uint64_t id) {
     rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
     rn_buf_appendf(&body,
                    "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"state\":\"%s\",\"drained\":%s,"
-                   "\"raft\":\"%s\",\"url\":\"%s\"}\n",
+                   "\"raft\":\"%s\",\"url\":\"%s\"",
                    id, n->state == RN_NODE_ACTIVE ? "voter" : "removed", states[n->state],
                    n->drained ? "true" : "false", n->raft, n->url);
+    if (n->peer_url[0])
+        rn_buf_appendf(&body, ",\"peer_url\":\"%s\"", n->peer_url);
+    rn_buf_append_str(&body, "}\n");
     rn_http_respond(req, 202, &h, &body);
 }
 
@@ -167,7 +181,7 @@ static void propose(rn_cluster *cl, rn_request *req, const op *o) {
     rn_buf entry = {0};
     switch (o->kind) {
     case OP_ADD:
-        rn_meta_cmd_node_add(&entry, (unsigned)o->id, o->raft, o->url);
+        rn_meta_cmd_node_add(&entry, (unsigned)o->id, o->raft, o->url, o->peer_url);
         break;
     case OP_LEAVE:
         rn_meta_cmd_node_state(&entry, (unsigned)o->id, RN_NODE_LEAVING);
@@ -280,7 +294,7 @@ int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size
         rn_reply_error(req, RN_E_NO_LEADER, &h);
         return 1;
     }
-    relay_to(cl, req, leader->url);
+    relay_to(cl, req, rn_cluster_peer_url(leader));
     return 1;
 }
 

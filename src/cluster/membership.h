@@ -2,7 +2,9 @@
  * membership.h — the operators' routes that change the cluster's nodes,
  * recorded in the metadata table (meta.h) by the metadata group's leader:
  *
- *   POST   /__runnel/cluster/members?id=N&raft=ADDR&url=URL   add node N
+ *   POST   /__runnel/cluster/members?id=N&raft=ADDR&url=URL[&peer_url=URL]
+ *                                        add node N (with --peer-listen, its
+ *                                        peer listener's URL too)
  *   DELETE /__runnel/cluster/members/N   decommission N: its replicas
  *                                        move away, then it is removed
  *   POST   /__runnel/cluster/drain/N     N leads nothing (its
@@ -14,7 +16,7 @@
  * is relayed no further) and answers what that node answered. They answer
  * 202 once the change is committed in the table, with the node as JSON
  * ({"node":N,"intent":"voter"|"removed","state":...,"drained":...,
- * "raft":...,"url":...}); a repeat of a change made answers the same.
+ * "raft":...,"url":...[,"peer_url":...]}); a repeat of a change made answers the same.
  * Refusals: 400 INVALID_REQUEST (a malformed id, address or URL), 404
  * NOT_FOUND (no such node), 409 NODE_CONFLICT (the id is known with other
  * addresses, or an address is another node's), 409 NODE_REMOVED (the id

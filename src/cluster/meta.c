@@ -69,17 +69,22 @@ static void put_node(rn_buf *out, const rn_meta_node *n) {
     rn_buf_append_u8(out, n->drained);
     rn_buf_append_lstr(out, n->raft, strlen(n->raft));
     rn_buf_append_lstr(out, n->url, strlen(n->url));
+    rn_buf_append_lstr(out, n->peer_url, strlen(n->peer_url));
 }
 
-/* A string of 1..cap-1 bytes without NUL into out (terminated). */
-static int get_str(rn_reader *r, char *out, size_t cap) {
+/* A string of min..cap-1 bytes without NUL into out (terminated). */
+static int get_str_min(rn_reader *r, char *out, size_t cap, size_t min) {
     size_t len = 0;
     const uint8_t *s = rn_read_lstr(r, &len);
-    if (!s || len == 0 || len >= cap || memchr(s, 0, len))
+    if (!s || len < min || len >= cap || memchr(s, 0, len))
         return -1;
     memcpy(out, s, len);
     out[len] = 0;
     return 0;
+}
+
+static int get_str(rn_reader *r, char *out, size_t cap) {
+    return get_str_min(r, out, cap, 1);
 }
 
 static int get_node(rn_reader *r, rn_meta_node *n) {
@@ -87,7 +92,8 @@ static int get_node(rn_reader *r, rn_meta_node *n) {
     n->id = rn_read_u8(r);
     n->state = rn_read_u8(r);
     n->drained = rn_read_u8(r);
-    if (r->failed || get_str(r, n->raft, sizeof n->raft) || get_str(r, n->url, sizeof n->url))
+    if (r->failed || get_str(r, n->raft, sizeof n->raft) || get_str(r, n->url, sizeof n->url) ||
+        get_str_min(r, n->peer_url, sizeof n->peer_url, 0))
         return -1;
     return n->id && n->state >= RN_NODE_ACTIVE && n->state <= RN_NODE_REMOVED && n->drained <= 1
                ? 0
@@ -150,12 +156,14 @@ void rn_meta_cmd_init(rn_buf *out, unsigned replicas, unsigned groups, const rn_
     }
 }
 
-void rn_meta_cmd_node_add(rn_buf *out, unsigned id, const char *raft, const char *url) {
+void rn_meta_cmd_node_add(rn_buf *out, unsigned id, const char *raft, const char *url,
+                          const char *peer_url) {
     assert(id >= 1 && id <= 255);
     rn_buf_append_u8(out, RN_META_NODE_ADD);
     rn_buf_append_u8(out, (uint8_t)id);
     rn_buf_append_lstr(out, raft, strlen(raft));
     rn_buf_append_lstr(out, url, strlen(url));
+    rn_buf_append_lstr(out, peer_url, strlen(peer_url));
 }
 
 void rn_meta_cmd_node_state(rn_buf *out, unsigned id, rn_node_state state) {
@@ -257,11 +265,13 @@ static rn_meta_result insert_node(rn_meta *m, const rn_meta_node *n) {
 
 static rn_meta_result apply_node_add(rn_meta *m, rn_reader *r) {
     rn_meta_node n = {.id = rn_read_u8(r), .state = RN_NODE_ACTIVE};
-    if (r->failed || !n.id || get_str(r, n.raft, sizeof n.raft) || get_str(r, n.url, sizeof n.url))
+    if (r->failed || !n.id || get_str(r, n.raft, sizeof n.raft) ||
+        get_str(r, n.url, sizeof n.url) || get_str_min(r, n.peer_url, sizeof n.peer_url, 0))
         return RN_META_MALFORMED;
     rn_meta_node *known = node_mut(m, n.id);
     if (known) {
-        if (strcmp(known->raft, n.raft) != 0 || strcmp(known->url, n.url) != 0)
+        if (strcmp(known->raft, n.raft) != 0 || strcmp(known->url, n.url) != 0 ||
+            strcmp(known->peer_url, n.peer_url) != 0)
             return RN_META_CONFLICT;
         if (known->state == RN_NODE_REMOVED)
             return RN_META_NODE_REMOVED;
@@ -271,7 +281,8 @@ static rn_meta_result apply_node_add(rn_meta *m, rn_reader *r) {
         return RN_META_OK;
     }
     for (unsigned i = 0; i < m->n_nodes; i++)
-        if (strcmp(m->nodes[i].raft, n.raft) == 0 || strcmp(m->nodes[i].url, n.url) == 0)
+        if (strcmp(m->nodes[i].raft, n.raft) == 0 || strcmp(m->nodes[i].url, n.url) == 0 ||
+            (n.peer_url[0] && strcmp(m->nodes[i].peer_url, n.peer_url) == 0))
             return RN_META_CONFLICT;
     return insert_node(m, &n);
 }

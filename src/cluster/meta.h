@@ -43,6 +43,7 @@ typedef struct {
     uint8_t drained; /* leads nothing (its leaderships move away); replicas stay */
     char raft[RN_META_RAFT_MAX];
     char url[RN_META_URL_MAX];
+    char peer_url[RN_META_URL_MAX]; /* its peer listener's URL (--peer-listen); "": url */
 } rn_meta_node;
 
 /* A member of a group's configuration as its leader reported it. */
@@ -74,7 +75,8 @@ typedef struct {
 
 typedef enum {
     RN_META_INIT = 1,     /* replicas, groups, nodes, every group's target and leader */
-    RN_META_NODE_ADD,     /* id, raft, url: a new active node (or a leaving one staying) */
+    RN_META_NODE_ADD,     /* id, raft, url, peer url: a new active node (or a leaving one
+                             staying) */
     RN_META_NODE_STATE,   /* id, state: leaving or removed */
     RN_META_NODE_DRAIN,   /* id, drained */
     RN_META_GROUP_TARGET, /* group, the epoch it replaces, the target */
@@ -122,7 +124,8 @@ int rn_meta_group_moving(const rn_meta_group *g);
  * leader; members are set to the targets (the groups bootstrap on them). */
 void rn_meta_cmd_init(rn_buf *out, unsigned replicas, unsigned groups, const rn_meta_node *nodes,
                       unsigned n, const rn_meta_group *group);
-void rn_meta_cmd_node_add(rn_buf *out, unsigned id, const char *raft, const char *url);
+void rn_meta_cmd_node_add(rn_buf *out, unsigned id, const char *raft, const char *url,
+                          const char *peer_url);
 void rn_meta_cmd_node_state(rn_buf *out, unsigned id, rn_node_state state);
 void rn_meta_cmd_node_drain(rn_buf *out, unsigned id, int drained);
 void rn_meta_cmd_group_target(rn_buf *out, unsigned group, uint32_t epoch, const uint8_t *ids,

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "cluster/handshake.h"
+#include "cluster/peer_link.h"
 #include "cluster/wire.h"
 #include "util/buf.h"
 #include "util/list.h"
@@ -49,8 +50,9 @@ struct mux_connect {
     mux_group *group;
     struct raft_uv_connect *req;
     raft_uv_connect_cb cb;
-    uv_tcp_t *tcp; /* raft_malloc'd: libraft frees it once handed over; the
-                    * handshake's while hs is set */
+    uv_tcp_t *tcp;       /* raft_malloc'd; the link's once stream is its plaintext */
+    uv_stream_t *stream; /* the tcp, or its link's plaintext (raft_malloc'd): libraft
+                          * frees it once handed over; the handshake's while hs is set */
     uv_connect_t connect;
     rn_handshake *hs; /* the hello (and proofs) under way */
     uint64_t peer_id; /* the node libraft connects to */
@@ -62,13 +64,14 @@ struct mux_connect {
 struct mux_incoming {
     rn_list_node link; /* on mux->incoming */
     rn_mux *mux;
-    uv_tcp_t *tcp;    /* raft_malloc'd, see mux_connect; the handshake's while hs is set */
-    rn_handshake *hs; /* the cluster key's proofs under way, after the hello */
+    uv_stream_t *stream; /* raft_malloc'd, see mux_connect; the handshake's while hs is set */
+    rn_handshake *hs;    /* the cluster key's proofs under way, after the hello */
     uint64_t accepted_ms;
-    size_t got;      /* hello bytes read */
+    size_t prefix;   /* bytes before the hello: the link's certificate id, or none */
+    size_t got;      /* bytes read (prefix and hello) */
     bool fixed_done; /* the fixed part is decoded into hello */
     rn_wire_hello hello;
-    uint8_t bytes[RN_WIRE_MAX_HELLO + 1];
+    uint8_t bytes[RN_PEER_LINK_ID_BYTES + RN_WIRE_MAX_HELLO + 1];
 };
 
 struct rn_mux {
@@ -173,7 +176,7 @@ static void unlink_incoming(rn_mux *m, mux_incoming *in) {
 static void incoming_closed(uv_handle_t *h) {
     mux_incoming *in = h->data;
     rn_mux *m = in->mux;
-    raft_free(in->tcp);
+    raft_free(in->stream);
     free(in);
     assert(m->open_handles > 0);
     m->open_handles--;
@@ -191,12 +194,25 @@ static void refuse_incoming(mux_incoming *in, const char *why) {
     unlink_incoming(m, in);
     if (why)
         rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
-    in->tcp->data = in; /* a handshake that ended (a group not running here) had it */
-    uv_close((uv_handle_t *)in->tcp, incoming_closed);
+    in->stream->data = in; /* a handshake that ended (a group not running here) had it */
+    uv_close((uv_handle_t *)in->stream, incoming_closed);
 }
 
 static size_t hello_needed(const mux_incoming *in) {
-    return RN_WIRE_FIXED_BYTES + (in->fixed_done ? in->hello.address_len : 0);
+    return in->prefix + RN_WIRE_FIXED_BYTES + (in->fixed_done ? in->hello.address_len : 0);
+}
+
+/* The hello's bytes (after the prefix) and their count once complete. */
+static const uint8_t *hello_bytes(const mux_incoming *in) {
+    return in->bytes + in->prefix;
+}
+
+/* The node id the client's certificate names (the link's prefix). */
+static uint64_t certificate_id(const mux_incoming *in) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < RN_PEER_LINK_ID_BYTES; i++)
+        v |= (uint64_t)in->bytes[i] << (8 * i);
+    return v;
 }
 
 static void alloc_hello(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -210,23 +226,27 @@ static void alloc_hello(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 
 /* Takes a completed hello's stream off the mux (its receiver owns it from
  * now on) and frees in. */
-static uv_tcp_t *hand_over(mux_incoming *in) {
+static uv_stream_t *hand_over(mux_incoming *in) {
     rn_mux *m = in->mux;
-    uv_read_stop((uv_stream_t *)in->tcp);
+    uv_read_stop(in->stream);
     unlink_incoming(m, in);
     m->open_handles--;
-    uv_tcp_t *tcp = in->tcp;
-    tcp->data = NULL;
+    uv_stream_t *stream = in->stream;
+    stream->data = NULL;
     free(in);
-    return tcp;
+    return stream;
 }
 
 /* Counts and logs (throttled) a refused incoming connection. */
 static void log_refused(rn_mux *m, const mux_incoming *in, rn_peer_reason reason) {
     rn_peer_refused(RN_PEER_CHANNEL_RAFT, reason);
+    char cert[64] = "";
+    if (m->o.tls)
+        snprintf(cert, sizeof cert, " (its certificate names node %llu)",
+                 (unsigned long long)certificate_id(in));
     rn_log_throttled(&m->refused_log[reason], 10000, RN_LOG_WARN, "cluster_peer_refused",
-                     "raft connection claiming node %llu refused (%s): %s",
-                     (unsigned long long)in->hello.sender_id, rn_peer_reason_name(reason),
+                     "raft connection claiming node %llu%s refused (%s): %s",
+                     (unsigned long long)in->hello.sender_id, cert, rn_peer_reason_name(reason),
                      rn_peer_reason_text(reason));
 }
 
@@ -240,8 +260,8 @@ static void dispatch_incoming(mux_incoming *in) {
             refuse_incoming(in, "control connection, and no control channel");
             return;
         }
-        uv_tcp_t *tcp = hand_over(in);
-        m->o.control_accept(m->o.control_ctx, sender, tcp);
+        uv_stream_t *stream = hand_over(in);
+        m->o.control_accept(m->o.control_ctx, sender, stream);
         return;
     }
     mux_group *g = &m->groups[in->hello.group];
@@ -250,18 +270,18 @@ static void dispatch_incoming(mux_incoming *in) {
         return;
     }
     char address[RN_WIRE_MAX_ADDRESS + 1];
-    memcpy(address, in->bytes + RN_WIRE_FIXED_BYTES, in->hello.address_len);
+    memcpy(address, hello_bytes(in) + RN_WIRE_FIXED_BYTES, in->hello.address_len);
     address[in->hello.address_len] = '\0';
-    uv_tcp_t *tcp = hand_over(in);
-    g->accept_cb(&g->transport, sender, address, (uv_stream_t *)tcp);
+    uv_stream_t *stream = hand_over(in);
+    g->accept_cb(&g->transport, sender, address, stream);
 }
 
 /* The cluster key's proofs of an incoming connection are done. */
-static void incoming_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) {
+static void incoming_authenticated(void *arg, uv_stream_t *stream, rn_peer_reason reason) {
     mux_incoming *in = arg;
     rn_mux *m = in->mux;
     in->hs = NULL;
-    if (tcp) {
+    if (stream) {
         dispatch_incoming(in);
         return;
     }
@@ -273,32 +293,45 @@ static void incoming_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reas
     mux_maybe_done(m);
 }
 
+/* How this node's peers prove they are members. */
+static rn_wire_auth mux_auth(const rn_mux *m) {
+    return m->o.tls                    ? RN_WIRE_AUTH_CERT
+           : m->o.key && m->o.key->len ? RN_WIRE_AUTH_KEY
+                                       : RN_WIRE_AUTH_NONE;
+}
+
 /* A complete hello: checks how its sender proves it is a member, then
- * dispatches it (no key), or proves it (the cluster key). */
+ * dispatches it (no key; with certificates, after the verdict is queued),
+ * or proves it (the cluster key). */
 static void authenticate_incoming(mux_incoming *in) {
     rn_mux *m = in->mux;
-    bool keyed = m->o.key && m->o.key->len > 0;
+    rn_wire_auth auth = mux_auth(m);
     rn_peer_reason refused = RN_PEER_OK;
-    if (in->hello.auth != (keyed ? RN_WIRE_AUTH_KEY : RN_WIRE_AUTH_NONE))
-        refused = keyed ? RN_PEER_MISSING : RN_PEER_MODE;
-    else if (keyed && in->hello.sender_id == m->o.self_id)
+    if (in->hello.auth != auth)
+        refused = auth == RN_WIRE_AUTH_KEY ? RN_PEER_MISSING : RN_PEER_MODE;
+    else if (auth != RN_WIRE_AUTH_NONE && in->hello.sender_id == m->o.self_id)
         refused = RN_PEER_WRONG_ID;
+    else if (auth == RN_WIRE_AUTH_CERT && certificate_id(in) != in->hello.sender_id)
+        refused = RN_PEER_CERT_ID;
     if (refused != RN_PEER_OK) {
         log_refused(m, in, refused);
-        uv_tcp_t *tcp = hand_over(in); /* the mux is done with it: refused below */
+        uv_stream_t *stream = hand_over(in); /* the mux is done with it: refused below */
         if (refused == RN_PEER_MISSING)
-            uv_close((uv_handle_t *)tcp, free_raft_handle); /* the sender does not read */
+            uv_close((uv_handle_t *)stream, free_raft_handle); /* the sender does not read */
         else
-            rn_handshake_refuse(tcp, refused);
+            rn_handshake_refuse(stream, refused);
         return;
     }
-    if (!keyed) {
+    if (auth == RN_WIRE_AUTH_CERT)
+        rn_handshake_admit(in->stream);
+    if (auth != RN_WIRE_AUTH_KEY) {
         dispatch_incoming(in);
         return;
     }
-    uv_read_stop((uv_stream_t *)in->tcp);
-    in->hs = rn_handshake_serve(in->tcp, m->o.key, in->bytes, hello_needed(in), m->o.self_id,
-                                incoming_authenticated, in);
+    uv_read_stop(in->stream);
+    in->hs =
+        rn_handshake_serve(in->stream, m->o.key, hello_bytes(in), hello_needed(in) - in->prefix,
+                           m->o.self_id, incoming_authenticated, in);
 }
 
 static void read_hello(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -312,9 +345,9 @@ static void read_hello(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     in->got += (size_t)nread;
     assert(in->got <= hello_needed(in));
-    if (!in->fixed_done && in->got == RN_WIRE_FIXED_BYTES) {
-        rn_wire_status st =
-            rn_wire_hello_decode(in->bytes, in->mux->o.groups, in->mux->o.cluster_tag, &in->hello);
+    if (!in->fixed_done && in->got == in->prefix + RN_WIRE_FIXED_BYTES) {
+        rn_wire_status st = rn_wire_hello_decode(hello_bytes(in), in->mux->o.groups,
+                                                 in->mux->o.cluster_tag, &in->hello);
         if (st != RN_WIRE_OK) {
             refuse_incoming(in, rn_wire_status_name(st));
             return;
@@ -340,16 +373,20 @@ static void on_connection(uv_stream_t *server, int status) {
         uv_close((uv_handle_t *)tcp, free_raft_handle);
         return;
     }
+    tune_socket(m, tcp);
+    uv_stream_t *stream = (uv_stream_t *)tcp;
+    if (m->o.tls && (stream = rn_peer_link_open(m->o.tls, tcp, 0)) == NULL)
+        return; /* the link closed tcp */
     mux_incoming *in = rn_xcalloc(1, sizeof *in);
     in->mux = m;
-    in->tcp = tcp;
+    in->stream = stream;
+    in->prefix = m->o.tls ? RN_PEER_LINK_ID_BYTES : 0;
     in->accepted_ms = uv_now(m->o.loop);
-    tcp->data = in;
+    stream->data = in;
     rn_list_push_front(&m->incoming, &in->link);
     m->n_incoming++;
     m->open_handles++;
-    tune_socket(m, tcp);
-    uv_read_start((uv_stream_t *)tcp, alloc_hello, read_hello);
+    uv_read_start(stream, alloc_hello, read_hello);
 }
 
 /* Closes connections whose hello did not arrive in time. */
@@ -370,23 +407,23 @@ static void unlink_connect(mux_group *g, mux_connect *c) {
     rn_list_remove(&g->connects, &c->link);
 }
 
-/* Reports c to libraft (tcp: the stream, or NULL with c->status) and
- * frees it. */
-static void report_connect(mux_connect *c, uv_tcp_t *tcp) {
+/* Reports c to libraft (the stream, or NULL with c->status) and frees
+ * it. */
+static void report_connect(mux_connect *c, uv_stream_t *stream) {
     mux_group *g = c->group;
     unlink_connect(g, c);
     struct raft_uv_connect *req = c->req;
     raft_uv_connect_cb cb = c->cb;
-    int status = tcp ? 0 : c->status;
+    int status = stream ? 0 : c->status;
     rn_buf_free(&c->hello);
     free(c);
-    cb(req, (uv_stream_t *)tcp, status);
+    cb(req, stream, status);
     group_maybe_closed(g);
 }
 
 static void connect_closed(uv_handle_t *h) {
     mux_connect *c = h->data;
-    raft_free(c->tcp);
+    raft_free(c->stream);
     report_connect(c, NULL);
 }
 
@@ -398,20 +435,20 @@ static void fail_connect(mux_connect *c, int status) {
     if (c->hs)
         rn_handshake_abort(c->hs); /* connect_authenticated reports */
     else
-        uv_close((uv_handle_t *)c->tcp, connect_closed);
+        uv_close((uv_handle_t *)c->stream, connect_closed);
 }
 
 /* The hello (and with a key the proofs) of an outgoing connection are
  * done: the stream goes to libraft, or the failure does. */
-static void connect_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reason) {
+static void connect_authenticated(void *arg, uv_stream_t *stream, rn_peer_reason reason) {
     mux_connect *c = arg;
     rn_mux *m = c->group->mux;
     c->hs = NULL;
-    if (tcp && c->closing) { /* cannot happen: an abort reports no stream */
-        uv_close((uv_handle_t *)tcp, free_raft_handle);
-        tcp = NULL;
+    if (stream && c->closing) { /* cannot happen: an abort reports no stream */
+        uv_close((uv_handle_t *)stream, free_raft_handle);
+        stream = NULL;
     }
-    if (tcp == NULL) {
+    if (stream == NULL) {
         if (!c->closing)
             c->status = RAFT_NOCONNECTION;
         if (reason != RN_PEER_MISSING)
@@ -420,7 +457,7 @@ static void connect_authenticated(void *arg, uv_tcp_t *tcp, rn_peer_reason reaso
                              (unsigned long long)c->peer_id, rn_peer_reason_name(reason),
                              rn_peer_reason_text(reason));
     }
-    report_connect(c, tcp);
+    report_connect(c, stream);
 }
 
 static void connected(uv_connect_t *creq, int status) {
@@ -433,9 +470,15 @@ static void connected(uv_connect_t *creq, int status) {
     }
     rn_mux *m = c->group->mux;
     tune_socket(m, c->tcp);
+    if (m->o.tls && (c->stream = rn_peer_link_open(m->o.tls, c->tcp, c->peer_id)) == NULL) {
+        c->closing = true; /* the link closed the socket */
+        c->status = RAFT_NOCONNECTION;
+        report_connect(c, NULL);
+        return;
+    }
     static const rn_secret none = {0};
-    c->hs = rn_handshake_connect(c->tcp, m->o.key ? m->o.key : &none, c->hello.data, c->hello.len,
-                                 c->peer_id, connect_authenticated, c);
+    c->hs = rn_handshake_connect(c->stream, mux_auth(m), m->o.key ? m->o.key : &none, c->hello.data,
+                                 c->hello.len, c->peer_id, connect_authenticated, c);
 }
 
 /* --- the raft_uv_transport interface ------------------------------------ */
@@ -476,14 +519,15 @@ static int t_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, r
     c->req = req;
     c->cb = cb;
     c->peer_id = id;
-    rn_wire_auth auth = m->o.key && m->o.key->len ? RN_WIRE_AUTH_KEY : RN_WIRE_AUTH_NONE;
-    if (rn_wire_hello_encode(&c->hello, g->index, g->id, m->o.cluster_tag, g->address, auth) != 0)
+    if (rn_wire_hello_encode(&c->hello, g->index, g->id, m->o.cluster_tag, g->address,
+                             mux_auth(m)) != 0)
         abort(); /* t_init accepted the address, and the mux parsed it */
     c->tcp = raft_malloc(sizeof *c->tcp);
     if (c->tcp == NULL)
         abort();
     uv_tcp_init(m->o.loop, c->tcp);
     c->tcp->data = c;
+    c->stream = (uv_stream_t *)c->tcp;
     c->connect.data = c;
     int rv = uv_tcp_connect(&c->connect, c->tcp, (struct sockaddr *)&addr, connected);
     if (rv != 0) {

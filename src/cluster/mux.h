@@ -7,7 +7,9 @@
  * single shared listener: a connecting side writes the hello of wire.h (the
  * group, its id and address, the cluster tag) and then hands the stream to
  * libraft; the listening side reads exactly the hello and hands the stream
- * to that group's accept callback. Every connection, both sides, gets
+ * to that group's accept callback. With peer certificates the connection
+ * runs inside mutual TLS (peer_link.h) from its first byte, and the streams
+ * read, written and handed over are the links' plaintext ones. Every connection, both sides, gets
  * TCP_NODELAY (unless turned off for measurements), keepalive probes and
  * TCP_USER_TIMEOUT, so a peer that vanishes without a reset (a blackholed
  * route) is noticed within peer_timeout_ms instead of the kernel's ~15
@@ -23,6 +25,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "cluster/peer_tls.h"
 #include "util/secret.h"
 
 struct raft_uv_transport;
@@ -39,10 +42,10 @@ typedef struct {
     unsigned handshake_timeout_ms; /* an accepted connection silent this long is closed */
     unsigned max_handshakes;       /* accepted connections still in their hello; more are closed */
     /* Optional: a hello naming RN_WIRE_CONTROL_GROUP hands its stream here
-     * (the control channel, control.h); the callee owns tcp from then on
-     * and releases it with raft_free once closed. NULL: such hellos are
-     * refused. */
-    void (*control_accept)(void *ctx, uint64_t sender, uv_tcp_t *tcp);
+     * (the control channel, control.h); the callee owns the stream from
+     * then on and releases it with raft_free once closed. NULL: such hellos
+     * are refused. */
+    void (*control_accept)(void *ctx, uint64_t sender, uv_stream_t *stream);
     void *control_ctx;
     /* The cluster key (NULL or empty: none). With one, every connection
      * runs handshake.h's proofs before libraft or the control channel sees
@@ -50,7 +53,12 @@ typedef struct {
      * closed, counted (peer_auth.h) and logged. Not copied: it outlives
      * the mux. */
     const rn_secret *key;
-    uint64_t self_id; /* this node's id: a hello claiming it is refused (with a key) */
+    /* Peer certificates (NULL: none; not with a key): every connection,
+     * both ways, runs inside mutual TLS (peer_link.h); a hello whose sender
+     * is not the node the client's certificate names is refused with a
+     * verdict saying so (handshake.h), counted and logged. Not copied. */
+    const rn_peer_tls *tls;
+    uint64_t self_id; /* this node's id: a hello claiming it is refused (key, certificates) */
 } rn_mux_options;
 
 /* Binds and listens on o->listen_address. Returns 0 and *out, or a negative

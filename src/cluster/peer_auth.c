@@ -23,17 +23,24 @@ static const char *const reason_names[RN_PEER_REASON_COUNT] = {
     [RN_PEER_STALE] = "stale",
     [RN_PEER_BAD_PROOF] = "bad_proof",
     [RN_PEER_WRONG_ID] = "wrong_id",
+    [RN_PEER_UNTRUSTED] = "untrusted_cert",
+    [RN_PEER_CERT_ID] = "cert_id",
 };
 
 static const char *const reason_texts[RN_PEER_REASON_COUNT] = {
     [RN_PEER_OK] = "authenticated",
-    [RN_PEER_MISSING] = "no credential (is the peer started without --cluster-key-file?)",
+    [RN_PEER_MISSING] = "no credential (is the peer started without --cluster-key-file or "
+                        "--peer-cert?)",
     [RN_PEER_MALFORMED] = "the credential is malformed",
-    [RN_PEER_MODE] = "the peer authenticates another way than this node (one of the two has "
-                     "no --cluster-key-file)",
+    [RN_PEER_MODE] = "the peer authenticates another way than this node (a cluster key, peer "
+                     "certificates, or nothing: the two nodes' settings differ)",
     [RN_PEER_STALE] = "the signature's time is more than 30 s away from this node's clock",
     [RN_PEER_BAD_PROOF] = "the proof does not verify: the two nodes' cluster keys differ",
     [RN_PEER_WRONG_ID] = "the peer claims this node's own id",
+    [RN_PEER_UNTRUSTED] = "the peer's certificate does not verify against this node's --peer-ca "
+                          "(another CA's, expired or not yet valid)",
+    [RN_PEER_CERT_ID] = "the peer's certificate names another node id than the peer claims, or "
+                        "none (its URI SAN runnel-node:ID)",
 };
 
 const char *rn_peer_reason_name(rn_peer_reason r) {

@@ -56,6 +56,8 @@ typedef enum {
     RN_PEER_STALE,     /* HTTP: the time is outside the window */
     RN_PEER_BAD_PROOF, /* the MAC does not verify: another cluster key */
     RN_PEER_WRONG_ID,  /* the claimed id is this node's own, or not a node */
+    RN_PEER_UNTRUSTED, /* the certificate does not verify against the cluster's CA */
+    RN_PEER_CERT_ID,   /* the certificate names another node than claimed, or none */
     RN_PEER_REASON_COUNT
 } rn_peer_reason;
 

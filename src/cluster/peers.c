@@ -236,7 +236,8 @@ static void on_poll(uv_timer_t *t) {
             ps->g = rn_xcalloc(cl->all_groups, sizeof *ps->g);
         }
         char url[600];
-        snprintf(url, sizeof url, "%s/__runnel/cluster/status", cl->cfg.peers[i].url);
+        snprintf(url, sizeof url, "%s/__runnel/cluster/status",
+                 rn_cluster_peer_url(&cl->cfg.peers[i]));
         rn_fetch_request req = {.method = "GET",
                                 .url = url,
                                 .body_fd = -1,
@@ -255,11 +256,24 @@ static void sign_peer_request(void *arg, const char *method, const char *url, co
                       lines);
 }
 
+/* The CA peer requests trust: the peers' peer listeners speak TLS with
+ * their peer certificates (when this node has both), else the public
+ * listeners with --tls-cert's, which --tls-ca verifies (or the system's
+ * CAs). */
+static const char *peer_request_ca(const rn_config *cfg) {
+    if (cfg->peer_cert[0] && cfg->peer_listen.host[0])
+        return cfg->peer_ca;
+    return cfg->tls_ca[0] ? cfg->tls_ca : NULL;
+}
+
 void cluster_peers_start(rn_cluster *cl) {
+    bool certs = cl->peer_tls != NULL;
     rn_outbound_config oc = {.user_agent = "runnel-cluster",
                              .max_running = 16,
                              .max_queued = 64,
-                             .ca_file = cl->cfg.tls_ca[0] ? cl->cfg.tls_ca : NULL,
+                             .ca_file = peer_request_ca(&cl->cfg),
+                             .client_cert = certs ? cl->cfg.peer_cert : NULL,
+                             .client_key = certs ? cl->cfg.peer_key : NULL,
                              .sign = cl->key.len ? sign_peer_request : NULL,
                              .sign_arg = cl};
     cl->http = rn_outbound_new(cl->loop, &oc);

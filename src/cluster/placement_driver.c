@@ -40,6 +40,7 @@ static void learn_nodes(rn_cluster *cl) {
         p->id = n->id;
         snprintf(p->raft, sizeof p->raft, "%s", n->raft);
         snprintf(p->url, sizeof p->url, "%s", n->url);
+        snprintf(p->peer_url, sizeof p->peer_url, "%s", n->peer_url);
         rn_log(RN_LOG_INFO, "cluster_nodes", "node %u (%s, %s) joined the table", n->id, n->raft,
                n->url);
     }
@@ -129,6 +130,7 @@ static unsigned first_nodes(const rn_cluster *cl, rn_meta_node *nodes) {
         rn_meta_node node = {.id = (uint8_t)p->id, .state = RN_NODE_ACTIVE};
         snprintf(node.raft, sizeof node.raft, "%s", p->raft);
         snprintf(node.url, sizeof node.url, "%s", p->url);
+        snprintf(node.peer_url, sizeof node.peer_url, "%s", p->peer_url);
         unsigned at = n++;
         for (; at > 0 && nodes[at - 1].id > node.id; at--)
             nodes[at] = nodes[at - 1];

@@ -75,7 +75,8 @@ cluster_ask *cluster_ask_read_index(rn_cluster *cl, unsigned group, uint64_t tim
         return NULL;
     }
     char url[600];
-    snprintf(url, sizeof url, "%s/__runnel/cluster/read-index?group=%u", leader->url, group);
+    snprintf(url, sizeof url, "%s/__runnel/cluster/read-index?group=%u",
+             rn_cluster_peer_url(leader), group);
     rn_fetch_request req = {.method = "GET",
                             .url = url,
                             .body_fd = -1,

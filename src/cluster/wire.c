@@ -12,7 +12,7 @@
 int rn_wire_hello_encode(rn_buf *out, uint32_t group, uint64_t sender_id, uint64_t cluster_tag,
                          const char *address, rn_wire_auth auth) {
     assert(out != NULL && address != NULL && sender_id > 0);
-    assert(auth == RN_WIRE_AUTH_NONE || auth == RN_WIRE_AUTH_KEY);
+    assert(auth <= RN_WIRE_AUTH_CERT);
     size_t len = strlen(address);
     if (len == 0 || len > RN_WIRE_MAX_ADDRESS)
         return -1;
@@ -47,7 +47,7 @@ rn_wire_status rn_wire_hello_decode(const uint8_t *fixed, uint32_t groups, uint6
     assert(!r.failed);
     if (magic != RN_WIRE_MAGIC)
         return RN_WIRE_BAD_MAGIC;
-    if (version != RN_WIRE_VERSION || auth > RN_WIRE_AUTH_KEY)
+    if (version != RN_WIRE_VERSION || auth > RN_WIRE_AUTH_CERT)
         return RN_WIRE_BAD_VERSION;
     h->auth = (rn_wire_auth)auth;
     if (h->group >= groups && h->group != RN_WIRE_CONTROL_GROUP)

@@ -8,14 +8,17 @@
  * hello (little-endian):
  *
  *   u32 magic 'RNRF' (0x46524e52)   u16 version (1)   u16 address length
- *   u32 group                       u32 auth (0: none, 1: the cluster key)
+ *   u32 group                       u32 auth (0: none, 1: the cluster key,
+ *                                            2: the peer certificates)
  *   u64 sender id                   u64 cluster tag
  *   address bytes (1..255, no NUL): the sender's Raft address
  *
  * and the listening side reads exactly those bytes (never one more: what
  * follows belongs to libraft) before it hands the stream to the group. With
  * auth 1 the two sides first run the handshake of handshake.h (proofs of
- * the cluster key, peer_auth.h) over the same connection.
+ * the cluster key, peer_auth.h) over the same connection; with auth 2 the
+ * whole connection, hello included, runs inside mutual TLS (peer_link.h)
+ * and the listening side answers the hello with a verdict (handshake.h).
  *
  * A hello naming RN_WIRE_CONTROL_GROUP opens the node's control channel
  * instead (control.h): after it, the connecting side writes confirmation
@@ -47,7 +50,7 @@
 #define RN_WIRE_CONFIRM_BYTES 32u
 
 /* How a connection's sender proves it is a member (the hello's auth). */
-typedef enum { RN_WIRE_AUTH_NONE = 0, RN_WIRE_AUTH_KEY = 1 } rn_wire_auth;
+typedef enum { RN_WIRE_AUTH_NONE = 0, RN_WIRE_AUTH_KEY = 1, RN_WIRE_AUTH_CERT = 2 } rn_wire_auth;
 
 typedef struct {
     uint32_t group;

@@ -10,7 +10,7 @@
  * applied (with what apply left: rn_applied) or that it did not, and
  * whether it may still (the refusal to answer with). So the same pipeline
  * runs over any log; the log decides when apply runs:
- *   - log/wal_cmdlog.c (today): the local log. An entry is applied right
+ *   - engine/wal_cmdlog.c: the local log. An entry is applied right
  *     after the sync of its batch, then its done() runs, on the loop.
  *   - cluster/raft_log.c (cluster mode): every replica applies committed
  *     entries from the consensus layer's apply callback, including entries

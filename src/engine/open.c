@@ -13,7 +13,7 @@
  */
 #include "engine/damage_report.h"
 #include "engine/engine_int.h"
-#include "log/wal_cmdlog.h"
+#include "engine/wal_cmdlog.h"
 #include "util/clock.h"
 
 #include <errno.h>

@@ -72,6 +72,7 @@ typedef struct {
     rn_buf pending; /* streamed body bytes not yet sent */
     /* the answer */
     int answering; /* the client's answer started */
+    int streaming; /* ... as a streamed one */
     int sse, at_boundary, expire_pending;
     uv_timer_t expiry;
     int timer_open;
@@ -160,10 +161,11 @@ static void refuse(fwd *fw, rn_forward_failure why) {
 
 /* ---- the request to a node ---- */
 
-/* Whether a client's header goes on to the node: hop-by-hop fields and
- * the framing the forwarder sets itself stay behind, and so does the
- * credential unless the forwarder keeps it. */
-static int forwarded_header(const rn_forwarder *f, const rn_header *h) {
+/* Whether a client's header of req goes on to the node: hop-by-hop fields
+ * and the framing the forwarder sets itself stay behind, and so does the
+ * credential unless the forwarder keeps it (or it is the server's own
+ * token, which the gate let through). */
+static int forwarded_header(const rn_forwarder *f, const rn_request *req, const rn_header *h) {
     static const char *const dropped[] = {"connection",
                                           "keep-alive",
                                           "proxy-connection",
@@ -178,7 +180,8 @@ static int forwarded_header(const rn_forwarder *f, const rn_header *h) {
     for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
         if (rn_ieq(h->name, h->name_len, dropped[i]))
             return 0;
-    return f->cfg.keep_credentials || !rn_ieq(h->name, h->name_len, "authorization");
+    return f->cfg.keep_credentials || rn_gate_passes_authorization(req) ||
+           !rn_ieq(h->name, h->name_len, "authorization");
 }
 
 /* The request's head for a node: fw->target at origin, the client's
@@ -189,7 +192,7 @@ static void build_head(fwd *fw, rn_buf *head, int expect) {
                    fw->origin + 7);
     for (size_t i = 0; i < req->header_count; i++) {
         const rn_header *h = &req->headers[i];
-        if (!forwarded_header(fw->f, h))
+        if (!forwarded_header(fw->f, fw->req, h))
             continue;
         rn_buf_append(head, h->name, h->name_len);
         rn_buf_append_str(head, ": ");
@@ -328,9 +331,12 @@ static void answer_head(fwd *fw, int status, const rn_header *h, size_t n, uint6
         rn_http_respond(fw->req, status, &head, &body);
     } else if (length == RN_UP_CHUNKED) {
         rn_http_stream_start(fw->req, status, &head);
+        fw->streaming = 1;
     } else {
         rn_http_stream_start_sized(fw->req, status, &head, length);
+        fw->streaming = 1;
     }
+
     int64_t exp = rn_gate_expires_ms(fw->req);
     if (fw->sse && exp > 0 && length == RN_UP_CHUNKED) {
         fw->at_boundary = 1;
@@ -524,6 +530,7 @@ static void fwd_try_free(fwd *fw) {
     req->handler_data = NULL;
     req->on_abort = NULL;
     req->on_drain = NULL;
+    req->on_input_end = NULL;
     rn_buf_free(&fw->pending);
     free(fw);
     rn_request_release(req);
@@ -551,6 +558,30 @@ static void on_abort(rn_request *req) {
     }
     close_timer(fw);
     fwd_try_free(fw);
+}
+
+static void end_for_gone_client(fwd *fw) {
+    if (fw->call) {
+        rn_up_call_cancel(fw->call);
+        fw->call = NULL;
+        fw->call_open = 0;
+    }
+    close_timer(fw);
+    fw->req->on_abort = NULL; /* ended here */
+    rn_http_stream_abort(fw->req);
+    fwd_try_free(fw);
+}
+
+/* A read's client shut its sending side: gone, as far as a streamed
+ * answer (an SSE read, a long body) can tell, which would otherwise hold
+ * the node's stream and the tenant's live-read slot until the node ends
+ * it. An answer not streamed yet still comes (the client may read it). */
+static void on_input_end(rn_request *req) {
+    fwd *fw = req->handler_data;
+    if (!fw)
+        return;
+    if (fw->streaming)
+        end_for_gone_client(fw);
 }
 
 static void on_drain(rn_request *req) {
@@ -636,6 +667,8 @@ static fwd *fwd_new(rn_forwarder *f, rn_request *req, int streamed) {
     req->handler_data = fw;
     req->on_abort = on_abort;
     req->on_drain = on_drain;
+    if (fw->read_only)
+        req->on_input_end = on_input_end;
     return fw;
 }
 

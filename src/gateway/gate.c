@@ -32,6 +32,7 @@
 #include <string.h>
 
 #define ORIGIN_MAX 256
+#define BODY_FLOOR_GRACE_MS 1000 /* a tenant's body floor starts counting after this */
 
 struct rn_gate {
     uv_loop_t *loop;
@@ -279,6 +280,7 @@ static void admit(rn_request *req, ticket *t) {
     if (t->tenant) {
         t->cors = t->origin[0] && rn_tenant_cors(t->tenant, t->origin, strlen(t->origin));
         req->min_body_rate = t->tenant->limits.min_body_bytes_per_second;
+        req->body_grace_ms = req->min_body_rate ? BODY_FLOOR_GRACE_MS : 0;
         req->credential_expires_ms = t->id.expires_ms;
     } else {
         t->cors = 0; /* an open route: no credential, nothing a page should read across origins */
@@ -386,7 +388,7 @@ static rn_gate_verdict decide(rn_gate *g, rn_request *req, ticket *t, int may_wa
  * it without credentials). */
 static void preflight(rn_request *req, ticket *t) {
     t->answered = 1;
-    rn_reply_preflight(req);
+    rn_reply_preflight(req, 0); /* the gate's own answer: no server identity (ext §10) */
 }
 
 rn_gate_verdict rn_gate_check(rn_gate *g, rn_request *req, int may_wait,
@@ -402,7 +404,7 @@ rn_gate_verdict rn_gate_check(rn_gate *g, rn_request *req, int may_wait,
         return RN_GATE_DONE;
     }
     rn_target_of(req, &t->target);
-    if (t->target.kind == RN_TARGET_OPEN) {
+    if (t->target.kind == RN_TARGET_OPEN || t->target.kind == RN_TARGET_SUBS_TOKEN) {
         admit(req, t);
         return RN_GATE_PASS;
     }
@@ -412,6 +414,11 @@ rn_gate_verdict rn_gate_check(rn_gate *g, rn_request *req, int may_wait,
 int rn_gate_admitted(const rn_request *req) {
     const ticket *t = ticket_of(req);
     return t && t->admitted;
+}
+
+int rn_gate_passes_authorization(const rn_request *req) {
+    const ticket *t = ticket_of(req);
+    return t && t->admitted && t->target.kind == RN_TARGET_SUBS_TOKEN;
 }
 
 const char *rn_gate_tenant(const rn_request *req) {
@@ -437,9 +444,24 @@ static void flush_usage(void *arg, rn_buf *out) {
     rn_quota_usage_lines(g->quotas, rn_now_ms(), out);
 }
 
+/* Loads the tenants file; refuses one whose tenant's request limit is
+ * above the gate's own (a node's at most): the gate would take bodies a
+ * node refuses unread. */
 static rn_tenants *load(rn_gate *g, char *err, size_t cap) {
     int missing;
     rn_tenants *t = rn_tenants_load(g->tenants_path, &missing, err, cap);
+    for (size_t i = 0; t && i < t->ntenants; i++) {
+        uint64_t limit = t->tenants[i].limits.max_request_bytes;
+        if (limit > g->cfg.max_request_bytes) {
+            snprintf(err, cap,
+                     "%s: tenant \"%s\": max_request_bytes %llu is above the request limit of "
+                     "the nodes behind the gate, %llu",
+                     g->tenants_path, t->tenants[i].name, (unsigned long long)limit,
+                     (unsigned long long)g->cfg.max_request_bytes);
+            rn_tenants_unref(t);
+            return NULL;
+        }
+    }
     if (t && missing)
         rn_log(RN_LOG_WARN, "gateway", "tenants file %s does not exist: nobody is let in",
                g->tenants_path);

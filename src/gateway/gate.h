@@ -77,6 +77,10 @@ rn_gate_verdict rn_gate_check(rn_gate *g, rn_request *req, int may_wait,
                               void (*cb)(rn_request *req, void *arg), void *arg);
 /* Whether req was admitted (it carries an admitted ticket). */
 int rn_gate_admitted(const rn_request *req);
+/* Whether the request's Authorization is not a tenant's credential but the
+ * server's own token (a subscription's callback, ack or release), which
+ * must reach the node. */
+int rn_gate_passes_authorization(const rn_request *req);
 
 /* Of an admitted request: its tenant ("-" for an open route) and the
  * expiry of its credential (0: none). An admitted request's target holds no

@@ -140,6 +140,23 @@ static const char *decode_into(rn_target *t, size_t *used, const char *s, size_t
     return start;
 }
 
+/* Whether name (decoded, after /v1/stream/) is
+ * __ds/subscriptions/{id}/callback, /ack or /release. */
+static int token_route(const char *name, size_t len) {
+    static const char pre[] = "__ds/subscriptions/";
+    size_t pl = sizeof pre - 1;
+    if (len <= pl || memcmp(name, pre, pl) != 0)
+        return 0;
+    const char *id = name + pl, *end = name + len;
+    const char *slash = memchr(id, '/', (size_t)(end - id));
+    if (!slash || slash == id)
+        return 0;
+    size_t n = (size_t)(end - slash - 1);
+    const char *last = slash + 1;
+    return (n == 8 && memcmp(last, "callback", 8) == 0) ||
+           (n == 3 && memcmp(last, "ack", 3) == 0) || (n == 7 && memcmp(last, "release", 7) == 0);
+}
+
 void rn_target_of(const rn_request *req, rn_target *t) {
     const char *q = memchr(req->target, '?', req->target_len);
     size_t n = q ? (size_t)(q - req->target) : req->target_len;
@@ -163,6 +180,9 @@ void rn_target_of(const rn_request *req, rn_target *t) {
         const char *slash = memchr(name, '/', t->stream_len); /* decoded: no NUL after it */
         size_t seg = slash ? (size_t)(slash - name) : t->stream_len;
         t->kind = seg == 4 && memcmp(name, "__ds", 4) == 0 ? RN_TARGET_SUBS : RN_TARGET_V1;
+        if (t->kind == RN_TARGET_SUBS && req->method == RN_HTTP_POST &&
+            token_route(name, t->stream_len))
+            t->kind = RN_TARGET_SUBS_TOKEN;
         return;
     }
     if (n < 2 || p[0] != '/')

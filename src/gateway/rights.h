@@ -31,12 +31,15 @@ typedef struct {
 
 /* What a request is about (rn_target_of). */
 typedef enum {
-    RN_TARGET_OPEN,   /* /__runnel/livez and readyz: anyone */
-    RN_TARGET_OPS,    /* every other /__runnel/ route: admin on "*" */
-    RN_TARGET_SUBS,   /* /v1/stream/__ds/...: read and write on "v1:" */
-    RN_TARGET_V1,     /* /v1/stream/{name} */
-    RN_TARGET_BUCKET, /* /{bucket}[/{stream}[/...]] */
-    RN_TARGET_NONE,   /* "/" or a path no route serves: no rights needed (the node answers) */
+    RN_TARGET_OPEN,       /* /__runnel/livez and readyz: anyone */
+    RN_TARGET_OPS,        /* every other /__runnel/ route: admin on "*" */
+    RN_TARGET_SUBS,       /* /v1/stream/__ds/...: read and write on "v1:" */
+    RN_TARGET_SUBS_TOKEN, /* POST /v1/stream/__ds/subscriptions/{id}/callback, ack or release:
+                             their Authorization is the server's own token (PROTOCOL.md
+                             §7), which the node checks: no tenant credential */
+    RN_TARGET_V1,         /* /v1/stream/{name} */
+    RN_TARGET_BUCKET,     /* /{bucket}[/{stream}[/...]] */
+    RN_TARGET_NONE,       /* "/" or a path no route serves: no rights needed (the node answers) */
 } rn_target_kind;
 
 typedef struct {

@@ -389,8 +389,13 @@ rn_tenants *rn_tenants_load(const char *path, int *missing, char *err, size_t ca
         return t;
     }
     loader l = {.err = err, .cap = cap};
+    size_t blank = 0;
+    while (rc == 0 && blank < text.len && strchr(" \t\r\n", text.data[blank]))
+        blank++;
     if (rc < 0) {
         fail(&l, "cannot read %s: %s", path, strerror(-rc));
+    } else if (blank == text.len) {
+        /* an empty file: no tenants (fail closed, as a missing one) */
     } else {
         json_error_t je;
         json_t *doc = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &je);

@@ -79,7 +79,8 @@ typedef struct rn_tenants {
 } rn_tenants;
 
 /* Loads path. A file that does not exist gives an empty set (nobody is let
- * in) and says so in *missing. Returns NULL with why in err (a file that
+ * in) and says so in *missing; an empty file (or only white space) gives
+ * an empty set too. Returns NULL with why in err (a file that
  * is not valid JSON, an unknown member, a bad value: nothing is half
  * loaded). The set starts with one reference. */
 rn_tenants *rn_tenants_load(const char *path, int *missing, char *err, size_t cap);

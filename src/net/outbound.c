@@ -65,6 +65,7 @@ struct rn_outbound {
     void *policy_arg;
     char *policy_refusal;
     char *ca_file;
+    char *client_cert, *client_key;
     rn_outbound_sign_fn sign;
     void *sign_arg;
     size_t max_running, max_queued, nrunning, nqueued;
@@ -362,6 +363,8 @@ rn_outbound *rn_outbound_new(uv_loop_t *loop, const rn_outbound_config *cfg) {
     o->max_queued = cfg->max_queued;
     o->user_agent = rn_xstrdup(cfg->user_agent);
     o->ca_file = cfg->ca_file ? rn_xstrdup(cfg->ca_file) : NULL;
+    o->client_cert = cfg->client_cert ? rn_xstrdup(cfg->client_cert) : NULL;
+    o->client_key = cfg->client_key ? rn_xstrdup(cfg->client_key) : NULL;
     o->sign = cfg->sign;
     o->sign_arg = cfg->sign_arg;
     o->multi = curl_multi_init();
@@ -467,6 +470,10 @@ rn_fetch *rn_outbound_start(rn_outbound *o, const rn_fetch_request *req, rn_fetc
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, req->path_as_is ? 1L : 0L);
     if (o->ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file);
+    if (o->client_cert) {
+        curl_easy_setopt(e, CURLOPT_SSLCERT, o->client_cert);
+        curl_easy_setopt(e, CURLOPT_SSLKEY, o->client_key);
+    }
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, f);
     if (o->nrunning < o->max_running) {
@@ -528,6 +535,8 @@ void rn_outbound_free(rn_outbound *o) {
     free(o->user_agent);
     free(o->policy_refusal);
     free(o->ca_file);
+    free(o->client_cert);
+    free(o->client_key);
     free(o);
     curl_global_cleanup();
 }

@@ -87,6 +87,10 @@ typedef struct {
     size_t max_running;         /* transfers at once (>= 1) */
     size_t max_queued;          /* transfers waiting; beyond it a start fails */
     const char *ca_file;        /* CA certificates for https (NULL: the system's) */
+    /* A client certificate (PEM chain) and its key (PEM) that https
+     * requests present when the server asks for one (NULL: none). */
+    const char *client_cert;
+    const char *client_key;
     /* Optional: called as each request starts with its method, URL and
      * body (a memory body: signed requests never send a descriptor's
      * bytes); appends header lines ("Name: value\r\n" each) that the

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "ops/config.h"
+#include "ops/config_peers.h"
 #include "util/text.h"
 
 #include <errno.h>
@@ -24,7 +25,7 @@ typedef enum {
                       with `choices`, one more word too, stored as 2 */
     KIND_CHOICE,   /* one of the |-separated words in `choices`, into a char[8] */
     KIND_CPUS,     /* a count of threads, as KIND_U64; default: usable CPUs minus `def` */
-    KIND_PEER,     /* N=RAFTADDR,URL into cfg->peers; repeatable (see add_peer) */
+    KIND_PEER,     /* N=RAFTADDR,URL[,PEERURL] into cfg->peers; repeatable (config_peers.h) */
     KIND_UPSTREAM, /* http://HOST:PORT into cfg->upstreams; repeatable */
 } setting_kind;
 
@@ -81,8 +82,15 @@ static const setting SETTINGS[] = {
     BOOL("access-log", "RUNNEL_ACCESS_LOG", access_log, 0,
          "log one line per answered request (method, path without query, status, bytes, "
          "microseconds)"),
-    {"listen", "RUNNEL_LISTEN", KIND_LISTEN, 0, 0, 0, 0, "127.0.0.1:4437",
+    {"listen", "RUNNEL_LISTEN", KIND_LISTEN, offsetof(rn_config, listen), 0, 0, 0, "127.0.0.1:4437",
      "HOST:PORT to listen on (IPv6 as [::1]:PORT)", NULL},
+    {"peer-listen", "RUNNEL_PEER_LISTEN", KIND_LISTEN, offsetof(rn_config, peer_listen), 0, 0, 0,
+     "",
+     "HOST:PORT of a second listener, for peer and operator traffic only (the cluster's peer "
+     "routes, membership, backups, test hooks): --listen then answers those 404, and this one "
+     "answers every other route 404; it speaks TLS with --peer-cert when given, else with "
+     "--tls-cert when given; empty: one listener for everything",
+     NULL},
     {"tls-cert", "RUNNEL_TLS_CERT", KIND_PATH, offsetof(rn_config, tls_cert), 0, 0, 0, NULL,
      "PEM certificate chain (leaf first): the port speaks TLS 1.2/1.3 (https) instead of "
      "cleartext; with --tls-key; both files are read again on SIGHUP",
@@ -107,6 +115,17 @@ static const setting SETTINGS[] = {
      "every node: every Raft port connection and every peer request proves it; empty: peers "
      "are not authenticated",
      NULL},
+    {"peer-cert", "RUNNEL_PEER_CERT", KIND_PATH, offsetof(rn_config, peer_cert), 0, 0, 0, NULL,
+     "cluster mode: this node's PEM certificate chain for mutual TLS between nodes, issued by "
+     "--peer-ca and naming the node as its URI subject alternative name runnel-node:ID: every "
+     "Raft port connection runs inside TLS and proves which node it is, and so does every peer "
+     "request (its client certificate); with --peer-key and --peer-ca; not with "
+     "--cluster-key-file",
+     NULL},
+    {"peer-key", "RUNNEL_PEER_KEY", KIND_PATH, offsetof(rn_config, peer_key), 0, 0, 0, NULL,
+     "PEM private key of --peer-cert", NULL},
+    {"peer-ca", "RUNNEL_PEER_CA", KIND_PATH, offsetof(rn_config, peer_ca), 0, 0, 0, NULL,
+     "PEM certificates of the cluster's CA: a peer's certificate must verify against them", NULL},
     {"data-dir", "RUNNEL_DATA_DIR", KIND_PATH, offsetof(rn_config, data_dir), 0, 0, 0,
      "./runnel-data", "directory of the embedded store (created if missing)", NULL},
     {"cluster-id", "RUNNEL_CLUSTER_ID", KIND_TEXT, offsetof(rn_config, cluster_id), 0, 0, 0, "",
@@ -114,9 +133,10 @@ static const setting SETTINGS[] = {
     U64("node-id", "RUNNEL_NODE_ID", node_id, 0, 0, 255,
         "cluster mode: this node's id (1 to 255), unique in the cluster; 0: a single node"),
     {"peer", "RUNNEL_PEER", KIND_PEER, offsetof(rn_config, peers), 0, 0, 0, NULL,
-     "cluster mode: N=RAFTADDR,URL for every node, this one included (repeat the option, or "
-     "the key in the file; RUNNEL_PEER takes them separated by spaces): its id, the numeric "
-     "host:port of its Raft port and its public base URL",
+     "cluster mode: N=RAFTADDR,URL[,PEERURL] for every node, this one included (repeat the "
+     "option, or the key in the file; RUNNEL_PEER takes them separated by spaces): its id, the "
+     "numeric host:port of its Raft port, its public base URL and, when it has a "
+     "--peer-listen, that listener's base URL (its peers' requests go there)",
      NULL},
     U64("groups", "RUNNEL_GROUPS", groups, 16, 1, 256,
         "cluster mode: number of Raft groups streams are spread over; the same on every node and "
@@ -380,54 +400,6 @@ static int takes(rn_config_scope scope, const setting *s) {
     return k == FOR_BOTH || (k == FOR_GATEWAY) == (scope == RN_CONFIG_GATEWAY);
 }
 
-/* Parses one peer, N=RAFTADDR,URL: N in 1..255, RAFTADDR a host:port (its
- * form is checked with the rest of the cluster settings, cluster_config.c),
- * URL http(s):// without a trailing slash, of characters a header may
- * carry unquoted. Appends it to cfg->peers. */
-static int add_peer(rn_config *cfg, const char *v, size_t n, const char *source, char *err,
-                    size_t errcap) {
-    const char *eq = memchr(v, '=', n);
-    const char *comma = eq ? memchr(eq, ',', n - (size_t)(eq - v)) : NULL;
-    uint64_t id;
-    if (!eq || !comma || rn_parse_strict_u64(v, (size_t)(eq - v), 255, &id) || id == 0) {
-        snprintf(err, errcap, "%s: peer must be N=RAFTADDR,URL with N from 1 to 255 (got \"%.*s\")",
-                 source, (int)n, v);
-        return -1;
-    }
-    const char *raft = eq + 1, *url = comma + 1;
-    size_t raft_len = (size_t)(comma - raft), url_len = n - (size_t)(url - v);
-    while (url_len && url[url_len - 1] == '/')
-        url_len--;
-    rn_peer_config *p = &cfg->peers[cfg->n_peers];
-    if (cfg->n_peers == RN_MAX_PEERS) {
-        snprintf(err, errcap, "%s: more than %d peers", source, RN_MAX_PEERS);
-        return -1;
-    }
-    if (raft_len == 0 || raft_len >= sizeof p->raft) {
-        snprintf(err, errcap, "%s: peer %llu: RAFTADDR must be host:port (got \"%.*s\")", source,
-                 (unsigned long long)id, (int)raft_len, raft);
-        return -1;
-    }
-    int url_ok = url_len < sizeof p->url &&
-                 (rn_iprefix(url, url_len, "http://") || rn_iprefix(url, url_len, "https://"));
-    for (size_t i = 0; url_ok && i < url_len; i++)
-        url_ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\';
-    if (!url_ok || url_len <= 8) {
-        snprintf(err, errcap,
-                 "%s: peer %llu: URL must be an http:// or https:// URL of printable ASCII "
-                 "(got \"%.*s\")",
-                 source, (unsigned long long)id, (int)url_len, url);
-        return -1;
-    }
-    p->id = id;
-    memcpy(p->raft, raft, raft_len);
-    p->raft[raft_len] = 0;
-    memcpy(p->url, url, url_len);
-    p->url[url_len] = 0;
-    cfg->n_peers++;
-    return 0;
-}
-
 /* Where a value comes from: a repeatable setting given by a source replaces
  * what a lower one gave (flags > environment > file). */
 enum { FROM_DEFAULT, FROM_FILE, FROM_ENV, FROM_FLAG };
@@ -471,7 +443,7 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         /* the environment variable lists them separated by spaces */
         for (const char *p = v; *p;) {
             size_t n = from == FROM_ENV ? strcspn(p, " \t") : strlen(p);
-            if (n && add_peer(cfg, p, n, source, err, errcap))
+            if (n && rn_config_add_peer(cfg, p, n, source, err, errcap))
                 return -1;
             p += n;
             while (from == FROM_ENV && (*p == ' ' || *p == '\t'))
@@ -552,6 +524,11 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
         return 0;
     }
     case KIND_LISTEN: {
+        rn_listen_address *to = (rn_listen_address *)((char *)cfg + s->field);
+        if (!*v && s->def_text && !*s->def_text) { /* an optional listener: none */
+            *to = (rn_listen_address){0};
+            return 0;
+        }
         const char *colon = strrchr(v, ':');
         uint64_t port;
         const char *host = v;
@@ -560,14 +537,14 @@ static int set_value(rn_config *cfg, const setting *s, const char *v, const char
             host++;
             host_len -= 2;
         }
-        if (!colon || host_len == 0 || host_len >= sizeof cfg->listen_host ||
+        if (!colon || host_len == 0 || host_len >= sizeof to->host ||
             rn_parse_strict_u64(colon + 1, strlen(colon + 1), 65535, &port)) {
             snprintf(err, errcap, "%s: %s must be HOST:PORT (got \"%s\")", source, s->flag, v);
             return -1;
         }
-        memcpy(cfg->listen_host, host, host_len);
-        cfg->listen_host[host_len] = 0;
-        cfg->listen_port = (int)port;
+        memcpy(to->host, host, host_len);
+        to->host[host_len] = 0;
+        to->port = (int)port;
         return 0;
     }
     }
@@ -760,8 +737,8 @@ int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv,
             return -1;
     }
     if (scope == RN_CONFIG_GATEWAY) { /* beside a node on its default port */
-        snprintf(cfg->listen_host, sizeof cfg->listen_host, "127.0.0.1");
-        cfg->listen_port = 4438;
+        snprintf(cfg->listen.host, sizeof cfg->listen.host, "127.0.0.1");
+        cfg->listen.port = 4438;
     }
     for (int a = 0; a < argc; a++) {
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
@@ -820,11 +797,21 @@ int rn_config_load(rn_config *cfg, rn_config_scope scope, int argc, char **argv,
                  cfg->tls_cert[0] ? "--tls-key" : "--tls-cert");
         return -1;
     }
-    if (cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
+    /* a server must take the protocol's 32 MiB; an intermediary may lower
+     * what it takes (ext §10), announcing it (Ursula-Max-Request-Bytes) */
+    if (scope == RN_CONFIG_SERVE && cfg->max_body_bytes < REQUEST_LIMIT && !cfg->test_hooks) {
         snprintf(err, errcap,
                  "--max-body-bytes %llu is below the protocol's request limit, 33554432 (32 MiB), "
                  "which every route must accept; a lower limit is a test setting (--test-hooks)",
                  (unsigned long long)cfg->max_body_bytes);
+        return -1;
+    }
+    int peer_files = !!cfg->peer_cert[0] + !!cfg->peer_key[0] + !!cfg->peer_ca[0];
+    if (peer_files != 0 && peer_files != 3) {
+        snprintf(err, errcap, "--peer-cert, --peer-key and --peer-ca go together (%s is missing)",
+                 !cfg->peer_cert[0]  ? "--peer-cert"
+                 : !cfg->peer_key[0] ? "--peer-key"
+                                     : "--peer-ca");
         return -1;
     }
     return check_tiering(cfg, err, errcap);
@@ -854,17 +841,23 @@ void rn_config_describe(const rn_config *cfg, rn_config_scope scope, const char 
                                          : "false");
             break;
         }
-        case KIND_LISTEN:
-            n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, cfg->listen_host,
-                                  cfg->listen_port);
+        case KIND_LISTEN: {
+            const rn_listen_address *a = (const rn_listen_address *)field;
+            if (a->host[0])
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%s:%d", lead, s->flag, a->host,
+                                      a->port);
+            else
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=", lead, s->flag);
             break;
+        }
         case KIND_PEER:
             if (!cfg->n_peers)
                 n += (size_t)snprintf(out + n, cap - n, "%s%s=", lead, s->flag);
             for (int k = 0; k < cfg->n_peers && n < cap; k++)
-                n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu=%s,%s", k || i ? sep : "",
+                n += (size_t)snprintf(out + n, cap - n, "%s%s=%llu=%s,%s%s%s", k || i ? sep : "",
                                       s->flag, (unsigned long long)cfg->peers[k].id,
-                                      cfg->peers[k].raft, cfg->peers[k].url);
+                                      cfg->peers[k].raft, cfg->peers[k].url,
+                                      cfg->peers[k].peer_url[0] ? "," : "", cfg->peers[k].peer_url);
             break;
         case KIND_UPSTREAM:
             for (int k = 0; k < cfg->n_upstreams && n < cap; k++)

@@ -13,18 +13,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One node of a cluster (--peer N=RAFTADDR,URL). */
+/* One node of a cluster (--peer N=RAFTADDR,URL[,PEERURL]). */
 typedef struct {
-    uint64_t id;   /* 1..255 */
-    char raft[64]; /* host:port of its Raft/peer port, numeric */
-    char url[512]; /* its public base URL, without a trailing slash */
+    uint64_t id;        /* 1..255 */
+    char raft[64];      /* host:port of its Raft/peer port, numeric */
+    char url[512];      /* its public base URL, without a trailing slash */
+    char peer_url[512]; /* its peer listener's base URL (--peer-listen); "": url */
 } rn_peer_config;
+
+/* An address to listen on (--listen, --peer-listen). */
+typedef struct {
+    char host[256]; /* "": none (an optional listener) */
+    int port;
+} rn_listen_address;
 
 #define RN_MAX_PEERS 32
 
 typedef struct {
-    char listen_host[256];
-    int listen_port;
+    rn_listen_address listen;      /* the public listener */
+    rn_listen_address peer_listen; /* the peer and operator listener; host "": none */
     char data_dir[4096];
     char tls_cert[4096];         /* PEM certificate chain; empty: cleartext (with tls_key) */
     char tls_key[4096];          /* PEM private key of tls_cert */
@@ -32,6 +39,9 @@ typedef struct {
     char admin_token_file[4096]; /* the operator routes' token (ops/admin_auth.h); empty: open */
     int metrics_need_token;      /* /__runnel/metrics is an operator route too */
     char cluster_key_file[4096]; /* the cluster key (cluster/peer_auth.h); empty: none */
+    char peer_cert[4096];        /* this node's certificate (cluster/peer_tls.h); empty: none */
+    char peer_key[4096];         /* its private key */
+    char peer_ca[4096];          /* the cluster's CA, which every peer's certificate verifies */
     char cluster_id[128];        /* empty: generated once and kept in the data dir */
     char public_url[512];        /* empty: http://<listen> */
     int webhook_allow_loopback;

@@ -238,6 +238,19 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
 }
 
+bool rn_endpoints_on_listener(const rn_endpoints *ep, rn_request *req) {
+    if (!ep->peer_listener || (req->route_flags & RN_REQUEST_PEER_LISTENER))
+        return true;
+    rn_reply_error(req, RN_E_PEER_LISTENER_ONLY, NULL);
+    return false;
+}
+
+/* An operator route's check: on the right listener, with the admin
+ * token. False after answering the refusal. */
+static bool operator_allowed(const rn_endpoints *ep, rn_request *req) {
+    return rn_endpoints_on_listener(ep, req) && rn_admin_authorize(ep->admin, req);
+}
+
 void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,
                          size_t query_len, void *arg) {
     rn_endpoints *ep = arg;
@@ -266,13 +279,13 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
             rn_buf_append_str(&body, ep->ready ? "ready\n" : "recovering\n");
         answer_text(req, ep->ready && !failing ? 200 : 503, "text/plain", &body);
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
-        if (ep->metrics_need_token && !rn_admin_authorize(ep->admin, req))
+        if (ep->metrics_need_token && !operator_allowed(ep, req))
             return;
         render(&body, ep);
         answer_text(req, 200, "text/plain; version=0.0.4", &body);
     } else if (req->method == RN_HTTP_POST && path_len == 6 && memcmp(path, "backup", 6) == 0) {
         rn_buf_free(&body);
-        if (!rn_admin_authorize(ep->admin, req))
+        if (!operator_allowed(ep, req))
             return;
         if (!ep->ready)
             rn_reply_error(req, RN_E_RECOVERING, NULL);
@@ -284,7 +297,7 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
                ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
         rn_buf_free(&body);
     } else if (ep->ready) {
-        if (rn_admin_authorize(ep->admin, req)) /* the test hooks change state */
+        if (operator_allowed(ep, req)) /* the test hooks change state */
             rn_admin_handle(ep->surface, req, ep->test_hooks, path, path_len, query, query_len);
     } else {
         rn_reply_error(req, RN_E_NOT_FOUND, NULL);

@@ -4,10 +4,13 @@
  * (with --test-hooks) the test hooks of surface/admin.c. Liveness,
  * readiness and metrics are open (metrics behind the admin token with
  * --metrics-need-token); every other route is an operator's (admin_auth.h)
- * unless the cluster's routes say otherwise.
+ * unless the cluster's routes say otherwise. With a peer listener, the
+ * operator (and peer) routes are served there only.
  */
 #ifndef RN_ENDPOINTS_H
 #define RN_ENDPOINTS_H
+
+#include <stdbool.h>
 
 #include "engine/engine.h"
 #include "gateway/gate.h"
@@ -30,6 +33,10 @@ typedef struct {
     struct rn_backups *backups;  /* POST /__runnel/backup, or NULL (no --backup-to) */
     const rn_admin_auth *admin;  /* the operator routes' credential (admin_auth.h) */
     int metrics_need_token;      /* metrics is an operator route too */
+    /* A peer listener exists (--peer-listen): peer and operator routes are
+     * served there only (RN_REQUEST_PEER_LISTENER), and answer 404
+     * elsewhere. */
+    int peer_listener;
     /* Cluster mode (NULL otherwise): more routes under /__runnel/ (returns
      * 1 when it answered, a refusal of who called included: the cluster's
      * routes say who may call them) and a readiness condition (1: ready,
@@ -42,6 +49,11 @@ typedef struct {
     rn_gate *gate;           /* --tenants: its metrics join the node's (NULL: none) */
     uint64_t max_body_bytes; /* told on livez (Ursula-Max-Request-Bytes), for gateways */
 } rn_endpoints;
+
+/* Whether req may reach a peer or operator route: it came in on the peer
+ * listener, or there is none. False after answering 404 (served on the
+ * peer listener only). */
+bool rn_endpoints_on_listener(const rn_endpoints *ep, rn_request *req);
 
 /* rn_ops_handler for the router; arg is an rn_endpoints. */
 void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, const char *query,

@@ -305,14 +305,15 @@ static int run(gateway *gw) {
     if (gw->exit_code)
         return gw->exit_code;
     if (c->tls_cert[0]) {
-        gw->tls = rn_tls_context_new(c->tls_cert, c->tls_key, err, sizeof err);
+        rn_tls_files f = {.cert_path = c->tls_cert, .key_path = c->tls_key};
+        gw->tls = rn_tls_context_new(&f, err, sizeof err);
         if (!gw->tls) {
             rn_log(RN_LOG_ERROR, "start", "%s", err);
             return 1;
         }
     }
-    rn_http_config hc = {.host = c->listen_host,
-                         .port = c->listen_port,
+    rn_http_config hc = {.host = c->listen.host,
+                         .port = c->listen.port,
                          .max_body_bytes = c->max_body_bytes,
                          .max_header_bytes = c->max_header_bytes,
                          .max_headers = c->max_headers,

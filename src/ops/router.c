@@ -10,6 +10,7 @@
 #include "util/metrics.h"
 #include "util/text.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #define V1_PREFIX "/v1/stream/"
@@ -31,15 +32,22 @@ static size_t reserved_prefix(const char *path, size_t len) {
                : 0;
 }
 
+/* Whether the gate judges req: it guards the public listener; the peer
+ * listener's peers and operators prove themselves to the routes. */
+static bool gated_here(const rn_router *rt, const rn_request *req) {
+    return rt->gate && !(req->route_flags & RN_REQUEST_PEER_LISTENER);
+}
+
 void rn_router_answer_early(rn_request *req, void *arg) {
     rn_router *rt = arg;
-    if (rt->gate && rn_gate_check(rt->gate, req, 0, NULL, NULL) == RN_GATE_DONE)
+    if (gated_here(rt, req) && rn_gate_check(rt->gate, req, 0, NULL, NULL) == RN_GATE_DONE)
         return; /* refused from its head: none of its body is read */
     int write =
         req->method == RN_HTTP_POST || req->method == RN_HTTP_PUT || req->method == RN_HTTP_DELETE;
     /* a POST may get an early answer (ext §5.5); in cluster mode every
      * write is routed from its head (§5.7) */
-    if (!rt->ready || !(req->method == RN_HTTP_POST || (write && rn_routing_active())))
+    if (!rt->ready || !(req->method == RN_HTTP_POST || (write && rn_routing_active())) ||
+        (req->route_flags & RN_REQUEST_PEER_LISTENER)) /* refused by rn_router_handle */
         return;
     const char *target = req->target;
     const char *q = memchr(target, '?', req->target_len);
@@ -74,12 +82,17 @@ static void gated(rn_request *req, void *arg) {
 
 void rn_router_handle(rn_request *req, void *arg) {
     rn_router *rt = arg;
+    if (req->timed_out && req->body_grace_ms) { /* the gate's floor cut it: the gate answers */
+        log_route(req, "408 BODY_TOO_SLOW (below the tenant's min_body_bytes_per_second)");
+        rn_gate_refuse(req, RN_E_GW_BODY_TOO_SLOW, 0);
+        return;
+    }
     if (req->timed_out) { /* nothing of it reached a route: refused */
         log_route(req, "408 BODY_TOO_SLOW (not received within --request-timeout-ms)");
         rn_reply_error(req, RN_E_REQUEST_TIMEOUT, NULL);
         return;
     }
-    if (rt->gate && rn_gate_check(rt->gate, req, 1, gated, rt) != RN_GATE_PASS)
+    if (gated_here(rt, req) && rn_gate_check(rt->gate, req, 1, gated, rt) != RN_GATE_PASS)
         return; /* answered, or waiting */
     if (req->body_too_large) {
         log_route(req, "413 REQUEST_TOO_LARGE (body over --max-body-bytes)");
@@ -102,7 +115,7 @@ void rn_router_handle(rn_request *req, void *arg) {
     size_t query_len = req->target_len - (size_t)(query - target);
     if (req->method == RN_HTTP_OPTIONS) {
         log_route(req, "CORS preflight");
-        rn_reply_preflight(req);
+        rn_reply_preflight(req, 1);
         return;
     }
     size_t alen = sizeof ADMIN_PREFIX - 1;
@@ -110,6 +123,11 @@ void rn_router_handle(rn_request *req, void *arg) {
         req->route = RN_ROUTE_OPS;
         log_route(req, "operations (/__runnel/)");
         rt->ops_handler(req, target + alen, path_len - alen, query, query_len, rt->ops_arg);
+        return;
+    }
+    if (req->route_flags & RN_REQUEST_PEER_LISTENER) {
+        log_route(req, "404 (a stream route on the peer listener)");
+        rn_reply_error(req, RN_E_PUBLIC_LISTENER_ONLY, NULL);
         return;
     }
     if (!rt->ready) {

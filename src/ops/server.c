@@ -77,6 +77,7 @@ typedef struct {
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
     rn_tls_context *tls;           /* --tls-cert: the port speaks TLS */
+    rn_tls_context *peer_tls;      /* the peer listener's: --peer-cert or --tls-cert */
     rn_gate *gate;                 /* --tenants: the gate in front of the routes */
     rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
@@ -188,10 +189,23 @@ static void on_signal(uv_signal_t *sig, int signum) {
     begin_shutdown(s);
 }
 
-/* SIGHUP: the tenants file, and the TLS certificate and key, are read
- * again; requests in flight keep the tenants they started with, new
- * handshakes use the new certificate, open connections keep theirs. A
- * failed reload changes nothing. */
+/* Reloads one TLS context (NULL: none), saying so; a failure changes
+ * nothing. */
+static void reload_tls(rn_tls_context *t, const char *which) {
+    char err[1024];
+    if (!t)
+        return;
+    if (rn_tls_context_reload(t, err, sizeof err) < 0)
+        rn_log(RN_LOG_ERROR, "reload", "%s certificate not reloaded, the previous one stays: %s",
+               which, err);
+    else
+        rn_log(RN_LOG_INFO, "reload", "%s certificate and key reloaded", which);
+}
+
+/* SIGHUP: the tenants file, and the TLS certificates and keys (the
+ * listeners' and the Raft port's), are read again; requests in flight keep the tenants they started
+ * with, new handshakes use the new certificates, open connections keep theirs. A failed reload
+ * changes nothing. */
 static void on_sighup(uv_signal_t *sig, int signum) {
     server *s = sig->data;
     (void)signum;
@@ -199,17 +213,49 @@ static void on_sighup(uv_signal_t *sig, int signum) {
     if (s->gate && rn_gate_reload(s->gate, err, sizeof err) < 0)
         rn_log(RN_LOG_ERROR, "reload", "tenants file not reloaded, the previous one stays: %s",
                err);
-    if (!s->tls) {
-        if (!s->gate)
-            rn_log(RN_LOG_INFO, "reload", "SIGHUP ignored: no --tls-cert or --tenants to reload");
-        return;
-    }
-    if (rn_tls_context_reload(s->tls, err, sizeof err) < 0)
-        rn_log(RN_LOG_ERROR, "reload", "TLS certificate not reloaded, the previous one stays: %s",
+    int peer_certs = s->cluster ? rn_cluster_reload_certificates(s->cluster, err, sizeof err) : 0;
+    if (peer_certs < 0)
+        rn_log(RN_LOG_ERROR, "reload", "peer certificate not reloaded, the previous one stays: %s",
                err);
-    else
-        rn_log(RN_LOG_INFO, "reload", "TLS certificate and key reloaded from %s and %s",
-               s->cfg.tls_cert, s->cfg.tls_key);
+    else if (peer_certs > 0)
+        rn_log(RN_LOG_INFO, "reload", "peer certificate, key and CA reloaded for the Raft port");
+    if (!s->tls && !s->peer_tls && !s->gate && !peer_certs)
+        rn_log(RN_LOG_INFO, "reload",
+               "SIGHUP ignored: no --tls-cert, --peer-cert or --tenants to reload");
+    reload_tls(s->tls, "TLS");
+    reload_tls(s->peer_tls, "the peer listener's TLS");
+}
+
+/* The listeners' TLS contexts: the public one speaks TLS with --tls-cert
+ * (asking clients for a certificate of --peer-ca when the peer routes are
+ * served there: peer certificates and no --peer-listen); the peer
+ * listener with --peer-cert (asking for one of --peer-ca), else with
+ * --tls-cert. Returns 0, or -1 with err set. */
+static int open_tls(server *s, char *err, size_t errcap) {
+    const rn_config *c = &s->cfg;
+    bool peer_certs = c->peer_cert[0] != 0, peer_listener = c->peer_listen.host[0] != 0;
+    if (c->tls_cert[0]) {
+        rn_tls_files f = {.cert_path = c->tls_cert, .key_path = c->tls_key};
+        if (peer_certs && !peer_listener)
+            f = (rn_tls_files){.cert_path = c->tls_cert,
+                               .key_path = c->tls_key,
+                               .client_ca_path = c->peer_ca,
+                               .client_ca_flag = "--peer-ca"};
+        if (!(s->tls = rn_tls_context_new(&f, err, errcap)))
+            return -1;
+    }
+    if (!peer_listener || (!peer_certs && !c->tls_cert[0]))
+        return 0;
+    rn_tls_files f = {.cert_path = c->tls_cert, .key_path = c->tls_key};
+    if (peer_certs)
+        f = (rn_tls_files){.cert_path = c->peer_cert,
+                           .key_path = c->peer_key,
+                           .cert_flag = "--peer-cert",
+                           .key_flag = "--peer-key",
+                           .client_ca_path = c->peer_ca,
+                           .client_ca_flag = "--peer-ca"};
+    s->peer_tls = rn_tls_context_new(&f, err, errcap);
+    return s->peer_tls ? 0 : -1;
 }
 
 /* The URL clients reach the server at: --public-url, else http(s)://<listen>. */
@@ -277,10 +323,10 @@ static void public_url(const rn_config *cfg, char *out, size_t cap) {
     const char *scheme = cfg->tls_cert[0] ? "https" : "http";
     if (cfg->public_url[0])
         snprintf(out, cap, "%s", cfg->public_url);
-    else if (strchr(cfg->listen_host, ':'))
-        snprintf(out, cap, "%s://[%s]:%d", scheme, cfg->listen_host, cfg->listen_port);
+    else if (strchr(cfg->listen.host, ':'))
+        snprintf(out, cap, "%s://[%s]:%d", scheme, cfg->listen.host, cfg->listen.port);
     else
-        snprintf(out, cap, "%s://%s:%d", scheme, cfg->listen_host, cfg->listen_port);
+        snprintf(out, cap, "%s://%s:%d", scheme, cfg->listen.host, cfg->listen.port);
 }
 
 static void access_line(const rn_request *req) {
@@ -370,7 +416,11 @@ static int cluster_route(void *ctx, rn_request *req, const char *path, size_t pa
     if (!s->cluster)
         return 0;
     bool allowed = true;
-    switch (rn_cluster_route_kind_of(path, path_len, query, query_len)) {
+    rn_cluster_route_kind kind = rn_cluster_route_kind_of(path, path_len, query, query_len);
+    if (kind != RN_CLUSTER_ROUTE_NONE && kind != RN_CLUSTER_ROUTE_OPEN &&
+        !rn_endpoints_on_listener(&s->endpoints, req))
+        return 1; /* answered: served on the peer listener only */
+    switch (kind) {
     case RN_CLUSTER_ROUTE_NONE:
         return 0;
     case RN_CLUSTER_ROUTE_OPEN:
@@ -381,9 +431,10 @@ static int cluster_route(void *ctx, rn_request *req, const char *path, size_t pa
     case RN_CLUSTER_ROUTE_OPERATOR:
         allowed = rn_admin_authorize(&s->admin, req);
         break;
-    case RN_CLUSTER_ROUTE_PEER_OR_OPERATOR: /* a signed request is judged as a peer's */
-        allowed = rn_cluster_peer_signed(req) ? rn_cluster_peer_authorize(s->cluster, req)
-                                              : rn_admin_authorize(&s->admin, req);
+    case RN_CLUSTER_ROUTE_PEER_OR_OPERATOR: /* a peer's credential is judged as a peer's */
+        allowed = rn_cluster_peer_credential(s->cluster, req)
+                      ? rn_cluster_peer_authorize(s->cluster, req)
+                      : rn_admin_authorize(&s->admin, req);
         break;
     }
     return !allowed || rn_cluster_handle(s->cluster, req, path, path_len, query, query_len);
@@ -565,7 +616,8 @@ int rn_serve(int argc, char **argv) {
     }
     s.endpoints = (rn_endpoints){.test_hooks = (int)s.cfg.test_hooks,
                                  .admin = &s.admin,
-                                 .metrics_need_token = s.cfg.metrics_need_token};
+                                 .metrics_need_token = s.cfg.metrics_need_token,
+                                 .peer_listener = s.cfg.peer_listen.host[0] != 0};
     if (s.cfg.tenants[0]) {
         rn_gate_config gc = {.tenants_path = s.cfg.tenants,
                              .max_request_bytes = s.cfg.max_body_bytes,
@@ -585,15 +637,13 @@ int rn_serve(int argc, char **argv) {
                            .ops_handler = rn_endpoints_handle,
                            .ops_arg = &s.endpoints,
                            .gate = s.gate};
-    if (s.cfg.tls_cert[0]) {
-        s.tls = rn_tls_context_new(s.cfg.tls_cert, s.cfg.tls_key, err, sizeof err);
-        if (!s.tls) {
-            rn_log(RN_LOG_ERROR, "start", "%s", err);
-            return 1;
-        }
+    if (open_tls(&s, err, sizeof err) != 0) {
+        rn_log(RN_LOG_ERROR, "start", "%s", err);
+        rn_tls_context_free(s.tls);
+        return 1;
     }
-    rn_http_config hc = {.host = s.cfg.listen_host,
-                         .port = s.cfg.listen_port,
+    rn_http_config hc = {.host = s.cfg.listen.host,
+                         .port = s.cfg.listen.port,
                          .max_body_bytes = s.cfg.max_body_bytes,
                          .max_header_bytes = s.cfg.max_header_bytes,
                          .max_headers = s.cfg.max_headers,
@@ -612,11 +662,15 @@ int rn_serve(int argc, char **argv) {
                          .on_headers = rn_router_answer_early,
                          .on_headers_every_body = s.cfg.node_id != 0 || s.gate,
                          .fanout_threads = (int)s.cfg.fanout_threads,
-                         .tls = s.tls};
+                         .tls = s.tls,
+                         .peer_host = s.cfg.peer_listen.host[0] ? s.cfg.peer_listen.host : NULL,
+                         .peer_port = s.cfg.peer_listen.port,
+                         .peer_tls = s.peer_tls};
     s.http = rn_http_listen(s.loop, &hc, rn_router_handle, &s.router, err, sizeof err);
     if (!s.http) {
         rn_log(RN_LOG_ERROR, "start", "%s", err);
         rn_tls_context_free(s.tls);
+        rn_tls_context_free(s.peer_tls);
         return 1;
     }
     s.endpoints.http = s.http;
@@ -692,6 +746,7 @@ int rn_serve(int argc, char **argv) {
     rn_gate_free(s.gate);
     rn_write_forwarder_free(s.forwarder);
     rn_tls_context_free(s.tls);
+    rn_tls_context_free(s.peer_tls);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);
     close(lock_fd);

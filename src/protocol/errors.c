@@ -261,11 +261,16 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_ADMIN_TOKEN_WRONG] = {403, "FORBIDDEN", "the admin token is not this node's"},
     [RN_E_PEER_UNAUTHENTICATED] = {401, "INVALID_CREDENTIAL",
                                    "this route answers only the nodes of the cluster, and the "
-                                   "request carries no peer signature"},
-    [RN_E_PEER_REFUSED] = {403, "FORBIDDEN", "the request's peer signature was refused"},
+                                   "request carries no peer credential (a peer signature, or a "
+                                   "node's client certificate)"},
+    [RN_E_PEER_REFUSED] = {403, "FORBIDDEN", "the request's peer credential was refused"},
     [RN_E_PEER_LISTENER_ONLY] = {404, "NOT_FOUND",
                                  "peer and operator routes are served on the node's peer "
                                  "listener (--peer-listen) only"},
+    [RN_E_PUBLIC_LISTENER_ONLY] = {404, "NOT_FOUND",
+                                   "the peer listener (--peer-listen) serves peer and operator "
+                                   "routes only; streams are served on the node's public "
+                                   "listener"},
     [RN_E_NODE_CONFLICT] = {409, "NODE_CONFLICT",
                             "the node id is known with other addresses, or its addresses are "
                             "another node's; nothing changed"},

@@ -145,9 +145,12 @@ void rn_reply_intermediary_error(rn_request *req, rn_error e, rn_buf *extra, con
     error_answer(req, e, extra, detail, detail_len, 0);
 }
 
-void rn_reply_preflight(rn_request *req) {
+void rn_reply_preflight(rn_request *req, int server_metadata_too) {
     rn_buf h = {0}, body = {0};
-    rn_reply_common(&h);
+    if (server_metadata_too)
+        rn_reply_common(&h);
+    else
+        rn_buf_append(&h, COMMON, sizeof COMMON - 1);
     rn_buf_append_str(&h,
                       "Access-Control-Allow-Methods: GET, POST, PUT, DELETE, HEAD, OPTIONS\r\n"
                       "Access-Control-Allow-Headers: content-type, authorization, if-none-match, "

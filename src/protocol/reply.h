@@ -61,7 +61,8 @@ void rn_reply_incarnation(rn_buf *h, const rn_stream *s);
  * latest snapshot, when it has one. */
 void rn_reply_snapshot_id(rn_buf *h, const rn_stream *s);
 
-/* Answers a CORS preflight. */
-void rn_reply_preflight(rn_request *req);
+/* Answers a CORS preflight; with server_metadata_too 0, as an
+ * intermediary's own answer (no Ursula-Protocol, no Ursula-Cluster-Id). */
+void rn_reply_preflight(rn_request *req, int server_metadata_too);
 
 #endif

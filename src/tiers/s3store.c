@@ -85,21 +85,15 @@ static void req_start(s3store_req *r);
 static void on_clock_cb(uv_timer_t *timer);
 
 static void link_req(s3store_req *r) {
-    s3store *st = r->st;
-    r->prev = NULL;
-    r->next = st->reqs;
-    if (st->reqs)
-        st->reqs->prev = r;
-    st->reqs = r;
+    rn_list_push_front(&r->st->reqs, &r->link);
 }
 
 static void unlink_req(s3store_req *r) {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        r->st->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
+    rn_list_remove(&r->st->reqs, &r->link);
+}
+
+static s3store_req *req_of(rn_list_node *n) {
+    return n ? rn_list_entry(n, s3store_req, link) : NULL;
 }
 
 /* Keeps the store's own words for a failed answer (s3store_why). */
@@ -128,9 +122,9 @@ static uint64_t req_due(const s3store_req *r) {
 /* Arms the clock for the earliest retry or bound due. */
 static void arm_clock(s3store *st) {
     uint64_t first = UINT64_MAX, now = rn_mono_ms();
-    for (const s3store_req *r = st->reqs; r; r = r->next)
-        if (req_due(r) < first)
-            first = req_due(r);
+    for (rn_list_node *n = st->reqs.first; n; n = n->next)
+        if (req_due(req_of(n)) < first)
+            first = req_due(req_of(n));
     if (first != UINT64_MAX && !st->stopped)
         uv_timer_start(&st->clock, on_clock_cb, first > now ? first - now : 0, 0);
 }
@@ -142,9 +136,9 @@ static void on_clock_cb(uv_timer_t *timer) {
     uint64_t now = rn_mono_ms();
     for (;;) { /* one due call at a time: answering or starting one changes the list */
         s3store_req *due = NULL;
-        for (s3store_req *r = st->reqs; r && !due; r = r->next)
-            if (req_due(r) <= now)
-                due = r;
+        for (rn_list_node *n = st->reqs.first; n && !due; n = n->next)
+            if (req_due(req_of(n)) <= now)
+                due = req_of(n);
         if (!due)
             break;
         if (!due->running && due->due_ms < due->deadline_ms) {
@@ -593,8 +587,8 @@ static void s3_stop(rn_store *store) {
     st->stopped = 1;
     uv_close((uv_handle_t *)&st->clock, NULL);
     rn_s3_result stopped = {.outcome = RN_S3_FAILED, .code = "Stopped", .message = "stopped"};
-    while (st->reqs) {
-        s3store_req *r = st->reqs;
+    while (!rn_list_empty(&st->reqs)) {
+        s3store_req *r = req_of(st->reqs.first);
         if (r->running)
             rn_s3_cancel(r->running);
         req_answer(r, &stopped);
@@ -610,7 +604,7 @@ static size_t s3_why(rn_store *store, char *out, size_t cap) {
 
 static void s3_close(rn_store *store) {
     s3store *st = s3st(store);
-    assert(st->stopped && !st->reqs); /* stopped, and the loop ran since */
+    assert(st->stopped && rn_list_empty(&st->reqs)); /* stopped, and the loop ran since */
     rn_s3_free(st->s3);
     free(st->owner);
     free(st->prefix);

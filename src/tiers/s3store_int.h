@@ -8,6 +8,7 @@
 #define RN_TIERS_S3STORE_INT_H
 
 #include "tiers/s3store.h"
+#include "util/list.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -28,7 +29,7 @@ struct s3store_req {
     uint64_t started_us, due_ms; /* a try's start; when the next one is due */
     uint64_t deadline_ms;        /* when every try together must have ended */
     rn_s3_call *running;         /* the call made, or NULL while waiting to retry */
-    s3store_req *prev, *next;    /* the store's operations in progress */
+    rn_list_node link;           /* on s3store.reqs */
 };
 
 struct s3store {
@@ -42,9 +43,10 @@ struct s3store {
     char *owner;      /* the deployment's cluster id; NULL: no owner object */
     int foreign;      /* a check found the prefix owned by another (or nobody) */
     rn_log_throttle owner_log;
-    uv_timer_t clock;  /* the next retry or bound due */
-    s3store_req *reqs; /* every operation in progress, running or waiting to retry */
-    char why[160];     /* the last failure, in the store's words (s3store_why) */
+    uv_timer_t clock; /* the next retry or bound due */
+    rn_list reqs;     /* s3store_req.link: every operation in progress, running or
+                         waiting to retry */
+    char why[160];    /* the last failure, in the store's words (s3store_why) */
     int stopped;
 };
 

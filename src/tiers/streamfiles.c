@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "tiers/streamfiles.h"
+#include "util/list.h"
 #include "util/buf.h"
 #include "util/fault.h"
 #include "util/files.h"
@@ -26,9 +27,9 @@ typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
 typedef struct open_file {
     uint64_t key; /* map key: stream id * 2 + file kind */
     int fd;
-    uint64_t reserved_end;         /* blocks below this are known to be reserved */
-    int pins;                      /* pinned files are never evicted */
-    struct open_file *prev, *next; /* LRU: head is most recent */
+    uint64_t reserved_end; /* blocks below this are known to be reserved */
+    int pins;              /* pinned files are never evicted */
+    rn_list_node lru;      /* on rn_streamfiles.lru: first is the most recent */
 } open_file;
 
 struct rn_streamfiles {
@@ -36,7 +37,7 @@ struct rn_streamfiles {
     int dirfd;
     int max_open;
     rn_map open; /* id -> open_file */
-    open_file *head, *tail;
+    rn_list lru; /* open_file.lru, most recently used first */
 };
 
 static void file_path(const rn_streamfiles *st, uint64_t id, rn_file_kind kind, char *out,
@@ -56,31 +57,14 @@ rn_streamfiles *rn_streamfiles_open(const char *data_dir, int max_open) {
     return st;
 }
 
-static void lru_unlink(rn_streamfiles *st, open_file *f) {
-    if (f->prev)
-        f->prev->next = f->next;
-    else
-        st->head = f->next;
-    if (f->next)
-        f->next->prev = f->prev;
-    else
-        st->tail = f->prev;
-    f->prev = f->next = NULL;
-}
-
-static void lru_push(rn_streamfiles *st, open_file *f) {
-    f->next = st->head;
-    f->prev = NULL;
-    if (st->head)
-        st->head->prev = f;
-    st->head = f;
-    if (!st->tail)
-        st->tail = f;
+/* The most recently used open file (NULL: none). */
+static open_file *lru_first(const rn_streamfiles *st) {
+    return st->lru.first ? rn_list_entry(st->lru.first, open_file, lru) : NULL;
 }
 
 static void forget(rn_streamfiles *st, open_file *f) {
     assert(f->pins == 0); /* a pinned file belongs to an append in the log */
-    lru_unlink(st, f);
+    rn_list_remove(&st->lru, &f->lru);
     rn_map_remove(&st->open, &f->key, sizeof f->key);
     close(f->fd);
     free(f);
@@ -116,25 +100,25 @@ static int get_fd(rn_streamfiles *st, uint64_t id, rn_file_kind kind, int create
     uint64_t key = id * 2 + (uint64_t)kind;
     open_file *f = rn_map_get(&st->open, &key, sizeof key);
     if (f) {
-        lru_unlink(st, f);
-        lru_push(st, f);
+        rn_list_remove(&st->lru, &f->lru);
+        rn_list_push_front(&st->lru, &f->lru);
         return f->fd;
     }
     int fd = open_file_of(st, id, kind, create);
     if (fd < 0)
         return fd;
     if ((int)st->open.count >= st->max_open) {
-        open_file *victim = st->tail;
-        while (victim && victim->pins)
-            victim = victim->prev;
-        if (victim)
-            forget(st, victim);
+        rn_list_node *n = st->lru.last;
+        while (n && rn_list_entry(n, open_file, lru)->pins)
+            n = n->prev;
+        if (n)
+            forget(st, rn_list_entry(n, open_file, lru));
     }
     f = rn_xcalloc(1, sizeof *f);
     f->key = key;
     f->fd = fd;
     rn_map_put(&st->open, &f->key, sizeof f->key, f);
-    lru_push(st, f);
+    rn_list_push_front(&st->lru, &f->lru);
     return fd;
 }
 
@@ -231,14 +215,14 @@ static int pin_files(rn_streamfiles *st, uint64_t id, rn_streamfiles_pin *pin) {
     int fd = get_fd(st, id, RN_FILE_DATA, 1);
     if (fd < 0)
         return fd;
-    open_file *data = st->head; /* get_fd leaves the file at the LRU head */
+    open_file *data = lru_first(st); /* get_fd leaves the file first */
     data->pins++;
     fd = get_fd(st, id, RN_FILE_INDEX, 1);
     if (fd < 0) {
         data->pins--;
         return fd;
     }
-    open_file *index = st->head;
+    open_file *index = lru_first(st);
     index->pins++;
     *pin = (rn_streamfiles_pin){data->fd, index->fd, data, index};
     return 0;
@@ -312,7 +296,7 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
             return fd;
         if (ftruncate(fd, (off_t)lengths[kind]) < 0)
             return -errno;
-        st->head->reserved_end = 0; /* truncation may free reserved blocks */
+        lru_first(st)->reserved_end = 0; /* truncation may free reserved blocks */
     }
     return 0;
 }
@@ -486,8 +470,8 @@ int rn_streamfiles_sync(rn_streamfiles *st) {
 void rn_streamfiles_close(rn_streamfiles *st) {
     if (!st)
         return;
-    while (st->head)
-        forget(st, st->head);
+    while (lru_first(st))
+        forget(st, lru_first(st));
     rn_map_free(&st->open);
     if (st->dirfd >= 0)
         close(st->dirfd);

@@ -314,12 +314,19 @@ void conn_end(rn_conn *c) {
     conn_finish_when_written(c);
 }
 
+/* Whether listener is one of the peer listener's sockets. */
+static int is_peer_listener(const rn_http_server *srv, const uv_stream_t *listener) {
+    const uv_tcp_t *t = (const uv_tcp_t *)listener;
+    return t >= srv->peer_listeners.tcp && t < srv->peer_listeners.tcp + RN_LISTEN_MAX;
+}
+
 static void on_connection(uv_stream_t *listener, int status) {
     rn_http_server *srv = listener->data;
     if (status < 0)
         return;
     rn_conn *c = rn_xcalloc(1, sizeof *c);
     c->srv = srv;
+    c->peer_listener = is_peer_listener(srv, listener);
     uv_tcp_init(srv->loop, &c->tcp);
     c->tcp.data = c;
     c->bytes = &rn_tcp_bytes;
@@ -339,9 +346,10 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    if (!srv->cfg.tls)
+    rn_tls_context *tls = c->peer_listener ? srv->cfg.peer_tls : srv->cfg.tls;
+    if (!tls)
         conn_attach_protocol(c, NULL, 0);
-    else if (tls_accept(c, srv->cfg.tls) < 0) {
+    else if (tls_accept(c, tls) < 0) {
         conn_close(c);
         return;
     }
@@ -370,6 +378,13 @@ rn_http_server *rn_http_listen(uv_loop_t *loop, const rn_http_config *cfg, rn_re
         rn_http_free(srv);
         return NULL;
     }
+    if (cfg->peer_host && rn_listeners_open(&srv->peer_listeners, loop, cfg->peer_host,
+                                            cfg->peer_port, on_connection, srv, err, errcap) != 0) {
+        rn_listeners_close(&srv->listeners);
+        uv_run(loop, UV_RUN_NOWAIT);
+        rn_http_free(srv);
+        return NULL;
+    }
     if (cfg->fanout_threads > 0)
         srv->fanout = rn_fanout_new(cfg->fanout_threads);
     return srv;
@@ -384,6 +399,7 @@ void rn_http_stop_accepting(rn_http_server *srv) {
         return;
     srv->stopping = 1;
     rn_listeners_close(&srv->listeners);
+    rn_listeners_close(&srv->peer_listeners);
     for (rn_list_node *n = srv->conns.first, *next; n; n = next) {
         next = n->next;
         rn_conn *c = rn_list_entry(n, rn_conn, link);

@@ -81,6 +81,11 @@ extern const rn_byte_transport rn_tls_bytes;
  * when OpenSSL could not make the connection's state. */
 int tls_accept(rn_conn *c, rn_tls_context *ctx);
 
+/* The certificate the client of c (a TLS connection) presented, or NULL;
+ * *verify_result: whether it verified against the context's client CA
+ * (X509_V_OK, or OpenSSL's reason). Valid while c is open. */
+struct x509_st *tls_client_certificate(const rn_conn *c, long *verify_result);
+
 /* The length given to rn_protocol.send_head for an answer without a body
  * (204, 304, an answer to HEAD), and for a streamed one. */
 #define RN_ANSWER_NO_BODY UINT64_MAX
@@ -153,6 +158,7 @@ typedef struct {
 struct rn_http_server {
     uv_loop_t *loop;
     rn_listeners listeners;
+    rn_listeners peer_listeners; /* cfg.peer_host's (none: count 0) */
     rn_http_config cfg;
     rn_request_fn on_request;
     void *arg;
@@ -174,6 +180,7 @@ struct rn_conn {
     uv_timer_t timer;
     rn_http_server *srv;
     rn_list_node link; /* in srv->conns */
+    int peer_listener; /* accepted on the peer listener (cfg.peer_host) */
     const rn_byte_transport *bytes;
     void *bytes_state;        /* the byte transport's (TLS: its SSL), or NULL */
     const rn_protocol *proto; /* NULL until attached (a TLS handshake ends before) */

@@ -56,8 +56,8 @@ typedef struct {
  * token. Never set from anything the request carries. The bits below it
  * are protocol/routing.c's. */
 #define RN_REQUEST_ADMIN_GRANTED 0x100u
-/* rn_request.route_flags: the request came in on the node's peer listener
- * (--peer-listen), set by the router that serves it. */
+/* rn_request.route_flags: the request came in on the server's peer
+ * listener (rn_http_config.peer_host), set by the transport. */
 #define RN_REQUEST_PEER_LISTENER 0x200u
 
 struct rn_request {
@@ -105,6 +105,11 @@ struct rn_request {
      * body must keep to extend its request timeout (0: the server's
      * min_body_rate). */
     uint64_t min_body_rate;
+    /* Set with it to make the rate a floor: the body must have arrived by
+     * the request's start + body_grace_ms + received bytes / rate, or the
+     * request times out (408); 0: the request timeout is that base, and
+     * the rate only extends it. */
+    uint64_t body_grace_ms;
     /* The layer in front of the handlers (the gateway's gate): its state
      * of the request, and what frees it, called once when the request is
      * freed (NULL: nothing). */
@@ -182,6 +187,14 @@ typedef struct {
     /* Connections speak TLS with this context's certificate (tls.h); it
      * outlives the server. NULL: cleartext. */
     struct rn_tls_context *tls;
+    /* A second listener (NULL: none), the peer listener: every address
+     * peer_host names, on peer_port; its connections speak TLS with
+     * peer_tls (NULL: cleartext) and its requests carry
+     * RN_REQUEST_PEER_LISTENER. Everything else (limits, handlers) is
+     * shared with the first. */
+    const char *peer_host;
+    int peer_port;
+    struct rn_tls_context *peer_tls;
 } rn_http_config;
 
 #define RN_HTTP_EARLY_BODY_BYTES (64 * 1024)
@@ -213,6 +226,14 @@ void rn_http_free(rn_http_server *srv);
 /* First header with this name (case-insensitive), or NULL. *count (if not
  * NULL) receives how many headers have the name. */
 const rn_header *rn_request_header(const rn_request *req, const char *name, size_t *count);
+
+/* The certificate the client presented on a TLS connection whose context
+ * asks for client certificates (tls.h), or NULL (cleartext, none asked
+ * for, none sent, or the connection is gone); *verify_result is
+ * X509_V_OK when it verified against the context's client CA, else
+ * OpenSSL's reason (X509_verify_cert_error_string). Valid during the
+ * handler's call. */
+struct x509_st *rn_request_client_certificate(const rn_request *req, long *verify_result);
 
 void rn_request_hold(rn_request *req);
 void rn_request_release(rn_request *req);

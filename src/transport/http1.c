@@ -51,6 +51,7 @@
 #define DISCARD_IDLE_MS 5000           /* an answered body may pause this long ... */
 #define DISCARD_TOTAL_MS 30000         /* ... and take this long in all */
 #define EXTEND_STEP_MS 1000            /* a body's earned time moves the request timer in steps */
+#define FLOOR_STEP_MS 50               /* ... finer under a request's own floor (body_grace_ms) */
 
 enum { ST_IDLE, ST_READING, ST_EARLY, ST_DISCARDING, ST_STREAMING, ST_HANDLING, ST_CLOSING };
 
@@ -263,6 +264,8 @@ static void dispatch(rn_http1 *h) {
  * connection is then closing (after Expect: 100-continue, whose client sends
  * no body, or when it was to close anyway) or DISCARDING the body. Returns
  * 0 when the body is to be read as usual. */
+static void extend_request_timeout(rn_http1 *h, uint64_t received);
+
 static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     rn_http_server *srv = h->conn->srv;
     int declared = (p->flags & F_CONTENT_LENGTH) != 0;
@@ -276,14 +279,19 @@ static int early_answer(rn_http1 *h, llhttp_t *p, int wants_continue) {
     h->state = ST_EARLY;
     rn_request *req = &h->cur->req;
     req->body_pending = 1;
+    rn_request_hold(req); /* an answer that closes the connection detaches it meanwhile */
     srv->cfg.on_headers(req, srv->arg); /* may answer: see response_finished() */
-    req->body_pending = 0;              /* the request is not freed: the connection holds it */
+    req->body_pending = 0;
+    rn_request_release(req);
     if (h->state == ST_STREAMING)
         h->close_after_response = close_after;
+    if (h->state == ST_STREAMING)
+        extend_request_timeout(h, 0); /* the hook may have set a floor */
     if (h->state != ST_EARLY)
         return 1;
     h->state = ST_READING;
     h->close_after_response = close_after;
+    extend_request_timeout(h, 0);
     return 0;
 }
 
@@ -341,21 +349,28 @@ static int on_headers_complete(llhttp_t *p) {
     return 0;
 }
 
-/* Moves the request timer to request_began + request timeout + received /
- * min_body_rate: an upload that keeps that rate is never cut, a dribbled
- * body still is (about at the timeout when it is much slower). The timer
- * moves only once the deadline passed it by EXTEND_STEP_MS, so a small body
- * costs no timer update. */
+/* Moves the request timer to request_began + base + received /
+ * min_body_rate, the base being the request timeout (or the request's
+ * body_grace_ms): an upload that keeps that rate is never cut, a dribbled
+ * body still is (about at the base when it is much slower). With the
+ * request timeout as base the timer only moves later, and only once the
+ * deadline passed it by EXTEND_STEP_MS, so a small body costs no timer
+ * update; a request's own grace makes the rate a floor: the timer then
+ * follows the deadline both ways within FLOOR_STEP_MS. */
 static void extend_request_timeout(rn_http1 *h, uint64_t received) {
     rn_conn *c = h->conn;
     const rn_http_config *cfg = &c->srv->cfg;
-    uint64_t rate = h->cur->req.min_body_rate ? h->cur->req.min_body_rate : cfg->min_body_rate;
+    const rn_request *req = &h->cur->req;
+    uint64_t rate = req->min_body_rate ? req->min_body_rate : cfg->min_body_rate;
     if (!rate || (h->state != ST_READING && h->state != ST_STREAMING))
         return;
-    uint64_t deadline = h->request_began + cfg->request_timeout_ms + received * 1000 / rate;
+    uint64_t base = req->body_grace_ms ? req->body_grace_ms : cfg->request_timeout_ms;
+    uint64_t deadline = h->request_began + base + received * 1000 / rate;
     uint64_t now = uv_now(c->srv->loop);
-    if (deadline >= now + uv_timer_get_due_in(&c->timer) + EXTEND_STEP_MS)
-        conn_arm_timer(c, deadline - now);
+    uint64_t due = now + uv_timer_get_due_in(&c->timer);
+    uint64_t step = req->body_grace_ms ? FLOOR_STEP_MS : EXTEND_STEP_MS;
+    if (deadline >= due + step || (req->body_grace_ms && deadline + step <= due))
+        conn_arm_timer(c, deadline > now ? deadline - now : 0);
 }
 
 /* STREAMING: hands body bytes to the sink, within max_body_bytes. */

@@ -138,9 +138,12 @@ static int head_with_body(h2_stream *s) {
         s->ready = 1; /* a hook's answer is the whole answer: never dispatched */
         s->early = 1;
         r->body_pending = 1;
+        rn_request_hold(r); /* an answer that finishes the stream detaches it meanwhile */
         srv->cfg.on_headers(r, srv->arg);
-        r->body_pending = 0;        /* the request is not freed: its stream holds it */
-        if (!s->x || x->responding) /* answered (and finished: x is gone) */
+        r->body_pending = 0;
+        int answered = !s->x || x->responding; /* (and finished: x left the stream) */
+        rn_request_release(r);
+        if (answered)
             return 1;
         s->ready = 0;
         s->early = 0;

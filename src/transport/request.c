@@ -21,6 +21,8 @@ rn_exchange *exchange_new(rn_conn *c) {
     x->conn = c;
     x->req.tls = c->bytes == &rn_tls_bytes;
     x->req.target = ""; /* until the head is parsed */
+    if (c->peer_listener)
+        x->req.route_flags |= RN_REQUEST_PEER_LISTENER;
     x->refs = 1;
     return x;
 }
@@ -42,6 +44,12 @@ void rn_request_release(rn_request *req) {
     answer_pieces_release(x);
     free(req->headers);
     free(x);
+}
+
+struct x509_st *rn_request_client_certificate(const rn_request *req, long *verify_result) {
+    const rn_conn *c = exchange_of(req)->conn;
+    *verify_result = 0; /* X509_V_OK */
+    return c && c->bytes == &rn_tls_bytes ? tls_client_certificate(c, verify_result) : NULL;
 }
 
 void rn_request_stream_body(rn_request *req, const rn_body_sink *sink) {

@@ -53,7 +53,7 @@
 
 struct rn_tls_context {
     SSL_CTX *ctx; /* for new handshakes; an SSL holds a reference to its own */
-    char *cert_path, *key_path;
+    char *cert_path, *key_path, *cert_flag, *key_flag, *client_ca_path, *client_ca_flag;
 };
 
 /* The TLS state of one connection (c->bytes_state). */
@@ -397,6 +397,14 @@ int tls_accept(rn_conn *c, rn_tls_context *ctx) {
     return 0;
 }
 
+X509 *tls_client_certificate(const rn_conn *c, long *verify_result) {
+    assert(c->bytes == &rn_tls_bytes && verify_result != NULL);
+    const tls_conn *t = tls_of(c);
+    X509 *cert = SSL_get0_peer_certificate(t->ssl);
+    *verify_result = cert ? SSL_get_verify_result(t->ssl) : X509_V_OK;
+    return cert;
+}
+
 /* ---- the context ---- */
 
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
@@ -413,16 +421,14 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_OK;
 }
 
-/* The reason of OpenSSL's last error, for a message. */
-static const char *ssl_reason(void) {
+const char *rn_tls_error_reason(void) {
     unsigned long e = ERR_peek_last_error();
     const char *r = e ? ERR_reason_error_string(e) : NULL;
     return r ? r : "unknown error";
 }
 
-/* Checks that path can be opened for reading (a clearer message than
- * OpenSSL's for a missing or unreadable file). */
-static int check_readable(const char *what, const char *path, char *err, size_t errcap) {
+/* A clearer message than OpenSSL's for a missing or unreadable file. */
+int rn_tls_check_readable(const char *what, const char *path, char *err, size_t errcap) {
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errcap, "cannot read %s %s: %s", what, path, strerror(errno));
@@ -432,35 +438,64 @@ static int check_readable(const char *what, const char *path, char *err, size_t 
     return 0;
 }
 
-/* Checks the leaf certificate's validity period against now. */
-static int check_validity(const char *path, X509 *leaf, char *err, size_t errcap) {
+int rn_tls_check_validity(const char *flag, const char *path, X509 *leaf, char *err,
+                          size_t errcap) {
     const ASN1_TIME *after = X509_get0_notAfter(leaf), *before = X509_get0_notBefore(leaf);
     struct tm tm;
     if (X509_cmp_current_time(after) <= 0) {
         ASN1_TIME_to_tm(after, &tm);
-        snprintf(err, errcap,
-                 "the certificate in --tls-cert %s expired on %04d-%02d-%02dT%02d:%02dZ", path,
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
+        snprintf(err, errcap, "the certificate in %s %s expired on %04d-%02d-%02dT%02d:%02dZ", flag,
+                 path, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
         return -1;
     }
     if (X509_cmp_current_time(before) >= 0) {
         ASN1_TIME_to_tm(before, &tm);
         snprintf(err, errcap,
-                 "the certificate in --tls-cert %s is not valid before %04d-%02d-%02dT%02d:%02dZ",
+                 "the certificate in %s %s is not valid before %04d-%02d-%02dT%02d:%02dZ", flag,
                  path, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
         return -1;
     }
     return 0;
 }
 
+/* Accepts any client certificate at the handshake: whether it verified is
+ * the handler's to judge (SSL_get_verify_result), so that a client with
+ * none, or with another CA's, still gets an answer saying why. */
+static int accept_any(int preverify_ok, X509_STORE_CTX *store) {
+    (void)preverify_ok;
+    (void)store;
+    return 1;
+}
+
+/* Asks clients for a certificate of the CAs in f->client_ca_path. */
+static int ask_clients(SSL_CTX *ctx, const rn_tls_files *f, char *err, size_t errcap) {
+    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(f->client_ca_path);
+    if (!names || SSL_CTX_load_verify_locations(ctx, f->client_ca_path, NULL) != 1) {
+        snprintf(err, errcap, "%s %s: no PEM CA certificate (%s)", f->client_ca_flag,
+                 f->client_ca_path, rn_tls_error_reason());
+        sk_X509_NAME_pop_free(names, X509_NAME_free);
+        return -1;
+    }
+    SSL_CTX_set_client_CA_list(ctx, names);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any);
+    /* resumed sessions keep the certificate they verified; OpenSSL wants
+     * a session id context whenever client certificates are asked for */
+    static const unsigned char sid[] = "runnel";
+    SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+    return 0;
+}
+
 /* A server SSL_CTX with the files' certificate chain and key, checked. */
-static SSL_CTX *ctx_load(const char *cert, const char *key, char *err, size_t errcap) {
-    if (check_readable("--tls-cert", cert, err, errcap) < 0 ||
-        check_readable("--tls-key", key, err, errcap) < 0)
+static SSL_CTX *ctx_load(const rn_tls_files *f, char *err, size_t errcap) {
+    const char *cert = f->cert_path, *key = f->key_path;
+    if (rn_tls_check_readable(f->cert_flag, cert, err, errcap) < 0 ||
+        rn_tls_check_readable(f->key_flag, key, err, errcap) < 0 ||
+        (f->client_ca_path &&
+         rn_tls_check_readable(f->client_ca_flag, f->client_ca_path, err, errcap) < 0))
         return NULL;
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
-        snprintf(err, errcap, "TLS: %s", ssl_reason());
+        snprintf(err, errcap, "TLS: %s", rn_tls_error_reason());
         goto fail;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -473,26 +508,28 @@ static SSL_CTX *ctx_load(const char *cert, const char *key, char *err, size_t er
     SSL_CTX_set_num_tickets(ctx, 1);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        snprintf(err, errcap, "--tls-cert %s: not a PEM certificate chain (%s)", cert,
-                 ssl_reason());
+        snprintf(err, errcap, "%s %s: not a PEM certificate chain (%s)", f->cert_flag, cert,
+                 rn_tls_error_reason());
         goto fail;
     }
-    if (check_validity(cert, SSL_CTX_get0_certificate(ctx), err, errcap) < 0)
+    if (rn_tls_check_validity(f->cert_flag, cert, SSL_CTX_get0_certificate(ctx), err, errcap) < 0)
         goto fail;
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        const char *why = ssl_reason();
+        const char *why = rn_tls_error_reason();
         if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
-            snprintf(err, errcap, "--tls-key %s does not match the certificate in --tls-cert %s",
-                     key, cert);
+            snprintf(err, errcap, "%s %s does not match the certificate in %s %s", f->key_flag, key,
+                     f->cert_flag, cert);
         else
-            snprintf(err, errcap, "--tls-key %s: not a PEM private key (%s)", key, why);
+            snprintf(err, errcap, "%s %s: not a PEM private key (%s)", f->key_flag, key, why);
         goto fail;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        snprintf(err, errcap, "--tls-key %s does not match the certificate in --tls-cert %s", key,
-                 cert);
+        snprintf(err, errcap, "%s %s does not match the certificate in %s %s", f->key_flag, key,
+                 f->cert_flag, cert);
         goto fail;
     }
+    if (f->client_ca_path && ask_clients(ctx, f, err, errcap) < 0)
+        goto fail;
     ERR_clear_error();
     return ctx;
 fail:
@@ -501,20 +538,43 @@ fail:
     return NULL;
 }
 
-rn_tls_context *rn_tls_context_new(const char *cert_path, const char *key_path, char *err,
-                                   size_t errcap) {
-    SSL_CTX *ctx = ctx_load(cert_path, key_path, err, errcap);
+/* t's files as ctx_load takes them. */
+static rn_tls_files files_of(const rn_tls_context *t) {
+    return (rn_tls_files){.cert_path = t->cert_path,
+                          .key_path = t->key_path,
+                          .cert_flag = t->cert_flag,
+                          .key_flag = t->key_flag,
+                          .client_ca_path = t->client_ca_path,
+                          .client_ca_flag = t->client_ca_flag};
+}
+
+static char *dup_or_null(const char *s) {
+    return s ? rn_xstrdup(s) : NULL;
+}
+
+rn_tls_context *rn_tls_context_new(const rn_tls_files *files, char *err, size_t errcap) {
+    assert(files && files->cert_path && files->key_path);
+    rn_tls_files f = *files;
+    f.cert_flag = f.cert_flag ? f.cert_flag : "--tls-cert";
+    f.key_flag = f.key_flag ? f.key_flag : "--tls-key";
+    f.client_ca_flag = f.client_ca_flag ? f.client_ca_flag : "the client CA";
+    SSL_CTX *ctx = ctx_load(&f, err, errcap);
     if (!ctx)
         return NULL;
     rn_tls_context *t = rn_xcalloc(1, sizeof *t);
     t->ctx = ctx;
-    t->cert_path = rn_xstrdup(cert_path);
-    t->key_path = rn_xstrdup(key_path);
+    t->cert_path = rn_xstrdup(f.cert_path);
+    t->key_path = rn_xstrdup(f.key_path);
+    t->cert_flag = rn_xstrdup(f.cert_flag);
+    t->key_flag = rn_xstrdup(f.key_flag);
+    t->client_ca_path = dup_or_null(f.client_ca_path);
+    t->client_ca_flag = rn_xstrdup(f.client_ca_flag);
     return t;
 }
 
 int rn_tls_context_reload(rn_tls_context *t, char *err, size_t errcap) {
-    SSL_CTX *ctx = ctx_load(t->cert_path, t->key_path, err, errcap);
+    rn_tls_files f = files_of(t);
+    SSL_CTX *ctx = ctx_load(&f, err, errcap);
     if (!ctx)
         return -1;
     unsigned char keys[TICKET_KEY_BYTES];
@@ -532,5 +592,9 @@ void rn_tls_context_free(rn_tls_context *t) {
     SSL_CTX_free(t->ctx);
     free(t->cert_path);
     free(t->key_path);
+    free(t->cert_flag);
+    free(t->key_flag);
+    free(t->client_ca_path);
+    free(t->client_ca_flag);
     free(t);
 }

@@ -41,6 +41,10 @@ static int is_kill_point(const char *name, size_t len) {
     return 0;
 }
 
+int rn_fault_is_kill_point(const char *name) {
+    return is_kill_point(name, strlen(name));
+}
+
 int rn_fault_setup(void) {
     const char *v = getenv("RUNNEL_FAULT_KILL_AT");
     if (!v || !*v)

@@ -35,6 +35,9 @@ int rn_fault_setup(void);
 /* Marks a point of the code; kills the process when it is the armed one.
  * `name` must be one of the kill points listed in fault.c. */
 void rn_fault_point(const char *name);
+/* True when name is one of those kill points (for code whose point's name
+ * is made at run time). */
+int rn_fault_is_kill_point(const char *name);
 
 /* Makes the next n passes of failure point `name` (one of those listed
  * above) fail with -err; n = 0 disarms it. Returns 0, or -1 for a name that

@@ -48,7 +48,8 @@ int rn_atomic_write_file(const char *dir, const char *name, const void *data, si
     if (rc == 0) {
         char point[NAME_MAX + 16];
         snprintf(point, sizeof point, "%s-before-rename", name);
-        rn_fault_point(point);
+        if (rn_fault_is_kill_point(point))
+            rn_fault_point(point);
     }
     if (rc == 0 && rename(tmp, dst) < 0)
         rc = -errno;

@@ -15,7 +15,8 @@
  * -errno of the first that failed: the file may then hold the old data or
  * the new (the rename may have happened without being durable), and the
  * caller must not rely on either. Passes the kill point
- * "<name>-before-rename" (util/fault.h). Blocking. */
+ * "<name>-before-rename" where the build has one (util/fault.h: the
+ * checkpoint's). Blocking. */
 int rn_atomic_write_file(const char *dir, const char *name, const void *data, size_t len,
                          mode_t mode);
 /* Reads the whole file dir/name into out. Returns 0, or -errno (-ENOENT

@@ -179,18 +179,49 @@ void rn_b64url_append(rn_buf *out, const uint8_t *data, size_t len) {
     }
 }
 
-static int sextet(char c) {
+/* The value of base64 character c in the standard alphabet (url 0) or the
+ * URL-safe one (url 1), or -1. */
+static int sextet(char c, int url) {
     if (c >= 'A' && c <= 'Z')
         return c - 'A';
     if (c >= 'a' && c <= 'z')
         return c - 'a' + 26;
     if (c >= '0' && c <= '9')
         return c - '0' + 52;
-    if (c == '-')
+    if (c == (url ? '-' : '+'))
         return 62;
-    if (c == '_')
+    if (c == (url ? '_' : '/'))
         return 63;
     return -1;
+}
+
+long rn_base64_decode(const char *s, size_t len, uint8_t *out) {
+    size_t n = 0, quad = 0, pad = 0;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\n' || c == '\r')
+            continue;
+        int v = c == '=' ? 0 : sextet(c, 0);
+        if (v < 0 || (pad && c != '='))
+            return -1; /* outside the alphabet, or data after padding */
+        pad += c == '=';
+        acc = acc << 6 | (uint32_t)v;
+        if (++quad < 4)
+            continue;
+        if (pad > 2)
+            return -1;
+        out[n++] = (uint8_t)(acc >> 16);
+        if (pad < 2)
+            out[n++] = (uint8_t)(acc >> 8);
+        if (pad < 1)
+            out[n++] = (uint8_t)acc;
+        quad = 0;
+        acc = 0;
+        if (pad)
+            pad = 3; /* nothing may follow a padded quad */
+    }
+    return quad == 0 ? (long)n : -1;
 }
 
 long rn_b64url_decode(const char *s, size_t len, uint8_t *out) {
@@ -200,7 +231,7 @@ long rn_b64url_decode(const char *s, size_t len, uint8_t *out) {
     int bits = 0;
     long n = 0;
     for (size_t i = 0; i < len; i++) {
-        int v = sextet(s[i]);
+        int v = sextet(s[i], 1);
         if (v < 0)
             return -1;
         acc = acc << 6 | (uint32_t)v;

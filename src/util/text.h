@@ -40,6 +40,12 @@ void rn_base64_append(rn_buf *b, const uint8_t *data, size_t len);
 /* Appends the unpadded base64url text (RFC 4648 §5) of data to out: the
  * encoding of JWS/JWT parts, JWK members and webhook signatures. */
 void rn_b64url_append(rn_buf *out, const uint8_t *data, size_t len);
+/* Decodes standard padded base64 (RFC 4648 §4) into out, skipping CR and
+ * LF (SSE data lines); out must hold len * 3 / 4 bytes and may be s itself
+ * (the output never overtakes the input). Returns the decoded length, or
+ * -1 for a character outside the alphabet, anything after padding, or a
+ * length (line breaks aside) that is not a multiple of 4. */
+long rn_base64_decode(const char *s, size_t len, uint8_t *out);
 /* Decodes unpadded base64url text into out, which must hold len * 3 / 4
  * bytes; reads exactly len bytes of s. Returns the decoded length, or -1
  * for a character outside the alphabet, padding, an impossible length

@@ -4,11 +4,16 @@
 // the loopback ones). Listening on an address other hosts can reach, with
 // no access control in Runnel, logs a warning at start that names the
 // address and says what anyone reaching it can do; loopback addresses log
-// none.
+// none. `--peer-listen` (issue 24) on a single node: operator routes
+// answer 404 on --listen and are served (with the token) on the peer
+// listener, which answers stream routes 404; health answers on both; an
+// embedded gate (--tenants) judges the public listener only.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { describe, test } from "node:test";
 import { tempDir } from "./lib/server.mjs";
-import { freePort, rawGet, sleep, spawnServe, waitReady } from "./lib/ops.mjs";
+import { freePort, rawGet, runCli, sleep, spawnServe, waitReady } from "./lib/ops.mjs";
 
 // The JSON log lines of a child so far.
 const logLines = (child) =>
@@ -71,5 +76,59 @@ describe("--listen", () => {
     assert.equal(warnings[0].event, "start");
     assert.ok(msg.includes(`0.0.0.0:${port}`), `names the address: ${msg}`);
     for (const what of ["read", "append", "delete", "every stream"]) assert.ok(msg.includes(what), `says anyone can ${what}: ${msg}`);
+  });
+});
+
+describe("--peer-listen", () => {
+  test("operator routes on the peer listener only, stream routes on --listen only", async () => {
+    const [port, peerPort] = [await freePort(), await freePort()];
+    const dir = tempDir();
+    const token = path.join(dir, "admin.token");
+    fs.writeFileSync(token, "an-admin-token-of-enough-bytes", { mode: 0o600 });
+    const child = spawnServe(["--listen", `127.0.0.1:${port}`, "--peer-listen", `127.0.0.1:${peerPort}`,
+      "--data-dir", path.join(dir, "data"), "--admin-token-file", token, "--metrics-need-token", "--log-format", "json"]);
+    const pub = `http://127.0.0.1:${port}`, peer = `http://127.0.0.1:${peerPort}`;
+    const auth = { authorization: "Bearer an-admin-token-of-enough-bytes" };
+    const code = (r) => JSON.parse(r.text).error.code;
+    try {
+      await waitReady(pub);
+      for (const base of [pub, peer]) assert.equal((await rawGet(`${base}/__runnel/livez`)).status, 200, base);
+      for (const p of ["/__runnel/backup?name=x", "/__runnel/metrics"]) {
+        const method = p.includes("backup") ? "POST" : "GET";
+        const r = await rawGet(pub + p, { method, headers: auth });
+        assert.deepEqual([r.status, code(r)], [404, "NOT_FOUND"], `${p} on --listen: ${r.text}`);
+        assert.equal((await rawGet(peer + p, { method })).status, 401, `${p} on the peer listener without the token`);
+      }
+      const backup = await rawGet(`${peer}/__runnel/backup?name=x`, { method: "POST", headers: auth });
+      assert.deepEqual([backup.status, code(backup)], [501, "NO_BACKUP_TARGET"]);
+      assert.equal((await rawGet(`${peer}/__runnel/metrics`, { headers: auth })).status, 200);
+      assert.equal((await rawGet(`${pub}/v1/stream/listen/b`, { method: "PUT" })).status, 201);
+      const onPeer = await rawGet(`${peer}/v1/stream/listen/b`);
+      assert.deepEqual([onPeer.status, code(onPeer)], [404, "NOT_FOUND"]);
+      assert.match(JSON.parse(onPeer.text).error.message, /public listener/);
+    } finally {
+      await child.stop();
+    }
+  });
+
+  test("an embedded gate guards --listen, not the peer listener", async () => {
+    const [port, peerPort] = [await freePort(), await freePort()];
+    const dir = tempDir();
+    const token = path.join(dir, "admin.token"), tenants = path.join(dir, "tenants.json");
+    fs.writeFileSync(token, "an-admin-token-of-enough-bytes", { mode: 0o600 });
+    const key = runCli(["gateway", "key", "new", "--tenant", "acme", "--buckets", "orders:rw", "--tenants", tenants]);
+    assert.equal(key.code, 0, key.stderr);
+    const child = spawnServe(["--listen", `127.0.0.1:${port}`, "--peer-listen", `127.0.0.1:${peerPort}`,
+      "--data-dir", path.join(dir, "data"), "--admin-token-file", token, "--tenants", tenants]);
+    const auth = { authorization: "Bearer an-admin-token-of-enough-bytes" };
+    try {
+      await waitReady(`http://127.0.0.1:${port}`);
+      const gated = await rawGet(`http://127.0.0.1:${port}/orders/o-1`, { method: "PUT", headers: auth });
+      assert.equal(gated.status, 401, `the gate judges --listen: ${gated.text}`);
+      const backup = await rawGet(`http://127.0.0.1:${peerPort}/__runnel/backup?name=x`, { method: "POST", headers: auth });
+      assert.deepEqual([backup.status, JSON.parse(backup.text).error.code], [501, "NO_BACKUP_TARGET"], backup.text);
+    } finally {
+      await child.stop();
+    }
   });
 });

@@ -13,13 +13,14 @@
 // - a node started with another cluster key cannot join, and its log says
 //   why.
 // The same rogue bytes against a cluster without a key do raise its term:
-// they are well-formed libraft messages.
+// they are well-formed libraft messages; such a node warns at start that
+// no peer is authenticated, and its report says so.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { appendEntries, assertUnchanged, clusterState, hello, refusedCount, requestVote, rogue } from "./raft_wire.mjs";
 import { Cluster, follow, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 2;
@@ -33,27 +34,6 @@ after(() => {
   c?.stopChecked();
 });
 
-const env = (cl) => Object.fromEntries(fs.readFileSync(path.join(cl.dir, "cluster.env"), "utf8")
-  .trim().split("\n").map((l) => l.split("=")));
-
-// ---- what the cluster looks like: per group, every node's term and leader, and its voters
-async function snapshot(cl) {
-  const out = [];
-  for (let n = 1; n <= cl.nodes; n++) {
-    const r = await cl.report(n);
-    out.push(r.groups.map((g) => ({ term: g.term, leader: g.leader,
-      voters: g.replicas.filter((x) => x.role === "voter").map((x) => x.node).sort().join() })));
-  }
-  return out;
-}
-
-async function refusedCount(url, channel) {
-  const text = (await req(`${url}/__runnel/metrics`)).text;
-  let sum = 0;
-  for (const m of text.matchAll(new RegExp(`runnel_cluster_peer_refused_total\\{channel="${channel}",reason="[a-z_]+"\\} (\\d+)`, "g")))
-    sum += Number(m[1]);
-  return sum;
-}
 
 // ---- peer signatures, as src/cluster/peer_auth.c makes them
 function sign(key, method, target, id, timeMs, body = Buffer.alloc(0)) {
@@ -75,7 +55,7 @@ describe("routes without a credential", () => {
     const stream = "auth/data";
     assert.equal((await follow(`${c.url(1)}/${stream}`, { method: "PUT", headers: { "content-type": "text/plain" } })).status, 201);
     assert.equal((await follow(`${c.url(1)}/${stream}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "kept" })).status, 204);
-    const before = await snapshot(c);
+    const before = await clusterState(c);
     const u = c.url(2);
     const operator = [
       ["POST", `/__runnel/cluster/members?id=9&raft=127.0.0.1:9&url=${encodeURIComponent("http://127.0.0.1:9")}`],
@@ -117,103 +97,38 @@ describe("routes without a credential", () => {
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])
       assert.equal((await req(u + p)).status, 200, p);
     await sleep(5000);
-    assert.deepEqual((await snapshot(c)).map((n) => n.map((g) => g.voters)), before.map((n) => n.map((g) => g.voters)));
+    assert.deepEqual((await clusterState(c)).map((n) => n.map((g) => g.voters)), before.map((n) => n.map((g) => g.voters)));
     for (let n = 1; n <= 3; n++)
       assert.equal((await follow(`${c.url(n)}/${stream}?offset=-1`)).text, "kept");
   });
 });
 
-// ---- libraft's wire format, as a peer's connection carries it (src/cluster/wire.h's hello first)
-function hashBytes(buf) { // util/map.c rn_hash_bytes
-  const M = 0xffffffffffffffffn;
-  let h = 0xcbf29ce484222325n ^ BigInt(buf.length);
-  let i = 0;
-  for (; i + 8 <= buf.length; i += 8) {
-    h = ((h ^ buf.readBigUInt64LE(i)) * 0x100000001b3n) & M;
-    h ^= h >> 29n;
-  }
-  for (; i < buf.length; i++) h = ((h ^ BigInt(buf[i])) * 0x100000001b3n) & M;
-  h ^= h >> 30n; h = (h * 0xbf58476d1ce4e5b9n) & M;
-  h ^= h >> 27n; h = (h * 0x94d049bb133111ebn) & M;
-  h ^= h >> 31n;
-  return h || 1n;
-}
-
-function hello({ group, sender, clusterId, address, auth }) {
-  const b = Buffer.alloc(32);
-  b.writeUInt32LE(0x46524e52, 0); b.writeUInt16LE(1, 4); b.writeUInt16LE(address.length, 6);
-  b.writeUInt32LE(group, 8); b.writeUInt32LE(auth, 12);
-  b.writeBigUInt64LE(BigInt(sender), 16); b.writeBigUInt64LE(hashBytes(Buffer.from(clusterId)), 24);
-  return Buffer.concat([b, Buffer.from(address)]);
-}
-
-const u64s = (...v) => { const b = Buffer.alloc(8 * v.length); v.forEach((x, i) => b.writeBigUInt64LE(BigInt(x), 8 * i)); return b; };
-
-// RequestVote (type 3): term, candidate, last index, last term, flags (1: disrupt the leader)
-const requestVote = (term, candidate) => Buffer.concat([u64s(3, 40), u64s(term, candidate, 1000000, term - 1, 1)]);
-// AppendEntries (type 1) with one 8-byte command entry: term, previous index and term, commit,
-// the batch (count, then per entry term, type byte, 3 unused, u32 length), 8 unused, the payload
-function appendEntries(term) {
-  const entry = Buffer.alloc(16); entry.writeBigUInt64LE(BigInt(term), 0); entry[8] = 1; entry.writeUInt32LE(8, 12);
-  const header = Buffer.concat([u64s(term, 0, 0, 1000000, 1), entry, Buffer.alloc(8)]);
-  return Buffer.concat([u64s(1, header.length), header, Buffer.from("rogue!!!")]);
-}
-
-// Connects to a Raft port and writes hello + messages (after a wrong
-// key's proof when wrongKey is set); resolves once the node closed the
-// connection or 1.5 s passed.
-function rogue(port, helloBytes, messages, wrongKey = null) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    let got = Buffer.alloc(0);
-    const done = () => { s.destroy(); resolve(got); };
-    s.on("connect", () => {
-      s.write(helloBytes);
-      if (!wrongKey) s.write(Buffer.concat(messages));
-    });
-    s.on("data", (d) => {
-      got = Buffer.concat([got, d]);
-      if (wrongKey && got.length === 40 && got.toString("latin1", 0, 4) === "RNCH") {
-        const nc = crypto.randomBytes(32);
-        const proof = crypto.createHmac("sha256", wrongKey)
-          .update(Buffer.concat([Buffer.from("runnel raft client 1"), helloBytes, got.subarray(8, 40), nc])).digest();
-        s.write(Buffer.concat([nc, proof, ...messages]));
-      }
-    });
-    s.on("error", done);
-    s.on("close", done);
-    setTimeout(done, 1500);
-  });
-}
-
 describe("a rogue peer on the Raft port", () => {
   test("AppendEntries and RequestVote of a higher term change nothing", async () => {
-    const e = env(c);
-    const before = await snapshot(c);
+    const e = c.env();
+    const before = await clusterState(c);
     const refusedBefore = await refusedCount(c.url(1), "raft");
     const msgs = [requestVote(1000, 2), appendEntries(1000)];
     for (let g = 0; g < GROUPS; g++) {
       const h = (auth) => hello({ group: g, sender: 2, clusterId: c.clusterId, address: `127.0.0.1:${e.RAFT_PORT_2}`, auth });
       await rogue(Number(e.RAFT_PORT_1), h(0), msgs);
-      const answer = await rogue(Number(e.RAFT_PORT_1), h(1), msgs, "a-wrong-cluster-key-of-enough-bytes");
+      const answer = await rogue(Number(e.RAFT_PORT_1), h(1), msgs, { wrongKey: "a-wrong-cluster-key-of-enough-bytes" });
       assert.equal(answer.toString("latin1", 40, 44), "RNNO", "the wrong key's proof is refused");
     }
     assert.ok(await refusedCount(c.url(1), "raft") >= refusedBefore + 2 * GROUPS);
     await sleep(3000);
-    const now = await snapshot(c);
-    for (let n = 0; n < 3; n++)
-      for (let g = 0; g < GROUPS; g++) {
-        assert.ok(now[n][g].term < 1000, `node ${n + 1} group ${g}: term ${now[n][g].term}`);
-        assert.deepEqual(now[n][g], before[n][g], `node ${n + 1} group ${g} unchanged`);
-      }
+    await assertUnchanged(c, before, GROUPS);
     for (let n = 1; n <= 3; n++)
       assert.equal((await follow(`${c.url(n)}/auth/data?offset=-1`)).text, "kept");
   });
 
-  test("the same bytes raise the term of a cluster without a key (they are libraft's)", async () => {
+  test("the same bytes raise the term of a cluster without a key (they are libraft's); it says so", async () => {
     const open = await Cluster.start({ nodes: 1, groups: 1, insecure: true });
     try {
-      const e = env(open);
+      assert.match(open.log(1), /warn cluster_unauthenticated: cluster mode WITHOUT PEER AUTHENTICATION/);
+      assert.equal((await open.report(1)).peer_auth, "none");
+      assert.equal((await c.report(1)).peer_auth, "key");
+      const e = open.env();
       const h = hello({ group: 0, sender: 2, clusterId: open.clusterId, address: "127.0.0.1:9", auth: 0 });
       await rogue(Number(e.RAFT_PORT_1), h, [requestVote(1000, 2)]);
       await waitFor("the term to pass 1000", async () => (await open.report(1)).groups[0].term >= 1000, 10000);

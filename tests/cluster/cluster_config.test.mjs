@@ -1,10 +1,12 @@
 // Cluster mode's settings, black-box: each bad combination refused with a
 // message naming it (exit 2, nothing started), the config file's repeated
-// peer key, and the data directory's marker: a node refuses to start with
-// another cluster id, node id or group count than it was created with, and
-// a cluster node's directory refuses a single-node start.
+// peer key, the peer certificates a node refuses to start with (exit 1: a
+// certificate of another node, of another CA, naming no node), and the
+// data directory's marker: a node refuses to start with another cluster id,
+// node id or group count than it was created with, and a cluster node's
+// directory refuses a single-node start.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -20,6 +22,9 @@ function serve(args, env = {}) {
 }
 
 const peers = ["--peer", "1=127.0.0.1:7001,http://127.0.0.1:8001", "--peer", "2=127.0.0.1:7002,http://127.0.0.1:8002"];
+const httpsPeers = ["--peer", "1=127.0.0.1:7001,https://127.0.0.1:8001", "--peer", "2=127.0.0.1:7002,https://127.0.0.1:8002"];
+const certs = ["--peer-cert", "/x/c.pem", "--peer-key", "/x/k.pem", "--peer-ca", "/x/ca.pem"];
+const cluster = ["--node-id", "1", "--cluster-id", "c"];
 
 describe("refused settings (exit 2, a message naming them)", () => {
   const cases = [
@@ -45,6 +50,20 @@ describe("refused settings (exit 2, a message naming them)", () => {
       /--accept-loss applies to a single node's log; a cluster node recovers its groups from its peers/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=true", "--hot-bytes", "67108864"],
       /--hot-bytes \(history tiering\) is not available in cluster mode/],
+    [["--cluster-key-file", "/x/key"], /--cluster-key-file needs --node-id/],
+    [certs, /--peer-cert needs --node-id/],
+    [[...cluster, ...httpsPeers, "--peer-cert", "/x/c.pem", "--peer-ca", "/x/ca.pem"], /--peer-cert, --peer-key and --peer-ca go together \(--peer-key is missing\)/],
+    [[...cluster, ...httpsPeers, ...certs, "--cluster-key-file", "/x/key", "--tls-cert", "/x/t", "--tls-key", "/x/t"],
+      /--peer-cert and --cluster-key-file are two ways of authenticating peers: choose one/],
+    [[...cluster, ...httpsPeers, ...certs], /peer requests carry the node's certificate, so they need TLS: --tls-cert, or a --peer-listen/],
+    [[...cluster, ...peers, ...certs, "--tls-cert", "/x/t", "--tls-key", "/x/t"], /--peer 1: with --peer-cert, peer requests go over TLS: its URL must be https/],
+    [[...cluster, "--peer", "1=127.0.0.1:7001,http://127.0.0.1:8001,http://127.0.0.1:9001", "--peer-listen", "127.0.0.1:9001", ...certs],
+      /--peer 1: with --peer-cert, peer requests go over TLS: its PEERURL must be https/],
+    [[...cluster, ...peers, "--peer-listen", "127.0.0.1:9001"], /--peer-listen: this node's --peer 1 must name its peer listener's URL/],
+    [[...cluster, "--peer", "1=127.0.0.1:7001,http://127.0.0.1:8001,http://127.0.0.1:9001", "--peer", "2=127.0.0.1:7002,http://127.0.0.1:8002,http://127.0.0.1:9001"],
+      /--peer 1 and --peer 2 have the same PEERURL/],
+    [[...cluster, "--peer", "1=127.0.0.1:7001,http://127.0.0.1:8001,ftp://x"], /peer 1: PEERURL must be an http/],
+    [["--peer-listen", "nope"], /peer-listen must be HOST:PORT/],
   ];
   for (const [args, message] of cases) {
     test(args.join(" "), () => {
@@ -64,6 +83,10 @@ describe("the configuration file and the environment", () => {
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.split("\n").filter((l) => l.startsWith("peer="));
     assert.deepEqual(lines, ["peer=1=127.0.0.1:7001,http://127.0.0.1:8001", "peer=2=127.0.0.1:7002,http://127.0.0.1:8002"]);
+    const withPeerUrl = serve(["--print-config", "--node-id", "1", "--cluster-id", "c", "--peer", "1=127.0.0.1:7001,http://a:1/,https://b:2/", "--peer-listen", "[::1]:9001"]);
+    assert.equal(withPeerUrl.status, 0, withPeerUrl.stderr);
+    assert.ok(withPeerUrl.stdout.split("\n").includes("peer=1=127.0.0.1:7001,http://a:1,https://b:2"), withPeerUrl.stdout);
+    assert.ok(withPeerUrl.stdout.split("\n").includes("peer-listen=::1:9001"), withPeerUrl.stdout);
     const e = serve(["--config", file, "--print-config"], { RUNNEL_PEER: "2=127.0.0.1:9002,http://a:1  3=127.0.0.1:9003,http://b:1" });
     assert.equal(e.status, 0, e.stderr);
     assert.deepEqual(e.stdout.split("\n").filter((l) => l.startsWith("peer=")),
@@ -72,6 +95,28 @@ describe("the configuration file and the environment", () => {
     assert.equal(f.status, 0, f.stderr);
     assert.deepEqual(f.stdout.split("\n").filter((l) => l.startsWith("peer=")), ["peer=2=127.0.0.1:9004,http://c:1"], "flags replace both");
   });
+});
+
+describe("peer certificates a node refuses to start with (exit 1)", () => {
+  const pki = tempDir();
+  execFileSync("bash", [path.join(path.dirname(new URL(import.meta.url).pathname), "../lib/test_pki.sh"), pki]);
+  const files = (name) => ["--peer-cert", path.join(pki, `${name}.pem`), "--peer-key", path.join(pki, `${name}.key`)];
+  const cases = [
+    ["node 2's certificate on node 3", "peer-2", /the certificate in --peer-cert \S+peer-2.pem is node 2's, and this node is 3 \(--node-id\)/],
+    ["another CA's certificate", "rogue-4", /the certificate in --peer-cert \S+rogue-4.pem does not verify against --peer-ca/],
+    ["a certificate naming no node", "peer-none", /must name this node as exactly one URI subject alternative name runnel-node:3/],
+  ];
+  for (const [what, name, message] of cases) {
+    test(what, async () => {
+      const [port, peerPort, raft] = [await freePort(), await freePort(), await freePort()];
+      const r = serve(["--data-dir", tempDir(), "--listen", `127.0.0.1:${port}`, "--node-id", "3", "--cluster-id", "c",
+        "--peer", `3=127.0.0.1:${raft},http://127.0.0.1:${port},https://127.0.0.1:${peerPort}`,
+        "--peer-listen", `127.0.0.1:${peerPort}`, ...files(name), "--peer-ca", path.join(pki, "ca.pem"),
+        "--shutdown-grace-ms", "0"]);
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.match(r.stdout + r.stderr, message);
+    });
+  }
 });
 
 describe("the data directory remembers its cluster", () => {

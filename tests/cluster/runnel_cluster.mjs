@@ -189,13 +189,15 @@ export async function clusterLayout({ clusterId, nodes = 3, groups }) {
 export class Cluster {
   // Starts a cluster (scripts/cluster.sh start) in a fresh directory.
   // tls: a PKI directory (tests/lib/test_pki.sh): the nodes speak https.
+  // peerTls: a PKI directory: mutual TLS between the nodes (its peer-N
+  // certificates) instead of the cluster key. peerListen: every node gets a
+  // peer listener (scripts/cluster.sh --peer-listen).
   // insecure: no cluster key and no admin token (scripts/cluster.sh --insecure).
   // replicas: each group on that many nodes (scripts/cluster.sh --replicas).
-  static async start({ nodes = 3, groups = 4, args = [], tls = null, insecure = false, replicas = 3 } = {}) {
+  static async start({ nodes = 3, groups = 4, args = [], tls = null, peerTls = null, peerListen = false,
+    insecure = false, replicas = 3 } = {}) {
     const c = new Cluster(tempDir("runnel-cluster-"), nodes, groups, args);
-    c.tls = tls;
-    c.insecure = insecure;
-    c.replicas = replicas;
+    Object.assign(c, { tls, peerTls, peerListen, insecure, replicas });
     c.startAll();
     const env = fs.readFileSync(path.join(c.dir, "cluster.env"), "utf8");
     c.clusterId = /CLUSTER_ID=(.*)/.exec(env)[1];
@@ -208,17 +210,38 @@ export class Cluster {
 
   // Starts every node (again, on its data after stop()); returns once every
   // group has a leader on every node.
+  // A start that fails (a group without a leader in time) SIGKILLs the
+  // nodes it started before it throws: nothing else would stop them.
   startAll() {
-    const out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
-      String(this.groups), "--replicas", String(this.replicas ?? 3), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
-      ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
-      { encoding: "utf8", timeout: 60000 });
+    let out;
+    try {
+      out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
+        String(this.groups), "--replicas", String(this.replicas ?? 3), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
+        ...(this.peerTls ? ["--peer-tls", this.peerTls] : []), ...(this.peerListen ? ["--peer-listen"] : []),
+        ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
+        { encoding: "utf8", timeout: 60000 });
+    } catch (e) {
+      for (let n = 1; n <= this.nodes; n++) this.kill(n, "SIGKILL");
+      throw e;
+    }
     this.urls = out.trim().split("\n");
     live.add(this);
   }
 
   url(n) {
     return this.urls[n - 1];
+  }
+
+  // cluster.env as an object (ports, cluster id, group count).
+  env() {
+    return Object.fromEntries(fs.readFileSync(path.join(this.dir, "cluster.env"), "utf8")
+      .trim().split("\n").map((l) => l.split("=")));
+  }
+
+  // The base URL node n's peers reach it at: its peer listener's, else its public one.
+  peerUrl(n) {
+    const port = this.env()[`PEER_PORT_${n}`];
+    return port ? `${this.peerTls || this.tls ? "https" : "http"}://127.0.0.1:${port}` : this.url(n);
   }
 
   // The headers of an operator's request (scripts/cluster.sh's admin token;
@@ -228,29 +251,43 @@ export class Cluster {
     return fs.existsSync(f) ? { authorization: `Bearer ${fs.readFileSync(f, "utf8").trim()}` } : {};
   }
 
-  // The security flags scripts/cluster.sh gave the nodes (cluster key and
-  // admin token), for a node started by hand.
-  securityArgs() {
+  // The security flags scripts/cluster.sh gave the nodes (cluster key or
+  // node n's peer certificates, and admin token), for a node started by hand.
+  securityArgs(n) {
     const key = path.join(this.dir, "cluster.key"), token = path.join(this.dir, "admin.token");
-    return fs.existsSync(key) ? ["--cluster-key-file", key, "--admin-token-file", token] : [];
+    const out = fs.existsSync(token) ? ["--admin-token-file", token] : [];
+    if (this.peerTls)
+      out.push("--peer-cert", path.join(this.peerTls, `peer-${n}.pem`), "--peer-key",
+        path.join(this.peerTls, `peer-${n}.key`), "--peer-ca", path.join(this.peerTls, "ca.pem"));
+    else if (fs.existsSync(key))
+      out.push("--cluster-key-file", key);
+    return out;
   }
 
   // Starts node n (beyond the cluster's) with --join: its --peer lines are
-  // the cluster's nodes and its own, on two fresh ports; it waits to be
-  // added (POST /__runnel/cluster/members). Returns {url, raft}.
+  // the cluster's nodes and its own, on fresh ports (and a peer listener
+  // when the cluster's nodes have one); it waits to be added (POST
+  // /__runnel/cluster/members). Returns {url, raft, peerUrl, query}, query
+  // being the membership route's parameters that add it.
   async addNode(n, extraArgs = []) {
-    const env = Object.fromEntries(fs.readFileSync(path.join(this.dir, "cluster.env"), "utf8")
-      .trim().split("\n").map((l) => l.split("=")));
+    const env = this.env();
     const http = await freePort();
     const raftPort = await freePort();
     const peers = [];
     for (let i = 1; i <= Number(env.CLUSTER_NODES); i++) /* the first nodes: the table names the rest */
-      peers.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}`);
+      peers.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}${this.peerListen ? `,${this.peerUrl(i)}` : ""}`);
     const self = { url: `http://127.0.0.1:${http}`, raft: `127.0.0.1:${raftPort}` };
-    peers.push("--peer", `${n}=${self.raft},${self.url}`);
+    const listen = [];
+    if (this.peerListen) {
+      const port = await freePort();
+      self.peerUrl = `${this.peerTls || this.tls ? "https" : "http"}://127.0.0.1:${port}`;
+      listen.push("--peer-listen", `127.0.0.1:${port}`);
+    }
+    self.query = `id=${n}&raft=${self.raft}&url=${encodeURIComponent(self.url)}${self.peerUrl ? `&peer_url=${encodeURIComponent(self.peerUrl)}` : ""}`;
+    peers.push("--peer", `${n}=${self.raft},${self.url}${self.peerUrl ? `,${self.peerUrl}` : ""}`);
     const argv = [BIN, "serve", "--node-id", String(n), "--cluster-id", this.clusterId, ...peers,
       "--groups", String(this.groups), "--listen", `127.0.0.1:${http}`, "--data-dir",
-      path.join(this.dir, `node-${n}`), "--join", ...this.securityArgs(), ...this.args, ...extraArgs];
+      path.join(this.dir, `node-${n}`), "--join", ...listen, ...this.securityArgs(n), ...this.args, ...extraArgs];
     const q = (a) => `'${a.replace(/'/g, "'\\''")}'`;
     fs.writeFileSync(path.join(this.dir, `node-${n}.cmd`),
       `${argv.map(q).join(" ")} >>${q(path.join(this.dir, `node-${n}.log`))} 2>&1 & echo $! >${q(path.join(this.dir, `node-${n}.pid`))}\n`);

@@ -120,8 +120,7 @@ export class Server {
   async start({ readyMs = 15000, waitReady = true } = {}) {
     this.port ??= await freePort();
     this.url = `${this.tls ? "https" : "http"}://127.0.0.1:${this.port}`;
-    const tlsArgs = this.tls ? ["--tls-cert", this.tls.cert, "--tls-key", this.tls.key] : [];
-    const argv = ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...tlsArgs, ...this.args];
+    const argv = this.argv();
     const options = { env: { ...process.env, ...this.env } };
     let fd = null;
     if (this.logPath) {
@@ -161,6 +160,13 @@ export class Server {
       await sleep(15);
     }
     throw new Error(`server not ready within ${readyMs} ms:\n${this.logTail()}`);
+  }
+
+  // The command line after the binary (a subclass that runs another
+  // command, such as `runnel gateway`, names its own).
+  argv() {
+    const tlsArgs = this.tls ? ["--tls-cert", this.tls.cert, "--tls-key", this.tls.key] : [];
+    return ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...tlsArgs, ...this.args];
   }
 
   alive() {

@@ -36,6 +36,10 @@ static void test_round_trip(void **state) {
     assert_int_equal(rn_wire_hello_decode(b.data, 8, 9, &h), RN_WIRE_OK);
     assert_int_equal(h.auth, RN_WIRE_AUTH_KEY);
     assert_int_equal(b.data[12], 1); /* the auth field, little-endian */
+    b.len = 0;
+    assert_int_equal(rn_wire_hello_encode(&b, 7, 42, 9, "127.0.0.1:7001", RN_WIRE_AUTH_CERT), 0);
+    assert_int_equal(rn_wire_hello_decode(b.data, 8, 9, &h), RN_WIRE_OK);
+    assert_int_equal(h.auth, RN_WIRE_AUTH_CERT);
     rn_buf_free(&b);
 }
 
@@ -54,7 +58,7 @@ static void test_refusals(void **state) {
     b.data[4] = 2;
     assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_VERSION);
     encode(&b, 0, 1, 0, "127.0.0.1:1");
-    b.data[12] = 2; /* auth: unknown */
+    b.data[12] = 3; /* auth: unknown */
     assert_int_equal(rn_wire_hello_decode(b.data, 1, 0, &h), RN_WIRE_BAD_VERSION);
     encode(&b, 0, 1, 0, "127.0.0.1:1");
     b.data[6] = 0; /* address length 0 */

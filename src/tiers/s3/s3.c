@@ -190,10 +190,7 @@ rn_s3_call *s3_call_new(rn_s3 *s3, const char *op, const char *method, const cha
     c->read = read;
     c->fn = fn;
     c->arg = arg;
-    c->next = s3->calls;
-    if (s3->calls)
-        s3->calls->prev = c;
-    s3->calls = c;
+    rn_list_push_front(&s3->calls, &c->link);
     s3->ncalls++;
     return c;
 }
@@ -234,12 +231,7 @@ static void hash_queue_remove(rn_s3 *s3, rn_s3_call *c) {
 static void call_unlink(rn_s3_call *c) {
     rn_s3 *s3 = c->s3;
     hash_queue_remove(s3, c);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s3->calls = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    rn_list_remove(&s3->calls, &c->link);
     s3->ncalls--;
 }
 
@@ -510,8 +502,8 @@ void rn_s3_stop(rn_s3 *s3) {
     if (s3->stopped)
         return;
     s3->stopped = 1;
-    while (s3->calls)
-        rn_s3_cancel(s3->calls);
+    while (!rn_list_empty(&s3->calls))
+        rn_s3_cancel(rn_list_entry(s3->calls.first, rn_s3_call, link));
     uv_idle_stop(&s3->hasher);
     uv_close((uv_handle_t *)&s3->hasher, NULL);
     rn_outbound_stop(s3->out);

@@ -16,6 +16,7 @@
 
 #include "net/outbound.h"
 #include "tiers/s3/s3.h"
+#include "util/list.h"
 
 #include <openssl/evp.h>
 
@@ -32,9 +33,9 @@ typedef void (*s3_reader)(rn_s3_call *c, const rn_fetch_result *fr, rn_s3_result
 
 struct rn_s3_call {
     rn_s3 *s3;
-    rn_s3_call *prev, *next; /* every call of the client */
-    rn_s3_call *hash_next;   /* hash queue */
-    const char *op;          /* S3's name of the call, for logs */
+    rn_list_node link;     /* on rn_s3.calls: every call of the client */
+    rn_s3_call *hash_next; /* hash queue */
+    const char *op;        /* S3's name of the call, for logs */
     const char *method;
     char *key; /* NULL for bucket calls */
     s3_pair query[S3_MAX_QUERY];
@@ -63,7 +64,7 @@ struct rn_s3 {
     uv_idle_t hasher; /* active while the hash queue is not empty */
     rn_s3_call *hash_head, *hash_tail;
     uint8_t *hash_buf; /* file bodies are read through it to be hashed */
-    rn_s3_call *calls;
+    rn_list calls;     /* rn_s3_call.link */
     size_t ncalls, max_calls;
     char *base_url; /* "scheme://host[:port]" requests go to */
     char *host;     /* its host[:port]: the Host header */

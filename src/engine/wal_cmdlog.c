@@ -2,7 +2,7 @@
  * wal_cmdlog.c — the write-ahead log behind the command-log seam. See
  * wal_cmdlog.h and engine/cmdlog.h.
  */
-#include "log/wal_cmdlog.h"
+#include "engine/wal_cmdlog.h"
 #include "util/buf.h"
 #include "util/log.h"
 
