@@ -134,8 +134,6 @@ static void step(cluster_reconcile *r, unsigned g, const uint8_t *target, unsign
         const consensus_member *found = member(m, n, t);
         const rn_peer_config *p = cluster_peer(cl, t);
         self_stays |= t == self;
-        if (!alive[t])
-            continue; /* a node that does not answer is added once it does: others go on */
         if (!found && p) {
             consensus_add(cl->node, g, t, p->raft, changed, change_new(r, g, t, "adding"));
             return;
@@ -149,7 +147,8 @@ static void step(cluster_reconcile *r, unsigned g, const uint8_t *target, unsign
             if (kept_up(r, g, found, &info))
                 consensus_assign(cl->node, g, t, CONSENSUS_VOTER, changed,
                                  change_new(r, g, t, "promoting"));
-            return;
+            if (alive[t])
+                return; /* it catches up: the next step waits for it */
         }
     }
     for (unsigned k = 0; k < n; k++) {

@@ -11,9 +11,9 @@
  * status report of it, taken after that, saying it applied that far and
  * fetches no bytes any more); then a member the target does not name is
  * removed. A leader that is itself to be removed first hands its
- * leadership to a voter of the target. A node of the target that does not
- * answer is skipped (added once it answers), so a dead node waiting for
- * its decommission holds up nothing else.
+ * leadership to a voter of the target. A standby that does not answer is
+ * not waited for (a standby counts for no majority), so a dead node
+ * waiting for its decommission holds up nothing else.
  *
  * Leadership: a drained node hands every leadership it holds to another
  * voter at once (and again if an election gives it one back); otherwise a

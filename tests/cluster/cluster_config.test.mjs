@@ -47,7 +47,10 @@ describe("refused settings (exit 2, a message naming them)", () => {
       /--backup-to with --cold-store=s3 is for a single node/],
     // the two single-node features cluster mode refuses
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "segment-1"],
-      /--accept-loss applies to a single node's log; a cluster node recovers its groups from its peers/],
+      /--accept-loss in cluster mode names the groups that lost their majority.*group-N \(N below --groups 16\) or meta/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "group-16"],
+      /--accept-loss in cluster mode names the groups.*\(got "group-16"\)/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--replicas", "8"], /--replicas/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=true", "--hot-bytes", "67108864"],
       /--hot-bytes \(history tiering\) is not available in cluster mode/],
     [["--cluster-key-file", "/x/key"], /--cluster-key-file needs --node-id/],
