@@ -7,7 +7,10 @@
 #include "cluster/cluster_config.h"
 #include "cluster/follower_reads.h"
 #include "cluster/hand_over.h"
+#include "cluster/health.h"
 #include "cluster/hosting.h"
+#include "cluster/identity.h"
+#include "cluster/log_check.h"
 #include "cluster/membership.h"
 #include "cluster/placement_driver.h"
 #include "cluster/reconcile.h"
@@ -81,6 +84,12 @@ int rn_cluster_mark(const rn_config *cfg, char *err, size_t errcap) {
 
 /* ---- routing view ---- */
 
+void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out) {
+    consensus_group_info_get(cl->node, g, out);
+    if (g < cl->groups) /* the metadata group has no raft_log state */
+        out->applied_index = rn_raft_log_applied(cl->log, g, out->applied_index);
+}
+
 #define CATCH_UP_RETRY_MS 200
 #define CATCH_UP_TICK_MS 20
 
@@ -121,7 +130,7 @@ static void catch_up_tick(uv_timer_t *t) {
     unsigned behind = 0;
     for (unsigned g = 0; g < cl->all_groups && cl->node; g++) {
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         behind += consensus_group_running(cl->node, g) && !caught_up(cl, g, &info);
     }
     if (!behind)
@@ -164,11 +173,14 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
         return;
     }
     consensus_group_info info;
-    consensus_group_info_get(cl->node, g, &info);
+    cluster_group_info(cl, g, &info);
     int recovering = cluster_recovery_pending(cl->recovery, g); /* not rewritten yet */
     out->caught_up = !recovering && caught_up(cl, g, &info);
     out->serves = !recovering && info.leader_ready && !info.transferring;
     out->held_here = info.leader_id == cl->cfg.node_id && !out->serves;
+    out->write_refusal = out->serves ? rn_health_write_refusal(cl, g) : 0;
+    rn_raft_log_stop stop; /* applying stopped, or the log cannot take new entries */
+    out->apply_stopped = rn_raft_log_stopped(cl->log, g, &stop) || info.log_writes_held > 0;
     out->leader_id = info.leader_id;
     out->term = info.term;
     const rn_peer_config *p = cluster_peer(cl, info.leader_id);
@@ -227,6 +239,8 @@ int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
         snprintf(why, cap, "stopping");
         return 0;
     }
+    if (!rn_health_ready(cl, why, cap))
+        return 0;
     if (!cl->meta.initialized) {
         snprintf(why, cap, "the cluster's table is not known here yet");
         return 0;
@@ -238,7 +252,7 @@ int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
         if (!placed)
             continue; /* not hosted here (or leaving): others serve it */
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         if (!info.leader_id) {
             snprintf(why, cap, "%s %u has no leader", name, g);
             return 0;
@@ -297,7 +311,7 @@ static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
     if (!cl->node)
         return NULL;
     consensus_group_info info;
-    consensus_group_info_get(cl->node, group, &info);
+    cluster_group_info(cl, group, &info);
     consensus_member m[RN_META_MAX_NODES];
     unsigned nm = consensus_members(cl->node, group, m, RN_META_MAX_NODES);
     const rn_peer_config *order[RN_META_MAX_NODES];
@@ -415,6 +429,12 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
         rn_peer_tls_free(tls);
         return NULL;
     }
+    rn_health_release_reserve(cfg); /* before anything is written: room for the start */
+    if (rn_raft_log_check(cfg->data_dir, (unsigned)cfg->groups, err, errcap) != 0) {
+        rn_secret_wipe(&key); /* damage is never cut as a torn tail (log_check.h) */
+        rn_peer_tls_free(tls);
+        return NULL;
+    }
     rn_cluster *cl = rn_xcalloc(1, sizeof *cl);
     cl->key = key;
     cl->peer_tls = tls;
@@ -428,11 +448,14 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->catch_up = rn_xcalloc(cl->all_groups, sizeof *cl->catch_up);
     cl->led = rn_xcalloc(cl->all_groups, sizeof *cl->led);
     rn_meta_init_empty(&cl->meta);
-    if (rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
+    if (rn_identity_start(cl, err, errcap) != 0 ||
+        rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
         rn_secret_wipe(&cl->key);
         rn_peer_tls_free(cl->peer_tls);
         free(cl->catch_up);
         free(cl->led);
+        free(cl->incarnations);
+        free(cl->replaced);
         free(cl);
         return NULL;
     }
@@ -443,7 +466,10 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .leader_changed = leader_changed,
                              .restored = restored,
                              .published = published,
-                             .hook_arg = cl};
+                             .admit = rn_health_admit,
+                             .hook_arg = cl,
+                             .min_free_bytes = rn_health_floor(cfg),
+                             .data_dir = cfg->data_dir};
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
     cl->data_fsm = rn_raft_log_fsm(cl->log);
@@ -471,6 +497,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
     cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
     cc.params.snapshot_trailing = (unsigned)cfg->snapshot_trailing;
+    cc.params.min_free_bytes = rn_health_floor(cfg);
     cc.params.heartbeat_ms =
         cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;
     consensus *node = NULL;
@@ -495,6 +522,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->catching_up.data = cl;
     uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
     uv_unref((uv_handle_t *)&cl->catching_up);
+    rn_health_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
     return cl;
@@ -521,6 +549,8 @@ static void node_stopped(void *arg) {
     rn_meta_free(&cl->meta);
     free(cl->catch_up);
     free(cl->led);
+    free(cl->incarnations);
+    free(cl->replaced);
     rn_id_issuer_close(&cl->ids);
     rn_secret_wipe(&cl->key);
     rn_peer_tls_free(cl->peer_tls); /* links still closing hold their own references */
@@ -546,6 +576,7 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);
+    rn_health_stop(cl);
     cluster_peers_stop(cl);
     consensus *node = cl->node;
     cl->node = NULL;

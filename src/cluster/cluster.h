@@ -8,8 +8,12 @@
  * The data directory holds, beside the stream files and snapshot stores:
  * raft/g<NN>/ (each group's Raft log and snapshots, consensus.h),
  * cluster-node (the cluster id, node id and group count it was created
- * for: a start with others is refused, as is a single-node start) and
- * cluster-ids (placement.h).
+ * for: a start with others is refused, as is a single-node start),
+ * cluster-ids (placement.h), cluster-members (written by earlier builds
+ * and no longer read: the metadata group holds the nodes, meta.h),
+ * cluster-recovering and cluster-recovered (recovery.h),
+ * cluster-incarnation and cluster-incarnations (identity.h) and reserve
+ * (health.h).
  */
 #ifndef RN_CLUSTER_H
 #define RN_CLUSTER_H

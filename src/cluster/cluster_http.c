@@ -7,6 +7,8 @@
  *                                  progress
  *   GET /__runnel/cluster/status   this node's status, as peers read it
  *                                  (peers.c)
+ *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
+ *                                  node N (identity.h)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
  *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
  *                                  (u64 LE), for peers filling gaps
@@ -26,6 +28,8 @@
 #include "cluster/balance.h"
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/health.h"
+#include "cluster/identity.h"
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "cluster/peer_tls.h"
@@ -90,7 +94,7 @@ static json_t *id_list(const uint8_t *ids, unsigned n) {
  * else from the table and its peers' reports. */
 static json_t *group_report(const rn_cluster *cl, unsigned g) {
     consensus_group_info info;
-    consensus_group_info_get(cl->node, g, &info);
+    cluster_group_info(cl, g, &info);
     int hosted = consensus_group_running(cl->node, g);
     uint64_t term = info.term, leader = hosted ? info.leader_id : cluster_leader_of(cl, g, &term);
     json_t *replicas = json_array();
@@ -215,7 +219,8 @@ static void report(const rn_cluster *cl, rn_buf *out) {
 
 rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
                                                size_t query_len) {
-    static const char peer_reads[][24] = {"cluster/status", "cluster/read-index", "cluster/blob"};
+    static const char peer_reads[][24] = {"cluster/status", "cluster/read-index", "cluster/blob",
+                                          "cluster/incarnation"};
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
     size_t bl = sizeof bytes - 1;
     if (path_is(path, path_len, "cluster"))
@@ -302,7 +307,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                        m[k].type);
         for (unsigned g = 0; g < cl->groups; g++) {
             consensus_group_info i;
-            consensus_group_info_get(cl->node, g, &i);
+            cluster_group_info(cl, g, &i);
             uint64_t v[] = {
                 i.term,          i.leader_id,          i.leader_ready, i.commit_index,
                 i.applied_index, i.leader_changes,     i.snapshots,    i.last_snapshot_bytes,
@@ -314,6 +319,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
                    "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
                    "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
                    cl->fetcher ? rn_fetcher_pending(cl->fetcher) : 0);
+    rn_health_metrics(cl, out);
     rn_peer_auth_metrics(out);
 }
 
@@ -422,6 +428,15 @@ static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, si
     rn_tiers_body_read(cl->tiers, (int)cold, key, 0, a->size, blob_opened, a);
 }
 
+/* The peer routes taking one decimal parameter (a 400 without it). */
+static const struct {
+    const char *path, *param;
+    void (*handle)(rn_cluster *cl, rn_request *req, uint64_t value);
+} numeric_routes[] = {
+    {"cluster/read-index", "group", cluster_read_index_for_peer},
+    {"cluster/incarnation", "id", rn_identity_answer},
+};
+
 int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                       const char *query, size_t query_len) {
     int get = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
@@ -435,12 +450,14 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         cluster_peers_answer_status(cl, req);
         return 1;
     }
-    if (get && path_is(path, path_len, "cluster/read-index")) {
-        uint64_t group;
-        if (query_u64(query, query_len, "group", &group) != 0)
+    for (size_t i = 0; get && i < sizeof numeric_routes / sizeof numeric_routes[0]; i++) {
+        if (!path_is(path, path_len, numeric_routes[i].path))
+            continue;
+        uint64_t v;
+        if (query_u64(query, query_len, numeric_routes[i].param, &v) != 0)
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         else
-            cluster_read_index_for_peer(cl, req, group);
+            numeric_routes[i].handle(cl, req, v);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/blob")) {

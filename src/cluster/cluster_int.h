@@ -34,6 +34,8 @@ typedef struct {
     int known;            /* a report arrived */
     uint64_t answered_ms; /* rn_mono_ms() of its last report */
     peer_group *g;        /* per group, the metadata group last */
+    int health;           /* its last health line (health.h): 1, 0, or -1 none */
+    uint64_t health_ms;   /* loop time it arrived */
     rn_fetch *inflight;
 } peer_status;
 
@@ -87,6 +89,22 @@ struct rn_cluster {
     uv_timer_t poll;
     int polling;
     peer_status peers[RN_MAX_PEERS]; /* by index in cfg.peers */
+    /* health.c: the free space at the last check, the reserve file, the
+     * hand-overs per group (running, not before, last "no target" line)
+     * and their count by reason */
+    uv_timer_t health;
+    int health_running;
+    uint64_t disk_free;
+    int reserve_made;
+    uint64_t reserve_retry_ms;
+    uint8_t *transfer_busy;
+    uint64_t *transfer_next_ms, *transfer_log_ms;
+    uint64_t transfers[4];
+    /* identity.c: this directory's incarnation, those recorded by node id
+     * (256), and the ids whose incarnation changed */
+    uint64_t incarnation;
+    uint64_t *incarnations;
+    uint8_t *replaced;
     void (*stop_done)(void *arg);
     void *stop_arg;
 };
@@ -112,6 +130,16 @@ uint64_t cluster_leader_of(const rn_cluster *cl, unsigned group, uint64_t *term)
 const rn_peer_config *cluster_peer(const rn_cluster *cl, uint64_t id);
 /* True when this node runs the group as a voter. */
 int cluster_voter_here(const rn_cluster *cl, unsigned group);
+
+/* consensus_group_info_get with the applied index this node's state has
+ * (raft_log.h: entries kept while applying stopped are not applied). */
+void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out);
+
+/* The CA peer requests trust: the peers' peer listeners speak TLS with
+ * their peer certificates (when this node has both), else the public
+ * listeners with --tls-cert's, which --tls-ca verifies; NULL: the
+ * system's CAs. */
+const char *cluster_peer_request_ca(const rn_config *cfg);
 
 /* Fails every rn_cluster_settle job with -ECANCELED (the node stops). */
 void cluster_settles_cancel(rn_cluster *cl);

@@ -162,6 +162,8 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->nudges = g->nudges;
     out->command_index = g->applied_seen;
     out->proposals_inflight = g->inflight_entries;
+    out->log_writes_held = g->held_count;
+    out->log_stall_ms = cs_appends_stall_ms(g);
     if (!group_running(g))
         return;
     struct raft *r = (struct raft *)&g->raft;
@@ -247,9 +249,9 @@ static void close_drained(consensus *c) {
     uint64_t now = uv_now(c->cfg.loop);
     for (unsigned i = 0; i < c->cfg.groups; i++) {
         cs_group *g = &c->groups[i];
-        if (g->stage != CS_DRAINING || (g->leader_appends > 0 && now < g->drain_deadline))
+        if (g->stage != CS_DRAINING || (!cs_appends_drained(g) && now < g->drain_deadline))
             continue;
-        if (g->leader_appends > 0)
+        if (!cs_appends_drained(g))
             rn_log(RN_LOG_WARN, "cluster_stop_late",
                    "group %u: closing with %llu leader writes in flight", g->index,
                    (unsigned long long)g->leader_appends);
@@ -270,6 +272,7 @@ static void on_check(uv_check_t *h) {
         cs_group *g = &c->groups[i];
         if (g->stage != CS_RAFT_READY)
             continue;
+        cs_appends_retry(g);
         cs_leader_duties(g);
         raft_id leader = 0;
         const char *address = NULL;
@@ -612,6 +615,14 @@ static void own_handle_closed(uv_handle_t *h) {
         return;
     while (c->queue) /* what callbacks queued since the groups closed */
         deliver(c);
+    /* raft_uv is freed only now, turns after the groups closed: a handle
+     * of it may still call back after its close callback (appends.c) */
+    for (unsigned i = 0; c->groups && i < c->cfg.groups; i++) {
+        cs_group *g = &c->groups[i];
+        if (g->stage == CS_IO_READY || g->stage == CS_CLOSED)
+            raft_uv_close(&g->io);
+        g->stage = CS_NONE;
+    }
     void (*done)(void *) = c->stop_done;
     void *arg = c->stop_arg;
     for (unsigned i = 0; i < c->cfg.n_peers && c->peers; i++)
@@ -645,12 +656,6 @@ static void mux_closed(void *arg) {
 }
 
 static void groups_closed(consensus *c) {
-    for (unsigned i = 0; c->groups && i < c->cfg.groups; i++) {
-        cs_group *g = &c->groups[i];
-        if (g->stage == CS_IO_READY || g->stage == CS_CLOSED)
-            raft_uv_close(&g->io);
-        g->stage = CS_NONE;
-    }
     if (c->mux) {
         rn_mux_close(c->mux, mux_closed, c);
         c->mux = NULL;

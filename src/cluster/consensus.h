@@ -86,6 +86,9 @@ typedef struct {
     bool read_confirm;                    /* true: a ready leader confirms reads by asking its
                                              peers (ReadIndex, reads.c); false: every round is a
                                              barrier entry (a disk write on a majority) */
+    uint64_t min_free_bytes;              /* 0: none; else log writes wait (held, retried) while
+                                             the data directory's file system has less free, so
+                                             that the log never takes the space a restart needs */
     unsigned catch_up_rounds;             /* 10: promotion gives up after this many rounds ... */
     unsigned catch_up_round_ms;           /* 5000: ... each at most this long */
 } consensus_params;
@@ -346,6 +349,11 @@ typedef struct {
     uint64_t read_barriers; /* ... of which barrier entries (the rest asked the peers) */
     uint64_t nudges;        /* barriers appended to tell the followers a commit at once */
     uint64_t proposals_inflight;
+    /* this node's log writes: held while the disk has no room for a new
+     * segment (retried until it has), and the age in ms of the oldest one
+     * not done yet (0: none pending; a full, slow or stalled disk) */
+    unsigned log_writes_held;
+    uint64_t log_stall_ms;
 } consensus_group_info;
 
 void consensus_group_info_get(const consensus *c, unsigned group, consensus_group_info *out);

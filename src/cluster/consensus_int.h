@@ -25,6 +25,7 @@
 #include "cluster/control.h"
 #include "cluster/mux.h"
 #include "util/buf.h"
+#include "util/list.h"
 
 /* A confirmation round asks at most this many voters; a larger
  * configuration confirms reads by barrier entries. */
@@ -32,6 +33,7 @@
 
 typedef struct cs_group cs_group;
 typedef struct cs_completion cs_completion;
+typedef struct cs_log_op cs_log_op; /* appends.c */
 
 /* One outcome waiting to be delivered; fire runs the caller's callback and
  * releases what the item owns. */
@@ -88,11 +90,27 @@ struct cs_group {
     struct raft_io io;
     struct raft_fsm fsm;
     struct raft raft;
+    /* libraft's log writes, wrapped by appends.c */
     int (*real_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
-                       unsigned, raft_io_append_cb); /* libraft's, wrapped by appends.c */
+                       unsigned, raft_io_append_cb);
+    int (*real_truncate)(struct raft_io *, raft_index);
+    int (*real_snapshot_put)(struct raft_io *, unsigned, struct raft_io_snapshot_put *,
+                             const struct raft_snapshot *, raft_io_snapshot_put_cb);
+    void (*real_close)(struct raft_io *, raft_io_close_cb);
+    raft_io_close_cb io_close_cb; /* libraft's, until raft_uv first calls back */
     int (*real_send)(struct raft_io *, struct raft_io_send *, const struct raft_message *,
                      raft_io_send_cb); /* libraft's, wrapped by sends.c */
     uint64_t leader_appends;           /* appends submitted while leading, in flight */
+    /* appends.c: log operations held while the disk has no room for a new
+     * segment (oldest first), the one being retried, since when (loop ms;
+     * 0: none held), the last retry, operations asked for so far, appends
+     * in raft_uv, and every append not done yet (held or in raft_uv) in
+     * the order libraft asked for them */
+    cs_log_op *held;
+    unsigned held_count;
+    bool retry_inflight;
+    uint64_t held_since, held_retry_ms, log_ops, writes_pending;
+    rn_list unfinished;
     /* proposals awaiting their outcome, oldest (lowest index) first */
     cs_proposal *proposals, *proposals_tail;
     uint64_t inflight_entries;
@@ -185,8 +203,18 @@ void cs_fsm_setup(cs_group *g);
 void cs_snapshot_header(unsigned group, uint64_t index, const void *manifest, size_t len,
                         rn_buf *out);
 
-/* appends.c: wraps g->io's append (after raft_uv_init, before raft_start). */
+/* appends.c: wraps g->io's append, truncate, snapshot_put and close
+ * (after raft_uv_init, before raft_init). */
 void cs_appends_wrap(cs_group *g);
+/* appends.c: from the check phase: retries the oldest held write once
+ * RETRY_MS passed since the last try. */
+void cs_appends_retry(cs_group *g);
+/* appends.c: true when the group may close (stopping): no leader write in
+ * raft_uv, only held ones at most. */
+bool cs_appends_drained(const cs_group *g);
+/* appends.c: the age (ms) of the group's oldest log append not done yet
+ * (0: none pending). */
+uint64_t cs_appends_stall_ms(const cs_group *g);
 
 /* sends.c: wraps g->io's send (after raft_uv_init, before raft_start): a
  * follower's rejection of an index compacted into its snapshot is sent as

@@ -108,7 +108,7 @@ static void on_check(uv_check_t *h) {
         if (!g->applying)
             continue;
         consensus_group_info info;
-        consensus_group_info_get(fr->cl->node, gi, &info);
+        cluster_group_info(fr->cl, gi, &info);
         fr_reader **p = &g->applying, *ready = NULL;
         while (*p) {
             fr_reader *r = *p;

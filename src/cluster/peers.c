@@ -12,11 +12,15 @@
  * be lost must not drop its replica.
  *
  * The status is JSON: {"node":N,"g":[[applied,term,leader,role,gaps],...],
- * "c":[[group,term,[[id,role],...]],...]}; role 0 means the group is not
- * hosted there, 1 spare, 2 standby, 3 voter.
+ * "c":[[group,term,[[id,role],...]],...],"health":LINE,"incarnation":LINE};
+ * role 0 means the group is not hosted there, 1 spare, 2 standby, 3 voter;
+ * the two lines are the node's health (health.h) and its data directory's
+ * incarnation (identity.h).
  */
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/health.h"
+#include "cluster/identity.h"
 #include "cluster/peer_auth.h"
 #include "protocol/reply.h"
 #include "util/clock.h"
@@ -123,11 +127,21 @@ static int own_role(const rn_cluster *cl, unsigned g) {
     return consensus_group_running(cl->node, g) ? 1 : 0; /* running, not in it yet: a spare */
 }
 
+/* A line of health.h or identity.h as a JSON string, without its newline. */
+static json_t *line(void (*write)(const rn_cluster *, rn_buf *), const rn_cluster *cl) {
+    rn_buf b = {0};
+    write(cl, &b);
+    size_t len = b.len && b.data[b.len - 1] == '\n' ? b.len - 1 : b.len;
+    json_t *s = json_stringn((const char *)b.data, len);
+    rn_buf_free(&b);
+    return s ? s : json_string("");
+}
+
 void cluster_peers_answer_status(rn_cluster *cl, rn_request *req) {
     json_t *groups = json_array(), *configs = json_array();
     for (unsigned g = 0; cl->node && g < cl->all_groups; g++) {
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         unsigned gaps =
             g < cl->groups && cl->fetcher ? rn_fetcher_pending_group(cl->fetcher, g) : 0;
         json_array_append_new(groups, json_pack("[I,I,I,i,i]", (json_int_t)info.applied_index,
@@ -143,8 +157,9 @@ void cluster_peers_answer_status(rn_cluster *cl, rn_request *req) {
         json_array_append_new(configs,
                               json_pack("[i,I,o]", (int)g, (json_int_t)info.term, members));
     }
-    json_t *doc =
-        json_pack("{s:I,s:o,s:o}", "node", (json_int_t)cl->cfg.node_id, "g", groups, "c", configs);
+    json_t *doc = json_pack("{s:I,s:o,s:o,s:o,s:o}", "node", (json_int_t)cl->cfg.node_id, "g",
+                            groups, "c", configs, "health", line(rn_health_status_line, cl),
+                            "incarnation", line(rn_identity_status_line, cl));
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     rn_buf h = {0}, body = {0};
@@ -206,6 +221,17 @@ static void read_status(peer_status *ps, const char *text, size_t len) {
     }
     ps->known = 1;
     ps->answered_ms = rn_mono_ms();
+    const json_t *health = json_object_get(doc, "health"), *inc = json_object_get(doc, "incarnation");
+    int h = json_is_string(health) ? rn_health_parse_status(json_string_value(health),
+                                                            json_string_length(health))
+                                   : -1;
+    if (h >= 0) {
+        ps->health = h;
+        ps->health_ms = uv_now(cl->loop);
+    }
+    if (json_is_string(inc))
+        rn_identity_seen(cl, cl->cfg.peers[ps - cl->peers].id, json_string_value(inc),
+                         json_string_length(inc));
     json_decref(doc);
 }
 
@@ -256,11 +282,8 @@ static void sign_peer_request(void *arg, const char *method, const char *url, co
                       lines);
 }
 
-/* The CA peer requests trust: the peers' peer listeners speak TLS with
- * their peer certificates (when this node has both), else the public
- * listeners with --tls-cert's, which --tls-ca verifies (or the system's
- * CAs). */
-static const char *peer_request_ca(const rn_config *cfg) {
+/* The CA peer requests trust (cluster_int.h). */
+const char *cluster_peer_request_ca(const rn_config *cfg) {
     if (cfg->peer_cert[0] && cfg->peer_listen.host[0])
         return cfg->peer_ca;
     return cfg->tls_ca[0] ? cfg->tls_ca : NULL;
@@ -271,7 +294,7 @@ void cluster_peers_start(rn_cluster *cl) {
     rn_outbound_config oc = {.user_agent = "runnel-cluster",
                              .max_running = 16,
                              .max_queued = 64,
-                             .ca_file = peer_request_ca(&cl->cfg),
+                             .ca_file = cluster_peer_request_ca(&cl->cfg),
                              .client_cert = certs ? cl->cfg.peer_cert : NULL,
                              .client_key = certs ? cl->cfg.peer_key : NULL,
                              .sign = cl->key.len ? sign_peer_request : NULL,

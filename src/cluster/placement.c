@@ -60,16 +60,19 @@ int rn_id_issuer_open(rn_id_issuer *is, const char *dir, unsigned node, char *er
         rn_parse_strict_u64((const char *)b.data, len, SERIAL_LIMIT / RN_ID_BLOCK, &block) != 0) {
         snprintf(err, errcap, "%s/cluster-ids is damaged; refusing to start", dir);
         rn_buf_free(&b);
+        rn_id_issuer_close(is); /* a refused issuer holds nothing */
         return -1;
     }
     rn_buf_free(&b);
     if (rc < 0 && rc != -ENOENT) {
         snprintf(err, errcap, "cannot read %s/cluster-ids: %s", dir, strerror(-rc));
+        rn_id_issuer_close(is);
         return -1;
     }
     if (block >= SERIAL_LIMIT / RN_ID_BLOCK || (rc = reserve(is, block)) < 0) {
         snprintf(err, errcap, "cannot reserve stream ids in %s/cluster-ids: %s", dir,
                  block >= SERIAL_LIMIT / RN_ID_BLOCK ? "every serial is used" : strerror(-rc));
+        rn_id_issuer_close(is);
         return -1;
     }
     return 0;

@@ -46,7 +46,8 @@ typedef struct {
 } rn_id_issuer;
 
 /* Reads <dir>/cluster-ids and reserves the next block. Returns 0, or -1
- * with a message in err (the file is damaged or cannot be written). */
+ * with a message in err (the file is damaged or cannot be written; there
+ * is nothing to close then). */
 int rn_id_issuer_open(rn_id_issuer *is, const char *dir, unsigned node, char *err, size_t errcap);
 void rn_id_issuer_close(rn_id_issuer *is);
 

@@ -5,17 +5,20 @@
 #include "cluster/raft_log.h"
 #include "engine/command.h"
 #include "util/buf.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/map.h"
 #include "util/metrics.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ENTRY_MAGIC 0x31424e52u    /* "RNB1" read as little-endian bytes */
 #define BATCH_MAX_BYTES (4u << 20) /* a proposal's commands, unless one is larger */
 #define BATCH_MAX_COMMANDS 4096u
+#define RESUME_MS 250 /* a stopped group tries its oldest kept entry again */
 
 /* What the log keeps in an entry's log area. */
 typedef struct {
@@ -28,11 +31,27 @@ static entry_slot *slot(rn_cmdlog_entry *entry) {
     return (entry_slot *)entry->log.bytes;
 }
 
+/* A committed entry this replica could not apply yet, kept in order. */
+typedef struct held_entry {
+    struct held_entry *next;
+    uint64_t index;
+    size_t len;
+    uint8_t bytes[];
+} held_entry;
+
 typedef struct {
     rn_cmdlog_entry *head, *tail; /* submitted, not yet proposed */
     rn_map dirty;                 /* ids of streams written since the group's last snapshot */
     uint64_t *durable;            /* taken by the snapshot in progress: to sync */
     size_t n_durable;
+    /* applying stopped: the committed entries not applied yet (their data
+     * found no room), oldest first; the first one's index (0: applying),
+     * why, and since when */
+    held_entry *held, *held_tail;
+    size_t held_bytes;
+    uint64_t stopped_at, stopped_ms;
+    int stop_err;
+    uint64_t stop_stream;
 } group_state;
 
 struct rn_raft_log {
@@ -49,7 +68,13 @@ struct rn_raft_log {
     void (*leader_changed)(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready);
     void (*restored)(void *arg, unsigned group);
     void (*published)(void *arg, uint64_t stream_id);
+    int (*admit)(void *arg, unsigned group); /* 0: refuse proposals (disk full) */
     void *leader_changed_arg;
+    uv_timer_t resume; /* retries stopped groups while any is stopped */
+    unsigned stopped;  /* groups whose applying stopped */
+    int closed;        /* of flush and resume, once freed */
+    uint64_t min_free_bytes;
+    char *data_dir;
 };
 
 /* A proposal in flight: the entries of its commands, in order. */
@@ -60,11 +85,32 @@ typedef struct {
     rn_cmdlog_entry *entries[];
 } batch;
 
-/* What applying an entry left: one rn_applied per command. */
+/* What applying an entry left: one rn_applied per command; `held`: the
+ * entry was not applied here yet (applying stopped), n is 0. */
 typedef struct {
     unsigned n;
+    int held;
     rn_applied applied[];
 } apply_result;
+
+int rn_raft_log_stopped(const rn_raft_log *l, unsigned group, rn_raft_log_stop *out) {
+    assert(group < l->groups);
+    const group_state *gs = &l->g[group];
+    if (!gs->stopped_at)
+        return 0;
+    *out = (rn_raft_log_stop){.index = gs->stopped_at,
+                              .err = gs->stop_err,
+                              .stream = gs->stop_stream,
+                              .since_ms = gs->stopped_ms,
+                              .held_bytes = gs->held_bytes};
+    return 1;
+}
+
+uint64_t rn_raft_log_applied(const rn_raft_log *l, unsigned group, uint64_t applied) {
+    assert(group < l->groups);
+    uint64_t at = l->g[group].stopped_at;
+    return at && at - 1 < applied ? at - 1 : applied;
+}
 
 unsigned rn_raft_log_group(const rn_raft_log *l, const char *key, size_t len) {
     return rn_placement_group(key, len, l->groups);
@@ -72,7 +118,9 @@ unsigned rn_raft_log_group(const rn_raft_log *l, const char *key, size_t len) {
 
 /* ---- proposing ---- */
 
-static rn_result refusal_of(consensus_status st) {
+static rn_result refusal_of(consensus_status st, const apply_result *r) {
+    if (st == CONSENSUS_OK && r && r->held)
+        return RN_ERR_UNAVAILABLE; /* committed, applied here only once space returns */
     switch (st) {
     case CONSENSUS_BUSY:
         return RN_ERR_LOG_BUSY;
@@ -96,26 +144,50 @@ static void proposed(void *arg, consensus_status st, uint64_t index, void *resul
     (void)index;
     batch *b = arg;
     apply_result *r = result;
-    assert(st != CONSENSUS_OK || (r && r->n == b->n));
+    assert(st != CONSENSUS_OK || (r && (r->held || r->n == b->n)));
     rn_metric_commit((uv_hrtime() - b->proposed_ns) / 1000);
     for (unsigned i = 0; i < b->n; i++) {
         rn_cmdlog_entry *entry = b->entries[i]; /* done() may free it */
-        if (st == CONSENSUS_OK && r) {
+        if (st == CONSENSUS_OK && r && !r->held) {
             entry->applied = 1;
             entry->result = r->applied[i];
             entry->done(entry);
         } else {
-            refuse(entry, refusal_of(st));
+            refuse(entry, refusal_of(st, r));
         }
     }
     free(r);
     free(b);
 }
 
+/* The checks before a proposal: 1 with *why when nothing may be proposed
+ * (this replica stopped applying the group; the owner's admission refused:
+ * a disk below its reserve), else 0. */
+static int refused_before(rn_raft_log *l, unsigned group, rn_result *why) {
+    if (l->g[group].stopped_at)
+        *why = RN_ERR_APPLY_STOPPED;
+    else if (l->admit && !l->admit(l->leader_changed_arg, group))
+        *why = RN_ERR_DISK_FULL;
+    else
+        return 0;
+    return 1;
+}
+
 /* Proposes the group's waiting commands, in entries of at most
  * BATCH_MAX_BYTES (a larger command goes alone) and BATCH_MAX_COMMANDS. */
 static void propose_group(rn_raft_log *l, unsigned group) {
     group_state *gs = &l->g[group];
+    rn_result why;
+    if (gs->head && refused_before(l, group, &why)) {
+        rn_cmdlog_entry *e = gs->head; /* detached: done() may submit again */
+        gs->head = gs->tail = NULL;
+        while (e) {
+            rn_cmdlog_entry *next = slot(e)->next;
+            refuse(e, why); /* from the check phase */
+            e = next;
+        }
+        return;
+    }
     while (gs->head) {
         rn_buf body = {0};
         rn_buf_append_u32(&body, ENTRY_MAGIC);
@@ -146,10 +218,11 @@ static void propose_group(rn_raft_log *l, unsigned group) {
         }
         if (!gs->head)
             gs->tail = NULL;
-        if (l->node)
+        if (l->node) {
             consensus_propose(l->node, group, body.data, body.len, proposed, b);
-        else
+        } else {
             proposed(b, CONSENSUS_NOT_PROPOSED, 0, NULL); /* from the check phase */
+        }
         rn_buf_free(&body);
     }
 }
@@ -206,30 +279,72 @@ static void mark_dirty(group_state *gs, uint64_t id) {
     rn_map_put(&gs->dirty, key, sizeof *key, key);
 }
 
-static void *fsm_apply(void *ctx, unsigned group, uint64_t index, const void *data, size_t len) {
-    rn_raft_log *l = ctx;
-    rn_reader r;
-    rn_reader_init(&r, data, len);
-    uint32_t magic = rn_read_u32(&r), n = rn_read_u32(&r);
-    if (r.failed || magic != ENTRY_MAGIC || n > len / 4) {
+/* Reads command i of an entry (group, index) into *cmd; a command that
+ * does not decode stops the process: every replica would stop there, the
+ * log is not ours. */
+static void read_command(rn_reader *r, unsigned group, uint64_t index, uint32_t i, rn_cmd *cmd) {
+    uint32_t clen = rn_read_u32(r);
+    const uint8_t *bytes = rn_read_bytes(r, clen);
+    if (!bytes || rn_cmd_decode(bytes, clen, cmd) != 0 ||
+        rn_placement_id_group(cmd->stream_id) != group) {
+        rn_log(RN_LOG_ERROR, "fatal",
+               "group %u: command %u of committed entry %llu does not decode", group, i,
+               (unsigned long long)index);
+        abort();
+    }
+}
+
+/* The command count of an entry, its header read from r. */
+static uint32_t read_header(rn_reader *r, unsigned group, uint64_t index, size_t len) {
+    uint32_t magic = rn_read_u32(r), n = rn_read_u32(r);
+    if (r->failed || magic != ENTRY_MAGIC || n > len / 4) {
         rn_log(RN_LOG_ERROR, "fatal", "group %u: committed entry %llu is not a command batch",
                group, (unsigned long long)index);
-        abort(); /* every replica would stop here: the log is not ours */
+        abort();
     }
+    return n;
+}
+
+/* 0 when every command of the entry can be applied now (its data has
+ * room: rn_engine_reserve_apply), else -errno with the stream that has
+ * none in *stream. */
+static int entry_room(rn_raft_log *l, unsigned group, uint64_t index, const void *data, size_t len,
+                      uint64_t *stream) {
+    rn_reader r;
+    rn_reader_init(&r, data, len);
+    uint32_t n = read_header(&r, group, index, len);
+    int floor_checked = !l->min_free_bytes;
+    for (uint32_t i = 0; i < n; i++) {
+        rn_cmd cmd;
+        read_command(&r, group, index, i, &cmd);
+        int rc = 0;
+        if (cmd.data_len && !floor_checked) {
+            floor_checked = 1;
+            if (rn_free_bytes(l->data_dir) < l->min_free_bytes)
+                rc = -ENOSPC; /* the space a restart needs */
+        }
+        if (rc == 0)
+            rc = rn_engine_reserve_apply(l->engine, &cmd);
+        if (rc < 0) {
+            *stream = cmd.stream_id;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Applies every command of an entry. */
+static apply_result *apply_entry(rn_raft_log *l, unsigned group, uint64_t index, const void *data,
+                                 size_t len) {
+    rn_reader r;
+    rn_reader_init(&r, data, len);
+    uint32_t n = read_header(&r, group, index, len);
     apply_result *res = rn_xmalloc(sizeof *res + n * sizeof res->applied[0]);
     res->n = n;
+    res->held = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t clen = rn_read_u32(&r);
-        const uint8_t *bytes = rn_read_bytes(&r, clen);
         rn_cmd cmd;
-        if (!bytes || rn_cmd_decode(bytes, clen, &cmd) != 0 ||
-            rn_placement_id_group(cmd.stream_id) != group) {
-            rn_log(RN_LOG_ERROR, "fatal",
-                   "group %u: command %u of committed entry %llu does "
-                   "not decode",
-                   group, i, (unsigned long long)index);
-            abort();
-        }
+        read_command(&r, group, index, i, &cmd);
         if (cmd.data_len)
             mark_dirty(&l->g[group], cmd.stream_id);
         rn_log(RN_LOG_DEBUG, "cluster_apply",
@@ -240,6 +355,98 @@ static void *fsm_apply(void *ctx, unsigned group, uint64_t index, const void *da
         if (cmd.type == RN_CMD_PUBLISH && l->published)
             l->published(l->leader_changed_arg, cmd.stream_id);
     }
+    return res;
+}
+
+/* Keeps a committed entry for later, behind those already kept. */
+static void hold_entry(group_state *gs, uint64_t index, const void *data, size_t len) {
+    held_entry *h = rn_xmalloc(sizeof *h + len);
+    h->next = NULL;
+    h->index = index;
+    h->len = len;
+    memcpy(h->bytes, data, len);
+    if (gs->held_tail)
+        gs->held_tail->next = h;
+    else
+        gs->held = h;
+    gs->held_tail = h;
+    gs->held_bytes += len;
+}
+
+static void resume_tick(uv_timer_t *t);
+
+/* Applying the group stops at entry index (err: why, for stream). */
+static void stop_applying(rn_raft_log *l, unsigned group, uint64_t index, int err,
+                          uint64_t stream) {
+    group_state *gs = &l->g[group];
+    gs->stopped_at = index;
+    gs->stop_err = -err;
+    gs->stop_stream = stream;
+    gs->stopped_ms = uv_now(l->loop);
+    rn_log(RN_LOG_ERROR, "cluster_apply_stopped",
+           "group %u: applying stopped at committed entry %llu: stream %016llx's data cannot be "
+           "stored (%s); the entries are kept (the log holds them) and applied once space "
+           "returns",
+           group, (unsigned long long)index, (unsigned long long)stream, strerror(-err));
+    if (l->stopped++ == 0)
+        uv_timer_start(&l->resume, resume_tick, RESUME_MS, RESUME_MS);
+}
+
+/* Applies the group's kept entries while their data has room. */
+static void resume_group(rn_raft_log *l, unsigned group) {
+    group_state *gs = &l->g[group];
+    while (gs->held) {
+        held_entry *h = gs->held;
+        uint64_t stream = 0;
+        int rc = entry_room(l, group, h->index, h->bytes, h->len, &stream);
+        if (rc < 0) {
+            gs->stop_err = -rc;
+            gs->stop_stream = stream;
+            gs->stopped_at = h->index;
+            return;
+        }
+        gs->held = h->next;
+        if (!gs->held)
+            gs->held_tail = NULL;
+        gs->held_bytes -= h->len;
+        apply_result *res = apply_entry(l, group, h->index, h->bytes, h->len);
+        for (unsigned i = 0; i < res->n; i++)
+            rn_engine_applied_elsewhere(l->engine, &res->applied[i]);
+        free(res);
+        free(h);
+    }
+    rn_log(RN_LOG_WARN, "cluster_apply_resumed",
+           "group %u: applying resumed after %llu ms (entries from %llu applied)", group,
+           (unsigned long long)(uv_now(l->loop) - gs->stopped_ms),
+           (unsigned long long)gs->stopped_at);
+    gs->stopped_at = 0;
+    if (--l->stopped == 0)
+        uv_timer_stop(&l->resume);
+}
+
+static void resume_tick(uv_timer_t *t) {
+    rn_raft_log *l = t->data;
+    for (unsigned g = 0; g < l->groups; g++)
+        if (l->g[g].stopped_at)
+            resume_group(l, g);
+}
+
+/* A committed entry: applied, or kept for later when applying stopped
+ * (now, or before: entries apply in order). The result of a kept entry
+ * says so (held): its proposer answers that the outcome is unknown here
+ * (it is committed and applies once space returns). */
+static void *fsm_apply(void *ctx, unsigned group, uint64_t index, const void *data, size_t len) {
+    rn_raft_log *l = ctx;
+    group_state *gs = &l->g[group];
+    uint64_t stream = 0;
+    int rc = gs->stopped_at ? 0 : entry_room(l, group, index, data, len, &stream);
+    if (rc < 0)
+        stop_applying(l, group, index, rc, stream);
+    if (!gs->stopped_at)
+        return apply_entry(l, group, index, data, len);
+    hold_entry(gs, index, data, len);
+    apply_result *res = rn_xcalloc(1, sizeof *res);
+    res->held = 1;
     return res;
 }
 
@@ -258,6 +465,8 @@ static int fsm_snapshot(void *ctx, unsigned group, uint64_t index, void **out, s
     (void)index;
     rn_raft_log *l = ctx;
     group_state *gs = &l->g[group];
+    if (gs->stopped_at)
+        return -1;        /* the state lags the index: no snapshot (the log keeps the entries) */
     assert(!gs->durable); /* libraft takes one snapshot of a group at a time */
     rn_buf m = {0};
     rn_engine_manifest(l->engine, rn_placement_stream_in_group, &group, &m);
@@ -291,8 +500,29 @@ static int fsm_snapshot_durable(void *ctx, unsigned group) {
     return rc;
 }
 
+/* Forgets the entries kept while applying was stopped. */
+static void drop_held(group_state *gs) {
+    while (gs->held) {
+        held_entry *h = gs->held;
+        gs->held = h->next;
+        free(h);
+    }
+    gs->held_tail = NULL;
+    gs->held_bytes = 0;
+}
+
 static int fsm_restore(void *ctx, unsigned group, uint64_t index, const void *m, size_t len) {
     rn_raft_log *l = ctx;
+    group_state *gs = &l->g[group];
+    if (gs->stopped_at) { /* the snapshot holds every kept entry's effect */
+        rn_log(RN_LOG_WARN, "cluster_apply_resumed",
+               "group %u: a snapshot at %llu replaces the entries kept since %llu", group,
+               (unsigned long long)index, (unsigned long long)gs->stopped_at);
+        drop_held(gs);
+        gs->stopped_at = 0;
+        if (--l->stopped == 0)
+            uv_timer_stop(&l->resume);
+    }
     int rc = rn_engine_restore(l->engine, rn_placement_stream_in_group, &group, m, len);
     if (rc != 0)
         rn_log(RN_LOG_ERROR, "cluster_restore", "group %u: the manifest of index %llu is damaged",
@@ -313,6 +543,7 @@ static void fsm_leader_changed(void *ctx, unsigned group, uint64_t leader, uint6
 
 rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     assert(cfg->groups >= 1 && cfg->groups <= 256 && cfg->engine && cfg->ids);
+    assert(!cfg->min_free_bytes || cfg->data_dir);
     rn_raft_log *l = rn_xcalloc(1, sizeof *l);
     l->base.ops = &raft_ops;
     l->loop = cfg->loop;
@@ -324,7 +555,13 @@ rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     l->leader_changed = cfg->leader_changed;
     l->restored = cfg->restored;
     l->published = cfg->published;
+    l->admit = cfg->admit;
+    l->min_free_bytes = cfg->min_free_bytes;
+    l->data_dir = cfg->data_dir ? rn_xstrdup(cfg->data_dir) : NULL;
     l->leader_changed_arg = cfg->hook_arg;
+    uv_timer_init(cfg->loop, &l->resume);
+    l->resume.data = l;
+    uv_unref((uv_handle_t *)&l->resume);
     uv_check_init(cfg->loop, &l->flush);
     l->flush.data = l;
     uv_check_start(&l->flush, on_flush);
@@ -354,7 +591,10 @@ void rn_raft_log_attach(rn_raft_log *l, consensus *c) {
 
 static void flush_closed(uv_handle_t *h) {
     rn_raft_log *l = h->data;
+    if (++l->closed < 2)
+        return;
     for (unsigned g = 0; g < l->groups; g++) {
+        drop_held(&l->g[g]);
         size_t i = 0;
         void *v;
         while (rn_map_next(&l->g[g].dirty, &i, &v))
@@ -363,6 +603,7 @@ static void flush_closed(uv_handle_t *h) {
         free(l->g[g].durable);
     }
     free(l->g);
+    free(l->data_dir);
     free(l);
 }
 
@@ -372,4 +613,5 @@ void rn_raft_log_free(rn_raft_log *l) {
     for (unsigned g = 0; g < l->groups; g++)
         assert(!l->g[g].head); /* refused once detached */
     uv_close((uv_handle_t *)&l->flush, flush_closed);
+    uv_close((uv_handle_t *)&l->resume, flush_closed);
 }

@@ -18,6 +18,21 @@
  * RN_ERR_NO_LEADER (nothing proposed) or answered RN_ERR_UNAVAILABLE (the
  * entry was proposed and its apply not observed: it may apply).
  *
+ * A full disk does not stop the process. A replica (leader or follower)
+ * that cannot apply a committed entry (its data finds no room in the
+ * stream files: rn_engine_reserve_apply, checked for every command before
+ * any applies; or the disk is below min_free_bytes) stops applying the
+ * group: that entry and every later one
+ * are kept in memory, in order (libraft counts them applied; its log
+ * still holds them, as no snapshot is taken meanwhile, so a restart
+ * re-applies them), retried every 250 ms, and applied once their data has
+ * room; a snapshot sent by the leader replaces them. Meanwhile the group's
+ * applied index reported is the last one really applied, the group's
+ * proposals here are refused RN_ERR_APPLY_STOPPED (nothing proposed), and
+ * a proposal whose entry was kept is answered RN_ERR_UNAVAILABLE (it is
+ * committed and applies later). Before every proposal the owner's admit
+ * hook may refuse it RN_ERR_DISK_FULL.
+ *
  * Entry layout (little-endian): u32 magic 'RNB1', u32 command count, then
  * per command u32 length and the encoded command (command.h).
  *
@@ -52,7 +67,15 @@ typedef struct {
     /* Optional, given hook_arg, from inside apply: stream id's PUBLISH
      * applied here (its body may have to be fetched). */
     void (*published)(void *arg, uint64_t stream_id);
+    /* Optional, given hook_arg, at the loop turn's proposal of a group's
+     * commands: 0 refuses them all RN_ERR_DISK_FULL, nothing proposed (a
+     * disk below its reserve). */
+    int (*admit)(void *arg, unsigned group);
     void *hook_arg;
+    /* 0: none; else applying stops before an entry with data while the
+     * file system of data_dir has less free (the space a restart needs) */
+    uint64_t min_free_bytes;
+    const char *data_dir;
 } rn_raft_log_config;
 
 /* A log for cfg->engine; give its cmdlog to the engine
@@ -64,6 +87,21 @@ consensus_fsm rn_raft_log_fsm(rn_raft_log *l);
 /* Proposals go to c from now on (NULL: the node is stopping; commands
  * still waiting for their turn are refused RN_ERR_NO_LEADER). */
 void rn_raft_log_attach(rn_raft_log *l, consensus *c);
+/* Applying stopped (a replica whose disk has no room for a committed
+ * entry's data): the first entry not applied, why (errno) and for which
+ * stream, since when (loop ms), and the bytes of the entries kept. */
+typedef struct {
+    uint64_t index;
+    int err;
+    uint64_t stream;
+    uint64_t since_ms;
+    size_t held_bytes;
+} rn_raft_log_stop;
+/* 1 with *out filled when the group's applying stopped here, else 0. */
+int rn_raft_log_stopped(const rn_raft_log *l, unsigned group, rn_raft_log_stop *out);
+/* The group's applied index here, given the consensus layer's (which
+ * counts entries kept unapplied as applied). */
+uint64_t rn_raft_log_applied(const rn_raft_log *l, unsigned group, uint64_t applied);
 /* The group of a stream key. */
 unsigned rn_raft_log_group(const rn_raft_log *l, const char *key, size_t len);
 /* Frees the log (after the consensus node stopped; runs the loop to close

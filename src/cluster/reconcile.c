@@ -5,6 +5,7 @@
 #include "cluster/reconcile.h"
 #include "cluster/balance.h"
 #include "cluster/cluster_int.h"
+#include "cluster/identity.h"
 #include "util/clock.h"
 
 #include <assert.h>
@@ -83,6 +84,13 @@ static int kept_up(cluster_reconcile *r, unsigned g, const consensus_member *t,
     return ps && ps->g[g].role == 2 && ps->g[g].applied >= rg->mark && ps->g[g].gaps == 0;
 }
 
+/* True when peer id may be handed a leadership: it reports a healthy disk
+ * (health.h) and its data directory is the one first seen (identity.h). */
+static int fit(const rn_cluster *cl, uint64_t id) {
+    const peer_status *ps = cluster_peer_status(cl, id);
+    return ps && ps->health == 1 && !rn_identity_replaced(cl, id);
+}
+
 /* A voter other than this node to hand the leadership to: the preferred
  * one when it may lead, else one that answers and is not drained (a
  * drained one when `any`). 0: none. */
@@ -91,7 +99,7 @@ static uint64_t successor(rn_cluster *cl, const consensus_member *m, unsigned n,
     uint64_t found = 0;
     for (unsigned k = 0; k < n; k++) {
         uint64_t id = m[k].id;
-        if (id == cl->cfg.node_id || m[k].role != CONSENSUS_VOTER || !alive[id])
+        if (id == cl->cfg.node_id || m[k].role != CONSENSUS_VOTER || !alive[id] || !fit(cl, id))
             continue;
         if (id == preferred && !drained(cl, id))
             return id;
@@ -163,7 +171,7 @@ static void step(cluster_reconcile *r, unsigned g, const uint8_t *target, unsign
     if (!self_stays)
         transfer(r, g, successor(cl, m, n, preferred, alive, 1));
     else if (preferred && preferred != self && !drained(cl, preferred) && alive[preferred] &&
-             member(m, n, preferred) && member(m, n, preferred)->role == CONSENSUS_VOTER)
+             fit(cl, preferred) && member(m, n, preferred) && member(m, n, preferred)->role == CONSENSUS_VOTER)
         transfer(r, g, preferred);
 }
 

@@ -18,7 +18,9 @@
  * Leadership: a drained node hands every leadership it holds to another
  * voter at once (and again if an election gives it one back); otherwise a
  * data group's leader hands its leadership to the group's preferred
- * leader (balance.h) when that one is a voter that answers. Transfers of
+ * leader (balance.h) when that one is a voter that answers. A leadership
+ * goes only to a node that reports a healthy disk (health.h) under the
+ * data directory first seen (identity.h). Transfers of
  * a group are spaced by a few seconds, so a target that cannot take over
  * is not asked in a loop.
  */

@@ -85,7 +85,7 @@ static void on_tick(uv_timer_t *t) {
     for (unsigned g = 0; g < cl->groups; g++) {
         settle_group *sg = &j->groups[g];
         consensus_group_info info;
-        consensus_group_info_get(cl->node, g, &info);
+        cluster_group_info(cl, g, &info);
         if (sg->phase == G_ASK) {
             uint64_t now = rn_mono_ms(), ms = j->deadline_ms > now ? j->deadline_ms - now : 1;
             sg->ask = cluster_ask_read_index(cl, g, ms < ASK_TIMEOUT_MS ? ms : ASK_TIMEOUT_MS,

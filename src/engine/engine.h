@@ -312,6 +312,13 @@ void rn_engine_set_log(rn_engine *e, rn_cmdlog *log);
  * mutations a deletion orphaned. */
 void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a);
 
+/* Whether a committed command can be applied now: makes its stream's
+ * files and reserves disk blocks for its data and index entry, so that
+ * applying it cannot fail for lack of space (nothing else changes; a
+ * command without data needs nothing). Returns 0, or -errno (-ENOSPC: the
+ * disk is full): the log then holds the command back, unapplied. */
+int rn_engine_reserve_apply(rn_engine *e, const rn_cmd *cmd);
+
 /* Makes the bytes written to stream id's files durable (a manifest names
  * them without holding them). Safe on any thread. Returns 0 or -errno. */
 int rn_engine_sync_stream(const rn_engine *e, uint64_t id);

@@ -78,6 +78,8 @@ typedef enum {
                                        group (any more), or its log refused the entry */
     RN_ERR_LOG_BUSY,                /* nothing logged: the replicated log's bound on entries
                                        in flight is reached */
+    RN_ERR_APPLY_STOPPED,           /* nothing logged: this replica stopped applying the
+                                       group's entries (no room for their data) */
     RN_ERR_COLD_BACKPRESSURE,       /* nothing logged: history waiting for the cold store
                                        holds the hot budget (tiers/history.c) */
     RN_ERR_COLD_STORE_FAILED,       /* nothing logged: the hot budget is held because the

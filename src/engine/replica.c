@@ -6,6 +6,7 @@
  */
 #include "engine/engine_int.h"
 #include "util/clock.h"
+#include "util/fault.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,22 @@ void rn_engine_applied_elsewhere(rn_engine *e, const rn_applied *a) {
 
 const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id) {
     return rn_state_stream(&e->state, id);
+}
+
+int rn_engine_reserve_apply(rn_engine *e, const rn_cmd *cmd) {
+    int rc = rn_fault_fail("apply-reserve");
+    if (rc < 0 || !cmd->data_len)
+        return rc;
+    rc = rn_streamfiles_ensure(e->files, cmd->stream_id);
+    if (rc < 0)
+        return rc;
+    const rn_stream *s = rn_state_stream(&e->state, cmd->stream_id);
+    uint64_t k = s && cmd->type != RN_CMD_CREATE ? s->appends : 0;
+    rn_streamfiles_pin pin;
+    rc = rn_streamfiles_pin_append(e->files, cmd->stream_id, cmd->offset, cmd->data_len, k, &pin);
+    if (rc == 0)
+        rn_streamfiles_unpin(&pin);
+    return rc;
 }
 
 int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {

@@ -25,6 +25,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -81,6 +82,7 @@ static int damage(recovery *r, rn_wal_damage_kind kind, uint64_t segment, uint64
 
 /* Opens and maps segment v->number. Returns 0 or -errno. */
 static int map_segment(const char *dir, seg_view *v) {
+    assert(v->fd < 0 && !v->map); /* a view is mapped once */
     char path[PATH_MAX];
     rn_seg_path(dir, v->number, path, sizeof path);
     v->fd = open(path, O_RDWR | O_CLOEXEC);
@@ -114,6 +116,7 @@ static void unmap_segment(seg_view *v) {
 
 /* End of the last non-zero byte of v at or after `from` (from when none). */
 static uint64_t last_nonzero(const seg_view *v, uint64_t from) {
+    assert(from <= v->size);
     uint64_t last = v->size;
     while (last > from && v->map[last - 1] == 0)
         last--;
@@ -127,6 +130,8 @@ static uint64_t last_nonzero(const seg_view *v, uint64_t from) {
  * *records, or -1 when the batch is not intact. */
 static int batch_at(const seg_view *v, uint64_t pos, uint64_t stop, uint64_t seq, uint64_t *next,
                     uint64_t *records) {
+    /* batches start after the segment's header, within the mapped file */
+    assert(v->intact && pos >= RN_SEG_HEADER && stop <= v->size);
     rn_batch_header bh;
     if (pos > stop || stop - pos < RN_BATCH_HEADER ||
         rn_batch_decode_header(v->map + pos, v->h.salt, &bh) != 0 || (seq && bh.seq != seq) ||
@@ -141,18 +146,22 @@ static int batch_at(const seg_view *v, uint64_t pos, uint64_t stop, uint64_t seq
     }
     if (p != end)
         return -1;
+    assert(end > pos && end <= stop); /* its records fill exactly its recorded length */
     *next = end;
     *records += bh.records;
     return 0;
 }
 
-/* Calls fn for each record of the intact batch [pos, end) of v. Returns 0
- * or fn's non-zero result. */
+/* Calls fn for each record of the batch [pos, end) of v, which batch_at()
+ * found intact. Returns 0, fn's non-zero result, or RN_WAL_CORRUPT when a
+ * record no longer reads back (the file changed since). */
 static int replay_batch(const seg_view *v, uint64_t pos, uint64_t end, rn_wal_replay_fn fn,
                         void *arg) {
+    assert(pos >= RN_SEG_HEADER && end > pos + RN_BATCH_HEADER && end <= v->size);
     for (uint64_t p = pos + RN_BATCH_HEADER; p < end;) {
         uint32_t len;
-        rn_record_check(v->map + p, (size_t)(end - p), &len);
+        if (rn_record_check(v->map + p, (size_t)(end - p), &len) != 0)
+            return RN_WAL_CORRUPT;
         int rc = fn(arg, v->map + p + RN_RECORD_FRAME, len);
         if (rc)
             return rc;
@@ -164,6 +173,7 @@ static int replay_batch(const seg_view *v, uint64_t pos, uint64_t end, rn_wal_re
 /* Position of the first intact batch header of v in [from, stop) whose
  * sequence number is above min_seq, or 0 when there is none. */
 static uint64_t find_batch(const seg_view *v, uint64_t from, uint64_t stop, uint64_t min_seq) {
+    assert(v->map && stop <= v->size);
     while (from < stop && stop - from >= RN_BATCH_HEADER) {
         const uint8_t *hit = memmem(v->map + from, (size_t)(stop - from), BATCH_MAGIC_BYTES, 4);
         if (!hit)
@@ -264,6 +274,7 @@ static int check_headers(recovery *r, uint64_t head, int torn) {
  * not reach reads as the segment's previous content: zeros, from the
  * preallocated spare or past the old end of file. */
 static int written_whole(const seg_view *v, uint64_t from, uint64_t a, uint64_t b) {
+    assert(from <= a && a < b);
     if (b > v->size)
         return 0;
     for (uint64_t s = a - a % SECTOR; s < b; s += SECTOR) {
@@ -285,6 +296,8 @@ static int written_whole(const seg_view *v, uint64_t from, uint64_t a, uint64_t 
  * written whole (no sector of it reads as zeros) yet fails its check.
  * Returns 0 for an unfinished batch, else RN_WAL_CORRUPT. */
 static int check_unfinished(recovery *r, seg_view *v, uint64_t pos, uint64_t seq) {
+    /* bytes other than zeros follow the last intact batch of the newest segment */
+    assert(v->intact && pos >= RN_SEG_HEADER && pos < v->nonzero && v->nonzero <= v->size);
     char a[32];
     name_of(v->number, a);
     uint64_t later = find_batch(v, pos + 1, v->size, seq);
@@ -342,6 +355,9 @@ static int check_unfinished(recovery *r, seg_view *v, uint64_t pos, uint64_t seq
  * unfinished batch after it is cut later). Returns 0 or RN_WAL_CORRUPT. */
 static int check_batches(recovery *r, size_t i, int newest) {
     seg_view *v = &r->segs[i];
+    /* check_headers() passed: the header is intact; the newest has no
+     * successor to record where its records end */
+    assert(v->intact && !v->dropped && (!newest || v->limit == NO_LIMIT));
     uint64_t stop = v->limit != NO_LIMIT && v->limit < v->size ? v->limit : v->size;
     uint64_t pos = RN_SEG_HEADER, seq = 1, next, records = 0;
     while (batch_at(v, pos, stop, seq, &next, &records) == 0) {
@@ -407,8 +423,16 @@ static int check(recovery *r) {
 static int replay(recovery *r, rn_wal_replay_fn fn, void *arg) {
     for (size_t i = 0; i < r->n; i++) {
         seg_view *v = &r->segs[i];
+        /* What check() proved: segments numbered without a gap, only the
+         * newest possibly dropped, every other one with an intact header
+         * and intact batches up to its end, which is where its successor
+         * records that its acknowledged records end. */
+        assert(i == 0 || v->number == r->segs[i - 1].number + 1);
+        assert(!v->dropped || i + 1 == r->n);
         if (v->dropped)
             continue;
+        assert(v->intact && v->end >= RN_SEG_HEADER && v->end <= v->size);
+        assert(v->limit == NO_LIMIT || v->end == v->limit);
         uint64_t pos = RN_SEG_HEADER, seq = 1, next;
         while (pos < v->end) {
             if (batch_at(v, pos, v->end, seq++, &next, &r->out->records) != 0)
@@ -439,6 +463,8 @@ static int finish(recovery *r) {
                 return -errno;
             continue;
         }
+        /* the newest segment: batches, then non-zero bytes cut, then zeros */
+        assert(v->end <= v->nonzero && v->nonzero <= v->size);
         r->out->torn_bytes = v->nonzero - v->end;
         r->out->torn_offset = v->end;
         r->out->zero_bytes = v->size - v->nonzero;
@@ -457,6 +483,7 @@ static void release(recovery *r) {
 
 int rn_wal_recover(const char *dir, uint64_t from_segment, rn_wal_replay_fn fn, void *arg,
                    rn_wal_recovery *out) {
+    assert(dir && fn && out);
     memset(out, 0, sizeof *out);
     /* Numbering continues after the checkpoint even when its segments are
      * gone, so a later recovery from the same checkpoint finds new ones. */
@@ -531,6 +558,7 @@ static int side_of(const rn_wal_damage *d, uint64_t n, int after, uint64_t *star
 
 int rn_wal_damaged_records(const char *dir, uint64_t from_segment, const rn_wal_damage *d,
                            int after, rn_wal_replay_fn fn, void *arg) {
+    assert(fn && d->kind <= RN_WAL_DAMAGED_HEAD);
     if (d->kind == RN_WAL_INTACT || d->kind == RN_WAL_DAMAGED_HEAD)
         return 0; /* a damaged head loses no record that could be named */
     uint64_t *nums;

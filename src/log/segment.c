@@ -10,6 +10,7 @@
 #include "util/crc32c.h"
 #include "util/files.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@ void rn_seg_path(const char *dir, uint64_t n, char *out, size_t cap) {
 }
 
 void rn_seg_encode_header(uint8_t h[RN_SEG_HEADER], const rn_seg_header *v) {
+    assert(v->number >= 1); /* segments are numbered from 1 */
     rn_buf b = {0};
     rn_buf_append(&b, SEG_MAGIC, 8);
     rn_buf_append_u64(&b, v->number);
@@ -73,6 +75,8 @@ static uint32_t batch_crc(const uint8_t *h, uint64_t salt) {
 }
 
 void rn_batch_encode_header(uint8_t h[RN_BATCH_HEADER], uint64_t salt, const rn_batch_header *v) {
+    /* a batch holds records, and its numbers start at 1 in each segment */
+    assert(v->records >= 1 && v->seq >= 1 && v->bytes >= (uint64_t)v->records * RN_RECORD_FRAME);
     rn_buf b = {0};
     rn_buf_append_u32(&b, BATCH_MAGIC);
     rn_buf_append_u32(&b, v->records);
@@ -176,6 +180,7 @@ int rn_head_create(const char *dir, uint64_t segment) {
 }
 
 int rn_head_write(int fd, uint64_t segment) {
+    assert(fd >= 0 && segment >= 1);
     uint8_t s[HEAD_SLOT];
     encode_slot(s, segment);
     off_t at = (off_t)(segment & 1) * HEAD_SLOT_STRIDE;

@@ -125,6 +125,10 @@ static void spare_path(const char *dir, char *out, size_t cap) {
  * writer thread or at open. */
 static int create_segment(rn_wal *wal, uint64_t n, uint64_t prev_end, int use_spare,
                           uint64_t *salt) {
+    assert(n >= 1 && wal->head_fd >= 0);
+    /* the previous segment's records end after its header, or it is unknown */
+    assert(prev_end == 0 || prev_end >= RN_SEG_HEADER);
+    assert(!use_spare || wal->preallocate);
     char path[PATH_MAX], spare[PATH_MAX];
     rn_seg_path(wal->dir, n, path, sizeof path);
     spare_path(wal->dir, spare, sizeof spare);
@@ -171,6 +175,7 @@ static int create_segment(rn_wal *wal, uint64_t n, uint64_t prev_end, int use_sp
 
 /* Writes all iovecs at `off`, handling short writes and IOV_MAX. */
 static int write_all(int fd, struct iovec *iov, int cnt, uint64_t off) {
+    assert(fd >= 0 && cnt > 0 && off >= RN_SEG_HEADER);
     while (cnt > 0) {
         int n = cnt > IOV_MAX ? IOV_MAX : cnt;
         ssize_t w = pwritev(fd, iov, n, (off_t)off);
@@ -231,6 +236,9 @@ static int not_written(int rc) {
 /* Writes the batch header and the records of the job's batch at the end
  * of the current segment and syncs them (the writer thread). */
 static void write_batch(rn_wal *wal, wal_job *job) {
+    /* a batch goes at the end of an open segment, after its header */
+    assert(wal->fd >= 0 && wal->valid_end >= RN_SEG_HEADER);
+    assert(job->head && job->records >= 1);
     size_t count = 1;
     for (rn_wal_entry *e = job->head; e; e = e->next)
         count += 1 + (size_t)e->pieces;
@@ -245,6 +253,7 @@ static void write_batch(rn_wal *wal, wal_job *job) {
             record_bytes += e->piece[i].iov_len;
         }
     }
+    assert(k == count);
     job->seq = wal->batch_seq + 1;
     rn_batch_header bh = {
         .records = (uint32_t)job->records, .seq = job->seq, .bytes = record_bytes};
@@ -280,6 +289,9 @@ static void write_batch(rn_wal *wal, wal_job *job) {
  * a failed write moves the log to a new segment. */
 static void batch_work(wal_job *job) {
     rn_wal *wal = job->wal;
+    assert(job->head); /* a batch is never empty */
+    /* the batch continues the open segment or opens the next one */
+    assert(job->open_segment ? job->open_segment == wal->segment + 1 : wal->fd >= 0);
     job->status = 0;
     job->bytes = 0;
     job->opened = 0;
@@ -321,6 +333,7 @@ static void batch_work(wal_job *job) {
          * the newest segment's last, which recovery may replay if it reached
          * the disk whole: the answers said its outcome was unknown). */
         uint64_t cur = job->opened ? job->open_segment : wal->segment;
+        assert(job->offset == wal->valid_end); /* nothing of it counted as written */
         uint64_t salt;
         int fd = create_segment(wal, cur + 1, wal->valid_end, 0, &salt);
         if (fd >= 0) {
@@ -378,6 +391,7 @@ static void spare_work(uv_work_t *w) {
 
 static void spare_done(uv_work_t *w, int status) {
     rn_wal *wal = w->data;
+    assert(wal->spare_state == SPARE_PREPARING);
     int rc = status ? status : wal->spare_status;
     wal->spare_state = rc == 0 ? SPARE_READY : SPARE_NONE;
     if (rc != 0) {
@@ -403,6 +417,7 @@ static int room_for_spare(const rn_wal *wal) {
 /* Starts preparing the spare unless one exists or is being prepared, a
  * failed one is too recent, or the disk is too full for one. */
 static void prepare_spare(rn_wal *wal) {
+    assert(!wal->in_flight); /* a batch may be renaming the spare into a segment */
     if (!wal->preallocate || wal->spare_state != SPARE_NONE || rn_mono_ms() < wal->spare_retry_at ||
         !room_for_spare(wal))
         return;
@@ -466,6 +481,9 @@ static void batch_done(uv_async_t *async) {
     rn_wal *wal = async->data;
     wal_job *job = &wal->job;
     int status = job->status;
+    assert(wal->in_flight && job->head);
+    /* a segment is sealed only after a batch that may have left bytes */
+    assert(!job->sealed || (status != 0 && status != RN_WAL_NOT_WRITTEN_FULL));
     uv_unref((uv_handle_t *)&wal->job_done); /* an idle log keeps no loop alive */
     if (job->opened) {
         wal->segment = job->open_segment;
@@ -488,6 +506,9 @@ static void batch_done(uv_async_t *async) {
            : status == RN_WAL_NOT_WRITTEN_FULL ? ", REFUSED (disk full)"
                                                : ", FAILED");
     if (status == 0) {
+        /* it went right after the last acknowledged batch, numbered next */
+        assert(job->offset == wal->valid_end && job->seq == wal->batch_seq + 1);
+        assert(job->bytes > RN_BATCH_HEADER);
         rn_metric.wal_bytes += job->bytes;
         wal->valid_end += job->bytes;
         wal->batch_seq = job->seq;
@@ -528,6 +549,7 @@ static void start_batch(rn_wal *wal) {
     if (!wal->queue_head)
         return;
     wal_job *job = &wal->job;
+    assert(!job->head); /* the last batch's entries were all handed back */
     job->head = wal->queue_head;
     wal->queue_head = wal->queue_tail = NULL;
     job->open_segment = 0;
@@ -540,6 +562,7 @@ static void start_batch(rn_wal *wal) {
         job->open_segment = wal->segment + 1;
         job->open_prev_valid_end = wal->valid_end;
         job->use_spare = wal->spare_state == SPARE_READY;
+        assert(!job->use_spare || wal->preallocate);
         if (job->use_spare)
             wal->spare_state = SPARE_NONE; /* the batch consumes it */
         wal->rotate_requested = 0;
@@ -561,16 +584,19 @@ static void start_batch(rn_wal *wal) {
     wal->in_flight = 1;
     uv_ref((uv_handle_t *)&wal->job_done);
     pthread_mutex_lock(&wal->lock);
+    assert(!wal->job_ready); /* the writer took the last job before reporting it */
     wal->job_ready = 1;
     pthread_cond_signal(&wal->wake);
     pthread_mutex_unlock(&wal->lock);
 }
 
 void rn_wal_submit(rn_wal *wal, rn_wal_entry *e) {
+    assert(e->done && e->pieces >= 0 && e->pieces <= RN_WAL_MAX_PIECES);
     size_t len = 0;
     uint32_t crc;
     for (int i = 0; i < e->pieces; i++)
         len += e->piece[i].iov_len;
+    assert(len <= RN_WAL_MAX_RECORD); /* recovery would take a longer one for damage */
     uint8_t lenbytes[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
                            (uint8_t)(len >> 24)};
     crc = rn_crc32c(0, lenbytes, 4);
@@ -584,6 +610,7 @@ void rn_wal_submit(rn_wal *wal, rn_wal_entry *e) {
         wal->queue_head = e;
     wal->queue_tail = e;
     start_batch(wal);
+    assert(wal->in_flight); /* entries wait only behind a batch in flight */
 }
 
 /* Opens wal/HEAD for the segments this log creates. A log that has none
@@ -611,6 +638,7 @@ static int open_head(rn_wal *wal, uint64_t last) {
 
 rn_wal *rn_wal_open(uv_loop_t *loop, const char *dir, const rn_wal_recovery *rec,
                     const rn_wal_options *opts, int *err) {
+    assert(opts->segment_bytes > RN_SEG_HEADER);
     rn_wal *wal = rn_xcalloc(1, sizeof *wal);
     wal->loop = loop;
     wal->dir = rn_xstrdup(dir);

@@ -172,6 +172,15 @@ static const setting SETTINGS[] = {
         1000000,
         "cluster mode: entries a group keeps behind its snapshot, so that a follower this far "
         "behind catches up from the log rather than from the snapshot and its peers' bytes"),
+    U64("disk-reserve-bytes", "RUNNEL_DISK_RESERVE_BYTES", disk_reserve_bytes, 64ull << 20, 0,
+        1ull << 40,
+        "cluster mode: while the data directory's file system has less free, a leader refuses "
+        "writes (503 WAL_DISK_PRESSURE), hands its groups to a healthy node and readyz says "
+        "why; its last quarter (at most 16 MiB) is kept from the node's own log and data and "
+        "held in the file 'reserve', released at every start; 0: no reserve"),
+    U64("log-stall-ms", "RUNNEL_LOG_STALL_MS", log_stall_ms, 3000, 100, 600000,
+        "cluster mode: a leader whose oldest pending Raft log write has waited this long (a "
+        "full or slow disk) hands its groups to a healthy node, and readyz says why"),
     {"public-url", "RUNNEL_PUBLIC_URL", KIND_URL, offsetof(rn_config, public_url), 0, 0, 0, "",
      "http(s)://HOST[:PORT] clients reach this server at, for subscription callback and JWKS URLs "
      "(default: http://LISTEN)",

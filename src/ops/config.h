@@ -105,13 +105,15 @@ typedef struct {
     uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
     int join;                     /* a node added to a running cluster: groups wait to be added */
-    int forward_writes;     /* a write for another node's group goes to its leader from here */
-    char follower_reads[8]; /* \"confirm\": reads wait for the leader's ReadIndex; \"local\" */
-    char config_file[4096]; /* empty: none */
-    int print_config;       /* print the effective configuration and exit */
-    char log_format[8];     /* "text" or "json" */
-    char log_level[8];      /* "debug", "info", "warn" or "error" */
-    int access_log;         /* one log line per answered request */
+    int forward_writes;          /* a write for another node's group goes to its leader from here */
+    char follower_reads[8];      /* \"confirm\": reads wait for the leader's ReadIndex; \"local\" */
+    uint64_t disk_reserve_bytes; /* free space below which a leader refuses writes (health.h) */
+    uint64_t log_stall_ms;       /* log writes stalled this long move the leadership away */
+    char config_file[4096];      /* empty: none */
+    int print_config;            /* print the effective configuration and exit */
+    char log_format[8];          /* "text" or "json" */
+    char log_level[8];           /* "debug", "info", "warn" or "error" */
+    int access_log;              /* one log line per answered request */
     /* The gate (src/gateway/): runnel gateway, and runnel serve with it */
     char tenants[4096];             /* the tenants file; "": no gate (serve only) */
     uint64_t upload_budget_bytes;   /* declared upload bytes at once, all tenants; 0: none */

@@ -19,7 +19,7 @@ static int peer_url(uint64_t id, const char *what, const char *url, size_t url_l
                  (rn_iprefix(url, url_len, "http://") || rn_iprefix(url, url_len, "https://"));
     for (size_t i = 0; url_ok && i < url_len; i++)
         url_ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
-    if (!url_ok || url_len <= 8) {
+    if (!url_ok) { /* the slashes dropped, a scheme alone no longer matches it */
         snprintf(err, errcap,
                  "%s: peer %llu: %s must be an http:// or https:// URL of printable ASCII "
                  "(got \"%.*s\")",

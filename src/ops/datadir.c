@@ -57,6 +57,12 @@ static const char *const RUNNEL_NAMES[] = {
     "cluster-recovering.tmp",
     "cluster-recovered",
     "cluster-recovered.tmp",
+    /* the disk reserve (cluster/health.h) and the incarnations (cluster/identity.h) */
+    "reserve",
+    "cluster-incarnation",
+    "cluster-incarnation.tmp",
+    "cluster-incarnations",
+    "cluster-incarnations.tmp",
 };
 
 /* Foreign names the refusal lists (the alphabetically first). */

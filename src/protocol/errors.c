@@ -220,6 +220,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_RAFT_BACKPRESSURE] = {503, "RAFT_UNCOMMITTED_BACKPRESSURE",
                                 "too many writes of the stream's group await their commit; "
                                 "nothing was applied, retry after Retry-After"},
+    [RN_E_APPLY_STOPPED] = {503, "APPLY_STOPPED",
+                            "this node stopped applying the stream's group (its disk is full); "
+                            "nothing was applied, retry after Retry-After"},
     [RN_E_JSON_BOUNDARY_UNVERIFIED] = {503, "JSON_BOUNDARY_UNVERIFIED",
                                        "the offset could not be verified as a message boundary; "
                                        "nothing was applied, retry"},

@@ -94,11 +94,22 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     rn_reply_error(req, RN_E_RECOVERING, &h);
 }
 
+/* 503 with code, Retry-After and the group: nothing was read or proposed. */
+static void refuse_here(rn_request *req, const rn_group_route *r, rn_error code) {
+    rn_buf h = {0};
+    rn_buf_appendf(&h, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", r->group);
+    rn_reply_error(req, code, &h);
+}
+
 int rn_routing_write(rn_request *req, const char *key, size_t len) {
     if (!routing.active)
         return 0;
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
+    if (r.serves && r.write_refusal) {
+        refuse_here(req, &r, (rn_error)r.write_refusal);
+        return 1;
+    }
     if (r.serves)
         return 0;
     if (awaits_leader(req, key, len, &r))
@@ -200,6 +211,10 @@ static int leader_only(rn_request *req, const char *key, size_t len, const rn_gr
         answer_elsewhere(req, r, 1);
         return 1;
     }
+    if (r->apply_stopped) { /* its state lags what it would confirm */
+        refuse_here(req, r, RN_E_APPLY_STOPPED);
+        return 1;
+    }
     routing.view.confirm(routing.view.ctx, r->group, confirmed, confirming_new(req, key, len));
     return 1;
 }
@@ -215,8 +230,12 @@ int rn_routing_read(rn_request *req, const char *key, size_t len, const char *qu
         return 1;
     }
     if (!(leader_param && wants(query, query_len, "leader"))) {
-        if (r.caught_up && (r.serves || !routing.view.follower_confirm ||
-                            (leader_param && wants(query, query_len, "local"))))
+        int local = leader_param && wants(query, query_len, "local");
+        if (r.apply_stopped && !local && (r.serves || routing.view.follower_confirm)) {
+            refuse_here(req, &r, RN_E_APPLY_STOPPED); /* it cannot reflect every write */
+            return 1;
+        }
+        if (r.caught_up && (r.serves || !routing.view.follower_confirm || local))
             return 0;
         if (r.caught_up)
             return follower_confirmed(req, key, len, &r);

@@ -57,6 +57,14 @@ typedef struct {
                                of it: a redirect names only the group (§5.7), to host_url */
     const char *host_url;   /* not hosted: a node that hosts the group (its leader when
                                known); NULL: none known */
+    int write_refusal;      /* serves, yet refuses the group's writes and leader reads
+                               before anything is read or proposed: RN_E_APPLY_STOPPED
+                               (applying stopped here), RN_E_WAL_DISK_PRESSURE (the disk
+                               is below its reserve; leader reads go on); 0: none */
+    int apply_stopped;      /* this replica stopped applying the group, or its log holds
+                               writes back (its disk has no room): reads that must reflect
+                               every acknowledged write answer 503 APPLY_STOPPED;
+                               consistency=local ones are served from what it applied */
 } rn_group_route;
 
 /* Called once with the outcome of a confirmation (before confirm returns
@@ -95,13 +103,18 @@ void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request
 int rn_routing_active(void);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it
- * was answered (307, or 503 NO_LEADER) or forwarded to the group's leader
- * (the view's forward). From the head (no body read) it may redirect; with
- * body bytes read it never does. */
+ * was answered (307, 503 NO_LEADER, or this leader's refusal: 503
+ * APPLY_STOPPED or WAL_DISK_PRESSURE with Retry-After and
+ * x-ursula-raft-group) or forwarded to the group's leader (the view's
+ * forward). From the head (no body read) it may redirect; with body bytes
+ * read it never does. */
 int rn_routing_write(rn_request *req, const char *key, size_t len);
 
 /* A read (GET or HEAD) of the stream at key, or of one of its
  * subresources; `leader_param`: its query may ask consistency=leader.
+ * A replica that stopped applying the group (apply_stopped) answers such
+ * a read 503 APPLY_STOPPED with Retry-After unless it asks
+ * consistency=local.
  * Returns 0 when it goes on here: a local read on a replica caught up
  * since its start, a malformed parameter the read answers itself, or a
  * confirmed leader read; 1 when it was answered (a replica still catching

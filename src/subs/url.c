@@ -7,6 +7,7 @@
  * whose reading of an odd URL could differ from ours.
  */
 #include "subs/url.h"
+#include "util/buf.h"
 #include "util/text.h"
 
 #include <arpa/inet.h>
@@ -33,21 +34,14 @@ static rn_addr_class classify_v4(const uint8_t a[4]) {
     return RN_ADDR_PUBLIC;
 }
 
-static int all_zero(const uint8_t *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
-    return 1;
-}
-
 static rn_addr_class classify_v6(const uint8_t a[16]) {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-    if (all_zero(a, 15))
+    if (rn_bytes_zero(a, 15))
         return a[15] == 1   ? RN_ADDR_LOOPBACK
                : a[15] == 0 ? RN_ADDR_OTHER_LOCAL
                             : classify_v4(a + 12);
-    if (all_zero(a, 12) || memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
+    if (rn_bytes_zero(a, 12) || memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0)
         return classify_v4(a + 12); /* compatible, mapped, NAT64 */
     if (a[0] == 0x20 && a[1] == 0x02)
         return classify_v4(a + 2); /* 6to4 */
@@ -57,9 +51,10 @@ static rn_addr_class classify_v6(const uint8_t a[16]) {
         return RN_ADDR_LINK_LOCAL;
     if ((a[0] == 0xfe && (a[1] & 0xc0) == 0xc0) || a[0] == 0xff)
         return RN_ADDR_OTHER_LOCAL; /* site-local, multicast */
-    if ((a[0] == 0x20 && a[1] == 0x01 && (all_zero(a + 2, 2) || (a[2] == 0x0d && a[3] == 0xb8))) ||
+    if ((a[0] == 0x20 && a[1] == 0x01 &&
+         (rn_bytes_zero(a + 2, 2) || (a[2] == 0x0d && a[3] == 0xb8))) ||
         (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b && a[4] == 0 && a[5] == 1) ||
-        (a[0] == 0x01 && all_zero(a + 1, 7)))
+        (a[0] == 0x01 && rn_bytes_zero(a + 1, 7)))
         return RN_ADDR_OTHER_LOCAL; /* Teredo, documentation, local NAT64, discard */
     return RN_ADDR_PUBLIC;
 }
@@ -74,7 +69,7 @@ static int dev_loopback_addr(const uint8_t *a, size_t len) {
     if (len == 16 && memcmp(a, mapped, 12) == 0)
         return dev_loopback_addr(a + 12, 4);
     if (len == 16)
-        return all_zero(a, 15) && a[15] == 1;
+        return rn_bytes_zero(a, 15) && a[15] == 1;
     return a[0] == 127 && a[1] == 0 && a[2] == 0;
 }
 

@@ -280,11 +280,12 @@ static void commit_keep_parts(part_ctx *c) {
 
 /* True when a publish's result is a final answer for the commit's key (ext
  * §2.2: 204, 400, 404, 409, 410, 412); the 503s of a full disk, a failed log
- * sync, an unverified JSON boundary, a lost leadership and a busy
- * replicated log are repeated with the same parts. */
+ * sync, an unverified JSON boundary, a lost leadership, a busy
+ * replicated log and a replica that stopped applying are repeated with the
+ * same parts. */
 static int publish_final(rn_result r) {
     return r != RN_ERR_DISK_FULL && r != RN_ERR_UNAVAILABLE && r != RN_ERR_BOUNDARY_UNVERIFIED &&
-           r != RN_ERR_NO_LEADER && r != RN_ERR_LOG_BUSY;
+           r != RN_ERR_NO_LEADER && r != RN_ERR_LOG_BUSY && r != RN_ERR_APPLY_STOPPED;
 }
 
 static void commit_published(rn_op *op) {

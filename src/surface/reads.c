@@ -16,6 +16,7 @@
 #include "live/live.h"
 #include "protocol/offset.h"
 #include "protocol/params.h"
+#include "protocol/read_query.h"
 #include "protocol/reply.h"
 #include "protocol/routing.h"
 #include "tiers/tiers.h"
@@ -31,7 +32,6 @@
 
 #define BUCKET_READ_CAP (8u << 20) /* ext §9.3: bytes per response or SSE event */
 #define BUCKET_POLL_DEFAULT_MS 1000
-#define BUCKET_POLL_MAX_MS 60000
 
 static void append_cursor(rn_buf *h, const stream_ctx *c) {
     rn_buf_appendf(h, "Stream-Cursor: %llu\r\n",
@@ -218,7 +218,7 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
         rn_buf_append_str(&h, "Stream-Up-To-Date: true\r\n");
     if (at_tail && s->closed)
         rn_buf_append_str(&h, "Stream-Closed: true\r\n");
-    if (c->mode == READ_LONG_POLL && !(at_tail && s->closed))
+    if (c->mode == RN_READ_LONG_POLL && !(at_tail && s->closed))
         append_cursor(&h, c);
     rn_reply_incarnation(&h, s);
     if (c->offset_kind == RN_OFFSET_NOW || got == 0) {
@@ -338,70 +338,20 @@ static const rn_live_ops live_ops = {.answer_poll = answer_live_poll,
                                      .append_offset = append_offset_token,
                                      .release = release_reader};
 
-/* Applies the read-path parameters of ext §9: timeout_ms and max_bytes
- * that do not parse mean the default, consistency must be local or leader
- * (*leader). Returns 0, or -1 with *f set. */
-static int read_parameters(stream_ctx *c, const char *q, size_t len, int *leader,
-                           rn_param_fault *f) {
-    char val[32];
-    long n;
-    uint64_t v;
-    if (rn_param_query(q, len, "timeout_ms", RN_PARAM_LENIENT, val, sizeof val, &n, f))
+/* Parses the query (protocol/read_query.h) into c, over the profile's
+ * defaults. Returns 0, or -1 with *f set. */
+static int parse_query(stream_ctx *c, const char *q, size_t len, rn_param_fault *f) {
+    rn_read_query rq = {.timeout_ms = c->poll_timeout_ms, .max_bytes = c->read.max_bytes};
+    if (rn_read_query_parse(q, len, &rq, f))
         return -1;
-    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0)
-        c->poll_timeout_ms = v < 1 ? 1 : v > BUCKET_POLL_MAX_MS ? BUCKET_POLL_MAX_MS : v;
-    if (rn_param_query(q, len, "max_bytes", RN_PARAM_LENIENT, val, sizeof val, &n, f))
-        return -1;
-    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0 &&
-        v < c->read.max_bytes)
-        c->read.max_bytes = v ? (size_t)v : 1;
-    if (rn_param_query(q, len, "consistency", RN_E_INVALID_QUERY_CONSISTENCY, val, sizeof val, &n,
-                       f))
-        return -1;
-    if (n == 6 && memcmp(val, "leader", 6) == 0)
-        *leader = 1; /* one node: every read is linearizable */
-    else if (n >= 0 && !(n == 5 && memcmp(val, "local", 5) == 0))
-        return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
-    return 0;
-}
-
-/* Parses the query: offset, live, cursor (an echo: one this server could
- * not have sent is ignored), and the profile's read parameters; each at
- * most once (params.h). Unknown names are ignored. Returns 0, or -1 with
- * *f set. */
-static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset,
-                       rn_param_fault *f) {
-    char val[256];
-    long n;
-    int leader = 0;
-    c->offset_kind = RN_OFFSET_START;
-    c->mode = READ_CATCHUP;
-    if (rn_param_query(q, len, "offset", RN_E_INVALID_OFFSET, val, sizeof val, &n, f))
-        return -1;
-    *has_offset = n >= 0;
-    if (n >= 0 && rn_offset_parse(val, (size_t)n, &c->offset_kind, &c->read.offset))
-        return rn_param_refuse(f, RN_E_INVALID_OFFSET);
-    if (rn_param_query(q, len, "live", RN_E_INVALID_QUERY_LIVE, val, sizeof val, &n, f))
-        return -1;
-    if (n == 9 && memcmp(val, "long-poll", 9) == 0)
-        c->mode = READ_LONG_POLL;
-    else if (n == 3 && memcmp(val, "sse", 3) == 0)
-        c->mode = READ_SSE;
-    else if (n >= 0)
-        return rn_param_refuse(f, RN_E_INVALID_QUERY_LIVE);
-    if (rn_param_query(q, len, "cursor", RN_PARAM_LENIENT, val, sizeof val, &n, f))
-        return -1;
-    uint64_t v;
-    if (n > 0 && rn_parse_strict_u64(val, (size_t)n, UINT64_MAX / 2, &v) == 0) {
-        c->read.cursor.present = 1;
-        c->read.cursor.value = v;
-    }
-    if (read_parameters(c, q, len, &leader, f)) /* ext §9 applies to every stream */
-        return -1;
-    if (leader && c->mode != READ_CATCHUP)
-        return rn_param_refuse(f, RN_E_INVALID_QUERY_CONSISTENCY);
-    if (c->mode == READ_SSE && c->read.max_bytes < 4)
-        c->read.max_bytes = 4; /* room for one UTF-8 character in a text event */
+    c->offset_kind = rq.offset_kind;
+    c->read.offset = rq.offset;
+    c->mode = rq.mode;
+    /* the cursor is an echo: one this server could not have sent is ignored */
+    c->read.cursor.present = rq.has_cursor;
+    c->read.cursor.value = rq.cursor;
+    c->poll_timeout_ms = rq.timeout_ms;
+    c->read.max_bytes = rq.max_bytes;
     return 0;
 }
 
@@ -409,8 +359,8 @@ static int parse_query(stream_ctx *c, const char *q, size_t len, int *has_offset
  * bound (a long-poll that can answer at once is not refused). Returns 1
  * when it answered. */
 static int answer_live_limit(stream_ctx *c, const rn_stream *s) {
-    if (c->mode == READ_CATCHUP ||
-        (c->mode == READ_LONG_POLL && (c->read.offset < s->tail || s->closed)))
+    if (c->mode == RN_READ_CATCHUP ||
+        (c->mode == RN_READ_LONG_POLL && (c->read.offset < s->tail || s->closed)))
         return 0;
     rn_live_admission a = rn_live_admit(c->sf->live, s);
     if (a == RN_LIVE_ADMITTED)
@@ -458,14 +408,9 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
     c->read.max_bytes = c->prof->ext_read_defaults ? BUCKET_READ_CAP : c->sf->cfg.max_read_bytes;
     c->poll_timeout_ms =
         c->prof->ext_read_defaults ? BUCKET_POLL_DEFAULT_MS : c->sf->cfg.long_poll_timeout_ms;
-    int has_offset;
     rn_param_fault f;
-    if (parse_query(c, query, query_len, &has_offset, &f)) {
+    if (parse_query(c, query, query_len, &f)) {
         rn_streams_reply_fault(c, &f);
-        return;
-    }
-    if (c->mode != READ_CATCHUP && !has_offset) {
-        rn_streams_reply(c, RN_E_INVALID_QUERY_OFFSET_REQUIRED, NULL);
         return;
     }
     rn_engine *e = c->sf->engine;
@@ -510,11 +455,11 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
     if (answer_live_limit(c, s))
         return;
     switch (c->mode) {
-    case READ_CATCHUP:
+    case RN_READ_CATCHUP:
         if (answer_data(c, s, 1))
             return;
         break;
-    case READ_LONG_POLL:
+    case RN_READ_LONG_POLL:
         c->offset_kind = RN_OFFSET_POSITION; /* a long-poll 200 carries data and an ETag */
         if (*offset < s->tail) {
             if (answer_data(c, s, 1))
@@ -526,7 +471,7 @@ void rn_streams_get(stream_ctx *c, const char *query, size_t query_len) {
             return;
         }
         break;
-    case READ_SSE: {
+    case RN_READ_SSE: {
         c->read.encoding = sse_encoding(c, s);
         rn_buf h = {0};
         rn_reply_common(&h);

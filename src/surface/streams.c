@@ -462,6 +462,8 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_NO_LEADER;
     case RN_ERR_LOG_BUSY:
         return RN_E_RAFT_BACKPRESSURE;
+    case RN_ERR_APPLY_STOPPED:
+        return RN_E_APPLY_STOPPED;
     case RN_ERR_COLD_BACKPRESSURE:
         return RN_E_COLD_BACKPRESSURE;
     case RN_ERR_COLD_STORE_FAILED:
@@ -562,6 +564,7 @@ void rn_reply_refusal(rn_request *req, const rn_op *op) {
         break;
     case RN_ERR_NO_LEADER:
     case RN_ERR_LOG_BUSY:
+    case RN_ERR_APPLY_STOPPED:
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_routing_group_header(&extra, op->in.path, op->in.path_len);
         break;

@@ -11,9 +11,8 @@
 #include "protocol/errors.h"
 #include "protocol/offset.h"
 #include "protocol/params.h"
+#include "protocol/read_query.h"
 #include "surface/streams.h"
-
-typedef enum { READ_CATCHUP, READ_LONG_POLL, READ_SSE } read_mode;
 
 typedef struct stream_ctx {
     rn_surface *sf;
@@ -25,7 +24,7 @@ typedef struct stream_ctx {
     rn_op op;
     /* reads: the position, the cap on a response or an SSE event and the
      * cursor echo are kept in the reader that live reads hand to live/ */
-    read_mode mode;
+    rn_read_mode mode;
     rn_offset_kind offset_kind;
     uint64_t poll_timeout_ms; /* this request's long-poll wait */
     /* a read that waits for cold bytes runs again with its query */

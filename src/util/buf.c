@@ -175,3 +175,11 @@ const uint8_t *rn_read_lstr(rn_reader *r, size_t *len) {
     *len = s ? n : 0;
     return s;
 }
+
+int rn_bytes_zero(const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}

@@ -44,6 +44,9 @@ void rn_buf_free(rn_buf *b);
 /* Gives up ownership of the data to the caller; b becomes empty. */
 uint8_t *rn_buf_steal(rn_buf *b, size_t *len);
 
+/* True when the n bytes at p are all zero (n 0: true). */
+int rn_bytes_zero(const void *p, size_t n);
+
 /* Bounds-checked little-endian reader over a byte range (decoding records). */
 typedef struct {
     const uint8_t *p;

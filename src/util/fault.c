@@ -99,11 +99,9 @@ typedef struct {
     atomic_int err;
 } failure_point;
 
-static failure_point points[] = {{.name = "boundary-read"},
-                                 {.name = "blob-delete"},
-                                 {.name = "log-reserve"},
-                                 {.name = "data-read"},
-                                 {.name = "dir-sync"}};
+static failure_point points[] = {{.name = "boundary-read"}, {.name = "blob-delete"},
+                                 {.name = "log-reserve"},   {.name = "apply-reserve"},
+                                 {.name = "data-read"},     {.name = "dir-sync"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

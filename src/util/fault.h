@@ -16,6 +16,8 @@
  *   "blob-delete"    the unlink of a blob (tiers/blobs.c)
  *   "log-reserve"    the step before a command is logged, as a full disk
  *                    refuses it there (engine)
+ *   "apply-reserve"  the step before a replica applies a committed command,
+ *                    as a full disk refuses it there (engine, cluster mode)
  *   "data-read"  a read of the data directory: stream files (tiers/streamfiles.c)
  *                and the readiness probe (ops/probe.c); armed with a large
  *                N, the file system fails every read

@@ -1,10 +1,11 @@
 /*
  * files.c — whole small files: an atomic, durable rewrite (temporary file,
  * fsync, rename, fsync of the directory, so a crash leaves the old file or
- * the new one, never a part), a whole read, and `mkdir -p` with each new
- * directory's entry synced. Every step's failure is the caller's: a write
- * whose directory could not be synced (not even opened, as at the file
- * descriptor limit) is not durable and is reported so. See files.h.
+ * the new one, never a part), a whole read, `mkdir -p` with each new
+ * directory's entry synced, and a file system's free bytes. Every step's
+ * failure is the caller's: a write whose directory could not be synced
+ * (not even opened, as at the file descriptor limit) is not durable and is
+ * reported so. See files.h.
  */
 #include "util/files.h"
 #include "util/fault.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
@@ -145,4 +147,11 @@ int rn_read_path(const char *path, rn_buf *out) {
     }
     close(fd);
     return rc;
+}
+
+uint64_t rn_free_bytes(const char *path) {
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) != 0)
+        return UINT64_MAX;
+    return (uint64_t)vfs.f_bavail * vfs.f_frsize;
 }

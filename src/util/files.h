@@ -1,11 +1,13 @@
 /*
  * files.h — whole small files: atomic durable rewrites and whole reads;
- * directories: durable creation of a path, directory syncs.
+ * directories: durable creation of a path, directory syncs; the free space
+ * of a file system.
  */
 #ifndef RN_UTIL_FILES_H
 #define RN_UTIL_FILES_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/buf.h"
@@ -35,5 +37,10 @@ int rn_sync_dir(const char *dir);
  * that failed written to failed (failed_cap bytes; may be 0): -ENOTDIR when
  * that component exists and is not a directory. Blocking. */
 int rn_make_dirs(const char *path, mode_t mode, char *failed, size_t failed_cap);
+
+/* The bytes an unprivileged writer may still allocate on the file system
+ * holding path (statvfs: f_bavail × f_frsize); UINT64_MAX when it cannot be
+ * asked (nothing is refused on a guess). */
+uint64_t rn_free_bytes(const char *path);
 
 #endif

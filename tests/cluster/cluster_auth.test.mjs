@@ -91,7 +91,10 @@ describe("routes without a credential", () => {
     // signed with the key, as a node signs: served
     const ok = await req(`${u}/__runnel/cluster/status`, { headers: sign(key, "GET", "/__runnel/cluster/status", 1, Date.now()) });
     assert.equal(ok.status, 200);
-    assert.equal(JSON.parse(ok.text).g.length, c.groups + 1, "a status per group and the metadata group's");
+    const st = JSON.parse(ok.text);
+    assert.equal(st.g.length, c.groups + 1, "a status per group and the metadata group's");
+    assert.match(st.health, /^health [01]/);
+    assert.match(st.incarnation, /^incarnation [0-9a-f]{16}$/);
     assert.ok(await refusedCount(u, "http") >= peer.length * 4); /* an unsigned scope=local is judged as an operator's */
     // the report, health and metrics stay open
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])

@@ -118,7 +118,9 @@ describe("the peer listener", () => {
     }
     const ok = await peerReq(applied, { cert: "peer-2" });
     assert.equal(ok.status, 200);
-    assert.equal(JSON.parse(ok.text).node, 1);
+    const st = JSON.parse(ok.text);
+    assert.equal(st.node, 1);
+    assert.match(st.incarnation, /^incarnation [0-9a-f]{16}$/);
     assert.equal(await refusedCount(c.url(1), "http"), refusedBefore + 4);
     // an operator route on the peer listener still needs the token
     const backup = `${c.peerUrl(1)}/__runnel/backup?name=x`;

@@ -3,6 +3,12 @@
 // node"), SIGKILLed, SIGSTOPped and resumed, restarted on their data
 // directories, asked for /__runnel/cluster, and stopped at the end.
 // Every wait is bounded; a node that does not come up fails with its log.
+// Each node's data directory is its own tmpfs (DISK_MIB), so that a fault
+// can fill one node's disk (fill, unfill) without touching the machine's.
+// The mounts are made by the inner harness, inside its network namespace's
+// mount namespace: they go with it (logs stay in the run's directory; with
+// --keep the data directories' contents are gone).
+import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -12,6 +18,8 @@ import { sleep } from "./rng.mjs";
 
 export const PUBLIC_PORT = 4437;
 export const RAFT_PORT = 4438;
+export const DISK_MIB = 256;
+
 
 export class ClusterStartError extends Error {}
 
@@ -53,8 +61,31 @@ export class ChaosCluster {
       "--long-poll-timeout-ms", "1000"];
   }
 
+  // Mounts node n's tmpfs data directory (once).
+  mountDataDir(n) {
+    if (n.mounted) return;
+    fs.mkdirSync(n.dataDir, { recursive: true });
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${DISK_MIB}m`, "tmpfs", n.dataDir]);
+    n.mounted = true;
+  }
+
+  // Fills node id's disk with another program's file (in lost+found, a
+  // name the data directory's owner check allows); unfill removes it.
+  fill(id) {
+    const lf = path.join(this.node(id).dataDir, "lost+found");
+    fs.mkdirSync(lf, { recursive: true });
+    try {
+      execFileSync("dd", ["if=/dev/zero", `of=${path.join(lf, "filler")}`, "bs=1M", `count=${DISK_MIB}`], { stdio: "ignore" });
+    } catch {} /* dd stops at ENOSPC */
+  }
+
+  unfill(id) {
+    fs.rmSync(path.join(this.node(id).dataDir, "lost+found", "filler"), { force: true });
+  }
+
   spawn(n) {
     fs.mkdirSync(this.dir, { recursive: true });
+    this.mountDataDir(n);
     const log = fs.openSync(n.logFile, "a");
     fs.writeSync(log, `---- start ${new Date().toISOString()}: ${this.bin} ${this.argv(n).join(" ")}\n`);
     n.proc = spawnIn(n.ns, this.bin, this.argv(n), { stdio: ["ignore", log, log] });
@@ -218,6 +249,7 @@ export class ChaosCluster {
     }
     const results = await Promise.all(live.map((n) => Promise.race([n.exited, sleep(ms).then(() => null)])));
     for (const n of live) if (n.state !== "down") n.proc.kill("SIGKILL");
+    for (const n of this.nodes) this.unfill(n.id);
     return live.map((n, k) => ({ id: n.id, ...(results[k] ?? { code: null, signal: "timeout" }), log: this.logTail(n, 8) }));
   }
 }

@@ -10,13 +10,24 @@
 //   kill-majority   SIGKILL the leader and one follower (no quorum);
 //                   restart both
 //   kill-all        SIGKILL every node; restart them all
+//   disk-full       fill a group's leader's disk with another file (its
+//                   tmpfs); remove the file
+//   bit-flip        SIGKILL a follower, flip one byte in the middle of its
+//                   newest open Raft segment of a group with data, start it:
+//                   it must refuse (exit by itself, its log naming the
+//                   damage; one that starts is a failed heal); put the byte
+//                   back and restart it
+// Not here: a slow disk (the data directories would have to be block
+// devices, loop-mounted, for cgroup blkio throttling; cluster_disk does it).
 // Also the leader monitor, which polls /__runnel/cluster and counts
 // leader changes.
+import fs from "node:fs";
+import path from "node:path";
 import { cut, heal as healNetwork, isolate } from "./netns.mjs";
 import { sleep } from "./rng.mjs";
 
 export const KINDS = ["kill-leader", "kill-follower", "pause-leader", "isolate-node", "isolate-leader", "cut-link",
-  "kill-majority", "kill-all"];
+  "kill-majority", "kill-all", "disk-full", "bit-flip"];
 const WEIGHTS = { "kill-all": 0.5 };
 
 // The schedules run.mjs offers: faults, how long each is held and the
@@ -121,6 +132,15 @@ export class Nemesis {
         await cut(this.topo, t.leader, t.follower);
         heal = () => healNetwork(this.topo);
         break;
+      case "disk-full":
+        nodes = [t.leader];
+        c.fill(t.leader);
+        heal = async () => c.unfill(t.leader);
+        break;
+      case "bit-flip":
+        nodes = [t.follower];
+        heal = await this.flipByte(t.follower);
+        break;
       default:
         throw new Error(`unknown fault ${kind}`);
     }
@@ -128,6 +148,44 @@ export class Nemesis {
     const event = this.history.event({ kind, nodes, group: t.group, term: t.term, led: t.led, at: this.history.now(), healed: null });
     this.log(`fault ${this.history.events.length}: ${kind} node(s) ${nodes.join(",")}${t.group === null ? "" : ` (group ${t.group} term ${t.term})`}`);
     this.active = { event, heal };
+  }
+
+  // SIGKILLs node id, flips a byte in the middle of the data of its newest
+  // open Raft segment holding data, and starts it, which must refuse;
+  // returns the heal (the byte put back, the node restarted).
+  async flipByte(id) {
+    const c = this.cluster;
+    const n = c.node(id);
+    await c.kill(id);
+    const raft = path.join(n.dataDir, "raft");
+    let target = null;
+    for (const g of fs.existsSync(raft) ? fs.readdirSync(raft) : []) {
+      for (const name of fs.readdirSync(path.join(raft, g)).filter((x) => x.startsWith("open-"))) {
+        const file = path.join(raft, g, name);
+        const bytes = fs.readFileSync(file);
+        let end = bytes.length;
+        while (end > 8 && bytes[end - 1] === 0) end--;
+        if (end > 256 && (!target || end > target.end)) target = { file, bytes, end };
+      }
+    }
+    const restart = () => c.restart([id]);
+    if (!target) return restart; /* nothing written worth flipping: a plain restart */
+    const at = Math.floor(target.end / 2);
+    const flipped = Buffer.from(target.bytes);
+    flipped[at] ^= 0x20;
+    fs.writeFileSync(target.file, flipped);
+    c.spawn(n);
+    n.signalled = true; /* its exit is expected: not one "by itself" */
+    const exited = await Promise.race([n.exited, sleep(15000).then(() => null)]);
+    const refused = exited && exited.code !== 0 && / is damaged at byte /.test(c.logTail(n, 5));
+    if (!refused) {
+      this.failure ??= `bit-flip: node ${id} started on ${target.file} with byte ${at} flipped (or did not name the damage)`;
+      await c.kill(id);
+    }
+    return async () => {
+      fs.writeFileSync(target.file, target.bytes);
+      await restart();
+    };
   }
 
   async heal() {
