@@ -1,7 +1,7 @@
 // Cluster measurements for BENCHMARKS.md (not a test: it asserts nothing).
 // The server binary is RUNNEL_BIN (default build/runnel).
 //
-//   node bench/cluster.mjs recovery [--kills 5] [--groups 16]
+//   node bench/cluster.mjs recovery [--kills 5] [--groups 16] [--series FILE]
 //     A 3-node cluster at default settings; 16 producers append to their
 //     own streams (one write in flight each, through any node, following
 //     redirects and repeating unknown outcomes with their key) while the
@@ -9,6 +9,8 @@
 //     its data after each). Per kill: the time from the SIGKILL until a
 //     write to that group, sent after the kill, is acknowledged. Then every
 //     acknowledged write is checked once at its offset on every replica.
+//     --series FILE writes the acknowledgements per 100 ms and the kills'
+//     times as JSON, for `node bench/plots.mjs failover FILE`.
 //
 //   node bench/cluster.mjs leader-reads [--seconds 20] [--rate 200] [--groups 16]
 //                                       [--consistency leader|local|none] [--on leader|follower]
@@ -27,6 +29,7 @@
 //     Appends one at a time through a stream's leader and times, for each,
 //     how long until a follower's local HEAD shows it (polled without
 //     pause): how far behind a follower is at rest.
+import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { Cluster, follow, groupOf, req, sleep, waitFor } from "../tests/cluster/runnel_cluster.mjs";
 
@@ -40,6 +43,7 @@ const { positionals, values } = parseArgs({
     consistency: { type: "string", default: "leader" },
     on: { type: "string", default: "leader" },
     appends: { type: "string", default: "400" },
+    series: { type: "string" },
   },
 });
 const GROUPS = Number(values.groups);
@@ -68,6 +72,10 @@ async function recovery(c) {
   for (const key of keys) await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
   const acked = new Map(keys.map((k) => [k, []]));
   const lastAck = new Map(); // group -> time of the newest ack of a write sent then
+  const BUCKET_MS = 100;
+  const start = Date.now();
+  const buckets = []; // acknowledgements per BUCKET_MS since start
+  const kills = [];
   let stop = false;
   const writers = keys.map(async (key) => {
     for (let seq = 0; !stop; seq++) {
@@ -75,6 +83,9 @@ async function recovery(c) {
       const sent = Date.now();
       const r = await append(c, key, seq, body, Date.now() + 120000);
       acked.get(key).push({ body, next: r.headers.get("stream-next-offset") });
+      const b = Math.floor((Date.now() - start) / BUCKET_MS);
+      while (buckets.length <= b) buckets.push(0);
+      buckets[b]++;
       const g = groupOf(key, GROUPS);
       lastAck.set(g, Math.max(lastAck.get(g) ?? 0, sent));
     }
@@ -86,6 +97,7 @@ async function recovery(c) {
     const { node, term } = await c.leaderOf(g);
     await c.crash(node);
     const killed = Date.now();
+    kills.push({ at_ms: killed - start, group: g, node });
     await waitFor(`group ${g} acknowledging again`, () => (lastAck.get(g) ?? 0) >= killed, 60000, 10);
     const t = Date.now() - killed;
     const after = await c.leaderOf(g);
@@ -105,6 +117,8 @@ async function recovery(c) {
   times.sort((a, b) => a - b);
   console.log(`recovery after a leader SIGKILL: n=${times.length} median ${quantile(times, 0.5)} ms, max ${times[times.length - 1]} ms`);
   console.log(`acknowledged writes: ${[...acked.values()].reduce((s, l) => s + l.length, 0)}; replicas that differ from them: ${lost}`);
+  if (values.series)
+    fs.writeFileSync(values.series, JSON.stringify({ writers: keys.length, bucket_ms: BUCKET_MS, buckets, kills }));
 }
 
 async function leaderReads(c) {

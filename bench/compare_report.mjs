@@ -169,7 +169,7 @@ const machine = read("machine.txt").trim().split("\n");
 const get = (k) => machine.find((l) => l.startsWith(k + ":"))?.slice(k.length + 2) ?? "?";
 L.push("# Benchmarks", "");
 L.push(
-  "Measured by `bench/compare` (see README, \"Benchmarks\"): every scenario of `runnel-bench` against Runnel",
+  "Measured by `bench/compare` (see docs/BENCHMARKING.md): every scenario of `runnel-bench` against Runnel",
   "and against the Node reference server, alternating (A B A B), each run on a freshly started server with",
   "an empty data directory, then the capacity measurements of `bench/capacity.sh`. Both servers acknowledge",
   "appends only after `fdatasync`. The load generator runs on the same machine; nothing is pinned (`taskset`",
@@ -213,6 +213,12 @@ for (const [sc, label, g] of FIGURES) {
   L.push(`| ${label} | ${cell(a)} | ${cell(b)} | ${ratio} |`);
 }
 L.push(
+  "",
+  "![Appends: Runnel against the reference](docs/bench/writes.svg)",
+  "",
+  "![Reads: Runnel against the reference](docs/bench/reads.svg)",
+  "",
+  "(`node bench/plots.mjs headline` draws both from this table; `bench/compare` runs it after writing this page.)",
   "",
   "The bootstrap rows compare what a client does to initialise: on Runnel one `GET {stream}/bootstrap`",
   "(bucket surface) whose answer is the 64 KiB snapshot published at the tail of 200 × 1 KiB events",

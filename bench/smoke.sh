@@ -9,7 +9,8 @@
 # client benchmark in its short form (bench/client.sh --smoke): it passes
 # when the stream holds exactly what `runnel append --producer` read and
 # every `runnel tail -f` printed exactly the payloads sent; no speed is
-# asserted.
+# asserted. Last, the pictures of docs/bench drawn from BENCHMARKS.md into
+# a scratch directory (bench/plots.mjs, gnuplot).
 # Usage: bench/smoke.sh BUILD_DIR        Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +84,12 @@ timeout 300 bench/client.sh --smoke --bin "$build" --out "$client_out" >"$out" 2
 rc=$?
 tally "client (append --producer, tail -f: bytes exact)" "$([ "$rc" -eq 0 ] && echo yes)" \
   "bench/client.sh --smoke exited $rc"
-rm -rf "$data" "$log" "$out" "$client_out"
+plots_out=$(mktemp -d)
+RUNNEL_PLOTS_OUT=$plots_out node bench/plots.mjs headline BENCHMARKS.md >"$out" 2>&1
+rc=$?
+tally "plots (bench/plots.mjs headline: both pictures drawn)" \
+  "$([ "$rc" -eq 0 ] && grep -q '<svg' "$plots_out/writes.svg" && grep -q '<svg' "$plots_out/reads.svg" && echo yes)" \
+  "bench/plots.mjs exited $rc: $(tail -3 "$out")"
+rm -rf "$data" "$log" "$out" "$client_out" "$plots_out"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

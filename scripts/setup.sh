@@ -44,9 +44,11 @@ RUN_PACKAGES=(build-essential cmake pkg-config git curl libuv1-dev node-llhttp
 # nghttp2-proxy: nghttpx, through which scripts/conformance_h2.sh runs the
 # conformance suite over HTTP/2. chromium: the browser of tests/browser (a
 # page on another origin using the server: CORS as a browser applies it).
+# gnuplot-nox: the benchmark pictures (bench/plots.mjs; the bench smoke
+# draws them).
 TEST_PACKAGES=(libcmocka-dev b3sum clang-14 libclang-rt-14-dev python3-botocore iproute2
   clang-format-14 cppcheck nghttp2-client
-  nghttp2-proxy chromium)
+  nghttp2-proxy chromium gnuplot-nox)
 
 wanted=("${RUN_PACKAGES[@]}")
 [ "$mode" = run ] || wanted+=("${TEST_PACKAGES[@]}")

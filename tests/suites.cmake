@@ -67,6 +67,11 @@ endforeach()
 # ---- CORS in a real browser: a page on another loopback origin using the
 # server through headless chromium (tests/browser; about 3 s)
 runnel_suite(browser_cors blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/cors.test.mjs)
+# ---- the web console in headless chromium (tests/browser; about 15 s): its
+# screenshots at both sizes go to the build directory's console-screenshots/
+runnel_suite(browser_console blackbox 300 ${NODE_JS} --test ${RUNNEL_SRC}/tests/browser/console.test.mjs)
+set_property(TEST browser_console APPEND PROPERTY ENVIRONMENT
+  "RUNNEL_CONSOLE_SHOTS=${CMAKE_BINARY_DIR}/console-screenshots")
 
 # ---- the official TypeScript client (@durable-streams/client, pinned by
 # tests/client_ts/package-lock.json) against a single node and a 3-node

@@ -300,16 +300,6 @@ RUNNEL_API runnel_result runnel_read_all(runnel_client *c, const char *stream,
                                          const runnel_read_options *o, uint64_t max_total,
                                          runnel_answer *ans);
 
-/* Calls an operator route of a node (path under /__runnel/, e.g.
- * "/__runnel/cluster" or "/__runnel/cluster/drain/3", the base URL
- * prepended) with method and no body: the answer's body, when 2xx, goes to
- * sink (NULL: dropped). The token is the node's admin token. Returns as a
- * read does: RUNNEL_OK for a 2xx, RUNNEL_E_STATUS for another answer,
- * RUNNEL_E_TRANSPORT for none. */
-RUNNEL_API runnel_result runnel_operator_call(runnel_client *c, const char *method,
-                                              const char *path, runnel_data_fn sink, void *arg,
-                                              runnel_answer *ans);
-
 /* ---- Snapshots (extensions §2) and immutable resources (§4) ---- */
 
 /* The snapshot digest: lowercase hex BLAKE3 of the content type's length
@@ -530,6 +520,22 @@ RUNNEL_API void runnel_producer_get_stats(const runnel_producer *p, runnel_produ
 
 /* Frees the producer (without flushing) and releases its state file. */
 RUNNEL_API void runnel_producer_free(runnel_producer *p);
+
+/* ---------------------------------------------------------------------
+ * The operator's routes (/__runnel/admin/: the server's docs/ADMIN.md;
+ * /__runnel/cluster/: docs/CLUSTER.md)
+ * ------------------------------------------------------------------- */
+
+/* One request of an operator route: method "GET", "POST" or "DELETE" and
+ * path, the route and its query under the server
+ * ("/__runnel/admin/buckets?limit=10", "/__runnel/cluster/drain/3", names
+ * percent-encoded), sent with the client's token as the bearer
+ * credential (the node's admin token, or a gateway admin tenant's key).
+ * A 2xx answer's body (JSON) goes to on_data (NULL: discarded); an error
+ * answer's code and message are in ans. RUNNEL_OK for a 2xx answer,
+ * RUNNEL_E_STATUS for another, RUNNEL_E_TRANSPORT when none came. */
+RUNNEL_API runnel_result runnel_admin_call(runnel_client *c, const char *method, const char *path,
+                                           runnel_data_fn on_data, void *arg, runnel_answer *ans);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,8 @@
 /*
  * calls.c — the stream calls of both surfaces: create, append (with or
  * without a producer key), close, delete, HEAD, bucket create, retention
- * advance, and catch-up reads. Each is one rnc_perform; writes classify
- * their answer (runnel_classify), reads succeed on a 2xx.
+ * advance, and catch-up reads; and one request of an operator route. Each is one rnc_perform;
+ * writes classify their answer (runnel_classify), reads succeed on a 2xx.
  */
 #include "client/internal.h"
 
@@ -89,18 +89,6 @@ runnel_result runnel_head(runnel_client *c, const char *stream, const char *inca
     return rnc_run_read(c, &req, ans);
 }
 
-runnel_result runnel_operator_call(runnel_client *c, const char *method, const char *path,
-                                   runnel_data_fn sink, void *arg, runnel_answer *ans) {
-    rnc_request req = {0};
-    if (!method || !path || strncmp(path, "/__runnel/", 10) != 0)
-        return rnc_usage(ans, "an operator route is a path under /__runnel/");
-    if (rnc_request_init(&req, c, method, path, NULL))
-        return rnc_usage(ans, "the URL is too long");
-    req.sink = sink;
-    req.sink_arg = arg;
-    return rnc_run_read(c, &req, ans);
-}
-
 runnel_result runnel_bucket_create(runnel_client *c, const char *bucket, runnel_answer *ans) {
     rnc_request req = {0};
     if (rnc_request_init(&req, c, "PUT", "", NULL) || rnc_url_append_segment(req.url, bucket)) {
@@ -179,6 +167,20 @@ runnel_result runnel_read(runnel_client *c, const char *stream, const runnel_rea
     rnc_header(&req.headers, "Stream-Incarnation", o->incarnation);
     req.sink = o->on_data;
     req.sink_arg = o->arg;
+    return rnc_run_read(c, &req, ans);
+}
+
+runnel_result runnel_admin_call(runnel_client *c, const char *method, const char *path,
+                                runnel_data_fn on_data, void *arg, runnel_answer *ans) {
+    rnc_request req = {0};
+    if ((strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 &&
+         strcmp(method, "DELETE") != 0) ||
+        path[0] != '/')
+        return rnc_usage(ans, "an operator route is a GET, a POST or a DELETE of a path");
+    if (rnc_request_init(&req, c, method, path, NULL))
+        return rnc_usage(ans, "the URL is too long");
+    req.sink = on_data;
+    req.sink_arg = arg;
     return rnc_run_read(c, &req, ans);
 }
 

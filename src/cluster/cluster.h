@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "engine/engine.h"
+#include "net/outbound.h"
 #include "ops/config.h"
 #include "protocol/routing.h"
 #include "util/buf.h"
@@ -116,6 +117,33 @@ bool rn_cluster_peer_credential(const rn_cluster *cl, const rn_request *req);
  * files at each new connection anyway). Returns 1 when reloaded, 0 when
  * the node has no peer certificates, -1 (nothing changed) with err set. */
 int rn_cluster_reload_certificates(rn_cluster *cl, char *err, size_t errcap);
+
+/* ---- what the operator's plane asks (operator.c; ops/admin) ---- */
+
+/* A node of the cluster: its id and base URL (borrowed from the node's
+ * configuration: valid until it changes, so copy what you keep). */
+typedef struct {
+    uint64_t id;
+    const char *url;
+} rn_cluster_node;
+/* The cluster's nodes, this one included and nodes the metadata table says
+ * were removed excluded, into out (at most cap); returns how many there
+ * are. */
+size_t rn_cluster_nodes(const rn_cluster *cl, rn_cluster_node *out, size_t cap);
+uint64_t rn_cluster_self(const rn_cluster *cl);
+unsigned rn_cluster_groups(const rn_cluster *cl);
+/* The group of a stream key. */
+unsigned rn_cluster_group_of(const rn_cluster *cl, const char *key, size_t len);
+/* Group g as this node knows it: its leader (0: none known), the leader's
+ * term, and whether this node leads it, ready (its first entry of the term
+ * applied: it holds every committed write). A group not hosted here: the
+ * leader its replicas report (peers.c). */
+uint64_t rn_cluster_group_leader(const rn_cluster *cl, unsigned g, uint64_t *term, int *leading);
+/* Starts a request to a peer through the cluster's outbound client, which
+ * signs it with the cluster key (peer_auth.h). As rn_outbound_start: NULL
+ * when it cannot start (fn will not run), and NULL while stopping. */
+struct rn_fetch *rn_cluster_peer_request(rn_cluster *cl, const rn_fetch_request *req,
+                                         rn_fetch_fn fn, void *arg);
 
 /* Appends the groups' gauges and counters in the Prometheus text format
  * (/__runnel/metrics), and the peers refused. */

@@ -1,7 +1,7 @@
 /*
  * cluster_http.c — the cluster's operational routes.
  *
- *   GET /__runnel/cluster          the report (JSON; cluster.h, README):
+ *   GET /__runnel/cluster          the report (JSON; cluster.h, docs/CLUSTER.md):
  *                                  the nodes, every group (its placement,
  *                                  leader and replicas) and the moves in
  *                                  progress

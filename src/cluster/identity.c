@@ -179,7 +179,7 @@ int rn_identity_start(rn_cluster *cl, char *err, size_t cap) {
                      "%s): a wiped or replaced data directory cannot rejoin under its old id, "
                      "whose votes and log it lost. Replace the node instead: remove id %llu from "
                      "the cluster (DELETE /__runnel/cluster/members/%llu), then start it with a "
-                     "new id, this empty data directory and --join, and add it (README, "
+                     "new id, this empty data directory and --join, and add it (docs/CLUSTER.md, "
                      "\"Membership\")",
                      (unsigned long long)p->id, p->url, (unsigned long long)cl->cfg.node_id, known,
                      cl->incarnation, made ? ", new" : "", (unsigned long long)cl->cfg.node_id,

@@ -157,8 +157,8 @@ static int by_counter(const void *a, const void *b) {
 static const char RECOVER[] =
     "; refusing to start rather than cut committed entries. Recover the node from its peers: "
     "remove it from the cluster (DELETE /__runnel/cluster/members/ID), then start a node with "
-    "a new id, an empty data directory and --join, and add it (README, \"Membership\"); or put "
-    "back an intact copy of the file";
+    "a new id, an empty data directory and --join, and add it (docs/CLUSTER.md, \"Membership\"); "
+    "or put back an intact copy of the file";
 
 /* Reads dir/name; -2 with err on failure. */
 static int read_segment(const char *dir, const char *name, rn_buf *out, char *err, size_t cap) {

@@ -469,7 +469,7 @@ static int fsm_snapshot(void *ctx, unsigned group, uint64_t index, void **out, s
         return -1;        /* the state lags the index: no snapshot (the log keeps the entries) */
     assert(!gs->durable); /* libraft takes one snapshot of a group at a time */
     rn_buf m = {0};
-    rn_engine_manifest(l->engine, rn_placement_stream_in_group, &group, &m);
+    rn_engine_manifest(l->engine, rn_placement_stream_in_group, &group, group, &m);
     *out = rn_buf_steal(&m, len);
     gs->durable = rn_xmalloc((gs->dirty.count ? gs->dirty.count : 1) * sizeof *gs->durable);
     gs->n_durable = 0;
@@ -523,7 +523,7 @@ static int fsm_restore(void *ctx, unsigned group, uint64_t index, const void *m,
         if (--l->stopped == 0)
             uv_timer_stop(&l->resume);
     }
-    int rc = rn_engine_restore(l->engine, rn_placement_stream_in_group, &group, m, len);
+    int rc = rn_engine_restore(l->engine, rn_placement_stream_in_group, &group, group, m, len);
     if (rc != 0)
         rn_log(RN_LOG_ERROR, "cluster_restore", "group %u: the manifest of index %llu is damaged",
                group, (unsigned long long)index);

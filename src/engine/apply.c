@@ -4,6 +4,7 @@
  * (time included); storage and observers are reached through the caller's
  * rn_effects. See state.h.
  */
+#include "engine/fences.h"
 #include "engine/state.h"
 #include "util/buf.h"
 
@@ -202,8 +203,12 @@ static void note_namespace(rn_state *st, const rn_stream *s) {
 }
 
 /* A create: of the stream the pipeline made pending for it, or (replay, a
- * follower) a new one, replacing whatever holds its path. */
-static rn_stream *apply_create(rn_state *st, const rn_cmd *c, const rn_effects *fx, int *rc) {
+ * follower) a new one, replacing whatever holds its path; NULL when its
+ * namespace's fence refuses it (out->erased). */
+static rn_stream *apply_create(rn_state *st, const rn_cmd *c, const rn_effects *fx, int *rc,
+                               rn_applied *out) {
+    if (rn_fences_refuse_create(st, c, out))
+        return NULL;
     rn_stream *s = rn_state_stream(st, c->stream_id);
     if (!s || !s->pending_create) {
         rn_stream *old = rn_state_at(st, c->path, c->path_len);
@@ -264,13 +269,19 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
     out->stream_id = c->stream_id;
     rn_stream *s;
     int rc = 0;
+    if (c->type == RN_CMD_FENCE) {
+        rn_fences_apply_fence(st, c); /* its streams go by their PURGEs */
+        return 0;
+    }
     if (c->type == RN_CMD_CREATE) {
-        s = apply_create(st, c, fx, &rc);
+        s = apply_create(st, c, fx, &rc, out);
+        if (!s)
+            return 0; /* refused by a fence: nothing to tell */
         out->event = RN_STREAM_CREATED;
     } else {
         s = rn_state_stream(st, c->stream_id);
-        if (!s)
-            return c->type == RN_CMD_DELETE ? 0 : -ENOENT;
+        if (!s) /* a delete or purge of what a cascade removed first */
+            return c->type == RN_CMD_DELETE || c->type == RN_CMD_PURGE ? 0 : -ENOENT;
         out->event = c->type == RN_CMD_REWRITE ? RN_STREAM_REWRITTEN : RN_STREAM_CHANGED;
         switch (c->type) {
         case RN_CMD_APPEND:
@@ -278,6 +289,9 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
             break;
         case RN_CMD_DELETE:
             stream_delete(st, s, fx); /* observers heard REMOVED */
+            return 0;
+        case RN_CMD_PURGE:
+            rn_fences_apply_purge(st, s, fx); /* observers heard REMOVED */
             return 0;
         case RN_CMD_PUBLISH:
             apply_publish(s, c, fx);

@@ -94,6 +94,12 @@ rn_restore *rn_restore_decode(const uint8_t *image, size_t len, rn_backup_stream
         rn_restore_free(r);
         return NULL;
     }
+    /* A fence restored covers every stream, wherever the restore places
+     * them (a cluster's groups, a single node): the bucket stays purged. */
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&r->state.fences, &i, &v))
+        ((rn_fence *)v)->all = 1;
     list_streams(&r->state, streams, n);
     return r;
 }
@@ -196,9 +202,12 @@ int rn_restore_commit(rn_restore *r, const char *dir, uint64_t serial_base, int6
     return rc;
 }
 
-void rn_restore_manifest(const rn_restore *r, rn_stream_pick pick, void *arg, rn_buf *out) {
+void rn_restore_manifest(const rn_restore *r, rn_stream_pick pick, void *arg, unsigned group,
+                         rn_buf *out) {
     engine_encode_streams(&r->state, pick, arg, out);
     engine_encode_namespaces(&r->state, out);
+    if (r->state.fences.count) /* a manifest without fences reads as before them */
+        engine_encode_fences(&r->state, (int)group, out);
 }
 
 void rn_restore_free(rn_restore *r) {

@@ -19,6 +19,11 @@
  * before it. An "RNCKPT02" image (before history tiering) has no cold
  * ends and still loads. The cold ends are not in encode_stream because
  * manifests (replica.c) reuse it and cluster mode does not tier history.
+ * A state holding fences (bucket purges, fences.c) is written as
+ * "RNCKPT04": the fences follow the cold ends (engine_encode_fences).
+ * Without fences the image stays "RNCKPT03", which builds from before
+ * fences read; a build from before them refuses an "RNCKPT04" image, as
+ * it must (it would let creates into a purged bucket again).
  */
 #include "engine/engine_int.h"
 #include "util/clock.h"
@@ -35,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char CHECKPOINT_MAGIC_V4[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '4'};
 static const char CHECKPOINT_MAGIC[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '3'};
 static const char CHECKPOINT_MAGIC_V2[8] = {'R', 'N', 'C', 'K', 'P', 'T', '0', '2'};
 
@@ -326,20 +332,82 @@ static void decode_cold_ends(rn_state *st, rn_reader *r) {
     }
 }
 
+static int cmp_fence(const void *a, const void *b) {
+    return strcmp((*(const rn_fence *const *)a)->ns, (*(const rn_fence *const *)b)->ns);
+}
+
+/* The fences, sorted by namespace (the maps' order differs between
+ * processes). */
+static const rn_fence **sorted_fences(const rn_state *st, size_t *n) {
+    const rn_fence **all = rn_xcalloc(st->fences.count ? st->fences.count : 1, sizeof *all);
+    size_t i = 0;
+    void *v;
+    *n = 0;
+    while (rn_map_next(&st->fences, &i, &v))
+        all[(*n)++] = v;
+    qsort(all, *n, sizeof *all, cmp_fence);
+    return all;
+}
+
+void engine_encode_fences(const rn_state *st, int scope, rn_buf *b) {
+    size_t n, count = 0;
+    const rn_fence **all = sorted_fences(st, &n);
+    size_t count_at = b->len;
+    rn_buf_append_u64(b, 0);
+    for (size_t k = 0; k < n; k++) {
+        const rn_fence *f = all[k];
+        if (scope >= 0 && !rn_fence_covers(f, (uint64_t)scope))
+            continue;
+        rn_buf_append_lstr(b, f->ns, f->ns_len);
+        rn_buf_append_u64(b, (uint64_t)f->time_ms);
+        if (scope < 0) {
+            rn_buf_append_u8(b, f->all);
+            rn_buf_append(b, f->groups, sizeof f->groups);
+        }
+        count++;
+    }
+    free(all);
+    set_count(b, count_at, count);
+}
+
+void engine_decode_fences(rn_state *st, int scope, rn_reader *r) {
+    uint64_t n = rn_read_u64(r);
+    for (uint64_t j = 0; j < n && !r->failed; j++) {
+        size_t len;
+        const char *ns = (const char *)rn_read_lstr(r, &len);
+        int64_t time_ms = (int64_t)rn_read_u64(r);
+        uint8_t all = scope < 0 ? rn_read_u8(r) : 0;
+        const uint8_t *groups = scope < 0 ? rn_read_bytes(r, 32) : NULL;
+        if (r->failed || !ns || !len) {
+            r->failed = 1;
+            break;
+        }
+        if (scope >= 0 || all)
+            rn_state_add_fence(st, ns, len, scope >= 0 ? (uint16_t)scope : RN_FENCE_ALL, time_ms);
+        for (unsigned g = 0; scope < 0 && g < 256; g++)
+            if ((groups[g >> 3] >> (g & 7)) & 1)
+                rn_state_add_fence(st, ns, len, (uint16_t)g, time_ms);
+    }
+}
+
 void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b) {
-    rn_buf_append(b, CHECKPOINT_MAGIC, 8);
+    int fenced = st->fences.count > 0;
+    rn_buf_append(b, fenced ? CHECKPOINT_MAGIC_V4 : CHECKPOINT_MAGIC, 8);
     rn_buf_append_u64(b, segment);
     rn_buf_append_u64(b, st->next_id);
     engine_encode_streams(st, NULL, NULL, b);
     engine_encode_namespaces(st, b);
     encode_cold_ends(st, b);
+    if (fenced)
+        engine_encode_fences(st, -1, b);
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
 }
 
 int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t now,
                         uint64_t *segment, uint64_t *streams) {
     int v2 = size >= 8 && memcmp(data, CHECKPOINT_MAGIC_V2, 8) == 0;
-    if (size < 36 || (!v2 && memcmp(data, CHECKPOINT_MAGIC, 8) != 0))
+    int v4 = size >= 8 && memcmp(data, CHECKPOINT_MAGIC_V4, 8) == 0;
+    if (size < 36 || (!v2 && !v4 && memcmp(data, CHECKPOINT_MAGIC, 8) != 0))
         return -EBADMSG;
     rn_reader tail;
     rn_reader_init(&tail, data + size - 4, 4);
@@ -361,6 +429,8 @@ int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t 
     engine_decode_namespaces(st, &r);
     if (!v2 && k == count)
         decode_cold_ends(st, &r);
+    if (v4 && k == count)
+        engine_decode_fences(st, -1, &r);
     int rc = -EBADMSG;
     if (k == count && !r.failed && engine_link_forks(st, loaded, sources, count) == 0) {
         *segment = first;
@@ -464,10 +534,21 @@ static checkpoint_job *start_job(rn_engine *e) {
 void engine_checkpoint_maybe(void *arg) {
     rn_engine *e = arg;
     if (e->checkpoint ||
-        rn_wal_bytes_written(e->wal) - e->log_bytes_at_checkpoint < e->cfg.checkpoint_bytes)
+        (rn_wal_bytes_written(e->wal) - e->log_bytes_at_checkpoint < e->cfg.checkpoint_bytes &&
+         !e->checkpoint_wanted))
         return;
+    e->checkpoint_wanted = 0;
     e->checkpoint = start_job(e);
     uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
+}
+
+int engine_checkpoint_start(rn_engine *e) {
+    if (!e->wal || e->checkpoint || rn_wal_busy(e->wal))
+        return -EBUSY;
+    e->checkpoint_wanted = 0;
+    e->checkpoint = start_job(e);
+    uv_queue_work(e->loop, &e->checkpoint->req, checkpoint_work, checkpoint_done);
+    return 0;
 }
 
 int engine_checkpoint_final(rn_engine *e) {

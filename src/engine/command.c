@@ -60,6 +60,11 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
         rn_buf_append_u64(b, c->producer_ids_len);
         rn_buf_append(b, c->producer_ids, c->producer_ids_len);
         break;
+    case RN_CMD_FENCE:
+        rn_buf_append_lstr(b, c->path, c->path_len);
+        rn_buf_append_u8(b, (uint8_t)(c->fence_scope & 0xff));
+        rn_buf_append_u8(b, (uint8_t)(c->fence_scope >> 8));
+        break;
     default:
         break;
     }
@@ -125,6 +130,15 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     case RN_CMD_EXPIRE_PRODUCERS:
         c->producer_ids_len = rn_read_u64(&r);
         c->producer_ids = rn_read_bytes(&r, c->producer_ids_len);
+        break;
+    case RN_CMD_FENCE:
+        c->path = (const char *)rn_read_lstr(&r, &c->path_len);
+        c->fence_scope = rn_read_u8(&r);
+        c->fence_scope |= (uint16_t)(rn_read_u8(&r) << 8);
+        if (!c->path_len || (c->fence_scope != RN_FENCE_ALL && c->fence_scope > 0xff))
+            return -1;
+        break;
+    case RN_CMD_PURGE:
         break;
     default:
         return -1;

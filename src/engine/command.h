@@ -27,6 +27,13 @@
  *            rn_incarnation_for(0, serial))
  *   TIER: u64 cold end (the stream's bytes below it are objects of the
  *         cold store, one per chunk of the grid: see tiers/history.c)
+ *   FENCE: lstr namespace, u16 scope: the permanent fence of a bucket
+ *         purge (state.h). Scope RN_FENCE_ALL covers every stream (a
+ *         single node's log); scope g < 256 covers the streams whose ids
+ *         end in byte g (a replicated log's group g: cluster/placement.h's
+ *         id layout), and the stream id field is then g, which routes the
+ *         command to that group's log
+ *   PURGE: nothing (the stream, fenced, goes with every byte it owns)
  * and the data bytes last, so the engine can hand a request body to the log
  * as a separate piece without copying it.
  */
@@ -47,13 +54,17 @@ enum {
     RN_CMD_REWRITE = 6,
     RN_CMD_EXPIRE_PRODUCERS = 7,
     RN_CMD_TIER = 8,
+    RN_CMD_FENCE = 9,
+    RN_CMD_PURGE = 10,
 };
+
+#define RN_FENCE_ALL 0xffffu /* a FENCE's scope: every stream of the namespace */
 
 typedef struct {
     uint8_t type;
     uint64_t stream_id;
     int64_t time_ms;
-    /* CREATE */
+    /* CREATE (FENCE: the namespace) */
     const char *path;
     size_t path_len;
     uint64_t incarnation; /* Stream-Incarnation token of the new stream (CREATE)
@@ -88,6 +99,8 @@ typedef struct {
     uint8_t cold; /* the body is in the cold store, not the local snapshot store */
     const char *object_key;
     size_t object_key_len;
+    /* FENCE: RN_FENCE_ALL, or the group (id byte) whose streams it covers */
+    uint16_t fence_scope;
     /* EXPIRE_PRODUCERS: the encoded list of producer ids (lstr each) */
     const uint8_t *producer_ids;
     size_t producer_ids_len;

@@ -95,6 +95,13 @@ static void destroyed(void *ctx, rn_stream *s) {
     e->orphans_tail = s->queue_tail;
 }
 
+/* A purge leaves nothing of the stream to later sweeps: its staged
+ * snapshot parts go now, whatever their incarnation and age. */
+static void purged(void *ctx, const rn_stream *s) {
+    rn_engine *e = ctx;
+    rn_tiers_parts_drop(e->cfg.tiers, s->id);
+}
+
 /* The effects of apply on this engine's storage and observers (ctx and,
  * live, store are set per call). */
 static const rn_effects effects = {
@@ -105,6 +112,7 @@ static const rn_effects effects = {
     .drop_body = drop_body,
     .removed = removed,
     .destroyed = destroyed,
+    .purged = purged,
 };
 
 int engine_apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out) {
@@ -112,6 +120,8 @@ int engine_apply(rn_engine *e, const rn_cmd *c, int data_stored, rn_applied *out
     fx.ctx = e;
     if (data_stored)
         fx.store = stored_by_log;
+    if (c->type == RN_CMD_FENCE)
+        engine_purge_wanted(e); /* its streams go by the purge driver's PURGEs */
     return rn_state_apply(&e->state, c, &fx, out);
 }
 

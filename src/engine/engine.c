@@ -21,9 +21,26 @@ int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {
     return rn_state_namespace_exists(&e->state, ns, len);
 }
 
+const rn_fence *rn_engine_fence_of(rn_engine *e, const char *ns, size_t len) {
+    return rn_state_fence(&e->state, ns, len);
+}
+
+void rn_engine_foreach_namespace(rn_engine *e, void (*fn)(const char *ns, size_t len, void *arg),
+                                 void *arg) {
+    size_t i = 0;
+    void *v;
+    while (rn_map_next(&e->state.namespaces, &i, &v))
+        fn(v, strlen(v), arg);
+}
+
+int rn_engine_path_erased(rn_engine *e, const char *path, size_t len, int is_namespace) {
+    return (is_namespace ? rn_state_fence(&e->state, path, len)
+                         : rn_state_path_fence(&e->state, path, len)) != NULL;
+}
+
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
     rn_stream *s = rn_state_at(&e->state, path, len);
-    if (!s || s->pending_create || s->soft_deleted)
+    if (!s || s->pending_create || s->soft_deleted || rn_state_path_fence(&e->state, path, len))
         return NULL;
     if (rn_stream_expired(s, rn_now_ms())) {
         engine_start_expiry(e, s);
@@ -38,7 +55,8 @@ void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *
     void *v;
     while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
-        if (!s->pending_create && !s->soft_deleted && !rn_stream_expired(s, now))
+        if (!s->pending_create && !s->soft_deleted && !rn_stream_expired(s, now) &&
+            !rn_state_path_fence(&e->state, s->path, s->path_len))
             fn(s, arg);
     }
 }
@@ -62,7 +80,7 @@ int rn_engine_stream_kept(rn_engine *e, uint64_t id) {
 
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {
     rn_stream *s = rn_state_at(&e->state, path, len);
-    return s && s->soft_deleted;
+    return s && s->soft_deleted && !rn_state_path_fence(&e->state, path, len);
 }
 
 void rn_engine_touch(rn_engine *e, rn_stream *s) {

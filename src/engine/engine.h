@@ -85,7 +85,7 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
 void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg);
 
 /* Calls fn for every visible stream (applied, not soft-deleted, not
- * expired). fn must not mutate the engine. */
+ * expired, not fenced by a bucket purge). fn must not mutate the engine. */
 void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg);
 
 /* 1 when the state references snapshot body (cold, key), or key is not of
@@ -100,8 +100,9 @@ int rn_engine_stream_kept(rn_engine *e, uint64_t id);
  * returns. The op must stay valid until then. */
 void rn_engine_submit(rn_engine *e, rn_op *op);
 
-/* Finds a readable stream: applied, not expired. An expired stream is
- * scheduled for deletion and reported as absent. */
+/* Finds a readable stream: applied, not expired, not fenced by a bucket
+ * purge. An expired stream is scheduled for deletion and reported as
+ * absent. */
 rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len);
 
 /* True when a stream was ever created in namespace ns (len > 0 bytes), in
@@ -111,7 +112,13 @@ rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len);
  * (extensions §1.2: a bucket exists from its first stream on). */
 int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len);
 
-/* True when a stream at path exists but is soft-deleted (answers 410). */
+/* True when the namespace of a stream path (its bytes before the first
+ * "/") is fenced by a bucket purge (answers 404 BUCKET_ERASED), or ns
+ * itself with is_namespace. */
+int rn_engine_path_erased(rn_engine *e, const char *path, size_t len, int is_namespace);
+
+/* True when a stream at path exists but is soft-deleted (answers 410; a
+ * fenced one is not: it answers as its bucket, BUCKET_ERASED). */
 int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);
 
 /* Renews the stream's TTL window (reads and writes do; HEAD does not). */
@@ -203,6 +210,43 @@ int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len);
  * another when it failed (tiers.h). */
 void rn_engine_cold_fetch(rn_engine *e, void (*done)(void *arg, int status), void *arg);
 
+/* ---- bucket purges (purge.c; the fences themselves: state.h, fences.c) ----
+ * A purge fences a namespace for good with a FENCE command through the
+ * log: from then on no stream is created there (RN_ERR_BUCKET_ERASED,
+ * decided at apply), nothing there changes (validation refuses it alike),
+ * and its streams are invisible (rn_engine_find, rn_engine_foreach). They
+ * go one PURGE command each, logged by whoever leads them, with every byte
+ * they own; forks elsewhere lose the bytes they read through them
+ * (fences.c). */
+
+/* Records the fence of namespace ns (len > 0 bytes, no "/"): on a single
+ * node (group < 0) covering every stream; in a replicated log covering
+ * group `group`'s streams, through that group's log (which only its leader
+ * takes). done(arg, RN_OK_FENCED) once it applied (at once when the fence
+ * covers that scope already), else a refusal: RN_ERR_NO_LEADER,
+ * RN_ERR_LOG_BUSY or RN_ERR_DISK_FULL (nothing logged) or
+ * RN_ERR_UNAVAILABLE (it may still apply). done runs on the loop thread,
+ * possibly before this returns. */
+void rn_engine_fence(rn_engine *e, const char *ns, size_t len, int group,
+                     void (*done)(void *arg, rn_result r), void *arg);
+/* The fence of namespace ns, or NULL. */
+const rn_fence *rn_engine_fence_of(rn_engine *e, const char *ns, size_t len);
+/* Starts the purge driver (once, on the loop, after the engine opened):
+ * every 100 ms while fenced streams are left, the ones this engine's log
+ * takes now (all of them on a single node; a group's on its leader) get
+ * their PURGE commands, at most 1024 in flight; once none is left, a
+ * single node writes a checkpoint, which drops the log segments that held
+ * their bytes. */
+void rn_engine_purge_start(rn_engine *e);
+/* Stops the driver (its timer closes: run the loop afterwards). */
+void rn_engine_purge_stop(rn_engine *e);
+/* Calls fn for every stream a fence covers that is still there (not
+ * purged yet; pending creates excluded). fn must not mutate the engine. */
+void rn_engine_foreach_fenced(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg);
+/* Calls fn for every namespace (a bucket: state.h), in no order. */
+void rn_engine_foreach_namespace(rn_engine *e, void (*fn)(const char *ns, size_t len, void *arg),
+                                 void *arg);
+
 /* Fault injection for tests: the next n log syncs fail. */
 void rn_engine_inject_sync_failures(rn_engine *e, int n);
 
@@ -288,8 +332,10 @@ void rn_restore_body_key(rn_restore *r, uint64_t id, const char *key);
  * its group (node byte 0) and serial_base is not checked. 0 or -errno. */
 int rn_restore_rewrite(rn_restore *r, uint64_t serial_base, int64_t now_ms);
 /* Appends the manifest (as rn_engine_manifest's) of the streams of r that
- * pick selects, and of every namespace. */
-void rn_restore_manifest(const rn_restore *r, rn_stream_pick pick, void *arg, rn_buf *out);
+ * pick selects (group `group`'s), of every namespace and of the fences
+ * (every fence of a restore covers every group). */
+void rn_restore_manifest(const rn_restore *r, rn_stream_pick pick, void *arg, unsigned group,
+                         rn_buf *out);
 void rn_restore_free(rn_restore *r);
 
 /* ---- replicated mode (cluster mode: cluster/raft_log.c) ----
@@ -327,17 +373,22 @@ int rn_engine_sync_stream(const rn_engine *e, uint64_t id);
  * expired), or NULL (replicated mode: what a peer fetch concerns). */
 const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id);
 
-/* Appends a manifest of the applied streams pick selects (metadata,
- * producers, offsets; never stream bytes, which stay in the stream files)
- * and of every namespace. */
-void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out);
-/* Replaces the streams pick selects by those of a manifest: streams it
- * does not hold are deleted (readers end, files go), the others take its
- * state in place (their readers stay, and hear of a changed tail or
- * history), new ones are added; namespaces are added. Every stream of the
- * manifest, and every fork source it names, must be one pick selects.
- * Returns 0, or -1 for a manifest that does not decode (nothing changed). */
-int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len);
+/* Appends a manifest of the applied streams pick selects (group `group`'s
+ * streams: metadata, producers, offsets; never stream bytes, which stay in
+ * the stream files), of every namespace, and of the fences that cover the
+ * group (a section present only when there are any, so a manifest of a
+ * state without fences reads as one of a build before them). */
+void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group, rn_buf *out);
+/* Replaces the streams pick selects (group `group`'s) by those of a
+ * manifest: streams it does not hold are deleted (readers end, files go),
+ * the others take its state in place (their readers stay, and hear of a
+ * changed tail or history), new ones are added; namespaces are added, and
+ * the manifest's fences come to cover the group (none is ever removed).
+ * Every stream of the manifest, and every fork source it names, must be
+ * one pick selects. Returns 0, or -1 for a manifest that does not decode
+ * (nothing changed). */
+int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group,
+                      const uint8_t *m, size_t len);
 
 /* Gaps: a restored manifest may name bytes this replica's files lack (it
  * was behind, and the leader sent its snapshot). rn_engine_restore finds

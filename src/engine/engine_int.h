@@ -63,6 +63,9 @@ struct rn_engine {
     int tiering;                    /* history moves to the cold store (tiering.c) */
     uint64_t cold_backlog;          /* bytes of chunks due to move, not moved yet */
     uint64_t tier_incarnation;      /* of the chunk being moved, when it was read */
+    struct purge_driver *purge;     /* rn_engine_purge_start's, or NULL (purge.c) */
+    int checkpoint_wanted;          /* the next batch hook checkpoints whatever the log's size */
+    int purge_wanted;               /* fenced streams may be left */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -167,6 +170,11 @@ int engine_checkpoint_load(rn_engine *e, uint64_t *segment, uint64_t *streams);
 /* The log's batch hook: starts a checkpoint after checkpoint_bytes of log
  * (arg is the engine). Runs between batches, when nothing is in flight. */
 void engine_checkpoint_maybe(void *arg);
+/* Starts a checkpoint now (on a worker, as the batch hook does) unless one
+ * or a log batch is in flight, or the engine has no log of its own (a
+ * replicated one). Returns 0 or -EBUSY (ask again later; the log's next
+ * batch hook takes it when e->checkpoint_wanted is set). */
+int engine_checkpoint_start(rn_engine *e);
 /* Writes a checkpoint now, on this thread, when no checkpoint and no batch
  * is in flight (close; the open after an accepted loss). Returns 0, or
  * -errno when it failed (the log segments before it then stay). */
@@ -188,6 +196,13 @@ int engine_checkpoint_write(const char *dir, const rn_buf *image);
  * lstr per namespace. */
 void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
 void engine_encode_namespaces(const rn_state *st, rn_buf *b);
+/* The fences (state.h), sorted: u64 count, then per fence lstr namespace
+ * and i64 time, and with scope -1 (a checkpoint: every fence whole) u8
+ * all and the 32-byte bitmap of groups; with a scope g >= 0 (a group's
+ * manifest) only the fences that cover group g. engine_decode_fences adds
+ * them to st (with scope g: each as a fence of group g). */
+void engine_encode_fences(const rn_state *st, int scope, rn_buf *b);
+void engine_decode_fences(rn_state *st, int scope, rn_reader *r);
 /* Decodes one stream record into st (TTL window starting at now); its
  * fork source's id goes to *source_id, for engine_link_forks once every
  * stream is loaded. NULL (r->failed set) for a malformed record or a
@@ -241,6 +256,12 @@ rn_result engine_hot_budget_refusal(rn_engine *e, const char **cause);
  * read cache lacks (as many as the cache spares: tiers.h), so that the
  * reader's next read finds them there. */
 void engine_cold_read_ahead(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t len);
+
+/* ---- purge.c ---- */
+
+/* Fenced streams may be left (a FENCE applied, a manifest or checkpoint
+ * with fences loaded): the purge driver looks for them at its next tick. */
+void engine_purge_wanted(rn_engine *e);
 
 /* ---- open.c ---- */
 

@@ -27,6 +27,7 @@ typedef enum {
     RN_OP_REWRITE,          /* history rewrite (operator action; test hook today) */
     RN_OP_EXPIRE_PRODUCERS, /* internal: discards idle producer state */
     RN_OP_TIER,             /* internal: history below target_offset is in the cold store */
+    RN_OP_PURGE,            /* internal: a fenced stream goes for good (engine/purge.c) */
 } rn_op_kind;
 
 typedef enum {
@@ -40,6 +41,8 @@ typedef enum {
     RN_OK_REWRITTEN,
     RN_OK_PRODUCERS_EXPIRED,
     RN_OK_TIERED, /* the move is recorded (or was already) */
+    RN_OK_PURGED, /* the fenced stream is gone (with every byte it owned) */
+    RN_OK_FENCED, /* the namespace's fence is recorded (or was already) */
     RN_ERR_NOT_FOUND,
     RN_ERR_CONFIG_MISMATCH,  /* create: existing stream differs */
     RN_ERR_CLOSED,           /* append to a closed stream */
@@ -84,6 +87,8 @@ typedef enum {
                                        holds the hot budget (tiers/history.c) */
     RN_ERR_COLD_STORE_FAILED,       /* nothing logged: the hot budget is held because the
                                        cold store refuses the moves (see cause) */
+    RN_ERR_BUCKET_ERASED,           /* the stream's namespace is fenced by a bucket purge
+                                       (state.h): nothing there is created or changed again */
 } rn_result;
 
 /* What a caller asks; pointed-to memory must outlive done(). */
@@ -129,7 +134,7 @@ typedef struct {
     int blob_cold;
     uint8_t digest[32];
     uint64_t blob_size;
-    /* TIER: the stream (by id: a re-created one at the path is another). */
+    /* TIER, PURGE: the stream (by id: a re-created one at the path is another). */
     uint64_t stream_id;
 } rn_op_request;
 

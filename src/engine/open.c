@@ -153,9 +153,12 @@ static int recover(rn_engine *e, rn_recovery_stats *stats, rn_wal_recovery *rec,
            (unsigned long long)rec->last_valid_end, (unsigned long long)rec->torn_bytes);
     sweep_orphan_snapshots(e);
     /* the streams an accepted loss dropped (created in records after the
-     * damage) left their files: no stream owns them any more */
-    if (e->loss_accepted && (rc = rn_streamfiles_sweep(e->files, stream_in_state, &e->state)) < 0)
-        rn_log(RN_LOG_WARN, "recovery", "the files of streams the loss dropped stay: %s",
+     * damage) left their files: no stream owns them any more; so did a
+     * create a bucket's fence refused at apply when the process stopped
+     * before its pipeline removed the files its data went to */
+    if ((e->loss_accepted || e->state.fences.count) &&
+        (rc = rn_streamfiles_sweep(e->files, stream_in_state, &e->state)) < 0)
+        rn_log(RN_LOG_WARN, "recovery", "the files of streams no stream owns stay: %s",
                strerror(-rc));
     stats->streams = e->state.by_path.count;
     stats->records_replayed = rec->records;

@@ -239,11 +239,22 @@ static void command_done(rn_cmdlog_entry *entry) {
      * HTTP layer parses a pipelined one while answering), which must see
      * the state after this command (a deleted stream deleted). */
     engine_rerun_orphans(e);
-    if (c->type == RN_CMD_DELETE) {
+    if (c->type == RN_CMD_DELETE || c->type == RN_CMD_PURGE) {
         if (s)
             s->busy = 0; /* soft-deleted: it stays, and its waiters now see 410 */
-        finish(op, RN_OK_DELETED, NULL);
+        finish(op, c->type == RN_CMD_DELETE ? RN_OK_DELETED : RN_OK_PURGED, NULL);
         drain_queue(e, id);
+        return;
+    }
+    if (entry->result.erased) { /* a fence applied first: nothing was created */
+        int pending = s && s->pending_create;
+        if (s)
+            s->busy = 0;
+        finish(op, RN_ERR_BUCKET_ERASED, NULL);
+        if (pending) { /* its files (the data the log's writer wrote) go, unpinned above */
+            engine_destroy_pending(e, s);
+            engine_rerun_orphans(e);
+        }
         return;
     }
     if (!s) {
@@ -258,7 +269,7 @@ static void command_done(rn_cmdlog_entry *entry) {
         [RN_OP_CREATE] = RN_OK_CREATED,    [RN_OP_APPEND] = RN_OK_APPENDED,
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
         [RN_OP_REWRITE] = RN_OK_REWRITTEN, [RN_OP_EXPIRE_PRODUCERS] = RN_OK_PRODUCERS_EXPIRED,
-        [RN_OP_TIER] = RN_OK_TIERED,
+        [RN_OP_TIER] = RN_OK_TIERED,       [RN_OP_PURGE] = RN_OK_PURGED,
     };
     /* done() may free the op and the entry in it: keep what follows. */
     rn_applied applied = entry->result;

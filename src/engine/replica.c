@@ -55,9 +55,11 @@ int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
     return rn_streamfiles_sync_stream(e->files, id);
 }
 
-void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, rn_buf *out) {
+void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group, rn_buf *out) {
     engine_encode_streams(&e->state, pick, arg, out);
     engine_encode_namespaces(&e->state, out);
+    if (e->state.fences.count) /* a manifest without fences reads as before them */
+        engine_encode_fences(&e->state, (int)group, out);
 }
 
 /* Moves what a manifest says of a stream from src (decoded, out of every
@@ -240,7 +242,8 @@ int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t 
     return 0;
 }
 
-int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_t *m, size_t len) {
+int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group,
+                      const uint8_t *m, size_t len) {
     rn_state scratch;
     rn_state_init(&scratch);
     rn_reader r;
@@ -258,6 +261,8 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
         if (!(loaded[k] = engine_decode_stream(&scratch, &r, now, &sources[k])))
             break;
     engine_decode_namespaces(&scratch, &r);
+    if (!r.failed && r.p != r.end)
+        engine_decode_fences(&scratch, (int)group, &r);
     int ok = k == count && !r.failed && r.p == r.end;
     for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
         ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
@@ -311,6 +316,13 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, const uint8_
     i = 0;
     while (rn_map_next(&scratch.namespaces, &i, &v))
         rn_state_add_namespace(&e->state, v, strlen(v));
+    i = 0;
+    while (rn_map_next(&scratch.fences, &i, &v)) { /* a fence is never taken back */
+        const rn_fence *f = v;
+        rn_state_add_fence(&e->state, f->ns, f->ns_len, (uint16_t)group, f->time_ms);
+    }
+    if (scratch.fences.count)
+        engine_purge_wanted(e);
     int rc = engine_link_forks(&e->state, loaded, sources, count);
     for (uint64_t j = 0; j < count; j++)
         find_gap(e, loaded[j]);

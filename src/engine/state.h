@@ -155,12 +155,27 @@ typedef enum {
     RN_STREAM_REMOVED,   /* about to disappear (deleted or expired) */
 } rn_stream_event;
 
+/* A namespace's permanent fence (a bucket purge, engine/fences.c): its
+ * streams are gone or going, and none is ever created there again. In a
+ * replicated log each group records the fence in its own log, so the
+ * fence says which groups' streams it covers (a group's apply consults
+ * only its own bit: replicas that applied the groups' logs in different
+ * interleavings still agree on every group). */
+typedef struct {
+    char *ns; /* the namespace (key in rn_state.fences) */
+    size_t ns_len;
+    int64_t time_ms;    /* the first FENCE's time */
+    uint8_t all;        /* covers every stream (a single node's log, a restore) */
+    uint8_t groups[32]; /* else the groups (ids' low byte) covered: a bitmap */
+} rn_fence;
+
 /* All streams, by path (pending creates included) and by internal id. */
 typedef struct {
     rn_map by_path;    /* path -> rn_stream */
     rn_map by_id;      /* id -> rn_stream */
     uint64_t next_id;  /* above every id and rewrite serial issued */
     rn_map namespaces; /* namespace -> itself (a malloc'd copy) */
+    rn_map fences;     /* namespace -> rn_fence */
 } rn_state;
 
 /* What apply() needs done outside the state. apply() calls these
@@ -195,6 +210,10 @@ typedef struct {
      * this returns. Its files and snapshot body go; mutations queued on it
      * must be re-run by their owner. */
     void (*destroyed)(void *ctx, rn_stream *s);
+    /* Stream s is about to be destroyed by a bucket purge (a PURGE
+     * command): what a delete leaves to later sweeps goes now too (its
+     * staged snapshot parts, of every incarnation). */
+    void (*purged)(void *ctx, const rn_stream *s);
 } rn_effects;
 
 /* What one applied command left, for its answer and its observers; filled
@@ -209,6 +228,10 @@ typedef struct {
     /* an APPEND with a producer: the producer's state after it (id unset) */
     int has_producer;
     rn_producer producer;
+    /* a CREATE that found its namespace fenced for its group (logged
+     * before the fence applied): nothing was created (a stream the
+     * pipeline held pending for it is the pipeline's to remove) */
+    int erased;
 } rn_applied;
 
 void rn_state_init(rn_state *st);
@@ -259,6 +282,22 @@ int rn_stream_expired(const rn_stream *s, int64_t now);
 /* Namespaces: a path's bytes before its first "/" (none without one). */
 void rn_state_add_namespace(rn_state *st, const char *ns, size_t len);
 int rn_state_namespace_exists(const rn_state *st, const char *ns, size_t len);
+
+/* ---- fences (fences.c) ---- */
+
+/* The fence of namespace ns (len bytes), or NULL. */
+const rn_fence *rn_state_fence(const rn_state *st, const char *ns, size_t len);
+/* The fence of the namespace of a stream path (its bytes before the first
+ * "/"), or NULL: a path without one is in no namespace. */
+const rn_fence *rn_state_path_fence(const rn_state *st, const char *path, size_t len);
+/* True when fence f covers the stream with this id (every stream, or the
+ * stream's group: its id's low byte). */
+int rn_fence_covers(const rn_fence *f, uint64_t id);
+/* Records (or widens) the fence of ns: scope RN_FENCE_ALL or a group, at
+ * time_ms when it is new. */
+void rn_state_add_fence(rn_state *st, const char *ns, size_t len, uint16_t scope, int64_t time_ms);
+/* Frees every fence (rn_state_free does). */
+void rn_state_free_fences(rn_state *st);
 
 /* The incarnation token of serial n under the deployment's key: 2^52 plus
  * a permutation of n's 52 bits that the key chooses, so distinct serials

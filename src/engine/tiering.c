@@ -76,12 +76,12 @@ typedef struct {
 static void tier_done(rn_op *op) {
     tier_op *t = op->arg;
     rn_result r = op->out.result;
-    /* a stream deleted, soft-deleted or cut below the chunk meanwhile no
-     * longer wants it (its object is an orphan); other refusals (a
-     * rewrite's new incarnation among them: the chunk is read again)
-     * retry */
+    /* a stream deleted, soft-deleted, fenced by a bucket purge or cut
+     * below the chunk meanwhile no longer wants it (its object is an
+     * orphan); other refusals (a rewrite's new incarnation among them: the
+     * chunk is read again) retry */
     int settled = r == RN_OK_TIERED || r == RN_ERR_NOT_FOUND || r == RN_ERR_GONE ||
-                  r == RN_ERR_CONFIG_MISMATCH;
+                  r == RN_ERR_BUCKET_ERASED || r == RN_ERR_CONFIG_MISMATCH;
     t->done(t->arg, settled ? 0 : -EAGAIN);
     free(t);
 }

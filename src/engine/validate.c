@@ -4,7 +4,10 @@
  * another mutation of the stream, or log this command) that the pipeline
  * acts on. Also the answers given before a body arrives (ext §5.5).
  *
- * Order (ext §5.3, RFC 9110 for preconditions): a stream with a mutation in
+ * Order (ext §5.3, RFC 9110 for preconditions): a path in a namespace a
+ * bucket purge fenced is refused first, whatever the kind (BUCKET_ERASED:
+ * the fence is permanent, so waiting would change nothing; the purge's own
+ * PURGE commands excepted); a stream with a mutation in
  * the log makes the request wait; then soft deletion (410), the
  * Stream-Incarnation precondition (412), expiry (the request waits behind
  * the deletion), existence (404); then per kind, for an append: idle
@@ -281,9 +284,25 @@ static verdict validate_tier(rn_op *op, rn_stream *s) {
     return log_for(s);
 }
 
+/* A purge's removal of a fenced stream (the same stream: by id), once its
+ * mutations in the log applied. */
+static verdict validate_purge(rn_engine *e, rn_op *op, rn_stream *s) {
+    const rn_fence *f = s ? rn_state_path_fence(&e->state, s->path, s->path_len) : NULL;
+    if (!s || s->id != op->in.stream_id || s->pending_create || !f || !rn_fence_covers(f, s->id))
+        return answer(RN_ERR_NOT_FOUND, NULL);
+    if (s->busy)
+        return wait_on(VERDICT_WAIT, s, NULL);
+    priv(op)->cmd = (rn_cmd){.type = RN_CMD_PURGE, .stream_id = s->id};
+    return log_for(s);
+}
+
 verdict engine_validate(rn_engine *e, rn_op *op, int64_t now) {
     const rn_op_request *in = &op->in;
     rn_stream *s = rn_state_at(&e->state, in->path, in->path_len);
+    if (in->kind == RN_OP_PURGE)
+        return validate_purge(e, op, s);
+    if (rn_state_path_fence(&e->state, in->path, in->path_len))
+        return answer(RN_ERR_BUCKET_ERASED, NULL);
     if (s && s->busy)
         return wait_on(VERDICT_WAIT, s, NULL);
     if (s && s->soft_deleted && in->kind != RN_OP_CREATE)
@@ -327,7 +346,8 @@ int rn_engine_answer_early(rn_engine *e, rn_op *op) {
     int64_t now = rn_now_ms();
     rn_stream *s = rn_state_at(&e->state, in->path, in->path_len);
     if (!s || s->busy || s->pending_create || s->soft_deleted || rn_stream_expired(s, now) ||
-        s->incarnation != in->incarnation || !engine_log_accepts(e, in->path, in->path_len))
+        s->incarnation != in->incarnation || !engine_log_accepts(e, in->path, in->path_len) ||
+        rn_state_path_fence(&e->state, in->path, in->path_len))
         return 0;
     const rn_producer *p = rn_map_get(&s->producers, in->producer_id, in->producer_id_len);
     if (p && rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
@@ -353,7 +373,8 @@ int rn_engine_publish_early(rn_engine *e, rn_op *op) {
     if (!s || s->busy || s->pending_create || s->soft_deleted || rn_stream_expired(s, now) ||
         (in->has_incarnation && s->incarnation != in->incarnation) || !s->snapshot.present ||
         in->target_offset > s->snapshot.offset || in->target_offset < s->retained ||
-        !engine_log_accepts(e, in->path, in->path_len))
+        !engine_log_accepts(e, in->path, in->path_len) ||
+        rn_state_path_fence(&e->state, in->path, in->path_len))
         return 0;
     if (rn_engine_offset_valid(e, s, in->target_offset) <= 0)
         return 0; /* a boundary refused or unverified: the submitted op answers */

@@ -167,8 +167,11 @@ void rn_target_of(const rn_request *req, rn_target *t) {
     t->bucket_len = t->stream_len = 0;
     if (n > ol && memcmp(p, OPS_PREFIX, ol) == 0) {
         size_t rest = n - ol;
-        int open = (rest == 5 && memcmp(p + ol, "livez", 5) == 0) ||
-                   (rest == 6 && memcmp(p + ol, "readyz", 6) == 0);
+        /* the console's page and scripts hold no credential: open too */
+        int open =
+            (rest == 5 && memcmp(p + ol, "livez", 5) == 0) ||
+            (rest == 6 && memcmp(p + ol, "readyz", 6) == 0) ||
+            (rest >= 7 && memcmp(p + ol, "console", 7) == 0 && (rest == 7 || p[ol + 7] == '/'));
         t->kind = open ? RN_TARGET_OPEN : RN_TARGET_OPS;
         return;
     }

@@ -238,6 +238,28 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
 }
 
+/* 1 with why when something holds readiness back (recovered or not). */
+static int not_ready(const rn_endpoints *ep, char *why, size_t cap) {
+    int failing = rn_probe_failing(ep->probe, why, cap);
+    if (!failing && !ep->ready && rn_cold_claim_why(ep->claim, why, cap))
+        failing = 1; /* recovered or not, the cold store holds the start */
+    if (!failing && ep->ready && ep->cluster_ready)
+        failing = !ep->cluster_ready(ep->cluster_ctx, why, cap);
+    return failing;
+}
+
+int rn_endpoints_ready(void *arg) {
+    const rn_endpoints *ep = arg;
+    char why[512];
+    return ep->ready && !not_ready(ep, why, sizeof why);
+}
+
+/* True when path is `name` or under `name`/. */
+static int is_under(const char *path, size_t len, const char *name) {
+    size_t n = strlen(name);
+    return len >= n && memcmp(path, name, n) == 0 && (len == n || path[n] == '/');
+}
+
 bool rn_endpoints_on_listener(const rn_endpoints *ep, rn_request *req) {
     if (!ep->peer_listener || (req->route_flags & RN_REQUEST_PEER_LISTENER))
         return true;
@@ -268,11 +290,7 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
         rn_http_respond(req, 200, &h, &body);
     } else if (get && path_len == 6 && memcmp(path, "readyz", 6) == 0) {
         char why[512];
-        int failing = rn_probe_failing(ep->probe, why, sizeof why);
-        if (!failing && !ep->ready && rn_cold_claim_why(ep->claim, why, sizeof why))
-            failing = 1; /* recovered or not, the cold store holds the start */
-        if (!failing && ep->ready && ep->cluster_ready)
-            failing = !ep->cluster_ready(ep->cluster_ctx, why, sizeof why);
+        int failing = not_ready(ep, why, sizeof why);
         if (failing)
             rn_buf_appendf(&body, "not ready: %s\n", why);
         else
@@ -293,6 +311,23 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
             rn_reply_error(req, RN_E_NO_BACKUP_TARGET, NULL);
         else
             rn_backups_handle(ep->backups, req, query, query_len);
+    } else if (ep->console_route && is_under(path, path_len, "console")) {
+        rn_buf_free(&body);
+        /* static files: no credential, even while recovering; on the
+         * listener of the operator routes it talks to */
+        if (rn_endpoints_on_listener(ep, req))
+            ep->console_route(req, path, path_len);
+    } else if (is_under(path, path_len, "admin")) {
+        rn_buf_free(&body);
+        if (!rn_endpoints_on_listener(ep, req)) {
+            /* answered 404: the operator's plane is on the peer listener */
+        } else if (ep->ready && ep->admin_route) {
+            ep->admin_route(ep->admin_ctx, req, path, path_len, query, query_len);
+        } else if (rn_admin_authorize(ep->admin, req)) {
+            rn_buf extra = {0};
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+            rn_reply_error(req, RN_E_RECOVERING, &extra);
+        }
     } else if (ep->ready && ep->cluster_route &&
                ep->cluster_route(ep->cluster_ctx, req, path, path_len, query, query_len)) {
         rn_buf_free(&body);

@@ -1,6 +1,7 @@
 /*
  * endpoints.h — the operational routes under /__runnel/: liveness,
- * readiness, Prometheus metrics, POST /__runnel/backup (ops/backup.h), and
+ * readiness, Prometheus metrics, POST /__runnel/backup (ops/backup.h), the
+ * operator's plane under /__runnel/admin/ (ops/admin_plane.h), and
  * (with --test-hooks) the test hooks of surface/admin.c. Liveness,
  * readiness and metrics are open (metrics behind the admin token with
  * --metrics-need-token); every other route is an operator's (admin_auth.h)
@@ -46,9 +47,20 @@ typedef struct {
     int (*cluster_ready)(const void *ctx, char *why, size_t cap);
     void (*cluster_metrics)(void *ctx, rn_buf *out); /* appends the groups' gauges */
     void *cluster_ctx;
-    rn_gate *gate;           /* --tenants: its metrics join the node's (NULL: none) */
+    rn_gate *gate; /* --tenants: its metrics join the node's (NULL: none) */
+    /* The operator's plane under /__runnel/admin/ (ops/admin_plane.h; set
+     * once ready, NULL before): handles path and query as given here. */
+    void (*admin_route)(void *ctx, rn_request *req, const char *path, size_t path_len,
+                        const char *query, size_t query_len);
+    void *admin_ctx;
+    /* The web console's files under /__runnel/console (ops/console.h):
+     * open, served before recovery ended too (NULL: none). */
+    void (*console_route)(rn_request *req, const char *path, size_t path_len);
     uint64_t max_body_bytes; /* told on livez (Ursula-Max-Request-Bytes), for gateways */
 } rn_endpoints;
+
+/* 1 while /__runnel/readyz answers 200 (arg: an rn_endpoints). */
+int rn_endpoints_ready(void *arg);
 
 /* Whether req may reach a peer or operator route: it came in on the peer
  * listener, or there is none. False after answering 404 (served on the

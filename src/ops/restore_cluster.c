@@ -59,7 +59,7 @@ int rn_restore_cluster_commit(uv_loop_t *loop, const rn_config *cfg, rn_restore 
     rn_buf manifest = {0};
     for (unsigned g = 0; g < cfg->groups && rc == 0; g++) {
         manifest.len = 0;
-        rn_restore_manifest(img, rn_placement_stream_in_group, &g, &manifest);
+        rn_restore_manifest(img, rn_placement_stream_in_group, &g, g, &manifest);
         rc = consensus_seed(&sc, g, manifest.data, manifest.len, err, errcap);
     }
     rn_buf_free(&manifest);

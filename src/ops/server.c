@@ -25,7 +25,9 @@
 #include "util/fault.h"
 #include "engine/engine.h"
 #include "live/live.h"
+#include "ops/admin_plane.h"
 #include "ops/backup.h"
+#include "ops/console.h"
 #include "ops/backup_format.h"
 #include "ops/config.h"
 #include "ops/datadir.h"
@@ -73,7 +75,10 @@ typedef struct {
     rn_subs *subs;
     rn_router router;
     rn_endpoints endpoints;
-    rn_admin_auth admin; /* --admin-token-file */
+    rn_admin_auth admin;         /* --admin-token-file */
+    rn_admin_plane *admin_plane; /* /__runnel/admin/ (once ready) */
+    rn_bucket_usage usage;       /* each bucket's requests and bytes since start */
+    int64_t started_ms;
     rn_http_server *http;
     uv_signal_t sigterm, sigint, sighup;
     rn_tls_context *tls;           /* --tls-cert: the port speaks TLS */
@@ -131,7 +136,10 @@ static void close_handles(server *s) {
     rn_backups_stop(s->backups);
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
+    rn_admin_plane_stop(s->admin_plane); /* its asks to peers end */
     rn_http_close(s->http);
+    if (s->engine)
+        rn_engine_purge_stop(s->engine);
     rn_write_forwarder_stop(s->forwarder);
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
@@ -329,12 +337,25 @@ static void public_url(const rn_config *cfg, char *out, size_t cap) {
         snprintf(out, cap, "%s://%s:%d", scheme, cfg->listen.host, cfg->listen.port);
 }
 
-static void access_line(const rn_request *req) {
-    const char *q = memchr(req->target, '?', req->target_len);
-    size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
-    rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
-                  req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
-                  req->gate_ticket ? rn_gate_tenant(req) : NULL);
+static server *the_server; /* for the transport's on_complete, which has no argument */
+
+/* A request completed: the access log (--access-log) and the bucket's
+ * usage counters. */
+static void request_done(const rn_request *req) {
+    server *s = the_server;
+    if (s->cfg.access_log) {
+        const char *q = memchr(req->target, '?', req->target_len);
+        size_t path_len = q ? (size_t)(q - req->target) : req->target_len;
+        rn_log_access(req->method_name ? req->method_name : "-", req->target, path_len, req->status,
+                      req->bytes_out, (uv_hrtime() - req->start_ns) / 1000,
+                      req->gate_ticket ? rn_gate_tenant(req) : NULL);
+    }
+    rn_bucket_usage_count(&s->usage, s->router.ready ? s->engine : NULL, req);
+}
+
+static void admin_route(void *ctx, rn_request *req, const char *path, size_t path_len,
+                        const char *query, size_t query_len) {
+    rn_admin_plane_handle(ctx, req, path, path_len, query, query_len);
 }
 
 /* ---- recovery ---- */
@@ -549,12 +570,28 @@ static void wire(server *s) {
     rn_tiers_start(s->tiers);
     if (s->cfg.hot_bytes)
         rn_engine_tier_history(s->engine);
+    rn_engine_purge_start(s->engine); /* purges under way go on */
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
     s->endpoints.surface = s->surface;
     s->endpoints.tiers = s->tiers;
     s->endpoints.live = s->live;
+    rn_admin_plane_config ac = {.engine = s->engine,
+                                .live = s->live,
+                                .subs = s->subs,
+                                .tiers = s->tiers,
+                                .http = s->http,
+                                .auth = &s->admin,
+                                .cluster = s->cluster,
+                                .usage = &s->usage,
+                                .cluster_id = s->cluster_id,
+                                .started_ms = s->started_ms,
+                                .ready = rn_endpoints_ready,
+                                .ready_arg = &s->endpoints};
+    s->admin_plane = rn_admin_plane_new(&ac);
+    s->endpoints.admin_route = admin_route;
+    s->endpoints.admin_ctx = s->admin_plane;
     uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
     s->router.ready = 1;
     s->endpoints.ready = 1;
@@ -566,6 +603,8 @@ static void wire(server *s) {
 int rn_serve(int argc, char **argv) {
     static server s; /* the process's one server; static keeps it off the stack */
     memset(&s, 0, sizeof s);
+    the_server = &s;
+    s.started_ms = rn_now_ms();
     char err[512];
     int rc = rn_config_load(&s.cfg, RN_CONFIG_SERVE, argc, argv, err, sizeof err);
     if (rc == 1)
@@ -632,6 +671,7 @@ int rn_serve(int argc, char **argv) {
         }
     }
     s.endpoints.gate = s.gate;
+    s.endpoints.console_route = rn_console_handle;
     s.endpoints.max_body_bytes = s.cfg.max_body_bytes;
     s.router = (rn_router){.max_body_bytes = s.cfg.max_body_bytes,
                            .ops_handler = rn_endpoints_handle,
@@ -658,7 +698,7 @@ int rn_serve(int argc, char **argv) {
                          .http2_max_control_frames = (uint32_t)s.cfg.http2_max_control_frames,
                          .max_body_bytes_in_flight = s.cfg.max_body_bytes_in_flight,
                          .max_answer_bytes_in_flight = s.cfg.max_answer_bytes_in_flight,
-                         .on_complete = s.cfg.access_log ? access_line : NULL,
+                         .on_complete = request_done,
                          .on_headers = rn_router_answer_early,
                          .on_headers_every_body = s.cfg.node_id != 0 || s.gate,
                          .fanout_threads = (int)s.cfg.fanout_threads,
@@ -747,6 +787,8 @@ int rn_serve(int argc, char **argv) {
     rn_write_forwarder_free(s.forwarder);
     rn_tls_context_free(s.tls);
     rn_tls_context_free(s.peer_tls);
+    rn_admin_plane_free(s.admin_plane);
+    rn_bucket_usage_free(&s.usage);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);
     close(lock_fd);

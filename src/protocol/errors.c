@@ -71,6 +71,9 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_NO_COLD_STORE] = {501, "NO_COLD_STORE", "this server has no cold store for parts"},
     [RN_E_SNAPSHOT_COMMIT_IN_PROGRESS] = {503, "SNAPSHOT_COMMIT_IN_PROGRESS",
                                           "a commit or discard of this stream runs; retry"},
+    [RN_E_SNAPSHOT_COMMITS_BUSY] = {503, "SNAPSHOT_COMMITS_BUSY",
+                                    "this node copies as many parts commits as it may at once; "
+                                    "nothing was copied or published, retry after Retry-After"},
     [RN_E_INVALID_QUERY_LIVE] = {400, "INVALID_QUERY", "live must be long-poll or sse"},
     [RN_E_INVALID_QUERY_OFFSET_REQUIRED] = {400, "INVALID_QUERY", "live reads require an offset"},
     [RN_E_INVALID_PRODUCER] = {400, "INVALID_PRODUCER",
@@ -154,6 +157,9 @@ static const error_row TABLE[RN_E_COUNT] = {
                                "claim an epoch above Producer-Epoch"},
     [RN_E_STREAM_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the stream does not exist"},
     [RN_E_BUCKET_NOT_FOUND] = {404, "BUCKET_NOT_FOUND", "no stream exists in this bucket"},
+    [RN_E_BUCKET_ERASED] = {404, "BUCKET_ERASED",
+                            "the bucket was purged by its operator: no stream is read or created "
+                            "in it again"},
     [RN_E_FORK_SOURCE_NOT_FOUND] = {404, "STREAM_NOT_FOUND", "the fork source does not exist"},
     [RN_E_NOT_FOUND] = {404, "NOT_FOUND", "no such route"},
     [RN_E_SUB_NOT_FOUND] = {404, "SUBSCRIPTION_NOT_FOUND", "the subscription does not exist"},
@@ -262,6 +268,19 @@ static const error_row TABLE[RN_E_COUNT] = {
                                   "this operator route needs the node's admin token as "
                                   "Authorization: Bearer <token>"},
     [RN_E_ADMIN_TOKEN_WRONG] = {403, "FORBIDDEN", "the admin token is not this node's"},
+    [RN_E_ADMIN_INVALID_CURSOR] = {400, "INVALID_QUERY",
+                                   "cursor is not a cursor this server issued for this listing"},
+    [RN_E_ADMIN_INVALID_LIMIT] = {400, "INVALID_QUERY",
+                                  "limit is a canonical decimal from 1 to 1000"},
+    [RN_E_ADMIN_INVALID_PREFIX] = {400, "INVALID_QUERY",
+                                   "prefix is percent-encoded UTF-8 of at most 1024 bytes"},
+    [RN_E_ADMIN_INVALID_BUCKET] = {400, "INVALID_BUCKET_ID",
+                                   "a bucket is 1 to 256 bytes of UTF-8 without / or NUL, not "
+                                   "starting with __"},
+    [RN_E_ADMIN_UNREACHABLE] = {503, "NO_LEADER",
+                                "the leaders of some groups could not be asked (see "
+                                "unreachable_groups); what they hold is not in this answer, "
+                                "retry after Retry-After"},
     [RN_E_PEER_UNAUTHENTICATED] = {401, "INVALID_CREDENTIAL",
                                    "this route answers only the nodes of the cluster, and the "
                                    "request carries no peer credential (a peer signature, or a "

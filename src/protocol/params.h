@@ -1,6 +1,6 @@
 /*
  * params.h — the one rule for the protocol's request headers and query
- * parameters (README "Names, headers and query parameters"), applied by
+ * parameters (docs/HTTP.md "Names, headers and query parameters"), applied by
  * every surface through these helpers rather than per call site:
  *   - each is sent at most once: a second one answers 400 INVALID_HEADER
  *     or INVALID_QUERY naming it, whatever the values;

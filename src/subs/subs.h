@@ -13,6 +13,7 @@
 #ifndef RN_SUBS_H
 #define RN_SUBS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -43,6 +44,17 @@ rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *
 /* Handles a request whose path is /v1/stream/__ds followed by `rest`
  * ("" or "/..."); the query is ignored. */
 void rn_subs_handle(rn_subs *s, rn_request *req, const char *rest, size_t rest_len);
+
+/* ---- the operator's view (operator.c; docs/ADMIN.md) ---- */
+
+/* Appends to `out` (a JSON array) the subscriptions whose id is above
+ * `after` (after_len bytes; NULL: from the first), in id order, at most
+ * limit (>= 1): each as the protocol renders it plus links, pending_links,
+ * wake, attempts and lease_expires_at. Returns 1 when more follow. */
+int rn_subs_admin_page(rn_subs *s, const char *after, size_t after_len, size_t limit, json_t *out);
+/* Appends to out {"id","type","link_type","acked_offset"} for every
+ * subscription that links the stream at path. */
+void rn_subs_admin_links(rn_subs *s, const char *path, size_t len, json_t *out);
 
 /* Shutdown, first step (on SIGTERM): stops deliveries and wake events;
  * in-flight webhook requests are abandoned (retried after restart). API

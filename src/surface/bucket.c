@@ -15,6 +15,8 @@
 #define MAX_KEY_BYTES 122 /* §1.1: bucket_id "/" stream_id */
 
 rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len) {
+    if (rn_engine_path_erased(e, key, len, 0))
+        return RN_E_BUCKET_ERASED;
     if (rn_engine_is_gone(e, key, len))
         return RN_E_STREAM_GONE;
     const char *slash = memchr(key, '/', len); /* key: bucket_id "/" stream_id */
@@ -48,9 +50,10 @@ static int stream_id_valid(const char *id, size_t len, size_t bucket_len) {
     return rn_utf8_valid((const uint8_t *)id, len);
 }
 
-/* Answers PUT /{bucket_id}: 201 for a valid id, 400 otherwise; buckets are
- * implicit, so nothing changes (§1.2). Other methods have nothing here. */
-static void bucket_only(rn_request *req, const char *id, size_t len) {
+/* Answers PUT /{bucket_id}: 201 for a valid id, 400 otherwise, 404
+ * BUCKET_ERASED for a purged one; buckets are implicit, so nothing changes
+ * (§1.2). Other methods have nothing here. */
+static void bucket_only(rn_surface *sf, rn_request *req, const char *id, size_t len) {
     if (req->method != RN_HTTP_PUT) {
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Allow: PUT, OPTIONS\r\n");
@@ -59,6 +62,10 @@ static void bucket_only(rn_request *req, const char *id, size_t len) {
     }
     if (!bucket_id_valid(id, len)) {
         rn_reply_error(req, RN_E_INVALID_BUCKET_ID, NULL);
+        return;
+    }
+    if (rn_engine_path_erased(rn_surface_engine(sf), id, len, 1)) {
+        rn_reply_error(req, RN_E_BUCKET_ERASED, NULL); /* creates in it answer 404 (§1.2) */
         return;
     }
     rn_buf h = {0}, body = {0};
@@ -205,7 +212,7 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
     bucket_path bp;
     int r = parse_path(path, path_len, &bp);
     if (r == BUCKET_ONLY) {
-        bucket_only(req, bp.bucket, bp.bucket_len);
+        bucket_only(sf, req, bp.bucket, bp.bucket_len);
         return;
     }
     if (r >= 0) {

@@ -305,6 +305,10 @@ static void refuse_assembly(rn_request *req, int status) {
         rn_reply_error(req, RN_E_SNAPSHOT_TOO_LARGE, &extra);
     } else if (status == -ENOENT) {
         rn_reply_error(req, RN_E_UNKNOWN_PART, NULL);
+    } else if (status == -EBUSY) { /* the node's copies: refused before copying (ext §11.1) */
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(req, RN_E_SNAPSHOT_COMMITS_BUSY, &extra);
     } else {
         rn_reply_cold_failure(req, status, NULL);
     }

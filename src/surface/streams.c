@@ -110,6 +110,8 @@ void rn_streams_append_content_type(rn_buf *h, const rn_stream *s) {
 }
 
 rn_error rn_streams_missing_error(const stream_ctx *c) {
+    if (rn_engine_path_erased(c->sf->engine, c->path, c->path_len, 0))
+        return RN_E_BUCKET_ERASED;
     if (c->prof->bucket_not_found)
         return rn_bucket_missing_error(c->sf->engine, c->path, c->path_len);
     return rn_engine_is_gone(c->sf->engine, c->path, c->path_len) ? RN_E_STREAM_GONE
@@ -468,6 +470,8 @@ static rn_error refusal_error(rn_result r) {
         return RN_E_COLD_BACKPRESSURE;
     case RN_ERR_COLD_STORE_FAILED:
         return RN_E_COLD_STORE_FAILED;
+    case RN_ERR_BUCKET_ERASED:
+        return RN_E_BUCKET_ERASED;
     default:
         return RN_E_INTERNAL; /* a success code: a caller bug */
     }

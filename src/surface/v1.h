@@ -2,7 +2,7 @@
  * v1.h — the base protocol's URL space, /v1/stream/{name}: the path (which
  * may contain /) is percent-decoded into the stream's name, its engine key,
  * and the request runs through the shared stream operations with the v1
- * profile. One rule decides which names exist (README "Stream names"):
+ * profile. One rule decides which names exist (docs/HTTP.md "Stream names"):
  * 1 to 1024 bytes of UTF-8 without NUL, in segments separated by single
  * slashes, none of them empty, "." or "..". Any other path answers 400
  * INVALID_STREAM_ID, so no two spellings that clients normalize alike

@@ -10,12 +10,14 @@
 #include "tiers/blobs.h"
 #include "tiers/store.h"
 #include "util/buf.h"
+#include "util/fault.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct {
     rn_store base;
@@ -101,6 +103,8 @@ static void local_put(rn_store *st, const char *key, const void *data, size_t le
 /* ---- concat ---- */
 
 static void run_concat(job *j) {
+    if (rn_fault_fail("copy-stall"))
+        sleep(2); /* a slow copy (test hooks): this worker only */
     uint64_t total = 0;
     for (size_t i = 0; i < j->n; i++) {
         int64_t size = rn_blobs_size(j->ld->files, j->keys[i]);

@@ -135,6 +135,48 @@ void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_c
     st->waiters = w;
 }
 
+int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
+                         uint64_t *bytes) {
+    uint64_t key[2] = {stream, inc};
+    const staged *st = t->cold ? rn_map_get(&t->staged, key, sizeof key) : NULL;
+    if (!st || st->counting)
+        return -ENOENT;
+    *count = st->count;
+    *bytes = st->bytes;
+    return 0;
+}
+
+static void parts_dropped(void *arg, int status) {
+    char *prefix = arg;
+    if (status < 0)
+        rn_log(RN_LOG_WARN, "parts",
+               "removing the staged parts under %s failed (%s); the sweep "
+               "removes them after its grace",
+               prefix, strerror(-status));
+    free(prefix);
+}
+
+void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream) {
+    if (!t->cold || (!t->started && t->cold->network))
+        return; /* recovery cannot reach a network store */
+    staged **gone = rn_xcalloc(t->staged.count + 1, sizeof *gone);
+    size_t n = 0, i = 0;
+    void *v;
+    while (rn_map_next(&t->staged, &i, &v)) {
+        staged *st = v;
+        if (st->key[0] == stream && !st->claimed && !st->counting)
+            gone[n++] = st;
+    }
+    for (size_t k = 0; k < n; k++) {
+        rn_map_remove(&t->staged, gone[k]->key, sizeof gone[k]->key);
+        free(gone[k]);
+    }
+    free(gone);
+    char *prefix = rn_xmalloc(64);
+    snprintf(prefix, 64, PARTS_PREFIX "%016llx/", (unsigned long long)stream);
+    t->cold->ops->sweep(t->cold, prefix, INT64_MAX, parts_dropped, prefix);
+}
+
 /* ---- stage ---- */
 
 typedef struct {
@@ -282,6 +324,8 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers
 
 static void parts_assembled(void *arg, int64_t size) {
     parts_job *j = arg;
+    assert(j->t->copies > 0);
+    j->t->copies--;
     j->assembled(j->arg, size < 0 ? (int)size : 0, 1, j->body_key, size < 0 ? 0 : (uint64_t)size);
     parts_job_free(j);
 }
@@ -289,6 +333,12 @@ static void parts_assembled(void *arg, int64_t size) {
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg) {
+    assert_claimed(t, stream, inc);
+    if (t->copies >= RN_TIERS_MAX_COMMIT_COPIES) {
+        done(arg, -EBUSY, 1, "", 0); /* refused before the copy */
+        return;
+    }
+    t->copies++;
     parts_job *j = parts_job_new(t, stream, inc);
     for (size_t i = 0; i < n; i++)
         add_part(j, ids[i]);

@@ -186,10 +186,24 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers
                             void *arg);
 /* Copies the claimed parts ids[0..n) (ids without "/") in that order into a
  * new snapshot body of the stream, passing every byte to observe. The parts
- * stay; the claim goes on. ids are borrowed until done. */
+ * stay; the claim goes on. ids are borrowed until done. A node copies at
+ * most RN_TIERS_MAX_COMMIT_COPIES commits at once (ext §2.2's note): past
+ * it done hears -EBUSY at once, before anything is copied. */
+#define RN_TIERS_MAX_COMMIT_COPIES 2
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg);
+/* The staged parts of (stream, inc) as counted in memory, without listing
+ * anything: 0 with *count and *bytes, or -ENOENT when they are not known
+ * now (never used since start, forgotten by a sweep, or being listed).
+ * The operator's usage report reads it. */
+int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
+                         uint64_t *bytes);
+/* Removes every staged part of stream, of any incarnation, whatever its
+ * age (a bucket purge), and forgets their counts; fire and forget: what a
+ * failure leaves goes with the sweep. Parts staged while it runs may
+ * stay. Nothing during recovery with a network store. */
+void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream);
 /* Removes the claimed parts ids[0..n) a commit used up, then ends the
  * claim. ids are copied. */
 void rn_tiers_parts_release(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,

@@ -20,6 +20,7 @@ struct rn_tiers {
     uv_timer_t sweep; /* of staged parts, every parts_grace_ms / 4 */
     int started;
     rn_map staged;                  /* (stream, incarnation) -> staged parts (parts.c) */
+    unsigned copies;                /* parts commits copying (rn_tiers_parts_assemble) */
     rn_log_throttle parts_failures; /* sweeps of stale parts that failed */
     /* the orphan sweep of a network cold store's bodies (orphans.c) */
     int (*referenced)(void *ctx, int cold, const char *key);

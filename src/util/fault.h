@@ -23,6 +23,9 @@
  *                N, the file system fails every read
  *   "dir-sync"   the sync of a directory (util/files.c rn_sync_dir), failing
  *                as its open does at the file descriptor limit (EMFILE)
+ *   "copy-stall" the local store's copy of a parts commit (tiers/localdir.c
+ *                concat, on a worker) does not fail but waits 2 s first,
+ *                as a slow store would: commits held in their copy
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

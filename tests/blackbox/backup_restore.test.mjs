@@ -1,4 +1,4 @@
-// Backup and restore (issue 16 item 4; README "Backing up and restoring";
+// Backup and restore (issue 16 item 4; docs/BACKUP.md;
 // extensions.txt §2.4 "History rewrites"). A server started with
 // --backup-to DIR takes a backup on POST /__runnel/backup?name=NAME
 // (`runnel backup NAME`) while it keeps serving; `runnel restore --from DIR

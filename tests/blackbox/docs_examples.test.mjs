@@ -15,8 +15,8 @@
 //       last answer, exactly (the command prints its headers: -i or -I);
 //   `# TEXT`  the answer's body (or the command's output) is exactly TEXT
 //       (`\n` a line end); `# TEXT…` it starts with TEXT.
-// Every command of the README states its result but a variable assignment
-// (S=..., OFF=$(...)), whose value the next commands check. A comment on a
+// Every command states its result but a variable assignment (S=...,
+// OFF=$(...)), whose value the next commands check. A comment on a
 // line of its own describes what follows and checks nothing.
 // The server runs with --long-poll-timeout-ms 1000 and
 // --sse-max-duration-ms 1000, so the long-poll and SSE examples end by
@@ -200,9 +200,9 @@ after(async () => {
 });
 
 describe("the documentation's shell examples run as written", () => {
-  test("the extraction finds the README's examples, their continuation lines and stated results", () => {
-    const cmds = extractExamples(fs.readFileSync(path.join(REPO, "README.md"), "utf8"));
-    assert.ok(cmds.length >= 30, `${cmds.length} commands`);
+  test("the extraction finds the documents' examples, their continuation lines and stated results", () => {
+    const cmds = files.flatMap((f) => extractExamples(fs.readFileSync(path.join(REPO, f), "utf8")).map((c) => ({ ...c, file: f })));
+    assert.ok(cmds.length >= 60, `${cmds.length} commands`);
     assert.ok(cmds.some((c) => c.text.includes("\\\n")), "a command continued over lines");
     assert.ok(cmds.some((c) => c.expect?.status), "a stated status");
     assert.ok(cmds.some((c) => c.expect?.body !== undefined), "a stated body");
@@ -211,7 +211,7 @@ describe("the documentation's shell examples run as written", () => {
     assert.ok(cmds.some((c) => c.text.includes("--http2 ") && c.text.includes(DOC_TLS_URL)), "an HTTP/2 over HTTPS example");
     assert.ok(cmds.some((c) => c.expect?.headers), "stated headers");
     const unstated = cmds.filter((c) => !c.expect && !isAssignment(c));
-    assert.deepEqual(unstated.map((c) => `README.md:${c.line}: ${c.text}`), [], "every README command but an assignment states its result");
+    assert.deepEqual(unstated.map((c) => `${c.file}:${c.line}: ${c.text}`), [], "every command but an assignment states its result");
   });
 
   test("the extraction's rules, on a sample", () => {

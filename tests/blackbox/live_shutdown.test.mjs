@@ -1,4 +1,4 @@
-// Live reads at shutdown (README "Operations": SIGTERM drains). When the
+// Live reads at shutdown (docs/OPERATIONS.md: SIGTERM drains). When the
 // server is told to stop, every live read still open is answered at once
 // instead of at its timeout: a parked long-poll as if its wait were over
 // (204, Stream-Up-To-Date, the tail as Stream-Next-Offset, a cursor), an

@@ -1,5 +1,5 @@
 // Stream names, protocol headers and query parameters: one rule each
-// (README "Names, headers and query parameters"), and messages that help
+// (docs/HTTP.md "Names, headers and query parameters"), and messages that help
 // with the commonest client mistakes (extensions.txt §11: a message names
 // only what the request named).
 //   - A /v1/stream/ name is its percent-decoded path: 1 to 1024 bytes of

@@ -1,5 +1,5 @@
 // Cluster mode, black-box: a backup restored into a new cluster (issue 16
-// item 4; README "Backing up and restoring"; docs/ARCHITECTURE.md
+// item 4; docs/BACKUP.md; docs/ARCHITECTURE.md
 // "Backups, restores and accepted losses"). A single-node server's backup
 // is restored once per node (`runnel restore ... --node-id N --cluster-id
 // --peer ... --groups 2`), then the three nodes start on those directories.
@@ -22,9 +22,11 @@
 //   - A backup holding a fork whose source the group count puts in another
 //     group is refused, naming the fork, and leaves the directory marked
 //     incomplete.
-//   - A running cluster's backup (4 groups, taken on a node) restored into
+//   - A running cluster's backup (2 groups, taken on a node) restored into
 //     a new cluster of 3 groups: every stream on every node, §2.4 headers,
-//     writes after it replicated.
+//     writes after it replicated; a bucket purged before the backup is
+//     fenced in all 3 groups (creates in each answer 404 BUCKET_ERASED, and
+//     the purge reads as done on every node).
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -242,15 +244,21 @@ describe("a single-node backup restored into a 3-node cluster", () => {
 describe("a running cluster's backup restored into a new cluster with another group count", () => {
   test("every stream on every node of the new cluster, rewritten per §2.4; writes work", async () => {
     if (c) stopCluster(c); // two clusters at a time at most
-    const from = await Cluster.start({ groups: 4, args: ["--backup-to", dest] });
+    const from = await Cluster.start({ groups: 2, args: ["--backup-to", dest] });
     clusters.push(from);
     const keys = Array.from({ length: 6 }, (_, i) => `clbk/s${i}`);
-    for (const key of keys) {
+    for (const key of [...keys, "clgone/a", "clgone/b", "clgone/c"]) {
       const made = await follow(`${from.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: `${key}:first;` });
       assert.equal(made.status, 201, made.text);
+    }
+    for (const key of keys) {
       const r = await follow(`${from.url(2)}/${key}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "second;" });
       assert.equal(r.status, 204, r.text);
     }
+    const gone = (k, n) => req(`${k.url(n)}/__runnel/admin/buckets/clgone`, { headers: k.admin }).then((r) => JSON.parse(r.text));
+    const purge = await req(`${from.url(1)}/__runnel/admin/buckets/clgone/purge`, { method: "POST", headers: from.admin });
+    assert.ok(purge.status === 202 || purge.status === 200, purge.text);
+    await waitFor("the purge of clgone", async () => (await gone(from, 1)).purge.done);
     const r = await req(`${from.url(3)}/__runnel/backup?name=whole`, { method: "POST", headers: from.admin, timeoutMs: 120000 });
     assert.equal(r.status, 200, `the cluster's backup: ${r.status} ${r.text}`);
     const want = {};
@@ -279,5 +287,14 @@ describe("a running cluster's backup restored into a new cluster with another gr
     await k.converged();
     for (let n = 1; n <= 3; n++)
       for (const key of keys) assert.equal((await readAll(`${k.url(n)}/${key}`)).body.toString(), `${key}:first;second;third;`);
+    for (let g = 0; g < 3; g++) {
+      let key = "clgone/x";
+      while (groupOf(key, 3) !== g) key += "x";
+      const w = await follow(`${k.url(g + 1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+      assert.equal(w.status, 404, `${key} (group ${g}): ${w.status} ${w.text}`);
+      assert.equal(JSON.parse(w.text).error.code, "BUCKET_ERASED");
+    }
+    for (let n = 1; n <= 3; n++)
+      assert.deepEqual((await gone(k, n)).purge, { streams_left: 0, bytes_left: 0, groups_fenced: 3, groups: 3, done: true }, `node ${n}`);
   });
 });

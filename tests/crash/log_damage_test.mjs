@@ -22,7 +22,7 @@
 //   - torn: bytes after the last acknowledged append that form no valid
 //     batch (a write the crash interrupted) are cut: the server starts and
 //     serves exactly the 200,000 acknowledged bytes.
-//   - accept (README "Accepting a loss"): the flip damage again, with a
+//   - accept (docs/OPERATIONS.md "Accepting a loss"): the flip damage again, with a
 //     second stream and an idempotent producer's stream written before the
 //     damaged append. The refusal names the start flag that accepts it,
 //     --accept-loss=segment-N; a start naming other damage still refuses

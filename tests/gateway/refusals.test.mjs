@@ -9,14 +9,16 @@
 // exp, access_token on a POST), 401 CREDENTIAL_EXPIRED (a key, a JWT), 402
 // for an unpaid tenant, 403 FORBIDDEN (a write with read rights, outside
 // the pattern granting w, under a scope that narrows to read; an operator
-// route without admin), 403 ACCOUNT_REVOKED, the concealing 404 (also for
+// route without admin, the operator's plane and a purge included), 403
+// ACCOUNT_REVOKED, the concealing 404 (also for
 // a scope that tries to widen the rights), 413 with the tenant's lowered
 // limit and that limit on a successful HEAD, and 503
 // AUTHENTICATION_UNAVAILABLE for an issuer whose JWKS URL is down; each in
 // its exact shape, and nothing applied by a refused write. The controls
 // (each credential form done right, leeway, an audience list, a custom
 // tenant claim, scopes kept or ignored, a union of patterns, a v1: prefix,
-// admin on the operator routes) show that the node's answer passes through.
+// admin on the operator routes and the operator's plane, the console's
+// files without a credential) show that the node's answer passes through.
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { assertFromNode, assertOwn } from "./checks.mjs";
@@ -146,10 +148,14 @@ const cases = [
   },
   control("admin on * opens the node's operator routes", 200, (ctx) => ask(ctx, "GET", "/__runnel/metrics", { cred: T.full.key }),
     (r) => assert.match(r.text, /runnel_http_requests_total/)),
+  control("admin on * opens the operator's plane (/__runnel/admin/)", 200,
+    (ctx) => ask(ctx, "GET", "/__runnel/admin/buckets", { cred: T.full.key }),
+    (r) => assert.ok(JSON.parse(r.text).buckets.some((b) => b.bucket === "orders"), r.text)),
   {
-    name: "livez and readyz need no credential",
+    name: "livez, readyz and the console's files need no credential",
     run: async (ctx) => {
-      for (const p of ["/__runnel/livez", "/__runnel/readyz"]) assert.equal((await ask(ctx, "GET", p)).status, 200, p);
+      for (const p of ["/__runnel/livez", "/__runnel/readyz", "/__runnel/console", "/__runnel/console/app.js"])
+        assert.equal((await ask(ctx, "GET", p)).status, 200, p);
       return null;
     },
   },
@@ -206,6 +212,8 @@ const cases = [
   },
   refusedWrite("a write to a bucket of read rights (audit:r)", 403, "FORBIDDEN", post(T.acme.key, "x\n", "/audit/a-1")),
   refusal("an operator route without admin", 403, "FORBIDDEN", (ctx) => ask(ctx, "GET", "/__runnel/metrics", { cred: T.acme.key })),
+  refusal("the operator's plane without admin", 403, "FORBIDDEN", (ctx) => ask(ctx, "GET", "/__runnel/admin/buckets", { cred: T.acme.key })),
+  refusal("a purge without admin", 403, "FORBIDDEN", (ctx) => ask(ctx, "POST", "/__runnel/admin/buckets/orders/purge", { cred: T.acme.key })),
   refusal("the gate's metrics without admin", 403, "FORBIDDEN", (ctx) => ask(ctx, "GET", ctx.d.metricsPath, { cred: T.acme.key })),
   refusal("a revoked tenant's read", 403, "ACCOUNT_REVOKED", (ctx) => ask(ctx, "GET", GET_O1, { cred: T.revoked.key })),
   refusedWrite("a revoked tenant's write", 403, "ACCOUNT_REVOKED", post(T.revoked.key)),

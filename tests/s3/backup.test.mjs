@@ -1,5 +1,5 @@
-// Backups to an S3 prefix and restores from it (issue 16 item 4; README
-// "Backing up and restoring"): runnel with --cold-store=s3 and --backup-to
+// Backups to an S3 prefix and restores from it (issue 16 item 4;
+// docs/BACKUP.md): runnel with --cold-store=s3 and --backup-to
 // s3:backups/ against s3rver behind the SigV4-verifying proxy that
 // tests/s3/run_with_endpoint.sh starts (every request's signature is
 // recomputed; a wrong one fails the call, and so the test).

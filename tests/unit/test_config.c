@@ -1,7 +1,7 @@
 /*
  * test_config.c - unit tests for the settings of runnel serve and runnel
  * gateway (src/ops/config.h, config_peers.h), as config.h, their --help
- * and README.md ("Configuration") state them: every kind of setting (an
+ * and docs/OPERATIONS.md ("Configuration") state them: every kind of setting (an
  * integer within bounds, HOST:PORT, a path, a text, a URL, yes/no, a word
  * of a list, a thread count, the repeatable peers and upstreams), flags
  * over the environment over the file over the defaults, the file's form

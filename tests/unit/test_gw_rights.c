@@ -229,9 +229,12 @@ static void test_targets_operator_routes(void **state) {
     expect("/__runnel/livez", RN_TARGET_OPEN, NULL, NULL);
     expect("/__runnel/readyz", RN_TARGET_OPEN, NULL, NULL);
     expect("/__runnel/readyz?verbose=1", RN_TARGET_OPEN, NULL, NULL);
+    expect("/__runnel/console", RN_TARGET_OPEN, NULL, NULL);
+    expect("/__runnel/console/app.js", RN_TARGET_OPEN, NULL, NULL);
     static const char *const ops[] = {
         "/__runnel/metrics",  "/__runnel/cluster",         "/__runnel/livezz",
         "/__runnel/readyz/x", "/__runnel/gateway/metrics", "/__runnel/buckets/orders/purge",
+        "/__runnel/consoles", "/__runnel/admin/buckets",   "/__runnel/admin/buckets/b/purge",
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         expect(ops[i], RN_TARGET_OPS, NULL, NULL);

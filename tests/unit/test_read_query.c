@@ -1,6 +1,6 @@
 /*
  * test_read_query.c - unit tests for the query of a stream read
- * (src/protocol/read_query.h), as README.md ("Names, headers and query
+ * (src/protocol/read_query.h), as docs/HTTP.md ("Names, headers and query
  * parameters") and docs/PROTOCOL_SUPPORT.md (§9 read path) state it:
  * offset -1, now or a token; live long-poll or sse, which need an offset;
  * cursor, timeout_ms and max_bytes ignored when they are not canonical

@@ -35,6 +35,10 @@ static const command COMMANDS[] = {
     {"bootstrap", cli_bootstrap, "bootstrap STREAM [--out DIR]"},
     {"cluster", cli_cluster,
      "cluster status | add ID RAFTADDR URL | remove ID | drain ID | undrain ID"},
+    {"ls", cli_ls, "ls [BUCKET [--prefix P]] [--limit N] [--admin-token T]"},
+    {"stat", cli_stat, "stat BUCKET[/NAME] [--admin-token T]"},
+    {"usage", cli_usage, "usage [--limit N] [--admin-token T]"},
+    {"purge", cli_purge, "purge BUCKET [--yes] [--no-wait] [--admin-token T]"},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -50,6 +54,9 @@ void rn_cli_usage(FILE *out) {
             "  bucket surface), -q (no summary on stderr), --cluster-aware (learn each\n"
             "  group's leader from a cluster's redirects and go there). STREAM is a name on the\n"
             "  /v1/stream/ surface, a path (/bucket/stream) or a full URL.\n"
+            "operator commands (ls, stat, usage, purge, cluster) send --admin-token (or\n"
+            "  RUNNEL_ADMIN_TOKEN), else --token, as the bearer credential; purge asks\n"
+            "  for the bucket's name on a terminal, or takes --yes.\n"
             "exit codes: 0 applied, 1 refused, 2 usage, 3 outcome unknown, 4 no answer,\n"
             "  5 local file or producer state, 6 the stream changed under a tail.\n"
             "See runnel(1).\n");

@@ -52,6 +52,13 @@ int cli_close(cli_ctx *x, int argc, char **argv);
 int cli_rm(cli_ctx *x, int argc, char **argv);
 int cli_publish(cli_ctx *x, int argc, char **argv);
 int cli_bootstrap(cli_ctx *x, int argc, char **argv);
+/* The operator's commands (cmd_admin.c): listings, one bucket or stream,
+ * usage, the bucket purge. */
+int cli_ls(cli_ctx *x, int argc, char **argv);
+int cli_stat(cli_ctx *x, int argc, char **argv);
+int cli_usage(cli_ctx *x, int argc, char **argv);
+int cli_purge(cli_ctx *x, int argc, char **argv);
+/* The cluster's operator routes (cmd_cluster.c). */
 int cli_cluster(cli_ctx *x, int argc, char **argv);
 
 /* Option parsing shared by the subcommands: the common options (--url,
@@ -73,6 +80,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Creates x->client from x->url and x->cacert (RN_EXIT_USAGE on a bad URL
  * or an unreadable CA file). */
 int cli_connect(cli_ctx *x);
+/* The same with the admin credential as the bearer token: admin_token
+ * (--admin-token), else RUNNEL_ADMIN_TOKEN, else the common --token
+ * (cmd_admin.c). */
+int cli_connect_admin(cli_ctx *x, const char *admin_token);
 
 /* Resolves a stream argument to a URL: a full http(s) URL or a path
  * ("/v1/stream/a", "/bucket/stream") is kept; a name is put on the v1

@@ -1,6 +1,7 @@
 /*
  * cmd_cluster.c — `runnel cluster`: a cluster's operators' routes from the
- * command line (the node's admin token in --token or RUNNEL_TOKEN).
+ * command line (the node's admin token in --admin-token or
+ * RUNNEL_ADMIN_TOKEN, else --token or RUNNEL_TOKEN).
  *
  *   runnel cluster status                 the report (/__runnel/cluster), JSON
  *   runnel cluster add ID RAFTADDR URL    add a node (started with --join)
@@ -15,6 +16,7 @@
  */
 #include "client/cli/cli.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +39,14 @@ static int node_id(const char *s) {
 }
 
 int cli_cluster(cli_ctx *x, int argc, char **argv) {
-    if (cli_getopt(x, argc, argv, "", NULL) != -1)
-        return RN_EXIT_USAGE;
+    static const struct option opts[] = {{"admin-token", required_argument, NULL, 'A'}, {0}};
+    const char *admin_token = NULL;
+    int c;
+    while ((c = cli_getopt(x, argc, argv, "", opts)) != -1) {
+        if (c != 'A')
+            return RN_EXIT_USAGE;
+        admin_token = cli_optarg();
+    }
     int at = cli_optind();
     if (at >= argc)
         return cli_usage_error("cluster", "which: status, add, remove, drain or undrain");
@@ -66,10 +74,10 @@ int cli_cluster(cli_ctx *x, int argc, char **argv) {
         return cli_usage_error("cluster", "usage: runnel cluster status | add ID RAFTADDR URL | "
                                           "remove ID | drain ID | undrain ID (ID: 1..255)");
     }
-    if (!x->client && cli_connect(x))
+    if (!x->client && cli_connect_admin(x, admin_token))
         return RN_EXIT_USAGE;
     runnel_answer a;
-    runnel_result r = runnel_operator_call(x->client, method, path, print_body, NULL, &a);
+    runnel_result r = runnel_admin_call(x->client, method, path, print_body, NULL, &a);
     if (r == RUNNEL_OK)
         return RN_EXIT_OK;
     return cli_report(x, verb, r, &a, 0);
