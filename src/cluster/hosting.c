@@ -46,8 +46,9 @@ static void dropped(void *arg, consensus_status st) {
         return;
     }
     rn_buf none = {0};
-    rn_engine_manifest(cl->engine, pick_none, NULL, &none);
-    if (rn_engine_restore(cl->engine, rn_placement_stream_in_group, &g, none.data, none.len) != 0)
+    rn_engine_manifest(cl->engine, pick_none, NULL, g, &none);
+    if (rn_engine_restore(cl->engine, rn_placement_stream_in_group, &g, g, none.data, none.len) !=
+        0)
         rn_log(RN_LOG_ERROR, "cluster_hosting", "group %u: its streams could not be dropped", g);
     rn_buf_free(&none);
     cl->catch_up[g].done = 0; /* placed here again later: it catches up again */
