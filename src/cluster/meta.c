@@ -280,9 +280,10 @@ static rn_meta_result apply_node_add(rn_meta *m, rn_reader *r) {
         known->state = RN_NODE_ACTIVE; /* a decommission taken back */
         return RN_META_OK;
     }
-    for (unsigned i = 0; i < m->n_nodes; i++)
-        if (strcmp(m->nodes[i].raft, n.raft) == 0 || strcmp(m->nodes[i].url, n.url) == 0 ||
-            (n.peer_url[0] && strcmp(m->nodes[i].peer_url, n.peer_url) == 0))
+    for (unsigned i = 0; i < m->n_nodes; i++) /* a removed node's addresses may be reused */
+        if (m->nodes[i].state != RN_NODE_REMOVED &&
+            (strcmp(m->nodes[i].raft, n.raft) == 0 || strcmp(m->nodes[i].url, n.url) == 0 ||
+             (n.peer_url[0] && strcmp(m->nodes[i].peer_url, n.peer_url) == 0)))
             return RN_META_CONFLICT;
     return insert_node(m, &n);
 }

@@ -177,14 +177,21 @@ static json_int_t int_at(const json_t *a, size_t i) {
     return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+static json_int_t int_at_key(const json_t *o, const char *key) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
 /* Reads a status answer into ps (and the node's led configurations);
- * anything malformed is ignored. */
+ * anything malformed, or another node's (a removed node's address taken
+ * by a new one), is ignored. */
 static void read_status(peer_status *ps, const char *text, size_t len) {
     rn_cluster *cl = ps->cl;
+    uint64_t peer_id = cl->cfg.peers[ps - cl->peers].id;
     json_t *doc = json_loadb(text, len, 0, NULL);
     json_t *groups = json_object_get(doc, "g"), *configs = json_object_get(doc, "c");
     if (!json_is_array(groups) || json_array_size(groups) != cl->all_groups ||
-        !json_is_array(configs)) {
+        !json_is_array(configs) || int_at_key(doc, "node") != (json_int_t)peer_id) {
         json_decref(doc);
         return;
     }
@@ -221,17 +228,17 @@ static void read_status(peer_status *ps, const char *text, size_t len) {
     }
     ps->known = 1;
     ps->answered_ms = rn_mono_ms();
-    const json_t *health = json_object_get(doc, "health"), *inc = json_object_get(doc, "incarnation");
-    int h = json_is_string(health) ? rn_health_parse_status(json_string_value(health),
-                                                            json_string_length(health))
-                                   : -1;
+    const json_t *health = json_object_get(doc, "health"),
+                 *inc = json_object_get(doc, "incarnation");
+    int h = json_is_string(health)
+                ? rn_health_parse_status(json_string_value(health), json_string_length(health))
+                : -1;
     if (h >= 0) {
         ps->health = h;
         ps->health_ms = uv_now(cl->loop);
     }
     if (json_is_string(inc))
-        rn_identity_seen(cl, cl->cfg.peers[ps - cl->peers].id, json_string_value(inc),
-                         json_string_length(inc));
+        rn_identity_seen(cl, peer_id, json_string_value(inc), json_string_length(inc));
     json_decref(doc);
 }
 
@@ -255,7 +262,9 @@ static void on_poll(uv_timer_t *t) {
     }
     for (int i = 0; i < cl->cfg.n_peers; i++) {
         peer_status *ps = &cl->peers[i];
-        if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight)
+        const rn_meta_node *m = rn_meta_node_get(&cl->meta, (unsigned)cl->cfg.peers[i].id);
+        if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight ||
+            (m && m->state == RN_NODE_REMOVED)) /* gone for good: its address may be another's */
             continue;
         if (!ps->g) { /* a peer added since the start */
             ps->cl = cl;
