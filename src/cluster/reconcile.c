@@ -151,18 +151,24 @@ static void step(cluster_reconcile *r, unsigned g, const uint8_t *target, unsign
                              change_new(r, g, t, "catching_up"));
             return;
         }
-        if (found && found->role == CONSENSUS_STANDBY) {
+        if (found && found->role == CONSENSUS_STANDBY && alive[t]) {
             if (kept_up(r, g, found, &info))
                 consensus_assign(cl->node, g, t, CONSENSUS_VOTER, changed,
                                  change_new(r, g, t, "promoting"));
-            if (alive[t])
-                return; /* it catches up: the next step waits for it */
+            return; /* promoted, or it catches up: the next step waits for it */
         }
+    }
+    unsigned voting = 0; /* the target's nodes that vote already */
+    for (unsigned k = 0; k < n_target; k++) {
+        const consensus_member *t = member(m, n, target[k]);
+        voting += t && t->role == CONSENSUS_VOTER;
     }
     for (unsigned k = 0; k < n; k++) {
         int wanted = 0;
         for (unsigned j = 0; j < n_target; j++)
             wanted |= target[j] == m[k].id;
+        if (m[k].role == CONSENSUS_VOTER && voting < n_target)
+            continue; /* a voter leaves only once every node of the target votes */
         if (!wanted && m[k].id != self) {
             consensus_remove(cl->node, g, m[k].id, changed, change_new(r, g, m[k].id, "removing"));
             return;
@@ -171,7 +177,8 @@ static void step(cluster_reconcile *r, unsigned g, const uint8_t *target, unsign
     if (!self_stays)
         transfer(r, g, successor(cl, m, n, preferred, alive, 1));
     else if (preferred && preferred != self && !drained(cl, preferred) && alive[preferred] &&
-             fit(cl, preferred) && member(m, n, preferred) && member(m, n, preferred)->role == CONSENSUS_VOTER)
+             fit(cl, preferred) && member(m, n, preferred) &&
+             member(m, n, preferred)->role == CONSENSUS_VOTER)
         transfer(r, g, preferred);
 }
 
