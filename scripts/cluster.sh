@@ -33,6 +33,13 @@
 #       served there only.
 #       --insecure: no cluster key and no admin token (without --peer-tls
 #       peers are then unauthenticated; operator routes are open).
+#   scripts/cluster.sh join DIR N [-- SERVE_FLAGS...]
+#       Starts a new node N (an id the cluster never had) on new ports with
+#       --join, its data in DIR/node-N, the other settings those of node 1
+#       (DIR/node-1.cmd; with --peer-tls, PKI/peer-N.pem); waits until it
+#       answers and prints `N RAFTADDR URL` (and its PEERURL with peer
+#       listeners): the operands of `runnel cluster add`. Its groups wait
+#       until the cluster adds it.
 #   scripts/cluster.sh stop DIR
 #       SIGTERM to every node, waits for each to exit (15 s, then SIGKILL);
 #       exit 0 when all stopped cleanly.
@@ -41,7 +48,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,38p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,45p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -165,6 +172,64 @@ start() {
   return 1
 }
 
+join() {
+  local dir=$1 n=${2:-}
+  shift 2 || usage
+  [ "${1:-}" != "--" ] || shift
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] && [ "$n" -le 255 ] || { echo "cluster.sh: N must be 1..255" >&2; exit 2; }
+  [ -f "$dir/cluster.env" ] && [ -f "$dir/node-1.cmd" ] || { echo "cluster.sh: no cluster in $dir" >&2; exit 2; }
+  [ ! -e "$dir/node-$n" ] || { echo "cluster.sh: $dir/node-$n exists (a new node needs a new id)" >&2; exit 2; }
+  dir=$(cd "$dir" && pwd)
+  local line
+  line=$(head -1 "$dir/node-1.cmd")
+  eval "local base=(${line%%>>*})" # printf %q quoted it; its own '>' are escaped
+  local hp rp pp="" url raft peer_url="" i arg out=() scheme peer_scheme=""
+  hp=$(free_port)
+  rp=$(free_port)
+  for i in "${!base[@]}"; do # node 1's public and peer URLs give the schemes
+    if [ "${base[$i]}" = --peer ] && [[ "${base[$((i + 1))]}" == 1=* ]]; then
+      IFS=, read -r _ url peer_url <<<"${base[$((i + 1))]}"
+    fi
+  done
+  scheme=${url%%://*}
+  raft="127.0.0.1:$rp"
+  url="$scheme://127.0.0.1:$hp"
+  if [ -n "$peer_url" ]; then
+    peer_scheme=${peer_url%%://*}
+    pp=$(free_port)
+    peer_url="$peer_scheme://127.0.0.1:$pp"
+  fi
+  for ((i = 0; i < ${#base[@]}; i++)); do
+    arg=${base[$i]}
+    case $arg in
+      --node-id) out+=("$arg" "$n"); i=$((i + 1)) ;;
+      --listen) out+=("$arg" "127.0.0.1:$hp"); i=$((i + 1)) ;;
+      --peer-listen) out+=("$arg" "127.0.0.1:$pp"); i=$((i + 1)) ;;
+      --data-dir) out+=("$arg" "$dir/node-$n"); i=$((i + 1)) ;;
+      --peer-cert | --peer-key) out+=("$arg" "${base[$((i + 1))]/peer-1./peer-$n.}"); i=$((i + 1)) ;;
+      *) out+=("$arg") ;;
+    esac
+  done
+  out+=(--peer "$n=$raft,$url${peer_url:+,$peer_url}" --join "$@")
+  { echo "HTTP_PORT_$n=$hp"; echo "RAFT_PORT_$n=$rp"; [ -z "$pp" ] || echo "PEER_PORT_$n=$pp"; } >>"$dir/cluster.env"
+  printf '%q ' "${out[@]}" >"$dir/node-$n.cmd"
+  printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$n.log" "$dir/node-$n.pid" >>"$dir/node-$n.cmd"
+  bash "$dir/node-$n.cmd"
+  local curl_tls=()
+  [ "$scheme" = http ] || curl_tls=(-k)
+  for _ in $(seq 1 100); do
+    if curl -sf "${curl_tls[@]}" --max-time 1 -o /dev/null "$url/__runnel/livez"; then
+      echo "$n $raft $url${peer_url:+ $peer_url}"
+      return 0
+    fi
+    kill -0 "$(cat "$dir/node-$n.pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "cluster.sh: node $n did not answer within 10 s:" >&2
+  tail -20 "$dir/node-$n.log" >&2
+  return 1
+}
+
 stop() {
   local dir=$1 rc=0 f pid
   for f in "$dir"/node-*.pid; do
@@ -189,6 +254,7 @@ stop() {
 [ $# -ge 2 ] || usage
 case $1 in
   start) shift; start "$@" ;;
+  join) shift; join "$@" ;;
   stop) stop "$2" ;;
   *) usage ;;
 esac

@@ -1,7 +1,7 @@
 // Cluster mode, black-box: replicas move (issue 26). A 6-node cluster with
-// --replicas 3 under write load gains a seventh node (started with --join,
-// added with `runnel cluster add`) and loses node 2 (`runnel cluster
-// remove`: decommissioned): replicas move onto node 7 and off node 2, one
+// --replicas 3 under write load gains a seventh node (`runnel cluster add
+// $(scripts/cluster.sh join DIR 7)`, as docs/CLUSTER_OPERATIONS.md has it)
+// and loses node 2 (`runnel cluster remove`: decommissioned): replicas move onto node 7 and off node 2, one
 // change per group at a time, until node 2 holds nothing and is removed.
 // Groups snapshot every 16 entries, so a new replica installs a snapshot
 // and fetches its streams' bytes from its peers (paced by
@@ -45,8 +45,7 @@ test("a node joins and another is decommissioned under write load: replicas move
   const before = await c.report(1);
   const load = writeLoad(c, keys, { skip: (n) => n === 2 });
   await sleep(1000);
-  const seven = await c.addNode(7);
-  const added = JSON.parse(cli("add", "7", seven.raft, seven.url));
+  const added = JSON.parse(cli("add", ...c.join(7)));
   assert.equal(added.node, 7);
   assert.equal(added.state, "active");
   const removed = JSON.parse(cli("remove", "2"));

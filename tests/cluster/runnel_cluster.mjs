@@ -264,6 +264,17 @@ export class Cluster {
     return out;
   }
 
+  // Starts node n (beyond the cluster's) as an operator does
+  // (scripts/cluster.sh join: node 1's settings, new ports, --join);
+  // returns the words it printed, the operands of `runnel cluster add`
+  // ([id, raft, url] and the peer URL with peer listeners).
+  join(n) {
+    const words = execFileSync(SCRIPT, ["join", this.dir, String(n)], { encoding: "utf8", timeout: 20000 }).trim().split(" ");
+    this.urls[n - 1] = words[2];
+    this.nodes = Math.max(this.nodes, n);
+    return words;
+  }
+
   // Starts node n (beyond the cluster's) with --join: its --peer lines are
   // the cluster's nodes and its own, on fresh ports (and a peer listener
   // when the cluster's nodes have one); it waits to be added (POST

@@ -34,7 +34,8 @@ static const command COMMANDS[] = {
      "publish STREAM [--offset OFF] [--type CT] [DATA | --file F | -] [--parts] [--part-bytes N]"},
     {"bootstrap", cli_bootstrap, "bootstrap STREAM [--out DIR]"},
     {"cluster", cli_cluster,
-     "cluster status | add ID RAFTADDR URL | remove ID | drain ID | undrain ID"},
+     "cluster status | add ID RAFTADDR URL [PEERURL] | remove ID | drain ID | undrain ID "
+     "[--admin-token T]"},
     {"ls", cli_ls, "ls [BUCKET [--prefix P]] [--limit N] [--admin-token T]"},
     {"stat", cli_stat, "stat BUCKET[/NAME] [--admin-token T]"},
     {"usage", cli_usage, "usage [--limit N] [--admin-token T]"},

@@ -4,7 +4,9 @@
  * RUNNEL_ADMIN_TOKEN, else --token or RUNNEL_TOKEN).
  *
  *   runnel cluster status                 the report (/__runnel/cluster), JSON
- *   runnel cluster add ID RAFTADDR URL    add a node (started with --join)
+ *   runnel cluster add ID RAFTADDR URL [PEERURL]
+ *                                         add a node (started with --join;
+ *                                         PEERURL: its peer listener's)
  *   runnel cluster remove ID              decommission: its replicas move away,
  *                                         then it is removed
  *   runnel cluster drain ID               the node leads nothing
@@ -57,13 +59,14 @@ int cli_cluster(cli_ctx *x, int argc, char **argv) {
     int id = rest >= 1 ? node_id(argv[at]) : 0;
     if (strcmp(verb, "status") == 0 && rest == 0) {
         snprintf(path, sizeof path, "/__runnel/cluster");
-    } else if (strcmp(verb, "add") == 0 && rest == 3 && id) {
-        char raft[256], url[1024];
-        if (encoded(argv[at + 1], raft, sizeof raft) || encoded(argv[at + 2], url, sizeof url))
+    } else if (strcmp(verb, "add") == 0 && (rest == 3 || rest == 4) && id) {
+        char raft[256], url[768], peer_url[768] = "";
+        if (encoded(argv[at + 1], raft, sizeof raft) || encoded(argv[at + 2], url, sizeof url) ||
+            (rest == 4 && encoded(argv[at + 3], peer_url, sizeof peer_url)))
             return cli_usage_error("cluster", "the address or URL is too long");
         method = "POST";
-        snprintf(path, sizeof path, "/__runnel/cluster/members?id=%d&raft=%s&url=%s", id, raft,
-                 url);
+        snprintf(path, sizeof path, "/__runnel/cluster/members?id=%d&raft=%s&url=%s%s%s", id, raft,
+                 url, rest == 4 ? "&peer_url=" : "", peer_url);
     } else if ((strcmp(verb, "remove") == 0 || strcmp(verb, "drain") == 0 ||
                 strcmp(verb, "undrain") == 0) &&
                rest == 1 && id) {
@@ -71,8 +74,9 @@ int cli_cluster(cli_ctx *x, int argc, char **argv) {
         snprintf(path, sizeof path, "/__runnel/cluster/%s/%d",
                  strcmp(verb, "remove") == 0 ? "members" : "drain", id);
     } else {
-        return cli_usage_error("cluster", "usage: runnel cluster status | add ID RAFTADDR URL | "
-                                          "remove ID | drain ID | undrain ID (ID: 1..255)");
+        return cli_usage_error("cluster",
+                               "usage: runnel cluster status | add ID RAFTADDR URL [PEERURL] | "
+                               "remove ID | drain ID | undrain ID (ID: 1..255)");
     }
     if (!x->client && cli_connect_admin(x, admin_token))
         return RN_EXIT_USAGE;
