@@ -7,8 +7,9 @@
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
 #       node's base URL on its own line, node 1 first; returns 0 once every
-#       group has a leader on every node and every node is ready (30 s at most;
-#       non-zero otherwise).
+#       group has a leader on every node, its preferred one (so no leadership
+#       moves right after), and every node is ready (30 s at most; non-zero
+#       otherwise).
 #       A DIR that held a cluster before keeps its ports, cluster id and group
 #       count (DIR/cluster.env), so the nodes restart on their data.
 #       --replicas R: each group on R of the nodes (default 3; every node when
@@ -48,7 +49,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,45p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,46p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -62,6 +63,9 @@ ready_everywhere() {
     report=$(curl -s "${CURL_TLS[@]}" --max-time 2 "$SCHEME://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
     [ "$(grep -o '"hosted":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
     ! grep -q '"leader":null' <<<"$report" || return 1
+    # each group led by its preferred node: no leadership transfer follows
+    [ "$i" != 1 ] || node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      process.exit(r.groups.every((x) => x.preferred_leader == null || x.leader === x.preferred_leader) ? 0 : 1)' <<<"$report" || return 1
     # caught up (every group's leader asked): local reads are served
     curl -sf "${CURL_TLS[@]}" --max-time 2 -o /dev/null "$SCHEME://127.0.0.1:${!port_var}/__runnel/readyz" || return 1
   done
