@@ -11,7 +11,8 @@
  * status report of it, taken after that, saying it applied that far and
  * fetches no bytes any more); then a member the target does not name is
  * removed, a voter only once every node of the target votes (a target
- * node that died before it was promoted must not cost the group a voter). A leader that is itself to be removed first hands its
+ * node that died before it was promoted must not cost the group a
+ * voter). A leader that is itself to be removed first hands its
  * leadership to a voter of the target. A standby that does not answer is
  * not waited for (a standby counts for no majority), so a dead node
  * waiting for its decommission holds up nothing else.
