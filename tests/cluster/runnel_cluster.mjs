@@ -103,8 +103,12 @@ export function keysPerGroup(prefix, groups) {
 // (forwarded by followers, as a plain client's writes are), until stop():
 // each key's acknowledged records in order, and the longest time between
 // two acknowledgements (any key). skip(n): a node not to write through now.
+const loads = new Set(); /* the write loads running: a cluster's stop ends them (a failed test leaves its own) */
+
 export function writeLoad(c, keys, { skip = () => false } = {}) {
   let writing = true;
+  const end = () => { writing = false; };
+  loads.add(end);
   const acked = keys.map(() => []);
   let lastAck = 0;
   let worstGap = 0;
@@ -135,6 +139,7 @@ export function writeLoad(c, keys, { skip = () => false } = {}) {
     acked,
     async stop() {
       writing = false;
+      loads.delete(end);
       await done;
       return { acked, worstGap, count: acked.flat().length };
     },
@@ -405,6 +410,8 @@ export class Cluster {
   // SIGTERM every node (scripts/cluster.sh stop); true when all stopped cleanly.
   stop() {
     live.delete(this);
+    for (const end of loads) end();
+    loads.clear();
     let clean = true;
     try {
       execFileSync(SCRIPT, ["stop", this.dir], { timeout: 60000 });
