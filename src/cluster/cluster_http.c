@@ -323,11 +323,11 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
     rn_peer_auth_metrics(out);
 }
 
-static void answer(rn_request *req, const char *type, rn_buf *body) {
+void cluster_answer(rn_request *req, int status, const char *type, rn_buf *body) {
     rn_buf h = {0};
     rn_reply_common(&h);
     rn_buf_appendf(&h, "Content-Type: %s\r\nCache-Control: no-store\r\n", type);
-    rn_http_respond(req, 200, &h, body);
+    rn_http_respond(req, status, &h, body);
 }
 
 /* A query parameter that must be a decimal integer; -1 when absent or not. */
@@ -358,7 +358,7 @@ static void copy_for_peer(rn_cluster *cl, rn_request *req, int index, const char
     int rc = index ? rn_engine_replica_index(cl->engine, id, from, to, &body)
                    : rn_engine_replica_bytes(cl->engine, id, from, to, &body);
     if (rc == 0) {
-        answer(req, "application/octet-stream", &body);
+        cluster_answer(req, 200, "application/octet-stream", &body);
         return;
     }
     rn_buf_free(&body);
@@ -443,7 +443,7 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
     rn_buf body = {0};
     if (get && path_is(path, path_len, "cluster")) {
         report(cl, &body);
-        answer(req, "application/json", &body);
+        cluster_answer(req, 200, "application/json", &body);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/status")) {

@@ -115,6 +115,8 @@ void cluster_peers_start(rn_cluster *cl);
 void cluster_peers_stop(rn_cluster *cl);
 /* Frees what the poller kept (after its handles closed). */
 void cluster_peers_free(rn_cluster *cl);
+/* Answers req with status and body (type, not stored: no-store). */
+void cluster_answer(rn_request *req, int status, const char *type, rn_buf *body);
 /* GET /__runnel/cluster/status: this node's status, as peers read it. */
 void cluster_peers_answer_status(rn_cluster *cl, rn_request *req);
 /* The status peer id last reported, or NULL (unknown, or none yet). */

@@ -128,9 +128,7 @@ static int parse(rn_request *req, const char *path, size_t path_len, const char 
 static void answer_node(rn_request *req, const rn_cluster *cl, uint64_t id) {
     const rn_meta_node *n = rn_meta_node_get(&cl->meta, (unsigned)id);
     static const char *const states[] = {"?", "active", "leaving", "removed"};
-    rn_buf h = {0}, body = {0};
-    rn_reply_common(&h);
-    rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+    rn_buf body = {0};
     rn_buf_appendf(&body,
                    "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"state\":\"%s\",\"drained\":%s,"
                    "\"raft\":\"%s\",\"url\":\"%s\"",
@@ -139,7 +137,7 @@ static void answer_node(rn_request *req, const rn_cluster *cl, uint64_t id) {
     if (n->peer_url[0])
         rn_buf_appendf(&body, ",\"peer_url\":\"%s\"", n->peer_url);
     rn_buf_append_str(&body, "}\n");
-    rn_http_respond(req, 202, &h, &body);
+    cluster_answer(req, 202, "application/json", &body);
 }
 
 typedef struct {

@@ -22,7 +22,6 @@
 #include "cluster/health.h"
 #include "cluster/identity.h"
 #include "cluster/peer_auth.h"
-#include "protocol/reply.h"
 #include "util/clock.h"
 
 #include <jansson.h>
@@ -162,12 +161,10 @@ void cluster_peers_answer_status(rn_cluster *cl, rn_request *req) {
                             "incarnation", line(rn_identity_status_line, cl));
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
-    rn_buf h = {0}, body = {0};
-    rn_reply_common(&h);
-    rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+    rn_buf body = {0};
     rn_buf_append_str(&body, text);
     free(text);
-    rn_http_respond(req, 200, &h, &body);
+    cluster_answer(req, 200, "application/json", &body);
 }
 
 /* ---- asking ---- */

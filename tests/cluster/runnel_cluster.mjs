@@ -85,6 +85,17 @@ export async function follow(url, opts = {}) {
   }
 }
 
+// An operator's request (membership, drain), repeated while it answers
+// 503 NO_LEADER (nothing changed: the metadata group elects a leader, say
+// after its leader was killed), for up to 10 s, as an operator would.
+export async function operatorReq(url, opts = {}) {
+  for (let tries = 0; ; tries++) {
+    const r = await req(url, opts);
+    if (r.status !== 503 || tries === 40 || !r.text.includes('"NO_LEADER"')) return r;
+    await sleep(250);
+  }
+}
+
 // One key per group (prefix + a number), found by hashing as the nodes do.
 export function keysPerGroup(prefix, groups) {
   const keys = new Array(groups).fill(null);
