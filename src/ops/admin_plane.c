@@ -13,7 +13,7 @@
 #include "cluster/cluster.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
-#include "surface/bucket.h"
+#include "surface/missing.h"
 #include "util/text.h"
 
 #include <stdio.h>

@@ -14,7 +14,7 @@
  * a read that misses the read cache fetches the chunk and starts over.
  */
 #include "surface/bootstrap.h"
-#include "surface/bucket.h"
+#include "surface/missing.h"
 #include "protocol/offset.h"
 #include "protocol/reply.h"
 #include "protocol/routing.h"

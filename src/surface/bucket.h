@@ -22,10 +22,4 @@ void rn_bucket_route(rn_surface *sf, rn_request *req, const char *path, size_t p
  * rn_parts_answer_early() when it stages a snapshot part. */
 void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, size_t path_len);
 
-/* The answer for a stream at key that rn_engine_find did not find: 404
- * BUCKET_ERASED in a purged bucket, 410 for a soft-deleted one, else 404
- * BUCKET_NOT_FOUND when no stream exists in its bucket, else 404
- * STREAM_NOT_FOUND. */
-rn_error rn_bucket_missing_error(rn_engine *e, const char *key, size_t len);
-
 #endif

@@ -15,7 +15,7 @@
  */
 #include "surface/parts.h"
 #include "util/fault.h"
-#include "surface/bucket.h"
+#include "surface/missing.h"
 #include "protocol/offset.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"

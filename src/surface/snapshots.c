@@ -16,7 +16,7 @@
  */
 #include "surface/snapshots.h"
 #include "util/fault.h"
-#include "surface/bucket.h"
+#include "surface/missing.h"
 #include "protocol/offset.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"

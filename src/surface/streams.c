@@ -8,7 +8,7 @@
  * when answered, or, when live/ holds it, when live/ gives it back.
  */
 #include "surface/streams_int.h"
-#include "surface/bucket.h"
+#include "surface/missing.h"
 #include "protocol/offset.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
