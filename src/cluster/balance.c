@@ -183,7 +183,9 @@ int rn_balance_move(const rn_meta *m, const uint8_t alive[256], unsigned *group,
 
 /* ---- leaders ---- */
 
-int rn_balance_may_lead(const rn_meta *m, const uint8_t alive[256], unsigned g, unsigned id) {
+/* True when node id may lead group g as preferred: a voter of its target
+ * and its reported configuration, active, not drained, answering. */
+static int may_lead(const rn_meta *m, const uint8_t alive[256], unsigned g, unsigned id) {
     const rn_meta_group *gr = &m->group[g];
     const rn_meta_node *node = rn_meta_node_get(m, id);
     if (!node || node->state != RN_NODE_ACTIVE || node->drained || !alive[id] ||
@@ -205,12 +207,12 @@ int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], unsigned *grou
     led[0] = 0;
     for (unsigned g = 0; g < m->groups; g++) {
         const rn_meta_group *gr = &m->group[g];
-        if (gr->leader && rn_balance_may_lead(m, alive, g, gr->leader))
+        if (gr->leader && may_lead(m, alive, g, gr->leader))
             continue;
         uint8_t eligible[RN_META_MAX_REPLICAS];
         unsigned n = 0;
         for (unsigned k = 0; k < gr->n_target; k++)
-            if (rn_balance_may_lead(m, alive, g, gr->target[k]))
+            if (may_lead(m, alive, g, gr->target[k]))
                 eligible[n++] = gr->target[k];
         unsigned want = pick(eligible, n, led, g, 1, NULL, 0);
         if (want == gr->leader)
@@ -235,7 +237,7 @@ int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], unsigned *grou
     if (!most || led[most] < led[least] + 2)
         return 0;
     for (unsigned g = 0; g < m->groups; g++) {
-        if (m->group[g].leader == most && rn_balance_may_lead(m, alive, g, least)) {
+        if (m->group[g].leader == most && may_lead(m, alive, g, least)) {
             *group = g;
             *leader = least;
             return 1;

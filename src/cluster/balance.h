@@ -55,8 +55,4 @@ int rn_balance_move(const rn_meta *m, const uint8_t alive[256], unsigned *group,
 int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], unsigned *group,
                       unsigned *leader);
 
-/* True when node id may lead group g as preferred: a voter of its target
- * and its reported configuration, active, not drained, answering. */
-int rn_balance_may_lead(const rn_meta *m, const uint8_t alive[256], unsigned g, unsigned id);
-
 #endif

@@ -33,6 +33,7 @@
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "cluster/peer_tls.h"
+#include "cluster/reconcile.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -145,6 +146,9 @@ static json_t *move_report(const rn_cluster *cl, unsigned g) {
                              : in_role == 0 ? "adding"
                                             : "catching_up")
                           : "removing";
+    const char *live = cluster_reconcile_step(cl->reconcile, g); /* this node leads it */
+    if (live)
+        step = live; /* the change in flight ("promoting", "transferring" too) */
     json_t *o =
         json_pack("{s:i, s:o, s:o, s:s}", "group", (int)g, "to", id_list(gr->target, gr->n_target),
                   "from", id_list(members, gr->n_members), "step", step);

@@ -79,7 +79,8 @@ static void start(cluster_hosting *h, unsigned g) {
     rn_fetcher_scan(cl->fetcher, g);
 }
 
-void cluster_hosting_check(cluster_hosting *h) {
+/* Brings the running groups to the table (on a timer). */
+static void check(cluster_hosting *h) {
     rn_cluster *cl = h->cl;
     if (!cl->node || !cl->meta.initialized)
         return;
@@ -106,7 +107,7 @@ void cluster_hosting_check(cluster_hosting *h) {
 }
 
 static void on_tick(uv_timer_t *t) {
-    cluster_hosting_check(t->data);
+    check(t->data);
 }
 
 /* The groups the first placement puts here, bootstrapped on their first

@@ -32,8 +32,6 @@ typedef struct cluster_hosting cluster_hosting;
  * first placement puts here, bootstrapped (placement_driver.h); NULL with a
  * message in err when one fails to load. */
 cluster_hosting *cluster_hosting_new(rn_cluster *cl, int fresh, char *err, size_t errcap);
-/* Brings the running groups to the table now (also done on a timer). */
-void cluster_hosting_check(cluster_hosting *h);
 /* Stops the timer (the node stops); free after the loop closed it. */
 void cluster_hosting_stop(cluster_hosting *h);
 void cluster_hosting_free(cluster_hosting *h);
