@@ -1,8 +1,12 @@
 # Shared helpers for the test scripts (sourced, not run).
 
-# Prints a free TCP port on 127.0.0.1.
+# Prints a TCP port free on 127.0.0.1 (tests/lib/server.mjs's freePort:
+# below the kernel's ephemeral range, so no outgoing connection takes it
+# before the server binds it).
 free_port() {
-  node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+  local lib
+  lib="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/lib/server.mjs"
+  node --input-type=module -e "import { freePort } from '$lib'; console.log(await freePort())"
 }
 
 # start_server BIN DATA_DIR PORT LOG [extra serve flags...]: starts runnel in

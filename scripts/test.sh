@@ -13,8 +13,8 @@
 # counts (passed, failed, skipped) and time, and lists each skipped case
 # with its reason; the run ends with "N passed, M failed, K skipped" over
 # all test cases and exits non-zero on any failure. The unit and cluster
-# tests, the black-box and gateway files and the S3 suites run two at a
-# time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
+# tests, the black-box and gateway files, the conformance runs and the S3
+# suites run two at a time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
 # on free ports and temporary directories, and most of their time is
 # waits).
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
@@ -110,7 +110,7 @@ scripts/build.sh asan release || exit 1
 run_ctest "unit and cluster tests (build)" build -j 2 -L '^(unit|cluster)$' -LE '^fast$'
 run_ctest "S3 client (build)" build -j 2 -L '^s3$' -LE '^fast$' --no-tests=error
 run_ctest "client tests (build)" build -L '^client$' -LE '^fast$' --no-tests=error
-run_ctest "conformance suite (build)" build -L '^conformance$' -LE '^fast$' --no-tests=error
+run_ctest "conformance suite (build)" build -j 2 -L '^conformance$' -LE '^fast$' --no-tests=error
 # snapshots_parts' 8193-request case: the plain build's full run only
 RUNNEL_BB_HEAVY=1 run_ctest "black-box tests (build)" build -j 2 -L '^blackbox$' -LE '^fast$' --no-tests=error
 run_ctest "gateway tests (build)" build -j 2 -L '^gateway$' -LE '^fast$' --no-tests=error
@@ -127,7 +127,7 @@ run_ctest "build types, first run, packages" build -L '^project$' --no-tests=err
 run_ctest "unit and cluster tests (build-asan)" build-asan -j 2 -L '^(unit|cluster)$' --no-tests=error
 run_ctest "S3 client (build-asan)" build-asan -j 2 -L '^s3$' --no-tests=error
 run_ctest "client tests (build-asan)" build-asan -L '^client$' --no-tests=error
-run_ctest "conformance suite (build-asan)" build-asan -L '^conformance$' --no-tests=error
+run_ctest "conformance suite (build-asan)" build-asan -j 2 -L '^conformance$' --no-tests=error
 run_ctest "black-box tests (build-asan)" build-asan -j 2 -L '^blackbox$' --no-tests=error
 run_ctest "gateway tests (build-asan)" build-asan -j 2 -L '^gateway$' --no-tests=error
 run_ctest "crash and log damage (build-asan)" build-asan -L '^crash$' --no-tests=error

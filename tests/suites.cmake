@@ -122,6 +122,18 @@ runnel_suite(s3_failures s3 300
 runnel_suite(s3_ownership s3 300
   ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/ownership.test.mjs)
 
+# ... history tiering on a 3-node cluster sharing one prefix: moves made once by
+# a group's leader, cold reads on every replica, a leader kill, a replaced node,
+# the orphan sweep run once by the leader of the object's group
+runnel_suite(s3_cluster_history s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/cluster_history.test.mjs)
+# ... a backup of such a cluster (bodies copied) restored into a new cluster
+runnel_suite(s3_cluster_backup s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/cluster_backup.test.mjs)
+# ... staged snapshot parts that outlive a leader change
+runnel_suite(s3_cluster_parts s3 300
+  ${RUNNEL_SRC}/tests/s3/run_with_endpoint.sh ${NODE_JS} --test ${RUNNEL_SRC}/tests/s3/cluster_parts.test.mjs)
+
 # ---- crash recovery, subscriptions, storage faults, kill points, abuse
 # The sanitizer build runs slower: fewer crash rounds, the kill-point matrix's
 # quick variant, a looser p99 bound for the abuse probe: in "answer memory"

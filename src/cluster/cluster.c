@@ -187,6 +187,14 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     out->leader_url = p && info.leader_id != cl->cfg.node_id ? p->url : NULL;
 }
 
+uint64_t rn_cluster_lead_term(rn_cluster *cl, unsigned group) {
+    if (!cl->node || group >= cl->groups)
+        return 0;
+    consensus_group_info info;
+    consensus_group_info_get(cl->node, group, &info);
+    return info.leader_ready && !info.transferring ? info.term : 0;
+}
+
 typedef struct {
     rn_confirm_cb cb;
     void *arg;
@@ -442,6 +450,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->loop = loop;
     cl->cfg = *cfg;
     cl->engine = engine;
+    rn_engine_share_touches(engine); /* TTL windows cluster-wide: touches.h */
     cl->tiers = tiers;
     cl->groups = (unsigned)cfg->groups;
     cl->all_groups = cl->groups + 1;

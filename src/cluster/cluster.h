@@ -65,6 +65,12 @@ unsigned rn_cluster_hand_over(rn_cluster *cl, uint64_t timeout_ms, void (*done)(
  * entry it knows committed; else 0 with the reason in why. */
 int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap);
 
+/* The term in which this node leads group `group` and serves it (ready,
+ * not handing the leadership over), or 0 when it does not: the one node
+ * that removes the group's objects from a cold store every node shares,
+ * and counts its streams' staged parts (a new term: counted anew). */
+uint64_t rn_cluster_lead_term(rn_cluster *cl, unsigned group);
+
 /* Calls done(arg, 0) once this node's applied state of every group holds
  * every write acknowledged anywhere in the cluster before the call (each
  * group's leader confirmed its leadership after the call and this node

@@ -6,7 +6,9 @@
  *                                  leader and replicas) and the moves in
  *                                  progress
  *   GET /__runnel/cluster/status   this node's status, as peers read it
- *                                  (peers.c)
+ *                                  (peers.c); its query names the
+ *                                  streams read on the asking peer
+ *                                  (touches.h)
  *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
  *                                  node N (identity.h)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
@@ -34,6 +36,7 @@
 #include "cluster/peer_auth.h"
 #include "cluster/peer_tls.h"
 #include "cluster/reconcile.h"
+#include "cluster/touches.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
@@ -451,6 +454,7 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/status")) {
+        rn_touches_apply(cl->engine, query, query_len);
         cluster_peers_answer_status(cl, req);
         return 1;
     }

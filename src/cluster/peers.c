@@ -1,6 +1,7 @@
 /*
  * peers.c — what nodes tell each other of themselves: once a second each
- * node asks every peer for its status (GET /__runnel/cluster/status) and
+ * node asks every peer for its status (GET /__runnel/cluster/status, its
+ * query naming the streams read here since the last round: touches.h) and
  * keeps the answer: per group (the metadata group last) its applied index,
  * the leader and term it knows, its own role and the streams it still
  * fetches bytes for, and the configuration of each group it leads. From
@@ -22,6 +23,7 @@
 #include "cluster/health.h"
 #include "cluster/identity.h"
 #include "cluster/peer_auth.h"
+#include "cluster/touches.h"
 #include "util/clock.h"
 
 #include <jansson.h>
@@ -248,6 +250,8 @@ static void got_status(void *arg, const rn_fetch_result *r) {
 
 static void on_poll(uv_timer_t *t) {
     rn_cluster *cl = t->data;
+    char touched[RN_TOUCHES_QUERY_MAX];
+    rn_touches_query(cl->engine, touched); /* one round's, for every peer */
     for (unsigned g = 0; cl->node && g < cl->all_groups; g++) {
         consensus_group_info info;
         consensus_group_info_get(cl->node, g, &info);
@@ -267,9 +271,9 @@ static void on_poll(uv_timer_t *t) {
             ps->cl = cl;
             ps->g = rn_xcalloc(cl->all_groups, sizeof *ps->g);
         }
-        char url[600];
-        snprintf(url, sizeof url, "%s/__runnel/cluster/status",
-                 rn_cluster_peer_url(&cl->cfg.peers[i]));
+        char url[600 + RN_TOUCHES_QUERY_MAX];
+        snprintf(url, sizeof url, "%s/__runnel/cluster/status%s",
+                 rn_cluster_peer_url(&cl->cfg.peers[i]), touched);
         rn_fetch_request req = {.method = "GET",
                                 .url = url,
                                 .body_fd = -1,

@@ -17,7 +17,7 @@ static void snapshot_drop(rn_stream *s, int delete_body, const rn_effects *fx) {
     if (!s->snapshot.present)
         return;
     if (delete_body)
-        fx->drop_body(fx->ctx, s->snapshot.cold, s->snapshot.key);
+        fx->drop_body(fx->ctx, s, s->snapshot.cold, s->snapshot.key);
     free(s->snapshot.content_type);
     free(s->snapshot.key);
     memset(&s->snapshot, 0, sizeof s->snapshot);

@@ -299,16 +299,15 @@ void engine_decode_namespaces(rn_state *st, rn_reader *r) {
     }
 }
 
-/* The cold ends of the applied streams that have one. */
-static void encode_cold_ends(const rn_state *st, rn_buf *b) {
+void engine_encode_cold_ends(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b) {
     size_t count_at = b->len;
     rn_buf_append_u64(b, 0);
     uint64_t count = 0;
     size_t n;
     rn_stream **all = rn_state_streams_by_id(st, &n);
     for (size_t k = 0; k < n; k++) {
-        const rn_stream *s = all[k];
-        if (s->pending_create || !s->cold_end)
+        rn_stream *s = all[k];
+        if (s->pending_create || !s->cold_end || (pick && !pick(s, arg)))
             continue;
         rn_buf_append_u64(b, s->id);
         rn_buf_append_u64(b, s->cold_end);
@@ -318,9 +317,7 @@ static void encode_cold_ends(const rn_state *st, rn_buf *b) {
     set_count(b, count_at, count);
 }
 
-/* Sets the cold ends encode_cold_ends wrote; a stream it names must be
- * loaded and the end within its tail, else the image is damaged. */
-static void decode_cold_ends(rn_state *st, rn_reader *r) {
+void engine_decode_cold_ends(rn_state *st, rn_reader *r) {
     uint64_t n = rn_read_u64(r);
     for (uint64_t j = 0; j < n && !r->failed; j++) {
         uint64_t id = rn_read_u64(r), end = rn_read_u64(r);
@@ -397,7 +394,7 @@ void engine_image_encode(const rn_state *st, uint64_t segment, rn_buf *b) {
     rn_buf_append_u64(b, st->next_id);
     engine_encode_streams(st, NULL, NULL, b);
     engine_encode_namespaces(st, b);
-    encode_cold_ends(st, b);
+    engine_encode_cold_ends(st, NULL, NULL, b);
     if (fenced)
         engine_encode_fences(st, -1, b);
     rn_buf_append_u32(b, rn_crc32c(0, b->data, b->len));
@@ -428,7 +425,7 @@ int engine_image_decode(rn_state *st, const uint8_t *data, size_t size, int64_t 
     }
     engine_decode_namespaces(st, &r);
     if (!v2 && k == count)
-        decode_cold_ends(st, &r);
+        engine_decode_cold_ends(st, &r);
     if (v4 && k == count)
         engine_decode_fences(st, -1, &r);
     int rc = -EBADMSG;

@@ -10,6 +10,7 @@
 #include "engine/engine_int.h"
 #include "util/fault.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,11 +43,44 @@ static void retain_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
     rn_fault_point("retain-after-punch");
 }
 
+typedef struct {
+    rn_engine *e;
+    uint64_t id, off;
+} chunk_read;
+
+static int read_chunk(void *ctx, uint8_t *out) {
+    const chunk_read *c = ctx;
+    ssize_t got = rn_streamfiles_read(c->e->files, c->id, out, RN_CHUNK_BYTES, c->off);
+    return got == (ssize_t)RN_CHUNK_BYTES ? 0 : -EIO;
+}
+
+/* Before its file gives them back, a replica keeps the moved chunks its
+ * file holds in the read cache, as the node that moved them did (a
+ * replica of a cluster applies moves its group's leader made): an answer
+ * being sent in pieces from the file reads its later pieces there. */
+static void keep_moved(rn_engine *e, uint64_t id, uint64_t from, uint64_t len) {
+    const rn_stream *s = rn_state_stream(&e->state, id);
+    if (!e->tiering || !s)
+        return;
+    for (uint64_t off = from; off + RN_CHUNK_BYTES <= from + len; off += RN_CHUNK_BYTES) {
+        if (off < s->gap_to && off + RN_CHUNK_BYTES > s->gap_from)
+            continue; /* bytes this replica never had */
+        chunk_read c = {e, id, off};
+        rn_tiers_history_keep(e->cfg.tiers, id, off, read_chunk, &c);
+    }
+}
+
+/* The moved bytes leave the stream file, and a replica's gap no longer
+ * wants them (engine.h: they are read from the cold store now). */
 static void tiered_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
     rn_engine *e = ctx;
+    keep_moved(e, id, from, len);
     rn_fault_point("tier-before-punch");
     rn_streamfiles_punch(e->files, id, from, len);
     rn_fault_point("tier-after-punch");
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (s && s->gap_from < from + len && s->gap_from < s->gap_to)
+        s->gap_from = from + len < s->gap_to ? from + len : s->gap_to;
 }
 
 /* Drops index entries past keep (an append the cut splits becomes one
@@ -65,26 +99,38 @@ static uint64_t cut_files(void *ctx, const rn_stream *s, uint64_t keep) {
     return appends;
 }
 
-static void drop_body(void *ctx, int cold, const char *key) {
+/* Whether this replica removes stream s's objects from a store every
+ * replica shares (a network cold store): the one whose log takes s's
+ * commands (a single node; in a cluster, the leader of s's group), so
+ * each object is removed once. What a leader change leaves (entries a new
+ * leader applies before it serves) is the orphan sweep's. Recovery: yes. */
+static int removes_shared(const rn_engine *e, const rn_stream *s) {
+    return !e->log || engine_log_accepts(e, s->path, s->path_len);
+}
+
+static void drop_body(void *ctx, const rn_stream *s, int cold, const char *key) {
     rn_engine *e = ctx;
-    rn_tiers_body_drop(e->cfg.tiers, cold, key);
+    if (!rn_tiers_body_shared(e->cfg.tiers, cold) || removes_shared(e, s))
+        rn_tiers_body_drop(e->cfg.tiers, cold, key);
 }
 
 static void removed(void *ctx, rn_stream *s) {
     engine_notify(ctx, s, RN_STREAM_REMOVED);
 }
 
-/* Removes a destroyed stream's files, snapshot body and history objects, and keeps the
- * mutations queued on it for the pipeline to re-run once apply is over:
- * they then see no stream. */
+/* Removes a destroyed stream's files, snapshot body, history objects and
+ * staged parts, and keeps the mutations queued on it for the pipeline to
+ * re-run once apply is over: they then see no stream. */
 static void destroyed(void *ctx, rn_stream *s) {
     rn_engine *e = ctx;
     rn_fault_point("delete-before-remove");
     rn_streamfiles_remove(e->files, s->id);
     if (s->snapshot.present)
-        drop_body(e, s->snapshot.cold, s->snapshot.key);
-    if (s->cold_end)
+        drop_body(e, s, s->snapshot.cold, s->snapshot.key);
+    if (s->cold_end && removes_shared(e, s))
         rn_tiers_history_drop(e->cfg.tiers, s->id);
+    if (removes_shared(e, s))
+        rn_tiers_parts_drop(e->cfg.tiers, s->id);
     rn_fault_point("delete-after-remove");
     if (!s->queue_head)
         return;

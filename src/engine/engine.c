@@ -1,7 +1,8 @@
 /*
  * engine.c — the engine's remaining public calls: observers, lookups of
- * visible streams, the TTL window, and the test hooks. See engine.h for the model and engine_int.h
- * for where the rest lives.
+ * visible streams, the TTL window (and, in cluster mode, the streams read
+ * here that the other replicas are told of), and the test hooks. See engine.h for the model and
+ * engine_int.h for where the rest lives.
  */
 #include "engine/engine_int.h"
 #include "util/clock.h"
@@ -84,8 +85,39 @@ int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {
 }
 
 void rn_engine_touch(rn_engine *e, rn_stream *s) {
-    (void)e;
     s->last_access_ms = rn_now_ms();
+    if (!e->share_touches || s->touch_shared)
+        return;
+    if (e->ntouches == e->touches_cap) {
+        e->touches_cap = e->touches_cap ? 2 * e->touches_cap : 64;
+        e->touches = rn_xrealloc(e->touches, e->touches_cap * sizeof *e->touches);
+    }
+    e->touches[e->ntouches++] = s->id;
+    s->touch_shared = 1;
+}
+
+void rn_engine_share_touches(rn_engine *e) {
+    e->share_touches = 1;
+}
+
+size_t rn_engine_take_touches(rn_engine *e, uint64_t *ids, size_t cap) {
+    size_t n = e->ntouches < cap ? e->ntouches : cap;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = e->touches[i];
+        rn_stream *s = rn_state_stream(&e->state, ids[i]);
+        if (s)
+            s->touch_shared = 0;
+    }
+    e->ntouches -= n;
+    if (n && e->ntouches)
+        memmove(e->touches, e->touches + n, e->ntouches * sizeof *e->touches);
+    return n;
+}
+
+void rn_engine_touch_id(rn_engine *e, uint64_t id) {
+    rn_stream *s = rn_state_stream(&e->state, id);
+    if (s && !s->pending_create)
+        s->last_access_ms = rn_now_ms();
 }
 
 void rn_engine_inject_sync_failures(rn_engine *e, int n) {

@@ -123,6 +123,18 @@ int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);
 
 /* Renews the stream's TTL window (reads and writes do; HEAD does not). */
 void rn_engine_touch(rn_engine *e, rn_stream *s);
+/* Cluster mode: from now on rn_engine_touch also records the stream, once
+ * until it is taken, for rn_engine_take_touches, so that the replicas can
+ * renew the windows of streams read elsewhere (the leader decides expiry:
+ * a stream read only on a follower stays). */
+void rn_engine_share_touches(rn_engine *e);
+/* Moves up to cap ids of the streams touched here since they were last
+ * taken into ids, oldest first; returns how many. A stream deleted since
+ * may be among them. */
+size_t rn_engine_take_touches(rn_engine *e, uint64_t *ids, size_t cap);
+/* Renews the TTL window of stream id (another replica read it), without
+ * recording it again; an id no stream has is ignored. */
+void rn_engine_touch_id(rn_engine *e, uint64_t id);
 
 /* Reads stream bytes from offset, at most max bytes, appending to out. With
  * `whole_messages` on a JSON stream, the range ends on a message boundary

@@ -63,9 +63,12 @@ struct rn_engine {
     int tiering;                    /* history moves to the cold store (tiering.c) */
     uint64_t cold_backlog;          /* bytes of chunks due to move, not moved yet */
     uint64_t tier_incarnation;      /* of the chunk being moved, when it was read */
-    struct purge_driver *purge;     /* rn_engine_purge_start's, or NULL (purge.c) */
-    int checkpoint_wanted;          /* the next batch hook checkpoints whatever the log's size */
-    int purge_wanted;               /* fenced streams may be left */
+    int share_touches;              /* rn_engine_share_touches */
+    uint64_t *touches;              /* ids read here, not taken yet, oldest first */
+    size_t ntouches, touches_cap;
+    struct purge_driver *purge; /* rn_engine_purge_start's, or NULL (purge.c) */
+    int checkpoint_wanted;      /* the next batch hook checkpoints whatever the log's size */
+    int purge_wanted;           /* fenced streams may be left */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -196,6 +199,12 @@ int engine_checkpoint_write(const char *dir, const rn_buf *image);
  * lstr per namespace. */
 void engine_encode_streams(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
 void engine_encode_namespaces(const rn_state *st, rn_buf *b);
+/* The cold ends (history tiering) of the applied streams pick selects
+ * (NULL: all) that have one: u64 count, then (id, end) pairs by id. The
+ * decoder sets them; a stream it names must be in st and the end within
+ * its tail, else r fails. */
+void engine_encode_cold_ends(const rn_state *st, rn_stream_pick pick, void *arg, rn_buf *b);
+void engine_decode_cold_ends(rn_state *st, rn_reader *r);
 /* The fences (state.h), sorted: u64 count, then per fence lstr namespace
  * and i64 time, and with scope -1 (a checkpoint: every fence whole) u8
  * all and the 32-byte bitmap of groups; with a scope g >= 0 (a group's

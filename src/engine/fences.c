@@ -122,7 +122,7 @@ static void detach_forks(rn_state *st, rn_stream *s, const rn_effects *fx) {
         if (floors[k] > x->retained)
             x->retained = floors[k]; /* below its own bytes: nothing of its files to punch */
         if (x->snapshot.present && x->snapshot.offset < x->retained) {
-            fx->drop_body(fx->ctx, x->snapshot.cold, x->snapshot.key);
+            fx->drop_body(fx->ctx, x, x->snapshot.cold, x->snapshot.key);
             free(x->snapshot.content_type);
             free(x->snapshot.key);
             memset(&x->snapshot, 0, sizeof x->snapshot);

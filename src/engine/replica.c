@@ -58,8 +58,17 @@ int rn_engine_sync_stream(const rn_engine *e, uint64_t id) {
 void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group, rn_buf *out) {
     engine_encode_streams(&e->state, pick, arg, out);
     engine_encode_namespaces(&e->state, out);
-    if (e->state.fences.count) /* a manifest without fences reads as before them */
+    /* then, each only when needed: the group's fences (a count of 0 when
+     * only cold ends follow), and the cold ends of streams that moved
+     * history (a manifest built before either reads as it did) */
+    rn_buf cold = {0};
+    engine_encode_cold_ends(&e->state, pick, arg, &cold);
+    int has_cold = cold.len > 8; /* more than a count of 0 */
+    if (e->state.fences.count || has_cold)
         engine_encode_fences(&e->state, (int)group, out);
+    if (has_cold)
+        rn_buf_append(out, cold.data, cold.len);
+    rn_buf_free(&cold);
 }
 
 /* Moves what a manifest says of a stream from src (decoded, out of every
@@ -77,6 +86,7 @@ static void take_stream_state(rn_stream *dst, rn_stream *src) {
     dst->path_len = keep.path_len;
     dst->last_access_ms = keep.last_access_ms;
     dst->touched = keep.touched;
+    dst->touch_shared = keep.touch_shared;
     dst->busy = keep.busy;
     dst->has_files = keep.has_files;
     dst->queue_head = keep.queue_head;
@@ -112,7 +122,8 @@ static void find_gap(rn_engine *e, rn_stream *s) {
     uint64_t len = 0, entries = 0;
     if (rn_streamfiles_extent(e->files, s->id, &len, &entries) < 0)
         len = entries = 0; /* unreadable: fetch everything */
-    uint64_t own = max_u64(s->fork_offset, s->retained);
+    /* bytes below the cold end are read from the cold store: never fetched */
+    uint64_t own = max_u64(max_u64(s->fork_offset, s->retained), s->cold_end);
     uint64_t from = has ? rec.from : UINT64_MAX, to = has ? rec.to : 0;
     if (len < s->tail) {
         from = min_u64(from, len);
@@ -208,7 +219,8 @@ int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t t
     rn_stream *s = rn_state_stream(&e->state, id);
     if (!s || s->pending_create)
         return -ENOENT;
-    if (from >= to || to > s->tail || from < max_u64(s->fork_offset, s->retained) ||
+    if (from >= to || to > s->tail ||
+        from < max_u64(max_u64(s->fork_offset, s->retained), s->cold_end) ||
         to - from > RN_REPLICA_FETCH_MAX)
         return -ERANGE;
     if (from < s->gap_to && to > s->gap_from)
@@ -263,6 +275,8 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned gro
     engine_decode_namespaces(&scratch, &r);
     if (!r.failed && r.p != r.end)
         engine_decode_fences(&scratch, (int)group, &r);
+    if (k == count && !r.failed && r.p != r.end) /* absent from manifests before tiering */
+        engine_decode_cold_ends(&scratch, &r);
     int ok = k == count && !r.failed && r.p == r.end;
     for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
         ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
@@ -324,8 +338,11 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned gro
     if (scratch.fences.count)
         engine_purge_wanted(e);
     int rc = engine_link_forks(&e->state, loaded, sources, count);
-    for (uint64_t j = 0; j < count; j++)
+    for (uint64_t j = 0; j < count; j++) {
+        if (loaded[j]->cold_end) /* the moves the manifest holds: their bytes are cold */
+            rn_streamfiles_punch(e->files, loaded[j]->id, 0, loaded[j]->cold_end);
         find_gap(e, loaded[j]);
+    }
     free(loaded);
     free(sources);
     rn_state_free(&scratch);

@@ -130,7 +130,8 @@ typedef struct rn_stream {
     uint64_t previous_incarnation;
     uint64_t inherited_offset;
     int written_since_rewrite;
-    int touched; /* changed by apply since open (recovery cuts its files) */
+    int touched;      /* changed by apply since open (recovery cuts its files) */
+    int touch_shared; /* read here since the last rn_engine_take_touches (cluster) */
     /* owned by the mutation pipeline (pipeline.c); apply only reads
      * pending_create, and adopts a pending stream its CREATE names */
     int pending_create; /* created in the log, not yet applied: invisible */
@@ -201,8 +202,9 @@ typedef struct {
      * ends at or below keep; an append the cut splits ends at keep): the
      * index lives in the stream files, the state only counts it. */
     uint64_t (*cut)(void *ctx, const rn_stream *s, uint64_t keep);
-    /* A snapshot body that no stream references any more. */
-    void (*drop_body)(void *ctx, int cold, const char *key);
+    /* A snapshot body that stream s's snapshot no longer references (a
+     * later one superseded it, or s is destroyed). */
+    void (*drop_body)(void *ctx, const rn_stream *s, int cold, const char *key);
     /* Stream s disappears for readers (deleted, or soft-deleted: it stays
      * for its forks): observers hear RN_STREAM_REMOVED. */
     void (*removed)(void *ctx, rn_stream *s);

@@ -11,6 +11,14 @@
  * holds bytes of its own that are still kept (at or above its fork offset
  * and, unless forks read it, its retained offset). The backlog is the
  * bytes of due chunks not moved yet, counted at every tick of the flush.
+ *
+ * In a cluster every replica holds every stream's bytes, so the backlog
+ * counts every stream (the disk it bounds holds them all), but a chunk is
+ * moved only where the log takes its stream's commands: by the leader of
+ * its group, once; every replica gives its copy back when the move's
+ * TIER command applies (effects.c). A chunk that overlaps the replica's
+ * gap (bytes it has yet to fetch from peers: engine.h) waits until it is
+ * filled, since its file holds no bytes there to move.
  */
 #include "engine/engine_int.h"
 
@@ -43,7 +51,9 @@ static int tier_next(void *ctx, uint64_t *id, uint64_t *off) {
         if (due_end <= start)
             continue;
         backlog += due_end - start;
-        if (due_end - start > most) { /* the longest backlog first */
+        int movable = !(s->gap_from < s->gap_to && s->gap_from < start + RN_CHUNK_BYTES) &&
+                      engine_log_accepts(e, s->path, s->path_len);
+        if (movable && due_end - start > most) { /* the longest backlog first */
             most = due_end - start;
             *id = s->id;
             *off = start;
@@ -78,10 +88,11 @@ static void tier_done(rn_op *op) {
     rn_result r = op->out.result;
     /* a stream deleted, soft-deleted, fenced by a bucket purge or cut
      * below the chunk meanwhile no longer wants it (its object is an
-     * orphan); other refusals (a rewrite's new incarnation among them: the
-     * chunk is read again) retry */
+     * orphan), and a replica that no longer leads the stream's group
+     * leaves the move to the one that does; other refusals (a rewrite's
+     * new incarnation among them: the chunk is read again) retry */
     int settled = r == RN_OK_TIERED || r == RN_ERR_NOT_FOUND || r == RN_ERR_GONE ||
-                  r == RN_ERR_BUCKET_ERASED || r == RN_ERR_CONFIG_MISMATCH;
+                  r == RN_ERR_BUCKET_ERASED || r == RN_ERR_CONFIG_MISMATCH || r == RN_ERR_NO_LEADER;
     t->done(t->arg, settled ? 0 : -EAGAIN);
     free(t);
 }

@@ -17,7 +17,7 @@
 #include "util/text.h"
 
 #include <jansson.h>
-#include <openssl/sha.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +68,7 @@ struct rn_credentials {
     size_t nsources;
     uv_timer_t refresh;
     int stopped;
+    EVP_MD *sha256; /* fetched once: SHA256() fetches it again on every call */
 };
 
 static void grant_unref(rn_jwt_grant *g) {
@@ -103,6 +104,9 @@ rn_credentials *rn_credentials_new(uv_loop_t *loop, rn_outbound *outbound) {
     rn_credentials *c = rn_xcalloc(1, sizeof *c);
     c->loop = loop;
     c->out = outbound;
+    c->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (!c->sha256)
+        abort(); /* OpenSSL without its default provider */
     uv_timer_init(loop, &c->refresh);
     c->refresh.data = c;
     uv_timer_start(&c->refresh, on_refresh, JWKS_REFRESH_MS, JWKS_REFRESH_MS);
@@ -236,6 +240,7 @@ void rn_credentials_free(rn_credentials *c) {
     }
     free(c->sources);
     rn_tenants_unref(c->set);
+    EVP_MD_free(c->sha256);
     free(c);
 }
 
@@ -407,10 +412,16 @@ static rn_jwt_grant *grant_of(rn_credentials *c, const rn_issuer *is, const rn_j
     return g;
 }
 
+/* The SHA-256 of a credential (its cache and key-table key). */
+static void sha256_of(const rn_credentials *c, const char *tok, size_t len, uint8_t out[32]) {
+    if (!EVP_Digest(tok, len, out, NULL, c->sha256, NULL))
+        abort(); /* only for want of memory */
+}
+
 static void identify_jwt(rn_credentials *c, const char *tok, size_t len, int64_t now_ms,
                          rn_identity *id, jwks_source **wait_on) {
     uint8_t hash[32];
-    SHA256((const uint8_t *)tok, len, hash);
+    sha256_of(c, tok, len, hash);
     rn_jwt_grant *g = rn_map_get(&c->cache, hash, 32);
     if (g && g->expires_ms > now_ms) {
         g->refs++;
@@ -465,7 +476,7 @@ int rn_credentials_identify(rn_credentials *c, rn_request *req, int64_t now_ms, 
     size_t kp = sizeof API_KEY_PREFIX - 1;
     if (len > kp && memcmp(tok, API_KEY_PREFIX, kp) == 0) {
         uint8_t hash[32];
-        SHA256((const uint8_t *)tok, len, hash);
+        sha256_of(c, tok, len, hash);
         const rn_api_key *key;
         id->tenant = rn_tenants_by_key(c->set, hash, &key);
         if (!id->tenant)

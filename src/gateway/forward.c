@@ -39,6 +39,7 @@
 #define MAX_HOPS 3
 #define MAX_IDLE_PER_NODE 4096 /* idle connections kept per node (a few hundred bytes each) */
 #define HIGH_BYTES (256 * 1024)
+#define TARGET_MAX 8192 /* the longest target forwarded, its NUL included */
 #define ROUTES 65536
 #define LONG_POLL_EXTRA_MS 65000 /* a long-poll's wait (at most 60 s) on top of the timeout */
 struct rn_forwarder {
@@ -57,7 +58,7 @@ typedef struct {
     rn_request *req;
     rn_up_call *call;
     char origin[RN_ROUTES_ORIGIN_MAX];
-    char target[8192]; /* what is asked of the node: path and query */
+    char *target; /* what is asked of the node: path and query (below TARGET_MAX bytes) */
     char route[RN_ROUTES_PATH_MAX];
     size_t route_len;
     int hops, tries, read_only;
@@ -166,20 +167,26 @@ static void refuse(fwd *fw, rn_forward_failure why) {
  * credential unless the forwarder keeps it (or it is the server's own
  * token, which the gate let through). */
 static int forwarded_header(const rn_forwarder *f, const rn_request *req, const rn_header *h) {
-    static const char *const dropped[] = {"connection",
-                                          "keep-alive",
-                                          "proxy-connection",
-                                          "te",
-                                          "trailer",
-                                          "transfer-encoding",
-                                          "upgrade",
-                                          "host",
-                                          "expect",
-                                          "content-length",
-                                          "proxy-authorization"};
+#define NAMED(lit)                                                                                 \
+    { lit, sizeof lit - 1 }
+    static const struct {
+        const char *name;
+        size_t len;
+    } dropped[] = {NAMED("connection"),
+                   NAMED("keep-alive"),
+                   NAMED("proxy-connection"),
+                   NAMED("te"),
+                   NAMED("trailer"),
+                   NAMED("transfer-encoding"),
+                   NAMED("upgrade"),
+                   NAMED("host"),
+                   NAMED("expect"),
+                   NAMED("content-length"),
+                   NAMED("proxy-authorization")};
+#undef NAMED
     for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
-        if (rn_ieq(h->name, h->name_len, dropped[i]))
-            return 0;
+        if (h->name_len == dropped[i].len && rn_ieq(h->name, h->name_len, dropped[i].name))
+            return 0; /* lengths first: most headers are compared with none */
     return f->cfg.keep_credentials || rn_gate_passes_authorization(req) ||
            !rn_ieq(h->name, h->name_len, "authorization");
 }
@@ -360,11 +367,12 @@ static void up_head(void *arg, int status, const rn_header *h, size_t n, uint64_
         rn_up_call_cancel(fw->call); /* its connection closes: never reused mid-request */
         fw->call = NULL;
         fw->call_open = 0;
-        if (ok && fw->hops < MAX_HOPS && body_resendable(fw) && strlen(rest) < sizeof fw->target) {
+        if (ok && fw->hops < MAX_HOPS && body_resendable(fw) && strlen(rest) < TARGET_MAX) {
             fw->hops++;
             fw->f->redirects_followed++;
             snprintf(fw->origin, sizeof fw->origin, "%s", lorigin);
-            snprintf(fw->target, sizeof fw->target, "%s", rest[0] ? rest : "/");
+            free(fw->target);
+            fw->target = rn_xstrdup(rest[0] ? rest : "/");
             fw->continued = 0;
             attempt(fw);
             return;
@@ -497,6 +505,11 @@ static void attempt(fwd *fw) {
     rn_buf head = {0};
     int expect = fw->streamed && !fw->body_complete;
     build_head(fw, &head, expect);
+    int whole = !fw->streamed;
+    if (whole && fw->req->body.len) /* the body is in hand: head and body in one write */
+        rn_buf_append(&head, fw->req->body.data, fw->req->body.len);
+    if (whole)
+        fw->body_sent = 0; /* the request keeps its body: always resendable */
     fw->call =
         rn_up_call_start(f->up, fw->origin, &head, expect, head_timeout(fw), &up_callbacks, fw);
     if (!fw->call) { /* an origin the gateway cannot speak to (a redirect's) */
@@ -505,14 +518,7 @@ static void attempt(fwd *fw) {
         return;
     }
     fw->call_open = 1;
-    if (!fw->streamed) {
-        rn_request *req = fw->req;
-        if (req->body.len) {
-            rn_buf copy = {0}; /* the request keeps its body for a redirect */
-            rn_buf_append(&copy, req->body.data, req->body.len);
-            fw->body_sent = 0; /* a whole body is in hand: always resendable */
-            rn_up_call_send(fw->call, &copy);
-        }
+    if (whole) {
         rn_up_call_sent(fw->call);
         return;
     }
@@ -532,6 +538,7 @@ static void fwd_try_free(fwd *fw) {
     req->on_drain = NULL;
     req->on_input_end = NULL;
     rn_buf_free(&fw->pending);
+    free(fw->target);
     free(fw);
     rn_request_release(req);
 }
@@ -660,7 +667,8 @@ static fwd *fwd_new(rn_forwarder *f, rn_request *req, int streamed) {
     fw->streamed = streamed;
     fw->read_only = req->method == RN_HTTP_GET || req->method == RN_HTTP_HEAD;
     /* the gate, when there is one, took a credential out of the target */
-    snprintf(fw->target, sizeof fw->target, "%.*s", (int)req->target_len, req->target);
+    fw->target =
+        rn_xstrndup(req->target, req->target_len < TARGET_MAX ? req->target_len : TARGET_MAX - 1);
     route_of(fw);
     rn_request_hold(req);
     fw->req_held = 1;

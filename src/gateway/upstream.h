@@ -58,7 +58,8 @@ void rn_upstreams_stop(rn_upstreams *u);
 void rn_upstreams_free(rn_upstreams *u);
 
 /* Starts an exchange with origin: head is the request's head (request
- * line, header lines, blank line; taken over). expect_continue: the head
+ * line, header lines, blank line; taken over), which may go on with body
+ * bytes when no 100 Continue is asked (one write for both). expect_continue: the head
  * asks for 100 Continue, and go_on runs when it comes (or after a second
  * without it). head_timeout_ms bounds the wait for the answer's head from
  * now (0: none). The callbacks run later, never from inside this call.

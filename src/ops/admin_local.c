@@ -133,7 +133,7 @@ static void add_visible(rn_stream *s, void *arg) {
     count_bytes(s, &b->bytes);
     uint64_t count, bytes;
     if (b->parts && w->a->cfg.tiers &&
-        rn_tiers_parts_known(w->a->cfg.tiers, s->id, s->incarnation, &count, &bytes) == 0) {
+        rn_tiers_parts_known(w->a->cfg.tiers, s->id, &count, &bytes) == 0) {
         unsigned g = w->a->cfg.cluster ? rn_placement_id_group(s->id) : 0;
         b->parts[g][0] += count;
         b->parts[g][1] += bytes;
@@ -376,8 +376,7 @@ static void stream_state(rn_admin_plane *a, const rn_stream *s, size_t ns_len, j
     json_object_set_new(o, "epoch_floor",
                         s->has_floor ? json_integer((json_int_t)s->epoch_floor) : json_null());
     uint64_t count = 0, bytes = 0;
-    int known = a->cfg.tiers &&
-                rn_tiers_parts_known(a->cfg.tiers, s->id, s->incarnation, &count, &bytes) == 0;
+    int known = a->cfg.tiers && rn_tiers_parts_known(a->cfg.tiers, s->id, &count, &bytes) == 0;
     json_object_set_new(
         o, "staged_parts",
         known ? json_pack("{s:I, s:I}", "parts", (json_int_t)count, "bytes", (json_int_t)bytes)

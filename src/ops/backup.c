@@ -60,6 +60,12 @@ struct job {
 
 static void step(job *j);
 
+/* 1 when the backup names b's body by key rather than copying it: a body
+ * of a shared cold store, on a single node (backup.h). */
+static int body_referenced(const rn_backups *b, const rn_backup_stream *s) {
+    return s->has_body && !b->settle && rn_tiers_body_shared(b->tiers, s->body_cold);
+}
+
 /* How long a cluster node waits for its groups to settle. */
 #define SETTLE_TIMEOUT_MS 10000
 
@@ -167,7 +173,7 @@ static int read_body_piece(job *j, uint64_t end) {
 static int next_piece(job *j, const rn_backup_stream *b) {
     rn_tiers *t = j->owner->tiers;
     int body = j->part == RN_BACKUP_BODY;
-    if (body && (!b->has_body || rn_tiers_body_shared(t, b->body_cold)))
+    if (body && (!b->has_body || body_referenced(j->owner, b)))
         return 0;
     uint64_t limit = j->part == RN_BACKUP_DATA    ? b->tail
                      : j->part == RN_BACKUP_INDEX ? b->appends
@@ -208,7 +214,7 @@ static void step(job *j) {
         if (next_piece(j, b))
             return;
         if (j->part == RN_BACKUP_BODY) {
-            if (b->has_body && rn_tiers_body_shared(j->owner->tiers, b->body_cold))
+            if (body_referenced(j->owner, b))
                 j->bodies_referenced++;
             else if (b->has_body)
                 j->bodies_copied++;
@@ -238,8 +244,7 @@ static void begin(job *j) {
     rn_engine_backup_state(j->owner->engine, &j->image, &j->streams, &j->n);
     j->begun = 1;
     for (size_t i = 0; i < j->n; i++)
-        if (j->streams[i].has_body &&
-            rn_tiers_body_shared(j->owner->tiers, j->streams[i].body_cold))
+        if (body_referenced(j->owner, &j->streams[i]))
             rn_backup_refs_pin(j->owner->refs, j->streams[i].body_key);
     j->pos = j->n ? j->streams[0].data_from : 0;
     step(j);

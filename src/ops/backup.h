@@ -16,8 +16,9 @@
  * with its typed error (502 COLD_STORE_FAILED, 503 COLD_BACKPRESSURE).
  * The state object is written last, so a failed backup is never
  * mistaken for a complete one, and a retry under the same name rewrites
- * it. One backup runs at a time. The shared cold store's bodies the
- * backups reference stay (rn_backups_hold).
+ * it. One backup runs at a time. A single node's backups name the
+ * bodies of a shared cold store rather than copy them, and those bodies
+ * stay (rn_backups_hold); a cluster's copy them (rn_backups_settle_with).
  */
 #ifndef RN_OPS_BACKUP_H
 #define RN_OPS_BACKUP_H
@@ -40,8 +41,12 @@ rn_backups *rn_backups_new(uv_loop_t *loop, rn_engine *e, rn_tiers *t, rn_store 
  * call (rn_cluster_settle's contract): done(arg, 0), or done(arg, -errno). */
 typedef void (*rn_backup_settle_fn)(void *ctx, uint64_t timeout_ms,
                                     void (*done)(void *arg, int status), void *arg);
-/* Makes every backup wait for settle(ctx, ...) before its instant (cluster
- * mode). A settle that fails answers 503 NO_LEADER. */
+/* Cluster mode: makes every backup wait for settle(ctx, ...) before its
+ * instant (a settle that fails answers 503 NO_LEADER), and copy every
+ * snapshot body, a shared cold store's too: the node taking a backup is
+ * not the one that removes a superseded body from the store every node
+ * shares (its group's leader: tiers.h, rn_tiers_sweep_owned), which the
+ * references it pins would not hold back. */
 void rn_backups_settle_with(rn_backups *b, rn_backup_settle_fn settle, void *ctx);
 /* 1 when a backup at the destination, or the one being taken, may
  * reference the cold body key: the orphan sweep keeps it. */

@@ -710,16 +710,19 @@ uint64_t rn_config_history_cache_floor(const rn_config *cfg) {
     return cfg->max_read_bytes + (16u << 20);
 }
 
-/* History tiering needs a cold store, a single node, and a read cache that
- * holds the chunks of the largest read. */
+/* History tiering needs a cold store (in cluster mode one every node
+ * shares: a chunk the leader moved is read by every replica from there),
+ * and a read cache that holds the chunks of the largest read. */
 static int check_tiering(const rn_config *cfg, char *err, size_t errcap) {
     if (cfg->hot_bytes && cfg->cold_store == RN_COLD_NONE) {
         snprintf(err, errcap, "--hot-bytes (history tiering) needs --cold-store");
         return -1;
     }
-    if (cfg->hot_bytes && cfg->node_id) {
+    if (cfg->hot_bytes && cfg->node_id && cfg->cold_store != RN_COLD_S3) {
         snprintf(err, errcap,
-                 "--hot-bytes (history tiering) is not available in cluster mode (--node-id) yet");
+                 "--hot-bytes (history tiering) in cluster mode (--node-id) needs "
+                 "--cold-store=s3: every node reads the history its group's leader moved from "
+                 "the one store they share, and a local cold store is one node's");
         return -1;
     }
     if (cfg->hot_bytes && cfg->history_cache_bytes < rn_config_history_cache_floor(cfg)) {

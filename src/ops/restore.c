@@ -197,6 +197,76 @@ static int copy_referenced(restore *r, const rn_backup_stream *b, const char *ke
     return 0;
 }
 
+/* 1 when the backup holds b's body (a cluster's backup copies the S3 cold
+ * store's bodies too: backup.h), 0 when it only references it, -1 (r->err
+ * set) when the backup cannot tell. */
+static int body_held(restore *r, const rn_backup_stream *b) {
+    char piece_key[RN_BACKUP_KEY_MAX];
+    rn_backup_piece_key(r->name, RN_BACKUP_BODY, b->id, 0, piece_key);
+    waiter w = {.fd = -1};
+    r->src->ops->open(r->src, piece_key, 0, 1, on_open, &w);
+    wait_for(r, &w);
+    if (w.fd >= 0)
+        close(w.fd);
+    if (w.status < 0 && w.status != -ENOENT)
+        snprintf(r->err, sizeof r->err, "backup object %s cannot be read: %s", piece_key,
+                 strerror(-w.status));
+    return w.status == 0 ? 1 : w.status == -ENOENT ? 0 : -1;
+}
+
+/* Writes the body the backup holds into this deployment's S3 cold store
+ * as key: each piece goes up as an object of this node's beside it (the
+ * nodes of a cluster restore the same body), the store concatenates them
+ * into key, then they are removed. */
+static int upload_held(restore *r, const rn_backup_stream *b, const char *key, rn_buf *piece) {
+    char to[1100];
+    snprintf(to, sizeof to, "%s%s", r->cfg->s3_prefix, key);
+    size_t n = 0;
+    char **parts = NULL;
+    int rc = 0;
+    for (uint64_t pos = 0; rc == 0 && pos < b->body_size;) {
+        uint64_t end = rn_backup_piece_end(RN_BACKUP_BODY, pos, b->body_size);
+        char piece_key[RN_BACKUP_KEY_MAX];
+        rn_backup_piece_key(r->name, RN_BACKUP_BODY, b->id, pos, piece_key);
+        if ((rc = fetch(r, piece_key, end - pos, piece)) != 0)
+            break;
+        parts = rn_xrealloc(parts, (n + 1) * sizeof *parts);
+        parts[n] = rn_xmalloc(sizeof to + 48);
+        snprintf(parts[n], sizeof to + 48, "%s.restore-%llu-%016llx", to,
+                 (unsigned long long)r->cfg->node_id, (unsigned long long)pos);
+        waiter w = {.fd = -1};
+        r->bucket->ops->put(r->bucket, parts[n++], piece->data, piece->len, on_status, &w);
+        wait_for(r, &w);
+        rc = w.status;
+        pos = end;
+    }
+    if (rc == 0 && n == 0) { /* an empty body */
+        waiter w = {.fd = -1};
+        r->bucket->ops->put(r->bucket, to, "", 0, on_status, &w);
+        wait_for(r, &w);
+        rc = w.status;
+    } else if (rc == 0) {
+        waiter w = {.fd = -1};
+        r->bucket->ops->concat(r->bucket, to, (const char *const *)parts, n, UINT64_MAX, NULL, NULL,
+                               on_size, &w);
+        wait_for(r, &w);
+        rc = w.status < 0 ? w.status : (uint64_t)w.size == b->body_size ? 0 : -EIO;
+    }
+    if (n) { /* a part left behind is a name the orphan sweep never takes for a body */
+        waiter w = {.fd = -1};
+        r->bucket->ops->remove(r->bucket, (const char *const *)parts, n, on_status, &w);
+        wait_for(r, &w);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(parts[i]);
+    free(parts);
+    if (rc < 0 && !r->err[0])
+        snprintf(r->err, sizeof r->err,
+                 "snapshot body %s cannot be written into the S3 cold store: %s", key,
+                 strerror(-rc));
+    return rc < 0 ? -1 : 0;
+}
+
 /* The snapshot body of b: copied into the tiers as key, from the backup or
  * (a body the backup only references) from the source's cold store. */
 static int restore_body(restore *r, const rn_backup_stream *b, const char *key, rn_buf *piece) {
@@ -207,8 +277,10 @@ static int restore_body(restore *r, const rn_backup_stream *b, const char *key, 
                  b->body_key);
         return -1;
     }
-    if (rn_tiers_body_shared(r->tiers, b->body_cold))
-        return copy_referenced(r, b, key);
+    if (rn_tiers_body_shared(r->tiers, b->body_cold)) {
+        int held = b->body_size ? body_held(r, b) : 1; /* an empty body has no piece */
+        return held < 0 ? -1 : held ? upload_held(r, b, key, piece) : copy_referenced(r, b, key);
+    }
     int fd = rn_tiers_body_intake_begin(r->tiers, b->body_cold, key);
     int rc = fd < 0 ? fd : 0;
     for (uint64_t pos = 0; rc == 0 && pos < b->body_size;) {

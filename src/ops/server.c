@@ -29,6 +29,7 @@
 #include "ops/backup.h"
 #include "ops/console.h"
 #include "ops/backup_format.h"
+#include "ops/cold_owner.h"
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
@@ -68,6 +69,7 @@ typedef struct {
     rn_store *cold_backend; /* until the tiers took it over */
     rn_store *backup_dest;  /* --backup-to, until the backups took it over */
     rn_backups *backups;    /* POST /__runnel/backup (--backup-to) */
+    rn_cold_owner owner;    /* who removes which cold objects, once wired */
     rn_engine *engine;
     rn_live *live;
     rn_cluster *cluster; /* cluster mode (--node-id) */
@@ -105,18 +107,6 @@ static void on_sweep(uv_timer_t *t) {
     rn_engine_sweep_expired(s->engine);
 }
 
-/* The state references the body, or (a shared cold store's) a backup at
- * --backup-to may. */
-static int body_referenced(void *server_arg, int cold, const char *key) {
-    server *s = server_arg;
-    return rn_engine_body_referenced(s->engine, cold, key) ||
-           (s->backups && rn_tiers_body_shared(s->tiers, cold) && rn_backups_hold(s->backups, key));
-}
-
-static int stream_kept(void *engine, uint64_t id) {
-    return rn_engine_stream_kept(engine, id);
-}
-
 static void close_handles(server *s) {
     uv_timer_stop(&s->drain);
     uv_close((uv_handle_t *)&s->drain, NULL);
@@ -141,6 +131,7 @@ static void close_handles(server *s) {
     if (s->engine)
         rn_engine_purge_stop(s->engine);
     rn_write_forwarder_stop(s->forwarder);
+    s->owner.cluster = NULL;
     if (s->cluster) /* proposals in flight get their outcomes; the engine stays */
         rn_cluster_stop(s->cluster, NULL, NULL);
     s->cluster = NULL;
@@ -494,6 +485,7 @@ static void start_cluster(server *s) {
                            .tiers = s->tiers,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
+                           .hot_bytes = s->cfg.hot_bytes,
                            .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open_replicated(s->loop, &ec);
     s->cluster = rn_cluster_start(s->loop, &s->cfg, s->engine, s->tiers, s->recovery_err,
@@ -561,12 +553,9 @@ static void wire(server *s) {
         if (s->cfg.node_id)
             rn_backups_settle_with(s->backups, cluster_settle, s);
     }
-    if (!s->cfg.node_id) { /* a shared store holds other nodes' bodies: no orphan sweep */
-        rn_tiers_watch_bodies(s->tiers, body_referenced, s);
-        rn_tiers_watch_history(s->tiers, stream_kept, s->engine);
-        if (s->backups) /* a backup may name a body the state let go: the sweep decides */
-            rn_tiers_drop_by_sweep_only(s->tiers);
-    }
+    s->owner = (rn_cold_owner){
+        .engine = s->engine, .tiers = s->tiers, .backups = s->backups, .cluster = s->cluster};
+    rn_cold_owner_watch(&s->owner);
     rn_tiers_start(s->tiers);
     if (s->cfg.hot_bytes)
         rn_engine_tier_history(s->engine);
@@ -611,12 +600,6 @@ int rn_serve(int argc, char **argv) {
         return 0;
     if (rc == 0)
         rc = rn_cluster_config_check(&s.cfg, err, sizeof err);
-    if (rc == 0 && s.cfg.node_id && s.cfg.backup_to[0] && s.cfg.cold_store == RN_COLD_S3) {
-        snprintf(err, sizeof err,
-                 "--backup-to with --cold-store=s3 is for a single node: a cluster's backups "
-                 "would reference cold bodies that any node may remove");
-        rc = -1;
-    }
     if (rc < 0) {
         fprintf(stderr, "runnel: %s\n", err);
         return 2;

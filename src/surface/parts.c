@@ -10,8 +10,9 @@
  * assembled while hashed; then the digest); and the publish of the body
  * through the engine like a single-request publish. The parts go once the
  * commit's answer is final for its key and stay for a repeat otherwise.
- * One commit or discard runs per stream incarnation at a time (the tiers'
- * claim).
+ * One commit or discard runs per stream at a time (the tiers' claim). The
+ * bounds count a stream's staged parts of every incarnation, and a
+ * discard removes them all.
  */
 #include "surface/parts.h"
 #include "util/fault.h"
@@ -136,8 +137,9 @@ static void answer_busy(rn_request *req, const rn_stream *s) {
 /* ---- stage ---- */
 
 /* Answers 429 STAGED_PARTS_LIMIT and returns 1 when a part of part_bytes
- * would pass a bound of an incarnation that holds `count` staged parts of
- * `bytes` (ext §2.2); else returns 0. */
+ * would pass a bound of a stream that holds `count` staged parts of
+ * `bytes` (ext §2.2; the answer names its current incarnation); else
+ * returns 0. */
 static int answer_staged_limit(rn_request *req, uint64_t incarnation, uint64_t count,
                                uint64_t bytes, uint64_t part_bytes) {
     rn_buf extra = {0};
@@ -162,7 +164,7 @@ void rn_parts_answer_early(rn_surface *sf, rn_request *req, const char *key, siz
     uint64_t declared, parts, bytes;
     if (!cl || count != 1 || rn_parse_strict_u64(cl->value, cl->value_len, UINT64_MAX, &declared))
         declared = MAX_PART_BYTES; /* a part without a length counts as the largest */
-    if (rn_tiers_parts_staged(tiers(sf), s->id, s->incarnation, &parts, &bytes) == 0)
+    if (rn_tiers_parts_staged(tiers(sf), s->id, &parts, &bytes) == 0)
         answer_staged_limit(req, s->incarnation, parts, bytes, declared);
     /* else the counts are still being listed: the stage decides */
 }
@@ -202,7 +204,7 @@ void rn_parts_stage(rn_surface *sf, rn_request *req, const char *key, size_t key
     if (!s)
         return;
     part_ctx *c = ctx_new(sf, req, key, key_len, s);
-    rn_tiers_parts_count(tiers(sf), s->id, s->incarnation, staged_counted, c);
+    rn_tiers_parts_count(tiers(sf), s->id, staged_counted, c);
 }
 
 /* ---- discard ---- */
@@ -224,12 +226,12 @@ void rn_parts_discard(rn_surface *sf, rn_request *req, const char *key, size_t k
     rn_stream *s = stream_or_answer(sf, req, key, key_len);
     if (!s)
         return;
-    if (rn_tiers_parts_claim(tiers(sf), s->id, s->incarnation) < 0) {
+    if (rn_tiers_parts_claim(tiers(sf), s->id) < 0) {
         answer_busy(req, s);
         return;
     }
     part_ctx *c = ctx_new(sf, req, key, key_len, s);
-    rn_tiers_parts_discard(tiers(sf), s->id, s->incarnation, discarded, c);
+    rn_tiers_parts_discard(tiers(sf), s->id, discarded, c);
 }
 
 /* ---- commit ---- */
@@ -274,7 +276,7 @@ static void commit_finish(part_ctx *c) {
 /* Ends a commit refused with a retryable answer: its parts stay for the
  * repeat (ext §2.2). */
 static void commit_keep_parts(part_ctx *c) {
-    rn_tiers_parts_unclaim(tiers(c->sf), c->stream_id, c->incarnation);
+    rn_tiers_parts_unclaim(tiers(c->sf), c->stream_id);
     ctx_free(c);
 }
 
@@ -425,7 +427,7 @@ void rn_parts_commit(rn_surface *sf, rn_request *req, const char *key, size_t ke
         ctx_free(c);
         return;
     }
-    if (rn_tiers_parts_claim(tiers(sf), s->id, s->incarnation) < 0) {
+    if (rn_tiers_parts_claim(tiers(sf), s->id) < 0) {
         answer_busy(req, s);
         ctx_free(c);
         return;

@@ -312,8 +312,8 @@ static void recorded(void *arg, int status) {
  * file's copy (an answer sent in pieces) then reads its later pieces from
  * the cache, and readers near the tail find it there. Without it, when the
  * copy cannot be made, the move goes on: such a reader's answer is cut. */
-static void keep_written(struct rn_history *h, const uint8_t *data) {
-    uint64_t key[2] = {h->id, h->off / RN_CHUNK_BYTES};
+static void keep_chunk(struct rn_history *h, uint64_t id, uint64_t off, const uint8_t *data) {
+    uint64_t key[2] = {id, off / RN_CHUNK_BYTES};
     if (rn_map_get(&h->chunks, key, sizeof key))
         return;
     int fd = memfd_create("runnel-history", MFD_CLOEXEC);
@@ -338,6 +338,19 @@ static void keep_written(struct rn_history *h, const uint8_t *data) {
     fetched(c, fd, 0);
 }
 
+void rn_tiers_history_keep(rn_tiers *t, uint64_t id, uint64_t off,
+                           int (*read)(void *ctx, uint8_t *out), void *ctx) {
+    struct rn_history *h = t->history;
+    assert(off % RN_CHUNK_BYTES == 0);
+    uint64_t key[2] = {id, off / RN_CHUNK_BYTES};
+    if (!h || h->stopped || rn_map_get(&h->chunks, key, sizeof key))
+        return;
+    uint8_t *data = rn_xmalloc(RN_CHUNK_BYTES);
+    if (read(ctx, data) == 0)
+        keep_chunk(h, id, off, data);
+    free(data);
+}
+
 static void put_done(void *arg, int status) {
     struct rn_history *h = arg;
     h->put_status = status;
@@ -350,7 +363,7 @@ static void put_done(void *arg, int status) {
         return;
     }
     rn_fault_point("tier-after-put");
-    keep_written(h, h->buf);
+    keep_chunk(h, h->id, h->off, h->buf);
     h->src.record(h->src.ctx, h->id, h->off + RN_CHUNK_BYTES, recorded, h);
 }
 

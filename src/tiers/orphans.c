@@ -19,6 +19,13 @@
  * are kept (the rest wait for a sweep). Kill points: "orphan-before-remove"
  * once a sweep decided to remove something, "orphan-after-remove" once the
  * removal reported.
+ *
+ * In a cluster (rn_tiers_sweep_owned) the store is shared by every node:
+ * a node judges only the objects of the streams it owns (those of the
+ * groups it leads), and before removing any it has its ownership and its
+ * state confirmed (a leader that lost its group without knowing it could
+ * otherwise miss streams its successor created), then judges each doomed
+ * object again against the confirmed state.
  */
 #include "tiers/tiers_int.h"
 #include "util/buf.h"
@@ -50,12 +57,23 @@ static void free_doomed(orphan_sweep *o) {
     o->ndoomed = 0;
 }
 
-/* 1 when nothing the state holds references the object named key. */
-static int unreferenced(const rn_tiers *t, const char *key) {
+/* The stream an object of the sweep's belongs to: 1 with *id, or 0 for a
+ * name of another form (never the sweep's to remove). */
+static int object_stream(const char *key, uint64_t *id) {
     static const char history[] = RN_TIERS_HISTORY_PREFIX;
+    if (strncmp(key, history, sizeof history - 1) == 0)
+        return rn_history_key_stream(key, id);
+    return rn_tiers_body_key_stream(key, id);
+}
+
+/* 1 when the object named key is this node's to judge and nothing the
+ * state holds references it. */
+static int unreferenced(const rn_tiers *t, const char *key) {
     uint64_t id;
-    if (strncmp(key, history, sizeof history - 1) == 0) /* a name of another form stays */
-        return rn_history_key_stream(key, &id) && !t->stream_kept(t->stream_kept_ctx, id);
+    if (!object_stream(key, &id) || (t->owns && !t->owns(t->owner_ctx, id)))
+        return 0;
+    if (strncmp(key, RN_TIERS_HISTORY_PREFIX, sizeof RN_TIERS_HISTORY_PREFIX - 1) == 0)
+        return !t->stream_kept(t->stream_kept_ctx, id);
     return !t->referenced(t->referenced_ctx, 1, key);
 }
 
@@ -71,9 +89,10 @@ static void orphan_found(void *arg, const char *key, uint64_t size) {
     if (now - since >= t->parts_grace_ms) {
         o->doomed = rn_xrealloc(o->doomed, (o->ndoomed + 1) * sizeof *o->doomed);
         o->doomed[o->ndoomed++] = rn_xstrdup(key);
-        return;
     }
-    /* the map keeps its own copy of the key after the value */
+    /* a suspect even when doomed: one whose removal is not confirmed stays
+     * doomed at the next sweep. The map keeps its own copy of the key after
+     * the value */
     size_t len = strlen(key);
     uint64_t *v = rn_xmalloc(sizeof *v + len + 1);
     *v = since;
@@ -112,6 +131,46 @@ static void drop_doomed_history(orphan_sweep *o) {
     o->ndoomed = bodies;
 }
 
+/* Removes the doomed objects, if any. */
+static void remove_doomed(orphan_sweep *o) {
+    rn_tiers *t = o->t;
+    if (!o->ndoomed) {
+        orphans_removed(o, 0);
+        return;
+    }
+    rn_fault_point("orphan-before-remove");
+    rn_log(RN_LOG_INFO, "orphan_sweep", "removing %zu cold objects no state referenced for %llu ms",
+           o->ndoomed, (unsigned long long)t->parts_grace_ms);
+    o->removing = 1;
+    drop_doomed_history(o);
+    if (!o->ndoomed) {
+        orphans_removed(o, 0);
+        return;
+    }
+    t->cold->ops->remove(t->cold, (const char *const *)o->doomed, o->ndoomed, orphans_removed, o);
+}
+
+/* The owner's confirmation came: the doomed objects still unreferenced in
+ * the confirmed state go; without it, none does. */
+static void confirmed(void *arg, int status) {
+    orphan_sweep *o = arg;
+    rn_tiers *t = o->t;
+    size_t kept = 0;
+    for (size_t i = 0; i < o->ndoomed; i++) {
+        if (status == 0 && !t->stopped && unreferenced(t, o->doomed[i]))
+            o->doomed[kept++] = o->doomed[i];
+        else
+            free(o->doomed[i]);
+    }
+    if (status < 0 && !t->stopped)
+        rn_log_throttled(&t->orphan_failures, 60000, RN_LOG_WARN, "orphan_sweep",
+                         "the state this node judged %zu cold objects by was not confirmed "
+                         "(%s); none is removed until it is",
+                         o->ndoomed, strerror(-status));
+    o->ndoomed = kept;
+    remove_doomed(o);
+}
+
 static void orphans_listed(void *arg, int status) {
     orphan_sweep *o = arg;
     rn_tiers *t = o->t;
@@ -127,20 +186,15 @@ static void orphans_listed(void *arg, int status) {
         rn_map_free_values(&t->suspects);
         t->suspects = o->seen;
     }
-    if (!o->ndoomed) {
-        orphans_removed(o, 0);
+    if (!o->ndoomed || !t->confirm) {
+        remove_doomed(o);
         return;
     }
-    rn_fault_point("orphan-before-remove");
-    rn_log(RN_LOG_INFO, "orphan_sweep", "removing %zu cold objects no state referenced for %llu ms",
-           o->ndoomed, (unsigned long long)t->parts_grace_ms);
-    o->removing = 1;
-    drop_doomed_history(o);
-    if (!o->ndoomed) {
-        orphans_removed(o, 0);
-        return;
-    }
-    t->cold->ops->remove(t->cold, (const char *const *)o->doomed, o->ndoomed, orphans_removed, o);
+    uint64_t *ids = rn_xmalloc(o->ndoomed * sizeof *ids);
+    for (size_t i = 0; i < o->ndoomed; i++)
+        object_stream(o->doomed[i], &ids[i]); /* doomed: of a stream's */
+    t->confirm(t->owner_ctx, ids, o->ndoomed, confirmed, o);
+    free(ids);
 }
 
 static void bodies_listed(void *arg, int status) {
@@ -165,6 +219,16 @@ void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, c
 void rn_tiers_watch_history(rn_tiers *t, int (*kept)(void *ctx, uint64_t id), void *ctx) {
     t->stream_kept = kept;
     t->stream_kept_ctx = ctx;
+}
+
+void rn_tiers_sweep_owned(rn_tiers *t, int (*owns)(void *ctx, uint64_t stream),
+                          void (*confirm)(void *ctx, const uint64_t *streams, size_t n,
+                                          rn_tiers_status_fn done, void *arg),
+                          void *ctx) {
+    assert(!t->started && owns && confirm);
+    t->owns = owns;
+    t->confirm = confirm;
+    t->owner_ctx = ctx;
 }
 
 void rn_tiers_orphans_sweep(rn_tiers *t) {

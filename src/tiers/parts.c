@@ -3,12 +3,16 @@
  * Parts"). See tiers.h.
  *
  * A part is the object "parts/<stream id>/<incarnation>/<part id>", durable
- * before it is reported staged. The parts of an incarnation are counted in
- * memory (from a listing the first time the incarnation is used, then kept
- * up to date as parts come and go) so that surfaces can decide bounds from a
- * request head. The counts of incarnations nobody is using are forgotten at
- * each sweep, which also removes parts older than the grace period: the
- * next use lists again.
+ * before it is reported staged. The parts of a stream, every incarnation's,
+ * are counted in memory (from a walk of its prefix the first time the
+ * stream is used, then kept up to date as parts come and go) so that
+ * surfaces can decide bounds from a request head: a rewrite does not reset
+ * the bound. The counts of streams nobody is using are forgotten at each
+ * sweep, which also removes parts older than the grace period: the next
+ * use walks again. With rn_tiers_parts_epoch (a cluster, whose nodes share
+ * the store), a count made under another epoch (before this node led the
+ * stream's group this time) is not trusted either: another leader may have
+ * staged or used parts since.
  */
 #include "tiers/tiers_int.h"
 #include "util/buf.h"
@@ -32,30 +36,28 @@ typedef struct count_waiter {
     struct count_waiter *next;
 } count_waiter;
 
-/* The staged parts of one stream incarnation. */
+/* The staged parts of one stream, every incarnation's. */
 typedef struct {
-    uint64_t key[2]; /* map key: stream id, incarnation */
+    uint64_t key;   /* map key: the stream id */
+    uint64_t epoch; /* rn_tiers_parts_epoch's when the walk started */
     uint64_t count, bytes;
-    int counting; /* the store is listing them: the counts are not known yet */
+    int counting; /* the store is walking them: the counts are not known yet */
     int claimed;  /* a commit or discard holds them */
     count_waiter *waiters;
-    char dir[64]; /* where its parts are: the prefix of its listing */
+    char dir[64]; /* where its parts are: the prefix of its walk */
 } staged;
 
-static void parts_dir(uint64_t stream, uint64_t inc, char *out, size_t cap) {
-    snprintf(out, cap, PARTS_PREFIX "%016llx/%llu/", (unsigned long long)stream,
-             (unsigned long long)inc);
+static void stream_dir(uint64_t stream, char *out, size_t cap) {
+    snprintf(out, cap, PARTS_PREFIX "%016llx/", (unsigned long long)stream);
 }
 
 static void part_key(uint64_t stream, uint64_t inc, const char *id, char out[PART_KEY_MAX]) {
-    char dir[64];
-    parts_dir(stream, inc, dir, sizeof dir);
-    snprintf(out, PART_KEY_MAX, "%s%s", dir, id);
+    snprintf(out, PART_KEY_MAX, PARTS_PREFIX "%016llx/%llu/%s", (unsigned long long)stream,
+             (unsigned long long)inc, id);
 }
 
-static staged *find(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    uint64_t key[2] = {stream, inc};
-    return rn_map_get(&t->staged, key, sizeof key);
+static staged *find(rn_tiers *t, uint64_t stream) {
+    return rn_map_get(&t->staged, &stream, sizeof stream);
 }
 
 static void count_one(void *arg, const char *key, uint64_t size) {
@@ -81,39 +83,47 @@ static void counted(void *arg, int status) {
     }
 }
 
-/* The record of (stream, inc), listed on first use. */
-static staged *staged_for(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    assert(t->cold); /* parts need a cold store: rn_tiers_keeps_parts() */
-    staged *st = find(t, stream, inc);
-    if (st)
-        return st;
-    st = rn_xcalloc(1, sizeof *st);
-    st->key[0] = stream;
-    st->key[1] = inc;
-    st->counting = 1;
-    rn_map_put(&t->staged, st->key, sizeof st->key, st);
-    parts_dir(stream, inc, st->dir, sizeof st->dir);
-    t->cold->ops->list(t->cold, st->dir, count_one, counted, st);
-    return st;
-}
-
-/* Forgets the counts of (stream, inc) and ends its claim: the next use
- * lists its parts again (after a commit used some, or a discard failed). A
- * record still being listed stays: its listing is already fresh. */
-static void forget(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    staged *st = find(t, stream, inc);
+/* Forgets the counts of stream and ends its claim: the next use walks its
+ * parts again (after a commit used some, or a discard failed). A record
+ * still being walked stays: its walk is already fresh. */
+static void forget(rn_tiers *t, uint64_t stream) {
+    staged *st = find(t, stream);
     if (!st)
         return;
     st->claimed = 0;
     if (st->counting)
         return;
-    rn_map_remove(&t->staged, st->key, sizeof st->key);
+    rn_map_remove(&t->staged, &st->key, sizeof st->key);
     free(st);
 }
 
-int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
-                          uint64_t *bytes) {
-    const staged *st = staged_for(t, stream, inc);
+/* The record of stream, walked on first use, and again when it was counted
+ * under another epoch and nothing holds it. */
+static staged *staged_for(rn_tiers *t, uint64_t stream) {
+    assert(t->cold); /* parts need a cold store: rn_tiers_keeps_parts() */
+    uint64_t epoch = t->parts_epoch ? t->parts_epoch(t->parts_epoch_ctx, stream) : 0;
+    staged *st = find(t, stream);
+    if (st && st->epoch != epoch && !st->claimed)
+        forget(t, stream);
+    if ((st = find(t, stream)))
+        return st;
+    st = rn_xcalloc(1, sizeof *st);
+    st->key = stream;
+    st->epoch = epoch;
+    st->counting = 1;
+    rn_map_put(&t->staged, &st->key, sizeof st->key, st);
+    stream_dir(stream, st->dir, sizeof st->dir);
+    t->cold->ops->walk(t->cold, st->dir, count_one, counted, st);
+    return st;
+}
+
+void rn_tiers_parts_epoch(rn_tiers *t, uint64_t (*epoch)(void *ctx, uint64_t stream), void *ctx) {
+    t->parts_epoch = epoch;
+    t->parts_epoch_ctx = ctx;
+}
+
+int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t *count, uint64_t *bytes) {
+    const staged *st = staged_for(t, stream);
     if (st->counting)
         return -EAGAIN;
     *count = st->count;
@@ -121,9 +131,8 @@ int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *
     return 0;
 }
 
-void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_count_fn done,
-                          void *arg) {
-    staged *st = staged_for(t, stream, inc);
+void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, rn_tiers_count_fn done, void *arg) {
+    staged *st = staged_for(t, stream);
     if (!st->counting) {
         done(arg, st->count, st->bytes);
         return;
@@ -135,10 +144,8 @@ void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_c
     st->waiters = w;
 }
 
-int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
-                         uint64_t *bytes) {
-    uint64_t key[2] = {stream, inc};
-    const staged *st = t->cold ? rn_map_get(&t->staged, key, sizeof key) : NULL;
+int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t *count, uint64_t *bytes) {
+    const staged *st = t->cold ? rn_map_get(&t->staged, &stream, sizeof stream) : NULL;
     if (!st || st->counting)
         return -ENOENT;
     *count = st->count;
@@ -159,21 +166,11 @@ static void parts_dropped(void *arg, int status) {
 void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream) {
     if (!t->cold || (!t->started && t->cold->network))
         return; /* recovery cannot reach a network store */
-    staged **gone = rn_xcalloc(t->staged.count + 1, sizeof *gone);
-    size_t n = 0, i = 0;
-    void *v;
-    while (rn_map_next(&t->staged, &i, &v)) {
-        staged *st = v;
-        if (st->key[0] == stream && !st->claimed && !st->counting)
-            gone[n++] = st;
-    }
-    for (size_t k = 0; k < n; k++) {
-        rn_map_remove(&t->staged, gone[k]->key, sizeof gone[k]->key);
-        free(gone[k]);
-    }
-    free(gone);
+    const staged *st = find(t, stream);
+    if (!st || !st->claimed) /* a claim's holder ends it; its parts go all the same */
+        forget(t, stream);
     char *prefix = rn_xmalloc(64);
-    snprintf(prefix, 64, PARTS_PREFIX "%016llx/", (unsigned long long)stream);
+    stream_dir(stream, prefix, 64);
     t->cold->ops->sweep(t->cold, prefix, INT64_MAX, parts_dropped, prefix);
 }
 
@@ -191,7 +188,7 @@ typedef struct {
 
 static void part_written(void *arg, int status) {
     stage_job *j = arg;
-    staged *st = find(j->t, j->stream, j->inc);
+    staged *st = find(j->t, j->stream);
     if (st && status < 0)
         st->bytes -= j->len < st->bytes ? j->len : st->bytes;
     else if (st)
@@ -202,7 +199,7 @@ static void part_written(void *arg, int status) {
 
 void rn_tiers_part_stage(rn_tiers *t, uint64_t stream, uint64_t inc, const void *data, size_t len,
                          rn_tiers_part_fn done, void *arg) {
-    staged *st = staged_for(t, stream, inc);
+    staged *st = staged_for(t, stream);
     st->bytes += len; /* counted while it uploads */
     stage_job *j = rn_xcalloc(1, sizeof *j);
     *j = (stage_job){.t = t, .stream = stream, .inc = inc, .len = len, .done = done, .arg = arg};
@@ -217,22 +214,22 @@ void rn_tiers_part_stage(rn_tiers *t, uint64_t stream, uint64_t inc, const void 
 
 /* ---- claims ---- */
 
-int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    staged *st = staged_for(t, stream, inc);
+int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream) {
+    staged *st = staged_for(t, stream);
     if (st->claimed)
         return -EBUSY;
     st->claimed = 1;
     return 0;
 }
 
-void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    staged *st = find(t, stream, inc);
+void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream) {
+    staged *st = find(t, stream);
     assert(st && st->claimed);
     st->claimed = 0;
 }
 
-static void assert_claimed(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    const staged *st = find(t, stream, inc);
+static void assert_claimed(rn_tiers *t, uint64_t stream) {
+    const staged *st = find(t, stream);
     assert(st && st->claimed); /* a claim keeps its record: sweeps skip it */
     (void)st;
 }
@@ -251,7 +248,7 @@ typedef struct {
 } parts_job;
 
 static parts_job *parts_job_new(rn_tiers *t, uint64_t stream, uint64_t inc) {
-    assert_claimed(t, stream, inc);
+    assert_claimed(t, stream);
     parts_job *j = rn_xcalloc(1, sizeof *j);
     j->t = t;
     j->stream = stream;
@@ -285,9 +282,9 @@ static void parts_job_free(parts_job *j) {
 
 static void discarded(void *arg, int status) {
     parts_job *j = arg;
-    staged *st = find(j->t, j->stream, j->inc);
+    staged *st = find(j->t, j->stream);
     if (status < 0) {
-        forget(j->t, j->stream, j->inc); /* some may remain: count them anew */
+        forget(j->t, j->stream); /* some may remain: count them anew */
     } else if (st) {
         st->claimed = 0;
         st->count = 0;
@@ -311,13 +308,12 @@ static void listed_for_discard(void *arg, int status) {
     j->t->cold->ops->remove(j->t->cold, (const char *const *)j->keys, j->n, discarded, j);
 }
 
-void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_status_fn done,
-                            void *arg) {
-    parts_job *j = parts_job_new(t, stream, inc);
+void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, rn_tiers_status_fn done, void *arg) {
+    parts_job *j = parts_job_new(t, stream, 0);
     j->done = done;
     j->arg = arg;
-    parts_dir(stream, inc, j->dir, sizeof j->dir);
-    t->cold->ops->list(t->cold, j->dir, collect_part, listed_for_discard, j);
+    stream_dir(stream, j->dir, sizeof j->dir);
+    t->cold->ops->walk(t->cold, j->dir, collect_part, listed_for_discard, j);
 }
 
 /* ---- assemble, release ---- */
@@ -333,7 +329,7 @@ static void parts_assembled(void *arg, int64_t size) {
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg) {
-    assert_claimed(t, stream, inc);
+    assert_claimed(t, stream);
     if (t->copies >= RN_TIERS_MAX_COMMIT_COPIES) {
         done(arg, -EBUSY, 1, "", 0); /* refused before the copy */
         return;
@@ -351,8 +347,8 @@ void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const c
 
 static void released(void *arg, int status) {
     parts_job *j = arg;
-    (void)status;                    /* a part that stays is swept after the grace period */
-    forget(j->t, j->stream, j->inc); /* the next use counts what is left */
+    (void)status;            /* a part that stays is swept after the grace period */
+    forget(j->t, j->stream); /* the next use counts what is left */
     parts_job_free(j);
 }
 
@@ -381,7 +377,7 @@ static void parts_swept(void *arg, int status) {
             idle[n++] = st;
     }
     for (size_t k = 0; k < n; k++) {
-        rn_map_remove(&t->staged, idle[k]->key, sizeof idle[k]->key);
+        rn_map_remove(&t->staged, &idle[k]->key, sizeof idle[k]->key);
         free(idle[k]);
     }
     free(idle);

@@ -58,15 +58,22 @@ static rn_s3_call *issue_list_one(s3store_req *r) {
 }
 
 /* The id an owner object of len bytes names into out ("" when it is not
- * an owner object). */
-static void owner_named(const uint8_t *buf, uint64_t len, char out[65]) {
+ * an owner object). Returns -EAGAIN, out "", for bytes that do not end
+ * with the newline every owner object ends with: an object read while
+ * another node of the deployment writes it (S3 never shows that, a store
+ * that writes objects in place, such as s3rver, may), which a later read
+ * tells apart. */
+static int owner_named(const uint8_t *buf, uint64_t len, char out[65]) {
     size_t n = len < OWNER_MAX ? (size_t)len : OWNER_MAX;
-    if (n && buf[n - 1] == '\n')
-        n--;
+    out[0] = '\0';
+    if (n == 0 || buf[n - 1] != '\n')
+        return -EAGAIN;
+    n--;
     if (n == 0 || n > 64 || memchr(buf, '\n', n) || memchr(buf, '\0', n))
         n = 0;
     memcpy(out, buf, n);
     out[n] = '\0';
+    return 0;
 }
 
 /* The store is not (or no longer) this deployment's: why it says so
@@ -92,7 +99,7 @@ static void checked(s3store_req *r, const rn_s3_result *res) {
     char other[65] = "";
     int status = s3store_answer_errno(res);
     if (status == 0)
-        owner_named(o->buf, res->length, other);
+        status = owner_named(o->buf, res->length, other);
     if ((status == 0 && strcmp(other, r->st->owner) != 0) || status == -ENOENT) {
         found_foreign(r->st, other, 1);
         status = -EPERM;
@@ -168,7 +175,10 @@ static void claim_read(s3store_req *r, const rn_s3_result *res) {
         return;
     }
     char other[65];
-    owner_named(o->buf, res->length, other);
+    if (owner_named(o->buf, res->length, other) < 0) {
+        claim_finish(o, -EAGAIN); /* the claim asks again */
+        return;
+    }
     if (strcmp(other, st->owner) != 0) {
         found_foreign(st, other, 0); /* the caller says so */
         claim_finish(o, -EEXIST);

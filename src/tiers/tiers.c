@@ -12,6 +12,7 @@
 #include "tiers/blobs.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/text.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -73,6 +74,7 @@ void rn_tiers_start(rn_tiers *t) {
 }
 
 void rn_tiers_stop(rn_tiers *t) {
+    t->stopped = 1;
     if (t->started)
         uv_close((uv_handle_t *)&t->sweep, NULL);
     if (t->history)
@@ -245,6 +247,10 @@ int rn_tiers_body_key_valid(const char *key) {
         if (i != 16 && !isxdigit((unsigned char)key[p + i]))
             return 0;
     return 1;
+}
+
+int rn_tiers_body_key_stream(const char *key, uint64_t *id) {
+    return rn_tiers_body_key_valid(key) && rn_parse_hex_u64(key + sizeof BODY_PREFIX - 1, id) == 0;
 }
 
 void rn_tiers_body_key_rebase(const char *key, uint64_t stream, char out[RN_TIERS_KEY_MAX]) {

@@ -102,8 +102,9 @@ void rn_tiers_body_drop(rn_tiers *t, int cold, const char *key);
  * engine is open: with a network cold store (store.h), whose bodies
  * recovery cannot list, the sweep of staged parts also removes the cold
  * bodies referenced() denied at two listings parts_grace_ms apart (a body
- * whose publish is still on its way is referenced by then). Not in cluster
- * mode: a store shared by nodes holds bodies other nodes' groups name. */
+ * whose publish is still on its way is referenced by then). In cluster
+ * mode only with rn_tiers_sweep_owned: a store shared by nodes holds
+ * bodies of groups other nodes lead. */
 void rn_tiers_watch_bodies(rn_tiers *t, int (*referenced)(void *ctx, int cold, const char *key),
                            void *ctx);
 /* From now on (before rn_tiers_start, with rn_tiers_watch_bodies) the
@@ -147,8 +148,9 @@ int rn_tiers_body_intake_end(rn_tiers *t, int cold, const char *key, int fd, int
 /* ---- staged parts (ext §2.2) ----
  * Parts belong to one incarnation of one stream, named by (stream, inc),
  * and live in the cold store until a commit used them, a discard removed
- * them, or the sweep found them older than parts_grace_ms. Requires
- * rn_tiers_keeps_parts(). */
+ * them, or the sweep found them older than parts_grace_ms. They are
+ * counted per stream, every incarnation's parts together, so that a
+ * rewrite does not reset the bounds. Requires rn_tiers_keeps_parts(). */
 
 typedef void (*rn_tiers_count_fn)(void *arg, uint64_t count, uint64_t bytes);
 /* status 0 with the part's id (1-64 visible ASCII characters), or -errno. */
@@ -161,29 +163,37 @@ typedef void (*rn_tiers_observe_fn)(void *arg, const uint8_t *data, size_t len);
 typedef void (*rn_tiers_assembled_fn)(void *arg, int status, int cold, const char *key,
                                       uint64_t size);
 
-/* The staged parts of (stream, inc), uploads in progress included, when
- * they are known now: returns 0 with *count and *bytes, or -EAGAIN while
- * the store is still listing them (the first use of an incarnation starts
- * that listing; the local directory answers at once). */
-int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
-                          uint64_t *bytes);
+/* The staged parts of stream (of every incarnation), uploads in progress
+ * included, when they are known now: returns 0 with *count and *bytes, or
+ * -EAGAIN while the store is still listing them (the first use of a stream
+ * starts that listing, and so does a use under another epoch: see
+ * rn_tiers_parts_epoch; the local directory answers at once). */
+int rn_tiers_parts_staged(rn_tiers *t, uint64_t stream, uint64_t *count, uint64_t *bytes);
 /* The same, once known. */
-void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_count_fn done,
-                          void *arg);
+void rn_tiers_parts_count(rn_tiers *t, uint64_t stream, rn_tiers_count_fn done, void *arg);
+/* Cluster mode, where the nodes share the cold store and the leader of a
+ * stream's group counts its parts: epoch(ctx, stream) names this node's
+ * current leadership of that group (its term while it leads, 0 while it
+ * does not). A stream's counts made under another epoch are listed again
+ * at their next use (unless a commit or discard holds them), so a node
+ * that leads again counts what other leaders staged and used meanwhile.
+ * Before rn_tiers_start. */
+void rn_tiers_parts_epoch(rn_tiers *t, uint64_t (*epoch)(void *ctx, uint64_t stream), void *ctx);
 /* Stages len bytes as a new part of (stream, inc), counted at once. data
  * is borrowed until done. */
 void rn_tiers_part_stage(rn_tiers *t, uint64_t stream, uint64_t inc, const void *data, size_t len,
                          rn_tiers_part_fn done, void *arg);
 
-/* One commit or discard of an incarnation's parts runs at a time: claims
- * them for one. Returns 0, or -EBUSY while another holds them. */
-int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream, uint64_t inc);
+/* One commit or discard of a stream's parts runs at a time: claims them
+ * for one. Returns 0, or -EBUSY while another holds them. */
+int rn_tiers_parts_claim(rn_tiers *t, uint64_t stream);
 /* Ends a claim that changed nothing: the parts stay for a repeat. */
-void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream, uint64_t inc);
-/* Removes every staged part of claimed (stream, inc) and ends the claim;
- * on failure some may remain. */
-void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers_status_fn done,
-                            void *arg);
+void rn_tiers_parts_unclaim(rn_tiers *t, uint64_t stream);
+/* Removes every staged part of claimed stream, every incarnation's (ext
+ * §2.2 lets a discard take the unused parts of earlier incarnations: they
+ * count against the same bounds), and ends the claim; on failure some may
+ * remain. */
+void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, rn_tiers_status_fn done, void *arg);
 /* Copies the claimed parts ids[0..n) (ids without "/") in that order into a
  * new snapshot body of the stream, passing every byte to observe. The parts
  * stay; the claim goes on. ids are borrowed until done. A node copies at
@@ -193,16 +203,17 @@ void rn_tiers_parts_discard(rn_tiers *t, uint64_t stream, uint64_t inc, rn_tiers
 void rn_tiers_parts_assemble(rn_tiers *t, uint64_t stream, uint64_t inc, const char *const *ids,
                              size_t n, uint64_t max_bytes, rn_tiers_observe_fn observe,
                              void *observe_arg, rn_tiers_assembled_fn done, void *arg);
-/* The staged parts of (stream, inc) as counted in memory, without listing
- * anything: 0 with *count and *bytes, or -ENOENT when they are not known
- * now (never used since start, forgotten by a sweep, or being listed).
- * The operator's usage report reads it. */
-int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t inc, uint64_t *count,
-                         uint64_t *bytes);
+/* The staged parts of stream (of every incarnation) as counted in memory,
+ * without listing anything: 0 with *count and *bytes, or -ENOENT when they
+ * are not known now (never used since start, forgotten by a sweep, or
+ * being listed). The operator's usage report reads it. */
+int rn_tiers_parts_known(const rn_tiers *t, uint64_t stream, uint64_t *count, uint64_t *bytes);
 /* Removes every staged part of stream, of any incarnation, whatever its
- * age (a bucket purge), and forgets their counts; fire and forget: what a
- * failure leaves goes with the sweep. Parts staged while it runs may
- * stay. Nothing during recovery with a network store. */
+ * age (a bucket purge, or the stream destroyed: ids are never reused, so a
+ * stream deleted and created again starts with none rather than with
+ * parts only the sweep would remove), and forgets their counts; fire and
+ * forget: what a failure leaves goes with the sweep. Parts staged while it
+ * runs may stay. Nothing during recovery with a network store. */
 void rn_tiers_parts_drop(rn_tiers *t, uint64_t stream);
 /* Removes the claimed parts ids[0..n) a commit used up, then ends the
  * claim. ids are copied. */
@@ -270,6 +281,15 @@ void rn_tiers_history_fetch(rn_tiers *t, uint64_t id, uint64_t off, rn_tiers_sta
  * misses one fetches it). No-op without a cold store. */
 void rn_tiers_history_read_ahead(rn_tiers *t, uint64_t id, uint64_t from, uint64_t to);
 
+/* Keeps a copy of stream id's chunk at off (a multiple of RN_CHUNK_BYTES)
+ * in the read cache, in memory, unless it is cached or coming: read(ctx,
+ * out) fills out with its RN_CHUNK_BYTES bytes and returns 0 (< 0: no
+ * copy is kept). The flush keeps each chunk it moves so; a replica whose
+ * stream file gives back a chunk another node moved (cluster mode) calls
+ * it first, so that an answer begun on the file's copy reads its later
+ * pieces from the cache. No-op without a cold store. */
+void rn_tiers_history_keep(rn_tiers *t, uint64_t id, uint64_t off,
+                           int (*read)(void *ctx, uint8_t *out), void *ctx);
 /* Removes every history object of stream id, which is gone for good (a
  * destroyed stream: no fork reads it). Reports nothing: an object that
  * stays is an orphan for the sweep rn_tiers_watch_history sets up. Also
@@ -279,9 +299,22 @@ void rn_tiers_history_drop(rn_tiers *t, uint64_t id);
  * engine is open: the sweep of staged parts then also walks the history
  * objects and drops the streams kept() denied at two walks parts_grace_ms
  * apart (a drop that failed, or that a crash kept from running, left
- * them). Ids are never reused, so a denied stream never comes back. Not in
- * cluster mode: a store shared by nodes holds other nodes' streams. */
+ * them). Ids are never reused, so a denied stream never comes back. In
+ * cluster mode only with rn_tiers_sweep_owned. */
 void rn_tiers_watch_history(rn_tiers *t, int (*kept)(void *ctx, uint64_t id), void *ctx);
+/* Cluster mode, where every node shares the cold store: from now on
+ * (before rn_tiers_start) the orphan sweep judges only objects of the
+ * streams owns() says are this node's (their group's leader's: one node
+ * per group), and before it removes any it asks confirm() about their
+ * streams (n of them, repeats possible; borrowed for the call): done(arg,
+ * 0) once this node still owns them and its state holds every change
+ * committed before the call, else done(arg, -errno), and nothing is
+ * removed this time (the objects stay suspects). Each doomed object is
+ * judged again against the confirmed state before it goes. */
+void rn_tiers_sweep_owned(rn_tiers *t, int (*owns)(void *ctx, uint64_t stream),
+                          void (*confirm)(void *ctx, const uint64_t *streams, size_t n,
+                                          rn_tiers_status_fn done, void *arg),
+                          void *ctx);
 
 typedef struct {
     uint64_t cached_bytes;          /* history objects in the read cache */

@@ -19,7 +19,10 @@ struct rn_tiers {
     uint64_t parts_grace_ms;
     uv_timer_t sweep; /* of staged parts, every parts_grace_ms / 4 */
     int started;
-    rn_map staged;                  /* (stream, incarnation) -> staged parts (parts.c) */
+    int stopped;   /* rn_tiers_stop: the stores take no more calls */
+    rn_map staged; /* stream -> its staged parts (parts.c) */
+    uint64_t (*parts_epoch)(void *ctx, uint64_t stream); /* rn_tiers_parts_epoch; NULL: none */
+    void *parts_epoch_ctx;
     unsigned copies;                /* parts commits copying (rn_tiers_parts_assemble) */
     rn_log_throttle parts_failures; /* sweeps of stale parts that failed */
     /* the orphan sweep of a network cold store's bodies (orphans.c) */
@@ -29,13 +32,20 @@ struct rn_tiers {
     void *stream_kept_ctx;
     rn_map suspects; /* object key -> when a listing first found it unreferenced */
     int orphan_listing;
-    rn_log_throttle orphan_failures; /* listings that failed */
-    int drop_by_sweep_only;          /* rn_tiers_drop_by_sweep_only */
-    struct rn_history *history;      /* history.c; NULL without a cold store */
+    rn_log_throttle orphan_failures;         /* listings that failed */
+    int drop_by_sweep_only;                  /* rn_tiers_drop_by_sweep_only */
+    int (*owns)(void *ctx, uint64_t stream); /* rn_tiers_sweep_owned; NULL: every stream */
+    void (*confirm)(void *ctx, const uint64_t *streams, size_t n, rn_tiers_status_fn done,
+                    void *arg);
+    void *owner_ctx;
+    struct rn_history *history; /* history.c; NULL without a cold store */
 };
 
 /* A fresh key for a snapshot body of stream `stream`. */
 void rn_tiers_body_key(rn_tiers *t, uint64_t stream, char out[RN_TIERS_KEY_MAX]);
+/* 1 with *id when key is a body key (rn_tiers_body_key_valid), naming
+ * stream *id. */
+int rn_tiers_body_key_stream(const char *key, uint64_t *id);
 
 /* parts.c: removes staged parts older than the grace period and forgets
  * the counts of idle incarnations; frees every count (at close). */

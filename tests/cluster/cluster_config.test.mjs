@@ -43,16 +43,14 @@ describe("refused settings (exit 2, a message naming them)", () => {
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--groups", "257"], /groups must be an integer from 1 to 256/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--election-timeout-ms", "10"], /election-timeout-ms must be an integer from 50/],
     [["--node-id", "1", "--cluster-id", "bad id!", ...peers], /--cluster-id must be 1 to 64 characters/],
-    [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=s3", "--s3-bucket", "b", "--backup-to", "/nonexistent"],
-      /--backup-to with --cold-store=s3 is for a single node/],
-    // the two single-node features cluster mode refuses
+    // the single-node feature cluster mode refuses, and tiering over a store only one node has
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "segment-1"],
       /--accept-loss in cluster mode names the groups that lost their majority.*group-N \(N below --groups 16\) or meta/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "group-16"],
       /--accept-loss in cluster mode names the groups.*\(got "group-16"\)/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--replicas", "8"], /--replicas/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=true", "--hot-bytes", "67108864"],
-      /--hot-bytes \(history tiering\) is not available in cluster mode/],
+      /--hot-bytes \(history tiering\) in cluster mode \(--node-id\) needs --cold-store=s3/],
     [["--cluster-key-file", "/x/key"], /--cluster-key-file needs --node-id/],
     [certs, /--peer-cert needs --node-id/],
     [[...cluster, ...httpsPeers, "--peer-cert", "/x/c.pem", "--peer-ca", "/x/ca.pem"], /--peer-cert, --peer-key and --peer-ca go together \(--peer-key is missing\)/],

@@ -19,16 +19,27 @@ export const BIN = process.env.RUNNEL_BIN ?? "build/runnel";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// A TCP port that was free on 127.0.0.1 a moment ago.
-export function freePort() {
-  return new Promise((resolve, reject) => {
+// A TCP port that was free on 127.0.0.1 a moment ago, below the kernel's
+// ephemeral range (32768-60999 by default), so that no outgoing
+// connection of this machine takes it before the server binds it (a
+// cluster test on a loaded machine lost a Raft port that way): random in
+// 20000-32767, tried up to 50 times, else any port the kernel gives.
+export async function freePort() {
+  const tryPort = (port) => new Promise((resolve) => {
     const s = net.createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
+    s.once("error", () => resolve(0));
+    s.listen(port, "127.0.0.1", () => {
+      const got = s.address().port;
+      s.close(() => resolve(got));
     });
   });
+  for (let i = 0; i < 50; i++) {
+    const port = await tryPort(20000 + Math.floor(Math.random() * 12768));
+    if (port) return port;
+  }
+  const port = await tryPort(0);
+  if (!port) throw new Error("no free TCP port on 127.0.0.1");
+  return port;
 }
 
 const running = new Set(); // server processes not yet exited

@@ -30,3 +30,13 @@ export function overwriteObject(key, bytes) {
   if (fs.statSync(file).size !== bytes.length) throw new Error(`${key}: not ${bytes.length} bytes long`);
   fs.writeFileSync(file, bytes);
 }
+
+// Writes an object straight into s3rver (its own port, S3_UPSTREAM, which
+// takes requests without a signature): something no server wrote, such
+// as an orphan a test plants.
+export async function putObject(key, bytes) {
+  const r = await fetch(`${process.env.S3_UPSTREAM}/${process.env.S3_BUCKET}/${key}`, {
+    method: "PUT", body: bytes, signal: AbortSignal.timeout(10000),
+  });
+  if (!r.ok) throw new Error(`PUT ${key} into s3rver: ${r.status}`);
+}

@@ -428,10 +428,12 @@ static void test_settings_that_go_together(void **state) {
     assert_int_equal(serve("--max-body-bytes", "1024", "--test-hooks"), 0);
     assert_int_equal(cfg->max_body_bytes, 1024);
     assert_int_equal(gateway("--max-body-bytes", "1024"), 0);
-    /* history tiering needs a cold store, a single node, a large enough cache */
+    /* history tiering needs a cold store (in a cluster, the S3 one every node
+     * shares), a large enough cache */
     refused(ARGS("--hot-bytes", "1", "--cold-store=false"),
             SAYS("--hot-bytes (history tiering) needs --cold-store"));
-    refused(ARGS("--hot-bytes", "1", "--node-id", "1"), SAYS("not available in cluster mode"));
+    refused(ARGS("--hot-bytes", "1", "--node-id", "1"),
+            SAYS("in cluster mode (--node-id) needs --cold-store=s3"));
     refused(ARGS("--hot-bytes", "1", "--max-read-bytes", "67108864"),
             SAYS("--history-cache-bytes must be at least --max-read-bytes plus 16 MiB"));
     assert_int_equal(serve("--hot-bytes", "1", "--max-read-bytes", "67108864",

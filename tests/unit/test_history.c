@@ -387,6 +387,43 @@ static void test_a_deleted_stream_takes_its_objects_along(void **state) {
     assert_int_not_equal(access(dir, F_OK), 0);
 }
 
+/* What rn_tiers_history_keep asks for: a chunk of one repeated byte. */
+typedef struct {
+    uint8_t byte;
+    int reads;
+} chunk_source;
+
+static int fill_chunk(void *ctx, uint8_t *out) {
+    chunk_source *c = ctx;
+    c->reads++;
+    memset(out, c->byte, RN_CHUNK_BYTES);
+    return 0;
+}
+
+/* A replica of a cluster keeps a chunk another node moved before its file
+ * gives it back (engine/effects.c): the copy reads from the cache with no
+ * fetch, and a chunk already cached is not read again. */
+static void test_a_kept_chunk_reads_from_the_cache(void **state) {
+    fx *f = *state;
+    uint8_t out[64];
+    assert_int_equal(rn_tiers_history_read(f->tiers, 77, RN_CHUNK_BYTES, sizeof out, out),
+                     -ENODATA);
+    chunk_source c = {.byte = 0x5a};
+    rn_tiers_history_keep(f->tiers, 77, RN_CHUNK_BYTES, fill_chunk, &c);
+    assert_int_equal(
+        rn_tiers_history_read(f->tiers, 77, 2 * RN_CHUNK_BYTES - sizeof out, sizeof out, out), 0);
+    for (size_t i = 0; i < sizeof out; i++)
+        assert_int_equal(out[i], 0x5a);
+    c.byte = 0x11;
+    rn_tiers_history_keep(f->tiers, 77, RN_CHUNK_BYTES, fill_chunk, &c);
+    assert_int_equal(c.reads, 1); /* cached: not read again */
+    assert_int_equal(rn_tiers_history_read(f->tiers, 77, RN_CHUNK_BYTES, 1, out), 0);
+    assert_int_equal(out[0], 0x5a);
+    rn_tiers_history_stats st;
+    rn_tiers_history_stats_get(f->tiers, &st);
+    assert_int_equal(st.fetches, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tier_command_round_trips),
@@ -402,6 +439,7 @@ int main(void) {
             test_a_backup_reads_history_moved_before_and_after_its_instant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_deleted_stream_takes_its_objects_along, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_kept_chunk_reads_from_the_cache, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

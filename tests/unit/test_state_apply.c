@@ -77,9 +77,9 @@ static uint64_t fx_cut(void *ctx, const rn_stream *s, uint64_t keep) {
     return r->appends_after_cut;
 }
 
-static void fx_drop_body(void *ctx, int cold, const char *key) {
+static void fx_drop_body(void *ctx, const rn_stream *s, int cold, const char *key) {
     record *r = ctx;
-    (void)cold;
+    (void)s, (void)cold;
     r->drops++;
     snprintf(r->dropped_key, sizeof r->dropped_key, "%s", key);
 }

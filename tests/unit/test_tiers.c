@@ -52,7 +52,7 @@ typedef struct {
     object *objects;
 } memstore;
 
-typedef enum { PUT, CONCAT, OPEN, LIST, REMOVE, SWEEP } op_kind;
+typedef enum { PUT, CONCAT, OPEN, LIST, WALK, REMOVE, SWEEP } op_kind;
 
 /* One operation, run on a later loop turn. */
 typedef struct {
@@ -151,10 +151,11 @@ static void mem_open(mem_op *op) {
     op->done_open(op->arg, fd, 0);
 }
 
+/* LIST: one level under the prefix; WALK: every depth. */
 static void mem_list(mem_op *op) {
     size_t plen = strlen(op->key);
     for (object *o = op->ms->objects; o; o = o->next)
-        if (under(o->key, op->key) && !strchr(o->key + plen, '/'))
+        if (under(o->key, op->key) && (op->kind == WALK || !strchr(o->key + plen, '/')))
             op->each(op->arg, o->key, o->len);
     op->done(op->arg, 0);
 }
@@ -182,6 +183,7 @@ static void mem_op_run(uv_timer_t *t) {
         mem_open(op);
         break;
     case LIST:
+    case WALK:
         mem_list(op);
         break;
     case REMOVE:
@@ -244,12 +246,22 @@ static void m_open(rn_store *st, const char *key, uint64_t off, uint64_t len, rn
     op->done_open = done;
 }
 
-static void m_list(rn_store *st, const char *prefix, rn_store_entry_fn each, rn_store_done_fn done,
-                   void *arg) {
-    mem_op *op = mem_later(st, LIST, arg);
+static void mem_listing(rn_store *st, op_kind kind, const char *prefix, rn_store_entry_fn each,
+                        rn_store_done_fn done, void *arg) {
+    mem_op *op = mem_later(st, kind, arg);
     op->key = prefix;
     op->each = each;
     op->done = done;
+}
+
+static void m_list(rn_store *st, const char *prefix, rn_store_entry_fn each, rn_store_done_fn done,
+                   void *arg) {
+    mem_listing(st, LIST, prefix, each, done, arg);
+}
+
+static void m_walk(rn_store *st, const char *prefix, rn_store_entry_fn each, rn_store_done_fn done,
+                   void *arg) {
+    mem_listing(st, WALK, prefix, each, done, arg);
 }
 
 static void m_remove(rn_store *st, const char *const *keys, size_t n, rn_store_done_fn done,
@@ -279,6 +291,7 @@ static const rn_store_ops memstore_ops = {.put = m_put,
                                           .concat = m_concat,
                                           .open = m_open,
                                           .list = m_list,
+                                          .walk = m_walk,
                                           .remove = m_remove,
                                           .sweep = m_sweep,
                                           .close = m_close};
@@ -430,9 +443,9 @@ static void stage(fx *f, uint64_t stream, uint64_t inc, const char *body, char *
     strcpy(id_out, r.id);
 }
 
-static void expect_staged(fx *f, uint64_t stream, uint64_t inc, uint64_t count, uint64_t bytes) {
+static void expect_staged(fx *f, uint64_t stream, uint64_t count, uint64_t bytes) {
     uint64_t c = 99, b = 99;
-    assert_int_equal(rn_tiers_parts_staged(f->t, stream, inc, &c, &b), 0);
+    assert_int_equal(rn_tiers_parts_staged(f->t, stream, &c, &b), 0);
     assert_int_equal(c, count);
     assert_int_equal(b, bytes);
 }
@@ -556,10 +569,9 @@ static void test_parts_are_counted_assembled_in_order_and_released(void **state)
     stage(f, 5, 1, "ef", c);
     assert_int_equal(strlen(a), 32);
     assert_string_not_equal(a, b);
-    expect_staged(f, 5, 1, 3, 6);
-    expect_staged(f, 5, 2, 0, 0); /* another incarnation holds none */
-    assert_int_equal(rn_tiers_parts_claim(f->t, 5, 1), 0);
-    assert_int_equal(rn_tiers_parts_claim(f->t, 5, 1), -EBUSY);
+    expect_staged(f, 5, 3, 6);
+    assert_int_equal(rn_tiers_parts_claim(f->t, 5), 0);
+    assert_int_equal(rn_tiers_parts_claim(f->t, 5), -EBUSY);
     const char *ids[] = {c, a};
     assembly got = assemble(f, 5, 1, ids, 2, 1024);
     assert_int_equal(got.status, 0);
@@ -569,19 +581,19 @@ static void test_parts_are_counted_assembled_in_order_and_released(void **state)
     char out[4];
     assert_int_equal(read_body(f, got.cold, got.key, 0, 4, out), 0);
     assert_memory_equal(out, "efab", 4);
-    expect_staged(f, 5, 1, 3, 6); /* assembly uses nothing up */
+    expect_staged(f, 5, 3, 6); /* assembly uses nothing up */
     rn_tiers_parts_release(f->t, 5, 1, ids, 2);
     run(f);
-    expect_staged(f, 5, 1, 1, 2);                          /* listed again: b is left */
-    assert_int_equal(rn_tiers_parts_claim(f->t, 5, 1), 0); /* the claim ended */
-    rn_tiers_parts_unclaim(f->t, 5, 1);
+    expect_staged(f, 5, 1, 2);                          /* listed again: b is left */
+    assert_int_equal(rn_tiers_parts_claim(f->t, 5), 0); /* the claim ended */
+    rn_tiers_parts_unclaim(f->t, 5);
 }
 
 static void test_an_assembly_refuses_missing_parts_and_too_many_bytes(void **state) {
     fx *f = *state;
     char a[80];
     stage(f, 6, 1, "abc", a);
-    assert_int_equal(rn_tiers_parts_claim(f->t, 6, 1), 0);
+    assert_int_equal(rn_tiers_parts_claim(f->t, 6), 0);
     const char *missing[] = {a, "nosuchpart"};
     assert_int_equal(assemble(f, 6, 1, missing, 2, 1024).status, -ENOENT);
     const char *dir[] = {"."};
@@ -591,8 +603,8 @@ static void test_an_assembly_refuses_missing_parts_and_too_many_bytes(void **sta
     assert_int_equal(big.status, -EFBIG);
     assert_string_equal(big.seen, ""); /* refused before copying */
     assert_int_equal(assemble(f, 6, 1, one, 1, 3).status, 0);
-    rn_tiers_parts_unclaim(f->t, 6, 1);
-    expect_staged(f, 6, 1, 1, 3);
+    rn_tiers_parts_unclaim(f->t, 6);
+    expect_staged(f, 6, 1, 3);
 }
 
 static void test_a_discard_removes_every_part_and_ends_the_claim(void **state) {
@@ -601,18 +613,52 @@ static void test_a_discard_removes_every_part_and_ends_the_claim(void **state) {
     stage(f, 8, 1, "one", a);
     stage(f, 8, 1, "two", b);
     stage(f, 8, 2, "other incarnation", a);
-    assert_int_equal(rn_tiers_parts_claim(f->t, 8, 1), 0);
+    expect_staged(f, 8, 3, 23); /* every incarnation's parts count */
+    assert_int_equal(rn_tiers_parts_claim(f->t, 8), 0);
     int status = 1;
-    rn_tiers_parts_discard(f->t, 8, 1, on_status, &status);
+    rn_tiers_parts_discard(f->t, 8, on_status, &status);
     run(f);
     assert_int_equal(status, 0);
-    expect_staged(f, 8, 1, 0, 0);
-    expect_staged(f, 8, 2, 1, 17);
-    assert_int_equal(rn_tiers_parts_claim(f->t, 8, 1), 0);
-    rn_tiers_parts_unclaim(f->t, 8, 1);
+    expect_staged(f, 8, 0, 0);
+    assert_int_equal(rn_tiers_parts_claim(f->t, 8), 0);
+    rn_tiers_parts_unclaim(f->t, 8);
     close_tiers(f); /* and nothing comes back from the directory */
     open_tiers(f, 1, 1000, NULL);
-    expect_staged(f, 8, 1, 0, 0);
+    expect_staged(f, 8, 0, 0);
+}
+
+static uint64_t fixture_epoch(void *ctx, uint64_t stream) {
+    (void)stream;
+    return *(const uint64_t *)ctx;
+}
+
+static void test_counts_made_under_another_epoch_are_listed_again(void **state) {
+    fx *f = *state;
+    uint64_t epoch = 5; /* this node leads the stream's group in term 5 */
+    rn_tiers_parts_epoch(f->t, fixture_epoch, &epoch);
+    char a[80];
+    stage(f, 11, 1, "abc", a);
+    expect_staged(f, 11, 1, 3);
+    char path[PATH_MAX]; /* another leader staged a part in the shared store */
+    snprintf(path, sizeof path, "%s/cold/parts/%016llx/1/%032d", f->dir, 11ull, 7);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    fputs("defg", o);
+    fclose(o);
+    expect_staged(f, 11, 1, 3); /* the same leadership: its count stands */
+    epoch = 9;                  /* led again (after another node), in a later term */
+    expect_staged(f, 11, 2, 7);
+}
+
+static void test_a_destroyed_streams_parts_are_dropped(void **state) {
+    fx *f = *state;
+    char a[80];
+    stage(f, 12, 1, "abc", a);
+    stage(f, 12, 2, "de", a);
+    expect_staged(f, 12, 2, 5);
+    rn_tiers_parts_drop(f->t, 12);
+    run(f);
+    expect_staged(f, 12, 0, 0); /* walked again: none is left */
 }
 
 static void test_counts_are_listed_again_after_a_reopen(void **state) {
@@ -622,7 +668,7 @@ static void test_counts_are_listed_again_after_a_reopen(void **state) {
     stage(f, 9, 4, "678", a);
     close_tiers(f);
     open_tiers(f, 1, 1000, NULL);
-    expect_staged(f, 9, 4, 2, 8);
+    expect_staged(f, 9, 2, 8);
 }
 
 static void stop_loop(uv_timer_t *t) {
@@ -636,7 +682,7 @@ static void test_the_sweep_removes_parts_older_than_the_grace_period(void **stat
     char old[80], young[80];
     stage(f, 10, 1, "old", old);
     stage(f, 10, 1, "young", young);
-    expect_staged(f, 10, 1, 2, 8);
+    expect_staged(f, 10, 2, 8);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/cold/parts/%016llx/1/%s", f->dir, 10ull, old);
     struct utimbuf hour_ago = {time(NULL) - 3600, time(NULL) - 3600};
@@ -647,7 +693,7 @@ static void test_the_sweep_removes_parts_older_than_the_grace_period(void **stat
     uv_timer_start(&wait, stop_loop, 400, 0);
     while (!uv_is_closing((uv_handle_t *)&wait)) /* the sweep timer keeps the loop alive */
         uv_run(&f->loop, UV_RUN_ONCE);
-    expect_staged(f, 10, 1, 1, 5);
+    expect_staged(f, 10, 1, 5);
     struct stat sb;
     assert_int_equal(stat(path, &sb), -1);
 }
@@ -665,23 +711,23 @@ static void on_count(void *arg, uint64_t count, uint64_t bytes) {
 static void test_async_counts_are_known_once_listed(void **state) {
     fx *f = *state;
     uint64_t c, b;
-    assert_int_equal(rn_tiers_parts_staged(f->t, 1, 1, &c, &b), -EAGAIN);
+    assert_int_equal(rn_tiers_parts_staged(f->t, 1, &c, &b), -EAGAIN);
     uint64_t first[3] = {0}, second[3] = {0};
-    rn_tiers_parts_count(f->t, 1, 1, on_count, first);
-    rn_tiers_parts_count(f->t, 1, 1, on_count, second);
+    rn_tiers_parts_count(f->t, 1, on_count, first);
+    rn_tiers_parts_count(f->t, 1, on_count, second);
     assert_int_equal(first[0], 0); /* not before the listing reported */
     run(f);
     assert_int_equal(first[0], 1);
     assert_int_equal(second[0], 1);
     assert_int_equal(first[1], 0);
-    expect_staged(f, 1, 1, 0, 0);
+    expect_staged(f, 1, 0, 0);
     part_result r = {0};
     rn_tiers_part_stage(f->t, 1, 1, "abcd", 4, on_part, &r);
     assert_int_equal(r.calls, 0);
-    expect_staged(f, 1, 1, 0, 4); /* counted while it uploads */
+    expect_staged(f, 1, 0, 4); /* counted while it uploads */
     run(f);
     assert_int_equal(r.status, 0);
-    expect_staged(f, 1, 1, 1, 4);
+    expect_staged(f, 1, 1, 4);
     assert_int_equal(mem_count_under(f->mem, "parts/"), 1);
 }
 
@@ -689,11 +735,11 @@ static void test_async_parts_assemble_and_discard(void **state) {
     fx *f = *state;
     char a[80], b[80];
     uint64_t counted[3] = {0};
-    rn_tiers_parts_count(f->t, 2, 1, on_count, counted);
+    rn_tiers_parts_count(f->t, 2, on_count, counted);
     run(f);
     stage(f, 2, 1, "xy", a);
     stage(f, 2, 1, "z", b);
-    assert_int_equal(rn_tiers_parts_claim(f->t, 2, 1), 0);
+    assert_int_equal(rn_tiers_parts_claim(f->t, 2), 0);
     const char *ids[] = {b, a};
     assembly got = assemble(f, 2, 1, ids, 2, 100);
     assert_int_equal(got.status, 0);
@@ -710,12 +756,12 @@ static void test_async_parts_assemble_and_discard(void **state) {
     const char *missing[] = {"gone"};
     assert_int_equal(assemble(f, 2, 1, missing, 1, 100).status, -ENOENT);
     int status = 1;
-    rn_tiers_parts_discard(f->t, 2, 1, on_status, &status);
+    rn_tiers_parts_discard(f->t, 2, on_status, &status);
     assert_int_equal(status, 1);
     run(f);
     assert_int_equal(status, 0);
     assert_int_equal(mem_count_under(f->mem, "parts/"), 0);
-    expect_staged(f, 2, 1, 0, 0);
+    expect_staged(f, 2, 0, 0);
 }
 
 static void test_async_large_bodies_go_to_the_cold_backend(void **state) {
@@ -789,6 +835,8 @@ int main(void) {
         T(test_parts_are_counted_assembled_in_order_and_released),
         T(test_an_assembly_refuses_missing_parts_and_too_many_bytes),
         T(test_a_discard_removes_every_part_and_ends_the_claim),
+        T(test_counts_made_under_another_epoch_are_listed_again),
+        T(test_a_destroyed_streams_parts_are_dropped),
         T(test_counts_are_listed_again_after_a_reopen),
         T(test_the_sweep_removes_parts_older_than_the_grace_period),
         A(test_async_counts_are_known_once_listed),
