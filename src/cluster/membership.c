@@ -281,11 +281,11 @@ int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size
         propose(cl, req, &o);
         return 1;
     }
-    consensus_group_info info;
+    consensus_group_info info = {0};
     if (cl->node)
         consensus_group_info_get(cl->node, meta, &info);
     const rn_peer_config *leader =
-        cl->node && info.leader_id != cl->cfg.node_id ? cluster_peer(cl, info.leader_id) : NULL;
+        info.leader_id != cl->cfg.node_id ? cluster_peer(cl, info.leader_id) : NULL;
     if (!leader || rn_membership_is_local(query, query_len)) {
         rn_buf h = {0};
         rn_buf_append_str(&h, "Retry-After: 1\r\n");
