@@ -14,9 +14,9 @@
 # with its reason; the run ends with "N passed, M failed, K skipped" over
 # all test cases and exits non-zero on any failure. The unit and cluster
 # tests, the black-box and gateway files, the conformance runs and the S3
-# suites run two at a time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
-# on free ports and temporary directories, and most of their time is
-# waits).
+# suites run two at a time (ctest -j 2: each starts its own servers,
+# clusters and S3 endpoint on free ports and temporary directories, and
+# most of their time is waits).
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
 # Each step runs with TMPDIR in a fresh scratch directory that is removed
 # after it, so a run leaves no data directories behind, whatever its tests

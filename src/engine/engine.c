@@ -86,8 +86,8 @@ int rn_engine_is_gone(rn_engine *e, const char *path, size_t len) {
 
 void rn_engine_touch(rn_engine *e, rn_stream *s) {
     s->last_access_ms = rn_now_ms();
-    if (!e->share_touches || s->touch_shared)
-        return;
+    if (!e->share_touches || s->touch_shared || s->ttl_s < 0)
+        return; /* only a TTL window needs renewing elsewhere */
     if (e->ntouches == e->touches_cap) {
         e->touches_cap = e->touches_cap ? 2 * e->touches_cap : 64;
         e->touches = rn_xrealloc(e->touches, e->touches_cap * sizeof *e->touches);

@@ -123,8 +123,8 @@ int rn_engine_is_gone(rn_engine *e, const char *path, size_t len);
 
 /* Renews the stream's TTL window (reads and writes do; HEAD does not). */
 void rn_engine_touch(rn_engine *e, rn_stream *s);
-/* Cluster mode: from now on rn_engine_touch also records the stream, once
- * until it is taken, for rn_engine_take_touches, so that the replicas can
+/* Cluster mode: from now on rn_engine_touch also records a stream with a
+ * TTL, once until it is taken, for rn_engine_take_touches, so that the replicas can
  * renew the windows of streams read elsewhere (the leader decides expiry:
  * a stream read only on a follower stays). */
 void rn_engine_share_touches(rn_engine *e);

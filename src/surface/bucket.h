@@ -10,7 +10,6 @@
 #ifndef RN_BUCKET_H
 #define RN_BUCKET_H
 
-#include "protocol/errors.h"
 #include "surface/streams.h"
 
 /* Handles a path that starts with "/" and is not another route's. */
