@@ -8,8 +8,9 @@
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
 #       node's base URL on its own line, node 1 first; returns 0 once every
 #       group has a leader on every node, its preferred one (so no leadership
-#       moves right after), and every node is ready (30 s at most; non-zero
-#       otherwise).
+#       moves right after), and every node is ready (90 s at most: a first
+#       election waits one to two election timeouts, 20-40 s at
+#       --election-timeout-ms 20000; non-zero otherwise).
 #       A DIR that held a cluster before keeps its ports, cluster id and group
 #       count (DIR/cluster.env), so the nodes restart on their data.
 #       --replicas R: each group on R of the nodes (default 3; every node when
@@ -49,7 +50,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,46p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,47p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -155,7 +156,8 @@ start() {
     printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
     bash "$dir/node-$i.cmd"
   done
-  for _ in $(seq 1 300); do
+  local deadline=$((SECONDS + 90))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     if ready_everywhere "$nodes" "$groups"; then
       for i in $(seq 1 "$nodes"); do
         local hp="HTTP_PORT_$i"
@@ -172,7 +174,7 @@ start() {
     done
     sleep 0.1
   done
-  echo "cluster.sh: not every group had a leader on every node, or a node was not ready, within 30 s" >&2
+  echo "cluster.sh: not every group had a leader on every node, or a node was not ready, within 90 s" >&2
   return 1
 }
 

@@ -235,7 +235,7 @@ export class Cluster {
         String(this.groups), "--replicas", String(this.replicas ?? 3), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
         ...(this.peerTls ? ["--peer-tls", this.peerTls] : []), ...(this.peerListen ? ["--peer-listen"] : []),
         ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
-        { encoding: "utf8", timeout: 60000 });
+        { encoding: "utf8", timeout: 120000 });
     } catch (e) {
       for (let n = 1; n <= this.nodes; n++) this.kill(n, "SIGKILL");
       throw e;
