@@ -114,11 +114,14 @@ static json_t *group_report(const rn_cluster *cl, unsigned g) {
             json_array_append_new(
                 replicas, replica_report(cl, g, gr->members[i].id, gr->members[i].role, &info));
     }
-    json_t *o = json_pack("{s:i, s:o, s:I, s:o, s:b, s:o}", "group", (int)g, "leader",
+    /* caught up since this node started (cluster.c caught_up): until then
+     * its local reads of the group answer 503 GROUP_RESTARTING */
+    json_t *caught_up = hosted ? json_boolean(cl->catch_up[g].done) : json_null();
+    json_t *o = json_pack("{s:i, s:o, s:I, s:o, s:b, s:o, s:o}", "group", (int)g, "leader",
                           leader ? json_integer((json_int_t)leader) : json_null(), "term",
                           (json_int_t)term, "commit_index",
                           hosted ? json_integer((json_int_t)info.commit_index) : json_null(),
-                          "hosted", hosted, "replicas", replicas);
+                          "hosted", hosted, "caught_up", caught_up, "replicas", replicas);
     if (g < cl->groups && cl->meta.initialized) {
         const rn_meta_group *gr = &cl->meta.group[g];
         json_object_set_new(o, "placement", id_list(gr->target, gr->n_target));

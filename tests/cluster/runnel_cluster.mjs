@@ -399,15 +399,17 @@ export class Cluster {
   }
 
   // Waits until every live replica of every group applied every entry its
-  // leader committed (the same applied index on every live replica), and
-  // each group is led by its preferred node when that one runs: no
-  // leadership transfer (placement's balance) follows.
+  // leader committed (the same applied index on every live replica) and
+  // caught up since it started (its local reads served), and each group is
+  // led by its preferred node when that one runs: no leadership transfer
+  // (placement's balance) follows.
   async converged(ms = 30000) {
     await waitFor("replicas to converge", async () => {
       const reports = [];
       for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
       for (let g = 0; g < this.groups; g++) {
         const hosting = reports.filter((r) => r.groups[g].hosted);
+        if (hosting.some((r) => !r.groups[g].caught_up)) return false; /* else its reads answer GROUP_RESTARTING */
         const preferred = reports[0]?.groups[g].preferred_leader;
         if (preferred && this.alive(preferred) && hosting.some((r) => r.groups[g].leader !== preferred)) return false;
         const applied = hosting.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id)?.applied_index);
