@@ -1,6 +1,7 @@
 // Cluster mode, black-box: a restarted node serves nothing stale (issue
 // 26). Under a steady write load, each node in turn is killed (SIGKILL or
-// SIGTERM) and started again, RESTARTS times. Before it stops, the test
+// SIGTERM) and started again, RESTARTS times (12 in scripts/test.sh; the
+// issue's 50 with CLUSTER_RESTARTS=50, about 3 minutes). Before it stops, the test
 // notes how far each stream reached in that node's local reads; from the
 // moment it answers again, local reads (consistency=local) are probed
 // without pause. A stream that exists must never be a 404 there, and a
@@ -22,7 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Cluster, follow, req, sleep, waitFor, writeLoad } from "./runnel_cluster.mjs";
 
-const RESTARTS = 12;
+const RESTARTS = Number(process.env.CLUSTER_RESTARTS ?? 12);
 const STREAMS = Array.from({ length: 4 }, (_, i) => `restarts/s${i}`);
 let c;
 before(async () => {
