@@ -197,8 +197,8 @@ static int may_lead(const rn_meta *m, const uint8_t alive[256], unsigned g, unsi
     return 0;
 }
 
-int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], unsigned *group,
-                      unsigned *leader) {
+int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], const uint8_t *leading,
+                      unsigned *group, unsigned *leader) {
     if (!m->initialized)
         return 0;
     unsigned led[256] = {0};
@@ -214,7 +214,9 @@ int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], unsigned *grou
         for (unsigned k = 0; k < gr->n_target; k++)
             if (may_lead(m, alive, g, gr->target[k]))
                 eligible[n++] = gr->target[k];
-        unsigned want = pick(eligible, n, led, g, 1, NULL, 0);
+        unsigned now = leading ? leading[g] : 0;
+        unsigned want =
+            now && may_lead(m, alive, g, now) ? now : pick(eligible, n, led, g, 1, NULL, 0);
         if (want == gr->leader)
             continue; /* none eligible, and none preferred already */
         if (!want && gr->leader && rn_meta_in_target(gr, gr->leader))

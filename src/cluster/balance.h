@@ -51,8 +51,12 @@ int rn_balance_move(const rn_meta *m, const uint8_t alive[256], unsigned *group,
                     uint8_t ids[RN_META_MAX_REPLICAS], unsigned *n);
 
 /* The next change of a group's preferred leader, if one is due: returns 1
- * with the group and the node (0: none can lead it as preferred), else 0. */
-int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], unsigned *group,
-                      unsigned *leader);
+ * with the group and the node (0: none can lead it as preferred), else 0.
+ * leading (m->groups entries, or NULL): the node leading each group now,
+ * 0 when unknown. A group whose preferred node can no longer lead it
+ * prefers the node that leads it now when that one may (its leadership
+ * then moves no more after the election that replaced a dead node). */
+int rn_balance_leader(const rn_meta *m, const uint8_t alive[256], const uint8_t *leading,
+                      unsigned *group, unsigned *leader);
 
 #endif

@@ -215,12 +215,19 @@ static void move_leaders(rn_cluster *cl, const uint8_t alive[256], rn_buf *out) 
     rn_meta scratch = cl->meta; /* shallow: only the groups are changed, on a copy */
     scratch.group = rn_xmalloc(cl->groups * sizeof *scratch.group);
     memcpy(scratch.group, cl->meta.group, cl->groups * sizeof *scratch.group);
+    uint8_t *leading = rn_xcalloc(cl->groups, 1); /* as the groups' leaders report it */
+    for (unsigned g = 0; g < cl->groups; g++) {
+        uint64_t term, id = cluster_leader_of(cl, g, &term);
+        leading[g] = id < 256 ? (uint8_t)id : 0;
+    }
     unsigned g, leader;
-    for (int k = 0; k < LEADER_CHANGES_PER_TICK && rn_balance_leader(&scratch, alive, &g, &leader);
+    for (int k = 0;
+         k < LEADER_CHANGES_PER_TICK && rn_balance_leader(&scratch, alive, leading, &g, &leader);
          k++) {
         scratch.group[g].leader = (uint8_t)leader;
         rn_meta_cmd_group_leader(out, g, leader);
     }
+    free(leading);
     free(scratch.group);
 }
 

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster/balance.h"
@@ -272,7 +273,7 @@ static void test_a_drained_node_loses_its_preferences(void **state) {
     rn_meta_cmd_node_drain(&b, 1, 1);
     assert_int_equal(apply(&m, &b), RN_META_OK);
     unsigned g, leader, steps = 0;
-    while (rn_balance_leader(&m, alive, &g, &leader)) {
+    while (rn_balance_leader(&m, alive, NULL, &g, &leader)) {
         assert_true(++steps <= 6);
         assert_int_not_equal(leader, 1);
         rn_meta_cmd_group_leader(&b, g, leader);
@@ -283,12 +284,56 @@ static void test_a_drained_node_loses_its_preferences(void **state) {
     assert_int_equal(held(&m, 1), 6); /* its replicas stay */
     rn_meta_cmd_node_drain(&b, 1, 0);
     assert_int_equal(apply(&m, &b), RN_META_OK);
-    while (rn_balance_leader(&m, alive, &g, &leader)) {
+    while (rn_balance_leader(&m, alive, NULL, &g, &leader)) {
         assert_true(++steps <= 12);
         rn_meta_cmd_group_leader(&b, g, leader);
         assert_int_equal(apply(&m, &b), RN_META_OK);
     }
     assert_in_range(preferred(&m, 1), 1, 2); /* it leads its share again */
+    rn_meta_free(&m);
+}
+
+/* A group whose preferred node died keeps the leader its election gave
+ * it, when that one may lead, rather than a second leadership change. */
+static void test_a_dead_leaders_groups_keep_their_new_leaders(void **state) {
+    (void)state;
+    rn_meta m;
+    uint8_t alive[256];
+    all_alive(alive);
+    make_table(&m, 3, 6, 3);
+    alive[1] = 0;
+    uint8_t leading[6];
+    unsigned g, leader, dead_led = 0;
+    for (unsigned k = 0; k < 6; k++) {
+        unsigned was = m.group[k].leader;
+        leading[k] = (uint8_t)(was != 1 ? was : 0);
+    }
+    /* without the leaders known, the load decides: note its choice */
+    unsigned chosen[6] = {0};
+    rn_meta copy = m;
+    copy.group = malloc(6 * sizeof *copy.group);
+    memcpy(copy.group, m.group, 6 * sizeof *copy.group);
+    while (rn_balance_leader(&copy, alive, NULL, &g, &leader)) {
+        chosen[g] = leader;
+        copy.group[g].leader = (uint8_t)leader;
+    }
+    free(copy.group);
+    for (unsigned k = 0; k < 6; k++)
+        if (m.group[k].leader == 1) { /* elected: the node the load would not pick */
+            leading[k] = (uint8_t)(chosen[k] == 2 ? 3 : 2);
+            dead_led++;
+        }
+    assert_int_equal(dead_led, 2);
+    rn_buf b = {0};
+    unsigned steps = 0;
+    while (rn_balance_leader(&m, alive, leading, &g, &leader)) {
+        assert_true(++steps <= 2);
+        assert_int_equal(leader, leading[g]);
+        rn_meta_cmd_group_leader(&b, g, leader);
+        assert_int_equal(apply(&m, &b), RN_META_OK);
+    }
+    assert_int_equal(steps, 2);
+    assert_int_equal(preferred(&m, 1), 0);
     rn_meta_free(&m);
 }
 
@@ -301,6 +346,7 @@ int main(void) {
         cmocka_unit_test(test_a_node_that_does_not_answer_takes_nothing),
         cmocka_unit_test(test_a_stale_target_is_refused),
         cmocka_unit_test(test_a_drained_node_loses_its_preferences),
+        cmocka_unit_test(test_a_dead_leaders_groups_keep_their_new_leaders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
