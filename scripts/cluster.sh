@@ -64,9 +64,11 @@ ready_everywhere() {
     report=$(curl -s "${CURL_TLS[@]}" --max-time 2 "$SCHEME://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
     [ "$(grep -o '"hosted":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
     ! grep -q '"leader":null' <<<"$report" || return 1
-    # each group led by its preferred node: no leadership transfer follows
+    # the placement table made (it names the preferred leaders) and each
+    # group led by its preferred node: no leadership transfer follows
     [ "$i" != 1 ] || node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
-      process.exit(r.groups.every((x) => x.preferred_leader == null || x.leader === x.preferred_leader) ? 0 : 1)' <<<"$report" || return 1
+      process.exit(r.metadata.initialized &&
+        r.groups.every((x) => x.preferred_leader == null || x.leader === x.preferred_leader) ? 0 : 1)' <<<"$report" || return 1
     # caught up (every group's leader asked): local reads are served
     curl -sf "${CURL_TLS[@]}" --max-time 2 -o /dev/null "$SCHEME://127.0.0.1:${!port_var}/__runnel/readyz" || return 1
   done
