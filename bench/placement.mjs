@@ -111,7 +111,7 @@ async function cpu() {
   const nodes = Number(values.nodes);
   const c = await Cluster.start({ nodes, groups: GROUPS, replicas: 3 });
   try {
-    const keys = await makeStreams(c, "cpu/s", 64);
+    const keys = await makeStreams(c, "work/s", 64);
     const total = Number(values.appends);
     const before = Array.from({ length: nodes }, (_, i) => cpuMs(c.pid(i + 1)));
     const started = Date.now();
