@@ -304,18 +304,23 @@ static void wake_end(void *arg) {
 }
 
 /* Without --tenants a node has no access control: a listener other hosts
- * can reach exposes everything to them. Says so once, at start. */
-static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate) {
+ * can reach exposes everything to them, and without --admin-token-file (or
+ * a peer listener) its operator routes too. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate, const rn_config *cfg) {
     char where[512];
     if (gate || rn_http_listen_addresses(http, where, sizeof where) == 0)
         return;
+    int operator_open = !cfg->admin_token_file[0] && !cfg->peer_listen.host[0];
     rn_log(RN_LOG_WARN, "start",
            "listening on %s, which other hosts can reach, without any access control: anyone "
            "who reaches it can read, append to, close and delete every stream and bucket, "
            "create new ones, publish snapshots, advance retention, manage subscriptions and "
-           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
+           "read the metrics%s; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
            "--tenants, or put runnel gateway in front",
-           where);
+           where,
+           operator_open ? ", and, with no --admin-token-file, use every operator route "
+                           "(purge a bucket, take a backup, change the cluster's members)"
+                         : "");
 }
 
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
@@ -699,7 +704,7 @@ int rn_serve(int argc, char **argv) {
     s.endpoints.http = s.http;
     rn_config_describe(&s.cfg, RN_CONFIG_SERVE, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
-    warn_if_exposed(s.http, s.gate);
+    warn_if_exposed(s.http, s.gate, &s.cfg);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
