@@ -40,7 +40,10 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
         return 0;
     if (off < s->gap_to && off + len > s->gap_from)
         return -EAGAIN; /* not in this replica's files yet (replica.c) */
-    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off);
+    uint64_t bad = 0;
+    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off, &bad);
+    if (got == -EUCLEAN)
+        return engine_data_damaged(e, s->id, bad, 0);
     if (got < 0)
         return (int)got;
     return (size_t)got == len ? 0 : -EIO;

@@ -72,7 +72,7 @@ static int tier_read(void *ctx, uint64_t id, uint64_t off, size_t len, uint8_t *
     if (!s)
         return -ENOENT;
     e->tier_incarnation = s->incarnation;
-    ssize_t got = rn_streamfiles_read(e->files, id, out, len, off);
+    ssize_t got = rn_streamfiles_read(e->files, id, out, len, off, NULL);
     return got < 0 ? (int)got : (size_t)got == len ? 0 : -EIO;
 }
 

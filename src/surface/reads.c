@@ -245,10 +245,13 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
                        .incarnation = s->incarnation,
                        .start = start,
                        .commas = s->json && !reads_ndjson(c, s)};
-    if (send_data(c, &h, &src, (uint64_t)got) < 0) {
+    int rc = send_data(c, &h, &src, (uint64_t)got);
+    if (rc < 0)
         rn_buf_free(&h);
-        rn_reply_error(c->req, RN_E_INTERNAL, NULL);
-    }
+    if (rc == -EAGAIN) /* damaged here, being fetched again from a peer (cluster) */
+        rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+    else if (rc < 0)
+        rn_reply_error(c->req, rc == -EUCLEAN ? RN_E_STREAM_DATA_DAMAGED : RN_E_INTERNAL, NULL);
     return 0;
 }
 
@@ -286,11 +289,12 @@ static stream_ctx *reader_ctx(const rn_live_reader *r) {
  * sends the same error as its last event). */
 static rn_error live_end_error(rn_live_end why) {
     assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED ||
-           why == RN_LIVE_COLD || why == RN_LIVE_EXPIRED);
+           why == RN_LIVE_COLD || why == RN_LIVE_EXPIRED || why == RN_LIVE_DAMAGED);
     return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
            : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
            : why == RN_LIVE_COLD      ? RN_E_COLD_STORE_FAILED
            : why == RN_LIVE_EXPIRED   ? RN_E_GW_CREDENTIAL_EXPIRED
+           : why == RN_LIVE_DAMAGED   ? RN_E_STREAM_DATA_DAMAGED
                                       : RN_E_INTERNAL;
 }
 
