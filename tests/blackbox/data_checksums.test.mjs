@@ -11,35 +11,14 @@
 // and the scrub (a second server, scrubbing fast) finds a flipped byte
 // without any read, counted apart from damage reads find.
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Server, sleep } from "./lib/server.mjs";
 import { assertError, openSse, req } from "./lib/bucket.mjs";
 import { scrape } from "./lib/ops.mjs";
+import { streamDataFile, xorByte } from "../lib/damage.mjs";
 
 const BLOCK = 4096;
 const TEXT = "text/plain";
-
-// The data file (<data>/streams/<xx>/<id>.dat) whose bytes start with `marker`.
-function dataFile(dataDir, marker) {
-  const root = path.join(dataDir, "streams");
-  for (const sub of fs.readdirSync(root))
-    for (const name of fs.readdirSync(path.join(root, sub)).filter((n) => n.endsWith(".dat"))) {
-      const file = path.join(root, sub, name);
-      if (fs.readFileSync(file).subarray(0, marker.length).toString() === marker) return file;
-    }
-  assert.fail(`no data file starts with ${marker}`);
-}
-
-function flip(file, at) {
-  const fd = fs.openSync(file, "r+");
-  const b = Buffer.alloc(1);
-  fs.readSync(fd, b, 0, 1, at);
-  b[0] ^= 0x20;
-  fs.writeSync(fd, b, 0, 1, at);
-  fs.closeSync(fd);
-}
 
 // A text stream at url of `parts` appends of `size` bytes, the first
 // starting with `marker`; returns its bytes and the offset after each append.
@@ -67,9 +46,9 @@ describe("a flipped byte in a single node's stream file", () => {
     const a = `${server.url}/v1/stream/sums/a`, b = `${server.url}/v1/stream/sums/b`;
     const sa = await makeStream(a, "MARK-A");
     const sb = await makeStream(b, "MARK-B");
-    const file = dataFile(server.dataDir, "MARK-A");
+    const file = streamDataFile(server.dataDir, "MARK-A");
     const at = 5100; /* in block 1, [4096, 8192): the second append's bytes */
-    flip(file, at);
+    xorByte(file, at);
 
     for (const offset of ["-1", sa.after[0]]) {
       const r = await req(`${a}?offset=${offset}`);
@@ -111,8 +90,8 @@ describe("the scrub", () => {
   test("finds a flipped byte without any read", async () => {
     const a = `${server.url}/v1/stream/scrub/a`;
     await makeStream(a, "MARK-S", 3, 6000);
-    const file = dataFile(server.dataDir, "MARK-S");
-    flip(file, 13000); /* block 3 */
+    const file = streamDataFile(server.dataDir, "MARK-S");
+    xorByte(file, 13000); /* block 3 */
     let m;
     for (let i = 0; i < 100; i++) {
       m = await scrape(server.url);

@@ -17,7 +17,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Cluster, follow, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, follow, req, waitFor } from "./runnel_cluster.mjs";
+import { streamDataFile, xorByte } from "../lib/damage.mjs";
 
 let c;
 const TEXT = "text/plain";
@@ -58,21 +59,7 @@ async function makeStream(name, marker) {
 }
 
 // Node n's data file of the stream whose bytes start with marker.
-function dataFile(n, marker) {
-  const root = path.join(c.dir, `node-${n}`, "streams");
-  for (const sub of fs.readdirSync(root))
-    for (const name of fs.readdirSync(path.join(root, sub)).filter((x) => x.endsWith(".dat"))) {
-      const file = path.join(root, sub, name);
-      if (fs.readFileSync(file).subarray(0, marker.length).toString() === marker) return file;
-    }
-  assert.fail(`node ${n} has no data file starting with ${marker}`);
-}
-
-function flip(file, at) {
-  const b = fs.readFileSync(file);
-  b[at] ^= 0x04;
-  fs.writeFileSync(file, b);
-}
+const dataFile = (n, marker) => streamDataFile(path.join(c.dir, `node-${n}`), marker);
 
 // Reads the whole stream on node n: following 307s, retrying typed 503s
 // (each must carry Retry-After), until it answers 200; the bytes must be
@@ -109,7 +96,7 @@ describe("a flipped byte in a stream file", () => {
     const starts = raft.filter((x) => /^\d+-\d+$/.test(x)).map((x) => Number(x.split("-")[0]));
     assert.ok(starts.every((x) => x > 20), `no closed segment holds the early appends: ${raft}`);
     const file = dataFile(f, "MARK-ONE");
-    flip(file, 9000); /* block 2, bytes 8192..12288 */
+    xorByte(file, 9000, 0x04); /* block 2, bytes 8192..12288 */
     assert.notEqual(fs.readFileSync(file).toString(), s.all);
     await readsRight(f, s);
     await waitFor("the repair to be counted", async () => (await metric(f, "runnel_data_blocks_repaired_total")) === 1);
@@ -126,7 +113,7 @@ describe("a flipped byte in a stream file", () => {
     const s = await makeStream("two", "MARK-TWO");
     const { leader: l, follower: f, other: o } = await follower();
     const before = { [l]: await metric(l, "runnel_data_blocks_repaired_total"), [f]: await metric(f, "runnel_data_blocks_repaired_total") };
-    for (const n of [l, f]) flip(dataFile(n, "MARK-TWO"), 20000); /* block 4 on both */
+    for (const n of [l, f]) xorByte(dataFile(n, "MARK-TWO"), 20000, 0x04); /* block 4 on both */
     for (const n of [f, l, o]) await readsRight(n, s);
     for (const n of [l, f])
       await waitFor(`node ${n}'s repair`, async () => (await metric(n, "runnel_data_blocks_repaired_total")) === before[n] + 1);
