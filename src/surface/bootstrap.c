@@ -278,7 +278,7 @@ static int chunk_answer(cold_read *r) {
     if (got == -ENODATA) /* one ranged GET of the chunk's object, then again */
         return wait_cold(r);
     if (got == -EAGAIN && rn_routing_active()) { /* damaged here, being repaired */
-        rn_routing_read_elsewhere(req, key, key_len);
+        rn_routing_read_repairing(req, key, key_len);
         return 0;
     }
     if (got != (long)(end - off)) {

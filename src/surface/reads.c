@@ -168,6 +168,15 @@ static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t 
 
 static void wait_cold(stream_ctx *c);
 
+/* A read of bytes this replica lacks: restored and not fetched yet, or
+ * found damaged and being fetched again (then the refusal says so). */
+static void read_elsewhere(stream_ctx *c, const rn_stream *s) {
+    if (s->damaged_blocks)
+        rn_routing_read_repairing(c->req, c->path, c->path_len);
+    else
+        rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+}
+
 /* Answers a read with the data at its offset (possibly none): catch-up 200,
  * or a long-poll 200 with a cursor. Bytes in the cold store that the read
  * cache lacks are fetched first when the read `may_wait` (it then runs
@@ -182,7 +191,7 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
         got =
             rn_engine_read_length(c->sf->engine, s, start, c->read.max_bytes, !reads_ndjson(c, s));
         if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
-            rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+            read_elsewhere(c, s);
             return 0;
         }
         int ready = got > 0 ? rn_engine_read_ready(c->sf->engine, s, start, (size_t)got) : 0;
@@ -249,7 +258,7 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
     if (rc < 0)
         rn_buf_free(&h);
     if (rc == -EAGAIN) /* damaged here, being fetched again from a peer (cluster) */
-        rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+        read_elsewhere(c, s);
     else if (rc < 0)
         rn_reply_error(c->req, rc == -EUCLEAN ? RN_E_STREAM_DATA_DAMAGED : RN_E_INTERNAL, NULL);
     return 0;
