@@ -89,6 +89,18 @@ int engine_data_damaged(rn_engine *e, uint64_t id, uint64_t at, int by_scrub) {
     return -EAGAIN;
 }
 
+uint64_t engine_known_damage(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t to) {
+    if (e->damaged.count == 0)
+        return UINT64_MAX;
+    for (uint64_t b = from / RN_BLOCKSUM_BLOCK * RN_BLOCKSUM_BLOCK; b < to;
+         b += RN_BLOCKSUM_BLOCK) {
+        uint64_t key[2] = {s->id, b};
+        if (rn_map_get(&e->damaged, key, sizeof key))
+            return b;
+    }
+    return UINT64_MAX;
+}
+
 void engine_data_repaired(rn_engine *e, rn_stream *s) {
     if (!s->damaged_blocks || s->gap_from < s->gap_to)
         return;

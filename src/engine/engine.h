@@ -141,7 +141,10 @@ void rn_engine_touch_id(rn_engine *e, uint64_t id);
  * and holds at least one whole message when any exists past offset (it may
  * then exceed max). On a replica filling a gap (replica.c) the range stops
  * short of the gap; -EAGAIN when it starts inside it (or no whole message
- * comes before it). Returns bytes read or -errno. */
+ * comes before it). On a single node the range likewise stops short of a
+ * block a read found damaged (engine/damage.c); -EUCLEAN when it starts in
+ * one (or no whole message comes before it), or when a block it reads is
+ * found damaged now. Returns bytes read or -errno. */
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
                     rn_buf *out);
 

@@ -109,6 +109,10 @@ static inline op_private *priv(rn_op *op) {
  * and the fetcher is told: -EAGAIN (the read is answered elsewhere or
  * asked again); -EUCLEAN when the gap cannot be recorded. */
 int engine_data_damaged(rn_engine *e, uint64_t id, uint64_t at, int by_scrub);
+/* The first block of s's own files that a read found damaged, among the
+ * blocks holding [from, to), or UINT64_MAX (a cluster has no such list:
+ * its damaged blocks are gaps). */
+uint64_t engine_known_damage(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t to);
 /* s's gap shrank: counts its damaged blocks repaired once it is empty. */
 void engine_data_repaired(rn_engine *e, rn_stream *s);
 

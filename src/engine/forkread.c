@@ -186,6 +186,16 @@ long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t m
         limit = s->gap_from;
         avail = limit - offset;
     }
+    /* A single node answers up to a block it knows is damaged (damage.c),
+     * and refuses a read that starts in one. */
+    uint64_t bad = engine_known_damage(e, s, offset, avail < max ? limit : offset + max);
+    int short_of_damage = bad != UINT64_MAX;
+    if (short_of_damage) {
+        if (bad <= offset)
+            return -EUCLEAN;
+        limit = bad;
+        avail = limit - offset;
+    }
     if (!s->json || !whole_messages || avail <= max)
         return (long)(avail < max ? avail : max);
     /* Within max: cut at the last message end. A first message longer
@@ -194,8 +204,8 @@ long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t m
     int rc = find_message_end(e, s, offset, offset + max, 1, &end);
     if (rc == 0)
         rc = find_message_end(e, s, offset + max, limit, 0, &end);
-    if (rc == 0 && short_of_gap)
-        return -EAGAIN;                        /* no whole message before the gap */
+    if (rc == 0 && (short_of_gap || short_of_damage)) /* no whole message before it */
+        return short_of_gap ? -EAGAIN : -EUCLEAN;
     return rc < 0 ? rc : (long)(end - offset); /* stored messages end in LF: found */
 }
 

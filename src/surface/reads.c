@@ -207,7 +207,8 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
             return 0;
         }
         if (got < 0) {
-            rn_reply_error(c->req, RN_E_INTERNAL, NULL);
+            rn_reply_error(c->req, got == -EUCLEAN ? RN_E_STREAM_DATA_DAMAGED : RN_E_INTERNAL,
+                           NULL);
             return 0;
         }
     }

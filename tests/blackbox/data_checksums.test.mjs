@@ -3,11 +3,16 @@
 // disk would leave it; the node has no other copy, so:
 //   - a catch-up read, a long-poll answered at once and an SSE read that
 //     need the damaged block answer 500 STREAM_DATA_DAMAGED (an SSE read of
-//     the v1 surface, which has no error events, ends), never a byte of it; reads of the stream's other blocks and of
+//     the v1 surface, which has no error events, sends the bytes before it
+//     and ends), never a byte of it; reads of the stream's other blocks and of
 //     other streams answer their bytes as before;
 //   - the error log names the stream, the byte range and the file;
 //   - the metrics count the bad block once however often it is read, as
 //     unrepairable, and the blocks verified;
+//   - once the block is known damaged, reads answer the bytes before it,
+//     and a read starting in it is refused; an answer longer than one piece
+//     whose later piece holds the block is cut (fewer bytes, all right),
+//     and the retry gets the bytes up to the block;
 // and the scrub (a second server, scrubbing fast) finds a flipped byte
 // without any read, counted apart from damage reads find.
 import assert from "node:assert/strict";
@@ -59,7 +64,9 @@ describe("a flipped byte in a single node's stream file", () => {
     const sse = await openSse(`${a}?offset=-1&live=sse`); /* v1 has no error events: it ends */
     assert.equal(sse.status, 200);
     assert.ok(await sse.waitEnd(5000), "the SSE response ends");
-    assert.deepEqual(sse.events.filter((e) => e.type === "data"), [], "no data event carries the damaged block");
+    const sent = sse.events.filter((e) => e.type === "data").map((e) => e.data).join("");
+    assert.ok(sent.length <= BLOCK, `nothing of the damaged block (${sent.length} bytes sent)`);
+    assert.equal(sent, sa.all.slice(0, sent.length), "what was sent is the stream's bytes before it");
 
     // past the damaged block (the third append starts at byte 10000, in block 2)
     const past = await req(`${a}?offset=${sa.after[1]}`);
@@ -71,6 +78,12 @@ describe("a flipped byte in a single node's stream file", () => {
     const headA = await req(a, { method: "HEAD" });
     assert.equal(headA.status, 200);
 
+    // once known, the damage bounds reads: from the start, the bytes before the block
+    const before = await req(`${a}?offset=-1`);
+    assert.equal(before.status, 200);
+    assert.equal(before.text, sa.all.slice(0, BLOCK), "the bytes before the damaged block");
+    assertError(await req(`${a}?offset=${before.headers.get("stream-next-offset")}`), 500, "STREAM_DATA_DAMAGED", { what: "a read starting in the block" });
+
     assert.match(server.memoryLog, new RegExp(`stream_data_damaged: stream [0-9a-f]{16}: bytes ${BLOCK}\\.\\.${2 * BLOCK} of \\S+\\.dat do not match their checksum`));
     assert.match(server.memoryLog, /stream_data_unrepairable: stream sums\/a \([0-9a-f]{16}\): bytes 4096\.\.8192 are damaged/);
     const m = await scrape(server.url);
@@ -79,6 +92,35 @@ describe("a flipped byte in a single node's stream file", () => {
     assert.equal(m.get("runnel_data_blocks_damaged_scrub_total"), 0);
     assert.ok(m.get("runnel_data_blocks_verified_total") >= 4, "blocks were verified");
     assert.equal(m.get("runnel_scrub_bytes_total"), 0, "--scrub-bytes-per-second 0: no scrub");
+  });
+});
+
+describe("a damaged block past the first piece of a long answer", () => {
+  const server = new Server({ args: ["--scrub-bytes-per-second", "0"] });
+  before(() => server.start());
+  after(() => server.stop());
+
+  test("the answer is cut, never sent on; the retry stops short of the block, the next read is refused", async () => {
+    const a = `${server.url}/v1/stream/sums/long`;
+    const s = await makeStream(a, "MARK-L", 4, 200000); /* 800 kB: pieces of 256 KiB */
+    const damagedAt = 600000, block = Math.floor(damagedAt / BLOCK) * BLOCK;
+    xorByte(streamDataFile(server.dataDir, "MARK-L"), damagedAt);
+    let first;
+    try {
+      first = await req(`${a}?offset=-1`);
+    } catch {
+      first = null; /* the connection was cut mid-body */
+    }
+    if (first) { /* what arrived is a prefix of the stream's bytes, short of its length */
+      assert.ok(first.body.length < s.all.length, "not the whole answer");
+      assert.equal(first.text, s.all.slice(0, first.body.length));
+      assert.ok(first.body.length <= block, "nothing of the damaged block");
+    }
+    const retry = await req(`${a}?offset=-1`);
+    assert.equal(retry.status, 200);
+    assert.equal(retry.text, s.all.slice(0, block));
+    const at = retry.headers.get("stream-next-offset");
+    assertError(await req(`${a}?offset=${at}`), 500, "STREAM_DATA_DAMAGED", { what: "the read at the damaged block" });
   });
 });
 
