@@ -174,7 +174,7 @@ ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64
     ssize_t got = 0;
     for (int attempt = 0; attempt < 2; attempt++) { /* the second after a racing append */
         got = read_full(data_fd, out, len, off);
-        if (got <= 0)
+        if (got <= 0 || sum_fd < 0)
             return got;
         int rc = check(data_fd, sum_fd, out, (size_t)got, off, bad, verified);
         if (rc != -EUCLEAN)

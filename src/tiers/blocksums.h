@@ -39,10 +39,9 @@ rn_blocksum rn_blocksum_decode(const uint8_t in[RN_BLOCKSUM_ENTRY]);
  * rewrites the entries of every block they touch. Returns 0 or -errno. */
 int rn_blocksums_update(int data_fd, int sum_fd, const void *data, size_t len, uint64_t off);
 /* Reads up to len bytes at off of the data file into out and checks every
- * block they touch against its entry. Returns the bytes read, or
- * -EUCLEAN with *bad set to the first damaged block's offset (nothing
- * read may be used then), or -errno. Counts the blocks verified in
- * *verified when it is not NULL. */
+ * block they touch against its entry (none without a sidecar: sum_fd -1). Returns the bytes read,
+ * or -EUCLEAN with *bad set to the first damaged block's offset (nothing read may be used then), or
+ * -errno. Counts the blocks verified in *verified when it is not NULL. */
 ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64_t off,
                           uint64_t *bad, uint64_t *verified);
 /* The data file was cut to len: drops the entries past it and recomputes

@@ -280,18 +280,22 @@ void rn_streamfiles_unpin(rn_streamfiles_pin *pin) {
 }
 
 /* The descriptors of id's data file (created if asked) and checksum
- * sidecar (created when missing: an older build's stream has none). The
- * data file is pinned while the sidecar is opened, which may evict.
- * Returns 0 or -errno. */
-static int data_and_sums(rn_streamfiles *st, uint64_t id, int create, int *data_fd, int *sum_fd) {
-    *data_fd = get_fd(st, id, RN_FILE_DATA, create);
+ * sidecar: created when missing for a write (an older build's stream has
+ * none); for a read (`writing` 0) a missing one is *sum_fd -1, so that a
+ * read never creates a file (a full disk keeps serving reads). The data
+ * file is pinned while the sidecar is opened, which may evict. Returns 0
+ * or -errno. */
+static int data_and_sums(rn_streamfiles *st, uint64_t id, int writing, int *data_fd, int *sum_fd) {
+    *data_fd = get_fd(st, id, RN_FILE_DATA, writing);
     if (*data_fd < 0)
         return *data_fd;
     open_file *data = lru_first(st);
     data->pins++;
-    *sum_fd = get_fd(st, id, RN_FILE_SUM, 1);
+    *sum_fd = get_fd(st, id, RN_FILE_SUM, writing);
     data->pins--;
-    return *sum_fd < 0 ? *sum_fd : 0;
+    if (*sum_fd == -ENOENT && !writing)
+        *sum_fd = -1;
+    return *sum_fd < -1 ? *sum_fd : 0;
 }
 
 ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
@@ -331,10 +335,10 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
             return -errno;
         lru_first(st)->reserved_end = 0; /* truncation may free reserved blocks */
     }
-    int data_fd, sum_fd;
-    int rc = data_and_sums(st, id, 0, &data_fd, &sum_fd);
-    if (rc == -ENOENT)
-        return 0;
+    int data_fd = get_fd(st, id, RN_FILE_DATA, 0), sum_fd;
+    if (data_fd == -ENOENT)
+        return 0; /* no data file: no checksums to cut */
+    int rc = data_fd < 0 ? data_fd : data_and_sums(st, id, 1, &data_fd, &sum_fd);
     return rc < 0 ? rc : rn_blocksums_cut(data_fd, sum_fd, len);
 }
 

@@ -200,8 +200,8 @@ static void test_the_cut_recomputes_an_open_block_ahead_of_its_data(void **state
     assert_int_equal(e.crc, rn_crc32c(0, f->bytes + BLK, 7000 - BLK));
 }
 
-/* An older build's stream has no sidecar: its bytes read unverified, and
- * the blocks appends touch afterwards are checked. */
+/* An older build's stream has no sidecar: its bytes read unverified (the
+ * read creates none), and the blocks appends touch afterwards are checked. */
 static void test_a_stream_without_a_sidecar_reads_unverified(void **state) {
     fx *f = *state;
     uint64_t k = 0;
@@ -215,6 +215,7 @@ static void test_a_stream_without_a_sidecar_reads_unverified(void **state) {
     poke(f, "dat", &flipped, 1, 10);
     uint8_t out[5000];
     assert_int_equal(rn_streamfiles_read(f->st, ID, out, 5000, 0, NULL), 5000);
+    assert_int_equal(access(p, F_OK), -1); /* a read makes no file (a full disk still reads) */
     append_bytes(f, 5000, 6000, 1000, &k);
     poke(f, "dat", f->bytes + 5500, 1, 5501);
     assert_int_equal(rn_streamfiles_read(f->st, ID, out, 10, 5990, NULL), -EUCLEAN);
