@@ -1,7 +1,7 @@
 // Damage done to a data directory behind the server's back, as a failing
 // disk would leave it, shared by the suites that test what the server
 // makes of it (stream data checksums on one node and in a cluster, an
-// accepted loss with history tiering).
+// accepted loss with history tiering, the log-damage suite).
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
