@@ -196,15 +196,17 @@ long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t m
         limit = bad;
         avail = limit - offset;
     }
-    if (!s->json || !whole_messages || avail <= max)
+    int short_of_limit = short_of_gap || short_of_damage; /* maybe mid-message */
+    if (!s->json || !whole_messages || (avail <= max && !short_of_limit))
         return (long)(avail < max ? avail : max);
-    /* Within max: cut at the last message end. A first message longer
-     * than max comes alone: the range then ends where it does. */
-    uint64_t end = limit;
-    int rc = find_message_end(e, s, offset, offset + max, 1, &end);
-    if (rc == 0)
-        rc = find_message_end(e, s, offset + max, limit, 0, &end);
-    if (rc == 0 && (short_of_gap || short_of_damage)) /* no whole message before it */
+    /* Within max (and the limit): cut at the last message end. A first
+     * message longer than max comes alone: the range then ends where it
+     * does. */
+    uint64_t hi = offset + (avail < max ? avail : max), end = limit;
+    int rc = find_message_end(e, s, offset, hi, 1, &end);
+    if (rc == 0 && hi < limit)
+        rc = find_message_end(e, s, hi, limit, 0, &end);
+    if (rc == 0 && short_of_limit) /* no whole message before it */
         return short_of_gap ? -EAGAIN : -EUCLEAN;
     return rc < 0 ? rc : (long)(end - offset); /* stored messages end in LF: found */
 }

@@ -95,6 +95,32 @@ describe("a flipped byte in a single node's stream file", () => {
   });
 });
 
+describe("a damaged block of a JSON stream", () => {
+  const server = new Server({ args: ["--scrub-bytes-per-second", "0"] });
+  before(() => server.start());
+  after(() => server.stop());
+
+  test("reads stop at the last whole message before the block; then a typed refusal", async () => {
+    const url = `${server.url}/v1/stream/sums/json`;
+    assert.equal((await req(url, { method: "PUT", headers: { "content-type": "application/json" } })).status, 201);
+    const msgs = [];
+    for (let i = 0; i < 40; i++) msgs.push({ m: i === 0 ? "MARK-J" : `message ${i}`, pad: "p".repeat(180) });
+    for (let i = 0; i < 40; i += 10) {
+      const r = await req(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(msgs.slice(i, i + 10)) });
+      assert.ok(r.status === 200 || r.status === 204, `append ${i}: ${r.status}`);
+    }
+    const file = streamDataFile(server.dataDir, '{"m":"MARK-J"');
+    xorByte(file, BLOCK + 300);
+    assertError(await req(`${url}?offset=-1`), 500, "STREAM_DATA_DAMAGED", { what: "the first read" });
+    const r = await req(`${url}?offset=-1`);
+    assert.equal(r.status, 200);
+    const got = JSON.parse(r.text);
+    assert.ok(got.length > 0 && got.length < 40, `whole messages before the block (${got.length})`);
+    assert.deepEqual(got, msgs.slice(0, got.length));
+    assertError(await req(`${url}?offset=${r.headers.get("stream-next-offset")}`), 500, "STREAM_DATA_DAMAGED", { what: "the read after them" });
+  });
+});
+
 describe("a damaged block past the first piece of a long answer", () => {
   const server = new Server({ args: ["--scrub-bytes-per-second", "0"] });
   before(() => server.start());
