@@ -88,6 +88,7 @@ typedef struct {
     rn_gate *gate;                 /* --tenants: the gate in front of the routes */
     rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
+    uv_timer_t scrub; /* rn_engine_scrub every SCRUB_TICK_MS */
     uv_work_t recovery;
     int recovery_done;    /* the engine is open (or failed to) */
     rn_cold_claim *claim; /* the cold store's claim at start */
@@ -107,7 +108,16 @@ static void on_sweep(uv_timer_t *t) {
     rn_engine_sweep_expired(s->engine);
 }
 
+#define SCRUB_TICK_MS 100
+
+static void on_scrub(uv_timer_t *t) {
+    server *s = t->data;
+    if (!s->stopping && s->engine)
+        rn_engine_scrub(s->engine, s->cfg.scrub_bytes_per_second * SCRUB_TICK_MS / 1000);
+}
+
 static void close_handles(server *s) {
+    uv_close((uv_handle_t *)&s->scrub, NULL);
     uv_timer_stop(&s->drain);
     uv_close((uv_handle_t *)&s->drain, NULL);
     uv_close((uv_handle_t *)&s->sweep, NULL);
@@ -587,6 +597,8 @@ static void wire(server *s) {
     s->endpoints.admin_route = admin_route;
     s->endpoints.admin_ctx = s->admin_plane;
     uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
+    if (s->cfg.scrub_bytes_per_second * SCRUB_TICK_MS / 1000 > 0)
+        uv_timer_start(&s->scrub, on_scrub, SCRUB_TICK_MS, SCRUB_TICK_MS);
     s->router.ready = 1;
     s->endpoints.ready = 1;
     rn_log(RN_LOG_INFO, "ready", "serving on %s", s->public_url);
@@ -717,7 +729,8 @@ int rn_serve(int argc, char **argv) {
     s.endpoints.probe = rn_probe_start(s.loop, s.cfg.data_dir, 1000);
     uv_timer_init(s.loop, &s.sweep);
     uv_timer_init(s.loop, &s.drain);
-    s.sweep.data = s.drain.data = &s;
+    uv_timer_init(s.loop, &s.scrub);
+    s.sweep.data = s.drain.data = s.scrub.data = &s;
     rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
                           .cold_store = s.cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = (int)s.cfg.max_open_files,
