@@ -32,7 +32,8 @@
  *   the process before libraft corrupts itself.
  * - The watchdog (health.c) needs to know that log writes stall: the age
  *   of the oldest append libraft asked for that is not done (held or in
- *   raft_uv) is kept here.
+ *   raft_uv) is kept here. The test-only failure point log-stall holds
+ *   writes as a full disk does, for the chaos harness's stalled disk.
  *
  * An append is a leader's when the group leads at the time libraft submits
  * it (libraft submits leader appends only while leading).
@@ -45,6 +46,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/fault.h"
 #include "util/files.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -123,6 +125,17 @@ static bool below_floor(const cs_group *g) {
     return floor && rn_free_bytes(g->node->data_dir) < floor;
 }
 
+/* Why a log write must wait before it is submitted: the free space below
+ * the floor, or a stalled disk (the test-only failure point log-stall);
+ * NULL when it may go. */
+static const char *must_wait(const cs_group *g) {
+    if (below_floor(g))
+        return "the disk's free space is below the part kept for a restart";
+    if (rn_fault_fail("log-stall"))
+        return "log writes stall (failure point log-stall)";
+    return NULL;
+}
+
 /* Starts holding (logged once per episode). */
 static void start_holding(cs_group *g, const char *why) {
     if (g->held_since)
@@ -139,7 +152,7 @@ static void run_held(cs_group *g) {
     while (g->held && !g->retry_inflight) {
         cs_log_op *op = g->held;
         if (op->kind == OP_APPEND) {
-            if (below_floor(g) || submit_append(g, op) != 0)
+            if (must_wait(g) || submit_append(g, op) != 0)
                 return; /* tried again later */
             unhold(g);
             g->retry_inflight = true;
@@ -159,9 +172,8 @@ static void run_held(cs_group *g) {
         free(op);
     }
     if (!g->held && !g->retry_inflight && g->held_since) {
-        rn_log(RN_LOG_WARN, "cluster_log",
-               "group %u: log writes resumed after %llu ms waiting for disk space", g->index,
-               (unsigned long long)(now_ms(g) - g->held_since));
+        rn_log(RN_LOG_WARN, "cluster_log", "group %u: log writes resumed after %llu ms waiting",
+               g->index, (unsigned long long)(now_ms(g) - g->held_since));
         g->held_since = 0;
     }
 }
@@ -231,8 +243,9 @@ static int append(struct raft_io *io, struct raft_io_append *req, const struct r
     if (op->leader)
         g->leader_appends++;
     rn_list_push_back(&g->unfinished, &op->unfinished);
-    if (!blocked(g) && below_floor(g))
-        start_holding(g, "the disk's free space is below the part kept for a restart");
+    const char *wait = blocked(g) ? NULL : must_wait(g);
+    if (wait)
+        start_holding(g, wait);
     if (blocked(g) || g->held_since) {
         hold(g, op);
         return 0;

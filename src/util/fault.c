@@ -102,7 +102,7 @@ typedef struct {
 static failure_point points[] = {{.name = "boundary-read"}, {.name = "blob-delete"},
                                  {.name = "log-reserve"},   {.name = "apply-reserve"},
                                  {.name = "data-read"},     {.name = "dir-sync"},
-                                 {.name = "copy-stall"}};
+                                 {.name = "copy-stall"},    {.name = "log-stall"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

@@ -26,6 +26,11 @@
  *   "copy-stall" the local store's copy of a parts commit (tiers/localdir.c
  *                concat, on a worker) does not fail but waits 2 s first,
  *                as a slow store would: commits held in their copy
+ *   "log-stall"  a Raft log write of a cluster node (cluster/appends.c) does
+ *                not fail but waits, retried every 250 ms while the point
+ *                is armed, as a stalled disk would make it (the chaos
+ *                harness's slow-disk fault; cluster_disk throttles a real
+ *                disk)
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

@@ -74,6 +74,8 @@ export class ChaosCluster {
       "--admin-token-file", token,
       // a stream-flip fault is found by the scrub within seconds (256 MiB of tmpfs at most)
       "--scrub-bytes-per-second", "33554432",
+      // a slow-disk fault (the test-only failure point log-stall) moves leaderships in a second
+      "--test-hooks", "--log-stall-ms", "1000",
       // the long-polls of /v1/stream/ streams, which take no timeout_ms, end as the others' do
       "--long-poll-timeout-ms", "1000", ...(n.joined ? ["--join"] : [])];
   }
@@ -206,14 +208,15 @@ export class ChaosCluster {
   }
 
   // An operator request (the admin token) to the first member that
-  // answers it with `want`; repeated (a metadata leader may be unknown for
-  // a moment) until ms passed. Returns the last answer.
-  async operator(method, target, want, ms = 30000) {
+  // answers it with `want` (only node `id`, when given); repeated (a
+  // metadata leader may be unknown for a moment) until ms passed. Returns
+  // the last answer.
+  async operator(method, target, want, ms = 30000, id = null) {
     const token = fs.readFileSync(this.secrets().token, "utf8").trim();
     const end = Date.now() + ms;
     let a = null;
     while (Date.now() < end) {
-      for (const n of this.nodes.filter((x) => x.state === "up")) {
+      for (const n of this.nodes.filter((x) => x.state === "up" && (id === null || x.id === id))) {
         a = await request(`${n.url}${target}`, { method, headers: { authorization: `Bearer ${token}` }, timeoutMs: 12000 });
         if (a.status === want) return a;
       }

@@ -23,6 +23,11 @@
 //                   the node must never serve it (the checker reads every
 //                   replica); heal: wait until the node counts a repaired
 //                   block (its scrub or a read found and fetched it again)
+//   slow-disk       stall a group's leader's Raft log writes (the test-only
+//                   failure point log-stall holds them, as a stalled disk
+//                   would): its commit-stall watchdog must hand the group's
+//                   leadership to another node within 10 s (one that keeps
+//                   it is a failed heal); heal: writes resume
 //   drain           drain a group's leader (it hands every leadership
 //                   over and leads nothing); undrain it
 //   decommission    start a new node in the spare namespace and add it
@@ -37,8 +42,8 @@
 // one that does not (the fake), they are not drawn. A cluster's table
 // keeps every node id it ever had, 32 at most: once 28 were used, a
 // decommission or replace-node drawn is a drain instead.
-// Not here: a slow disk (the data directories would have to be block
-// devices, loop-mounted, for cgroup blkio throttling; cluster_disk does it).
+// A slow disk is emulated (slow-disk): the data directories are tmpfs, which
+// cgroup blkio throttling cannot slow; cluster_disk throttles a real one.
 // Also the leader monitor, which polls /__runnel/cluster and counts
 // leader changes.
 import fs from "node:fs";
@@ -48,7 +53,7 @@ import { cut, heal as healNetwork, isolate } from "./netns.mjs";
 import { sleep } from "./rng.mjs";
 
 export const KINDS = ["kill-leader", "kill-follower", "pause-leader", "isolate-node", "isolate-leader", "cut-link",
-  "kill-majority", "kill-all", "disk-full", "bit-flip", "stream-flip", "drain", "decommission", "replace-node"];
+  "kill-majority", "kill-all", "disk-full", "bit-flip", "stream-flip", "slow-disk", "drain", "decommission", "replace-node"];
 const MEMBERSHIP = new Set(["drain", "decommission", "replace-node"]);
 const MAX_NODE_ID = 28;
 const WEIGHTS = { "kill-all": 0.5 };
@@ -171,6 +176,25 @@ export class Nemesis {
         nodes = [this.rng.pick(all)];
         heal = await this.flipStreamByte(nodes[0]);
         break;
+      case "slow-disk": {
+        nodes = [t.leader];
+        const point = (n) => c.operator("POST", `/__runnel/test/fail?point=log-stall&n=${n}`, 204, 5000, t.leader);
+        await point(1000000);
+        const handedOver = t.group === null ? Promise.resolve(true) : (async () => {
+          for (let i = 0; i < 50; i++) {
+            const l = (await c.leaders()).get(t.group);
+            if (l && l.leader !== t.leader) return true;
+            await sleep(200);
+          }
+          return false;
+        })();
+        heal = async () => {
+          const moved = await handedOver;
+          await point(0);
+          if (!moved) this.failure ??= `slow-disk: node ${t.leader} still led group ${t.group} 10 s after its log writes stalled`;
+        };
+        break;
+      }
       case "drain":
         nodes = [t.leader];
         await c.operator("POST", `/__runnel/cluster/drain/${t.leader}`, 202);
