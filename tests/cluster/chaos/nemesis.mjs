@@ -23,7 +23,7 @@
 //                   the node must never serve it (the checker reads every
 //                   replica); heal: wait until the node counts a repaired
 //                   block (its scrub or a read found and fetched it again)
-//   slow-disk       stall a group's leader's Raft log writes (the test-only
+//   slow-disk       stall every Raft log write of a group's leader (the test-only
 //                   failure point log-stall holds them, as a stalled disk
 //                   would): its commit-stall watchdog must hand the group's
 //                   leadership to another node within 10 s (one that keeps
