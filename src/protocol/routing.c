@@ -41,6 +41,25 @@ int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen)
     return ra.group == rb.group;
 }
 
+unsigned rn_routing_group(const char *key, size_t len) {
+    if (!routing.active)
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    return r.group;
+}
+
+int rn_routing_leader_url(const char *key, size_t len, rn_buf *out) {
+    if (!routing.active)
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    if (r.serves || !r.leader_id || !r.leader_url)
+        return 0;
+    rn_buf_append_str(out, r.leader_url);
+    return 1;
+}
+
 void rn_routing_group_header(rn_buf *h, const char *key, size_t len) {
     if (!routing.active)
         return;

@@ -130,6 +130,14 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
  * single-node mode): a fork is created only in its source's group. */
 int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);
 
+/* The group of the stream at key (0 in single-node mode). */
+unsigned rn_routing_group(const char *key, size_t len);
+
+/* Appends to out the public base URL of the node leading the group of the
+ * stream at key and returns 1, when another node leads it and its URL is
+ * known; else returns 0 (out unchanged). */
+int rn_routing_leader_url(const char *key, size_t len, rn_buf *out);
+
 /* Appends x-ursula-raft-group for the stream at key (cluster mode). */
 void rn_routing_group_header(rn_buf *h, const char *key, size_t len);
 

@@ -9,10 +9,21 @@
  * re-announces only wakes whose event may be missing: events are written
  * at least once. If the wake stream is gone or refuses the append, the
  * failure is logged and the wake stays claimable.
+ *
+ * In cluster mode the wake stream's group may be led by another node than
+ * the one delivering: the event is then POSTed to that leader's public
+ * URL like a client append (with Runnel-No-Forward, so a node that lost
+ * the leadership meanwhile answers 307 rather than pass it on), through a
+ * client of the module's own (the webhooks' SSRF policy is for receivers'
+ * addresses, not the cluster's). No answer, a 3xx or a 5xx is tried again
+ * a second later (the wake's next_attempt_ms; wake.c's timer); a 4xx is a
+ * refusal, logged as above.
  */
 #include "subs/subs_int.h"
+#include "protocol/routing.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/routes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +60,71 @@ static void on_appended(rn_op *op) {
     free(wa);
 }
 
+/* The wake event of sub's current wake (JSON text). */
+static void event_text(const rn_sub *sub, rn_buf *out) {
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "wake", "subscription_id", sub->id,
+                           "stream", sub->trigger ? sub->trigger : "", "generation",
+                           (json_int_t)sub->generation, "ts", (json_int_t)rn_now_ms());
+    char *text = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    rn_buf_append_str(out, text);
+    free(text);
+}
+
+static void on_remote(void *arg, const rn_fetch_result *r) {
+    rn_sub *sub = arg;
+    rn_subs *S = sub->owner;
+    sub->fetch = NULL;
+    if (r->failure == RN_FETCH_ANSWERED && r->status >= 200 && r->status < 300) {
+        mark_announced(S, sub->id, sub->wake_id);
+    } else if (r->failure == RN_FETCH_ANSWERED && r->status >= 400 && r->status < 500) {
+        rn_log(RN_LOG_WARN, "wake_event_refused",
+               "subscription %s: the append to %s was refused (%ld)", sub->id, sub->cfg.wake_stream,
+               r->status);
+        mark_announced(S, sub->id, sub->wake_id);
+    } else {
+        rn_log(RN_LOG_WARN, "wake_event_retry",
+               "subscription %s: the append to %s got %s; trying again in 1 s", sub->id,
+               sub->cfg.wake_stream, r->failure == RN_FETCH_ANSWERED ? "no success" : r->error);
+        rn_wake_announce_again(S, sub);
+    }
+}
+
+/* Appends a path byte, percent-encoded unless unreserved or '/'. */
+static void append_path(rn_buf *out, const char *path) {
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        unsigned char c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
+            rn_buf_append_byte(out, c);
+        else
+            rn_buf_appendf(out, "%%%02X", c);
+    }
+}
+
+/* Cluster mode: the event goes to the leader of the wake stream's group. */
+static void append_remote(rn_subs *S, rn_sub *sub, const rn_stream *ws) {
+    const char *path = sub->cfg.wake_stream;
+    rn_buf url = {0}, ct = {0}, body = {0};
+    if (!rn_routing_leader_url(path, strlen(path), &url)) { /* no leader known yet */
+        rn_wake_announce_again(S, sub);
+        return;
+    }
+    rn_buf_append_str(&url, "/v1/stream/");
+    append_path(&url, path);
+    rn_buf_append_byte(&url, 0);
+    rn_buf_appendf(&ct, "Content-Type: %.*s", (int)ws->content_type_len, ws->content_type);
+    rn_buf_append_byte(&ct, 0);
+    event_text(sub, &body);
+    const char *headers[] = {(const char *)ct.data, RN_NO_FORWARD_HEADER ": subscriptions"};
+    sub->fetch =
+        rn_subs_post(S, S->peer_out, (const char *)url.data, headers, 2, &body, on_remote, sub);
+    rn_buf_free(&url);
+    rn_buf_free(&ct);
+    if (!sub->fetch)
+        rn_wake_announce_again(S, sub);
+}
+
 void rn_wakestream_announce(rn_subs *S, rn_sub *sub) {
     const char *path = sub->cfg.wake_stream;
     rn_stream *ws = rn_engine_find(S->engine, path, strlen(path));
@@ -58,19 +134,17 @@ void rn_wakestream_announce(rn_subs *S, rn_sub *sub) {
         mark_announced(S, sub->id, sub->wake_id);
         return;
     }
+    if (S->replicated && !rn_engine_leads(S->engine, path, strlen(path))) {
+        append_remote(S, sub, ws);
+        return;
+    }
     wake_append *wa = rn_xcalloc(1, sizeof *wa);
     wa->S = S;
     wa->sub_id = rn_xstrdup(sub->id);
     strcpy(wa->wake_id, sub->wake_id);
     wa->path = rn_xstrdup(path);
     wa->content_type = rn_xstrndup(ws->content_type, ws->content_type_len);
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "wake", "subscription_id", sub->id,
-                           "stream", sub->trigger ? sub->trigger : "", "generation",
-                           (json_int_t)sub->generation, "ts", (json_int_t)rn_now_ms());
-    char *text = json_dumps(ev, JSON_COMPACT);
-    json_decref(ev);
-    rn_buf_append_str(&wa->body, text);
-    free(text);
+    event_text(sub, &wa->body);
     rn_op *op = &wa->op;
     op->in.kind = RN_OP_APPEND;
     op->in.path = wa->path;
