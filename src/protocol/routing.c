@@ -41,6 +41,14 @@ int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen)
     return ra.group == rb.group;
 }
 
+int rn_routing_caught_up(const char *key, size_t len) {
+    if (!routing.active)
+        return 1;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    return r.caught_up;
+}
+
 unsigned rn_routing_group(const char *key, size_t len) {
     if (!routing.active)
         return 0;

@@ -130,6 +130,10 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
  * single-node mode): a fork is created only in its source's group. */
 int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);
 
+/* Whether this replica's state of the stream at key's group is current
+ * since its start (always in single-node mode): the view's caught_up. */
+int rn_routing_caught_up(const char *key, size_t len);
+
 /* The group of the stream at key (0 in single-node mode). */
 unsigned rn_routing_group(const char *key, size_t len);
 

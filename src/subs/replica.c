@@ -16,7 +16,10 @@
  * request compare the role with the log's: a node that comes to lead the
  * group (ready: everything earlier leaders committed applied) loads the
  * replicated state, reconciles it with the streams (which every node
- * replicates, so the links' tails are current) and resumes as after a
+ * replicates, so the links' tails are current; a link to a stream of a
+ * group this replica has not caught up with since its start is left as it
+ * is, since the stream may only be missing here yet: its events come as
+ * the group applies) and resumes as after a
  * restart: retries and leases re-armed at their replicated times, wakes
  * not known announced announced again, idle subscriptions with pending
  * work woken. A wake whose acknowledgement the old leader had not

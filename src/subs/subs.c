@@ -22,6 +22,7 @@
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
+#include "protocol/routing.h"
 #include "util/files.h"
 #include "util/log.h"
 
@@ -130,6 +131,8 @@ void rn_subs_reconcile(rn_subs *S) {
         for (size_t k = 0; k < n; k++) {
             rn_sub_link *l = all[k];
             rn_stream *s = rn_engine_find(S->engine, l->path, l->path_len);
+            if (!rn_routing_caught_up(l->path, l->path_len))
+                continue; /* cluster mode: this replica may not hold the stream yet */
             if (!s && !l->is_explicit) {
                 rn_sub_link_remove(S, l);
                 c.dirty = 1;
