@@ -126,7 +126,13 @@ describe("routing", () => {
       }
       await sleep(200); // the warm-ups' access log lines read from the nodes' pipes, as below
       const before = paths.map((p) => [1, 2, 3].map((n) => posts(n, p).length));
-      for (let i = 0; i < 5; i++) for (const p of paths) assertFromNode(await ask("POST", p, { body: `w${i}\n` }), 204, p);
+      for (let i = 0; i < 5; i++) for (const p of paths) assertFromNode(await ask("POST", p, { body: `r${round}w${i}\n` }), 204, p);
+      for (const p of paths) { // each write of the round applied once, in order: no resend doubled one
+        const r = await ask("GET", `${p}?offset=-1&consistency=leader`);
+        assert.equal(r.status, 200, `read ${p}`);
+        const mine = r.text.split("\n").filter((l) => l.startsWith(`r${round}w`));
+        assert.deepEqual(mine, [0, 1, 2, 3, 4].map((i) => `r${round}w${i}`), `the round's writes in ${p}`);
+      }
       await sleep(200);
       const now = await leaders();
       if (JSON.stringify(was) !== JSON.stringify(now) && round < 2) continue;
