@@ -49,6 +49,14 @@ int rn_routing_caught_up(const char *key, size_t len) {
     return r.caught_up;
 }
 
+uint64_t rn_routing_term(const char *key, size_t len) {
+    if (!routing.active)
+        return 0;
+    rn_group_route r;
+    routing.view.route(routing.view.ctx, key, len, &r);
+    return r.term;
+}
+
 unsigned rn_routing_group(const char *key, size_t len) {
     if (!routing.active)
         return 0;

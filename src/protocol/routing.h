@@ -134,6 +134,10 @@ int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen)
  * since its start (always in single-node mode): the view's caught_up. */
 int rn_routing_caught_up(const char *key, size_t len);
 
+/* The term this node knows for the group of the stream at key (its own
+ * leadership's when it leads the group; 0 in single-node mode). */
+uint64_t rn_routing_term(const char *key, size_t len);
+
 /* The group of the stream at key (0 in single-node mode). */
 unsigned rn_routing_group(const char *key, size_t len);
 

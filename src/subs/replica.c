@@ -27,7 +27,10 @@
  * and none is lost: a wake is revealed only once its state committed. A
  * node that stops leading drops its in-memory state, cancels its
  * deliveries, and answers the changes still waiting for their commit
- * 503 NO_LEADER (their command was refused) or OUTCOME_UNKNOWN.
+ * 503 NO_LEADER (their command was refused) or OUTCOME_UNKNOWN; so does a
+ * node found leading in another term than the one it took over in (it
+ * lost the leadership between two looks, and another leader may have
+ * committed meanwhile), which then loads the state again.
  */
 #include "subs/subs_int.h"
 #include "protocol/routing.h"
@@ -78,11 +81,15 @@ static void give_up(rn_subs *S) {
 
 int rn_subs_replica_sync(rn_subs *S) {
     assert(S->replicated);
-    int leads = !S->quiesced && rn_engine_leads(S->engine, RN_SUBS_KEY, strlen(RN_SUBS_KEY));
-    if (leads && !S->active)
+    size_t len = strlen(RN_SUBS_KEY);
+    int leads = !S->quiesced && rn_engine_leads(S->engine, RN_SUBS_KEY, len);
+    uint64_t term = leads ? rn_routing_term(RN_SUBS_KEY, len) : 0;
+    if (S->active && (!leads || term != S->term))
+        give_up(S); /* a leadership lost between two looks: another may have committed */
+    if (leads && !S->active) {
+        S->term = term;
         take_over(S);
-    else if (!leads && S->active)
-        give_up(S);
+    }
     return S->active;
 }
 

@@ -208,19 +208,35 @@ describe("replicated subscriptions", () => {
 
   test("the state outlives a restart of every node (snapshots and log)", async () => {
     const leader = await subsLeader();
+    // a dozen changes (explicit links added and removed): every node,
+    // restarted earlier or not, snapshots the group past them
+    for (let i = 0; i < 6; i++) {
+      const add = await req(sub(leader, "wh", "/streams"), { method: "POST", headers: { "content-type": JSON_CT },
+        body: JSON.stringify({ streams: [`ev/x${i}`] }) });
+      assert.equal(add.status, 204, add.text);
+      const del = await req(sub(leader, "wh", `/streams/${encodeURIComponent(`ev/x${i}`)}`), { method: "DELETE" });
+      assert.equal(del.status, 204, del.text);
+    }
     const before = {};
     for (const id of ["wh", "pw"]) {
       const r = await req(sub(leader, id));
       assert.equal(r.status, 200, r.text);
       before[id] = JSON.parse(r.text);
     }
-    // every node took snapshots of the group: its log alone no longer holds the state
+    // then a dozen writes of a stream of the same group, no subscription's:
+    // every node snapshots the group past the last state, so that its log
+    // no longer holds it and only manifests carry it
     const g = groupOf(SUBS_KEY, GROUPS);
-    for (let n = 1; n <= 3; n++) {
-      const m = (await req(`${c.url(n)}/__runnel/metrics`, { headers: c.admin })).text;
-      const taken = Number(new RegExp(`^runnel_cluster_snapshots_total\\{group="${g}"\\} (\\d+)`, "m").exec(m)?.[1]);
-      assert.ok(taken > 0, `node ${n} took snapshots of group ${g} (${taken})`);
-    }
+    let pad = 0;
+    while (groupOf(`pad/${pad}`, GROUPS) !== g) pad++;
+    const padUrl = `${c.url(leader)}/v1/stream/pad/${pad}`;
+    assert.equal((await req(padUrl, { method: "PUT", headers: { "content-type": "text/plain" }, forward: true })).status, 201);
+    for (let i = 0; i < 12; i++) await append(leader, `pad/${pad}`, `p${i}`);
+    for (let n = 1; n <= 3; n++)
+      await waitFor(`node ${n} to snapshot group ${g}`, async () => {
+        const m = (await req(`${c.url(n)}/__runnel/metrics`, { headers: c.admin })).text;
+        return Number(new RegExp(`^runnel_cluster_snapshots_total\\{group="${g}"\\} (\\d+)`, "m").exec(m)?.[1]) > 0;
+      }, 10000, 100);
     for (let n = 1; n <= 3; n++) await c.crash(n);
     for (let n = 1; n <= 3; n++) c.launch(n);
     await allLed(30000);
