@@ -101,8 +101,10 @@ void rn_subs_replica_start(rn_subs *S) {
     assert(S->replicated && !S->active);
     S->group = rn_routing_group(RN_SUBS_KEY, strlen(RN_SUBS_KEY));
     rn_durable_set_sink(S->state, propose, S);
-    rn_outbound_config out = {
-        .user_agent = "runnel-subscriptions", .max_running = 64, .max_queued = SIZE_MAX};
+    rn_outbound_config out = {.user_agent = "runnel-subscriptions",
+                              .max_running = 64,
+                              .max_queued = SIZE_MAX,
+                              .ca_file = S->tls_ca};
     S->peer_out = rn_outbound_new(S->loop, &out);
     uv_timer_init(S->loop, &S->role_timer);
     S->role_timer.data = S;

@@ -173,6 +173,7 @@ static void free_module(rn_subs *S) {
     rn_outbound_free(S->peer_out);
     free(S->dir);
     free(S->public_url);
+    free(S->tls_ca);
     free(S);
 }
 
@@ -218,6 +219,7 @@ rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *
     S->allow_loopback = cfg->allow_loopback;
     S->webhook_timeout_ms = cfg->webhook_timeout_ms;
     S->replicated = cfg->replicated;
+    S->tls_ca = cfg->tls_ca && cfg->tls_ca[0] ? rn_xstrdup(cfg->tls_ca) : NULL;
     S->active = !cfg->replicated;
     if (load(S, cfg, err, errcap) < 0) {
         free_module(S);

@@ -35,6 +35,9 @@ typedef struct {
     /* Cluster mode: the state lives in the replicated log, not in a file,
      * and the leader of its group delivers (replica.c in src/subs/). */
     int replicated;
+    /* Cluster mode: the CA file for https to other nodes (--tls-ca; NULL
+     * or empty: the system's). */
+    const char *tls_ca;
     const char *user_agent;
 } rn_subs_config;
 

@@ -119,6 +119,7 @@ struct rn_subs {
     unsigned group;        /* the group whose log carries the state */
     uint64_t term;         /* the leadership's term this node took over in */
     rn_outbound *peer_out; /* wake events to other nodes' wake streams */
+    char *tls_ca;          /* its CA file (--tls-ca; NULL: the system's) */
     uv_timer_t role_timer; /* follows the group's leadership */
     int load_failed;       /* the replicated state did not load: logged once */
 };
