@@ -26,6 +26,8 @@
 
 #include "util/blake3.h"
 
+#include "test_rng.h"
+
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 
@@ -43,24 +45,11 @@ static void restore_auto(void) {
     assert_int_equal(rn_blake3_set_impl(RN_BLAKE3_AUTO), 0);
 }
 
-static uint64_t rng_state;
-
-static uint64_t rnd(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static size_t rnd_below(size_t n) {
-    return n ? (size_t)(rnd() % n) : 0;
-}
-
 static uint8_t *random_bytes(size_t len) {
     uint8_t *p = malloc(len ? len : 1);
     assert_non_null(p);
     for (size_t i = 0; i < len; i++)
-        p[i] = (uint8_t)(rnd() >> 56);
+        p[i] = (uint8_t)(test_rng_next() >> 56);
     return p;
 }
 
@@ -283,14 +272,14 @@ static size_t next_piece(int kind, size_t left) {
         break;
     case SPLIT_BOUNDARY: {
         static const size_t sizes[] = {64, 1024, 63, 65, 1023, 1025, 2048, 4096, 128, 1, 0};
-        n = sizes[rnd_below(sizeof sizes / sizeof sizes[0])];
+        n = sizes[test_rng_below(sizeof sizes / sizeof sizes[0])];
         break;
     }
     case SPLIT_RANDOM_SMALL:
-        n = rnd_below(200);
+        n = test_rng_below(200);
         break;
     default:
-        n = rnd_below(70000);
+        n = test_rng_below(70000);
         break;
     }
     return n < left ? n : left;
@@ -320,7 +309,7 @@ static void hash_in_pieces(const uint8_t *input, size_t len, int kind, uint8_t o
 
 static void test_incremental_splits(void **state) {
     (void)state;
-    rng_state = 0x9E3779B97F4A7C15ULL;
+    test_rng_seed(0x9E3779B97F4A7C15ULL);
     static const size_t fixed[] = {0,    1,    63,    64,    65,    1023,   1024,   1025,
                                    2047, 2048, 2049,  3072,  4095,  4096,   4097,   8191,
                                    8192, 8193, 65535, 65536, 65537, 131072, 131073, 200000};
@@ -329,7 +318,7 @@ static void test_incremental_splits(void **state) {
         if (!use_impl(ALL_IMPLS[k]))
             continue;
         for (size_t t = 0; t < sizeof fixed / sizeof fixed[0] + 40; t++) {
-            size_t len = t < sizeof fixed / sizeof fixed[0] ? fixed[t] : rnd_below(300000);
+            size_t len = t < sizeof fixed / sizeof fixed[0] ? fixed[t] : test_rng_below(300000);
             uint8_t *input = random_bytes(len);
             uint8_t want[32];
             rn_blake3_hash(input, len, want);
@@ -354,7 +343,7 @@ static void test_incremental_splits(void **state) {
  * of the hasher is an independent fork. */
 static void test_final_keeps_state(void **state) {
     (void)state;
-    rng_state = 12345;
+    test_rng_seed(12345);
     uint8_t *input = random_bytes(10000);
     rn_blake3 h;
     rn_blake3_init(&h);
@@ -388,7 +377,7 @@ static void test_final_keeps_state(void **state) {
  * bytes are the digest. */
 static void test_xof_prefixes(void **state) {
     (void)state;
-    rng_state = 777;
+    test_rng_seed(777);
     uint8_t *input = random_bytes(5000);
     rn_blake3 h;
     rn_blake3_init(&h);
@@ -413,7 +402,7 @@ static void test_xof_prefixes(void **state) {
 
 static void test_impls_agree(void **state) {
     (void)state;
-    rng_state = 0xC0FFEE;
+    test_rng_seed(0xC0FFEE);
     size_t lens[48];
     size_t n = 0;
     for (size_t p = 2048; p <= (1u << 20); p *= 4) {
@@ -422,7 +411,7 @@ static void test_impls_agree(void **state) {
         lens[n++] = p + 1;
     }
     while (n < sizeof lens / sizeof lens[0])
-        lens[n++] = rnd_below((1u << 20) + 1);
+        lens[n++] = test_rng_below((1u << 20) + 1);
     for (size_t t = 0; t < n; t++) {
         uint8_t *input = random_bytes(lens[t]);
         uint8_t ref[32];

@@ -14,17 +14,11 @@
 #include <string.h>
 
 #include "json_fixture.h"
+#include "test_rng.h"
 
-/* Deterministic PRNG (xorshift64*). */
-static uint64_t rng_state = 0x9E3779B97F4A7C15u;
-static uint64_t rnd64(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Du;
-}
+/* A value below n from the high bits of the shared sequence. */
 static unsigned rnd(unsigned n) {
-    return (unsigned)((rnd64() >> 32) % n);
+    return (unsigned)((test_rng_next() >> 32) % n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -270,7 +264,7 @@ static void check_idempotent(const uint8_t *text, size_t len, size_t count) {
 
 static void test_random_roundtrip(void **state) {
     (void)state;
-    rng_state = 0x1234567887654321u;
+    test_rng_seed(0x1234567887654321u);
     size_t total_msgs = 0;
     for (int iter = 0; iter < 20000; iter++) {
         buf w = {0}, exp = {0};
@@ -292,7 +286,7 @@ static void test_random_mutations(void **state) {
         'e',  'E',  'u',  't',  'n',  ' ',  '\t', '\n', '\r', 0x00, 0x01, 0x1F, 0x7F, 0x80,
         0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF, 'a',  'x',  '\f',
     };
-    rng_state = 0xC0FFEEu;
+    test_rng_seed(0xC0FFEEu);
     size_t n_ok = 0, n_bad = 0;
     for (int iter = 0; iter < 60000; iter++) {
         buf w = {0}, exp = {0};

@@ -2,15 +2,12 @@
  * test_offset_text.c - unit tests for the small text and data helpers:
  * offset tokens and the path segments that carry offsets and incarnation
  * tokens (src/protocol/offset.c), strict integers, RFC 3339 dates,
- * base64 and percent-decoding (src/util/text.c), CRC-32C
- * (src/util/crc32c.c) and the hash map (src/util/map.c).
+ * base64 and percent-decoding (src/util/text.c). CRC-32C and the hash map
+ * are test_crc_map.c's.
  *
  * How: table-driven checks against known answers (RFC 4648 base64 vectors,
- * the CRC-32C check value, epoch values computed independently with
- * `date -u -d ... +%s`), round trips (format then parse), a bitwise CRC-32C
- * reference written here compared over seeded random data and random splits,
- * and a seeded random sequence of map operations checked step by step against
- * a plain array model.
+ * epoch values computed independently with
+ * `date -u -d ... +%s`) and round trips (format then parse).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,27 +21,9 @@
 
 #include "protocol/offset.h"
 #include "util/buf.h"
-#include "util/crc32c.h"
-#include "util/map.h"
 #include "util/text.h"
 
-/* A small deterministic PRNG (xorshift64*), so failures reproduce. */
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s) {
-    rng_state = s ? s : 1;
-}
-
-static uint64_t rng_next(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
-
-static uint64_t rng_below(uint64_t n) {
-    return rng_next() % n;
-}
+#include "test_rng.h"
 
 /* ------------------------------------------------------------------------ */
 /* Offset tokens                                                             */
@@ -92,9 +71,9 @@ static void test_offset_round_trips_through_format_and_parse(void **state) {
         assert_int_equal(kind, RN_OFFSET_POSITION);
         assert_int_equal(pos, samples[i]);
     }
-    rng_seed(11);
+    test_rng_seed(11);
     for (int i = 0; i < 10000; i++) {
-        uint64_t v = rng_below(10000000000000000ull);
+        uint64_t v = test_rng_below(10000000000000000ull);
         char out[RN_OFFSET_LEN + 1];
         rn_offset_format(v, out);
         rn_offset_kind kind;
@@ -195,14 +174,14 @@ static void test_offset_byte_order_matches_numeric_order(void **state) {
     enum { N = 2000 };
     uint64_t *v = malloc(N * sizeof *v);
     assert_non_null(v);
-    rng_seed(99);
+    test_rng_seed(99);
     for (int i = 0; i < N; i++) {
         /* Mix magnitudes so that tokens differ in many digit positions. */
-        uint64_t digits = 1 + rng_below(16);
+        uint64_t digits = 1 + test_rng_below(16);
         uint64_t lim = 1;
         for (uint64_t d = 0; d < digits; d++)
             lim *= 10;
-        v[i] = rng_below(lim);
+        v[i] = test_rng_below(lim);
     }
     v[0] = 0;
     v[1] = 9999999999999999ull;
@@ -394,11 +373,11 @@ static void test_rfc3339_format_round_trips_through_parse(void **state) {
         rn_format_rfc3339(known[i].ms, out);
         assert_string_equal(out, known[i].text);
     }
-    rng_seed(5);
+    test_rng_seed(5);
     for (int i = 0; i < 20000; i++) {
         /* From year 1900 to 9999. */
         int64_t lo = -2208988800000ll, hi = 253402300799999ll;
-        int64_t ms = lo + (int64_t)rng_below((uint64_t)(hi - lo + 1));
+        int64_t ms = lo + (int64_t)test_rng_below((uint64_t)(hi - lo + 1));
         char out[48];
         rn_format_rfc3339(ms, out);
         assert_int_equal(strlen(out), 24);
@@ -517,12 +496,12 @@ static void escape(const char *s, uint64_t mask, int lower, char *out) {
 
 static void test_offset_segments_decode_any_escapes(void **state) {
     (void)state;
-    rng_seed(42);
+    test_rng_seed(42);
     for (int i = 0; i < 2000; i++) {
-        uint64_t want = rng_below(10000000000000000ull), got = 0;
+        uint64_t want = test_rng_below(10000000000000000ull), got = 0;
         char token[RN_OFFSET_LEN + 1], seg[3 * RN_OFFSET_LEN + 1];
         rn_offset_format(want, token);
-        uint64_t mask = i == 0 ? ~0ull : i == 1 ? 0 : rng_next();
+        uint64_t mask = i == 0 ? ~0ull : i == 1 ? 0 : test_rng_next();
         escape(token, mask, (int)(i & 1), seg);
         if (rn_offset_parse_segment(seg, strlen(seg), &got) != 0 || got != want)
             fail_msg("\"%s\" did not parse as %llu", seg, (unsigned long long)want);
@@ -584,259 +563,6 @@ static void test_token_segments_decode_and_check_the_range(void **state) {
     }
 }
 
-/* ------------------------------------------------------------------------ */
-/* CRC-32C                                                                   */
-
-/* Bitwise reference: reflected Castagnoli polynomial, one bit at a time. */
-static uint32_t crc32c_ref(uint32_t crc, const uint8_t *p, size_t len) {
-    crc = ~crc;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1)));
-    }
-    return ~crc;
-}
-
-static void test_crc32c_check_value(void **state) {
-    (void)state;
-    assert_int_equal(rn_crc32c(0, "123456789", 9), 0xE3069283u);
-    assert_int_equal(rn_crc32c(0, "", 0), 0);
-    /* RFC 3720 (iSCSI) B.4 vectors. */
-    uint8_t zeros[32] = {0}, ones[32], inc[32];
-    memset(ones, 0xff, sizeof ones);
-    for (int i = 0; i < 32; i++)
-        inc[i] = (uint8_t)i;
-    assert_int_equal(rn_crc32c(0, zeros, 32), 0x8A9136AAu);
-    assert_int_equal(rn_crc32c(0, ones, 32), 0x62A8AB43u);
-    assert_int_equal(rn_crc32c(0, inc, 32), 0x46DD794Eu);
-}
-
-static void test_crc32c_matches_bitwise_reference_on_random_data(void **state) {
-    (void)state;
-    enum { MAX = 4096 };
-    uint8_t *buf = malloc(MAX + 16);
-    assert_non_null(buf);
-    rng_seed(2024);
-    for (size_t i = 0; i < MAX + 16; i++)
-        buf[i] = (uint8_t)rng_next();
-    for (int round = 0; round < 3000; round++) {
-        size_t start = rng_below(16); /* unaligned starts */
-        size_t len = round < 64 ? (size_t)round : rng_below(MAX);
-        uint32_t want = crc32c_ref(0, buf + start, len);
-        assert_int_equal(rn_crc32c(0, buf + start, len), want);
-        /* the table path too, which a CPU with SSE4.2 never takes */
-        assert_int_equal(rn_crc32c_portable(0, buf + start, len), want);
-    }
-    free(buf);
-}
-
-static void test_crc32c_incremental_equals_one_shot_over_random_splits(void **state) {
-    (void)state;
-    enum { MAX = 3000 };
-    uint8_t *buf = malloc(MAX);
-    assert_non_null(buf);
-    rng_seed(77);
-    for (size_t i = 0; i < MAX; i++)
-        buf[i] = (uint8_t)rng_next();
-    for (int round = 0; round < 2000; round++) {
-        size_t len = rng_below(MAX + 1);
-        uint32_t whole = rn_crc32c(0, buf, len);
-        uint32_t inc = 0;
-        size_t pos = 0;
-        while (pos < len) {
-            /* Pieces of 0..40 bytes, sometimes empty, often unaligned. */
-            size_t n = rng_below(41);
-            if (n > len - pos)
-                n = len - pos;
-            inc = rn_crc32c(inc, buf + pos, n);
-            pos += n;
-        }
-        assert_int_equal(inc, whole);
-    }
-    free(buf);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Hash map                                                                  */
-
-enum { KEYS = 1500 };
-
-typedef struct {
-    char key[KEYS][24];
-    size_t key_len[KEYS];
-    void *model[KEYS]; /* value stored under key i in the model, or NULL */
-} map_world;
-
-static map_world *world_new(void) {
-    map_world *w = calloc(1, sizeof *w);
-    assert_non_null(w);
-    for (int i = 0; i < KEYS; i++) {
-        /* Varied lengths, shared prefixes, an empty key and binary keys. */
-        if (i == 0) {
-            w->key_len[i] = 0;
-        } else if (i % 7 == 0) {
-            for (int k = 0; k < 9; k++)
-                w->key[i][k] = (char)((i >> k) & 1 ? 0 : 0xff);
-            w->key_len[i] = 9 + (size_t)(i % 5);
-            memcpy(w->key[i] + 9, &i, sizeof i);
-        } else {
-            w->key_len[i] = (size_t)snprintf(w->key[i], sizeof w->key[i], "stream/%d", i);
-        }
-    }
-    return w;
-}
-
-static void *value_for(int key, int version) {
-    /* Distinct non-NULL pointers that encode (key, version). */
-    return (void *)(uintptr_t)(((uintptr_t)key << 20) | (uintptr_t)(version & 0xfffff) | 1u << 31);
-}
-
-static void check_map_against_model(const rn_map *m, map_world *w) {
-    size_t present = 0;
-    for (int i = 0; i < KEYS; i++) {
-        void *got = rn_map_get(m, w->key[i], w->key_len[i]);
-        if (got != w->model[i])
-            fail_msg("key %d: got %p, want %p", i, got, w->model[i]);
-        present += w->model[i] != NULL;
-    }
-    assert_int_equal(m->count, present);
-    /* Iteration visits each present value exactly once. */
-    char *seen = calloc(KEYS, 1);
-    assert_non_null(seen);
-    size_t cursor = 0, visited = 0;
-    void *v;
-    while (rn_map_next(m, &cursor, &v)) {
-        int key = (int)(((uintptr_t)v & 0x7fffffff) >> 20);
-        assert_true(key >= 0 && key < KEYS);
-        assert_ptr_equal(v, w->model[key]);
-        assert_int_equal(seen[key], 0);
-        seen[key] = 1;
-        visited++;
-    }
-    assert_int_equal(visited, present);
-    free(seen);
-}
-
-static void test_map_put_get_remove_match_array_model(void **state) {
-    (void)state;
-    map_world *w = world_new();
-    rn_map m = {0};
-    assert_null(rn_map_get(&m, "x", 1));
-    assert_null(rn_map_remove(&m, "x", 1));
-    rng_seed(31337);
-    int version = 0;
-    for (int step = 0; step < 60000; step++) {
-        int key = (int)rng_below(KEYS);
-        uint64_t op = rng_below(10);
-        if (op < 5) {
-            void *nv = value_for(key, ++version);
-            void *old = rn_map_put(&m, w->key[key], w->key_len[key], nv);
-            assert_ptr_equal(old, w->model[key]);
-            w->model[key] = nv;
-        } else if (op < 9) {
-            void *old = rn_map_remove(&m, w->key[key], w->key_len[key]);
-            assert_ptr_equal(old, w->model[key]);
-            w->model[key] = NULL;
-        } else {
-            assert_ptr_equal(rn_map_get(&m, w->key[key], w->key_len[key]), w->model[key]);
-        }
-        if (step % 5000 == 0)
-            check_map_against_model(&m, w);
-    }
-    check_map_against_model(&m, w);
-    rn_map_free(&m);
-    assert_int_equal(m.count, 0);
-    assert_null(rn_map_get(&m, w->key[1], w->key_len[1]));
-    free(w);
-}
-
-static void test_map_survives_removal_heavy_patterns(void **state) {
-    (void)state;
-    map_world *w = world_new();
-    rn_map m = {0};
-    int version = 0;
-    rng_seed(4242);
-    for (int round = 0; round < 12; round++) {
-        /* Fill everything, then remove most keys in a pattern, checking all
-         * survivors after each pattern: backward-shift deletion must keep
-         * every probe run reachable. */
-        for (int i = 0; i < KEYS; i++) {
-            void *nv = value_for(i, ++version);
-            assert_ptr_equal(rn_map_put(&m, w->key[i], w->key_len[i], nv), w->model[i]);
-            w->model[i] = nv;
-        }
-        check_map_against_model(&m, w);
-        for (int i = 0; i < KEYS; i++) {
-            int remove;
-            switch (round % 4) {
-            case 0:
-                remove = i % 10 != 0; /* keep every tenth */
-                break;
-            case 1:
-                remove = i >= KEYS / 20; /* keep a prefix */
-                break;
-            case 2:
-                remove = rng_below(100) < 95; /* random */
-                break;
-            default:
-                remove = 1; /* everything */
-                break;
-            }
-            if (remove) {
-                assert_ptr_equal(rn_map_remove(&m, w->key[i], w->key_len[i]), w->model[i]);
-                w->model[i] = NULL;
-                /* A second removal finds nothing. */
-                assert_null(rn_map_remove(&m, w->key[i], w->key_len[i]));
-            }
-        }
-        check_map_against_model(&m, w);
-        /* Reverse-order removal of the remaining keys, checking as we go. */
-        if (round % 3 == 2) {
-            for (int i = KEYS - 1; i >= 0; i--) {
-                if (w->model[i]) {
-                    assert_ptr_equal(rn_map_remove(&m, w->key[i], w->key_len[i]), w->model[i]);
-                    w->model[i] = NULL;
-                }
-                if (i % 97 == 0)
-                    check_map_against_model(&m, w);
-            }
-            assert_int_equal(m.count, 0);
-        }
-    }
-    /* Interleaved churn on a small live set inside a large table. */
-    for (int step = 0; step < 30000; step++) {
-        int key = (int)rng_below(64);
-        if (w->model[key]) {
-            assert_ptr_equal(rn_map_remove(&m, w->key[key], w->key_len[key]), w->model[key]);
-            w->model[key] = NULL;
-        } else {
-            void *nv = value_for(key, ++version);
-            assert_null(rn_map_put(&m, w->key[key], w->key_len[key], nv));
-            w->model[key] = nv;
-        }
-    }
-    check_map_against_model(&m, w);
-    rn_map_free(&m);
-    free(w);
-}
-
-static void test_map_keys_compare_by_bytes_not_pointer(void **state) {
-    (void)state;
-    rn_map m = {0};
-    char a[] = "same-key", b[] = "same-key";
-    int v1, v2;
-    assert_null(rn_map_put(&m, a, 8, &v1));
-    assert_ptr_equal(rn_map_get(&m, b, 8), &v1);
-    assert_ptr_equal(rn_map_put(&m, b, 8, &v2), &v1);
-    assert_int_equal(m.count, 1);
-    /* A prefix is a different key. */
-    assert_null(rn_map_get(&m, a, 7));
-    assert_ptr_equal(rn_map_remove(&m, a, 8), &v2);
-    assert_int_equal(m.count, 0);
-    rn_map_free(&m);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_offset_format_is_fixed_width_zero_padded),
@@ -858,12 +584,6 @@ int main(void) {
         cmocka_unit_test(test_base64_matches_rfc4648_vectors),
         cmocka_unit_test(test_base64_appends_after_existing_bytes_and_uses_full_alphabet),
         cmocka_unit_test(test_percent_decode_decodes_escapes_and_rejects_bad_ones),
-        cmocka_unit_test(test_crc32c_check_value),
-        cmocka_unit_test(test_crc32c_matches_bitwise_reference_on_random_data),
-        cmocka_unit_test(test_crc32c_incremental_equals_one_shot_over_random_splits),
-        cmocka_unit_test(test_map_put_get_remove_match_array_model),
-        cmocka_unit_test(test_map_survives_removal_heavy_patterns),
-        cmocka_unit_test(test_map_keys_compare_by_bytes_not_pointer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
