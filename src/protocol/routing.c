@@ -41,38 +41,11 @@ int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen)
     return ra.group == rb.group;
 }
 
-int rn_routing_caught_up(const char *key, size_t len) {
-    if (!routing.active)
-        return 1;
-    rn_group_route r;
-    routing.view.route(routing.view.ctx, key, len, &r);
-    return r.caught_up;
-}
-
-uint64_t rn_routing_term(const char *key, size_t len) {
+int rn_routing_route(const char *key, size_t len, rn_group_route *out) {
+    memset(out, 0, sizeof *out);
     if (!routing.active)
         return 0;
-    rn_group_route r;
-    routing.view.route(routing.view.ctx, key, len, &r);
-    return r.term;
-}
-
-unsigned rn_routing_group(const char *key, size_t len) {
-    if (!routing.active)
-        return 0;
-    rn_group_route r;
-    routing.view.route(routing.view.ctx, key, len, &r);
-    return r.group;
-}
-
-int rn_routing_leader_url(const char *key, size_t len, rn_buf *out) {
-    if (!routing.active)
-        return 0;
-    rn_group_route r;
-    routing.view.route(routing.view.ctx, key, len, &r);
-    if (r.serves || !r.leader_id || !r.leader_url)
-        return 0;
-    rn_buf_append_str(out, r.leader_url);
+    routing.view.route(routing.view.ctx, key, len, out);
     return 1;
 }
 

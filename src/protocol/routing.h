@@ -130,21 +130,11 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
  * single-node mode): a fork is created only in its source's group. */
 int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);
 
-/* Whether this replica's state of the stream at key's group is current
- * since its start (always in single-node mode): the view's caught_up. */
-int rn_routing_caught_up(const char *key, size_t len);
-
-/* The term this node knows for the group of the stream at key (its own
- * leadership's when it leads the group; 0 in single-node mode). */
-uint64_t rn_routing_term(const char *key, size_t len);
-
-/* The group of the stream at key (0 in single-node mode). */
-unsigned rn_routing_group(const char *key, size_t len);
-
-/* Appends to out the public base URL of the node leading the group of the
- * stream at key and returns 1, when another node leads it and its URL is
- * known; else returns 0 (out unchanged). */
-int rn_routing_leader_url(const char *key, size_t len, rn_buf *out);
+/* The view's answer for the stream at key into *out (what a subsystem
+ * other than the surfaces needs: its group, term, leader, whether this
+ * replica caught up): returns 1 in cluster mode, else 0 with *out zeroed
+ * (this node serves everything). */
+int rn_routing_route(const char *key, size_t len, rn_group_route *out);
 
 /* Appends x-ursula-raft-group for the stream at key (cluster mode). */
 void rn_routing_group_header(rn_buf *h, const char *key, size_t len);

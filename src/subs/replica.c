@@ -83,7 +83,9 @@ int rn_subs_replica_sync(rn_subs *S) {
     assert(S->replicated);
     size_t len = strlen(RN_SUBS_KEY);
     int leads = !S->quiesced && rn_engine_leads(S->engine, RN_SUBS_KEY, len);
-    uint64_t term = leads ? rn_routing_term(RN_SUBS_KEY, len) : 0;
+    rn_group_route r;
+    rn_routing_route(RN_SUBS_KEY, len, &r);
+    uint64_t term = leads ? r.term : 0;
     if (S->active && (!leads || term != S->term))
         give_up(S); /* a leadership lost between two looks: another may have committed */
     if (leads && !S->active) {
@@ -99,7 +101,9 @@ static void on_role_tick(uv_timer_t *t) {
 
 void rn_subs_replica_start(rn_subs *S) {
     assert(S->replicated && !S->active);
-    S->group = rn_routing_group(RN_SUBS_KEY, strlen(RN_SUBS_KEY));
+    rn_group_route r;
+    rn_routing_route(RN_SUBS_KEY, strlen(RN_SUBS_KEY), &r);
+    S->group = r.group;
     rn_durable_set_sink(S->state, propose, S);
     rn_outbound_config out = {.user_agent = "runnel-subscriptions",
                               .max_running = 64,

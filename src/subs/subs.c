@@ -131,7 +131,8 @@ void rn_subs_reconcile(rn_subs *S) {
         for (size_t k = 0; k < n; k++) {
             rn_sub_link *l = all[k];
             rn_stream *s = rn_engine_find(S->engine, l->path, l->path_len);
-            if (!rn_routing_caught_up(l->path, l->path_len))
+            rn_group_route r;
+            if (rn_routing_route(l->path, l->path_len, &r) && !r.caught_up)
                 continue; /* cluster mode: this replica may not hold the stream yet */
             if (!s && !l->is_explicit) {
                 rn_sub_link_remove(S, l);

@@ -105,11 +105,14 @@ static void append_path(rn_buf *out, const char *path) {
 /* Cluster mode: the event goes to the leader of the wake stream's group. */
 static void append_remote(rn_subs *S, rn_sub *sub, const rn_stream *ws) {
     const char *path = sub->cfg.wake_stream;
-    rn_buf url = {0}, ct = {0}, body = {0};
-    if (!rn_routing_leader_url(path, strlen(path), &url)) { /* no leader known yet */
+    rn_group_route r;
+    rn_routing_route(path, strlen(path), &r);
+    if (r.serves || !r.leader_id || !r.leader_url) { /* no other leader known yet */
         rn_wake_announce_again(S, sub);
         return;
     }
+    rn_buf url = {0}, ct = {0}, body = {0};
+    rn_buf_append_str(&url, r.leader_url);
     rn_buf_append_str(&url, "/v1/stream/");
     append_path(&url, path);
     rn_buf_append_byte(&url, 0);
