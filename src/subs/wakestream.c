@@ -8,7 +8,9 @@
  * it has been applied, the wake is marked announced, so a restart
  * re-announces only wakes whose event may be missing: events are written
  * at least once. If the wake stream is gone or refuses the append, the
- * failure is logged and the wake stays claimable.
+ * failure is logged and the wake stays claimable; an append refused for
+ * the log's or the disk's state (no leader, busy, full) is tried again a
+ * second later.
  *
  * In cluster mode the wake stream's group may be led by another node than
  * the one delivering: the event is then POSTed to that leader's public
@@ -46,13 +48,40 @@ static void mark_announced(rn_subs *S, const char *id, const char *wake_id) {
     }
 }
 
+/* Nothing was logged, and a later try may be: the log's or the disk's
+ * state, not the stream's, refused the append. */
+static int worth_again(rn_result r) {
+    switch (r) {
+    case RN_ERR_NO_LEADER:
+    case RN_ERR_LOG_BUSY:
+    case RN_ERR_APPLY_STOPPED:
+    case RN_ERR_UNAVAILABLE:
+    case RN_ERR_DISK_FULL:
+    case RN_ERR_COLD_BACKPRESSURE:
+    case RN_ERR_COLD_STORE_FAILED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void on_appended(rn_op *op) {
     wake_append *wa = op->arg;
-    if (op->out.result != RN_OK_APPENDED)
-        rn_log(RN_LOG_WARN, "wake_event_refused",
-               "subscription %s: the append to %s failed (result %d)", wa->sub_id, wa->path,
-               (int)op->out.result);
-    mark_announced(wa->S, wa->sub_id, wa->wake_id);
+    rn_result r = op->out.result;
+    rn_sub *sub = rn_sub_find(wa->S, wa->sub_id, strlen(wa->sub_id));
+    if (r != RN_OK_APPENDED && worth_again(r)) {
+        rn_log(RN_LOG_WARN, "wake_event_retry",
+               "subscription %s: the append to %s failed (result %d); trying again in 1 s",
+               wa->sub_id, wa->path, (int)r);
+        if (wa->S->active && sub && strcmp(sub->wake_id, wa->wake_id) == 0 && !sub->announced)
+            rn_wake_announce_again(wa->S, sub);
+    } else {
+        if (r != RN_OK_APPENDED)
+            rn_log(RN_LOG_WARN, "wake_event_refused",
+                   "subscription %s: the append to %s failed (result %d)", wa->sub_id, wa->path,
+                   (int)r);
+        mark_announced(wa->S, wa->sub_id, wa->wake_id);
+    }
     rn_buf_free(&wa->body);
     free(wa->sub_id);
     free(wa->path);

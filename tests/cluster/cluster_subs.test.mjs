@@ -18,7 +18,12 @@
 //     the claim taken before the kill still holds after it (another
 //     worker's claim answers 409 ALREADY_CLAIMED naming the holder), and
 //     the holder's token acks through a surviving node.
-// About 30 s.
+//   - A wake event the wake stream's leader refuses for its log or disk
+//     (failure point log-reserve, as a full disk) is written a second
+//     later, not dropped.
+//   - Every subscription, its links and acked offsets, outlive a SIGKILL
+//     of every node, from the group's snapshots (manifests) alone.
+// About 35 s.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import http from "node:http";
@@ -33,7 +38,7 @@ let c, hook;
 before(async () => {
   // snapshots every few entries: the state also travels in manifests
   c = await Cluster.start({ groups: GROUPS, args: ["--webhook-allow-loopback", "--raft-snapshot-entries", "4",
-    "--raft-snapshot-trailing", "1"] });
+    "--raft-snapshot-trailing", "1", "--test-hooks"] });
   hook = await receiver();
 });
 after(() => {
@@ -206,6 +211,46 @@ describe("replicated subscriptions", () => {
     await c.converged();
   });
 
+  test("a wake event refused for a full disk is written a second later", async () => {
+    await allLed();
+    const leader = await subsLeader();
+    // a wake stream of the subscriptions' own group: the leader appends locally
+    let i = 0;
+    while (groupOf(`wake/local-${i}`, GROUPS) !== groupOf(SUBS_KEY, GROUPS)) i++;
+    const ws = `wake/local-${i}`;
+    for (const [path, ct] of [[ws, JSON_CT], ["fd/a", "text/plain"]]) {
+      const r = await req(`${c.url(leader)}/v1/stream/${path}`, { method: "PUT", headers: { "content-type": ct }, forward: true });
+      assert.equal(r.status, 201, r.text);
+    }
+    const put = await req(sub(leader, "fd"), { method: "PUT", headers: { "content-type": JSON_CT },
+      body: JSON.stringify({ type: "pull-wake", pattern: "fd/*", wake_stream: ws }) });
+    assert.equal(put.status, 201, put.text);
+    await append(leader, "fd/a", "work");
+    const events = async () => {
+      const r = await req(`${c.url(leader)}/v1/stream/${ws}?offset=-1`);
+      return r.status === 200 ? JSON.parse(r.text).filter((e) => e.subscription_id === "fd") : [];
+    };
+    await waitFor("the first wake event", async () => (await events()).length === 1, 10000, 50);
+    const claim = await req(sub(leader, "fd", "/claim"), { method: "POST", headers: { "content-type": JSON_CT },
+      body: JSON.stringify({ worker: "w1" }) });
+    assert.equal(claim.status, 200, claim.text);
+    const held = JSON.parse(claim.text);
+    // the next logged stream command on the leader finds its disk full: the
+    // release's wake event (the release itself is a state command, which
+    // does not pass there)
+    const armed = await req(`${c.url(leader)}/__runnel/test/fail?point=log-reserve&n=1&errno=ENOSPC`,
+      { method: "POST", headers: c.admin });
+    assert.ok(armed.status < 300, `${armed.status} ${armed.text}`);
+    const released = await req(sub(leader, "fd", "/release"), { method: "POST",
+      headers: { "content-type": JSON_CT, authorization: `Bearer ${held.token}` },
+      body: JSON.stringify({ wake_id: held.wake_id, generation: held.generation }) });
+    assert.equal(released.status, 204, released.text);
+    const again = await waitFor("the next wake's event, written again", async () =>
+      (await events()).find((e) => e.generation === held.generation + 1), 10000, 50);
+    assert.equal(again.stream, "fd/a");
+    assert.match(c.log(leader), /wake_event_retry/);
+  });
+
   test("the state outlives a restart of every node (snapshots and log)", async () => {
     const leader = await subsLeader();
     // a dozen changes (explicit links added and removed): every node,
@@ -218,7 +263,7 @@ describe("replicated subscriptions", () => {
       assert.equal(del.status, 204, del.text);
     }
     const before = {};
-    for (const id of ["wh", "pw"]) {
+    for (const id of ["wh", "pw", "fd"]) {
       const r = await req(sub(leader, id));
       assert.equal(r.status, 200, r.text);
       before[id] = JSON.parse(r.text);
@@ -240,7 +285,7 @@ describe("replicated subscriptions", () => {
     for (let n = 1; n <= 3; n++) await c.crash(n);
     for (let n = 1; n <= 3; n++) c.launch(n);
     await allLed(30000);
-    for (const id of ["wh", "pw"]) {
+    for (const id of ["wh", "pw", "fd"]) {
       const r = await waitFor(`subscription ${id} served again`, async () => {
         const x = await req(sub(1, id), { forward: true });
         return x.status === 200 ? x : null;
