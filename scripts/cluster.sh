@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # A local Runnel cluster on 127.0.0.1, for tests and trying it out.
 #
-#   scripts/cluster.sh start DIR [--nodes 3] [--groups G] [--bin PATH] [--tls PKI]
+#   scripts/cluster.sh start DIR [--nodes 3] [--replicas R] [--groups G] [--bin PATH] [--tls PKI]
 #                            [--peer-tls PKI] [--peer-listen] [--insecure] [-- SERVE_FLAGS...]
 #       Starts the nodes with their data in DIR/node-N, logs in DIR/node-N.log,
 #       pids in DIR/node-N.pid and each node's command line in DIR/node-N.cmd
 #       (to restart one node by hand: `bash DIR/node-N.cmd`); prints each
 #       node's base URL on its own line, node 1 first; returns 0 once every
-#       group has a leader on every node and every node is ready (30 s at most;
-#       non-zero otherwise).
+#       group has a leader on every node, its preferred one (so no leadership
+#       moves right after), and every node is ready (90 s at most: a first
+#       election waits one to two election timeouts, 20-40 s at
+#       --election-timeout-ms 20000; non-zero otherwise).
 #       A DIR that held a cluster before keeps its ports, cluster id and group
 #       count (DIR/cluster.env), so the nodes restart on their data.
+#       --replicas R: each group on R of the nodes (default 3; every node when
+#       fewer), recorded when the cluster is first made.
 #       SERVE_FLAGS go to every node (e.g. --election-timeout-ms 300).
 #       --tls PKI: the nodes serve https with PKI/server.pem and server.key
 #       and trust PKI/ca.pem for their requests to each other (a directory
@@ -31,6 +35,13 @@
 #       served there only.
 #       --insecure: no cluster key and no admin token (without --peer-tls
 #       peers are then unauthenticated; operator routes are open).
+#   scripts/cluster.sh join DIR N [-- SERVE_FLAGS...]
+#       Starts a new node N (an id the cluster never had) on new ports with
+#       --join, its data in DIR/node-N, the other settings those of node 1
+#       (DIR/node-1.cmd; with --peer-tls, PKI/peer-N.pem); waits until it
+#       answers and prints `N RAFTADDR URL` (and its PEERURL with peer
+#       listeners): the operands of `runnel cluster add`. Its groups wait
+#       until the cluster adds it.
 #   scripts/cluster.sh stop DIR
 #       SIGTERM to every node, waits for each to exit (15 s, then SIGKILL);
 #       exit 0 when all stopped cleanly.
@@ -39,7 +50,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
 usage() {
-  sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,47p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -51,8 +62,13 @@ ready_everywhere() {
   for i in $(seq 1 "$n"); do
     local port_var="HTTP_PORT_$i"
     report=$(curl -s "${CURL_TLS[@]}" --max-time 2 "$SCHEME://127.0.0.1:${!port_var}/__runnel/cluster" 2>/dev/null) || return 1
-    [ "$(grep -o '"group":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
+    [ "$(grep -o '"hosted":' <<<"$report" | wc -l)" -eq "$g" ] || return 1
     ! grep -q '"leader":null' <<<"$report" || return 1
+    # the placement table made (it names the preferred leaders) and each
+    # group led by its preferred node: no leadership transfer follows
+    [ "$i" != 1 ] || node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      process.exit(r.metadata.initialized &&
+        r.groups.every((x) => x.preferred_leader == null || x.leader === x.preferred_leader) ? 0 : 1)' <<<"$report" || return 1
     # caught up (every group's leader asked): local reads are served
     curl -sf "${CURL_TLS[@]}" --max-time 2 -o /dev/null "$SCHEME://127.0.0.1:${!port_var}/__runnel/readyz" || return 1
   done
@@ -62,7 +78,7 @@ ready_everywhere() {
 start() {
   local dir=$1
   shift
-  local nodes=3 groups=16 bin="$root/build/runnel" tls_flags=() secure=1 peer_pki="" peer_listen=0
+  local nodes=3 groups=16 replicas=3 bin="$root/build/runnel" tls_flags=() secure=1 peer_pki="" peer_listen=0
   SCHEME=http CURL_TLS=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -76,6 +92,7 @@ start() {
       --peer-listen) peer_listen=1; shift ;;
       --nodes) nodes=$2; shift 2 ;;
       --groups) groups=$2; shift 2 ;;
+      --replicas) replicas=$2; shift 2 ;;
       --bin) bin=$2; shift 2 ;;
       --insecure) secure=0; shift ;;
       --) shift; break ;;
@@ -136,12 +153,13 @@ start() {
     [ "$peer_listen" = 0 ] || node_flags+=(--peer-listen "127.0.0.1:${!pp}")
     [ -z "$peer_pki" ] || node_flags+=(--peer-cert "$peer_pki/peer-$i.pem" --peer-key "$peer_pki/peer-$i.key" --peer-ca "$peer_pki/ca.pem")
     local cmd=("$bin" serve --node-id "$i" --cluster-id "$CLUSTER_ID" "${peers[@]}"
-      --groups "$groups" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "${node_flags[@]}" "$@")
+      --groups "$groups" --replicas "$replicas" --listen "127.0.0.1:${!hp}" --data-dir "$dir/node-$i" "${tls_flags[@]}" "${security[@]}" "${node_flags[@]}" "$@")
     printf '%q ' "${cmd[@]}" >"$dir/node-$i.cmd"
     printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$i.log" "$dir/node-$i.pid" >>"$dir/node-$i.cmd"
     bash "$dir/node-$i.cmd"
   done
-  for _ in $(seq 1 300); do
+  local deadline=$((SECONDS + 90))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     if ready_everywhere "$nodes" "$groups"; then
       for i in $(seq 1 "$nodes"); do
         local hp="HTTP_PORT_$i"
@@ -158,7 +176,65 @@ start() {
     done
     sleep 0.1
   done
-  echo "cluster.sh: not every group had a leader on every node, or a node was not ready, within 30 s" >&2
+  echo "cluster.sh: not every group had a leader on every node, or a node was not ready, within 90 s" >&2
+  return 1
+}
+
+join() {
+  local dir=$1 n=${2:-}
+  shift 2 || usage
+  [ "${1:-}" != "--" ] || shift
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] && [ "$n" -le 255 ] || { echo "cluster.sh: N must be 1..255" >&2; exit 2; }
+  [ -f "$dir/cluster.env" ] && [ -f "$dir/node-1.cmd" ] || { echo "cluster.sh: no cluster in $dir" >&2; exit 2; }
+  [ ! -e "$dir/node-$n" ] || { echo "cluster.sh: $dir/node-$n exists (a new node needs a new id)" >&2; exit 2; }
+  dir=$(cd "$dir" && pwd)
+  local line
+  line=$(head -1 "$dir/node-1.cmd")
+  eval "local base=(${line%%>>*})" # printf %q quoted it; its own '>' are escaped
+  local hp rp pp="" url raft peer_url="" i arg out=() scheme peer_scheme=""
+  hp=$(free_port)
+  rp=$(free_port)
+  for i in "${!base[@]}"; do # node 1's public and peer URLs give the schemes
+    if [ "${base[$i]}" = --peer ] && [[ "${base[$((i + 1))]}" == 1=* ]]; then
+      IFS=, read -r _ url peer_url <<<"${base[$((i + 1))]}"
+    fi
+  done
+  scheme=${url%%://*}
+  raft="127.0.0.1:$rp"
+  url="$scheme://127.0.0.1:$hp"
+  if [ -n "$peer_url" ]; then
+    peer_scheme=${peer_url%%://*}
+    pp=$(free_port)
+    peer_url="$peer_scheme://127.0.0.1:$pp"
+  fi
+  for ((i = 0; i < ${#base[@]}; i++)); do
+    arg=${base[$i]}
+    case $arg in
+      --node-id) out+=("$arg" "$n"); i=$((i + 1)) ;;
+      --listen) out+=("$arg" "127.0.0.1:$hp"); i=$((i + 1)) ;;
+      --peer-listen) out+=("$arg" "127.0.0.1:$pp"); i=$((i + 1)) ;;
+      --data-dir) out+=("$arg" "$dir/node-$n"); i=$((i + 1)) ;;
+      --peer-cert | --peer-key) out+=("$arg" "${base[$((i + 1))]/peer-1./peer-$n.}"); i=$((i + 1)) ;;
+      *) out+=("$arg") ;;
+    esac
+  done
+  out+=(--peer "$n=$raft,$url${peer_url:+,$peer_url}" --join "$@")
+  { echo "HTTP_PORT_$n=$hp"; echo "RAFT_PORT_$n=$rp"; [ -z "$pp" ] || echo "PEER_PORT_$n=$pp"; } >>"$dir/cluster.env"
+  printf '%q ' "${out[@]}" >"$dir/node-$n.cmd"
+  printf '>>%q 2>&1 & echo $! >%q\n' "$dir/node-$n.log" "$dir/node-$n.pid" >>"$dir/node-$n.cmd"
+  bash "$dir/node-$n.cmd"
+  local curl_tls=()
+  [ "$scheme" = http ] || curl_tls=(-k)
+  for _ in $(seq 1 100); do
+    if curl -sf "${curl_tls[@]}" --max-time 1 -o /dev/null "$url/__runnel/livez"; then
+      echo "$n $raft $url${peer_url:+ $peer_url}"
+      return 0
+    fi
+    kill -0 "$(cat "$dir/node-$n.pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "cluster.sh: node $n did not answer within 10 s:" >&2
+  tail -20 "$dir/node-$n.log" >&2
   return 1
 }
 
@@ -186,6 +262,7 @@ stop() {
 [ $# -ge 2 ] || usage
 case $1 in
   start) shift; start "$@" ;;
+  join) shift; join "$@" ;;
   stop) stop "$2" ;;
   *) usage ;;
 esac

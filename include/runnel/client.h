@@ -522,12 +522,14 @@ RUNNEL_API void runnel_producer_get_stats(const runnel_producer *p, runnel_produ
 RUNNEL_API void runnel_producer_free(runnel_producer *p);
 
 /* ---------------------------------------------------------------------
- * The operator's routes (/__runnel/admin/: the server's docs/ADMIN.md)
+ * The operator's routes (/__runnel/admin/: the server's docs/ADMIN.md;
+ * /__runnel/cluster/: docs/CLUSTER.md)
  * ------------------------------------------------------------------- */
 
-/* One request of an operator route: method "GET" or "POST" and path, the
- * route and its query under the server ("/__runnel/admin/buckets?limit=10",
- * names percent-encoded), sent with the client's token as the bearer
+/* One request of an operator route: method "GET", "POST" or "DELETE" and
+ * path, the route and its query under the server
+ * ("/__runnel/admin/buckets?limit=10", "/__runnel/cluster/drain/3", names
+ * percent-encoded), sent with the client's token as the bearer
  * credential (the node's admin token, or a gateway admin tenant's key).
  * A 2xx answer's body (JSON) goes to on_data (NULL: discarded); an error
  * answer's code and message are in ans. RUNNEL_OK for a 2xx answer,

@@ -173,8 +173,10 @@ runnel_result runnel_read(runnel_client *c, const char *stream, const runnel_rea
 runnel_result runnel_admin_call(runnel_client *c, const char *method, const char *path,
                                 runnel_data_fn on_data, void *arg, runnel_answer *ans) {
     rnc_request req = {0};
-    if ((strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) || path[0] != '/')
-        return rnc_usage(ans, "an operator route is a GET or a POST of a path");
+    if ((strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0 &&
+         strcmp(method, "DELETE") != 0) ||
+        path[0] != '/')
+        return rnc_usage(ans, "an operator route is a GET, a POST or a DELETE of a path");
     if (rnc_request_init(&req, c, method, path, NULL))
         return rnc_usage(ans, "the URL is too long");
     req.sink = on_data;

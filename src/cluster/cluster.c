@@ -8,9 +8,13 @@
 #include "cluster/follower_reads.h"
 #include "cluster/hand_over.h"
 #include "cluster/health.h"
+#include "cluster/hosting.h"
 #include "cluster/identity.h"
 #include "cluster/log_check.h"
 #include "cluster/membership.h"
+#include "cluster/placement_driver.h"
+#include "cluster/reconcile.h"
+#include "cluster/recovery.h"
 #include "util/clock.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -82,19 +86,8 @@ int rn_cluster_mark(const rn_config *cfg, char *err, size_t errcap) {
 
 void cluster_group_info(const rn_cluster *cl, unsigned g, consensus_group_info *out) {
     consensus_group_info_get(cl->node, g, out);
-    out->applied_index = rn_raft_log_applied(cl->log, g, out->applied_index);
-}
-
-/* True when this node is a voter of the group: it gets the group's
- * entries and counts for its quorum (a node that joined is a spare until
- * promoted, and may lack everything). */
-static int voter_here(const rn_cluster *cl, unsigned g) {
-    consensus_member m[64];
-    unsigned n = consensus_members(cl->node, g, m, 64);
-    for (unsigned k = 0; k < n && k < 64; k++)
-        if (m[k].id == cl->cfg.node_id)
-            return m[k].role == CONSENSUS_VOTER;
-    return 0;
+    if (g < cl->groups) /* the metadata group has no raft_log state */
+        out->applied_index = rn_raft_log_applied(cl->log, g, out->applied_index);
 }
 
 #define CATCH_UP_RETRY_MS 200
@@ -122,8 +115,8 @@ static int caught_up(rn_cluster *cl, unsigned g, const consensus_group_info *inf
     catch_up *cu = &cl->catch_up[g];
     if (!cu->done && info->leader_ready)
         cu->done = 1;
-    if (cu->done || cu->asking || !info->leader_id || !cl->follower_reads || !voter_here(cl, g) ||
-        rn_mono_ms() < cu->retry_ms)
+    if (cu->done || cu->asking || !info->leader_id || !cl->follower_reads ||
+        !cluster_voter_here(cl, g) || rn_mono_ms() < cu->retry_ms)
         return cu->done;
     cu->asking = 1;
     cluster_follower_read(cl->follower_reads, g, caught_up_answered, cu);
@@ -135,13 +128,33 @@ static int caught_up(rn_cluster *cl, unsigned g, const consensus_group_info *inf
 static void catch_up_tick(uv_timer_t *t) {
     rn_cluster *cl = t->data;
     unsigned behind = 0;
-    for (unsigned g = 0; g < cl->groups && cl->node; g++) {
+    for (unsigned g = 0; g < cl->all_groups && cl->node; g++) {
         consensus_group_info info;
         cluster_group_info(cl, g, &info);
-        behind += !caught_up(cl, g, &info);
+        behind += consensus_group_running(cl->node, g) && !caught_up(cl, g, &info);
     }
     if (!behind)
         uv_timer_stop(t);
+}
+
+/* The URL of a node that hosts group g, for a redirect or a forward from a
+ * node that does not: the leader known for it, else its preferred leader
+ * or another node of its target that answers. NULL: none known. */
+static const char *host_url(const rn_cluster *cl, unsigned g, uint64_t leader) {
+    const rn_peer_config *p = leader != cl->cfg.node_id ? cluster_peer(cl, leader) : NULL;
+    if (p || !cl->meta.initialized)
+        return p ? p->url : NULL;
+    const rn_meta_group *gr = &cl->meta.group[g];
+    uint8_t alive[256];
+    cluster_alive(cl, alive);
+    const rn_peer_config *any = NULL;
+    for (unsigned k = 0; k < gr->n_target; k++) {
+        uint64_t id = gr->target[k];
+        const rn_peer_config *q = id != cl->cfg.node_id ? cluster_peer(cl, id) : NULL;
+        if (q && alive[id] && (id == gr->leader || !any))
+            any = q;
+    }
+    return any ? any->url : NULL;
 }
 
 static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
@@ -151,17 +164,26 @@ static void route(void *ctx, const char *key, size_t len, rn_group_route *out) {
     out->group = g;
     if (!cl->node)
         return; /* stopping */
+    out->hosted = consensus_group_running(cl->node, g) && cluster_voter_here(cl, g);
+    if (!out->hosted) { /* the group's leader, as peers report it, or a node of its target */
+        out->leader_id = cluster_leader_of(cl, g, &out->term);
+        out->host_url = host_url(cl, g, out->leader_id);
+        const rn_peer_config *p = cluster_peer(cl, out->leader_id);
+        out->leader_url = p && p->id != cl->cfg.node_id ? p->url : out->host_url;
+        return;
+    }
     consensus_group_info info;
     cluster_group_info(cl, g, &info);
-    out->caught_up = caught_up(cl, g, &info);
-    out->serves = info.leader_ready && !info.transferring;
+    int recovering = cluster_recovery_pending(cl->recovery, g); /* not rewritten yet */
+    out->caught_up = !recovering && caught_up(cl, g, &info);
+    out->serves = !recovering && info.leader_ready && !info.transferring;
     out->held_here = info.leader_id == cl->cfg.node_id && !out->serves;
     out->write_refusal = out->serves ? rn_health_write_refusal(cl, g) : 0;
     rn_raft_log_stop stop; /* applying stopped, or the log cannot take new entries */
     out->apply_stopped = rn_raft_log_stopped(cl->log, g, &stop) || info.log_writes_held > 0;
     out->leader_id = info.leader_id;
     out->term = info.term;
-    const rn_peer_config *p = rn_cluster_peer(&cl->cfg, info.leader_id);
+    const rn_peer_config *p = cluster_peer(cl, info.leader_id);
     out->leader_url = p && info.leader_id != cl->cfg.node_id ? p->url : NULL;
 }
 
@@ -227,25 +249,38 @@ int rn_cluster_ready(rn_cluster *cl, char *why, size_t cap) {
     }
     if (!rn_health_ready(cl, why, cap))
         return 0;
-    for (unsigned g = 0; g < cl->groups; g++) {
+    if (!cl->meta.initialized) {
+        snprintf(why, cap, "the cluster's table is not known here yet");
+        return 0;
+    }
+    for (unsigned g = 0; g < cl->all_groups; g++) {
+        const char *name = g == cl->groups ? "the metadata group" : "group";
+        int placed =
+            g == cl->groups || rn_meta_in_target(&cl->meta.group[g], (unsigned)cl->cfg.node_id);
+        if (!placed)
+            continue; /* not hosted here (or leaving): others serve it */
         consensus_group_info info;
         cluster_group_info(cl, g, &info);
         if (!info.leader_id) {
-            snprintf(why, cap, "group %u has no leader", g);
+            snprintf(why, cap, "%s %u has no leader", name, g);
             return 0;
         }
-        if (!voter_here(cl, g)) {
-            snprintf(why, cap, "this node is not a voter of group %u (yet)", g);
+        if (!cluster_voter_here(cl, g)) {
+            snprintf(why, cap, "this node is not a voter of %s %u (yet)", name, g);
             return 0;
         }
         if (!caught_up(cl, g, &info)) {
             snprintf(why, cap,
-                     "group %u has not applied what its leader committed (applied %llu here)", g,
+                     "%s %u has not applied what its leader committed (applied %llu here)", name, g,
                      (unsigned long long)info.applied_index);
             return 0;
         }
+        if (cluster_recovery_pending(cl->recovery, g)) {
+            snprintf(why, cap, "%s %u is being recovered (--accept-loss)", name, g);
+            return 0;
+        }
         if (info.applied_index < info.commit_index) {
-            snprintf(why, cap, "group %u applied %llu of %llu committed entries", g,
+            snprintf(why, cap, "%s %u applied %llu of %llu committed entries", name, g,
                      (unsigned long long)info.applied_index, (unsigned long long)info.commit_index);
             return 0;
         }
@@ -277,23 +312,67 @@ static void published(void *arg, uint64_t stream_id) {
         rn_fetcher_published(cl->fetcher, stream_id);
 }
 
-/* Where a gap of the group is fetched from: its leader first, then every
- * other peer in turn. */
+/* Where a gap of the group is fetched from: its leader first, then the
+ * other members of its configuration in turn. */
 static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
     rn_cluster *cl = ctx;
     if (!cl->node)
         return NULL;
     consensus_group_info info;
     cluster_group_info(cl, group, &info);
-    const rn_peer_config *order[RN_MAX_PEERS];
+    consensus_member m[RN_META_MAX_NODES];
+    unsigned nm = consensus_members(cl->node, group, m, RN_META_MAX_NODES);
+    const rn_peer_config *order[RN_META_MAX_NODES];
     unsigned n = 0;
-    const rn_peer_config *leader = rn_cluster_peer(&cl->cfg, info.leader_id);
+    const rn_peer_config *leader = cluster_peer(cl, info.leader_id);
     if (leader && leader->id != cl->cfg.node_id)
         order[n++] = leader;
-    for (int i = 0; i < cl->cfg.n_peers; i++)
-        if (cl->cfg.peers[i].id != cl->cfg.node_id && &cl->cfg.peers[i] != leader)
-            order[n++] = &cl->cfg.peers[i];
+    for (unsigned k = 0; k < nm && k < RN_META_MAX_NODES; k++) {
+        const rn_peer_config *p = cluster_peer(cl, m[k].id);
+        if (p && p->id != cl->cfg.node_id && p != leader)
+            order[n++] = p;
+    }
     return n ? rn_cluster_peer_url(order[attempt % n]) : NULL;
+}
+
+/* ---- the state machine: the data groups' (raft_log.h) and the metadata
+ * group's (placement_driver.h), by group ---- */
+
+static void *split_apply(void *ctx, unsigned group, uint64_t index, const void *data, size_t len) {
+    rn_cluster *cl = ctx;
+    return group == cl->groups ? cluster_meta_apply(cl, data, len)
+                               : cl->data_fsm.apply(cl->data_fsm.ctx, group, index, data, len);
+}
+
+static void split_free_result(void *ctx, unsigned group, void *result) {
+    rn_cluster *cl = ctx;
+    if (group == cl->groups)
+        cluster_meta_free_result(result);
+    else
+        cl->data_fsm.free_result(cl->data_fsm.ctx, group, result);
+}
+
+static int split_snapshot(void *ctx, unsigned group, uint64_t index, void **out, size_t *len) {
+    rn_cluster *cl = ctx;
+    return group == cl->groups ? cluster_meta_snapshot(cl, out, len)
+                               : cl->data_fsm.snapshot(cl->data_fsm.ctx, group, index, out, len);
+}
+
+static int split_snapshot_durable(void *ctx, unsigned group) {
+    rn_cluster *cl = ctx;
+    return group == cl->groups ? 0 : cl->data_fsm.snapshot_durable(cl->data_fsm.ctx, group);
+}
+
+static int split_restore(void *ctx, unsigned group, uint64_t index, const void *m, size_t len) {
+    rn_cluster *cl = ctx;
+    return group == cl->groups ? cluster_meta_restore(cl, m, len)
+                               : cl->data_fsm.restore(cl->data_fsm.ctx, group, index, m, len);
+}
+
+static void split_leader_changed(void *ctx, unsigned group, uint64_t leader, uint64_t term,
+                                 bool self_ready) {
+    rn_cluster *cl = ctx;
+    cl->data_fsm.leader_changed(cl->data_fsm.ctx, group, leader, term, self_ready);
 }
 
 static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t term, bool ready) {
@@ -302,6 +381,25 @@ static void leader_changed(void *arg, unsigned group, uint64_t leader, uint64_t 
     rn_log(RN_LOG_INFO, "cluster_leader", "group %u: leader %llu, term %llu%s", group,
            (unsigned long long)leader, (unsigned long long)term,
            ready ? " (this node, ready)" : "");
+}
+
+/* Starts the metadata group (bootstrapped with the --peer nodes unless
+ * this node joins) and every data group with Raft data here. */
+static int start_groups(rn_cluster *cl, const consensus_peer *peers, char *err, size_t errcap) {
+    int fresh = !consensus_group_has_data(cl->cfg.data_dir, cl->groups);
+    for (unsigned g = 0; g < cl->groups && fresh; g++)
+        fresh = !consensus_group_has_data(cl->cfg.data_dir, g);
+    cl->recovery = cluster_recovery_new(cl, err, errcap);
+    if (!cl->recovery)
+        return -1;
+    if (!cluster_recovery_holds_start(cl->recovery, cl->groups) &&
+        consensus_group_start(cl->node, cl->groups, cl->cfg.join ? NULL : peers,
+                              cl->cfg.join ? 0 : (unsigned)cl->cfg.n_peers, false) != 0) {
+        snprintf(err, errcap, "cluster start failed: %s", consensus_error(cl->node));
+        return -1;
+    }
+    cl->hosting = cluster_hosting_new(cl, fresh, err, errcap);
+    return cl->hosting ? 0 : -1;
 }
 
 /* Says, loudly, that nothing proves who a peer is (neither a cluster key
@@ -355,14 +453,16 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     rn_engine_share_touches(engine); /* TTL windows cluster-wide: touches.h */
     cl->tiers = tiers;
     cl->groups = (unsigned)cfg->groups;
-    cl->catch_up = rn_xcalloc(cl->groups, sizeof *cl->catch_up);
-    cl->member_busy = rn_xcalloc(cl->groups, sizeof *cl->member_busy);
-    if (rn_membership_load(cl, err, errcap) != 0 || rn_identity_start(cl, err, errcap) != 0 ||
+    cl->all_groups = cl->groups + 1;
+    cl->catch_up = rn_xcalloc(cl->all_groups, sizeof *cl->catch_up);
+    cl->led = rn_xcalloc(cl->all_groups, sizeof *cl->led);
+    rn_meta_init_empty(&cl->meta);
+    if (rn_identity_start(cl, err, errcap) != 0 ||
         rn_id_issuer_open(&cl->ids, cfg->data_dir, (unsigned)cfg->node_id, err, errcap) != 0) {
         rn_secret_wipe(&cl->key);
         rn_peer_tls_free(cl->peer_tls);
         free(cl->catch_up);
-        free(cl->member_busy);
+        free(cl->led);
         free(cl->incarnations);
         free(cl->replaced);
         free(cl);
@@ -381,6 +481,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .data_dir = cfg->data_dir};
     cl->log = rn_raft_log_new(&lc);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
+    cl->data_fsm = rn_raft_log_fsm(cl->log);
     consensus_peer peers[RN_MAX_PEERS];
     const char *self_raft = rn_cluster_consensus_peers(cfg, peers);
     consensus_config cc = {.loop = loop,
@@ -389,12 +490,18 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                            .peers = peers,
                            .n_peers = (unsigned)cfg->n_peers,
                            .data_dir = cfg->data_dir,
-                           .groups = cl->groups,
-                           .bootstrap = !cfg->join,
+                           .groups = cl->all_groups,
+                           .lazy = true,
                            .cluster_id = cfg->cluster_id,
                            .cluster_key = &cl->key,
                            .peer_tls = cl->peer_tls,
-                           .fsm = rn_raft_log_fsm(cl->log)};
+                           .fsm = {.ctx = cl,
+                                   .apply = split_apply,
+                                   .free_result = split_free_result,
+                                   .snapshot = split_snapshot,
+                                   .snapshot_durable = split_snapshot_durable,
+                                   .restore = split_restore,
+                                   .leader_changed = split_leader_changed}};
     consensus_params_default(&cc.params);
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
     cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
@@ -403,22 +510,27 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cc.params.heartbeat_ms =
         cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;
     consensus *node = NULL;
-    if (consensus_start(&cc, &node) != 0) {
-        snprintf(err, errcap, "cluster start failed: %s", consensus_error(node));
+    int rc = consensus_start(&cc, &node);
+    cl->node = node;
+    if (rc != 0 || start_groups(cl, peers, err, errcap) != 0) {
+        if (rc != 0)
+            snprintf(err, errcap, "cluster start failed: %s", consensus_error(node));
+        cl->node = NULL;
         consensus_stop(node, node_stopped, cl); /* finishes while the loop runs */
         return NULL;
     }
-    cl->node = node;
     rn_raft_log_attach(cl->log, node);
     cluster_peers_start(cl);
-    cl->fetcher = rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl);
+    cl->fetcher =
+        rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl, cfg->move_rate_bytes);
     cl->follower_reads = cluster_follower_reads_new(cl);
     cl->hand_over = cluster_hand_over_new(cl);
+    cl->reconcile = cluster_reconcile_new(cl);
+    cl->driver = cluster_driver_new(cl);
     uv_timer_init(loop, &cl->catching_up);
     cl->catching_up.data = cl;
     uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
     uv_unref((uv_handle_t *)&cl->catching_up);
-    rn_membership_start(cl);
     rn_health_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)
         rn_fetcher_scan(cl->fetcher, g);
@@ -438,9 +550,14 @@ static void node_stopped(void *arg) {
     cluster_peers_free(cl);
     cluster_follower_reads_free(cl->follower_reads);
     cluster_hand_over_free(cl->hand_over);
+    cluster_hosting_free(cl->hosting);
+    cluster_reconcile_free(cl->reconcile);
+    cluster_driver_free(cl->driver);
+    cluster_recovery_free(cl->recovery);
     rn_raft_log_free(cl->log);
+    rn_meta_free(&cl->meta);
     free(cl->catch_up);
-    free(cl->member_busy);
+    free(cl->led);
     free(cl->incarnations);
     free(cl->replaced);
     rn_id_issuer_close(&cl->ids);
@@ -461,6 +578,10 @@ void rn_cluster_stop(rn_cluster *cl, void (*done)(void *arg), void *arg) {
         cluster_follower_reads_stop(cl->follower_reads);
         cluster_hand_over_stop(cl->hand_over);
     }
+    cluster_hosting_stop(cl->hosting);
+    cluster_reconcile_stop(cl->reconcile);
+    cluster_driver_stop(cl->driver);
+    cluster_recovery_stop(cl->recovery);
     rn_fetcher_free(cl->fetcher);
     cl->fetcher = NULL;
     rn_membership_stop(cl);

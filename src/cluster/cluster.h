@@ -9,7 +9,9 @@
  * raft/g<NN>/ (each group's Raft log and snapshots, consensus.h),
  * cluster-node (the cluster id, node id and group count it was created
  * for: a start with others is refused, as is a single-node start),
- * cluster-ids (placement.h), cluster-members (membership.h),
+ * cluster-ids (placement.h), cluster-members (written by earlier builds
+ * and no longer read: the metadata group holds the nodes, meta.h),
+ * cluster-recovering and cluster-recovered (recovery.h),
  * cluster-incarnation and cluster-incarnations (identity.h) and reserve
  * (health.h).
  */
@@ -75,8 +77,10 @@ uint64_t rn_cluster_lead_term(rn_cluster *cl, unsigned group);
  * applied what that leader had applied), and no stream here waits for
  * bytes from peers; done(arg, -ETIMEDOUT) when that did not happen within
  * timeout_ms (a group without a leader, a leader that does not answer);
- * done(arg, -ECANCELED) when the node stops first. done runs later, on the
- * loop thread. Precondition: the node is not stopping. */
+ * done(arg, -ECANCELED) when the node stops first; done(arg, -EXDEV) when
+ * this node does not host every group (its state would miss the others).
+ * done runs later, on the loop thread. Precondition: the node is not
+ * stopping. */
 void rn_cluster_settle(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg, int status),
                        void *arg);
 
@@ -128,8 +132,9 @@ typedef struct {
     uint64_t id;
     const char *url;
 } rn_cluster_node;
-/* The cluster's nodes, this one included and nodes removed by a membership
- * change excluded, into out (at most cap); returns how many there are. */
+/* The cluster's nodes, this one included and nodes the metadata table says
+ * were removed excluded, into out (at most cap); returns how many there
+ * are. */
 size_t rn_cluster_nodes(const rn_cluster *cl, rn_cluster_node *out, size_t cap);
 uint64_t rn_cluster_self(const rn_cluster *cl);
 unsigned rn_cluster_groups(const rn_cluster *cl);
@@ -137,7 +142,8 @@ unsigned rn_cluster_groups(const rn_cluster *cl);
 unsigned rn_cluster_group_of(const rn_cluster *cl, const char *key, size_t len);
 /* Group g as this node knows it: its leader (0: none known), the leader's
  * term, and whether this node leads it, ready (its first entry of the term
- * applied: it holds every committed write). */
+ * applied: it holds every committed write). A group not hosted here: the
+ * leader its replicas report (peers.c). */
 uint64_t rn_cluster_group_leader(const rn_cluster *cl, unsigned g, uint64_t *term, int *leading);
 /* Starts a request to a peer through the cluster's outbound client, which
  * signs it with the cluster key (peer_auth.h). As rn_outbound_start: NULL

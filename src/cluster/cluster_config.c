@@ -3,6 +3,7 @@
  * cluster_config.h.
  */
 #include "cluster/cluster_config.h"
+#include "cluster/recovery.h"
 #include "cluster/wire.h"
 
 #include <stdio.h>
@@ -92,6 +93,9 @@ int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap) {
                  (unsigned long long)cfg->node_id);
         return -1;
     }
+    uint8_t forced[257];
+    if (cluster_recovery_parse(cfg->accept_loss, (unsigned)cfg->groups, forced, err, errcap) != 0)
+        return -1;
     for (int i = 0; i < cfg->n_peers; i++) {
         const rn_peer_config *p = &cfg->peers[i];
         struct sockaddr_storage sa;

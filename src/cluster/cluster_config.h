@@ -19,8 +19,9 @@
  * unique, every Raft address numeric (a.b.c.d:port or [v6]:port); a
  * cluster key or peer certificates, not both; with peer certificates, peer
  * requests over TLS (--tls-cert on the one listener, or --peer-listen) to
- * https URLs; with --peer-listen, this node's own PEERURL given. Returns 0,
- * or -1 with a message naming the setting in err. */
+ * https URLs; with --peer-listen, this node's own PEERURL given;
+ * --accept-loss naming groups (recovery.h). Returns 0, or -1 with a
+ * message naming the setting in err. */
 int rn_cluster_config_check(const rn_config *cfg, char *err, size_t errcap);
 
 /* The peer with this id, or NULL. */

@@ -1,13 +1,14 @@
 /*
- * cluster_http.c — the cluster's operational routes and what peers report
- * of themselves.
+ * cluster_http.c — the cluster's operational routes.
  *
- *   GET /__runnel/cluster          the report (JSON; cluster.h, docs/CLUSTER.md)
- *   GET /__runnel/cluster/applied  this node's applied index per group, as
- *                                  "applied N0 N1 ...\n", then its health
- *                                  and incarnation lines (health.h,
- *                                  identity.h; peers poll it, naming the
- *                                  streams read on them: touches.h)
+ *   GET /__runnel/cluster          the report (JSON; cluster.h, docs/CLUSTER.md):
+ *                                  the nodes, every group (its placement,
+ *                                  leader and replicas) and the moves in
+ *                                  progress
+ *   GET /__runnel/cluster/status   this node's status, as peers read it
+ *                                  (peers.c); its query names the
+ *                                  streams read on the asking peer
+ *                                  (touches.h)
  *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
  *                                  node N (identity.h)
  *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
@@ -18,11 +19,15 @@
  *   GET /__runnel/cluster/read-index?group=G   the group's applied index
  *                                  once this node confirmed it leads it
  *                                  (settle.c)
+ *   and the operators' routes of membership.h.
  *
  * A replica's applied index is known exactly only on that replica: each
  * node asks every peer once a second, so the report shows a peer's index
- * as of its last answer (null until one came).
+ * as of its last answer (null until one came). A group this node does not
+ * host is reported from the table and its peers' reports (its commit
+ * index: null).
  */
+#include "cluster/balance.h"
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/health.h"
@@ -30,6 +35,7 @@
 #include "cluster/membership.h"
 #include "cluster/peer_auth.h"
 #include "cluster/peer_tls.h"
+#include "cluster/reconcile.h"
 #include "cluster/touches.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
@@ -46,128 +52,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POLL_MS 1000
-#define POLL_TIMEOUT_MS 900
 #define MAX_MEMBERS 64
-
-/* ---- peer status ---- */
 
 /* True when path is exactly lit. */
 static int path_is(const char *path, size_t len, const char *lit) {
     return len == strlen(lit) && memcmp(path, lit, len) == 0;
-}
-
-static void got_status(void *arg, const rn_fetch_result *r) {
-    peer_status *ps = arg;
-    rn_cluster *cl = ps->cl;
-    ps->inflight = NULL;
-    static const char prefix[] = "applied";
-    if (r->failure != RN_FETCH_ANSWERED || r->status != 200 || r->body_len < sizeof prefix - 1 ||
-        memcmp(r->body, prefix, sizeof prefix - 1) != 0)
-        return;
-    const char *q = (const char *)r->body + sizeof prefix - 1;
-    const char *end = (const char *)r->body + r->body_len;
-    for (unsigned g = 0; g < cl->groups; g++) {
-        if (q >= end || *q != ' ')
-            return;
-        const char *num = ++q;
-        while (q < end && *q >= '0' && *q <= '9')
-            q++;
-        uint64_t v;
-        if (rn_parse_strict_u64(num, (size_t)(q - num), UINT64_MAX, &v) != 0)
-            return;
-        ps->applied[g] = v;
-    }
-    ps->known = 1;
-    uint64_t id = cl->cfg.peers[ps - cl->peers].id;
-    while (q < end && *q == '\n' && ++q < end) { /* later lines: health.h, identity.h */
-        int health = rn_health_parse_status(q, (size_t)(end - q));
-        if (health >= 0) {
-            ps->health = health;
-            ps->health_ms = uv_now(cl->loop);
-        }
-        rn_identity_seen(cl, id, q, (size_t)(end - q));
-        const char *nl = memchr(q, '\n', (size_t)(end - q));
-        q = nl ? nl : end;
-    }
-}
-
-static void on_poll(uv_timer_t *t) {
-    rn_cluster *cl = t->data;
-    char touched[RN_TOUCHES_QUERY_MAX];
-    rn_touches_query(cl->engine, touched); /* one round's, for every peer */
-    for (int i = 0; i < cl->cfg.n_peers; i++) {
-        peer_status *ps = &cl->peers[i];
-        if (cl->cfg.peers[i].id == cl->cfg.node_id || ps->inflight)
-            continue;
-        if (!ps->applied) { /* a peer added since the start */
-            ps->cl = cl;
-            ps->applied = rn_xcalloc(cl->groups, sizeof *ps->applied);
-        }
-        char url[600 + RN_TOUCHES_QUERY_MAX];
-        snprintf(url, sizeof url, "%s/__runnel/cluster/applied%s",
-                 rn_cluster_peer_url(&cl->cfg.peers[i]), touched);
-        rn_fetch_request req = {.method = "GET",
-                                .url = url,
-                                .body_fd = -1,
-                                .sink_fd = -1,
-                                .sink_cap = 65536,
-                                .timeout_ms = POLL_TIMEOUT_MS};
-        ps->inflight = rn_outbound_start(cl->http, &req, got_status, ps);
-    }
-}
-
-/* Signs every request to a peer with the cluster key (rn_outbound_sign_fn). */
-static void sign_peer_request(void *arg, const char *method, const char *url, const uint8_t *body,
-                              size_t body_len, rn_buf *lines) {
-    rn_cluster *cl = arg;
-    rn_peer_http_sign(&cl->key, cl->cfg.node_id, (uint64_t)rn_now_ms(), method, url, body, body_len,
-                      lines);
-}
-
-/* The CA peer requests trust (cluster_int.h). */
-const char *cluster_peer_request_ca(const rn_config *cfg) {
-    if (cfg->peer_cert[0] && cfg->peer_listen.host[0])
-        return cfg->peer_ca;
-    return cfg->tls_ca[0] ? cfg->tls_ca : NULL;
-}
-
-void cluster_peers_start(rn_cluster *cl) {
-    bool certs = cl->peer_tls != NULL;
-    rn_outbound_config oc = {.user_agent = "runnel-cluster",
-                             .max_running = 16,
-                             .max_queued = 64,
-                             .ca_file = cluster_peer_request_ca(&cl->cfg),
-                             .client_cert = certs ? cl->cfg.peer_cert : NULL,
-                             .client_key = certs ? cl->cfg.peer_key : NULL,
-                             .sign = cl->key.len ? sign_peer_request : NULL,
-                             .sign_arg = cl};
-    cl->http = rn_outbound_new(cl->loop, &oc);
-    for (int i = 0; i < cl->cfg.n_peers; i++) {
-        cl->peers[i].cl = cl;
-        cl->peers[i].applied = rn_xcalloc(cl->groups, sizeof *cl->peers[i].applied);
-    }
-    uv_timer_init(cl->loop, &cl->poll);
-    cl->poll.data = cl;
-    uv_timer_start(&cl->poll, on_poll, 0, POLL_MS);
-    uv_unref((uv_handle_t *)&cl->poll);
-    cl->polling = 1;
-}
-
-void cluster_peers_stop(rn_cluster *cl) {
-    if (!cl->polling)
-        return;
-    rn_outbound_stop(cl->http); /* cancels the fetches in flight */
-    uv_close((uv_handle_t *)&cl->poll, NULL);
-}
-
-void cluster_peers_free(rn_cluster *cl) {
-    if (!cl->polling)
-        return;
-    rn_outbound_free(cl->http);
-    for (int i = 0; i < RN_MAX_PEERS; i++)
-        free(cl->peers[i].applied);
-    cl->polling = 0;
 }
 
 /* ---- the report ---- */
@@ -175,59 +64,160 @@ void cluster_peers_free(rn_cluster *cl) {
 /* A replica's applied index as known here; 0 with *known 0 when unknown. */
 static uint64_t replica_applied(const rn_cluster *cl, uint64_t id, unsigned g,
                                 const consensus_group_info *info, int *known) {
-    if (id == cl->cfg.node_id) {
+    if (id == cl->cfg.node_id && consensus_group_running(cl->node, g)) {
         *known = 1;
         return info->applied_index;
     }
-    for (int i = 0; i < cl->cfg.n_peers; i++) {
-        if (cl->cfg.peers[i].id == id && cl->peers[i].known) {
-            *known = 1;
-            return cl->peers[i].applied[g];
-        }
-    }
-    *known = 0;
-    return 0;
+    const peer_status *ps = cluster_peer_status(cl, id);
+    *known = ps && ps->g[g].role;
+    return *known ? ps->g[g].applied : 0;
 }
 
+static const char *const ROLES[] = {"spare", "standby", "voter"};
+
+/* A replica's line of the report. */
+static json_t *replica_report(const rn_cluster *cl, unsigned g, uint64_t id, unsigned role,
+                              const consensus_group_info *info) {
+    int known;
+    uint64_t applied = replica_applied(cl, id, g, info, &known);
+    uint64_t lag = known && info->commit_index > applied ? info->commit_index - applied : 0;
+    return json_pack("{s:I, s:o, s:o, s:s}", "node", (json_int_t)id, "applied_index",
+                     known ? json_integer((json_int_t)applied) : json_null(), "lag",
+                     known && info->commit_index ? json_integer((json_int_t)lag) : json_null(),
+                     "role", ROLES[role < 3 ? role : 2]);
+}
+
+static json_t *id_list(const uint8_t *ids, unsigned n) {
+    json_t *a = json_array();
+    for (unsigned k = 0; k < n; k++)
+        json_array_append_new(a, json_integer(ids[k]));
+    return a;
+}
+
+/* A group as this node sees it: from its own replica when it hosts one,
+ * else from the table and its peers' reports. */
 static json_t *group_report(const rn_cluster *cl, unsigned g) {
     consensus_group_info info;
     cluster_group_info(cl, g, &info);
+    int hosted = consensus_group_running(cl->node, g);
+    uint64_t term = info.term, leader = hosted ? info.leader_id : cluster_leader_of(cl, g, &term);
     json_t *replicas = json_array();
-    consensus_member members[MAX_MEMBERS];
-    unsigned n = consensus_members(cl->node, g, members, MAX_MEMBERS);
-    for (unsigned i = 0; i < n && i < MAX_MEMBERS; i++) {
-        int known;
-        uint64_t applied = replica_applied(cl, members[i].id, g, &info, &known);
-        uint64_t lag = known && info.commit_index > applied ? info.commit_index - applied : 0;
-        static const char *const roles[] = {"spare", "standby", "voter"};
-        json_array_append_new(replicas,
-                              json_pack("{s:I, s:o, s:o, s:s}", "node", (json_int_t)members[i].id,
-                                        "applied_index",
-                                        known ? json_integer((json_int_t)applied) : json_null(),
-                                        "lag", known ? json_integer((json_int_t)lag) : json_null(),
-                                        "role", roles[members[i].role]));
+    if (hosted) {
+        consensus_member members[MAX_MEMBERS];
+        unsigned n = consensus_members(cl->node, g, members, MAX_MEMBERS);
+        for (unsigned i = 0; i < n && i < MAX_MEMBERS; i++)
+            json_array_append_new(replicas,
+                                  replica_report(cl, g, members[i].id, members[i].role, &info));
+    } else if (g < cl->groups && cl->meta.initialized) {
+        const rn_meta_group *gr = &cl->meta.group[g];
+        for (unsigned i = 0; i < gr->n_members; i++)
+            json_array_append_new(
+                replicas, replica_report(cl, g, gr->members[i].id, gr->members[i].role, &info));
     }
-    return json_pack("{s:i, s:o, s:I, s:I, s:o}", "group", (int)g, "leader",
-                     info.leader_id ? json_integer((json_int_t)info.leader_id) : json_null(),
-                     "term", (json_int_t)info.term, "commit_index", (json_int_t)info.commit_index,
-                     "replicas", replicas);
+    /* caught up since this node started (cluster.c caught_up): until then
+     * its local reads of the group answer 503 GROUP_RESTARTING */
+    json_t *caught_up = hosted ? json_boolean(cl->catch_up[g].done) : json_null();
+    json_t *o = json_pack("{s:i, s:o, s:I, s:o, s:b, s:o, s:o}", "group", (int)g, "leader",
+                          leader ? json_integer((json_int_t)leader) : json_null(), "term",
+                          (json_int_t)term, "commit_index",
+                          hosted ? json_integer((json_int_t)info.commit_index) : json_null(),
+                          "hosted", hosted, "caught_up", caught_up, "replicas", replicas);
+    if (g < cl->groups && cl->meta.initialized) {
+        const rn_meta_group *gr = &cl->meta.group[g];
+        json_object_set_new(o, "placement", id_list(gr->target, gr->n_target));
+        json_object_set_new(o, "preferred_leader",
+                            gr->leader ? json_integer(gr->leader) : json_null());
+        json_object_set_new(o, "moving", json_boolean(rn_meta_group_moving(gr)));
+    }
+    return o;
 }
 
-static void report(const rn_cluster *cl, rn_buf *out) {
+/* A move in progress: the group's target and reported configuration, the
+ * node coming in and the one going out, and how far the new one got. */
+static json_t *move_report(const rn_cluster *cl, unsigned g) {
+    const rn_meta_group *gr = &cl->meta.group[g];
+    uint8_t members[RN_META_MAX_NODES];
+    unsigned in = 0, out = 0, in_role = 0;
+    for (unsigned k = 0; k < gr->n_members; k++) {
+        members[k] = gr->members[k].id;
+        if (!rn_meta_in_target(gr, members[k]))
+            out = members[k];
+        else if (gr->members[k].role != 2)
+            in = members[k], in_role = gr->members[k].role;
+    }
+    for (unsigned k = 0; k < gr->n_target && !in; k++)
+        if (!rn_meta_in_members(gr, gr->target[k]))
+            in = gr->target[k], in_role = 3;
+    const char *step = in ? (in_role == 3   ? "adding"
+                             : in_role == 0 ? "adding"
+                                            : "catching_up")
+                          : "removing";
+    const char *live = cluster_reconcile_step(cl->reconcile, g); /* this node leads it */
+    if (live)
+        step = live; /* the change in flight ("promoting", "transferring" too) */
+    json_t *o =
+        json_pack("{s:i, s:o, s:o, s:s}", "group", (int)g, "to", id_list(gr->target, gr->n_target),
+                  "from", id_list(members, gr->n_members), "step", step);
+    json_object_set_new(o, "adding", in ? json_integer(in) : json_null());
+    json_object_set_new(o, "removing", out ? json_integer(out) : json_null());
+    const peer_status *ps = in ? cluster_peer_status(cl, in) : NULL;
+    if (in == cl->cfg.node_id && consensus_group_running(cl->node, g)) {
+        consensus_group_info info;
+        consensus_group_info_get(cl->node, g, &info);
+        json_object_set_new(o, "progress",
+                            json_pack("{s:I, s:i}", "applied_index", (json_int_t)info.applied_index,
+                                      "streams_fetching",
+                                      (int)rn_fetcher_pending_group(cl->fetcher, g)));
+    } else if (ps && ps->g[g].role) {
+        json_object_set_new(o, "progress",
+                            json_pack("{s:I, s:i}", "applied_index", (json_int_t)ps->g[g].applied,
+                                      "streams_fetching", (int)ps->g[g].gaps));
+    }
+    return o;
+}
+
+static json_t *nodes_report(const rn_cluster *cl) {
+    static const char *const states[] = {"?", "active", "leaving", "removed"};
+    uint8_t alive[256];
+    cluster_alive(cl, alive);
     json_t *nodes = json_array();
     for (int i = 0; i < cl->cfg.n_peers; i++) {
         const rn_peer_config *p = &cl->cfg.peers[i];
-        json_array_append_new(nodes, json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)p->id,
-                                               "url", p->url, "peer_url", rn_cluster_peer_url(p),
-                                               "raft", p->raft));
+        const rn_meta_node *m = rn_meta_node_get(&cl->meta, (unsigned)p->id);
+        unsigned held = 0, led = 0;
+        for (unsigned g = 0; cl->meta.initialized && g < cl->groups; g++) {
+            held += rn_meta_in_target(&cl->meta.group[g], (unsigned)p->id);
+            led += cluster_leader_of(cl, g, NULL) == p->id;
+        }
+        json_t *n =
+            json_pack("{s:I, s:s, s:s, s:s, s:s, s:b, s:b, s:i, s:i}", "id", (json_int_t)p->id,
+                      "url", p->url, "peer_url", rn_cluster_peer_url(p), "raft", p->raft, "state",
+                      m ? states[m->state] : "unknown", "drained", m && m->drained, "answering",
+                      alive[p->id] != 0, "replicas", (int)held, "leading", (int)led);
+        json_array_append_new(nodes, n);
     }
-    json_t *groups = json_array();
-    for (unsigned g = 0; cl->node && g < cl->groups; g++)
+    return nodes;
+}
+
+static void report(const rn_cluster *cl, rn_buf *out) {
+    json_t *groups = json_array(), *moves = json_array();
+    for (unsigned g = 0; cl->node && g < cl->groups; g++) {
         json_array_append_new(groups, group_report(cl, g));
+        if (cl->meta.initialized && rn_meta_group_moving(&cl->meta.group[g]))
+            json_array_append_new(moves, move_report(cl, g));
+    }
+    uint64_t meta_term = 0,
+             meta_leader = cl->node ? cluster_leader_of(cl, cl->groups, &meta_term) : 0;
+    json_t *meta = json_pack("{s:b, s:o, s:I}", "initialized", cl->meta.initialized, "leader",
+                             meta_leader ? json_integer((json_int_t)meta_leader) : json_null(),
+                             "term", (json_int_t)meta_term);
     const char *auth = cl->peer_tls ? "certificates" : cl->key.len ? "key" : "none";
     json_t *doc =
-        json_pack("{s:s, s:I, s:s, s:o, s:o}", "cluster_id", cl->cfg.cluster_id, "node_id",
-                  (json_int_t)cl->cfg.node_id, "peer_auth", auth, "nodes", nodes, "groups", groups);
+        json_pack("{s:s, s:I, s:s, s:i, s:i, s:o, s:o, s:o, s:o}", "cluster_id", cl->cfg.cluster_id,
+                  "node_id", (json_int_t)cl->cfg.node_id, "peer_auth", auth, "replicas",
+                  cl->meta.initialized ? (int)rn_balance_replicas(&cl->meta) : 0, "replicas_asked",
+                  cl->meta.initialized ? (int)cl->meta.replicas : 0, "metadata", meta, "nodes",
+                  nodes_report(cl), "groups", groups, "moves", moves);
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     rn_buf_append_str(out, text);
@@ -239,11 +229,10 @@ static void report(const rn_cluster *cl, rn_buf *out) {
 
 rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
                                                size_t query_len) {
-    static const char members[] = "cluster/members",
-                      peer_reads[][24] = {"cluster/applied", "cluster/read-index", "cluster/blob",
+    static const char peer_reads[][24] = {"cluster/status", "cluster/read-index", "cluster/blob",
                                           "cluster/incarnation"};
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
-    size_t ml = sizeof members - 1, bl = sizeof bytes - 1;
+    size_t bl = sizeof bytes - 1;
     if (path_is(path, path_len, "cluster"))
         return RN_CLUSTER_ROUTE_OPEN;
     for (size_t i = 0; i < sizeof peer_reads / sizeof peer_reads[0]; i++)
@@ -251,7 +240,7 @@ rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len
             return RN_CLUSTER_ROUTE_PEER;
     if (path_len > bl && (memcmp(path, bytes, bl) == 0 || memcmp(path, index, bl) == 0))
         return RN_CLUSTER_ROUTE_PEER;
-    if (path_len >= ml && memcmp(path, members, ml) == 0 && (path_len == ml || path[ml] == '/'))
+    if (rn_membership_route(path, path_len))
         return rn_membership_is_local(query, query_len) ? RN_CLUSTER_ROUTE_PEER_OR_OPERATOR
                                                         : RN_CLUSTER_ROUTE_OPERATOR;
     return RN_CLUSTER_ROUTE_NONE;
@@ -344,11 +333,11 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
     rn_peer_auth_metrics(out);
 }
 
-static void answer(rn_request *req, const char *type, rn_buf *body) {
+void cluster_answer(rn_request *req, int status, const char *type, rn_buf *body) {
     rn_buf h = {0};
     rn_reply_common(&h);
     rn_buf_appendf(&h, "Content-Type: %s\r\nCache-Control: no-store\r\n", type);
-    rn_http_respond(req, 200, &h, body);
+    rn_http_respond(req, status, &h, body);
 }
 
 /* A query parameter that must be a decimal integer; -1 when absent or not. */
@@ -379,7 +368,7 @@ static void copy_for_peer(rn_cluster *cl, rn_request *req, int index, const char
     int rc = index ? rn_engine_replica_index(cl->engine, id, from, to, &body)
                    : rn_engine_replica_bytes(cl->engine, id, from, to, &body);
     if (rc == 0) {
-        answer(req, "application/octet-stream", &body);
+        cluster_answer(req, 200, "application/octet-stream", &body);
         return;
     }
     rn_buf_free(&body);
@@ -464,21 +453,12 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
     rn_buf body = {0};
     if (get && path_is(path, path_len, "cluster")) {
         report(cl, &body);
-        answer(req, "application/json", &body);
+        cluster_answer(req, 200, "application/json", &body);
         return 1;
     }
-    if (get && path_is(path, path_len, "cluster/applied")) {
+    if (get && path_is(path, path_len, "cluster/status")) {
         rn_touches_apply(cl->engine, query, query_len);
-        rn_buf_append_str(&body, "applied");
-        for (unsigned g = 0; cl->node && g < cl->groups; g++) {
-            consensus_group_info info;
-            cluster_group_info(cl, g, &info);
-            rn_buf_appendf(&body, " %llu", (unsigned long long)info.applied_index);
-        }
-        rn_buf_append_str(&body, "\n");
-        rn_health_status_line(cl, &body);
-        rn_identity_status_line(cl, &body);
-        answer(req, "text/plain", &body);
+        cluster_peers_answer_status(cl, req);
         return 1;
     }
     for (size_t i = 0; get && i < sizeof numeric_routes / sizeof numeric_routes[0]; i++) {

@@ -1,6 +1,7 @@
 /*
- * cluster_int.h — what cluster.c and cluster_http.c share: the node
- * structure and the peer status poller.
+ * cluster_int.h — what the files of a cluster node share: the node
+ * structure, the peers' reports (peers.c) and what is known of each
+ * group's leader and placement.
  */
 #ifndef RN_CLUSTER_INT_H
 #define RN_CLUSTER_INT_H
@@ -8,6 +9,7 @@
 #include "cluster/cluster.h"
 #include "cluster/consensus.h"
 #include "cluster/fetch.h"
+#include "cluster/meta.h"
 #include "cluster/peer_tls.h"
 #include "cluster/placement.h"
 #include "cluster/raft_log.h"
@@ -16,18 +18,34 @@
 #include "util/log.h"
 #include "util/secret.h"
 
-/* What a peer last reported of itself (GET /__runnel/cluster/applied). */
+/* What a peer last reported of one group (GET /__runnel/cluster/status). */
+typedef struct {
+    uint64_t applied; /* its applied index */
+    uint64_t term;    /* the group's term as it knows it */
+    uint8_t leader;   /* the leader it knows (0: none) */
+    uint8_t role;     /* its own place in the group: 0 none (not hosted), 1 spare, 2 standby,
+                         3 voter */
+    uint32_t gaps;    /* the group's streams it still fetches bytes for */
+} peer_group;
+
+/* What a peer last reported of itself. */
 typedef struct {
     struct rn_cluster *cl;
-    int known;          /* a report arrived */
-    uint64_t *applied;  /* per group */
-    int health;         /* its last health line (health.h): 1, 0, or -1 none */
-    uint64_t health_ms; /* loop time it arrived */
+    int known;            /* a report arrived */
+    uint64_t answered_ms; /* rn_mono_ms() of its last report */
+    peer_group *g;        /* per group, the metadata group last */
+    int health;           /* its last health line (health.h): 1, 0, or -1 none */
+    uint64_t health_ms;   /* loop time it arrived */
     rn_fetch *inflight;
 } peer_status;
 
-/* What membership.c wants of a node of the peers table. */
-enum { INTENT_NONE, INTENT_VOTER, INTENT_REMOVED };
+/* A group's configuration as the newest leader that reported it saw it
+ * (its own leader's on the node, or a peer's report). */
+typedef struct {
+    uint64_t term;
+    uint8_t n;
+    rn_meta_member members[RN_META_MAX_NODES];
+} led_config;
 
 struct forward;
 
@@ -40,30 +58,33 @@ typedef struct {
 
 struct rn_cluster {
     uv_loop_t *loop;
-    rn_config cfg;
+    rn_config cfg;         /* its peers: every node ever known (the table's added) */
     rn_secret key;         /* the cluster key (len 0: none): peer requests sign with it */
     rn_peer_tls *peer_tls; /* peer certificates (NULL: none): mutual TLS between nodes */
     rn_log_throttle refused_log;
     rn_engine *engine;
     struct rn_tiers *tiers; /* snapshot bodies (fetched from and served to peers) */
-    unsigned groups;
+    unsigned groups;        /* data groups; the metadata group's index is `groups` */
+    unsigned all_groups;    /* groups + 1 */
     rn_id_issuer ids;
     rn_raft_log *log;
-    consensus *node;                     /* NULL once stopping */
-    catch_up *catch_up;                  /* per group */
-    uv_timer_t catching_up;              /* asks caught_up of every group until all are */
-    struct cluster_hand_over *hand_over; /* hand_over.h */
-    /* membership (membership.c): an intent per node of cfg.peers (NONE: a
-     * --peer node, a voter), a change in flight per group, the reconciler,
-     * intents on their way to peers */
-    uint8_t intent[RN_MAX_PEERS];
-    uint8_t *member_busy;
-    uv_timer_t reconcile;
-    rn_list forwards;                              /* struct forward.node */
+    consensus_fsm data_fsm;                        /* the data groups' state machine (the log's) */
+    consensus *node;                               /* NULL once stopping */
+    catch_up *catch_up;                            /* per group, the metadata group last */
+    uv_timer_t catching_up;                        /* asks caught_up of every group until all are */
+    struct cluster_hand_over *hand_over;           /* hand_over.h */
+    rn_meta meta;                                  /* the metadata group's applied state (meta.h) */
+    uint64_t meta_applied;                         /* meta.changes when hosting last looked */
+    struct cluster_driver *driver;                 /* placement_driver.h */
+    struct cluster_hosting *hosting;               /* hosting.h */
+    struct cluster_reconcile *reconcile;           /* reconcile.h */
+    struct cluster_recovery *recovery;             /* recovery.h */
+    led_config *led;                               /* per group, the metadata group last */
+    rn_list forwards;                              /* operator requests relayed (membership.c) */
     rn_fetcher *fetcher;                           /* fills gaps from peers */
     rn_list settles;                               /* rn_cluster_settle's jobs (settle.c) */
     struct cluster_follower_reads *follower_reads; /* read-your-writes (follower_reads.c) */
-    /* peer status polling (cluster_http.c) */
+    /* peer status polling (peers.c) */
     rn_outbound *http;
     uv_timer_t poll;
     int polling;
@@ -88,12 +109,29 @@ struct rn_cluster {
     void *stop_arg;
 };
 
-/* Starts asking every peer for its applied indexes, once a second. */
+/* Starts asking every peer for its status, once a second (peers.c). */
 void cluster_peers_start(rn_cluster *cl);
 /* Stops asking (the node is stopping). */
 void cluster_peers_stop(rn_cluster *cl);
 /* Frees what the poller kept (after its handles closed). */
 void cluster_peers_free(rn_cluster *cl);
+/* Answers req with status and body (type, not stored: no-store). */
+void cluster_answer(rn_request *req, int status, const char *type, rn_buf *body);
+/* GET /__runnel/cluster/status: this node's status, as peers read it. */
+void cluster_peers_answer_status(rn_cluster *cl, rn_request *req);
+/* The status peer id last reported, or NULL (unknown, or none yet). */
+const peer_status *cluster_peer_status(const rn_cluster *cl, uint64_t id);
+/* Which nodes answer: alive[id] for every id (this node: 1; a peer: it
+ * reported within the last few seconds). */
+void cluster_alive(const rn_cluster *cl, uint8_t alive[256]);
+
+/* The group's leader as best known here (this node's own view when it
+ * hosts the group, else the newest term peers reported); 0 when none. */
+uint64_t cluster_leader_of(const rn_cluster *cl, unsigned group, uint64_t *term);
+/* The peer with this id (the node's peers table), or NULL. */
+const rn_peer_config *cluster_peer(const rn_cluster *cl, uint64_t id);
+/* True when this node runs the group as a voter. */
+int cluster_voter_here(const rn_cluster *cl, unsigned group);
 
 /* consensus_group_info_get with the applied index this node's state has
  * (raft_log.h: entries kept while applying stopped are not applied). */

@@ -12,10 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cluster/wire.h"
 #include "util/buf.h"
+#include "util/files.h"
 #include "util/log.h"
 
 #define CS_MAX_GROUPS 1024u
@@ -190,6 +194,8 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->snapshot_index = r->log.snapshot.last_index;
     for (unsigned i = 0; i < r->configuration.n; i++)
         out->voters += r->configuration.servers[i].role == RAFT_VOTER;
+    out->config_committed =
+        r->configuration_uncommitted_index == 0 && r->configuration_index <= r->commit_index;
 }
 
 bool consensus_is_leader(const consensus *c, unsigned group) {
@@ -217,6 +223,8 @@ unsigned consensus_members(const consensus *c, unsigned group, consensus_member 
                       : s->role == RAFT_STANDBY ? CONSENSUS_STANDBY
                                                 : CONSENSUS_SPARE;
         snprintf(out[i].address, sizeof out[i].address, "%s", s->address);
+        out[i].match_index =
+            g->raft.state == RAFT_LEADER ? g->raft.leader_state.progress[i].match_index : 0;
     }
     return conf->n;
 }
@@ -235,13 +243,13 @@ const char *consensus_error(const consensus *c) {
 
 static void close_group(cs_group *g);
 
-/* Closes the draining groups whose leader appends are done (all of them
- * once the deadline passed: a stuck disk must not hold the stop). */
+/* Closes the draining groups whose leader appends are done (each once its
+ * deadline passed: a stuck disk must not hold the stop). */
 static void close_drained(consensus *c) {
-    bool late = uv_now(c->cfg.loop) >= c->drain_deadline;
+    uint64_t now = uv_now(c->cfg.loop);
     for (unsigned i = 0; i < c->cfg.groups; i++) {
         cs_group *g = &c->groups[i];
-        if (g->stage != CS_DRAINING || (!cs_appends_drained(g) && !late))
+        if (g->stage != CS_DRAINING || (!cs_appends_drained(g) && now < g->drain_deadline))
             continue;
         if (!cs_appends_drained(g))
             rn_log(RN_LOG_WARN, "cluster_stop_late",
@@ -257,19 +265,22 @@ static void close_drained(consensus *c) {
 static void on_check(uv_check_t *h) {
     consensus *c = h->data;
     deliver(c);
-    if (c->stopping) {
-        close_drained(c);
+    close_drained(c);
+    if (c->stopping)
         return;
-    }
     for (unsigned i = 0; i < c->cfg.groups && !c->stopping; i++) {
         cs_group *g = &c->groups[i];
-        if (!group_running(g))
+        if (g->stage != CS_RAFT_READY)
             continue;
         cs_appends_retry(g);
         cs_leader_duties(g);
         raft_id leader = 0;
         const char *address = NULL;
         raft_leader(&g->raft, &leader, &address);
+        if (g->deferred && leader) { /* the first election is over: the usual timeout */
+            g->deferred = false;
+            raft_set_election_timeout(&g->raft, c->cfg.params.election_timeout_ms);
+        }
         uint64_t term = g->raft.current_term;
         bool ready = g->raft.state == RAFT_LEADER && g->ready_term == term;
         if (leader == g->seen_leader && term == g->seen_term && ready == g->seen_ready)
@@ -302,12 +313,12 @@ static int make_dir(const char *path) {
     return -errno;
 }
 
-static int bootstrap_group(consensus *c, cs_group *g) {
+static int bootstrap_group(cs_group *g, const consensus_peer *voters, unsigned n) {
     struct raft_configuration conf;
     raft_configuration_init(&conf);
     int rv = 0;
-    for (unsigned i = 0; i < c->cfg.n_peers && rv == 0; i++)
-        rv = raft_configuration_add(&conf, c->peers[i].id, c->peers[i].address, RAFT_VOTER);
+    for (unsigned i = 0; i < n && rv == 0; i++)
+        rv = raft_configuration_add(&conf, voters[i].id, voters[i].address, RAFT_VOTER);
     if (rv == 0) {
         rv = raft_bootstrap(&g->raft, &conf);
         if (rv == RAFT_CANTBOOTSTRAP)
@@ -326,7 +337,22 @@ int cs_make_group_dir(const char *data_dir, unsigned group, char *out, size_t ca
     return err ? err : make_dir(out);
 }
 
-static int start_group(consensus *c, cs_group *g) {
+/* Forces g's configuration to this node alone (before raft_start). */
+static int force_alone(consensus *c, cs_group *g) {
+    struct raft_configuration conf;
+    raft_configuration_init(&conf);
+    int rv = raft_configuration_add(&conf, c->cfg.self_id, c->self_address, RAFT_VOTER);
+    if (rv == 0)
+        rv = raft_recover(&g->raft, &conf);
+    raft_configuration_close(&conf);
+    return rv;
+}
+
+/* Starts g; voters (n of them, NULL: none) bootstrap it when it has no
+ * data; alone: its configuration is forced to this node first. On failure
+ * the group is left for the caller to undo (undo_start). */
+static int start_group(consensus *c, cs_group *g, const consensus_peer *voters, unsigned n,
+                       bool alone, bool defer) {
     const consensus_params *p = &c->cfg.params;
     char dir[4096];
     int err = cs_make_group_dir(c->data_dir, g->index, dir, sizeof dir);
@@ -348,7 +374,8 @@ static int start_group(consensus *c, cs_group *g) {
         return fail(c, "group %u: raft_init: %s", g->index, raft_errmsg(&g->raft));
     g->stage = CS_RAFT_READY;
     g->raft.data = g;
-    raft_set_election_timeout(&g->raft, p->election_timeout_ms);
+    g->deferred = defer;
+    raft_set_election_timeout(&g->raft, p->election_timeout_ms * (defer ? 3 : 1));
     raft_set_heartbeat_timeout(&g->raft, p->heartbeat_ms);
     raft_set_snapshot_threshold(&g->raft, p->snapshot_threshold);
     raft_set_snapshot_trailing(&g->raft, p->snapshot_trailing);
@@ -356,8 +383,10 @@ static int start_group(consensus *c, cs_group *g) {
     raft_set_pre_vote(&g->raft, p->pre_vote);
     raft_set_max_catch_up_rounds(&g->raft, p->catch_up_rounds);
     raft_set_max_catch_up_round_duration(&g->raft, p->catch_up_round_ms);
-    if (c->cfg.bootstrap) {
-        rv = bootstrap_group(c, g);
+    if (alone && (rv = force_alone(c, g)) != 0)
+        return fail(c, "group %u: forcing its configuration: %s", g->index, raft_strerror(rv));
+    if (voters) {
+        rv = bootstrap_group(g, voters, n);
         if (rv != 0)
             return fail(c, "group %u: bootstrap: %s", g->index, raft_strerror(rv));
     }
@@ -470,10 +499,111 @@ int consensus_start(const consensus_config *cfg, consensus **out) {
     int rv = rn_mux_open(&mo, &c->mux);
     if (rv != 0)
         return fail(c, "listen on %s: %s", c->self_address, uv_strerror(rv));
-    for (unsigned i = 0; i < cfg->groups; i++)
-        if (start_group(c, &c->groups[i]) != 0)
+    for (unsigned i = 0; i < cfg->groups && !cfg->lazy; i++)
+        if (start_group(c, &c->groups[i], cfg->bootstrap ? c->peers : NULL, cfg->n_peers, false,
+                        false) != 0)
             return -1;
     return 0;
+}
+
+/* --- one group at a time -------------------------------------------------- */
+
+bool consensus_group_running(const consensus *c, unsigned group) {
+    assert(c != NULL && group < c->cfg.groups);
+    return c->groups[group].stage == CS_RAFT_READY;
+}
+
+bool consensus_group_has_data(const char *data_dir, unsigned group) {
+    char path[4200];
+    for (int k = 1; k <= 2; k++) {
+        snprintf(path, sizeof path, "%s/raft/g%02u/metadata%d", data_dir, group, k);
+        if (access(path, F_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Resets a group that is not running (its libraft structures closed) to
+ * what consensus_start left it as. */
+static void reset_group(cs_group *g) {
+    consensus *c = g->node;
+    unsigned index = g->index;
+    memset(g, 0, sizeof *g);
+    g->node = c;
+    g->index = index;
+}
+
+/* Undoes a start that failed part way. */
+static void undo_start(cs_group *g) {
+    if (g->stage == CS_RAFT_READY) { /* raft_start failed: close it as a stop would */
+        g->stage = CS_DRAINING;
+        g->drain_deadline = 0;
+        return; /* the check phase closes it (g->stop_op NULL: nobody is told) */
+    }
+    if (g->stage == CS_IO_READY)
+        raft_uv_close(&g->io);
+    g->stage = CS_NONE;
+}
+
+static int group_start(consensus *c, unsigned group, const consensus_peer *voters,
+                       unsigned n_voters, bool alone, bool defer) {
+    assert(c != NULL && group < c->cfg.groups && !c->stopping && !c->in_fsm);
+    assert(voters != NULL || n_voters == 0);
+    cs_group *g = &c->groups[group];
+    if (g->stage != CS_NONE)
+        return g->stage == CS_RAFT_READY && !alone ? 0 : fail(c, "group %u is running", group);
+    reset_group(g);
+    if (start_group(c, g, voters, n_voters, alone, defer) != 0) {
+        undo_start(g);
+        return -1;
+    }
+    return 0;
+}
+
+int consensus_group_start(consensus *c, unsigned group, const consensus_peer *voters,
+                          unsigned n_voters, bool defer) {
+    return group_start(c, group, voters, n_voters, false, defer);
+}
+
+int consensus_group_start_alone(consensus *c, unsigned group) {
+    return group_start(c, group, NULL, 0, true, false);
+}
+
+/* Removes the group's directory and what it holds (its files only: libraft
+ * makes no subdirectories). */
+static void erase_group_dir(consensus *c, unsigned group) {
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s/raft/g%02u", c->data_dir, group) >= (int)sizeof dir)
+        return;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        rn_log(RN_LOG_WARN, "cluster_group_erase", "cannot remove %s: %s", dir, strerror(errno));
+    snprintf(dir, sizeof dir, "%s/raft", c->data_dir);
+    rn_sync_dir(dir);
+}
+
+void consensus_group_stop(consensus *c, unsigned group, bool erase, consensus_done_cb cb,
+                          void *arg) {
+    assert(c != NULL && group < c->cfg.groups && cb != NULL && !c->in_fsm);
+    cs_group *g = &c->groups[group];
+    if (c->stopping || g->stage != CS_RAFT_READY || g->stop_op) {
+        cs_op_refuse(c, cb, arg,
+                     c->stopping || g->stop_op ? CONSENSUS_NOT_PROPOSED : CONSENSUS_INVALID);
+        return;
+    }
+    g->stop_op = cs_op_new(cb, arg);
+    g->erase = erase;
+    g->stage = CS_DRAINING;
+    g->drain_deadline = uv_now(c->cfg.loop) + 10000;
+    cs_reads_stop(g);
+    close_drained(c);
 }
 
 /* --- stop ----------------------------------------------------------------- */
@@ -534,12 +664,29 @@ static void groups_closed(consensus *c) {
     }
 }
 
+/* A group closed by consensus_group_stop (or a failed start): its io is
+ * released, its directory erased when asked, its caller told. */
+static void group_stopped(cs_group *g) {
+    consensus *c = g->node;
+    raft_uv_close(&g->io);
+    g->stage = CS_NONE;
+    if (g->erase)
+        erase_group_dir(c, g->index);
+    cs_op *op = g->stop_op;
+    g->stop_op = NULL;
+    if (op) {
+        op->status = CONSENSUS_OK;
+        cs_enqueue(c, &op->done);
+    }
+}
+
 static void group_closed(struct raft *r) {
     cs_group *g = r->data;
     consensus *c = g->node;
     g->stage = CS_CLOSED;
-    assert(c->closing_groups > 0);
-    if (--c->closing_groups == 0)
+    if (!c->stopping || g->stop_op)
+        group_stopped(g); /* a stop of this group alone (the node may be stopping since) */
+    if (c->stopping && c->closing_groups > 0 && --c->closing_groups == 0)
         groups_closed(c);
 }
 
@@ -555,11 +702,17 @@ void consensus_stop(consensus *c, void (*done)(void *arg), void *arg) {
     c->stop_done = done;
     c->stop_arg = arg;
     c->closing_groups = 0;
+    uint64_t deadline = uv_now(c->cfg.loop) + 10000;
     for (unsigned i = 0; c->groups && i < c->cfg.groups; i++) {
         cs_group *g = &c->groups[i];
+        if (g->stage == CS_DRAINING || g->stage == CS_CLOSING) {
+            c->closing_groups++; /* stopping alone already: waited for too */
+            continue;
+        }
         if (g->stage != CS_RAFT_READY)
             continue;
         g->stage = CS_DRAINING;
+        g->drain_deadline = deadline;
         cs_reads_stop(g);
         c->closing_groups++;
     }
@@ -567,6 +720,5 @@ void consensus_stop(consensus *c, void (*done)(void *arg), void *arg) {
         groups_closed(c);
         return;
     }
-    c->drain_deadline = uv_now(c->cfg.loop) + 10000;
     close_drained(c); /* the rest close from the check phase, after their writes */
 }

@@ -148,6 +148,8 @@ typedef struct {
     unsigned groups;        /* 1..1024, the same on every node */
     bool bootstrap;         /* a group with no data starts with `peers` as voters; false:
                                it waits to be added by a leader (a replacement node) */
+    bool lazy;              /* start no group: the caller starts each it hosts
+                               (consensus_group_start) */
     const char *cluster_id; /* connections from another cluster id are refused; may be NULL */
     /* The cluster key (NULL or empty: none; copied): every Raft port
      * connection, both ways, proves it before libraft sees a byte (mux.h). */
@@ -169,6 +171,52 @@ typedef struct {
  * writes to sockets with write(2), and a peer's reset would otherwise kill
  * the process); start refuses otherwise. */
 int consensus_start(const consensus_config *cfg, consensus **out);
+
+/* --- groups started and stopped one at a time ------------------------------ */
+
+/* Called once: OK, a nothing-changed status, or OUTCOME_UNKNOWN (a
+ * membership change was proposed and leadership was lost before it
+ * committed). */
+typedef void (*consensus_done_cb)(void *arg, consensus_status status);
+
+/* Starts one group on a running node (cfg->lazy, or one stopped since):
+ * loads its data as consensus_start does; a group with no data bootstraps
+ * with voters (n_voters of them, this node among them) or, voters NULL,
+ * waits to be added by a leader. defer: this node's first election
+ * timeout is three times the usual (restored once a leader is known), so
+ * that another voter, not deferred, wins the group's first election (the
+ * leader the caller prefers: no transfer right after a start). 0 at once
+ * when it runs already; -1 with the reason in consensus_error (the group
+ * is not running then, or is still closing from consensus_group_stop). */
+int consensus_group_start(consensus *c, unsigned group, const consensus_peer *voters,
+                          unsigned n_voters, bool defer);
+
+/* Starts a group that lost its majority with its configuration forced
+ * to this node alone (libraft's raft_recover: a configuration entry
+ * appended to the group's log on disk), so this node elects itself at
+ * once. Only on a node whose group is not running, and only when no other
+ * member of the group runs and none will run again with its data: two
+ * groups would otherwise go on side by side. -1 as consensus_group_start
+ * (also for a group without data here). */
+int consensus_group_start_alone(consensus *c, unsigned group);
+
+/* Stops one group as consensus_stop stops all (proposals and reads
+ * outstanding get their outcomes first), then, with erase, removes its
+ * directory and everything in it: the group's Raft log, its vote and its
+ * snapshots (only for a replica its group no longer counts: one removed
+ * from the configuration). cb: OK once closed, after every outcome of
+ * the group; INVALID when the group was not running, NOT_PROPOSED when
+ * the node is stopping or the group is stopping already. The group may be
+ * started again from the callback on. */
+void consensus_group_stop(consensus *c, unsigned group, bool erase, consensus_done_cb cb,
+                          void *arg);
+
+/* True when the group runs here (started, not stopping). */
+bool consensus_group_running(const consensus *c, unsigned group);
+
+/* True when <data_dir>/raft/g<NN>/ holds a group's Raft data (it was
+ * bootstrapped, voted or received an entry here). */
+bool consensus_group_has_data(const char *data_dir, unsigned group);
 
 /* A new group's first state, written offline (no node running on
  * data_dir): seeding every node of a new cluster with the same peers and
@@ -244,10 +292,6 @@ typedef enum {
     CONSENSUS_VOTER = 2,   /* gets entries and votes */
 } consensus_role;
 
-/* Called once: OK, a nothing-changed status, or OUTCOME_UNKNOWN (the
- * change was proposed and leadership was lost before it committed). */
-typedef void (*consensus_done_cb)(void *arg, consensus_status status);
-
 /* Hands the group's leadership to target (0: the most up-to-date voter).
  * OK once the target (any other node, for 0) leads; TIMED_OUT if it did
  * not take over within an election timeout. New proposals are refused
@@ -294,6 +338,8 @@ typedef struct {
     uint64_t last_index;     /* highest index in the local log */
     uint64_t snapshot_index; /* index of the newest snapshot taken or installed */
     unsigned voters;         /* voters in the configuration this node uses */
+    bool config_committed;   /* that configuration is committed (no change in flight): every
+                                later leader uses it or a newer one */
     /* counters since start */
     uint64_t leader_changes; /* times leader_id or term changed */
     uint64_t snapshots;      /* snapshots taken here */
@@ -324,6 +370,7 @@ typedef struct {
     uint64_t id;
     consensus_role role;
     char address[256];
+    uint64_t match_index; /* on the leader: the highest index known stored there; else 0 */
 } consensus_member;
 
 /* Copies up to cap members of the group's configuration into out; returns

@@ -147,6 +147,12 @@ struct cs_group {
     /* what leader_changed last reported */
     uint64_t seen_leader, seen_term;
     bool seen_ready;
+    /* consensus_group_stop: its caller, whether the directory goes, and the
+     * loop time after which the group closes with leader writes in flight */
+    cs_op *stop_op;
+    bool erase;
+    bool deferred; /* started with a longer election timeout, until a leader is known */
+    uint64_t drain_deadline;
     /* counters */
     uint64_t leader_changes, snapshots, last_snapshot_bytes, restores, read_rounds, read_barriers;
     uint64_t applied_seen; /* last index the adapter applied or restored */
@@ -167,8 +173,7 @@ struct consensus {
     cs_completion *queue, *queue_tail;
     bool in_fsm; /* inside a state machine callback */
     bool stopping;
-    unsigned closing_groups; /* raft_close callbacks still due */
-    uint64_t drain_deadline; /* loop time after which draining groups close anyway */
+    unsigned closing_groups; /* raft_close callbacks still due (stopping) */
     unsigned handles_closed; /* of idle and check, once stopping */
     void (*stop_done)(void *arg);
     void *stop_arg;

@@ -47,6 +47,8 @@ typedef struct job {
 
 struct rn_fetcher {
     uv_loop_t *loop;
+    uint64_t rate;    /* bytes/s the pieces are paced to (0: as fast as peers answer) */
+    uint64_t free_ms; /* loop time from which the next piece may start (pacing) */
     rn_engine *engine;
     rn_tiers *tiers;
     rn_outbound *http;
@@ -81,6 +83,30 @@ static void on_retry(uv_timer_t *t) {
 static void retry_later(job *j) {
     j->attempt++;
     uv_timer_start(&j->retry, on_retry, FETCH_RETRY_MS, 0);
+}
+
+/* Pacing: a piece of `bytes` may start now (1: its time is booked), or
+ * the job waits for its turn (0: the timer runs start_piece again then). */
+static int paced(job *j, uint64_t bytes) {
+    rn_fetcher *f = j->f;
+    if (!f->rate)
+        return 1;
+    uint64_t now = uv_now(f->loop);
+    if (f->free_ms > now) {
+        uv_timer_start(&j->retry, on_retry, f->free_ms - now, 0);
+        return 0;
+    }
+    f->free_ms = now + bytes * 1000 / f->rate;
+    return 1;
+}
+
+/* The bytes one gap piece moves: 8 MiB, or less when paced (a quarter
+ * second's worth, at least 64 KiB), so a slow rate is kept smoothly. */
+static uint64_t piece_bytes(const rn_fetcher *f) {
+    uint64_t piece = RN_REPLICA_FETCH_MAX;
+    if (f->rate && f->rate / 4 < piece)
+        piece = f->rate / 4 > 65536 ? f->rate / 4 : 65536;
+    return piece;
 }
 
 /* Logs a failed piece once per piece: a peer may be down for a while. */
@@ -141,7 +167,7 @@ static int next_gap_piece(job *j, char *path, size_t cap) {
         return 0;
     }
     j->index = !(gap.from < gap.to);
-    uint64_t piece = j->index ? RN_REPLICA_FETCH_MAX / 8 : RN_REPLICA_FETCH_MAX;
+    uint64_t piece = j->index ? piece_bytes(j->f) / 8 : piece_bytes(j->f);
     j->from = j->index ? gap.kfrom : gap.from;
     uint64_t end = j->index ? gap.kto : gap.to;
     j->to = end - j->from > piece ? j->from + piece : end;
@@ -225,6 +251,14 @@ static void start_piece(job *j) {
             finish(j);
         return;
     }
+    uint64_t bytes = j->kind == JOB_GAP ? (j->to - j->from) * (j->index ? 8 : 1) : j->size;
+    if (!paced(j, bytes)) {
+        if (j->kind == JOB_BODY) { /* opened by next_body: opened again in its turn */
+            rn_tiers_body_intake_end(j->f->tiers, j->cold, j->key, j->fd, -EAGAIN);
+            j->fd = -1;
+        }
+        return;
+    }
     const char *base = f->source(f->source_ctx, rn_placement_id_group(j->id), j->attempt);
     rn_fetch_request req = {.method = "GET", .body_fd = -1, .sink_fd = -1, .strict_size = 1};
     char url[700];
@@ -298,9 +332,10 @@ static void add_body_if_missing(rn_stream *s, void *arg) {
 }
 
 rn_fetcher *rn_fetcher_new(uv_loop_t *loop, rn_engine *engine, rn_tiers *tiers, rn_outbound *http,
-                           rn_fetch_source source, void *source_ctx) {
+                           rn_fetch_source source, void *source_ctx, uint64_t bytes_per_s) {
     rn_fetcher *f = rn_xcalloc(1, sizeof *f);
     f->loop = loop;
+    f->rate = bytes_per_s;
     f->engine = engine;
     f->tiers = tiers;
     f->http = http;
@@ -323,6 +358,17 @@ void rn_fetcher_published(rn_fetcher *f, uint64_t id) {
 
 unsigned rn_fetcher_pending(const rn_fetcher *f) {
     return (unsigned)(f->jobs[JOB_GAP].count + f->jobs[JOB_BODY].count);
+}
+
+unsigned rn_fetcher_pending_group(const rn_fetcher *f, unsigned group) {
+    unsigned n = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t i = 0;
+        void *v;
+        while (rn_map_next((rn_map *)&f->jobs[k], &i, &v))
+            n += rn_placement_id_group(((job *)v)->id) == group;
+    }
+    return n;
 }
 
 void rn_fetcher_free(rn_fetcher *f) {

@@ -13,6 +13,13 @@
  * turn; a failed piece is asked again after FETCH_RETRY_MS. At most
  * FETCH_JOBS streams are filled at once, so memory is bounded by that many
  * pieces. A stream deleted or cut meanwhile ends its job.
+ *
+ * Pacing: with a rate (bytes/s), each piece and each body books its share
+ * of the node's fetch time before it is asked for (pieces shrink to a
+ * quarter second's worth), so a new replica or a node catching up takes
+ * at most that much of its peers' disks and the network, and foreground
+ * requests keep theirs. A body is booked as a whole and moves at the
+ * network's pace.
  */
 #ifndef RN_CLUSTER_FETCH_H
 #define RN_CLUSTER_FETCH_H
@@ -29,8 +36,10 @@ typedef struct rn_fetcher rn_fetcher;
  * attempt-th try (0: the leader), or NULL when none is known now. */
 typedef const char *(*rn_fetch_source)(void *ctx, unsigned group, unsigned attempt);
 
+/* bytes_per_s: the pacing rate; 0: none. */
 rn_fetcher *rn_fetcher_new(uv_loop_t *loop, rn_engine *engine, struct rn_tiers *tiers,
-                           rn_outbound *http, rn_fetch_source source, void *source_ctx);
+                           rn_outbound *http, rn_fetch_source source, void *source_ctx,
+                           uint64_t bytes_per_s);
 /* Starts filling every gap of the group's streams, and fetching every
  * snapshot body they name that is not here (after a restore). */
 void rn_fetcher_scan(rn_fetcher *f, unsigned group);
@@ -42,6 +51,8 @@ void rn_fetcher_published(rn_fetcher *f, uint64_t id);
 /* Streams with a gap or a missing snapshot body, waiting or being
  * fetched. */
 unsigned rn_fetcher_pending(const rn_fetcher *f);
+/* The same for the streams of one group. */
+unsigned rn_fetcher_pending_group(const rn_fetcher *f, unsigned group);
 /* Stops (fetches in flight are cancelled) and frees; run the loop after
  * so its timer finishes closing. */
 void rn_fetcher_free(rn_fetcher *f);

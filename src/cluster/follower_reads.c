@@ -103,7 +103,7 @@ static void start_ask(fr_group *g) {
 static void on_check(uv_check_t *h) {
     cluster_follower_reads *fr = h->data;
     int left = 0;
-    for (unsigned gi = 0; gi < fr->cl->groups; gi++) {
+    for (unsigned gi = 0; gi < fr->cl->all_groups; gi++) {
         fr_group *g = &fr->groups[gi];
         if (!g->applying)
             continue;
@@ -132,8 +132,8 @@ static void on_check(uv_check_t *h) {
 cluster_follower_reads *cluster_follower_reads_new(rn_cluster *cl) {
     cluster_follower_reads *fr = rn_xcalloc(1, sizeof *fr);
     fr->cl = cl;
-    fr->groups = rn_xcalloc(cl->groups, sizeof *fr->groups);
-    for (unsigned g = 0; g < cl->groups; g++)
+    fr->groups = rn_xcalloc(cl->all_groups, sizeof *fr->groups);
+    for (unsigned g = 0; g < cl->all_groups; g++)
         fr->groups[g] = (fr_group){.fr = fr, .group = g};
     uv_check_init(cl->loop, &fr->check);
     fr->check.data = fr;
@@ -142,7 +142,7 @@ cluster_follower_reads *cluster_follower_reads_new(rn_cluster *cl) {
 
 void cluster_follower_read(cluster_follower_reads *fr, unsigned group, rn_confirm_cb cb,
                            void *arg) {
-    assert(group < fr->cl->groups);
+    assert(group < fr->cl->all_groups);
     if (fr->stopped) {
         cb(arg, 0);
         return;
@@ -157,7 +157,7 @@ void cluster_follower_read(cluster_follower_reads *fr, unsigned group, rn_confir
 
 void cluster_follower_reads_stop(cluster_follower_reads *fr) {
     fr->stopped = 1;
-    for (unsigned gi = 0; gi < fr->cl->groups; gi++) {
+    for (unsigned gi = 0; gi < fr->cl->all_groups; gi++) {
         fr_group *g = &fr->groups[gi];
         if (g->ask)
             cluster_ask_cancel(g->ask);

@@ -124,7 +124,7 @@ unsigned cluster_hand_over_start(cluster_hand_over *h, uint64_t timeout_ms, void
     h->done_arg = arg;
     h->deadline_ms = rn_mono_ms() + timeout_ms;
     unsigned asked = 0;
-    for (unsigned g = 0; cl->node && !h->stopped && g < cl->groups; g++) {
+    for (unsigned g = 0; cl->node && !h->stopped && g < cl->all_groups; g++) {
         if (!consensus_is_leader(cl->node, g))
             continue;
         transfer *t = rn_xmalloc(sizeof *t);
@@ -140,7 +140,7 @@ unsigned cluster_hand_over_start(cluster_hand_over *h, uint64_t timeout_ms, void
 
 void cluster_await_leader(cluster_hand_over *h, unsigned group, uint64_t timeout_ms,
                           rn_confirm_cb cb, void *arg) {
-    assert(group < h->cl->groups && cb);
+    assert(group < h->cl->all_groups && cb);
     waiter *w = rn_xmalloc(sizeof *w);
     *w = (waiter){.cb = cb, .arg = arg, .group = group, .deadline_ms = rn_mono_ms() + timeout_ms};
     rn_list_push_back(&h->waiters, &w->link);

@@ -89,12 +89,12 @@ static uint64_t healthy_target(const rn_cluster *cl, unsigned g, uint64_t now) {
         if (m[k].role != CONSENSUS_VOTER || m[k].id == cl->cfg.node_id || !p)
             continue;
         const peer_status *ps = &cl->peers[p - cl->cfg.peers];
-        if (ps->health != 1 || now - ps->health_ms > PEER_FRESH_MS || !ps->applied ||
+        if (ps->health != 1 || now - ps->health_ms > PEER_FRESH_MS || !ps->g ||
             rn_identity_replaced(cl, m[k].id))
             continue;
-        if (!best || ps->applied[g] > best_applied) {
+        if (!best || ps->g[g].applied > best_applied) {
             best = m[k].id;
-            best_applied = ps->applied[g];
+            best_applied = ps->g[g].applied;
         }
     }
     return best;

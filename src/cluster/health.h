@@ -5,7 +5,7 @@
  * Every HEALTH_MS the node reads the free space of its data directory's
  * file system and looks at each group it leads. A group's leadership is
  * handed to a healthy voter (consensus_transfer; a peer is healthy when
- * its last status report, GET /__runnel/cluster/applied, said so within
+ * its last status report, GET /__runnel/cluster/status, said so within
  * the last 3 s) when this node
  *   - has less free than --disk-reserve-bytes (the reserve): its writes
  *     are refused 503 WAL_DISK_PRESSURE before they are proposed;

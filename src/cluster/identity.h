@@ -9,7 +9,7 @@
  * data directory gets a random 64-bit incarnation the first time a node
  * starts on it (<data>/cluster-incarnation, 16 hex digits; a directory of
  * an earlier build gets one at its first start with this one), every node
- * reports its own to its peers (a line of GET /__runnel/cluster/applied)
+ * reports its own to its peers (in its GET /__runnel/cluster/status)
  * and each peer records the first one it hears for an id, durably
  * (<data>/cluster-incarnations, "ID HEX" lines). A peer that later hears
  * another one logs an error naming the replace procedure, counts it, and

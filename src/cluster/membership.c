@@ -1,270 +1,34 @@
 /*
- * membership.c — intents of membership, their file, the reconciler and the
- * admin routes. See membership.h.
+ * membership.c — the operators' routes that change the cluster's nodes.
+ * See membership.h.
  */
 #include "cluster/membership.h"
 #include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
+#include "cluster/placement_driver.h"
 #include "cluster/wire.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
-#include "util/files.h"
 #include "util/log.h"
 #include "util/text.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MEMBERS_FILE "cluster-members"
-#define RECONCILE_MS 1000
-#define FORWARD_RETRY_MS 2000
-#define MAX_MEMBERS 64
+#define RELAY_TIMEOUT_MS 10000
 
-/* ---- the peers table and its file ---- */
+typedef enum { OP_ADD, OP_LEAVE, OP_DRAIN, OP_UNDRAIN } op_kind;
 
-/* The index of node id in the peers table, or -1. */
-static int peer_index(const rn_cluster *cl, uint64_t id) {
-    for (int i = 0; i < cl->cfg.n_peers; i++)
-        if (cl->cfg.peers[i].id == id)
-            return i;
-    return -1;
-}
-
-/* Records node id (address, URL and peer URL, "" for none) with its
- * intent. Returns its index, or -1 when the table is full or the id is
- * known with another address or URL. */
-static int record(rn_cluster *cl, uint64_t id, const char *raft, const char *url,
-                  const char *peer_url, int removed) {
-    int i = peer_index(cl, id);
-    if (i >= 0) {
-        const rn_peer_config *p = &cl->cfg.peers[i];
-        if (strcmp(p->raft, raft) != 0 || strcmp(p->url, url) != 0 ||
-            strcmp(p->peer_url, peer_url) != 0)
-            return -1;
-    } else {
-        if (cl->cfg.n_peers == RN_MAX_PEERS)
-            return -1;
-        i = cl->cfg.n_peers++;
-        rn_peer_config *p = &cl->cfg.peers[i];
-        p->id = id;
-        snprintf(p->raft, sizeof p->raft, "%s", raft);
-        snprintf(p->url, sizeof p->url, "%s", url);
-        snprintf(p->peer_url, sizeof p->peer_url, "%s", peer_url);
-    }
-    cl->intent[i] = removed ? INTENT_REMOVED : INTENT_VOTER;
-    return i;
-}
-
-/* Writes every explicit intent to <data>/cluster-members. */
-static int save(rn_cluster *cl) {
-    rn_buf b = {0};
-    for (int i = 0; i < cl->cfg.n_peers; i++)
-        if (cl->intent[i] != INTENT_NONE)
-            rn_buf_appendf(&b, "%s %" PRIu64 " %s %s%s%s\n",
-                           cl->intent[i] == INTENT_REMOVED ? "removed" : "voter",
-                           cl->cfg.peers[i].id, cl->cfg.peers[i].raft, cl->cfg.peers[i].url,
-                           cl->cfg.peers[i].peer_url[0] ? " " : "", cl->cfg.peers[i].peer_url);
-    int rc = rn_atomic_write_file(cl->cfg.data_dir, MEMBERS_FILE, b.data ? b.data : (uint8_t *)"",
-                                  b.len, 0644);
-    rn_buf_free(&b);
-    return rc;
-}
-
-/* An http(s) URL of printable ASCII that fits a peer's URL fields. */
-static int valid_url(const char *url) {
-    size_t n = strlen(url);
-    int ok = n < sizeof((rn_peer_config *)0)->url &&
-             (rn_iprefix(url, n, "http://") || rn_iprefix(url, n, "https://"));
-    for (size_t i = 0; ok && i < n; i++)
-        ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
-    return ok;
-}
-
-/* Checks an intent's parts: id 1..255, a numeric Raft address, an
- * http(s) URL, and a peer URL ("" or another). */
-static int valid(uint64_t id, const char *raft, const char *url, const char *peer_url) {
-    struct sockaddr_storage sa;
-    return id >= 1 && id <= 255 && strlen(raft) < sizeof((rn_peer_config *)0)->raft &&
-           rn_wire_parse_address(raft, &sa) == 0 && valid_url(url) &&
-           (!peer_url[0] || valid_url(peer_url));
-}
-
-int rn_membership_load(rn_cluster *cl, char *err, size_t errcap) {
-    rn_buf b = {0};
-    int rc = rn_read_file(cl->cfg.data_dir, MEMBERS_FILE, &b);
-    if (rc == -ENOENT)
-        return 0;
-    if (rc < 0) {
-        snprintf(err, errcap, "cannot read %s/%s: %s", cl->cfg.data_dir, MEMBERS_FILE,
-                 strerror(-rc));
-        return -1;
-    }
-    rn_buf_append_byte(&b, 0);
-    char *save_ptr = NULL;
-    for (char *line = strtok_r((char *)b.data, "\n", &save_ptr); line;
-         line = strtok_r(NULL, "\n", &save_ptr)) {
-        char kind[16], raft[64], url[512], peer_url[512] = "";
-        uint64_t id;
-        int n = sscanf(line, "%15s %" SCNu64 " %63s %511s %511s", kind, &id, raft, url, peer_url);
-        if (n < 4 || !valid(id, raft, url, peer_url) ||
-            (strcmp(kind, "voter") != 0 && strcmp(kind, "removed") != 0) ||
-            record(cl, id, raft, url, peer_url, strcmp(kind, "removed") == 0) < 0) {
-            snprintf(err, errcap, "%s/%s is damaged (line \"%.100s\"); refusing to start",
-                     cl->cfg.data_dir, MEMBERS_FILE, line);
-            rn_buf_free(&b);
-            return -1;
-        }
-    }
-    rn_buf_free(&b);
-    return 0;
-}
-
-/* ---- reconciling the groups this node leads ---- */
-
+/* A parsed request. */
 typedef struct {
-    rn_cluster *cl;
-    unsigned group;
+    op_kind kind;
     uint64_t id;
-    const char *what;
-} change;
-
-static void change_done(void *arg, consensus_status st) {
-    change *ch = arg;
-    ch->cl->member_busy[ch->group] = 0;
-    if (st == CONSENSUS_OK)
-        rn_log(RN_LOG_INFO, "cluster_members", "group %u: node %" PRIu64 " %s", ch->group, ch->id,
-               ch->what);
-    else if (st != CONSENSUS_NOT_LEADER && st != CONSENSUS_BUSY)
-        rn_log(RN_LOG_WARN, "cluster_members", "group %u: node %" PRIu64 " not %s (%s); again soon",
-               ch->group, ch->id, ch->what, consensus_status_name(st));
-    free(ch);
-}
-
-/* Starts the first change the group needs, if any. */
-static void reconcile_group(rn_cluster *cl, unsigned g) {
-    consensus_member m[MAX_MEMBERS];
-    unsigned n = consensus_members(cl->node, g, m, MAX_MEMBERS);
-    for (int i = 0; i < cl->cfg.n_peers; i++) {
-        const rn_peer_config *p = &cl->cfg.peers[i];
-        const consensus_member *found = NULL;
-        for (unsigned k = 0; k < n && k < MAX_MEMBERS; k++)
-            if (m[k].id == p->id)
-                found = &m[k];
-        int voter = cl->intent[i] != INTENT_REMOVED;
-        const char *what = voter && !found                           ? "added as a spare"
-                           : voter && found->role != CONSENSUS_VOTER ? "promoted to voter"
-                           : !voter && found                         ? "removed"
-                                                                     : NULL;
-        if (!what)
-            continue;
-        change *ch = rn_xmalloc(sizeof *ch);
-        *ch = (change){cl, g, p->id, what};
-        cl->member_busy[g] = 1;
-        if (!found)
-            consensus_add(cl->node, g, p->id, p->raft, change_done, ch);
-        else if (voter)
-            consensus_assign(cl->node, g, p->id, CONSENSUS_VOTER, change_done, ch);
-        else
-            consensus_remove(cl->node, g, p->id, change_done, ch);
-        return;
-    }
-}
-
-static void on_reconcile(uv_timer_t *t) {
-    rn_cluster *cl = t->data;
-    for (unsigned g = 0; cl->node && g < cl->groups; g++)
-        if (!cl->member_busy[g] && consensus_leader_ready(cl->node, g))
-            reconcile_group(cl, g);
-}
-
-/* ---- passing intents on to the peers ---- */
-
-/* An intent on its way to one peer, retried until the peer took it. */
-typedef struct forward {
-    rn_cluster *cl;
-    rn_list_node node; /* on cl->forwards */
-    char url[2200];    /* a peer's URL, then the intent: two more URLs and an address */
-    const char *method;
-    rn_fetch *inflight;
-    uv_timer_t retry;
-} forward;
-
-static void forward_send(forward *fw);
-
-static void forward_again(uv_timer_t *t) {
-    forward_send(t->data);
-}
-
-static void forward_closed(uv_handle_t *h) {
-    free(h->data);
-}
-
-static void forward_unlink(forward *fw) {
-    rn_list_remove(&fw->cl->forwards, &fw->node);
-    uv_close((uv_handle_t *)&fw->retry, forward_closed);
-}
-
-static void forward_answered(void *arg, const rn_fetch_result *r) {
-    forward *fw = arg;
-    fw->inflight = NULL;
-    if (r->failure == RN_FETCH_ANSWERED && r->status == 202) {
-        forward_unlink(fw);
-        return;
-    }
-    uv_timer_start(&fw->retry, forward_again, FORWARD_RETRY_MS, 0);
-}
-
-static void forward_send(forward *fw) {
-    rn_fetch_request req = {
-        .method = fw->method, .url = fw->url, .body_fd = -1, .sink_fd = -1, .timeout_ms = 5000};
-    fw->inflight = rn_outbound_start(fw->cl->http, &req, forward_answered, fw);
-    if (!fw->inflight)
-        uv_timer_start(&fw->retry, forward_again, FORWARD_RETRY_MS, 0);
-}
-
-/* Passes the intent on node id to every other peer (scope=local there). */
-static void forward_all(rn_cluster *cl, uint64_t id, int removed) {
-    int k = peer_index(cl, id);
-    for (int i = 0; i < cl->cfg.n_peers; i++) {
-        const rn_peer_config *p = &cl->cfg.peers[i];
-        if (p->id == cl->cfg.node_id)
-            continue;
-        forward *fw = rn_xcalloc(1, sizeof *fw);
-        fw->cl = cl;
-        fw->method = removed ? "DELETE" : "POST";
-        const rn_peer_config *n = &cl->cfg.peers[k];
-        if (removed)
-            snprintf(fw->url, sizeof fw->url, "%s/__runnel/cluster/members/%" PRIu64 "?scope=local",
-                     rn_cluster_peer_url(p), id);
-        else
-            snprintf(fw->url, sizeof fw->url,
-                     "%s/__runnel/cluster/members?id=%" PRIu64 "&raft=%s&url=%s%s%s&scope=local",
-                     rn_cluster_peer_url(p), id, n->raft, n->url,
-                     n->peer_url[0] ? "&peer_url=" : "", n->peer_url);
-        uv_timer_init(cl->loop, &fw->retry);
-        fw->retry.data = fw;
-        rn_list_push_front(&cl->forwards, &fw->node);
-        forward_send(fw);
-    }
-}
-
-/* ---- the admin routes ---- */
-
-static void answer_intent(rn_request *req, const rn_cluster *cl, int i) {
-    rn_buf h = {0}, body = {0};
-    rn_reply_common(&h);
-    rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
-    const rn_peer_config *p = &cl->cfg.peers[i];
-    rn_buf_appendf(&body, "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"raft\":\"%s\",\"url\":\"%s\"",
-                   p->id, cl->intent[i] == INTENT_REMOVED ? "removed" : "voter", p->raft, p->url);
-    if (p->peer_url[0])
-        rn_buf_appendf(&body, ",\"peer_url\":\"%s\"", p->peer_url);
-    rn_buf_append_str(&body, "}\n");
-    rn_http_respond(req, 202, &h, &body);
-}
+    char raft[RN_META_RAFT_MAX];
+    char url[RN_META_URL_MAX];
+    char peer_url[RN_META_URL_MAX]; /* "": none */
+} op;
 
 /* A query parameter's value (decoded) into out as a C string; 0, or -1
  * when absent, malformed or too long for cap with its terminator. */
@@ -278,7 +42,45 @@ static int param(const char *q, size_t len, const char *name, char *out, size_t 
     return 0;
 }
 
-/* The same for an optional parameter: absent leaves out empty. */
+bool rn_membership_is_local(const char *query, size_t query_len) {
+    char scope[8];
+    return param(query, query_len, "scope", scope, sizeof scope) == 0 &&
+           strcmp(scope, "local") == 0;
+}
+
+/* The route's base ("cluster/members" or "cluster/drain") and the rest
+ * after it ("" or "/N"). */
+static const char *route_base(const char *path, size_t len, size_t *base_len) {
+    static const char *const bases[] = {"cluster/members", "cluster/drain"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t bl = strlen(bases[k]);
+        if (len >= bl && memcmp(path, bases[k], bl) == 0 && (len == bl || path[bl] == '/')) {
+            *base_len = bl;
+            return bases[k];
+        }
+    }
+    return NULL;
+}
+
+bool rn_membership_route(const char *path, size_t path_len) {
+    size_t bl;
+    return route_base(path, path_len, &bl) != NULL;
+}
+
+/* An http(s) URL of printable ASCII without quotes, backslashes or commas
+ * (that fits: param() checked), its trailing slashes dropped. */
+static int valid_url(char *url) {
+    size_t n = strlen(url);
+    int ok = rn_iprefix(url, n, "http://") || rn_iprefix(url, n, "https://");
+    for (size_t i = 0; ok && i < n; i++)
+        ok = url[i] > ' ' && url[i] < 0x7f && url[i] != '"' && url[i] != '\\' && url[i] != ',';
+    while (n > 0 && url[n - 1] == '/')
+        url[--n] = 0;
+    return ok;
+}
+
+/* An optional query parameter: absent leaves out empty; 0, or -1 when it
+ * is malformed or too long. */
 static int optional_param(const char *q, size_t len, const char *name, char *out, size_t cap) {
     long n;
     rn_param_fault f;
@@ -287,82 +89,218 @@ static int optional_param(const char *q, size_t len, const char *name, char *out
     return n < 0 ? 0 : param(q, len, name, out, cap);
 }
 
-bool rn_membership_is_local(const char *query, size_t query_len) {
-    char scope[8];
-    return param(query, query_len, "scope", scope, sizeof scope) == 0 &&
-           strcmp(scope, "local") == 0;
+#define PARSED (-1) /* parse(): the request is well formed */
+
+/* Parses the request into o; returns PARSED, or the error to answer. */
+static int parse(rn_request *req, const char *path, size_t path_len, const char *query,
+                 size_t query_len, op *o) {
+    size_t bl;
+    const char *base = route_base(path, path_len, &bl);
+    int members = strcmp(base, "cluster/members") == 0;
+    int post = req->method == RN_HTTP_POST, del = req->method == RN_HTTP_DELETE;
+    memset(o, 0, sizeof *o);
+    if (members && post && path_len == bl) {
+        char id_text[8];
+        o->kind = OP_ADD;
+        struct sockaddr_storage sa;
+        if (param(query, query_len, "id", id_text, sizeof id_text) ||
+            rn_parse_strict_u64(id_text, strlen(id_text), 255, &o->id) || o->id == 0 ||
+            param(query, query_len, "raft", o->raft, sizeof o->raft) ||
+            rn_wire_parse_address(o->raft, &sa) != 0 ||
+            param(query, query_len, "url", o->url, sizeof o->url) || !valid_url(o->url) ||
+            optional_param(query, query_len, "peer_url", o->peer_url, sizeof o->peer_url) ||
+            (o->peer_url[0] && !valid_url(o->peer_url)))
+            return RN_E_INVALID_REQUEST;
+        return PARSED;
+    }
+    if ((post || del) && path_len > bl + 1) {
+        o->kind = members ? OP_LEAVE : post ? OP_DRAIN : OP_UNDRAIN;
+        if ((members && !del) ||
+            rn_parse_strict_u64(path + bl + 1, path_len - bl - 1, 255, &o->id) || o->id == 0)
+            return members && !del ? RN_E_METHOD_NOT_ALLOWED : RN_E_INVALID_REQUEST;
+        return PARSED;
+    }
+    return RN_E_METHOD_NOT_ALLOWED;
+}
+
+/* ---- the answer ---- */
+
+static void answer_node(rn_request *req, const rn_cluster *cl, uint64_t id) {
+    const rn_meta_node *n = rn_meta_node_get(&cl->meta, (unsigned)id);
+    static const char *const states[] = {"?", "active", "leaving", "removed"};
+    rn_buf body = {0};
+    rn_buf_appendf(&body,
+                   "{\"node\":%" PRIu64 ",\"intent\":\"%s\",\"state\":\"%s\",\"drained\":%s,"
+                   "\"raft\":\"%s\",\"url\":\"%s\"",
+                   id, n->state == RN_NODE_ACTIVE ? "voter" : "removed", states[n->state],
+                   n->drained ? "true" : "false", n->raft, n->url);
+    if (n->peer_url[0])
+        rn_buf_appendf(&body, ",\"peer_url\":\"%s\"", n->peer_url);
+    rn_buf_append_str(&body, "}\n");
+    cluster_answer(req, 202, "application/json", &body);
+}
+
+typedef struct {
+    rn_cluster *cl;
+    rn_request *req;
+    uint64_t id;
+} proposal;
+
+static void committed(void *arg, consensus_status st, const rn_meta_result *results, unsigned n) {
+    proposal *p = arg;
+    rn_request *req = p->req;
+    if (!rn_request_gone(req)) {
+        rn_meta_result r = st == CONSENSUS_OK && n ? results[0] : RN_META_MALFORMED;
+        if (st != CONSENSUS_OK) {
+            rn_buf h = {0};
+            rn_buf_append_str(&h, "Retry-After: 1\r\n");
+            rn_reply_error(
+                req, st == CONSENSUS_OUTCOME_UNKNOWN ? RN_E_OUTCOME_UNKNOWN : RN_E_NO_LEADER, &h);
+        } else if (r == RN_META_OK || r == RN_META_UNCHANGED) {
+            answer_node(req, p->cl, p->id);
+        } else {
+            rn_reply_error(req,
+                           r == RN_META_UNKNOWN_NODE   ? RN_E_NOT_FOUND
+                           : r == RN_META_CONFLICT     ? RN_E_NODE_CONFLICT
+                           : r == RN_META_NODE_REMOVED ? RN_E_NODE_REMOVED
+                           : r == RN_META_FULL         ? RN_E_NODES_FULL
+                                                       : RN_E_INVALID_REQUEST,
+                           NULL);
+        }
+        if (r == RN_META_OK)
+            rn_log(RN_LOG_INFO, "cluster_members", "node %" PRIu64 ": change committed", p->id);
+    }
+    rn_request_release(req);
+    free(p);
+}
+
+/* On the metadata group's leader: proposes the change. */
+static void propose(rn_cluster *cl, rn_request *req, const op *o) {
+    rn_buf entry = {0};
+    switch (o->kind) {
+    case OP_ADD:
+        rn_meta_cmd_node_add(&entry, (unsigned)o->id, o->raft, o->url, o->peer_url);
+        break;
+    case OP_LEAVE:
+        rn_meta_cmd_node_state(&entry, (unsigned)o->id, RN_NODE_LEAVING);
+        break;
+    case OP_DRAIN:
+    case OP_UNDRAIN:
+        rn_meta_cmd_node_drain(&entry, (unsigned)o->id, o->kind == OP_DRAIN);
+        break;
+    }
+    proposal *p = rn_xmalloc(sizeof *p);
+    *p = (proposal){cl, req, o->id};
+    rn_request_hold(req);
+    cluster_meta_propose(cl, &entry, committed, p);
+    rn_buf_free(&entry);
+}
+
+/* ---- relaying to the metadata group's leader ---- */
+
+typedef struct relay {
+    rn_cluster *cl;
+    rn_list_node node; /* on cl->forwards */
+    rn_request *req;
+    rn_fetch *inflight;
+} relay;
+
+static void relay_end(relay *r) {
+    rn_list_remove(&r->cl->forwards, &r->node);
+    rn_request_release(r->req);
+    free(r);
+}
+
+static void relayed(void *arg, const rn_fetch_result *res) {
+    relay *r = arg;
+    r->inflight = NULL;
+    if (!rn_request_gone(r->req)) {
+        if (res->failure == RN_FETCH_ANSWERED && res->status >= 200 && res->status < 600) {
+            rn_buf h = {0}, body = {0};
+            rn_reply_common(&h);
+            rn_buf_append_str(&h, "Content-Type: application/json\r\nCache-Control: no-store\r\n");
+            size_t len;
+            const char *retry = rn_fetch_header(res, "retry-after", &len);
+            if (retry)
+                rn_buf_appendf(&h, "Retry-After: %.*s\r\n", (int)len, retry);
+            rn_buf_append(&body, res->body, res->body_len);
+            rn_http_respond(r->req, (int)res->status, &h, &body);
+        } else {
+            rn_buf h = {0};
+            rn_buf_append_str(&h, "Retry-After: 1\r\n");
+            rn_reply_error(r->req, RN_E_NO_LEADER, &h);
+        }
+    }
+    relay_end(r);
+}
+
+/* Sends the request on to the metadata group's leader (URL base). */
+static void relay_to(rn_cluster *cl, rn_request *req, const char *base) {
+    char url[2600];
+    const char *q = memchr(req->target, '?', req->target_len);
+    size_t plen = q ? (size_t)(q - req->target) : req->target_len;
+    snprintf(url, sizeof url, "%s%.*s?%.*s%sscope=local", base, (int)plen, req->target,
+             q ? (int)(req->target_len - plen - 1) : 0, q ? q + 1 : "",
+             q && req->target_len > plen + 1 ? "&" : "");
+    relay *r = rn_xcalloc(1, sizeof *r);
+    r->cl = cl;
+    r->req = req;
+    rn_request_hold(req);
+    rn_list_push_front(&cl->forwards, &r->node);
+    rn_fetch_request fr = {.method = req->method == RN_HTTP_POST ? "POST" : "DELETE",
+                           .url = url,
+                           .body_fd = -1,
+                           .sink_fd = -1,
+                           .sink_cap = 65536,
+                           .timeout_ms = RELAY_TIMEOUT_MS};
+    r->inflight = rn_outbound_start(cl->http, &fr, relayed, r);
+    if (!r->inflight) {
+        rn_buf h = {0};
+        rn_buf_append_str(&h, "Retry-After: 1\r\n");
+        rn_reply_error(req, RN_E_NO_LEADER, &h);
+        relay_end(r);
+    }
 }
 
 int rn_membership_handle(rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len) {
-    static const char base[] = "cluster/members";
-    size_t bl = sizeof base - 1;
-    if (path_len < bl || memcmp(path, base, bl) != 0 || (path_len > bl && path[bl] != '/'))
+    if (!rn_membership_route(path, path_len))
         return 0;
-    char id_text[8] = "", raft[64] = "", url[512] = "", peer_url[512] = "";
-    int local = rn_membership_is_local(query, query_len);
-    uint64_t id = 0;
-    int removed = req->method == RN_HTTP_DELETE;
-    if (removed) {
-        if (path_len <= bl + 1 || rn_parse_strict_u64(path + bl + 1, path_len - bl - 1, 255, &id) ||
-            id == 0 || peer_index(cl, id) < 0) {
-            rn_reply_error(
-                req, peer_index(cl, id) < 0 && id ? RN_E_NOT_FOUND : RN_E_INVALID_REQUEST, NULL);
-            return 1;
-        }
-        int i = peer_index(cl, id);
-        snprintf(raft, sizeof raft, "%s", cl->cfg.peers[i].raft);
-        snprintf(url, sizeof url, "%s", cl->cfg.peers[i].url);
-        snprintf(peer_url, sizeof peer_url, "%s", cl->cfg.peers[i].peer_url);
-    } else if (req->method == RN_HTTP_POST && path_len == bl) {
-        if (param(query, query_len, "id", id_text, sizeof id_text) ||
-            rn_parse_strict_u64(id_text, strlen(id_text), 255, &id) ||
-            param(query, query_len, "raft", raft, sizeof raft) ||
-            param(query, query_len, "url", url, sizeof url) ||
-            optional_param(query, query_len, "peer_url", peer_url, sizeof peer_url) ||
-            !valid(id, raft, url, peer_url)) {
-            rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
-            return 1;
-        }
-    } else {
+    op o;
+    int err = parse(req, path, path_len, query, query_len, &o);
+    if (err != PARSED) {
         rn_buf extra = {0};
-        rn_buf_append_str(&extra, "Allow: POST (cluster/members), DELETE (cluster/members/N)\r\n");
-        rn_reply_error(req, RN_E_METHOD_NOT_ALLOWED, &extra);
+        if (err == RN_E_METHOD_NOT_ALLOWED)
+            rn_buf_append_str(&extra, "Allow: POST (cluster/members, cluster/drain/N), DELETE "
+                                      "(cluster/members/N, cluster/drain/N)\r\n");
+        rn_reply_error(req, (rn_error)err, &extra);
         return 1;
     }
-    int i = record(cl, id, raft, url, peer_url, removed);
-    if (i < 0) {
-        rn_reply_error(req, RN_E_STREAM_EXISTS_CONFLICT, NULL);
+    unsigned meta = cl->groups;
+    if (cl->node && consensus_leader_ready(cl->node, meta)) {
+        propose(cl, req, &o);
         return 1;
     }
-    int rc = save(cl);
-    if (rc < 0) {
-        rn_log(RN_LOG_ERROR, "cluster_members", "cannot write %s/%s: %s", cl->cfg.data_dir,
-               MEMBERS_FILE, strerror(-rc));
-        rn_reply_error(req, RN_E_INTERNAL, NULL);
+    consensus_group_info info = {0};
+    if (cl->node)
+        consensus_group_info_get(cl->node, meta, &info);
+    const rn_peer_config *leader =
+        info.leader_id != cl->cfg.node_id ? cluster_peer(cl, info.leader_id) : NULL;
+    if (!leader || rn_membership_is_local(query, query_len)) {
+        rn_buf h = {0};
+        rn_buf_append_str(&h, "Retry-After: 1\r\n");
+        rn_reply_error(req, RN_E_NO_LEADER, &h);
         return 1;
     }
-    rn_log(RN_LOG_INFO, "cluster_members", "node %" PRIu64 " (%s, %s) is %s", id, raft, url,
-           removed ? "to be removed" : "to be a voter");
-    if (!local)
-        forward_all(cl, id, removed);
-    answer_intent(req, cl, i);
+    relay_to(cl, req, rn_cluster_peer_url(leader));
     return 1;
 }
 
-void rn_membership_start(rn_cluster *cl) {
-    uv_timer_init(cl->loop, &cl->reconcile);
-    cl->reconcile.data = cl;
-    uv_timer_start(&cl->reconcile, on_reconcile, RECONCILE_MS, RECONCILE_MS);
-    uv_unref((uv_handle_t *)&cl->reconcile);
-}
-
 void rn_membership_stop(rn_cluster *cl) {
-    uv_close((uv_handle_t *)&cl->reconcile, NULL);
     while (!rn_list_empty(&cl->forwards)) {
-        forward *fw = rn_list_entry(cl->forwards.first, forward, node);
-        if (fw->inflight)
-            rn_fetch_cancel(fw->inflight);
-        forward_unlink(fw);
+        relay *r = rn_list_entry(cl->forwards.first, relay, node);
+        if (r->inflight)
+            rn_fetch_cancel(r->inflight);
+        relay_end(r);
     }
 }

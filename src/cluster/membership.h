@@ -1,29 +1,30 @@
 /*
- * membership.h — changing which nodes replicate the groups: adding a node,
- * removing one, replacing a dead node with an empty one.
- *
- * Every node keeps the cluster's wanted membership as intents, one per node
- * id: `voter` (it replicates every group) or `removed` (it replicates
- * none), with its Raft address and public URL, in <data>/cluster-members.
- * The nodes of --peer are voters unless an intent says otherwise. Once a
- * second, a node brings every group it leads (ready) to the intents, one
- * change at a time per group: a missing voter is added as a spare, then
- * promoted (libraft first lets it catch up: from the log, or from a
- * snapshot whose bytes it fetches from its peers), a removed node is
- * removed. So a group whose leadership moves is finished by its next
- * leader, and a node restarted later still applies what it was told.
- *
- * The admin routes (any node; the node passes each intent on to every
- * peer it knows, which records and applies it the same way):
+ * membership.h — the operators' routes that change the cluster's nodes,
+ * recorded in the metadata table (meta.h) by the metadata group's leader:
  *
  *   POST   /__runnel/cluster/members?id=N&raft=ADDR&url=URL[&peer_url=URL]
- *                                                             N is a voter
- *   DELETE /__runnel/cluster/members/N                        N is removed
+ *                                        add node N (with --peer-listen, its
+ *                                        peer listener's URL too)
+ *   DELETE /__runnel/cluster/members/N   decommission N: its replicas
+ *                                        move away, then it is removed
+ *   POST   /__runnel/cluster/drain/N     N leads nothing (its
+ *                                        leaderships move away)
+ *   DELETE /__runnel/cluster/drain/N     N may lead again
  *
- * answer 202 with the intent as JSON; progress shows in /__runnel/cluster
- * (each group's replicas). A node added this way runs with --join, its own
- * --peer line and the existing nodes': its groups wait to be added rather
- * than start a cluster of their own.
+ * Any node takes them: one that does not lead the metadata group relays
+ * the request to the node that does (signed as a peer, scope=local, which
+ * is relayed no further) and answers what that node answered. They answer
+ * 202 once the change is committed in the table, with the node as JSON
+ * ({"node":N,"intent":"voter"|"removed","state":...,"drained":...,
+ * "raft":...,"url":...[,"peer_url":...]}); a repeat of a change made answers the same.
+ * Refusals: 400 INVALID_REQUEST (a malformed id, address or URL), 404
+ * NOT_FOUND (no such node), 409 NODE_CONFLICT (the id is known with other
+ * addresses, or an address is another node's), 409 NODE_REMOVED (the id
+ * was removed: ids are never used again), 409 CLUSTER_FULL, 503 NO_LEADER
+ * (no leader of the metadata group known, or it could not commit). What
+ * follows shows in /__runnel/cluster: the placement, the moves and their
+ * progress. A node added this way runs with --join (its own --peer line
+ * and the existing nodes'): its groups wait to be added.
  */
 #ifndef RN_CLUSTER_MEMBERSHIP_H
 #define RN_CLUSTER_MEMBERSHIP_H
@@ -35,16 +36,14 @@
 
 struct rn_cluster;
 
-/* Loads <data>/cluster-members into the node's peers (a node added later
- * is known by its URL after a restart). Returns 0, or -1 with err set. */
-int rn_membership_load(struct rn_cluster *cl, char *err, size_t errcap);
-/* Starts reconciling the groups this node leads with the intents. */
-void rn_membership_start(struct rn_cluster *cl);
-void rn_membership_stop(struct rn_cluster *cl);
-/* True when the query says scope=local: an intent passed on by a peer. */
+/* True when the query says scope=local: a change relayed by a peer. */
 bool rn_membership_is_local(const char *query, size_t query_len);
-/* Handles the admin routes (path after /__runnel/); 1 when it answered. */
+/* True when path (after /__runnel/) is one of the routes above. */
+bool rn_membership_route(const char *path, size_t path_len);
+/* Handles the routes (path after /__runnel/); 1 when it answered. */
 int rn_membership_handle(struct rn_cluster *cl, rn_request *req, const char *path, size_t path_len,
                          const char *query, size_t query_len);
+/* Cancels the relays in flight (the node stops). */
+void rn_membership_stop(struct rn_cluster *cl);
 
 #endif

@@ -151,6 +151,10 @@ static void on_defer(uv_idle_t *idle) {
         g->close_cb = NULL;
         if (cb)
             cb(&g->transport);
+        if (!m->closing) { /* the group may be started again (consensus_group_start) */
+            g->initialized = false;
+            g->closing = false;
+        }
     }
 }
 
@@ -190,6 +194,7 @@ static void refuse_incoming(mux_incoming *in, const char *why) {
     unlink_incoming(m, in);
     if (why)
         rn_log(RN_LOG_WARN, "cluster_hello_refused", "incoming raft connection closed: %s", why);
+    in->stream->data = in; /* a handshake that ended (a group not running here) had it */
     uv_close((uv_handle_t *)in->stream, incoming_closed);
 }
 

@@ -11,7 +11,8 @@
 size_t rn_cluster_nodes(const rn_cluster *cl, rn_cluster_node *out, size_t cap) {
     size_t n = 0;
     for (int i = 0; i < cl->cfg.n_peers; i++) {
-        if (cl->intent[i] == INTENT_REMOVED)
+        const rn_meta_node *m = rn_meta_node_get(&cl->meta, (unsigned)cl->cfg.peers[i].id);
+        if (m && m->state == RN_NODE_REMOVED)
             continue;
         if (n < cap)
             out[n] = (rn_cluster_node){.id = cl->cfg.peers[i].id, .url = cl->cfg.peers[i].url};
@@ -38,6 +39,8 @@ uint64_t rn_cluster_group_leader(const rn_cluster *cl, unsigned g, uint64_t *ter
     *leading = 0;
     if (!cl->node)
         return 0;
+    if (!consensus_group_running(cl->node, g))
+        return cluster_leader_of(cl, g, term); /* not hosted here: as its replicas report it */
     consensus_group_info info;
     consensus_group_info_get(cl->node, g, &info);
     *term = info.term;

@@ -129,7 +129,7 @@ static void confirmed_for_peer(void *arg, consensus_status st, uint64_t applied)
 }
 
 void cluster_read_index_for_peer(rn_cluster *cl, rn_request *req, uint64_t group) {
-    if (group >= cl->groups) {
+    if (group >= cl->all_groups) {
         rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         return;
     }

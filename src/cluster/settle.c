@@ -77,6 +77,10 @@ static void answered(void *arg, int ok, uint64_t index) {
 static void on_tick(uv_timer_t *t) {
     settle_job *j = t->data;
     rn_cluster *cl = j->cl;
+    if (!j->deadline_ms) {
+        finish(j, -EXDEV);
+        return;
+    }
     unsigned left = 0;
     for (unsigned g = 0; g < cl->groups; g++) {
         settle_group *sg = &j->groups[g];
@@ -108,8 +112,13 @@ void rn_cluster_settle(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *a
     j->done = done;
     j->arg = arg;
     j->groups = rn_xcalloc(cl->groups, sizeof *j->groups);
-    for (unsigned g = 0; g < cl->groups; g++)
+    int whole = 1;
+    for (unsigned g = 0; g < cl->groups; g++) {
         j->groups[g] = (settle_group){.job = j, .group = g, .phase = G_ASK};
+        whole &= consensus_group_running(cl->node, g);
+    }
+    if (!whole) /* an instant of this node would miss the groups it does not host */
+        j->deadline_ms = 0;
     rn_list_push_back(&cl->settles, &j->node);
     uv_timer_init(cl->loop, &j->tick);
     j->tick.data = j;

@@ -1,7 +1,7 @@
 /*
  * touches.h — TTL windows decided cluster-wide: the streams read on a node
  * are passed to every peer with its status poll (GET
- * /__runnel/cluster/applied?touched=ID,ID,...: 16 hex digits each), and
+ * /__runnel/cluster/status?touched=ID,ID,...: 16 hex digits each), and
  * each peer renews their windows. The leader, which expires streams, so
  * renews the window of a stream read only on a follower, and every
  * replica keeps windows close to the leader's for when it leads.

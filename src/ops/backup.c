@@ -260,7 +260,7 @@ static void listed_one(void *arg, const char *key, uint64_t size) {
 static void settled(void *arg, int status) {
     job *j = arg;
     if (status < 0)
-        finish(j, status, RN_E_NO_LEADER);
+        finish(j, status, status == -EXDEV ? RN_E_BACKUP_NOT_WHOLE : RN_E_NO_LEADER);
     else
         begin(j);
 }

@@ -141,6 +141,13 @@ static const setting SETTINGS[] = {
     U64("groups", "RUNNEL_GROUPS", groups, 16, 1, 256,
         "cluster mode: number of Raft groups streams are spread over; the same on every node and "
         "at every start"),
+    U64("replicas", "RUNNEL_REPLICAS", replicas, 3, 1, 7,
+        "cluster mode: each group is on this many nodes (fewer while the cluster has fewer); "
+        "the cluster records it when it is first made, from the node that makes it"),
+    U64("move-rate-bytes", "RUNNEL_MOVE_RATE_BYTES", move_rate_bytes, 33554432, 0, 1ull << 40,
+        "cluster mode: bytes per second a node fetches from its peers (a replica placed on it, "
+        "bytes a snapshot named that it lacks), so moves leave the disks and network to "
+        "foreground requests; 0: as fast as peers answer"),
     U64("election-timeout-ms", "RUNNEL_ELECTION_TIMEOUT_MS", election_timeout_ms, 1000, 50, 60000,
         "cluster mode: a follower that hears no leader for 1-2 times this starts an election"),
     BOOL("join", "RUNNEL_JOIN", join, 0,
@@ -300,7 +307,9 @@ static const setting SETTINGS[] = {
      "when log recovery refuses to start because acknowledged records do not read back and "
      "names the damage (segment-N), start with that name to keep the log up to the damage, drop "
      "the rest and rewrite the history of every stream (new Stream-Incarnation, producers closed "
-     "by history); single node only; ignored when the log is intact",
+     "by history); ignored when the log is intact. Cluster mode: group-N,...[,meta] brings back "
+     "the groups that lost their majority from this node's replica alone, rewriting the history "
+     "of their streams (docs/CLUSTER_OPERATIONS.md)",
      NULL},
     U64("shutdown-grace-ms", "RUNNEL_SHUTDOWN_GRACE_MS", shutdown_grace_ms, 10000, 0, 600000,
         "how long SIGTERM waits for in-flight requests"),

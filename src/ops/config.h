@@ -99,6 +99,8 @@ typedef struct {
     rn_peer_config peers[RN_MAX_PEERS];
     int n_peers;
     uint64_t groups;              /* Raft groups; the same on every node */
+    uint64_t replicas;            /* replicas per group (recorded when the cluster is made) */
+    uint64_t move_rate_bytes;     /* bytes/s a node fetches from its peers; 0: unpaced */
     uint64_t election_timeout_ms; /* Raft election timeout */
     uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */

@@ -51,8 +51,12 @@ static const char *const RUNNEL_NAMES[] = {
     "cluster-node.tmp",
     "cluster-ids",
     "cluster-ids.tmp",
-    "cluster-members",
+    "cluster-members", /* written before the metadata group held the nodes */
     "cluster-members.tmp",
+    "cluster-recovering", /* cluster/recovery.h */
+    "cluster-recovering.tmp",
+    "cluster-recovered",
+    "cluster-recovered.tmp",
     /* the disk reserve (cluster/health.h) and the incarnations (cluster/identity.h) */
     "reserve",
     "cluster-incarnation",

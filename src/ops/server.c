@@ -359,7 +359,8 @@ static void recover(uv_work_t *w) {
                            .checkpoint_bytes = s->cfg.checkpoint_bytes,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
-                           .accept_loss = s->cfg.accept_loss[0] ? s->cfg.accept_loss : NULL,
+                           .accept_loss =
+                               s->cfg.accept_loss[0] && !s->cfg.node_id ? s->cfg.accept_loss : NULL,
                            .hot_bytes = s->cfg.hot_bytes,
                            .incarnation_key = s->incarnation_key};
     s->engine = rn_engine_open(s->loop, &ec, &s->stats, s->recovery_err, sizeof s->recovery_err);
@@ -601,12 +602,6 @@ int rn_serve(int argc, char **argv) {
         return 0;
     if (rc == 0)
         rc = rn_cluster_config_check(&s.cfg, err, sizeof err);
-    if (rc == 0 && s.cfg.node_id && s.cfg.accept_loss[0]) {
-        snprintf(err, sizeof err,
-                 "--accept-loss applies to a single node's log; a cluster node recovers its "
-                 "groups from its peers");
-        rc = -1;
-    }
     if (rc < 0) {
         fprintf(stderr, "runnel: %s\n", err);
         return 2;

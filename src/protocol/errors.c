@@ -293,6 +293,17 @@ static const error_row TABLE[RN_E_COUNT] = {
                                    "the peer listener (--peer-listen) serves peer and operator "
                                    "routes only; streams are served on the node's public "
                                    "listener"},
+    [RN_E_NODE_CONFLICT] = {409, "NODE_CONFLICT",
+                            "the node id is known with other addresses, or its addresses are "
+                            "another node's; nothing changed"},
+    [RN_E_NODE_REMOVED] = {409, "NODE_REMOVED",
+                           "the node was removed from the cluster and its id cannot be used "
+                           "again; nothing changed"},
+    [RN_E_NODES_FULL] = {409, "CLUSTER_FULL",
+                         "the cluster knows as many nodes as it can; nothing changed"},
+    [RN_E_BACKUP_NOT_WHOLE] = {409, "BACKUP_NOT_WHOLE",
+                               "this node does not hold a replica of every group; take the "
+                               "backup on a node that does"},
     [RN_E_GW_INVALID_CREDENTIAL] = {401, "INVALID_CREDENTIAL",
                                     "a valid credential is required (Authorization: Bearer)"},
     [RN_E_GW_CREDENTIAL_EXPIRED] = {401, "CREDENTIAL_EXPIRED", "the credential has expired"},

@@ -143,6 +143,10 @@ typedef enum {
     RN_E_PEER_REFUSED,
     RN_E_PEER_LISTENER_ONLY,
     RN_E_PUBLIC_LISTENER_ONLY,
+    RN_E_NODE_CONFLICT,
+    RN_E_NODE_REMOVED,
+    RN_E_NODES_FULL,
+    RN_E_BACKUP_NOT_WHOLE,
     /* the gateway's own answers (an intermediary's codes, ext §11) */
     RN_E_GW_INVALID_CREDENTIAL,
     RN_E_GW_CREDENTIAL_EXPIRED,

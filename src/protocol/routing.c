@@ -61,7 +61,17 @@ void rn_routing_group_header(rn_buf *h, const char *key, size_t len) {
  * known or a redirect is not allowed any more. */
 static void answer_elsewhere(rn_request *req, const rn_group_route *r, int may_redirect) {
     rn_buf h = {0};
-    if (may_redirect && r->leader_id && r->leader_url && r->term) {
+    if (!r->hosted && may_redirect && r->host_url) { /* a node without a replica: §5.7 */
+        rn_reply_common(&h);
+        rn_buf_appendf(&h,
+                       "Location: %s%.*s\r\nx-ursula-raft-group: %u\r\n"
+                       "Cache-Control: no-store\r\n",
+                       r->host_url, (int)req->target_len, req->target, r->group);
+        rn_buf body = {0};
+        rn_http_respond(req, 307, &h, &body);
+        return;
+    }
+    if (r->hosted && may_redirect && r->leader_id && r->leader_url && r->term) {
         rn_reply_common(&h);
         rn_buf_appendf(&h,
                        "Location: %s%.*s\r\nx-ursula-raft-leader-id: %llu\r\n"
@@ -83,7 +93,7 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     rn_group_route r = {0};
     if (routing.active)
         routing.view.route(routing.view.ctx, key, len, &r);
-    if (r.leader_url && r.leader_id && r.term) {
+    if (r.hosted ? r.leader_url && r.leader_id && r.term : r.host_url != NULL) {
         answer_elsewhere(req, &r, 1);
         return;
     }
@@ -223,6 +233,10 @@ int rn_routing_read(rn_request *req, const char *key, size_t len, const char *qu
         return 0;
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
+    if (!r.hosted) { /* no replica here: nothing of the group is read here */
+        answer_elsewhere(req, &r, 1);
+        return 1;
+    }
     if (!(leader_param && wants(query, query_len, "leader"))) {
         int local = leader_param && wants(query, query_len, "local");
         if (r.apply_stopped && !local && (r.serves || routing.view.follower_confirm)) {

@@ -25,6 +25,13 @@
  * it hands the leadership over) waits for the group's next state
  * (await_leader) and is routed again.
  *
+ * A node that hosts no replica of the group (placement puts each group on
+ * some of the nodes) serves nothing of it: writes and reads alike are
+ * answered 307 to a node that hosts it with only x-ursula-raft-group (the
+ * §5.7 shape of such a node: it names no leader and no term), or 503
+ * NO_LEADER when it knows none; a write may be forwarded instead (to the
+ * group's leader when peers told this node which it is).
+ *
  * Single-node mode sets no view: every request is served here.
  */
 #ifndef RN_ROUTING_H
@@ -46,6 +53,10 @@ typedef struct {
                                ReadIndex (or it leads): it may serve local reads */
     int held_here;          /* this node leads the group but serves nothing of it yet or
                                any more (not ready, or handing the leadership over) */
+    int hosted;             /* this node is a voter of the group; when not, it serves nothing
+                               of it: a redirect names only the group (§5.7), to host_url */
+    const char *host_url;   /* not hosted: a node that hosts the group (its leader when
+                               known); NULL: none known */
     int write_refusal;      /* serves, yet refuses the group's writes and leader reads
                                before anything is read or proposed: RN_E_APPLY_STOPPED
                                (applying stopped here), RN_E_WAL_DISK_PRESSURE (the disk

@@ -60,6 +60,8 @@ describe("routes without a credential", () => {
     const operator = [
       ["POST", `/__runnel/cluster/members?id=9&raft=127.0.0.1:9&url=${encodeURIComponent("http://127.0.0.1:9")}`],
       ["DELETE", "/__runnel/cluster/members/3"],
+      ["POST", "/__runnel/cluster/drain/3"],
+      ["DELETE", "/__runnel/cluster/drain/3"],
       ["POST", "/__runnel/backup?name=x"],
     ];
     for (const [method, target] of operator) {
@@ -67,7 +69,7 @@ describe("routes without a credential", () => {
       assertTyped(await req(u + target, { method, headers: { authorization: "Bearer not-the-token-at-all" } }), 403, "FORBIDDEN");
     }
     const peer = [
-      ["GET", "/__runnel/cluster/applied"],
+      ["GET", "/__runnel/cluster/status"],
       ["GET", "/__runnel/cluster/read-index?group=0"],
       ["GET", "/__runnel/cluster/blob?cold=0&key=x"],
       ["GET", "/__runnel/cluster/bytes/0000000000000100?from=0&to=4"],
@@ -87,9 +89,12 @@ describe("routes without a credential", () => {
       assertTyped(await req(u + target, { method, headers: self }), 403, "FORBIDDEN");
     }
     // signed with the key, as a node signs: served
-    const ok = await req(`${u}/__runnel/cluster/applied`, { headers: sign(key, "GET", "/__runnel/cluster/applied", 1, Date.now()) });
+    const ok = await req(`${u}/__runnel/cluster/status`, { headers: sign(key, "GET", "/__runnel/cluster/status", 1, Date.now()) });
     assert.equal(ok.status, 200);
-    assert.match(ok.text, /^applied( \d+){2}\nhealth [01][^\n]*\nincarnation [0-9a-f]{16}\n$/);
+    const st = JSON.parse(ok.text);
+    assert.equal(st.g.length, c.groups + 1, "a status per group and the metadata group's");
+    assert.match(st.health, /^health [01]/);
+    assert.match(st.incarnation, /^incarnation [0-9a-f]{16}$/);
     assert.ok(await refusedCount(u, "http") >= peer.length * 4); /* an unsigned scope=local is judged as an operator's */
     // the report, health and metrics stay open
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])

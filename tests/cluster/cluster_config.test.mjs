@@ -45,7 +45,10 @@ describe("refused settings (exit 2, a message naming them)", () => {
     [["--node-id", "1", "--cluster-id", "bad id!", ...peers], /--cluster-id must be 1 to 64 characters/],
     // the single-node feature cluster mode refuses, and tiering over a store only one node has
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "segment-1"],
-      /--accept-loss applies to a single node's log; a cluster node recovers its groups from its peers/],
+      /--accept-loss in cluster mode names the groups that lost their majority.*group-N \(N below --groups 16\) or meta/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--accept-loss", "group-16"],
+      /--accept-loss in cluster mode names the groups.*\(got "group-16"\)/],
+    [["--node-id", "1", "--cluster-id", "c", ...peers, "--replicas", "8"], /--replicas/],
     [["--node-id", "1", "--cluster-id", "c", ...peers, "--cold-store=true", "--hot-bytes", "67108864"],
       /--hot-bytes \(history tiering\) in cluster mode \(--node-id\) needs --cold-store=s3/],
     [["--cluster-key-file", "/x/key"], /--cluster-key-file needs --node-id/],

@@ -102,7 +102,7 @@ describe("a leader SIGKILLed under load", () => {
       const want = list.map((a) => a.body).join("");
       for (let n = 1; n <= 3; n++) {
         const r = await req(`${c.url(n)}${at(surfaceOf(key), key)}`);
-        assert.equal(r.status, 200);
+        assert.equal(r.status, 200, `node ${n}: ${r.text}`);
         assert.equal(r.text, want, `${key} on node ${n} (${surfaceOf(key)} surface): every acknowledged write, once, in order`);
         let end = 0;
         for (const a of list) {

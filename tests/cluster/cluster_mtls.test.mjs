@@ -100,7 +100,7 @@ describe("a cluster under mutual TLS", () => {
 describe("the peer listener", () => {
   test("peer and operator routes: 404 on the public listener, checked on the peer listener", async () => {
     const refusedBefore = await refusedCount(c.url(1), "http");
-    const publicOnes = [["GET", "/__runnel/cluster/applied"], ["GET", "/__runnel/cluster/read-index?group=0"],
+    const publicOnes = [["GET", "/__runnel/cluster/status"], ["GET", "/__runnel/cluster/read-index?group=0"],
       ["POST", "/__runnel/backup?name=x"], ["DELETE", "/__runnel/cluster/members/3"]];
     for (const [method, target] of publicOnes) {
       const r = await req(c.url(1) + target, { method, headers: c.admin });
@@ -109,7 +109,7 @@ describe("the peer listener", () => {
     }
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])
       assert.equal((await req(c.url(1) + p)).status, 200, p);
-    const applied = `${c.peerUrl(1)}/__runnel/cluster/applied`;
+    const applied = `${c.peerUrl(1)}/__runnel/cluster/status`; /* what peers poll */
     const none = await peerReq(applied);
     assert.deepEqual([none.status, none.code], [401, "INVALID_CREDENTIAL"]);
     for (const cert of ["rogue-4", "peer-none", "peer-1"]) { /* another CA's; no node; node 1's own, at node 1 */
@@ -118,7 +118,9 @@ describe("the peer listener", () => {
     }
     const ok = await peerReq(applied, { cert: "peer-2" });
     assert.equal(ok.status, 200);
-    assert.match(ok.text, /^applied( \d+){2}\nhealth [01][^\n]*\nincarnation [0-9a-f]{16}\n$/);
+    const st = JSON.parse(ok.text);
+    assert.equal(st.node, 1);
+    assert.match(st.incarnation, /^incarnation [0-9a-f]{16}$/);
     assert.equal(await refusedCount(c.url(1), "http"), refusedBefore + 4);
     // an operator route on the peer listener still needs the token
     const backup = `${c.peerUrl(1)}/__runnel/backup?name=x`;

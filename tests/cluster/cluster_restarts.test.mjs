@@ -1,6 +1,7 @@
 // Cluster mode, black-box: a restarted node serves nothing stale (issue
 // 26). Under a steady write load, each node in turn is killed (SIGKILL or
-// SIGTERM) and started again, RESTARTS times. Before it stops, the test
+// SIGTERM) and started again, RESTARTS times (12 in scripts/test.sh; the
+// issue's 50 with CLUSTER_RESTARTS=50, about 3 minutes). Before it stops, the test
 // notes how far each stream reached in that node's local reads; from the
 // moment it answers again, local reads (consistency=local) are probed
 // without pause. A stream that exists must never be a 404 there, and a
@@ -20,9 +21,9 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
-import { Cluster, follow, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, follow, req, sleep, waitFor, writeLoad } from "./runnel_cluster.mjs";
 
-const RESTARTS = 12;
+const RESTARTS = Number(process.env.CLUSTER_RESTARTS ?? 12);
 const STREAMS = Array.from({ length: 4 }, (_, i) => `restarts/s${i}`);
 let c;
 before(async () => {
@@ -119,39 +120,15 @@ test("a rolling restart by SIGTERM hands every leadership over; nothing acknowle
   const keys = Array.from({ length: 4 }, (_, i) => `rolling/s${i}`);
   for (const key of keys)
     assert.equal((await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" } })).status, 201);
-  let writing = true;
   let stopping = 0;
-  const acked = keys.map(() => []);
-  let lastAck = 0;
-  let worstGap = 0;
-  const writer = (async () => {
-    for (let i = 0; writing; i++) {
-      const via = 1 + (i % c.nodes);
-      if (via === stopping) continue;
-      const k = i % keys.length;
-      const record = `w${i};`;
-      try {
-        const r = await req(`${c.url(via)}/${keys[k]}`, {
-          method: "POST", headers: { "content-type": "text/plain" }, body: record, forward: true, timeoutMs: 5000,
-        });
-        if (r.status === 204) {
-          acked[k].push(record);
-          const now = Date.now();
-          if (lastAck) worstGap = Math.max(worstGap, now - lastAck);
-          lastAck = now;
-        } else {
-          await sleep(10);
-        }
-      } catch {
-        await sleep(10);
-      }
-    }
-  })();
+  const load = writeLoad(c, keys, { skip: (n) => n === stopping });
+  let acked, worstGap;
   try {
     for (let n = 1; n <= c.nodes; n++) {
       await sleep(500);
       const report = await c.report(n);
       const led = report.groups.filter((g) => g.leader === n).map((g) => g.group);
+      if (report.metadata.leader === n) led.push(c.groups); /* the metadata group's index */
       const logFile = path.join(c.dir, `node-${n}.log`);
       const before = fs.statSync(logFile).size;
       stopping = n;
@@ -171,8 +148,7 @@ test("a rolling restart by SIGTERM hands every leadership over; nothing acknowle
       stopping = 0;
     }
   } finally {
-    writing = false;
-    await writer;
+    ({ acked, worstGap } = await load.stop());
   }
   console.log(`# rolling restart of ${c.nodes} nodes by SIGTERM: ${acked.flat().length} appends acknowledged, longest gap between acknowledgements ${worstGap} ms`);
   for (let k = 0; k < keys.length; k++) {

@@ -148,11 +148,12 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     clusters.push(c);
   });
 
-  // Every stream as every node serves it (followers once caught up).
-  async function checkEverywhere(extra = {}, nodes = [1, 2, 3]) {
+  // Every stream as every node serves it (followers once caught up); paths:
+  // those to check (a node hosts only the groups placed on it).
+  async function checkEverywhere(extra = {}, nodes = [1, 2, 3], paths = PATHS) {
     const tokens = {};
     for (const n of nodes) {
-      for (const p of PATHS) {
+      for (const p of paths) {
         const url = `${c.url(n)}/${p}`;
         const got = await waitFor(`node ${n} to serve ${p}`, async () => (await readAll(url)).body, 30000);
         const want = Buffer.concat([src[p].body, Buffer.from(extra[p] ?? "")]);
@@ -168,6 +169,8 @@ describe("a single-node backup restored into a 3-node cluster", () => {
         const pre = await head(url, { "stream-incarnation": src[p].token });
         assert.equal(pre.status, 412, `${p} on node ${n}: the source token as a precondition`);
       }
+      if (!paths.includes("rsbk/snap"))
+        continue;
       const snap = await req(`${c.url(n)}/rsbk/snap/snapshot/${encodeURIComponent(src.snapOffset)}`);
       assert.equal(snap.status, 200, `node ${n}: the snapshot: ${snap.status} ${snap.text}`);
       assert.equal(snap.text, "the snapshot body");
@@ -203,13 +206,19 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     }
   });
 
-  test("a node added later (--join) gets the restored groups from the cluster", async () => {
+  test("a node added later (--join) gets its share of the restored groups from the cluster", async () => {
     const four = await c.addNode(4);
     const add = await req(`${c.url(1)}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST", headers: c.admin });
     assert.equal(add.status, 202, add.text);
-    await waitFor("node 4 ready (a voter of every group, every gap filled)", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
+    const report = await waitFor("replicas moved onto node 4, nothing moving", async () => {
+      const r = await c.report(1);
+      return r.moves.length === 0 && r.groups.some((g) => g.placement.includes(4)) ? r : null;
+    }, 60000, 250);
+    await waitFor("node 4 ready (a voter of its groups, every gap filled)", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
     const extra = { "v1/stream/rs/text": "after\n", [NEAR]: "+fork" };
-    assert.deepEqual(await checkEverywhere(extra, [4]), await checkEverywhere(extra, [1]), "node 4's tokens are node 1's");
+    const hosted = PATHS.filter((p) => report.groups[groupOf(p.replace(/^v1\/stream\//, ""), GROUPS)].placement.includes(4));
+    assert.ok(hosted.length > 0, "node 4 hosts some of the restored streams");
+    assert.deepEqual(await checkEverywhere(extra, [4], hosted), await checkEverywhere(extra, [1], hosted), "node 4's tokens are node 1's");
   });
 
   test("a backup with a fork across the groups is refused, naming it; the directory stays incomplete", async () => {

@@ -1,7 +1,7 @@
 // Cluster mode over TLS (issue 17, item 3): nodes serving https on their
 // --peer URLs reach each other through the outbound client (libcurl),
 // trusting --tls-ca: every node learns its peers' applied indexes (polled
-// from GET /__runnel/cluster/applied over https), a write sent to any node
+// from GET /__runnel/cluster/status over https), a write sent to any node
 // is redirected (307 to an https leader URL) and applied, and every node
 // reads it back. Requests go through curl, which takes the test CA per
 // call. Without --tls-ca the peers' polls fail verification and their

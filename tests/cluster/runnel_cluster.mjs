@@ -85,6 +85,96 @@ export async function follow(url, opts = {}) {
   }
 }
 
+// An operator's request (membership, drain), repeated while it answers
+// 503 NO_LEADER (nothing changed: the metadata group elects a leader, say
+// after its leader was killed), for up to 10 s, as an operator would.
+export async function operatorReq(url, opts = {}) {
+  for (let tries = 0; ; tries++) {
+    const r = await req(url, opts);
+    if (r.status !== 503 || tries === 40 || !r.text.includes('"NO_LEADER"')) return r;
+    await sleep(250);
+  }
+}
+
+// One key per group (prefix + a number), found by hashing as the nodes do.
+export function keysPerGroup(prefix, groups) {
+  const keys = new Array(groups).fill(null);
+  for (let i = 0, left = groups; left > 0; i++) {
+    const key = `${prefix}${i}`;
+    const g = groupOf(key, groups);
+    if (keys[g] === null) {
+      keys[g] = key;
+      left--;
+    }
+  }
+  return keys;
+}
+
+// Appends to every key, round robin, through the live nodes in turn
+// (forwarded by followers, as a plain client's writes are), until stop():
+// each key's acknowledged records in order, and the longest time between
+// two acknowledgements (any key). skip(n): a node not to write through now.
+const loads = new Set(); /* the write loads running: a cluster's stop ends them (a failed test leaves its own) */
+
+export function writeLoad(c, keys, { skip = () => false } = {}) {
+  let writing = true;
+  const end = () => { writing = false; };
+  loads.add(end);
+  const acked = keys.map(() => []);
+  let lastAck = 0;
+  let worstGap = 0;
+  const done = (async () => {
+    for (let i = 0; writing; i++) {
+      const via = 1 + (i % c.nodes);
+      if (!c.alive(via) || skip(via)) continue;
+      const k = i % keys.length;
+      const record = `w${i};`;
+      try {
+        const r = await req(`${c.url(via)}/${keys[k]}`, {
+          method: "POST", headers: { "content-type": "text/plain" }, body: record, forward: true, timeoutMs: 5000,
+        });
+        if (r.status === 204) {
+          acked[k].push(record);
+          const now = Date.now();
+          if (lastAck) worstGap = Math.max(worstGap, now - lastAck);
+          lastAck = now;
+        } else {
+          await sleep(10);
+        }
+      } catch {
+        await sleep(10);
+      }
+    }
+  })();
+  return {
+    acked,
+    async stop() {
+      writing = false;
+      loads.delete(end);
+      await done;
+      return { acked, worstGap, count: acked.flat().length };
+    },
+  };
+}
+
+// Asserts that every acknowledged record of every key is in the stream,
+// once and in order (a linearizable read through node n).
+export async function assertAcked(c, keys, acked, n = 1) {
+  for (let k = 0; k < keys.length; k++) {
+    const r = await follow(`${c.url(n)}/${keys[k]}?offset=-1&consistency=leader`, { timeoutMs: 20000 });
+    assert.equal(r.status, 200, `${keys[k]}: ${r.status} ${r.text}`);
+    const records = r.text.split(";").filter(Boolean).map((x) => `${x};`);
+    const at = new Map(records.map((x, i) => [x, i]));
+    let last = -1;
+    for (const rec of acked[k]) {
+      assert.ok(at.has(rec), `${keys[k]}: acknowledged ${rec} is there`);
+      assert.equal(records.filter((x) => x === rec).length, 1, `${keys[k]}: ${rec} once`);
+      assert.ok(at.get(rec) > last, `${keys[k]}: ${rec} in order`);
+      last = at.get(rec);
+    }
+  }
+}
+
 // A cluster directory not started yet, laid out as scripts/cluster.sh keeps
 // it (cluster.env with fresh ports), for data made offline (a restore):
 // {dir, clusterId, opts(n)}, opts(n) being node n's cluster options
@@ -119,10 +209,11 @@ export class Cluster {
   // certificates) instead of the cluster key. peerListen: every node gets a
   // peer listener (scripts/cluster.sh --peer-listen).
   // insecure: no cluster key and no admin token (scripts/cluster.sh --insecure).
+  // replicas: each group on that many nodes (scripts/cluster.sh --replicas).
   static async start({ nodes = 3, groups = 4, args = [], tls = null, peerTls = null, peerListen = false,
-    insecure = false } = {}) {
+    insecure = false, replicas = 3 } = {}) {
     const c = new Cluster(tempDir("runnel-cluster-"), nodes, groups, args);
-    Object.assign(c, { tls, peerTls, peerListen, insecure });
+    Object.assign(c, { tls, peerTls, peerListen, insecure, replicas });
     c.startAll();
     const env = fs.readFileSync(path.join(c.dir, "cluster.env"), "utf8");
     c.clusterId = /CLUSTER_ID=(.*)/.exec(env)[1];
@@ -141,10 +232,10 @@ export class Cluster {
     let out;
     try {
       out = execFileSync(SCRIPT, ["start", this.dir, "--nodes", String(this.nodes), "--groups",
-        String(this.groups), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
+        String(this.groups), "--replicas", String(this.replicas ?? 3), "--bin", BIN, ...(this.tls ? ["--tls", this.tls] : []),
         ...(this.peerTls ? ["--peer-tls", this.peerTls] : []), ...(this.peerListen ? ["--peer-listen"] : []),
         ...(this.insecure ? ["--insecure"] : []), "--", ...this.args],
-        { encoding: "utf8", timeout: 60000 });
+        { encoding: "utf8", timeout: 120000 });
     } catch (e) {
       for (let n = 1; n <= this.nodes; n++) this.kill(n, "SIGKILL");
       throw e;
@@ -189,6 +280,17 @@ export class Cluster {
     return out;
   }
 
+  // Starts node n (beyond the cluster's) as an operator does
+  // (scripts/cluster.sh join: node 1's settings, new ports, --join);
+  // returns the words it printed, the operands of `runnel cluster add`
+  // ([id, raft, url] and the peer URL with peer listeners).
+  join(n) {
+    const words = execFileSync(SCRIPT, ["join", this.dir, String(n)], { encoding: "utf8", timeout: 20000 }).trim().split(" ");
+    this.urls[n - 1] = words[2];
+    this.nodes = Math.max(this.nodes, n);
+    return words;
+  }
+
   // Starts node n (beyond the cluster's) with --join: its --peer lines are
   // the cluster's nodes and its own, on fresh ports (and a peer listener
   // when the cluster's nodes have one); it waits to be added (POST
@@ -199,7 +301,7 @@ export class Cluster {
     const http = await freePort();
     const raftPort = await freePort();
     const peers = [];
-    for (let i = 1; i <= this.nodes; i++)
+    for (let i = 1; i <= Number(env.CLUSTER_NODES); i++) /* the first nodes: the table names the rest */
       peers.push("--peer", `${i}=127.0.0.1:${env[`RAFT_PORT_${i}`]},http://127.0.0.1:${env[`HTTP_PORT_${i}`]}${this.peerListen ? `,${this.peerUrl(i)}` : ""}`);
     const self = { url: `http://127.0.0.1:${http}`, raft: `127.0.0.1:${raftPort}` };
     const listen = [];
@@ -296,16 +398,23 @@ export class Cluster {
     }, ms);
   }
 
-  // Waits until every live node applied every entry of every group the
-  // leaders committed (the same applied index on every live replica).
+  // Waits until every live replica of every group applied every entry its
+  // leader committed (the same applied index on every live replica) and
+  // caught up since it started (its local reads served), and each group is
+  // led by its preferred node when that one runs: no leadership transfer
+  // (placement's balance) follows.
   async converged(ms = 30000) {
     await waitFor("replicas to converge", async () => {
       const reports = [];
       for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
       for (let g = 0; g < this.groups; g++) {
-        const applied = reports.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id).applied_index);
-        const commits = reports.map((r) => r.groups[g].commit_index);
-        if (new Set(applied).size !== 1 || Math.max(...commits) > applied[0]) return false;
+        const hosting = reports.filter((r) => r.groups[g].hosted);
+        if (hosting.some((r) => !r.groups[g].caught_up)) return false; /* else its reads answer GROUP_RESTARTING */
+        const preferred = reports[0]?.groups[g].preferred_leader;
+        if (preferred && this.alive(preferred) && hosting.some((r) => r.groups[g].leader !== preferred)) return false;
+        const applied = hosting.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id)?.applied_index);
+        const commits = hosting.map((r) => r.groups[g].commit_index);
+        if (!hosting.length || new Set(applied).size !== 1 || Math.max(...commits) > applied[0]) return false;
       }
       return true;
     }, ms, 200);
@@ -314,6 +423,8 @@ export class Cluster {
   // SIGTERM every node (scripts/cluster.sh stop); true when all stopped cleanly.
   stop() {
     live.delete(this);
+    for (const end of loads) end();
+    loads.clear();
     let clean = true;
     try {
       execFileSync(SCRIPT, ["stop", this.dir], { timeout: 60000 });

@@ -26,7 +26,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Cluster, groupOf, req, waitFor } from "../cluster/runnel_cluster.mjs";
+import { Cluster, groupOf, operatorReq, req, waitFor } from "../cluster/runnel_cluster.mjs";
 import {
   PIECE, checkBootstrap, checkCatchUp, checkChunks, localStreamBytes, waitFlushed, writeStream,
 } from "../blackbox/lib/history.mjs";
@@ -84,7 +84,7 @@ describe(`a stream 8 times --hot-bytes (${HOT / MiB} MiB) on a 3-node cluster`, 
     await control("DELETE", "/requests");
     token = (await createStream(url(leader))).token;
     const pieces = (8 * HOT) / PIECE;
-    const refusals = await writeStream(url(leader), SEED, 0, pieces);
+    const refusals = await writeStream(url(leader), SEED, 0, pieces, { producer: "chist" });
     tail = pieces * PIECE;
     console.log(`# ${tail / MiB} MiB written through node ${leader}, ${refusals} COLD_BACKPRESSURE refusals`);
     for (const n of live()) await waitFlushed(c.url(n), moved(tail), 60000);
@@ -109,7 +109,7 @@ describe(`a stream 8 times --hot-bytes (${HOT / MiB} MiB) on a 3-node cluster`, 
       return l.node !== old ? l.node : null;
     }, 30000);
     const from = tail / PIECE;
-    await writeStream(url(leader), SEED, from, from + (2 * CHUNK) / PIECE);
+    await writeStream(url(leader), SEED, from, from + (2 * CHUNK) / PIECE, { producer: "chist" });
     tail += 2 * CHUNK;
     for (const n of live()) await servesEverything(n, tail, token);
     assert.equal(objectsUnder(`${PREFIX}history/`).length, moved(tail) / CHUNK, "one object per chunk");
@@ -124,9 +124,9 @@ describe(`a stream 8 times --hot-bytes (${HOT / MiB} MiB) on a 3-node cluster`, 
     const gone = live().find((n) => n !== leader);
     await c.crash(gone);
     const four = await c.addNode(4);
-    const add = await req(`${c.url(leader)}/__runnel/cluster/members?${four.query}`, { method: "POST", headers: c.admin });
+    const add = await operatorReq(`${c.url(leader)}/__runnel/cluster/members?${four.query}`, { method: "POST", headers: c.admin });
     assert.equal(add.status, 202, add.text);
-    const del = await req(`${c.url(leader)}/__runnel/cluster/members/${gone}`, { method: "DELETE", headers: c.admin });
+    const del = await operatorReq(`${c.url(leader)}/__runnel/cluster/members/${gone}`, { method: "DELETE", headers: c.admin });
     assert.equal(del.status, 202, del.text);
     await waitFor("node 4 ready (a voter of every group, every gap filled)",
       async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 90000, 250);

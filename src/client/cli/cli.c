@@ -33,6 +33,9 @@ static const command COMMANDS[] = {
     {"publish", cli_publish,
      "publish STREAM [--offset OFF] [--type CT] [DATA | --file F | -] [--parts] [--part-bytes N]"},
     {"bootstrap", cli_bootstrap, "bootstrap STREAM [--out DIR]"},
+    {"cluster", cli_cluster,
+     "cluster status | add ID RAFTADDR URL [PEERURL] | remove ID | drain ID | undrain ID "
+     "[--admin-token T]"},
     {"ls", cli_ls, "ls [BUCKET [--prefix P]] [--limit N] [--admin-token T]"},
     {"stat", cli_stat, "stat BUCKET[/NAME] [--admin-token T]"},
     {"usage", cli_usage, "usage [--limit N] [--admin-token T]"},
@@ -43,19 +46,21 @@ static const command COMMANDS[] = {
 void rn_cli_usage(FILE *out) {
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  runnel %s\n", COMMANDS[i].usage);
-    fprintf(out, "\ncommon options: --url URL (or RUNNEL_URL; default http://127.0.0.1:4437),\n"
-                 "  --token TOKEN (or RUNNEL_TOKEN: a gateway's API key or JWT),\n"
-                 "  --cacert FILE (or RUNNEL_CACERT: the CA certificates, PEM, that an https\n"
-                 "  server's certificate must chain to; default the system's),\n"
-                 "  --json (machine-readable output), --bucket (STREAM is bucket/stream on the\n"
-                 "  bucket surface), -q (no summary on stderr). STREAM is a name on the\n"
-                 "  /v1/stream/ surface, a path (/bucket/stream) or a full URL.\n"
-                 "operator commands (ls, stat, usage, purge) send --admin-token (or\n"
-                 "  RUNNEL_ADMIN_TOKEN), else --token, as the bearer credential; purge asks\n"
-                 "  for the bucket's name on a terminal, or takes --yes.\n"
-                 "exit codes: 0 applied, 1 refused, 2 usage, 3 outcome unknown, 4 no answer,\n"
-                 "  5 local file or producer state, 6 the stream changed under a tail.\n"
-                 "See runnel(1).\n");
+    fprintf(out,
+            "\ncommon options: --url URL (or RUNNEL_URL; default http://127.0.0.1:4437),\n"
+            "  --token TOKEN (or RUNNEL_TOKEN: a gateway's API key or JWT),\n"
+            "  --cacert FILE (or RUNNEL_CACERT: the CA certificates, PEM, that an https\n"
+            "  server's certificate must chain to; default the system's),\n"
+            "  --json (machine-readable output), --bucket (STREAM is bucket/stream on the\n"
+            "  bucket surface), -q (no summary on stderr), --cluster-aware (learn each\n"
+            "  group's leader from a cluster's redirects and go there). STREAM is a name on the\n"
+            "  /v1/stream/ surface, a path (/bucket/stream) or a full URL.\n"
+            "operator commands (ls, stat, usage, purge, cluster) send --admin-token (or\n"
+            "  RUNNEL_ADMIN_TOKEN), else --token, as the bearer credential; purge asks\n"
+            "  for the bucket's name on a terminal, or takes --yes.\n"
+            "exit codes: 0 applied, 1 refused, 2 usage, 3 outcome unknown, 4 no answer,\n"
+            "  5 local file or producer state, 6 the stream changed under a tail.\n"
+            "See runnel(1).\n");
 }
 
 static int optind_now = 1;
@@ -74,6 +79,7 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
     all[n++] = (struct option){"json", no_argument, NULL, 0x101};
     all[n++] = (struct option){"bucket", no_argument, NULL, 0x102};
     all[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
+    all[n++] = (struct option){"cluster-aware", no_argument, NULL, 0x105};
     all[n++] = (struct option){"help", no_argument, NULL, 'h'};
     all[n] = (struct option){0};
     char shorts[64];
@@ -98,6 +104,9 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
         case 0x104:
             x->cacert = optarg;
             continue;
+        case 0x105:
+            x->cluster_aware = 1;
+            continue;
         case 'q':
             x->quiet = 1;
             continue;
@@ -110,6 +119,10 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
             return c;
         }
     }
+}
+
+int cli_optind(void) {
+    return optind_now;
 }
 
 const char *cli_optarg(void) {
@@ -143,7 +156,8 @@ int cli_connect(cli_ctx *x) {
     }
     runnel_client_options o = {.base_url = x->url,
                                .token = x->token && x->token[0] ? x->token : NULL,
-                               .ca_file = x->cacert};
+                               .ca_file = x->cacert,
+                               .cluster_aware = x->cluster_aware};
     x->client = runnel_client_new(&o);
     if (!x->client) {
         fprintf(stderr, "runnel: %s is not an http:// or https:// URL\n", x->url);
@@ -237,6 +251,8 @@ int rn_cli_main(int argc, char **argv) {
             x.bucket = 1;
         else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0)
             x.quiet = 1;
+        else if (strcmp(argv[i], "--cluster-aware") == 0)
+            x.cluster_aware = 1;
         else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
             x.url = argv[++i];
         else if (strncmp(argv[i], "--url=", 6) == 0)

@@ -23,7 +23,8 @@ enum {
     RN_EXIT_CHANGED = 6,     /* tail: the stream was deleted or is another incarnation */
 };
 
-/* Options every subcommand takes. */
+/* Options every subcommand takes (--cluster-aware: the client's mode of
+ * that name, runnel/client.h). */
 typedef struct {
     const char *url;    /* --url, else RUNNEL_URL, else http://127.0.0.1:4437 */
     const char *token;  /* --token, else RUNNEL_TOKEN: a gateway's credential */
@@ -31,6 +32,7 @@ typedef struct {
     int json;           /* --json: one JSON document (or one per line) on stdout */
     int bucket;         /* --bucket: names are bucket/stream on the bucket surface */
     int quiet;          /* -q: no human summary on stderr */
+    int cluster_aware;  /* --cluster-aware: learn groups' leaders from a cluster's redirects */
     runnel_client *client;
 } cli_ctx;
 
@@ -56,6 +58,8 @@ int cli_ls(cli_ctx *x, int argc, char **argv);
 int cli_stat(cli_ctx *x, int argc, char **argv);
 int cli_usage(cli_ctx *x, int argc, char **argv);
 int cli_purge(cli_ctx *x, int argc, char **argv);
+/* The cluster's operator routes (cmd_cluster.c). */
+int cli_cluster(cli_ctx *x, int argc, char **argv);
 
 /* Option parsing shared by the subcommands: the common options (--url,
  * --cacert, --json, --bucket, -q) are handled here; `longopts` lists the
@@ -67,6 +71,8 @@ int cli_getopt(cli_ctx *x, int argc, char **argv, const char *shortopts,
                const struct option *longopts);
 /* The current option's argument. */
 const char *cli_optarg(void);
+/* The index in argv of the first operand, after cli_getopt returned -1. */
+int cli_optind(void);
 
 /* Prints "runnel <cmd>: <msg>" to stderr and returns RN_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -74,6 +80,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Creates x->client from x->url and x->cacert (RN_EXIT_USAGE on a bad URL
  * or an unreadable CA file). */
 int cli_connect(cli_ctx *x);
+/* The same with the admin credential as the bearer token: admin_token
+ * (--admin-token), else RUNNEL_ADMIN_TOKEN, else the common --token
+ * (cmd_admin.c). */
+int cli_connect_admin(cli_ctx *x, const char *admin_token);
 
 /* Resolves a stream argument to a URL: a full http(s) URL or a path
  * ("/v1/stream/a", "/bucket/stream") is kept; a name is put on the v1

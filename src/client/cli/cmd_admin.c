@@ -67,8 +67,8 @@ static json_t *call(cli_ctx *x, const char *cmd, const char *method, rn_buf *pat
     return NULL;
 }
 
-/* The admin credential, then the connection. */
-static int connect_admin(cli_ctx *x, const char *admin_token) {
+/* The admin credential, then the connection (cli.h). */
+int cli_connect_admin(cli_ctx *x, const char *admin_token) {
     if (!admin_token)
         admin_token = getenv("RUNNEL_ADMIN_TOKEN");
     if (admin_token && admin_token[0])
@@ -221,7 +221,7 @@ int cli_ls(cli_ctx *x, int argc, char **argv) {
         return cli_usage_error("ls", "at most one BUCKET");
     if (o.prefix && operands(argc, argv) == 0)
         return cli_usage_error("ls", "--prefix lists the streams of a BUCKET");
-    if (connect_admin(x, o.admin_token))
+    if (cli_connect_admin(x, o.admin_token))
         return RN_EXIT_USAGE;
     rn_buf base = {0};
     rn_buf_append_str(&base, "/__runnel/admin/buckets");
@@ -250,7 +250,7 @@ int cli_usage(cli_ctx *x, int argc, char **argv) {
         return RN_EXIT_USAGE;
     if (operands(argc, argv) != 0)
         return cli_usage_error("usage", "no operand");
-    if (connect_admin(x, o.admin_token))
+    if (cli_connect_admin(x, o.admin_token))
         return RN_EXIT_USAGE;
     char base[128];
     snprintf(base, sizeof base, "/__runnel/admin/usage?limit=%s", o.limit ? o.limit : "1000");
@@ -304,7 +304,7 @@ int cli_stat(cli_ctx *x, int argc, char **argv) {
         return RN_EXIT_USAGE;
     if (operands(argc, argv) != 1 || !argv[optind][0])
         return cli_usage_error("stat", "one BUCKET or BUCKET/NAME");
-    if (connect_admin(x, o.admin_token))
+    if (cli_connect_admin(x, o.admin_token))
         return RN_EXIT_USAGE;
     rn_buf path = {0};
     target_path(&path, argv[optind]);
@@ -353,7 +353,7 @@ int cli_purge(cli_ctx *x, int argc, char **argv) {
         fprintf(stderr, "runnel purge: the name typed is not \"%s\": nothing was purged\n", bucket);
         return RN_EXIT_USAGE;
     }
-    if (connect_admin(x, o.admin_token))
+    if (cli_connect_admin(x, o.admin_token))
         return RN_EXIT_USAGE;
     rn_buf base = {0};
     target_path(&base, bucket);

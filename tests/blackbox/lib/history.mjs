@@ -30,12 +30,23 @@ export function streamBytes(seed, from, to) {
 // Appends body; a 503 COLD_BACKPRESSURE (the hot budget is held by history
 // waiting for the cold store) must carry Retry-After and changes nothing:
 // the same append is sent again after a pause, for at most waitMs. Returns
-// how many refusals it met.
-export async function appendThroughBackpressure(url, body, { waitMs = 120000 } = {}) {
+// how many refusals it met. With producer ({id, seq}) the append is a
+// producer's, and a 503 a leadership change gives (OUTCOME_UNKNOWN,
+// NO_LEADER, GROUP_RESTARTING) is repeated too: it applies once.
+export async function appendThroughBackpressure(url, body, { waitMs = 120000, producer = null } = {}) {
   const end = Date.now() + waitMs;
+  const headers = { "content-type": OCTET };
+  if (producer) Object.assign(headers, { "producer-id": producer.id, "producer-epoch": "0", "producer-seq": String(producer.seq) });
   for (let refusals = 0; ; refusals++) {
-    const r = await req(url, { method: "POST", headers: { "content-type": OCTET }, body, timeoutMs: 60000 });
-    if (r.status === 204) return refusals;
+    const r = await req(url, { method: "POST", headers, body, timeoutMs: 60000 });
+    if (r.status === 204 || (producer && r.status === 200)) return refusals; /* 200: a producer's repeat */
+    const code = /"code":"([A-Z_]+)"/.exec(r.text ?? "")?.[1];
+    if (producer && r.status === 503 && ["OUTCOME_UNKNOWN", "NO_LEADER", "GROUP_RESTARTING"].includes(code)) {
+      assert.ok(Date.now() < end, `appends still failing after ${waitMs} ms: ${r.text}`);
+      refusals--; /* a leadership change, not the hot budget: the producer's retry applies once */
+      await sleep(100);
+      continue;
+    }
     assertError(r, 503, "COLD_BACKPRESSURE", { what: "an append over the hot budget" });
     assert.ok(r.headers.get("retry-after"), "COLD_BACKPRESSURE carries Retry-After");
     assert.ok(Date.now() < end, `appends still refused after ${waitMs} ms`);
@@ -44,10 +55,13 @@ export async function appendThroughBackpressure(url, body, { waitMs = 120000 } =
 }
 
 // Appends pieces [from, to) of the stream seed (offsets from * PIECE on).
-// Returns the COLD_BACKPRESSURE refusals met.
-export async function writeStream(url, seed, from, to) {
+// Returns the COLD_BACKPRESSURE refusals met. producer: a producer id the
+// pieces are sent as (seq = piece index), so that a write whose outcome a
+// leadership change left unknown can be repeated (a cluster).
+export async function writeStream(url, seed, from, to, { producer = null } = {}) {
   let refusals = 0;
-  for (let k = from; k < to; k++) refusals += await appendThroughBackpressure(url, pseudoRandom(PIECE, `${seed}/${k}`));
+  for (let k = from; k < to; k++)
+    refusals += await appendThroughBackpressure(url, pseudoRandom(PIECE, `${seed}/${k}`), { producer: producer && { id: producer, seq: k } });
   return refusals;
 }
 

@@ -2,6 +2,13 @@
 // with the cluster contract's flags (docs: cluster_contract.md, "Starting a
 // node"), SIGKILLed, SIGSTOPped and resumed, restarted on their data
 // directories, asked for /__runnel/cluster, and stopped at the end.
+// Membership (issue 26): the topology has a spare namespace; a new node
+// (a new id, an empty data directory, --join) starts in a spare and is
+// added through the operator route, and a node decommissioned (or dead)
+// is removed through it, its namespace becoming a spare (the next node
+// there reuses its address under another id). `nodes` are the members;
+// `clientNodes` ({id, url} of each, kept in place) is what the workload
+// and the final read use.
 // Every wait is bounded; a node that does not come up fails with its log.
 // Each node's data directory is its own tmpfs (DISK_MIB), so that a fault
 // can fill one node's disk (fill, unfill) without touching the machine's.
@@ -25,15 +32,22 @@ export class ClusterStartError extends Error {}
 
 export class ChaosCluster {
   // topo: netns.mjs topology; dir: data and logs (node-N/, node-N.log).
-  constructor({ bin, topo, dir, groups, electionTimeoutMs, clusterId }) {
+  // count: the first members (the rest of topo.nodes are spares).
+  constructor({ bin, topo, dir, groups, electionTimeoutMs, clusterId, count = topo.nodes.length }) {
     Object.assign(this, { bin, topo, dir, groups, electionTimeoutMs, clusterId });
-    this.nodes = topo.nodes.map((n) => ({
-      id: n.id, ns: n.ns, addr: n.addr,
-      url: `http://${n.addr}:${PUBLIC_PORT}`, raft: `${n.addr}:${RAFT_PORT}`,
-      dataDir: path.join(dir, `node-${n.id}`), logFile: path.join(dir, `node-${n.id}.log`),
+    const slots = topo.nodes.map((t) => ({
+      id: t.id, ns: t.ns, addr: t.addr, topoNode: t,
+      url: `http://${t.addr}:${PUBLIC_PORT}`, raft: `${t.addr}:${RAFT_PORT}`,
+      dataDir: path.join(dir, `node-${t.id}`), logFile: path.join(dir, `node-${t.id}.log`),
       proc: null, state: "down", exits: [],
     }));
+    this.nodes = slots.slice(0, count);
+    this.spares = slots.slice(count);
+    this.nextId = topo.nodes.length + 1;
+    this.clientNodes = this.nodes.map((n) => ({ id: n.id, url: n.url }));
     this.unasked = []; // exits no signal of ours caused: {id, code, signal, log}
+    this.retired = []; // decommissioned nodes' SIGTERM exits: {id, code, signal, log}
+    this.placement = false; // the cluster reports placement (set by start)
   }
 
   node(id) {
@@ -51,14 +65,15 @@ export class ChaosCluster {
   }
 
   argv(n) {
-    const peers = this.nodes.flatMap((p) => ["--peer", `${p.id}=${p.raft},${p.url}`]);
+    const members = this.nodes.includes(n) ? this.nodes : [...this.nodes, n];
+    const peers = members.flatMap((p) => ["--peer", `${p.id}=${p.raft},${p.url}`]);
     const { key, token } = this.secrets();
     return ["serve", "--node-id", String(n.id), "--cluster-id", this.clusterId, ...peers,
       "--groups", String(this.groups), "--listen", `${n.addr}:${PUBLIC_PORT}`, "--data-dir", n.dataDir,
       "--election-timeout-ms", String(this.electionTimeoutMs), "--cluster-key-file", key,
       "--admin-token-file", token,
       // the long-polls of /v1/stream/ streams, which take no timeout_ms, end as the others' do
-      "--long-poll-timeout-ms", "1000"];
+      "--long-poll-timeout-ms", "1000", ...(n.joined ? ["--join"] : [])];
   }
 
   // Mounts node n's tmpfs data directory (once).
@@ -156,7 +171,7 @@ export class ChaosCluster {
   // leader that every node knows (bounded).
   async start({ answerMs = 20000, leaderMs = 60000 } = {}) {
     for (const n of this.nodes) this.spawn(n);
-    for (const n of this.nodes) await this.waitAnswering(n, answerMs);
+    for (const n of this.nodes) this.placement ||= Array.isArray((await this.waitAnswering(n, answerMs)).moves);
     const end = Date.now() + leaderMs;
     let missing = [];
     while (Date.now() < end) {
@@ -186,6 +201,68 @@ export class ChaosCluster {
       }
     }
     return best;
+  }
+
+  // An operator request (the admin token) to the first member that
+  // answers it with `want`; repeated (a metadata leader may be unknown for
+  // a moment) until ms passed. Returns the last answer.
+  async operator(method, target, want, ms = 30000) {
+    const token = fs.readFileSync(this.secrets().token, "utf8").trim();
+    const end = Date.now() + ms;
+    let a = null;
+    while (Date.now() < end) {
+      for (const n of this.nodes.filter((x) => x.state === "up")) {
+        a = await request(`${n.url}${target}`, { method, headers: { authorization: `Bearer ${token}` }, timeoutMs: 12000 });
+        if (a.status === want) return a;
+      }
+      await sleep(500);
+    }
+    throw new Error(`${method} ${target} answered ${a?.status ?? "nothing"} ${a?.code ?? a?.err ?? ""}, not ${want}`);
+  }
+
+  // Starts a new node (a new id) in a spare namespace with --join and adds
+  // it (202); returns it.
+  async join(ms = 30000) {
+    const n = this.spares.shift();
+    if (!n) throw new Error("no spare namespace for a new node");
+    n.id = n.topoNode.id = this.nextId++;
+    Object.assign(n, { dataDir: path.join(this.dir, `node-${n.id}`), logFile: path.join(this.dir, `node-${n.id}.log`),
+      mounted: false, joined: true, exits: [] });
+    this.spawn(n);
+    await this.waitAnswering(n, ms);
+    await this.operator("POST", `/__runnel/cluster/members?id=${n.id}&raft=${n.raft}&url=${encodeURIComponent(n.url)}`, 202, ms);
+    this.nodes.push(n);
+    this.clientNodes.push({ id: n.id, url: n.url });
+    return n;
+  }
+
+  // Decommissions member id (202; asked: done already), waits until every
+  // member's report says it was removed (its replicas moved away first),
+  // SIGTERMs it when it runs (its exit kept in `retired`), and makes its
+  // namespace a spare.
+  async retire(id, { asked = false, ms = 150000 } = {}) {
+    if (!asked) await this.operator("DELETE", `/__runnel/cluster/members/${id}`, 202);
+    const end = Date.now() + ms;
+    const others = () => this.nodes.filter((x) => x.id !== id && x.state === "up");
+    for (;;) {
+      const views = await Promise.all(others().map((x) => this.status(x.id)));
+      if (views.length && views.every((v) => v?.nodes?.find((x) => x.id === id)?.state === "removed" && v.moves?.length === 0)) break;
+      if (Date.now() > end) throw new Error(`node ${id} was not removed within ${ms} ms`);
+      await sleep(500);
+    }
+    const n = this.node(id);
+    if (n.state !== "down") {
+      this.resume(id);
+      n.signalled = true;
+      n.proc.kill("SIGTERM");
+      const exit = await Promise.race([n.exited, sleep(15000).then(() => null)]);
+      if (!exit) n.proc.kill("SIGKILL");
+      this.retired.push({ id, ...(exit ?? { code: null, signal: "timeout" }), log: this.logTail(n, 8) });
+    }
+    this.unfill(id);
+    this.nodes.splice(this.nodes.indexOf(n), 1);
+    this.clientNodes.splice(this.clientNodes.findIndex((x) => x.id === id), 1);
+    this.spares.push(n);
   }
 
   kill(id) {

@@ -17,6 +17,20 @@
 //                   it must refuse (exit by itself, its log naming the
 //                   damage; one that starts is a failed heal); put the byte
 //                   back and restart it
+//   drain           drain a group's leader (it hands every leadership
+//                   over and leads nothing); undrain it
+//   decommission    start a new node in the spare namespace and add it
+//                   (replicas move onto it), and decommission a random
+//                   other node (its replicas move away); heal: wait until
+//                   it is removed, then SIGTERM it
+//   replace-node    SIGKILL a random node for good (its disk is lost);
+//                   heal: add a new node (a new id, an empty directory)
+//                   in the spare namespace and decommission the dead one,
+//                   waiting until its replicas moved to the new one
+// These three need a cluster that reports placement (issue 26); against
+// one that does not (the fake), they are not drawn. A cluster's table
+// keeps every node id it ever had, 32 at most: once 28 were used, a
+// decommission or replace-node drawn is a drain instead.
 // Not here: a slow disk (the data directories would have to be block
 // devices, loop-mounted, for cgroup blkio throttling; cluster_disk does it).
 // Also the leader monitor, which polls /__runnel/cluster and counts
@@ -27,7 +41,9 @@ import { cut, heal as healNetwork, isolate } from "./netns.mjs";
 import { sleep } from "./rng.mjs";
 
 export const KINDS = ["kill-leader", "kill-follower", "pause-leader", "isolate-node", "isolate-leader", "cut-link",
-  "kill-majority", "kill-all", "disk-full", "bit-flip"];
+  "kill-majority", "kill-all", "disk-full", "bit-flip", "drain", "decommission", "replace-node"];
+const MEMBERSHIP = new Set(["drain", "decommission", "replace-node"]);
+const MAX_NODE_ID = 28;
 const WEIGHTS = { "kill-all": 0.5 };
 
 // The schedules run.mjs offers: faults, how long each is held and the
@@ -42,6 +58,7 @@ export class Nemesis {
   // (a fault aims at one of them when it can).
   constructor({ cluster, topo, history, rng, electionTimeoutMs, hotGroups = new Set(), log = () => {} }) {
     Object.assign(this, { cluster, topo, history, rng, electionTimeoutMs, hotGroups, log });
+    this.kinds = KINDS.filter((k) => cluster.placement || !MEMBERSHIP.has(k));
     this.active = null; // the fault in place: {event, heal}
     this.failure = null; // a heal that did not work (a node that did not come back)
   }
@@ -50,15 +67,15 @@ export class Nemesis {
   // order), then drawn by weight.
   kindFor(i, order) {
     if (i < order.length) return order[i];
-    const total = KINDS.reduce((t, k) => t + (WEIGHTS[k] ?? 1), 0);
+    const total = this.kinds.reduce((t, k) => t + (WEIGHTS[k] ?? 1), 0);
     let x = this.rng.next() * total;
-    for (const k of KINDS) if ((x -= WEIGHTS[k] ?? 1) < 0) return k;
-    return KINDS[0];
+    for (const k of this.kinds) if ((x -= WEIGHTS[k] ?? 1) < 0) return k;
+    return this.kinds[0];
   }
 
   // Runs `faults` faults (or until the deadline or a failed heal).
   async run({ faults, hold, quiet, deadline }) {
-    const order = [...KINDS].sort(() => this.rng.next() - 0.5);
+    const order = [...this.kinds].sort(() => this.rng.next() - 0.5);
     for (let i = 0; i < faults && Date.now() < deadline && !this.failure; i++) {
       const kind = this.kindFor(i, order);
       await this.inject(kind);
@@ -89,6 +106,8 @@ export class Nemesis {
   }
 
   async inject(kind) {
+    /* the table keeps every node id it ever had (32 at most): past 28, no more new nodes */
+    if ((kind === "decommission" || kind === "replace-node") && this.cluster.nextId > MAX_NODE_ID) kind = "drain";
     const t = await this.target();
     const c = this.cluster;
     const all = c.nodes.map((n) => n.id);
@@ -141,6 +160,29 @@ export class Nemesis {
         nodes = [t.follower];
         heal = await this.flipByte(t.follower);
         break;
+      case "drain":
+        nodes = [t.leader];
+        await c.operator("POST", `/__runnel/cluster/drain/${t.leader}`, 202);
+        heal = async () => c.operator("DELETE", `/__runnel/cluster/drain/${t.leader}`, 202);
+        break;
+      case "decommission": {
+        const gone = this.rng.pick(all);
+        const added = await c.join();
+        nodes = [gone, added.id];
+        await c.operator("DELETE", `/__runnel/cluster/members/${gone}`, 202);
+        heal = () => c.retire(gone, { asked: true });
+        break;
+      }
+      case "replace-node": {
+        const dead = this.rng.pick(all);
+        nodes = [dead];
+        await c.kill(dead);
+        heal = async () => {
+          await c.join();
+          await c.retire(dead);
+        };
+        break;
+      }
       default:
         throw new Error(`unknown fault ${kind}`);
     }

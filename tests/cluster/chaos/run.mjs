@@ -29,6 +29,7 @@ import { tempDir } from "../../lib/server.mjs";
 import { Workload } from "./workload.mjs";
 
 const NODES = 3;
+const SPARES = 1; /* a namespace for the node a membership fault adds */
 const OPTIONS = {
   bin: { type: "string" },
   schedule: { type: "string", default: "short" },
@@ -84,7 +85,7 @@ function outer(opts) {
   const stale = [...cleanupStale(), ...removeStaleDirs()];
   if (stale.length) console.log(`chaos: removed what earlier runs left: ${stale.join(", ")}`);
   const seed = opts.seed ?? String(Math.floor(Math.random() * 2 ** 31));
-  const topo = topologyFor(NODES);
+  const topo = topologyFor(NODES + SPARES);
   try {
     createTopology(topo);
   } catch (err) {
@@ -133,13 +134,13 @@ async function inner(opts) {
   if (opts.faults) schedule.faults = Number(opts.faults);
   const groups = Number(opts.groups);
   const electionTimeoutMs = Number(opts["election-timeout-ms"]);
-  const topo = topologyFor(NODES, opts.tag);
+  const topo = topologyFor(NODES + SPARES, opts.tag);
   const history = new History();
   const rng = new Rng(seed);
   const log = (line) => console.log(`[${seconds(history.now()).padStart(9)} s] ${line}`);
   console.log(`chaos: schedule ${opts.schedule} (${schedule.faults} faults), seed ${seed}, ${NODES} nodes, ${groups} groups, ` +
     `election timeout ${electionTimeoutMs} ms, binary ${opts.bin}`);
-  const cluster = new ChaosCluster({ bin: opts.bin, topo, dir: opts.dir, groups, electionTimeoutMs, clusterId: `chaos-${seed}` });
+  const cluster = new ChaosCluster({ bin: opts.bin, topo, dir: opts.dir, groups, electionTimeoutMs, clusterId: `chaos-${seed}`, count: NODES });
   const stopAndAbort = async (reason) => {
     await cluster.shutdown(5000);
     abort(reason);
@@ -150,7 +151,7 @@ async function inner(opts) {
     return stopAndAbort(`the cluster did not start: ${err.message}`);
   }
   log(`cluster up: ${cluster.nodes.map((n) => n.url).join(" ")}`);
-  const nodes = cluster.nodes.map((n) => ({ id: n.id, url: n.url }));
+  const nodes = cluster.clientNodes; /* the members, kept current as nodes join and leave */
   const workload = new Workload({ history, nodes, rng: rng.fork(), writeRate: Number(opts["write-rate"]), readRate: Number(opts["read-rate"]) });
   try {
     await workload.setup();
@@ -180,17 +181,17 @@ async function inner(opts) {
   if (opts.history) history.save(opts.history);
   const results = check(history, final);
   results.push({
-    name: "every fault healed (killed nodes restarted on their data)",
+    name: "every fault healed (killed nodes restarted on their data, or replaced)",
     ok: !nemesis.failure, checked: history.events.length, failures: nemesis.failure ? 1 : 0, messages: nemesis.failure ? [nemesis.failure] : [],
   });
   const exits = await cluster.shutdown();
   const badExits = [
     ...cluster.unasked.map((x) => `node ${x.id} exited by itself (${x.signal ?? "status " + x.code}); its log ends:\n${x.log}`),
-    ...exits.filter((x) => x.code !== 0).map((x) => `node ${x.id} answered SIGTERM with ${x.signal ?? "status " + x.code}; its log ends:\n${x.log}`),
+    ...[...cluster.retired, ...exits].filter((x) => x.code !== 0).map((x) => `node ${x.id} answered SIGTERM with ${x.signal ?? "status " + x.code}; its log ends:\n${x.log}`),
   ];
   results.push({
     name: "nodes exit only when killed, and with status 0 on SIGTERM", ok: badExits.length === 0,
-    checked: cluster.nodes.reduce((t, n) => t + n.exits.length, 0), failures: badExits.length, messages: badExits,
+    checked: cluster.nodes.reduce((t, n) => t + n.exits.length, cluster.retired.length), failures: badExits.length, messages: badExits,
   });
   const f = figures(history, { leaderChanges: monitor.changes, durationMs: Date.now() - started });
   const known = [];
