@@ -15,22 +15,22 @@
  * observes the engine and delivers. A timer (every 100 ms) and every API
  * request compare the role with the log's: a node that comes to lead the
  * group (ready: everything earlier leaders committed applied) loads the
- * replicated state, reconciles it with the streams (which every node
- * replicates, so the links' tails are current; a link to a stream of a
- * group this replica has not caught up with since its start is left as it
- * is, since the stream may only be missing here yet: its events come as
- * the group applies) and resumes as after a
- * restart: retries and leases re-armed at their replicated times, wakes
- * not known announced announced again, idle subscriptions with pending
- * work woken. A wake whose acknowledgement the old leader had not
- * committed is thus delivered again (at least once, PROTOCOL.md §6–7),
- * and none is lost: a wake is revealed only once its state committed. A
- * node that stops leading drops its in-memory state, cancels its
- * deliveries, and answers the changes still waiting for their commit
- * 503 NO_LEADER (their command was refused) or OUTCOME_UNKNOWN; so does a
- * node found leading in another term than the one it took over in (it
- * lost the leadership between two looks, and another leader may have
- * committed meanwhile), which then loads the state again.
+ * replicated state, reconciles it with the streams it holds (every
+ * group's while groups are on every node; a link to a stream of a group
+ * this replica does not host, or has not caught up with since its start,
+ * is left as it is: the stream may only be missing here, and its events
+ * come as the group applies) and resumes as after a restart: retries and
+ * leases re-armed at their replicated times, wakes not known announced
+ * announced again, idle subscriptions with pending work woken. A wake
+ * whose acknowledgement the old leader had not committed is thus
+ * delivered again (at least once, PROTOCOL.md §6–7), and none is lost: a
+ * wake is revealed only once its state committed. A node that stops
+ * leading drops its in-memory state, cancels its deliveries, and answers
+ * the changes still waiting for their commit 503 NO_LEADER (their command
+ * was refused) or OUTCOME_UNKNOWN; so does a node found leading in
+ * another term than the one it took over in (it lost the leadership
+ * between two looks, and another leader may have committed meanwhile),
+ * which then loads the state again.
  */
 #include "subs/subs_int.h"
 #include "protocol/routing.h"
