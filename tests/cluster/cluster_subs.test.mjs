@@ -78,6 +78,14 @@ const allLed = async (ms) => {
 const other = (n) => [1, 2, 3].find((i) => i !== n && c.alive(i));
 const sub = (n, id, rest = "") => `${c.url(n)}/v1/stream/__ds/subscriptions/${id}${rest}`;
 
+// A GET through node n (forwarded to the delivering node), parsed, once it
+// answers 200: a leadership that moves under a loaded machine answers 503
+// or 307 meanwhile.
+const getJson = (n, url) => waitFor(`200 from ${url}`, async () => {
+  const r = await req(url.replace(/^http:\/\/[^/]+/, c.url(n)), { forward: true });
+  return r.status === 200 ? JSON.parse(r.text) : null;
+}, 20000, 100);
+
 async function append(n, path, body, ct = "text/plain") {
   const r = await req(`${c.url(n)}/v1/stream/${path}`, { method: "POST", headers: { "content-type": ct }, body, forward: true });
   assert.equal(r.status, 204, `append to ${path} on node ${n}: ${r.status} ${r.text}`);
@@ -95,7 +103,7 @@ describe("replicated subscriptions", () => {
     const first = await subsLeader();
     const r = await req(`${c.url(first)}/v1/stream/ev/a`, { method: "PUT", headers: { "content-type": "text/plain" }, forward: true });
     assert.equal(r.status, 201, r.text);
-    const put = await req(sub(first, "wh"), { method: "PUT", headers: { "content-type": JSON_CT },
+    const put = await req(sub(first, "wh"), { forward: true, method: "PUT", headers: { "content-type": JSON_CT },
       body: JSON.stringify({ type: "webhook", pattern: "ev/*", webhook: { url: hook.url } }) });
     assert.equal(put.status, 201, put.text);
     // another node forwards, or redirects when asked not to forward
@@ -106,7 +114,7 @@ describe("replicated subscriptions", () => {
     const redirect = await req(sub(elsewhere, "wh"));
     assert.equal(redirect.status, 307, redirect.text);
     assert.equal(redirect.headers.get("location"), sub(first, "wh"));
-    const jwks = JSON.parse((await req(`${c.url(elsewhere)}/v1/stream/__ds/jwks.json`, { forward: true })).text);
+    const jwks = await getJson(elsewhere, `${c.url(elsewhere)}/v1/stream/__ds/jwks.json`);
 
     const offsets = [];
     for (let i = 0; i < 3; i++) {
@@ -140,9 +148,9 @@ describe("replicated subscriptions", () => {
       assert.ok(verifies(jwks, n.signature, n.raw), `notification ${n.body.generation} verifies`);
     }
     assert.ok(repeats <= 1, `${repeats} wakes delivered again (only the one in flight at the kill may be)`);
-    const state = JSON.parse((await req(sub(second, "wh"))).text);
+    const state = await getJson(second, sub(second, "wh"));
     await waitFor("the last wake's ack committed", async () => {
-      const s = JSON.parse((await req(sub(second, "wh"))).text);
+      const s = await getJson(second, sub(second, "wh"));
       return s.streams.find((l) => l.path === "ev/a").acked_offset === offsets.at(-1);
     }, 10000, 100);
     assert.equal(state.webhook.signing.kid, jwks.keys[0].kid, "one signing key across leaders");
@@ -184,8 +192,8 @@ describe("replicated subscriptions", () => {
       return events.find((e) => e.subscription_id === "pw");
     }, 20000, 100);
     assert.equal(event.stream, "pw/a");
-    const claim = await req(sub(any, "pw", "/claim"), { method: "POST", headers: { "content-type": JSON_CT },
-      body: JSON.stringify({ worker: "w1" }), forward: true });
+    const claim = await req(sub(any, "pw", "/claim"), { forward: true, method: "POST", headers: { "content-type": JSON_CT },
+      body: JSON.stringify({ worker: "w1" }) });
     assert.equal(claim.status, 200, claim.text);
     const held = JSON.parse(claim.text);
     assert.equal(held.generation, event.generation);
@@ -194,7 +202,7 @@ describe("replicated subscriptions", () => {
     await allLed();
     const second = await subsLeader();
     assert.notEqual(second, first);
-    const stolen = await req(sub(second, "pw", "/claim"), { method: "POST", headers: { "content-type": JSON_CT },
+    const stolen = await req(sub(second, "pw", "/claim"), { forward: true, method: "POST", headers: { "content-type": JSON_CT },
       body: JSON.stringify({ worker: "w2" }) });
     assert.equal(stolen.status, 409, stolen.text);
     const err = JSON.parse(stolen.text).error;
@@ -205,7 +213,7 @@ describe("replicated subscriptions", () => {
       body: JSON.stringify({ wake_id: held.wake_id, generation: held.generation, acks: [{ stream: "pw/a", offset: tail }], done: true }) });
     assert.equal(ack.status, 200, ack.text);
     assert.deepEqual(JSON.parse(ack.text), { ok: true, next_wake: false });
-    const state = JSON.parse((await req(sub(second, "pw"))).text);
+    const state = await getJson(second, sub(second, "pw"));
     assert.equal(state.streams.find((l) => l.path === "pw/a").acked_offset, tail);
     await c.restart(first);
     await c.converged();
@@ -222,7 +230,7 @@ describe("replicated subscriptions", () => {
       const r = await req(`${c.url(leader)}/v1/stream/${path}`, { method: "PUT", headers: { "content-type": ct }, forward: true });
       assert.equal(r.status, 201, r.text);
     }
-    const put = await req(sub(leader, "fd"), { method: "PUT", headers: { "content-type": JSON_CT },
+    const put = await req(sub(leader, "fd"), { forward: true, method: "PUT", headers: { "content-type": JSON_CT },
       body: JSON.stringify({ type: "pull-wake", pattern: "fd/*", wake_stream: ws }) });
     assert.equal(put.status, 201, put.text);
     await append(leader, "fd/a", "work");
@@ -231,7 +239,7 @@ describe("replicated subscriptions", () => {
       return r.status === 200 ? JSON.parse(r.text).filter((e) => e.subscription_id === "fd") : [];
     };
     await waitFor("the first wake event", async () => (await events()).length === 1, 10000, 50);
-    const claim = await req(sub(leader, "fd", "/claim"), { method: "POST", headers: { "content-type": JSON_CT },
+    const claim = await req(sub(leader, "fd", "/claim"), { forward: true, method: "POST", headers: { "content-type": JSON_CT },
       body: JSON.stringify({ worker: "w1" }) });
     assert.equal(claim.status, 200, claim.text);
     const held = JSON.parse(claim.text);
@@ -241,7 +249,7 @@ describe("replicated subscriptions", () => {
     const armed = await req(`${c.url(leader)}/__runnel/test/fail?point=log-reserve&n=1&errno=ENOSPC`,
       { method: "POST", headers: c.admin });
     assert.ok(armed.status < 300, `${armed.status} ${armed.text}`);
-    const released = await req(sub(leader, "fd", "/release"), { method: "POST",
+    const released = await req(sub(leader, "fd", "/release"), { forward: true, method: "POST",
       headers: { "content-type": JSON_CT, authorization: `Bearer ${held.token}` },
       body: JSON.stringify({ wake_id: held.wake_id, generation: held.generation }) });
     assert.equal(released.status, 204, released.text);
@@ -256,15 +264,15 @@ describe("replicated subscriptions", () => {
     // a dozen changes (explicit links added and removed): every node,
     // restarted earlier or not, snapshots the group past them
     for (let i = 0; i < 6; i++) {
-      const add = await req(sub(leader, "wh", "/streams"), { method: "POST", headers: { "content-type": JSON_CT },
+      const add = await req(sub(leader, "wh", "/streams"), { forward: true, method: "POST", headers: { "content-type": JSON_CT },
         body: JSON.stringify({ streams: [`ev/x${i}`] }) });
       assert.equal(add.status, 204, add.text);
-      const del = await req(sub(leader, "wh", `/streams/${encodeURIComponent(`ev/x${i}`)}`), { method: "DELETE" });
+      const del = await req(sub(leader, "wh", `/streams/${encodeURIComponent(`ev/x${i}`)}`), { method: "DELETE", forward: true });
       assert.equal(del.status, 204, del.text);
     }
     const before = {};
     for (const id of ["wh", "pw", "fd"]) {
-      const r = await req(sub(leader, id));
+      const r = await req(sub(leader, id), { forward: true });
       assert.equal(r.status, 200, r.text);
       before[id] = JSON.parse(r.text);
     }
