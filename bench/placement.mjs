@@ -58,21 +58,36 @@ function cpuMs(pid) {
 
 // Runs `total` appends of `body` over keys with `inflight` at once, each
 // through any node (a redirect or forward takes it to the leader).
+// Returns the acknowledged appends and the other answers by status.
 async function appendMany(c, keys, total, body, inflight) {
-  let next = 0;
+  let next = 0, acked = 0;
+  const refused = {};
   const worker = async (w) => {
     for (let i = next++; i < total; i = next++) {
       const via = 1 + ((i + w) % c.nodes);
-      await follow(`${c.url(via)}/${keys[i % keys.length]}`, { method: "POST", headers: { "content-type": "application/octet-stream" }, body, timeoutMs: 15000 });
+      let r;
+      try {
+        r = await follow(`${c.url(via)}/${keys[i % keys.length]}`, { method: "POST", headers: { "content-type": "application/octet-stream" }, body, timeoutMs: 15000 });
+      } catch (e) {
+        r = { status: e.name ?? "error", text: "" };
+      }
+      if (r.status === 204) acked++;
+      else {
+        const key = `${r.status} ${/"code":"([A-Z_]+)"/.exec(r.text ?? "")?.[1] ?? ""}`.trim();
+        refused[key] = (refused[key] ?? 0) + 1;
+      }
     }
   };
   await Promise.all(Array.from({ length: inflight }, (_, w) => worker(w)));
+  return { acked, refused };
 }
 
 async function makeStreams(c, prefix, n) {
-  const keys = keysPerGroup(prefix, GROUPS).concat(Array.from({ length: Math.max(0, n - GROUPS) }, (_, i) => `${prefix}/x${i}`));
-  for (const key of keys)
-    await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "application/octet-stream" } });
+  const keys = keysPerGroup(prefix, GROUPS).concat(Array.from({ length: Math.max(0, n - GROUPS) }, (_, i) => `${prefix}-x${i}`));
+  for (const key of keys) {
+    const r = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "application/octet-stream" } });
+    if (r.status !== 201) throw new Error(`create ${key}: ${r.status} ${r.text}`);
+  }
   return keys;
 }
 
@@ -82,11 +97,11 @@ async function bytes() {
   try {
     const keys = await makeStreams(c, "fill/s", 64);
     const piece = Buffer.alloc(65536, 0x61);
-    await appendMany(c, keys, Number(values.mib) * 16, piece, 8);
+    const { acked, refused } = await appendMany(c, keys, Number(values.mib) * 16, piece, 8);
     await c.converged(120000);
     const sizes = [];
     for (let n = 1; n <= nodes; n++) sizes.push(duBytes(path.join(c.dir, `node-${n}`)));
-    console.log(`${nodes} nodes, ${values.mib} MiB appended: bytes per node ${sizes.join(" ")}; mean ${Math.round(sizes.reduce((a, b) => a + b, 0) / nodes)}`);
+    console.log(`${nodes} nodes, ${(acked * piece.length) / 1048576} MiB acknowledged (other answers: ${JSON.stringify(refused)}): bytes per node ${sizes.join(" ")}; mean ${Math.round(sizes.reduce((a, b) => a + b, 0) / nodes)}`);
   } finally {
     c.stop();
   }
@@ -96,11 +111,12 @@ async function cpu() {
   const nodes = Number(values.nodes);
   const c = await Cluster.start({ nodes, groups: GROUPS, replicas: 3 });
   try {
-    const keys = await makeStreams(c, "cpu/s", 64);
+    const keys = await makeStreams(c, "work/s", 64);
     const total = Number(values.appends);
     const before = Array.from({ length: nodes }, (_, i) => cpuMs(c.pid(i + 1)));
     const started = Date.now();
-    await appendMany(c, keys, total, Buffer.alloc(256, 0x62), 16);
+    const { acked, refused } = await appendMany(c, keys, total, Buffer.alloc(256, 0x62), 16);
+    if (acked !== total) console.log(`${total - acked} appends not acknowledged: ${JSON.stringify(refused)}`);
     const secs = (Date.now() - started) / 1000;
     const used = Array.from({ length: nodes }, (_, i) => cpuMs(c.pid(i + 1)) - before[i]);
     const per = used.map((ms) => ((ms * 1000) / total).toFixed(1));

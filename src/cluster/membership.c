@@ -12,6 +12,7 @@
 #include "util/log.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@ bool rn_membership_is_local(const char *query, size_t query_len) {
  * after it ("" or "/N"). */
 static const char *route_base(const char *path, size_t len, size_t *base_len) {
     static const char *const bases[] = {"cluster/members", "cluster/drain"};
+    *base_len = 0;
     for (size_t k = 0; k < 2; k++) {
         size_t bl = strlen(bases[k]);
         if (len >= bl && memcmp(path, bases[k], bl) == 0 && (len == bl || path[bl] == '/')) {
@@ -96,6 +98,7 @@ static int parse(rn_request *req, const char *path, size_t path_len, const char 
                  size_t query_len, op *o) {
     size_t bl;
     const char *base = route_base(path, path_len, &bl);
+    assert(base); /* the router calls this only for rn_membership_route's paths */
     int members = strcmp(base, "cluster/members") == 0;
     int post = req->method == RN_HTTP_POST, del = req->method == RN_HTTP_DELETE;
     memset(o, 0, sizeof *o);
