@@ -312,6 +312,13 @@ static void published(void *arg, uint64_t stream_id) {
         rn_fetcher_published(cl->fetcher, stream_id);
 }
 
+/* A read or the scrub found damaged bytes: the engine made them a gap. */
+static void damaged(void *arg, uint64_t stream_id) {
+    rn_cluster *cl = arg;
+    if (cl->fetcher)
+        rn_fetcher_gap(cl->fetcher, stream_id);
+}
+
 /* Where a gap of the group is fetched from: its leader first, then the
  * other members of its configuration in turn. */
 static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
@@ -523,6 +530,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cluster_peers_start(cl);
     cl->fetcher =
         rn_fetcher_new(loop, engine, tiers, cl->http, fetch_source, cl, cfg->move_rate_bytes);
+    rn_engine_on_damage(engine, damaged, cl);
     cl->follower_reads = cluster_follower_reads_new(cl);
     cl->hand_over = cluster_hand_over_new(cl);
     cl->reconcile = cluster_reconcile_new(cl);

@@ -318,6 +318,11 @@ static void add_gap(uint64_t id, void *arg) {
     add_job(arg, id, JOB_GAP);
 }
 
+void rn_fetcher_gap(rn_fetcher *f, uint64_t id) {
+    add_job(f, id, JOB_GAP);
+    pump(f);
+}
+
 typedef struct {
     rn_fetcher *f;
     unsigned group;

@@ -48,6 +48,9 @@ void rn_fetcher_scan(rn_fetcher *f, unsigned group);
  * GET /__runnel/cluster/blob?cold=&key=, written to the store's temporary
  * file as it comes, synced and renamed into place on a worker). */
 void rn_fetcher_published(rn_fetcher *f, uint64_t id);
+/* Stream id got a gap (damaged bytes found by a read or the scrub): it is
+ * filled unless a job for it is under way (which fills it anyway). */
+void rn_fetcher_gap(rn_fetcher *f, uint64_t id);
 /* Streams with a gap or a missing snapshot body, waiting or being
  * fetched. */
 unsigned rn_fetcher_pending(const rn_fetcher *f);

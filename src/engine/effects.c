@@ -50,7 +50,7 @@ typedef struct {
 
 static int read_chunk(void *ctx, uint8_t *out) {
     const chunk_read *c = ctx;
-    ssize_t got = rn_streamfiles_read(c->e->files, c->id, out, RN_CHUNK_BYTES, c->off);
+    ssize_t got = rn_streamfiles_read(c->e->files, c->id, out, RN_CHUNK_BYTES, c->off, NULL);
     return got == (ssize_t)RN_CHUNK_BYTES ? 0 : -EIO;
 }
 

@@ -141,7 +141,10 @@ void rn_engine_touch_id(rn_engine *e, uint64_t id);
  * and holds at least one whole message when any exists past offset (it may
  * then exceed max). On a replica filling a gap (replica.c) the range stops
  * short of the gap; -EAGAIN when it starts inside it (or no whole message
- * comes before it). Returns bytes read or -errno. */
+ * comes before it). On a single node the range likewise stops short of a
+ * block a read found damaged (engine/damage.c); -EUCLEAN when it starts in
+ * one (or no whole message comes before it), or when a block it reads is
+ * found damaged now. Returns bytes read or -errno. */
 long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int whole_messages,
                     rn_buf *out);
 
@@ -448,9 +451,25 @@ int rn_engine_gap_fill_index(rn_engine *e, uint64_t id, uint64_t k, const uint64
 /* A peer's copy (what gaps are filled from): stream id's own bytes
  * [from, to), or its index entries [kfrom, kto) as u64 LE, appended to out
  * (at most RN_REPLICA_FETCH_MAX bytes). 0, -ENOENT (no such stream),
- * -ERANGE (outside its own range), -EAGAIN (in this replica's own gap), or
- * -errno. */
+ * -ERANGE (outside its own range), -EAGAIN (in this replica's own gap, or
+ * damaged here: then it becomes part of the gap), or -errno. */
 int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t to, rn_buf *out);
+
+/* ---- damaged stream data (engine/damage.c) ----
+ *
+ * Every read of a stream file checks the blocks it touches against their
+ * checksums (tiers/blocksums.h). A damaged block is never served: reads
+ * of it fail -EUCLEAN on a single node (answered 500 STREAM_DATA_DAMAGED),
+ * and -EAGAIN in a cluster, where the block joins the stream's gap and is
+ * fetched again from a peer (whose own read checks it before it answers). */
+/* Calls fn(arg, id) when stream id got a gap for damaged bytes (cluster
+ * mode: the fetcher fills it). Loop thread. */
+void rn_engine_on_damage(rn_engine *e, void (*fn)(void *arg, uint64_t id), void *arg);
+/* The scrub: checks up to `budget` more bytes of the streams' own data,
+ * walking every stream in turn and starting over when done
+ * (rn_metric.scrub_passes); damage is handled as a read's would be.
+ * Returns the bytes checked. Loop thread. */
+uint64_t rn_engine_scrub(rn_engine *e, uint64_t budget);
 int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t kto, rn_buf *out);
 
 #endif

@@ -69,6 +69,12 @@ struct rn_engine {
     struct purge_driver *purge; /* rn_engine_purge_start's, or NULL (purge.c) */
     int checkpoint_wanted;      /* the next batch hook checkpoints whatever the log's size */
     int purge_wanted;           /* fenced streams may be left */
+    /* damage.c: damaged stream data and the scrub */
+    rn_map damaged; /* single node: {id, block offset} reported, to count each once */
+    void (*on_damage)(void *arg, uint64_t id);
+    void *on_damage_arg;
+    size_t scrub_slot;            /* the scrub's place in state.by_id */
+    uint64_t scrub_id, scrub_off; /* the stream it is in and its next byte */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs
@@ -94,6 +100,21 @@ static_assert(_Alignof(op_private) <= _Alignof(rn_op_private), "rn_op_private is
 static inline op_private *priv(rn_op *op) {
     return (op_private *)op->engine.bytes;
 }
+
+/* ---- damage.c ---- */
+
+/* A read of stream id's files found block `at` damaged (by the scrub, or
+ * by a read). Single node: counted once per block, logged, -EUCLEAN. In a
+ * cluster the block's own bytes join the stream's gap (recorded durably)
+ * and the fetcher is told: -EAGAIN (the read is answered elsewhere or
+ * asked again); -EUCLEAN when the gap cannot be recorded. */
+int engine_data_damaged(rn_engine *e, uint64_t id, uint64_t at, int by_scrub);
+/* The first block of s's own files that a read found damaged, among the
+ * blocks holding [from, to), or UINT64_MAX (a cluster has no such list:
+ * its damaged blocks are gaps). */
+uint64_t engine_known_damage(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t to);
+/* s's gap shrank: counts its damaged blocks repaired once it is empty. */
+void engine_data_repaired(rn_engine *e, rn_stream *s);
 
 /* ---- effects.c ---- */
 

@@ -40,7 +40,10 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
         return 0;
     if (off < s->gap_to && off + len > s->gap_from)
         return -EAGAIN; /* not in this replica's files yet (replica.c) */
-    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off);
+    uint64_t bad = 0;
+    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off, &bad);
+    if (got == -EUCLEAN)
+        return engine_data_damaged(e, s->id, bad, 0);
     if (got < 0)
         return (int)got;
     return (size_t)got == len ? 0 : -EIO;
@@ -183,16 +186,28 @@ long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t m
         limit = s->gap_from;
         avail = limit - offset;
     }
-    if (!s->json || !whole_messages || avail <= max)
+    /* A single node answers up to a block it knows is damaged (damage.c),
+     * and refuses a read that starts in one. */
+    uint64_t bad = engine_known_damage(e, s, offset, avail < max ? limit : offset + max);
+    int short_of_damage = bad != UINT64_MAX;
+    if (short_of_damage) {
+        if (bad <= offset)
+            return -EUCLEAN;
+        limit = bad;
+        avail = limit - offset;
+    }
+    int short_of_limit = short_of_gap || short_of_damage; /* maybe mid-message */
+    if (!s->json || !whole_messages || (avail <= max && !short_of_limit))
         return (long)(avail < max ? avail : max);
-    /* Within max: cut at the last message end. A first message longer
-     * than max comes alone: the range then ends where it does. */
-    uint64_t end = limit;
-    int rc = find_message_end(e, s, offset, offset + max, 1, &end);
-    if (rc == 0)
-        rc = find_message_end(e, s, offset + max, limit, 0, &end);
-    if (rc == 0 && short_of_gap)
-        return -EAGAIN;                        /* no whole message before the gap */
+    /* Within max (and the limit): cut at the last message end. A first
+     * message longer than max comes alone: the range then ends where it
+     * does. */
+    uint64_t hi = offset + (avail < max ? avail : max), end = limit;
+    int rc = find_message_end(e, s, offset, hi, 1, &end);
+    if (rc == 0 && hi < limit)
+        rc = find_message_end(e, s, hi, limit, 0, &end);
+    if (rc == 0 && short_of_limit) /* no whole message before it */
+        return short_of_gap ? -EAGAIN : -EUCLEAN;
     return rc < 0 ? rc : (long)(end - offset); /* stored messages end in LF: found */
 }
 

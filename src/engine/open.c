@@ -222,6 +222,7 @@ void rn_engine_close(rn_engine *e) {
     if (e->wal && !e->checkpoint && !rn_wal_busy(e->wal))
         engine_checkpoint_final(e); /* the next start replays nothing */
     rn_state_free(&e->state);
+    rn_map_free_values(&e->damaged);
     free(e->touches);
     if (e->wal) /* a replicated engine's log belongs to its owner */
         rn_wal_cmdlog_free(e->log);

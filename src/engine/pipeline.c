@@ -131,7 +131,7 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     rn_cmd *c = &p->cmd;
     rn_cmdlog_entry *entry = &p->log;
     entry->write_data = NULL;
-    p->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
+    p->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1, .sum_fd = -1};
     int refused = rn_fault_fail("log-reserve");
     if (refused) {
         refuse_unlogged(e, op, s, refused);

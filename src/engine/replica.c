@@ -187,7 +187,10 @@ static int gap_shrunk(rn_engine *e, rn_stream *s) {
         s->gap_kfrom = s->gap_kto = 0;
     int rc = rn_streamfiles_sync_stream(e->files, s->id); /* the bytes before the record */
     rn_streamfiles_gap now = {s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
-    return rc < 0 ? rc : rn_streamfiles_gap_put(e->files, s->id, &now);
+    rc = rc < 0 ? rc : rn_streamfiles_gap_put(e->files, s->id, &now);
+    if (rc == 0)
+        engine_data_repaired(e, s);
+    return rc;
 }
 
 int rn_engine_gap_fill_data(rn_engine *e, uint64_t id, uint64_t off, const uint8_t *data,
@@ -229,8 +232,11 @@ int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t t
     if (from < s->gap_to && to > s->gap_from)
         return -EAGAIN;
     rn_buf_reserve(out, (size_t)(to - from));
+    uint64_t bad = 0;
     ssize_t got =
-        rn_streamfiles_read(e->files, id, out->data + out->len, (size_t)(to - from), from);
+        rn_streamfiles_read(e->files, id, out->data + out->len, (size_t)(to - from), from, &bad);
+    if (got == -EUCLEAN) /* never sent: this replica repairs it too */
+        return engine_data_damaged(e, id, bad, 0);
     if (got < 0)
         return (int)got;
     if ((uint64_t)got != to - from)

@@ -147,6 +147,7 @@ typedef struct rn_stream {
      * are not in the local files yet (a restored manifest named them; they
      * are fetched from a peer). Empty ranges: none. */
     uint64_t gap_from, gap_to, gap_kfrom, gap_kto;
+    uint32_t damaged_blocks; /* of the gap: damaged blocks being repaired (engine/damage.c) */
 } rn_stream;
 
 /* What observers hear about applied changes (never during recovery). */

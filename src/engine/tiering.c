@@ -72,7 +72,10 @@ static int tier_read(void *ctx, uint64_t id, uint64_t off, size_t len, uint8_t *
     if (!s)
         return -ENOENT;
     e->tier_incarnation = s->incarnation;
-    ssize_t got = rn_streamfiles_read(e->files, id, out, len, off);
+    uint64_t bad = 0;
+    ssize_t got = rn_streamfiles_read(e->files, id, out, len, off, &bad);
+    if (got == -EUCLEAN) /* never moved: repaired first in a cluster */
+        return engine_data_damaged(e, id, bad, 0);
     return got < 0 ? (int)got : (size_t)got == len ? 0 : -EIO;
 }
 

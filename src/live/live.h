@@ -53,6 +53,7 @@ typedef enum {
     RN_LIVE_REWRITTEN, /* the stream's history was rewritten */
     RN_LIVE_REMOVED,   /* the stream is about to disappear */
     RN_LIVE_FAILED,    /* SSE: a read of the stream failed */
+    RN_LIVE_DAMAGED,   /* SSE: bytes it needs do not match their checksums (none sent) */
     RN_LIVE_COLD,      /* SSE: history it needs could not be fetched from the cold store */
     RN_LIVE_EXPIRED,   /* SSE: the request's credential expired (its gate said when) */
 } rn_live_end;

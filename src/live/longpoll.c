@@ -25,7 +25,7 @@ void rn_live_poll_changed(rn_live_reader *r, rn_stream *s) {
 }
 
 void rn_live_poll_end(rn_live_reader *r, rn_stream *s, rn_live_end why) {
-    assert(why != RN_LIVE_FAILED && !r->ended);
+    assert(why != RN_LIVE_FAILED && why != RN_LIVE_DAMAGED && !r->ended);
     r->ops->answer_poll(r, s, why);
     rn_live_finish(r);
 }

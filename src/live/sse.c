@@ -71,7 +71,7 @@ static void control_event(rn_buf *out, const rn_live_reader *r, const rn_stream 
 void rn_live_sse_end(rn_live_reader *r, rn_live_end why) {
     assert(why != RN_LIVE_DATA);
     if (why == RN_LIVE_REWRITTEN || why == RN_LIVE_REMOVED || why == RN_LIVE_FAILED ||
-        why == RN_LIVE_COLD) {
+        why == RN_LIVE_COLD || why == RN_LIVE_DAMAGED) {
         rn_buf ev = {0};
         rn_buf_append_str(&ev, "event: error\ndata:");
         size_t head = ev.len;
@@ -198,7 +198,7 @@ static void pump(rn_live_reader *r, rn_stream *s, int force_control) {
             return;
         }
         if (got <= 0) {
-            rn_live_sse_end(r, RN_LIVE_FAILED);
+            rn_live_sse_end(r, got == -EUCLEAN ? RN_LIVE_DAMAGED : RN_LIVE_FAILED);
             return;
         }
         rn_metric.sse_events++;

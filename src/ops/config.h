@@ -71,6 +71,7 @@ typedef struct {
     uint64_t checkpoint_bytes;
     uint64_t max_open_files;
     uint64_t expiry_sweep_ms;
+    uint64_t scrub_bytes_per_second; /* the stream data scrub's rate; 0: off */
     uint64_t shutdown_grace_ms;
     int cold_store; /* RN_COLD_NONE, RN_COLD_LOCAL or RN_COLD_S3 */
     /* The S3 cold store (--cold-store=s3); credentials come from the AWS

@@ -221,6 +221,11 @@ static const setting SETTINGS_TABLE[] = {
         1ull << 40, "log bytes between checkpoints (bounds restart time)"),
     U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 4096, 16, 1000000,
         "stream data files kept open"),
+    U64("scrub-bytes-per-second", "RUNNEL_SCRUB_BYTES_PER_SECOND", scrub_bytes_per_second, 1048576,
+        0, 1ull << 34,
+        "stream data bytes a background scrub checks against their checksums per second, "
+        "walking every stream in turn (damage is repaired from a peer in a cluster, reported "
+        "on a single node); 0: no scrub"),
     U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
         "interval of the sweep that deletes expired streams"),
     {"cold-store", "RUNNEL_COLD_STORE", KIND_BOOL, offsetof(rn_config, cold_store), 1, 0, 2, NULL,

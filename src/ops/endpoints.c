@@ -114,6 +114,28 @@ static void cold_store_metrics(rn_buf *b) {
            "Bytes read from the cold store's S3 objects.", rn_metric.cold_get_bytes);
 }
 
+static void checksum_metrics(rn_buf *b) {
+    metric(b, "runnel_data_blocks_verified_total", "counter",
+           "Stream data blocks whose checksum a read or the scrub checked.",
+           rn_metric.data_blocks_verified);
+    metric(b, "runnel_data_blocks_damaged_read_total", "counter",
+           "Stream data blocks a read found not matching their checksum.",
+           rn_metric.data_blocks_bad_read);
+    metric(b, "runnel_data_blocks_damaged_scrub_total", "counter",
+           "Stream data blocks the scrub found not matching their checksum.",
+           rn_metric.data_blocks_bad_scrub);
+    metric(b, "runnel_data_blocks_repaired_total", "counter",
+           "Damaged stream data blocks rewritten with bytes fetched from a peer.",
+           rn_metric.data_blocks_repaired);
+    metric(b, "runnel_data_blocks_unrepairable_total", "counter",
+           "Damaged stream data blocks found with no other copy to repair them from.",
+           rn_metric.data_blocks_unrepairable);
+    metric(b, "runnel_scrub_bytes_total", "counter", "Stream data bytes the scrub checked.",
+           rn_metric.scrub_bytes);
+    metric(b, "runnel_scrub_passes_total", "counter",
+           "Walks of the scrub over every stream's data it finished.", rn_metric.scrub_passes);
+}
+
 static uint64_t resident_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long long size = 0, rss = 0;
@@ -222,6 +244,7 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            g.snapshot_bytes);
     metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g.cold_bytes);
     cold_store_metrics(b);
+    checksum_metrics(b);
     metric(b, "runnel_live_readers", "gauge", "Parked long-poll and SSE readers.",
            ep->ready ? rn_live_count(ep->live) : 0);
     metric(b, "runnel_open_connections", "gauge", "Open client connections.",

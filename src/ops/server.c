@@ -88,6 +88,7 @@ typedef struct {
     rn_gate *gate;                 /* --tenants: the gate in front of the routes */
     rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
+    uv_timer_t scrub; /* rn_engine_scrub every SCRUB_TICK_MS */
     uv_work_t recovery;
     int recovery_done;    /* the engine is open (or failed to) */
     rn_cold_claim *claim; /* the cold store's claim at start */
@@ -107,7 +108,16 @@ static void on_sweep(uv_timer_t *t) {
     rn_engine_sweep_expired(s->engine);
 }
 
+#define SCRUB_TICK_MS 100
+
+static void on_scrub(uv_timer_t *t) {
+    server *s = t->data;
+    if (!s->stopping && s->engine)
+        rn_engine_scrub(s->engine, s->cfg.scrub_bytes_per_second * SCRUB_TICK_MS / 1000);
+}
+
 static void close_handles(server *s) {
+    uv_close((uv_handle_t *)&s->scrub, NULL);
     uv_timer_stop(&s->drain);
     uv_close((uv_handle_t *)&s->drain, NULL);
     uv_close((uv_handle_t *)&s->sweep, NULL);
@@ -304,18 +314,23 @@ static void wake_end(void *arg) {
 }
 
 /* Without --tenants a node has no access control: a listener other hosts
- * can reach exposes everything to them. Says so once, at start. */
-static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate) {
+ * can reach exposes everything to them, and without --admin-token-file (or
+ * a peer listener) its operator routes too. Says so once, at start. */
+static void warn_if_exposed(const rn_http_server *http, const rn_gate *gate, const rn_config *cfg) {
     char where[512];
     if (gate || rn_http_listen_addresses(http, where, sizeof where) == 0)
         return;
+    int operator_open = !cfg->admin_token_file[0] && !cfg->peer_listen.host[0];
     rn_log(RN_LOG_WARN, "start",
            "listening on %s, which other hosts can reach, without any access control: anyone "
            "who reaches it can read, append to, close and delete every stream and bucket, "
            "create new ones, publish snapshots, advance retention, manage subscriptions and "
-           "read the metrics; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
+           "read the metrics%s; listen on a loopback address (--listen 127.0.0.1:PORT), or give "
            "--tenants, or put runnel gateway in front",
-           where);
+           where,
+           operator_open ? ", and, with no --admin-token-file, use every operator route "
+                           "(purge a bucket, take a backup, change the cluster's members)"
+                         : "");
 }
 
 static void public_url(const rn_config *cfg, char *out, size_t cap) {
@@ -584,6 +599,8 @@ static void wire(server *s) {
     s->endpoints.admin_route = admin_route;
     s->endpoints.admin_ctx = s->admin_plane;
     uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
+    if (s->cfg.scrub_bytes_per_second * SCRUB_TICK_MS / 1000 > 0)
+        uv_timer_start(&s->scrub, on_scrub, SCRUB_TICK_MS, SCRUB_TICK_MS);
     s->router.ready = 1;
     s->endpoints.ready = 1;
     rn_log(RN_LOG_INFO, "ready", "serving on %s", s->public_url);
@@ -701,7 +718,7 @@ int rn_serve(int argc, char **argv) {
     s.endpoints.http = s.http;
     rn_config_describe(&s.cfg, RN_CONFIG_SERVE, " ", desc, sizeof desc);
     rn_log(RN_LOG_INFO, "start", "runnel %s starting: %s", RUNNEL_VERSION, desc);
-    warn_if_exposed(s.http, s.gate);
+    warn_if_exposed(s.http, s.gate, &s.cfg);
 
     uv_signal_init(s.loop, &s.sigterm);
     uv_signal_init(s.loop, &s.sigint);
@@ -714,7 +731,8 @@ int rn_serve(int argc, char **argv) {
     s.endpoints.probe = rn_probe_start(s.loop, s.cfg.data_dir, 1000);
     uv_timer_init(s.loop, &s.sweep);
     uv_timer_init(s.loop, &s.drain);
-    s.sweep.data = s.drain.data = &s;
+    uv_timer_init(s.loop, &s.scrub);
+    s.sweep.data = s.drain.data = s.scrub.data = &s;
     rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
                           .cold_store = s.cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = (int)s.cfg.max_open_files,

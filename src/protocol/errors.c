@@ -235,6 +235,13 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_RECOVERING] = {503, "GROUP_RESTARTING",
                          "the server is recovering its store; nothing was applied, retry"},
     [RN_E_INTERNAL] = {500, "INTERNAL", "internal error"},
+    [RN_E_STREAM_DATA_DAMAGED] = {500, "STREAM_DATA_DAMAGED",
+                                  "the stream's bytes at this offset are damaged on this "
+                                  "server's disk and it has no other copy; nothing was served"},
+    [RN_E_STREAM_DATA_REPAIRING] = {503, "STREAM_DATA_REPAIRING",
+                                    "the stream's bytes at this offset were damaged on this "
+                                    "server's disk and are being fetched again from a peer; "
+                                    "nothing was served, retry after Retry-After"},
     [RN_E_COLD_STORE_FAILED] = {502, "COLD_STORE_FAILED", "the cold store failed; retry"},
     [RN_E_COLD_BACKPRESSURE] = {503, "COLD_BACKPRESSURE",
                                 "the cold store is slow or saturated; nothing was applied, retry "

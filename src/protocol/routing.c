@@ -89,7 +89,9 @@ static void answer_elsewhere(rn_request *req, const rn_group_route *r, int may_r
 
 static int awaits_leader(rn_request *req, const char *key, size_t len, const rn_group_route *r);
 
-void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
+/* 307 to the key's group's leader when another node leads it, else 503
+ * `code` with Retry-After. */
+static void read_elsewhere(rn_request *req, const char *key, size_t len, rn_error code) {
     rn_group_route r = {0};
     if (routing.active)
         routing.view.route(routing.view.ctx, key, len, &r);
@@ -99,7 +101,15 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
     }
     rn_buf h = {0};
     rn_buf_append_str(&h, "Retry-After: 1\r\n");
-    rn_reply_error(req, RN_E_RECOVERING, &h);
+    rn_reply_error(req, code, &h);
+}
+
+void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len) {
+    read_elsewhere(req, key, len, RN_E_RECOVERING);
+}
+
+void rn_routing_read_repairing(rn_request *req, const char *key, size_t len) {
+    read_elsewhere(req, key, len, RN_E_STREAM_DATA_REPAIRING);
 }
 
 /* 503 with code, Retry-After and the group: nothing was read or proposed. */

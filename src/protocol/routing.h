@@ -136,6 +136,9 @@ int rn_routing_authoritative(rn_request *req, const char *key, size_t len);
  * 307 to the leader of the key's group when another node leads it, else
  * 503 GROUP_RESTARTING with Retry-After. */
 void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
+/* The same for bytes this replica found damaged and is fetching again
+ * (engine/damage.c): the 503 is STREAM_DATA_REPAIRING. */
+void rn_routing_read_repairing(rn_request *req, const char *key, size_t len);
 
 /* True when the streams at keys a and b are in the same group (always in
  * single-node mode): a fork is created only in its source's group. */

@@ -146,6 +146,10 @@ static int bootstrap_answer(cold_read *r) {
         rn_routing_read_elsewhere(req, key, key_len);
         return 0;
     }
+    if (got == -EUCLEAN) {
+        rn_reply_error(req, RN_E_STREAM_DATA_DAMAGED, NULL);
+        return 0;
+    }
     if (got < 0) {
         rn_reply_cold_failure(req, -EIO, NULL);
         return 0;
@@ -273,8 +277,12 @@ static int chunk_answer(cold_read *r) {
         rn_buf_free(&body);
     if (got == -ENODATA) /* one ranged GET of the chunk's object, then again */
         return wait_cold(r);
+    if (got == -EAGAIN && rn_routing_active()) { /* damaged here, being repaired */
+        rn_routing_read_repairing(req, key, key_len);
+        return 0;
+    }
     if (got != (long)(end - off)) {
-        rn_reply_error(req, RN_E_INTERNAL, NULL);
+        rn_reply_error(req, got == -EUCLEAN ? RN_E_STREAM_DATA_DAMAGED : RN_E_INTERNAL, NULL);
         return 0;
     }
     int end_kind = end < s->tail ? 0 : s->closed ? 2 : 1;

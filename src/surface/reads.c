@@ -168,6 +168,15 @@ static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t 
 
 static void wait_cold(stream_ctx *c);
 
+/* A read of bytes this replica lacks: restored and not fetched yet, or
+ * found damaged and being fetched again (then the refusal says so). */
+static void read_elsewhere(stream_ctx *c, const rn_stream *s) {
+    if (s->damaged_blocks)
+        rn_routing_read_repairing(c->req, c->path, c->path_len);
+    else
+        rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+}
+
 /* Answers a read with the data at its offset (possibly none): catch-up 200,
  * or a long-poll 200 with a cursor. Bytes in the cold store that the read
  * cache lacks are fetched first when the read `may_wait` (it then runs
@@ -182,7 +191,7 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
         got =
             rn_engine_read_length(c->sf->engine, s, start, c->read.max_bytes, !reads_ndjson(c, s));
         if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
-            rn_routing_read_elsewhere(c->req, c->path, c->path_len);
+            read_elsewhere(c, s);
             return 0;
         }
         int ready = got > 0 ? rn_engine_read_ready(c->sf->engine, s, start, (size_t)got) : 0;
@@ -198,7 +207,8 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
             return 0;
         }
         if (got < 0) {
-            rn_reply_error(c->req, RN_E_INTERNAL, NULL);
+            rn_reply_error(c->req, got == -EUCLEAN ? RN_E_STREAM_DATA_DAMAGED : RN_E_INTERNAL,
+                           NULL);
             return 0;
         }
     }
@@ -245,10 +255,13 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
                        .incarnation = s->incarnation,
                        .start = start,
                        .commas = s->json && !reads_ndjson(c, s)};
-    if (send_data(c, &h, &src, (uint64_t)got) < 0) {
+    int rc = send_data(c, &h, &src, (uint64_t)got);
+    if (rc < 0)
         rn_buf_free(&h);
-        rn_reply_error(c->req, RN_E_INTERNAL, NULL);
-    }
+    if (rc == -EAGAIN) /* damaged here, being fetched again from a peer (cluster) */
+        read_elsewhere(c, s);
+    else if (rc < 0)
+        rn_reply_error(c->req, rc == -EUCLEAN ? RN_E_STREAM_DATA_DAMAGED : RN_E_INTERNAL, NULL);
     return 0;
 }
 
@@ -286,11 +299,12 @@ static stream_ctx *reader_ctx(const rn_live_reader *r) {
  * sends the same error as its last event). */
 static rn_error live_end_error(rn_live_end why) {
     assert(why == RN_LIVE_REMOVED || why == RN_LIVE_REWRITTEN || why == RN_LIVE_FAILED ||
-           why == RN_LIVE_COLD || why == RN_LIVE_EXPIRED);
+           why == RN_LIVE_COLD || why == RN_LIVE_EXPIRED || why == RN_LIVE_DAMAGED);
     return why == RN_LIVE_REMOVED     ? RN_E_STREAM_NOT_FOUND
            : why == RN_LIVE_REWRITTEN ? RN_E_HISTORY_REWRITTEN
            : why == RN_LIVE_COLD      ? RN_E_COLD_STORE_FAILED
            : why == RN_LIVE_EXPIRED   ? RN_E_GW_CREDENTIAL_EXPIRED
+           : why == RN_LIVE_DAMAGED   ? RN_E_STREAM_DATA_DAMAGED
                                       : RN_E_INTERNAL;
 }
 

@@ -4,10 +4,13 @@
  */
 #define _GNU_SOURCE
 #include "tiers/streamfiles.h"
+#include "tiers/blocksums.h"
 #include "util/list.h"
 #include "util/buf.h"
 #include "util/fault.h"
 #include "util/files.h"
+#include "util/log.h"
+#include "util/metrics.h"
 #include "util/map.h"
 #include "util/text.h"
 
@@ -22,10 +25,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1 } rn_file_kind;
+typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1, RN_FILE_SUM = 2 } rn_file_kind;
+#define FILE_KINDS 4 /* map keys: stream id * FILE_KINDS + kind */
+
+static const char *const suffix[] = {"dat", "idx", "sum"};
 
 typedef struct open_file {
-    uint64_t key; /* map key: stream id * 2 + file kind */
+    uint64_t key; /* map key: stream id * FILE_KINDS + file kind */
     int fd;
     uint64_t reserved_end; /* blocks below this are known to be reserved */
     int pins;              /* pinned files are never evicted */
@@ -43,7 +49,7 @@ struct rn_streamfiles {
 static void file_path(const rn_streamfiles *st, uint64_t id, rn_file_kind kind, char *out,
                       size_t cap) {
     snprintf(out, cap, "%s/streams/%02x/%016llx.%s", st->dir, (unsigned)(id & 0xff),
-             (unsigned long long)id, kind == RN_FILE_DATA ? "dat" : "idx");
+             (unsigned long long)id, suffix[kind]);
 }
 
 rn_streamfiles *rn_streamfiles_open(const char *data_dir, int max_open) {
@@ -86,7 +92,7 @@ static int open_file_of(const rn_streamfiles *st, uint64_t id, rn_file_kind kind
 }
 
 int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id) {
-    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
         int fd = open_file_of(st, id, (rn_file_kind)kind, 1);
         if (fd < 0)
             return fd;
@@ -97,7 +103,7 @@ int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id) {
 
 /* Returns an open descriptor for one of id's files, creating it if asked. */
 static int get_fd(rn_streamfiles *st, uint64_t id, rn_file_kind kind, int create) {
-    uint64_t key = id * 2 + (uint64_t)kind;
+    uint64_t key = id * FILE_KINDS + (uint64_t)kind;
     open_file *f = rn_map_get(&st->open, &key, sizeof key);
     if (f) {
         rn_list_remove(&st->lru, &f->lru);
@@ -143,16 +149,23 @@ static int write_at(int fd, const void *data, size_t len, uint64_t off) {
     return 0;
 }
 
-/* Writes an append: data at off of the data file, then index entry k =
- * off + len. */
-static int write_append(int data_fd, int index_fd, const void *data, size_t len, uint64_t off,
-                        uint64_t k) {
+/* Writes data at off of the data file, then the checksums of the blocks
+ * it touched. */
+static int write_data(int data_fd, int sum_fd, const void *data, size_t len, uint64_t off) {
     int rc = write_at(data_fd, data, len, off);
+    return rc < 0 ? rc : rn_blocksums_update(data_fd, sum_fd, data, len, off);
+}
+
+/* Writes an append through a pin: data at off of the data file, its
+ * checksums, then index entry k = off + len. */
+static int write_append(const rn_streamfiles_pin *pin, const void *data, size_t len, uint64_t off,
+                        uint64_t k) {
+    int rc = write_data(pin->data_fd, pin->sum_fd, data, len, off);
     if (rc < 0)
         return rc;
     uint8_t b[8];
     encode_u64(b, off + len);
-    return write_at(index_fd, b, 8, k * 8);
+    return write_at(pin->index_fd, b, 8, k * 8);
 }
 
 int rn_streamfiles_index_set(rn_streamfiles *st, uint64_t id, uint64_t k, uint64_t end) {
@@ -207,24 +220,24 @@ static int reserve(open_file *f, uint64_t off, uint64_t len) {
     return -errno;
 }
 
-/* Opens (creating) both files of stream id and pins them; the data file
- * is pinned before the index file is opened, which may evict. On failure
- * nothing is pinned. Returns 0 or -errno. */
+/* Opens (creating) the three files of stream id and pins them; each is
+ * pinned before the next is opened, which may evict. On failure nothing
+ * is pinned. Returns 0 or -errno. */
 static int pin_files(rn_streamfiles *st, uint64_t id, rn_streamfiles_pin *pin) {
-    *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
-    int fd = get_fd(st, id, RN_FILE_DATA, 1);
-    if (fd < 0)
-        return fd;
-    open_file *data = lru_first(st); /* get_fd leaves the file first */
-    data->pins++;
-    fd = get_fd(st, id, RN_FILE_INDEX, 1);
-    if (fd < 0) {
-        data->pins--;
-        return fd;
+    *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1, .sum_fd = -1};
+    open_file *f[3];
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
+        int fd = get_fd(st, id, (rn_file_kind)kind, 1);
+        if (fd < 0) {
+            while (kind-- > RN_FILE_DATA)
+                f[kind]->pins--;
+            return fd;
+        }
+        f[kind] = lru_first(st); /* get_fd leaves the file first */
+        f[kind]->pins++;
     }
-    open_file *index = lru_first(st);
-    index->pins++;
-    *pin = (rn_streamfiles_pin){data->fd, index->fd, data, index};
+    *pin = (rn_streamfiles_pin){f[RN_FILE_DATA]->fd, f[RN_FILE_INDEX]->fd, f[RN_FILE_SUM]->fd,
+                                f[RN_FILE_DATA],     f[RN_FILE_INDEX],     f[RN_FILE_SUM]};
     return 0;
 }
 
@@ -245,7 +258,7 @@ int rn_streamfiles_append(rn_streamfiles *st, uint64_t id, const void *data, siz
     rn_streamfiles_pin pin;
     int rc = pin_files(st, id, &pin);
     if (rc == 0) {
-        rc = write_append(pin.data_fd, pin.index_fd, data, len, off, k);
+        rc = write_append(&pin, data, len, off, k);
         rn_streamfiles_unpin(&pin);
     }
     return rc;
@@ -253,7 +266,7 @@ int rn_streamfiles_append(rn_streamfiles *st, uint64_t id, const void *data, siz
 
 int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data, size_t len,
                                 uint64_t off, uint64_t k) {
-    return write_append(pin->data_fd, pin->index_fd, data, len, off, k);
+    return write_append(pin, data, len, off, k);
 }
 
 void rn_streamfiles_unpin(rn_streamfiles_pin *pin) {
@@ -261,29 +274,53 @@ void rn_streamfiles_unpin(rn_streamfiles_pin *pin) {
         pin->data->pins--;
     if (pin->index)
         pin->index->pins--;
-    *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1};
+    if (pin->sum)
+        pin->sum->pins--;
+    *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1, .sum_fd = -1};
 }
 
-ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off) {
+/* The descriptors of id's data file (created if asked) and checksum
+ * sidecar: created when missing for a write (an older build's stream has
+ * none); for a read (`writing` 0) a missing one is *sum_fd -1, so that a
+ * read never creates a file (a full disk keeps serving reads). The data
+ * file is pinned while the sidecar is opened, which may evict. Returns 0
+ * or -errno. */
+static int data_and_sums(rn_streamfiles *st, uint64_t id, int writing, int *data_fd, int *sum_fd) {
+    *data_fd = get_fd(st, id, RN_FILE_DATA, writing);
+    if (*data_fd < 0)
+        return *data_fd;
+    open_file *data = lru_first(st);
+    data->pins++;
+    *sum_fd = get_fd(st, id, RN_FILE_SUM, writing);
+    data->pins--;
+    if (*sum_fd == -ENOENT && !writing)
+        *sum_fd = -1;
+    return *sum_fd < -1 ? *sum_fd : 0;
+}
+
+ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
+                            uint64_t *bad) {
     int failing = rn_fault_fail("data-read");
     if (failing)
         return failing;
-    int fd = get_fd(st, id, RN_FILE_DATA, 0);
-    if (fd < 0)
-        return fd;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, (uint8_t *)out + got, len - got, (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
+    int data_fd, sum_fd;
+    int rc = data_and_sums(st, id, 0, &data_fd, &sum_fd);
+    if (rc < 0)
+        return rc;
+    uint64_t at = 0;
+    ssize_t got =
+        rn_blocksums_read(data_fd, sum_fd, out, len, off, &at, &rn_metric.data_blocks_verified);
+    if (got == -EUCLEAN) {
+        char p[PATH_MAX];
+        file_path(st, id, RN_FILE_DATA, p, sizeof p);
+        rn_log(RN_LOG_ERROR, "stream_data_damaged",
+               "stream %016llx: bytes %llu..%llu of %s do not match their checksum in %.*ssum",
+               (unsigned long long)id, (unsigned long long)at,
+               (unsigned long long)(at + RN_BLOCKSUM_BLOCK), p, (int)(strlen(p) - 3), p);
+        if (bad)
+            *bad = at;
     }
-    return (ssize_t)got;
+    return got;
 }
 
 int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint64_t appends) {
@@ -298,7 +335,11 @@ int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint6
             return -errno;
         lru_first(st)->reserved_end = 0; /* truncation may free reserved blocks */
     }
-    return 0;
+    int data_fd = get_fd(st, id, RN_FILE_DATA, 0), sum_fd;
+    if (data_fd == -ENOENT)
+        return 0; /* no data file: no checksums to cut */
+    int rc = data_fd < 0 ? data_fd : data_and_sums(st, id, 1, &data_fd, &sum_fd);
+    return rc < 0 ? rc : rn_blocksums_cut(data_fd, sum_fd, len);
 }
 
 int64_t rn_streamfiles_first_hole(rn_streamfiles *st, uint64_t id, uint64_t from, uint64_t to) {
@@ -316,14 +357,20 @@ int64_t rn_streamfiles_first_hole(rn_streamfiles *st, uint64_t id, uint64_t from
 }
 
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len) {
-    if (len == 0)
+    /* whole checksum blocks only: the block holding the range's end keeps
+     * the bytes past it, which its checksum covers with those before */
+    uint64_t from = off / RN_BLOCKSUM_BLOCK * RN_BLOCKSUM_BLOCK;
+    uint64_t to = (off + len) / RN_BLOCKSUM_BLOCK * RN_BLOCKSUM_BLOCK;
+    if (from >= to)
         return 0;
-    int fd = get_fd(st, id, RN_FILE_DATA, 1);
-    if (fd < 0)
-        return fd;
-    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+    int fd, sum_fd;
+    int rc = data_and_sums(st, id, 1, &fd, &sum_fd);
+    if (rc < 0)
+        return rc;
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) <
+        0)
         return errno == EOPNOTSUPP ? 0 : -errno; /* reclaiming is best effort */
-    return 0;
+    return rn_blocksums_forget(sum_fd, from, to);
 }
 
 /* The gap record's directory and name. */
@@ -334,8 +381,8 @@ static void gap_place(const rn_streamfiles *st, uint64_t id, char *dir, size_t d
 }
 
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
-    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
-        uint64_t key = id * 2 + (uint64_t)kind;
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
+        uint64_t key = id * FILE_KINDS + (uint64_t)kind;
         open_file *f = rn_map_get(&st->open, &key, sizeof key);
         if (f)
             forget(st, f);
@@ -347,11 +394,12 @@ void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id) {
     rn_streamfiles_gap_put(st, id, &none);
 }
 
-/* 1 with *id when name is a stream file's ("<16 hex digits>.dat", .idx or .gap). */
+/* 1 with *id when name is a stream file's ("<16 hex digits>.dat", .idx,
+ * .sum or .gap). */
 static int stream_file_id(const char *name, uint64_t *id) {
     if (strlen(name) != 20 || name[16] != '.' ||
         (strcmp(name + 17, "dat") != 0 && strcmp(name + 17, "idx") != 0 &&
-         strcmp(name + 17, "gap") != 0))
+         strcmp(name + 17, "sum") != 0 && strcmp(name + 17, "gap") != 0))
         return 0;
     return rn_parse_hex_u64(name, id) == 0;
 }
@@ -395,18 +443,9 @@ int rn_streamfiles_extent(rn_streamfiles *st, uint64_t id, uint64_t *data_len, u
 
 int rn_streamfiles_write(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
                          uint64_t off) {
-    int fd = get_fd(st, id, RN_FILE_DATA, 1);
-    if (fd < 0)
-        return fd;
-    for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(fd, (const uint8_t *)data + done, len - done, (off_t)(off + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        done += (size_t)w;
-    }
-    return 0;
+    int fd, sum_fd;
+    int rc = data_and_sums(st, id, 1, &fd, &sum_fd);
+    return rc < 0 ? rc : write_data(fd, sum_fd, data, len, off);
 }
 
 int rn_streamfiles_gap_get(rn_streamfiles *st, uint64_t id, rn_streamfiles_gap *g) {
@@ -447,7 +486,7 @@ int rn_streamfiles_gap_put(rn_streamfiles *st, uint64_t id, const rn_streamfiles
 }
 
 int rn_streamfiles_sync_stream(const rn_streamfiles *st, uint64_t id) {
-    for (int kind = RN_FILE_DATA; kind <= RN_FILE_INDEX; kind++) {
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
         char p[PATH_MAX];
         file_path(st, id, (rn_file_kind)kind, p, sizeof p);
         int fd = open(p, O_RDONLY | O_CLOEXEC);

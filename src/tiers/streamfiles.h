@@ -4,6 +4,10 @@
  * Storage only: the engine decides what goes where (it moved here from
  * src/engine/ so that every byte on disk but the log lives under tiers/).
  *
+ * Each stream also has a checksum sidecar (<id>.sum, tiers/blocksums.h):
+ * a CRC-32C per 4 KiB block of its data file, written with every write of
+ * the data file and checked by every read of it.
+ *
  * Each stream also has an index file of u64 little-endian entries, entry k
  * being the end offset of the stream's k-th append, so that the append
  * holding a position can be found by binary search (fork sub-offsets).
@@ -42,8 +46,8 @@ int rn_streamfiles_index_set(rn_streamfiles *st, uint64_t id, uint64_t k, uint64
 /* An append whose files stay open until rn_streamfiles_unpin(): the descriptors
  * of the stream's data and index files, for a worker thread to write. */
 typedef struct {
-    int data_fd, index_fd;
-    struct open_file *data, *index; /* private to streamfiles.c */
+    int data_fd, index_fd, sum_fd;
+    struct open_file *data, *index, *sum; /* private to streamfiles.c */
 } rn_streamfiles_pin;
 /* Reserves disk blocks for data [off, off+len) and for index entry k
  * without changing file sizes, so that writing them later cannot fail for
@@ -61,14 +65,22 @@ int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data,
 void rn_streamfiles_unpin(rn_streamfiles_pin *pin);
 /* Reads index entry k into *end. Returns 0 or -errno (-EIO when absent). */
 int rn_streamfiles_index_get(rn_streamfiles *st, uint64_t id, uint64_t k, uint64_t *end);
-/* Reads up to len bytes at off. Returns bytes read or -errno. */
-ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off);
+/* Reads up to len bytes at off, checking every block they touch against
+ * its checksum. Returns bytes read, -EUCLEAN when a block does not match
+ * (logged with the stream, the byte range and the file; *bad, when not
+ * NULL, gets the block's offset; nothing read may be served), or -errno.
+ * Counts rn_metric.data_blocks_verified. Loop thread only. */
+ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
+                            uint64_t *bad);
 /* Sets the data file's length to len and the index to `appends` entries
- * (recovery cuts what lies past the recovered state); a file that does not
- * exist stays absent. Returns 0 or -errno. */
+ * (recovery cuts what lies past the recovered state), and the checksums to
+ * the data's blocks (the block ending at len recomputed from the file);
+ * a file that does not exist stays absent. Returns 0 or -errno. */
 int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint64_t appends);
-/* Gives the disk blocks of data [off, off+len) back (retention); reads of
- * the range return zeros afterwards. Returns 0 or -errno. */
+/* Gives the disk blocks of data [off, off+len) back (retention), whole
+ * checksum blocks only (a partial one at either end keeps its bytes);
+ * reads of the punched blocks return zeros, unverified, afterwards.
+ * Returns 0 or -errno. */
 int rn_streamfiles_punch(rn_streamfiles *st, uint64_t id, uint64_t off, uint64_t len);
 /* Deletes the stream's files (its gap record too). */
 void rn_streamfiles_remove(rn_streamfiles *st, uint64_t id);
@@ -85,8 +97,9 @@ int rn_streamfiles_sweep(rn_streamfiles *st, int (*kept)(void *ctx, uint64_t id)
 /* The data file's length and the index file's entries (0 for a file that
  * does not exist). Returns 0 or -errno. */
 int rn_streamfiles_extent(rn_streamfiles *st, uint64_t id, uint64_t *data_len, uint64_t *entries);
-/* Writes len bytes at off of the data file (bytes fetched for a gap; the
- * index is left alone). Returns 0 or -errno. */
+/* Writes len bytes at off of the data file and their checksums (bytes
+ * fetched for a gap or to repair a damaged block; the index is left
+ * alone). Returns 0 or -errno. */
 int rn_streamfiles_write(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
                          uint64_t off);
 

@@ -60,6 +60,11 @@ typedef struct {
     uint64_t cold_requests[RN_COLD_OP_COUNT], cold_errors[RN_COLD_OP_COUNT];
     uint64_t cold_us_sum[RN_COLD_OP_COUNT];
     uint64_t cold_put_bytes, cold_get_bytes; /* objects written, bytes read */
+    /* stream data checksums (tiers/blocksums.h, engine/damage.c) */
+    uint64_t data_blocks_verified;
+    uint64_t data_blocks_bad_read, data_blocks_bad_scrub; /* damaged blocks found */
+    uint64_t data_blocks_repaired, data_blocks_unrepairable;
+    uint64_t scrub_bytes, scrub_passes; /* checked by the scrub; its walks over every stream */
 } rn_metrics;
 
 extern rn_metrics rn_metric;

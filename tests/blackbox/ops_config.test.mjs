@@ -118,6 +118,7 @@ describe("the configuration file", () => {
     "checkpoint-bytes": "3145728",
     "max-open-files": "64",
     "expiry-sweep-ms": "100",
+    "scrub-bytes-per-second": "0",
     "cold-store": "false",
     "producer-ttl-ms": "1000",
     "producer-cap": "10",

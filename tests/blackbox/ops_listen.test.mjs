@@ -60,11 +60,13 @@ describe("--listen", () => {
     }
   });
 
-  test("an address other hosts can reach logs a warning at start naming it and what is exposed", async () => {
-    // Bound to every interface only until it logs that it is ready; it is
-    // stopped at once.
+  // Bound to every interface only until it logs that it is ready; it is
+  // stopped at once. Returns its one exposure warning.
+  async function exposedWarning(args = []) {
     const port = await freePort();
-    const child = spawnServe(["--listen", `0.0.0.0:${port}`, "--data-dir", tempDir(), "--log-format", "json"]);
+    const dir = tempDir();
+    const child = spawnServe(["--listen", `0.0.0.0:${port}`, "--data-dir", path.join(dir, "data"), "--log-format", "json",
+      ...args]);
     try {
       await loggedReady(child);
     } finally {
@@ -72,10 +74,24 @@ describe("--listen", () => {
     }
     const warnings = exposureWarnings(child);
     assert.equal(warnings.length, 1, child.stderr);
-    const msg = warnings[0].msg;
     assert.equal(warnings[0].event, "start");
-    assert.ok(msg.includes(`0.0.0.0:${port}`), `names the address: ${msg}`);
-    for (const what of ["read", "append", "delete", "every stream"]) assert.ok(msg.includes(what), `says anyone can ${what}: ${msg}`);
+    assert.ok(warnings[0].msg.includes(`0.0.0.0:${port}`), `names the address: ${warnings[0].msg}`);
+    return warnings[0].msg;
+  }
+
+  test("an address other hosts can reach logs a warning at start naming it and what is exposed", async () => {
+    const msg = await exposedWarning();
+    for (const what of ["read", "append", "delete", "every stream", "operator route", "purge a bucket"])
+      assert.ok(msg.includes(what), `says anyone can ${what}: ${msg}`);
+  });
+
+  test("with --admin-token-file the warning leaves the operator routes out", async () => {
+    const dir = tempDir();
+    const token = path.join(dir, "admin.token");
+    fs.writeFileSync(token, "an-admin-token-of-enough-bytes", { mode: 0o600 });
+    const msg = await exposedWarning(["--admin-token-file", token]);
+    assert.ok(msg.includes("every stream"), msg);
+    assert.ok(!msg.includes("operator route"), `the operator routes need the token: ${msg}`);
   });
 });
 

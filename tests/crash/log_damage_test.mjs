@@ -40,6 +40,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { Checks, Server, http, parseArgs, readAll, tempDir, sleep } from "../faults/lib.mjs";
+import { xorByte } from "../lib/damage.mjs";
 
 const USAGE = "usage: node tests/crash/log_damage_test.mjs --bin build/runnel";
 const opts = parseArgs(process.argv.slice(2), { bin: "build/runnel" }, USAGE);
@@ -105,15 +106,6 @@ function streamFileIds(dataDir) {
     }
   }
   return [...ids];
-}
-
-function xorByte(file, at, mask) {
-  const fd = fs.openSync(file, "r+");
-  const b = Buffer.alloc(1);
-  fs.readSync(fd, b, 0, 1, at);
-  b[0] ^= mask;
-  fs.writeSync(fd, b, 0, 1, at);
-  fs.closeSync(fd);
 }
 
 // A server on a fresh data directory holding APPENDS acknowledged appends

@@ -29,6 +29,7 @@ import { CHUNK, MiB, createStream, stopAndRemove } from "../blackbox/lib/snap.mj
 import { Server } from "../blackbox/lib/server.mjs";
 import { clearFaults, fault } from "./control.mjs";
 import { objectBytes } from "./objects.mjs";
+import { xorByte } from "../lib/damage.mjs";
 
 const { S3_ENDPOINT, S3_BUCKET, S3_TEST_DIR } = process.env;
 assert.ok(S3_ENDPOINT && S3_BUCKET && S3_TEST_DIR, "run through tests/s3/run_with_endpoint.sh");
@@ -45,15 +46,6 @@ const segments = (dataDir) => {
   const wal = path.join(dataDir, "wal");
   return fs.readdirSync(wal).filter((n) => /^[0-9]{20}\.log$/.test(n)).sort().map((n) => path.join(wal, n));
 };
-
-function xorByte(file, at) {
-  const fd = fs.openSync(file, "r+");
-  const b = Buffer.alloc(1);
-  fs.readSync(fd, b, 0, 1, at);
-  b[0] ^= 0x20;
-  fs.writeSync(fd, b, 0, 1, at);
-  fs.closeSync(fd);
-}
 
 // Every occurrence of needle in the log: [{seg, at}].
 function findInLog(dataDir, needle) {

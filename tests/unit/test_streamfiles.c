@@ -74,20 +74,20 @@ static void test_a_pinned_append_survives_eviction_and_lands_in_its_own_files(vo
     assert_int_equal(rn_streamfiles_write_pinned(&pin, "hello", 5, 0, 0), 0);
     rn_streamfiles_unpin(&pin);
     char got[8] = {0};
-    assert_int_equal(rn_streamfiles_read(f->st, 1, got, sizeof got, 0), 5);
+    assert_int_equal(rn_streamfiles_read(f->st, 1, got, sizeof got, 0, NULL), 5);
     assert_memory_equal(got, "hello", 5);
     uint64_t end = 0;
     assert_int_equal(rn_streamfiles_index_get(f->st, 1, 0, &end), 0);
     assert_int_equal(end, 5);
     for (uint64_t id = 2; id <= 4; id++) {
         memset(got, 0, sizeof got);
-        assert_int_equal(rn_streamfiles_read(f->st, id, got, sizeof got, 0), 7);
+        assert_int_equal(rn_streamfiles_read(f->st, id, got, sizeof got, 0, NULL), 7);
         assert_memory_equal(got, other, 7);
     }
     /* Unpinned, stream 1's files can be evicted and reopened. */
     for (uint64_t id = 2; id <= 4; id++)
-        assert_int_equal(rn_streamfiles_read(f->st, id, got, 1, 0), 1);
-    assert_int_equal(rn_streamfiles_read(f->st, 1, got, 5, 0), 5);
+        assert_int_equal(rn_streamfiles_read(f->st, id, got, 1, 0, NULL), 1);
+    assert_int_equal(rn_streamfiles_read(f->st, 1, got, 5, 0, NULL), 5);
     assert_memory_equal(got, "hello", 5);
 }
 
@@ -95,7 +95,7 @@ static void test_files_exist_only_once_made(void **state) {
     fx *f = *state;
     char b[4];
     assert_false(file_exists(f, 7, "dat"));
-    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0), -ENOENT);
+    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0, NULL), -ENOENT);
     assert_false(file_exists(f, 7, "dat"));
     /* Truncating a stream that has no files (recovery, rewrites) makes none. */
     assert_int_equal(rn_streamfiles_truncate(f->st, 7, 0, 0), 0);
@@ -107,10 +107,10 @@ static void test_files_exist_only_once_made(void **state) {
     /* Making them again keeps their content. */
     assert_int_equal(rn_streamfiles_append(f->st, 7, "abc", 3, 0, 0), 0);
     assert_int_equal(rn_streamfiles_ensure(f->st, 7), 0);
-    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0), 3);
+    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0, NULL), 3);
     assert_memory_equal(b, "abc", 3);
     assert_int_equal(rn_streamfiles_truncate(f->st, 7, 1, 0), 0);
-    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0), 1);
+    assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0, NULL), 1);
 }
 
 int main(void) {

@@ -1,0 +1,54 @@
+/*
+ * blocksums.h — the checksums of a stream data file, kept in its sidecar
+ * (<id>.sum beside <id>.dat): one 8-byte entry per RN_BLOCKSUM_BLOCK bytes
+ * of the data file, entry b describing block b = [b * BLOCK, (b + 1) * BLOCK).
+ *
+ * An entry is {u32 crc32c, u32 len}, little-endian: the CRC-32C of the
+ * block's first `len` bytes (0 < len <= BLOCK). An entry of zeros (and one
+ * past the sidecar's end: an older build's data, a punched range) checks
+ * nothing: those bytes are unverified. A len above BLOCK is a damaged entry.
+ * Entries always describe the bytes the data file holds: every write of the
+ * data file is followed by rn_blocksums_update of the blocks it touched,
+ * which reads back the block's other bytes from the file, so the entry of a
+ * block being filled by appends (the open block) grows with it.
+ *
+ * Operates on descriptors only: safe on any thread that owns them. The
+ * caller orders the data write before the update; a reader racing a writer
+ * of the open block may see a new entry with old bytes and retries once
+ * before it reports damage.
+ */
+#ifndef RN_TIERS_BLOCKSUMS_H
+#define RN_TIERS_BLOCKSUMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RN_BLOCKSUM_BLOCK 4096u
+#define RN_BLOCKSUM_ENTRY 8u
+
+/* One entry, decoded. */
+typedef struct {
+    uint32_t crc, len;
+} rn_blocksum;
+
+void rn_blocksum_encode(uint8_t out[RN_BLOCKSUM_ENTRY], rn_blocksum s);
+rn_blocksum rn_blocksum_decode(const uint8_t in[RN_BLOCKSUM_ENTRY]);
+
+/* After the len bytes `data` were written at off of the data file,
+ * rewrites the entries of every block they touch. Returns 0 or -errno. */
+int rn_blocksums_update(int data_fd, int sum_fd, const void *data, size_t len, uint64_t off);
+/* Reads up to len bytes at off of the data file into out and checks every
+ * block they touch against its entry (none without a sidecar: sum_fd -1). Returns the bytes read,
+ * or -EUCLEAN with *bad set to the first damaged block's offset (nothing read may be used then), or
+ * -errno. Counts the blocks verified in *verified when it is not NULL. */
+ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64_t off,
+                          uint64_t *bad, uint64_t *verified);
+/* The data file was cut to len: drops the entries past it and recomputes
+ * the block that now ends at len (the open block). Returns 0 or -errno. */
+int rn_blocksums_cut(int data_fd, int sum_fd, uint64_t len);
+/* The data file's blocks [from, to) (block-aligned) were given back: their
+ * entries become zeros (unverified). Returns 0 or -errno. */
+int rn_blocksums_forget(int sum_fd, uint64_t from, uint64_t to);
+
+#endif
