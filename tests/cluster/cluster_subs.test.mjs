@@ -23,7 +23,7 @@
 //     later, not dropped.
 //   - Every subscription, its links and acked offsets, outlive a SIGKILL
 //     of every node, from the group's snapshots (manifests) alone.
-// About 35 s.
+// About 50 s (it waits for placement's leaderships to settle).
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import http from "node:http";
@@ -71,6 +71,21 @@ function verifies(jwks, header, raw) {
 }
 
 const subsLeader = async () => (await c.leaderOf(groupOf(SUBS_KEY, GROUPS))).node;
+// The subscriptions' leader once the same node and term held it for 4 s:
+// after a restart placement hands leaderships back to their preferred
+// nodes (one group every 3 s), which moves delivery meanwhile.
+async function stableLeader() {
+  let last = null, since = Date.now();
+  return waitFor("a settled leader of the subscriptions' group", async () => {
+    const l = await c.leaderOf(groupOf(SUBS_KEY, GROUPS));
+    const key = `${l.node}/${l.term}`;
+    if (key !== last) {
+      last = key;
+      since = Date.now();
+    }
+    return Date.now() - since >= 4000 ? l.node : null;
+  }, 40000, 250);
+}
 // After a kill: every group has a leader again.
 const allLed = async (ms) => {
   for (let g = 0; g < GROUPS; g++) await c.leaderOf(g, ms);
@@ -100,7 +115,7 @@ function covered(path, offset) {
 
 describe("replicated subscriptions", () => {
   test("a webhook subscription keeps waking after its node is killed", async () => {
-    const first = await subsLeader();
+    const first = await stableLeader();
     const r = await req(`${c.url(first)}/v1/stream/ev/a`, { method: "PUT", headers: { "content-type": "text/plain" }, forward: true });
     assert.equal(r.status, 201, r.text);
     const put = await req(sub(first, "wh"), { forward: true, method: "PUT", headers: { "content-type": JSON_CT },
@@ -165,7 +180,7 @@ describe("replicated subscriptions", () => {
     // (should the subscriptions' leader lead every group, it is restarted)
     let first, wakeStream = null;
     for (let round = 0; round < 4 && !wakeStream; round++) {
-      first = await subsLeader();
+      first = await stableLeader();
       for (let i = 0; i < 64 && !wakeStream; i++) {
         const g = groupOf(`wake/pool-${i}`, GROUPS);
         if ((await c.leaderOf(g)).node !== first) wakeStream = `wake/pool-${i}`;
@@ -221,7 +236,7 @@ describe("replicated subscriptions", () => {
 
   test("a wake event refused for a full disk is written a second later", async () => {
     await allLed();
-    const leader = await subsLeader();
+    const leader = await stableLeader();
     // a wake stream of the subscriptions' own group: the leader appends locally
     let i = 0;
     while (groupOf(`wake/local-${i}`, GROUPS) !== groupOf(SUBS_KEY, GROUPS)) i++;
@@ -260,7 +275,7 @@ describe("replicated subscriptions", () => {
   });
 
   test("the state outlives a restart of every node (snapshots and log)", async () => {
-    const leader = await subsLeader();
+    const leader = await stableLeader();
     // a dozen changes (explicit links added and removed): every node,
     // restarted earlier or not, snapshots the group past them
     for (let i = 0; i < 6; i++) {
