@@ -72,6 +72,8 @@ export class ChaosCluster {
       "--groups", String(this.groups), "--listen", `${n.addr}:${PUBLIC_PORT}`, "--data-dir", n.dataDir,
       "--election-timeout-ms", String(this.electionTimeoutMs), "--cluster-key-file", key,
       "--admin-token-file", token,
+      // a stream-flip fault is found by the scrub within seconds (256 MiB of tmpfs at most)
+      "--scrub-bytes-per-second", "33554432",
       // the long-polls of /v1/stream/ streams, which take no timeout_ms, end as the others' do
       "--long-poll-timeout-ms", "1000", ...(n.joined ? ["--join"] : [])];
   }

@@ -17,6 +17,12 @@
 //                   it must refuse (exit by itself, its log naming the
 //                   damage; one that starts is a failed heal); put the byte
 //                   back and restart it
+//   stream-flip     flip one byte in a whole 4 KiB block of a random
+//                   node's largest stream data file, in place, while it
+//                   runs (the Raft log may no longer hold those bytes):
+//                   the node must never serve it (the checker reads every
+//                   replica); heal: wait until the node counts a repaired
+//                   block (its scrub or a read found and fetched it again)
 //   drain           drain a group's leader (it hands every leadership
 //                   over and leads nothing); undrain it
 //   decommission    start a new node in the spare namespace and add it
@@ -37,11 +43,12 @@
 // leader changes.
 import fs from "node:fs";
 import path from "node:path";
+import { request } from "./http.mjs";
 import { cut, heal as healNetwork, isolate } from "./netns.mjs";
 import { sleep } from "./rng.mjs";
 
 export const KINDS = ["kill-leader", "kill-follower", "pause-leader", "isolate-node", "isolate-leader", "cut-link",
-  "kill-majority", "kill-all", "disk-full", "bit-flip", "drain", "decommission", "replace-node"];
+  "kill-majority", "kill-all", "disk-full", "bit-flip", "stream-flip", "drain", "decommission", "replace-node"];
 const MEMBERSHIP = new Set(["drain", "decommission", "replace-node"]);
 const MAX_NODE_ID = 28;
 const WEIGHTS = { "kill-all": 0.5 };
@@ -160,6 +167,10 @@ export class Nemesis {
         nodes = [t.follower];
         heal = await this.flipByte(t.follower);
         break;
+      case "stream-flip":
+        nodes = [this.rng.pick(all)];
+        heal = await this.flipStreamByte(nodes[0]);
+        break;
       case "drain":
         nodes = [t.leader];
         await c.operator("POST", `/__runnel/cluster/drain/${t.leader}`, 202);
@@ -227,6 +238,51 @@ export class Nemesis {
     return async () => {
       fs.writeFileSync(target.file, target.bytes);
       await restart();
+    };
+  }
+
+  // Flips a byte in the middle of node id's largest stream data file, in
+  // place (the file is being appended to: only a whole block well below
+  // its end is touched); returns the heal, which waits (bounded) until the
+  // node counts a repaired block.
+  async flipStreamByte(id) {
+    const n = this.cluster.node(id);
+    const repaired = async () => {
+      const a = await request(`${n.url}/__runnel/metrics`, { timeoutMs: 2000 });
+      return Number(/^runnel_data_blocks_repaired_total (\d+)/m.exec(a.body.toString())?.[1] ?? NaN);
+    };
+    const files = [];
+    const walk = (dir) => {
+      for (const e of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith(".dat")) files.push({ p, size: fs.statSync(p).size });
+      }
+    };
+    walk(path.join(n.dataDir, "streams"));
+    const target = files.sort((a, b) => b.size - a.size)[0];
+    const before = await repaired();
+    if (!target || target.size < 4 * 4096 || Number.isNaN(before)) {
+      this.log(`stream-flip: node ${id} holds no stream file worth flipping`);
+      return async () => {};
+    }
+    const at = Math.floor(target.size / 2 / 4096) * 4096 + 1234;
+    this.log(`stream-flip: byte ${at} of ${target.p} (${target.size} bytes)`);
+    const fd = fs.openSync(target.p, "r+");
+    try {
+      const b = Buffer.alloc(1);
+      fs.readSync(fd, b, 0, 1, at);
+      b[0] ^= 0x20;
+      fs.writeSync(fd, b, 0, 1, at);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return async () => {
+      for (let i = 0; i < 150; i++) {
+        if ((await repaired()) > before) return;
+        await sleep(200);
+      }
+      this.failure ??= `stream-flip: node ${id} did not repair byte ${at} of ${target.p} within 30 s`;
     };
   }
 
