@@ -273,6 +273,10 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
         rn_fences_apply_fence(st, c); /* its streams go by their PURGEs */
         return 0;
     }
+    if (c->type == RN_CMD_SUBS) {
+        rn_state_apply_subs(st, c); /* no stream changes */
+        return 0;
+    }
     if (c->type == RN_CMD_CREATE) {
         s = apply_create(st, c, fx, &rc, out);
         if (!s)

@@ -65,6 +65,9 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
         rn_buf_append_u8(b, (uint8_t)(c->fence_scope & 0xff));
         rn_buf_append_u8(b, (uint8_t)(c->fence_scope >> 8));
         break;
+    case RN_CMD_SUBS:
+        rn_buf_append_lstr(b, c->path, c->path_len);
+        break;
     default:
         break;
     }
@@ -139,6 +142,11 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
             return -1;
         break;
     case RN_CMD_PURGE:
+        break;
+    case RN_CMD_SUBS:
+        c->path = (const char *)rn_read_lstr(&r, &c->path_len);
+        if (!c->path_len || c->stream_id > 0xff)
+            return -1;
         break;
     default:
         return -1;

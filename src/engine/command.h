@@ -34,6 +34,9 @@
  *         id layout), and the stream id field is then g, which routes the
  *         command to that group's log
  *   PURGE: nothing (the stream, fenced, goes with every byte it owns)
+ *   SUBS: lstr the subscriptions' whole state (subs/state.c's document),
+ *         replacing the one before; the stream id field is the group
+ *         whose log carries the subscriptions (a replicated log only)
  * and the data bytes last, so the engine can hand a request body to the log
  * as a separate piece without copying it.
  */
@@ -56,6 +59,7 @@ enum {
     RN_CMD_TIER = 8,
     RN_CMD_FENCE = 9,
     RN_CMD_PURGE = 10,
+    RN_CMD_SUBS = 11,
 };
 
 #define RN_FENCE_ALL 0xffffu /* a FENCE's scope: every stream of the namespace */
@@ -64,7 +68,7 @@ typedef struct {
     uint8_t type;
     uint64_t stream_id;
     int64_t time_ms;
-    /* CREATE (FENCE: the namespace) */
+    /* CREATE (FENCE: the namespace; SUBS: the subscriptions' state) */
     const char *path;
     size_t path_len;
     uint64_t incarnation; /* Stream-Incarnation token of the new stream (CREATE)

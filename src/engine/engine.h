@@ -392,18 +392,42 @@ const rn_stream *rn_engine_stream(rn_engine *e, uint64_t id);
  * streams: metadata, producers, offsets; never stream bytes, which stay in
  * the stream files), of every namespace, and of the fences that cover the
  * group (a section present only when there are any, so a manifest of a
- * state without fences reads as one of a build before them). */
+ * state without fences reads as one of a build before them), then of the
+ * subscriptions' state when this group carries it (subs_state.c). */
 void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group, rn_buf *out);
 /* Replaces the streams pick selects (group `group`'s) by those of a
  * manifest: streams it does not hold are deleted (readers end, files go),
  * the others take its state in place (their readers stay, and hear of a
- * changed tail or history), new ones are added; namespaces are added, and
- * the manifest's fences come to cover the group (none is ever removed).
+ * changed tail or history), new ones are added; namespaces are added, the
+ * manifest's fences come to cover the group (none is ever removed), and
+ * its subscriptions' state replaces the group's (none: the group carries
+ * none).
  * Every stream of the manifest, and every fork source it names, must be
  * one pick selects. Returns 0, or -1 for a manifest that does not decode
  * (nothing changed). */
 int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned group,
                       const uint8_t *m, size_t len);
+
+/* ---- replicated subscriptions (subs_state.c) ----
+ * In replicated mode the subscriptions module keeps its whole state in
+ * one group's log (a SUBS command per change, each replacing the one
+ * before) and in that group's manifests, instead of a file. */
+
+/* Proposes state (len > 0 bytes, copied) as the subscriptions' state
+ * through group `group`'s log. done(arg, 0) once it applied here;
+ * -EAGAIN when nothing was logged (this replica does not lead the group,
+ * its log is busy, or it stopped applying); -EIO when the outcome is
+ * unknown (it may still apply). Replicated mode only; done runs on the
+ * loop thread, possibly before this returns. */
+void rn_engine_subs_put(rn_engine *e, unsigned group, const uint8_t *state, size_t len,
+                        void (*done)(void *arg, int status), void *arg);
+/* The subscriptions' state this replica applied last (a SUBS command's or
+ * a manifest's); *len 0 when none. Valid until the next apply. */
+const uint8_t *rn_engine_subs_state(const rn_engine *e, size_t *len);
+/* Whether this engine's log takes the commands of the stream at key now
+ * (always on a single node; a replicated log: this replica leads the
+ * key's group and applied everything earlier leaders committed). */
+int rn_engine_leads(const rn_engine *e, const char *key, size_t len);
 
 /* Gaps: a restored manifest may name bytes this replica's files lack (it
  * was behind, and the leader sent its snapshot). rn_engine_restore finds

@@ -169,6 +169,14 @@ void engine_rerun_orphans(rn_engine *e);
  * RN_ERR_NO_LEADER, and internal ones not started, where it does not. */
 int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
 
+/* ---- subs_state.c ---- */
+
+/* Whether group's manifest carries the subscriptions' state. */
+int engine_subs_in(const rn_state *st, unsigned group);
+/* A restored manifest of group: its subscriptions' state m (len bytes),
+ * or NULL when the manifest holds none. */
+void engine_restore_subs(rn_state *st, unsigned group, const uint8_t *m, size_t len);
+
 /* ---- forkread.c ---- */
 
 /* Copies the stream's bytes [off, off+len) into out, taking positions below

@@ -63,12 +63,15 @@ void rn_engine_manifest(rn_engine *e, rn_stream_pick pick, void *arg, unsigned g
      * history (a manifest built before either reads as it did) */
     rn_buf cold = {0};
     engine_encode_cold_ends(&e->state, pick, arg, &cold);
-    int has_cold = cold.len > 8; /* more than a count of 0 */
-    if (e->state.fences.count || has_cold)
+    int has_cold = cold.len > 8;                     /* more than a count of 0 */
+    int has_subs = engine_subs_in(&e->state, group); /* last: the subscriptions' state */
+    if (e->state.fences.count || has_cold || has_subs)
         engine_encode_fences(&e->state, (int)group, out);
-    if (has_cold)
+    if (has_cold || has_subs)
         rn_buf_append(out, cold.data, cold.len);
     rn_buf_free(&cold);
+    if (has_subs)
+        rn_buf_append_lstr(out, e->state.subs.data, e->state.subs.len);
 }
 
 /* Moves what a manifest says of a stream from src (decoded, out of every
@@ -283,6 +286,10 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned gro
         engine_decode_fences(&scratch, (int)group, &r);
     if (k == count && !r.failed && r.p != r.end) /* absent from manifests before tiering */
         engine_decode_cold_ends(&scratch, &r);
+    const uint8_t *subs = NULL; /* the carrying group's only */
+    size_t subs_len = 0;
+    if (k == count && !r.failed && r.p != r.end)
+        subs = rn_read_lstr(&r, &subs_len);
     int ok = k == count && !r.failed && r.p == r.end;
     for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
         ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
@@ -343,6 +350,7 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned gro
     }
     if (scratch.fences.count)
         engine_purge_wanted(e);
+    engine_restore_subs(&e->state, group, subs && subs_len ? subs : NULL, subs_len);
     int rc = engine_link_forks(&e->state, loaded, sources, count);
     for (uint64_t j = 0; j < count; j++) {
         if (loaded[j]->cold_end) /* the moves the manifest holds: their bytes are cold */

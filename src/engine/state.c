@@ -46,6 +46,7 @@ void rn_state_free(rn_state *st) {
     rn_map_free(&st->by_id);
     rn_map_free_values(&st->namespaces);
     rn_state_free_fences(st);
+    rn_buf_free(&st->subs);
 }
 
 static int cmp_stream_id(const void *a, const void *b) {

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "engine/command.h"
+#include "util/buf.h"
 #include "util/map.h"
 
 #define RN_MAX_FORK_DEPTH 64
@@ -178,6 +179,11 @@ typedef struct {
     uint64_t next_id;  /* above every id and rewrite serial issued */
     rn_map namespaces; /* namespace -> itself (a malloc'd copy) */
     rn_map fences;     /* namespace -> rn_fence */
+    /* The subscriptions' state a replicated log carries (the last SUBS
+     * command's, or a manifest's): empty when none; subs_group is the
+     * group whose log carries it (engine/subs_state.c). */
+    rn_buf subs;
+    unsigned subs_group;
 } rn_state;
 
 /* What apply() needs done outside the state. apply() calls these
@@ -319,5 +325,9 @@ int rn_content_type_is_json(const char *ct, size_t len);
  * when the command's stream does not exist (nothing changed), -EINVAL for
  * a fork whose source does not exist, or a store() error. */
 int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_applied *out);
+
+/* A SUBS command: its state replaces st->subs, carried by the group in its
+ * stream id field (engine/subs_state.c). */
+void rn_state_apply_subs(rn_state *st, const rn_cmd *c);
 
 #endif

@@ -546,6 +546,8 @@ static void wire(server *s) {
                            .public_url = s->public_url,
                            .allow_loopback = s->cfg.webhook_allow_loopback,
                            .webhook_timeout_ms = s->cfg.webhook_timeout_ms,
+                           .replicated = s->cluster != NULL,
+                           .tls_ca = s->cfg.tls_ca,
                            .user_agent = "runnel/" RUNNEL_VERSION};
     s->subs = rn_subs_open(s->loop, s->engine, &subc, err, sizeof err);
     if (!s->subs) {

@@ -41,6 +41,14 @@ int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen)
     return ra.group == rb.group;
 }
 
+int rn_routing_route(const char *key, size_t len, rn_group_route *out) {
+    memset(out, 0, sizeof *out);
+    if (!routing.active)
+        return 0;
+    routing.view.route(routing.view.ctx, key, len, out);
+    return 1;
+}
+
 void rn_routing_group_header(rn_buf *h, const char *key, size_t len) {
     if (!routing.active)
         return;

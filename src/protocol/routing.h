@@ -144,6 +144,12 @@ void rn_routing_read_repairing(rn_request *req, const char *key, size_t len);
  * single-node mode): a fork is created only in its source's group. */
 int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);
 
+/* The view's answer for the stream at key into *out (what a subsystem
+ * other than the surfaces needs: its group, term, leader, whether this
+ * replica caught up): returns 1 in cluster mode, else 0 with *out zeroed
+ * (this node serves everything). */
+int rn_routing_route(const char *key, size_t len, rn_group_route *out);
+
 /* Appends x-ursula-raft-group for the stream at key (cluster mode). */
 void rn_routing_group_header(rn_buf *h, const char *key, size_t len);
 

@@ -17,14 +17,18 @@
  * state is on disk (rn_durable_wait), so a client never sees a change a
  * crash could take back: a mutation's answer waits for the write that
  * covers it, and a read made while a write is pending waits for it too.
- * Request bodies are JSON objects; duplicate members are refused.
+ * Request bodies are JSON objects; duplicate members are refused. In
+ * cluster mode "on disk" is "committed by the state's group" (replica.c),
+ * and every request is served by that group's leader only.
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
 #include "protocol/reply.h"
+#include "protocol/routing.h"
 #include "util/clock.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +45,13 @@ typedef struct {
 
 static void on_durable(rn_durable_waiter *w, int status) {
     reply *r = (reply *)w;
-    if (status < 0 || r->error != RN_E_COUNT) {
+    if (status == -EAGAIN) { /* a replicated change refused: nothing of it applied */
+        rn_buf_free(&r->head);
+        rn_buf_free(&r->body);
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(r->req, RN_E_NO_LEADER, &extra);
+    } else if (status < 0 || r->error != RN_E_COUNT) {
         rn_buf_free(&r->head);
         rn_buf_free(&r->body);
         rn_reply_error(r->req, status < 0 ? RN_E_OUTCOME_UNKNOWN : r->error, NULL);
@@ -468,7 +478,23 @@ static void subscriptions(rn_subs *S, rn_request *req, const char *rest, size_t 
     }
 }
 
+/* Cluster mode: the requests go to the leader of the state's group, as
+ * writes do (replica.c); a leader that has not taken over yet answers
+ * 503 NO_LEADER. Returns 1 when req was answered or sent on. */
+static int routed_elsewhere(rn_subs *S, rn_request *req) {
+    if (!S->replicated || rn_routing_write(req, RN_SUBS_KEY, strlen(RN_SUBS_KEY)))
+        return S->replicated;
+    if (rn_subs_replica_sync(S))
+        return 0;
+    rn_buf extra = {0};
+    rn_buf_appendf(&extra, "Retry-After: 1\r\nx-ursula-raft-group: %u\r\n", S->group);
+    rn_reply_error(req, RN_E_NO_LEADER, &extra);
+    return 1;
+}
+
 void rn_subs_handle(rn_subs *S, rn_request *req, const char *rest, size_t len) {
+    if (routed_elsewhere(S, req))
+        return;
     if (is(rest, len, "/jwks.json"))
         jwks(S, req);
     else if (len > 15 && memcmp(rest, "/subscriptions/", 15) == 0)

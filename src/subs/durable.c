@@ -11,6 +11,7 @@
 #include "util/files.h"
 #include "util/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +29,8 @@ struct rn_durable {
     void (*encode)(void *arg, rn_buf *out);
     void (*written)(void *arg);
     void *arg;
+    rn_durable_sink sink; /* NULL: the file */
+    void *sink_arg;
     uv_timer_t timer;
     uint64_t seq, synced;
     int writing, stopped;
@@ -66,26 +69,31 @@ static void write_work(uv_work_t *req) {
         rn_atomic_write_file(job->d->dir, job->d->name, job->data.data, job->data.len, 0600);
 }
 
-static void write_done(uv_work_t *req, int status) {
-    write_job *job = req->data;
+static void job_done(void *arg, int status) {
+    write_job *job = arg;
     rn_durable *d = job->d;
-    int rc = status < 0 ? status : job->status;
     uint64_t covers = job->covers;
     rn_buf_free(&job->data);
     free(job);
     d->writing = 0;
-    if (rc == 0) {
-        d->synced = covers;
+    if (status == 0) {
+        if (covers > d->synced)
+            d->synced = covers;
         if (d->written)
             d->written(d->arg);
         answer_waiters(d, covers, 0);
         schedule(d, 0);
     } else {
         rn_log(RN_LOG_ERROR, "state_write_failed", "writing %s/%s failed: %s; retrying in 1 s",
-               d->dir, d->name, strerror(-rc));
-        answer_waiters(d, covers, rc);
+               d->dir, d->name, strerror(-status));
+        answer_waiters(d, covers, status);
         schedule(d, RETRY_MS);
     }
+}
+
+static void write_done(uv_work_t *req, int status) {
+    write_job *job = req->data;
+    job_done(job, status < 0 ? status : job->status);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -98,7 +106,22 @@ static void on_timer(uv_timer_t *t) {
     job->req.data = job;
     d->encode(d->arg, &job->data);
     d->writing = 1;
-    uv_queue_work(d->loop, &job->req, write_work, write_done);
+    if (d->sink)
+        d->sink(d->sink_arg, job->data.data, job->data.len, job_done, job);
+    else
+        uv_queue_work(d->loop, &job->req, write_work, write_done);
+}
+
+void rn_durable_set_sink(rn_durable *d, rn_durable_sink sink, void *arg) {
+    assert(d->seq == 0 && sink);
+    d->sink = sink;
+    d->sink_arg = arg;
+}
+
+void rn_durable_discard(rn_durable *d, int status) {
+    assert(status < 0);
+    d->synced = d->seq;
+    answer_waiters(d, UINT64_MAX, status);
 }
 
 rn_durable *rn_durable_open(uv_loop_t *loop, const char *dir, const char *name,
@@ -144,8 +167,8 @@ void rn_durable_stop(rn_durable *d) {
 }
 
 int rn_durable_close(rn_durable *d) {
-    int rc = 0;
-    if (d->synced < d->seq) {
+    int rc = d->sink && d->synced < d->seq ? -EAGAIN : 0;
+    if (!d->sink && d->synced < d->seq) {
         rn_buf data = {0};
         d->encode(d->arg, &data);
         rc = rn_atomic_write_file(d->dir, d->name, data.data, data.len, 0600);

@@ -15,6 +15,10 @@
  * registered with rn_durable_wait() runs once every change made before the
  * call is on disk (status 0), or when the write meant to cover them failed
  * (status < 0; the state stays dirty and is written again a second later).
+ *
+ * With a sink (cluster mode: the replicated log, rn_durable_set_sink) a
+ * write hands the encoded state to the sink instead of the file, and
+ * "on disk" means what the sink says (committed and applied).
  */
 #ifndef RN_SUBS_DURABLE_H
 #define RN_SUBS_DURABLE_H
@@ -43,6 +47,20 @@ struct rn_durable_waiter {
 rn_durable *rn_durable_open(uv_loop_t *loop, const char *dir, const char *name,
                             void (*encode)(void *arg, rn_buf *out), void (*written)(void *arg),
                             void *arg);
+/* A write's end: status 0 when the state handed over is durable, else
+ * < 0 (the sink's code, passed on to the waiters it covered). */
+typedef void (*rn_durable_done)(void *job, int status);
+/* Stores len bytes (valid only during the call) and calls done(job,
+ * status) once, on the loop thread, possibly before returning. */
+typedef void (*rn_durable_sink)(void *arg, const uint8_t *data, size_t len, rn_durable_done done,
+                                void *job);
+
+/* Writes go to sink instead of the file from now on (set before any
+ * change). */
+void rn_durable_set_sink(rn_durable *d, rn_durable_sink sink, void *arg);
+/* Forgets the changes not yet durable (the state they were made to was
+ * dropped): their waiters run with status, nothing is written for them. */
+void rn_durable_discard(rn_durable *d, int status);
 /* Records a change and schedules a write. */
 void rn_durable_changed(rn_durable *d);
 /* Runs w->fn once every change so far is on disk; at once (before this
@@ -54,8 +72,9 @@ uint64_t rn_durable_synced(const rn_durable *d);
  * flight completes; no new one starts until rn_durable_close(). */
 void rn_durable_stop(rn_durable *d);
 /* After the loop ended: writes the state one last time if it is dirty
- * (blocking), fails any remaining waiters, and frees d. Returns 0 or the
- * write's -errno. */
+ * (blocking; with a sink nothing is written: what the sink did not take
+ * was never acknowledged), fails any remaining waiters, and frees d.
+ * Returns 0 or the write's -errno. */
 int rn_durable_close(rn_durable *d);
 
 #endif

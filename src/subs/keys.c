@@ -87,13 +87,8 @@ static int load_token_key(const char *dir, uint8_t key[RN_TOKEN_KEY_LEN], char *
     return 0;
 }
 
-rn_subs_keys *rn_subs_keys_open(const char *dir, char *err, size_t errcap) {
-    rn_subs_keys *k = rn_xcalloc(1, sizeof *k);
-    k->signing = load_signing_key(dir, err, errcap);
-    if (!k->signing || load_token_key(dir, k->token_key, err, errcap) < 0) {
-        rn_subs_keys_free(k);
-        return NULL;
-    }
+/* Sets the public key's text and the key id from k->signing. */
+static void derive_kid(rn_subs_keys *k) {
     uint8_t pub[32];
     size_t pub_len = sizeof pub;
     EVP_PKEY_get_raw_public_key(k->signing, pub, &pub_len);
@@ -111,6 +106,61 @@ rn_subs_keys *rn_subs_keys_open(const char *dir, char *err, size_t errcap) {
     rn_b64url_append(&b, digest, dlen);
     snprintf(k->kid, sizeof k->kid, "ds_%.*s", (int)b.len, (const char *)b.data);
     rn_buf_free(&b);
+}
+
+rn_subs_keys *rn_subs_keys_open(const char *dir, char *err, size_t errcap) {
+    rn_subs_keys *k = rn_xcalloc(1, sizeof *k);
+    k->signing = load_signing_key(dir, err, errcap);
+    if (!k->signing || load_token_key(dir, k->token_key, err, errcap) < 0) {
+        rn_subs_keys_free(k);
+        return NULL;
+    }
+    derive_kid(k);
+    return k;
+}
+
+json_t *rn_subs_keys_json(const rn_subs_keys *k) {
+    uint8_t priv[32];
+    size_t priv_len = sizeof priv;
+    EVP_PKEY_get_raw_private_key(k->signing, priv, &priv_len);
+    rn_buf a = {0}, b = {0};
+    rn_b64url_append(&a, priv, priv_len);
+    rn_b64url_append(&b, k->token_key, RN_TOKEN_KEY_LEN);
+    OPENSSL_cleanse(priv, sizeof priv);
+    json_t *o = json_pack("{s:s%, s:s%}", "signing", (const char *)a.data, a.len, "token",
+                          (const char *)b.data, b.len);
+    OPENSSL_cleanse(a.data, a.len);
+    OPENSSL_cleanse(b.data, b.len);
+    rn_buf_free(&a);
+    rn_buf_free(&b);
+    return o;
+}
+
+/* Decodes a base64url member of exactly 32 bytes into out. */
+static int key_member(const json_t *o, const char *name, uint8_t out[32]) {
+    const json_t *v = json_object_get(o, name);
+    uint8_t buf[48];
+    if (!json_is_string(v) || json_string_length(v) > 44)
+        return -1;
+    long n = rn_b64url_decode(json_string_value(v), json_string_length(v), buf);
+    if (n != 32)
+        return -1;
+    memcpy(out, buf, 32);
+    OPENSSL_cleanse(buf, sizeof buf);
+    return 0;
+}
+
+rn_subs_keys *rn_subs_keys_from_json(const json_t *o) {
+    uint8_t priv[32];
+    rn_subs_keys *k = rn_xcalloc(1, sizeof *k);
+    if (key_member(o, "signing", priv) == 0 && key_member(o, "token", k->token_key) == 0)
+        k->signing = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, priv, sizeof priv);
+    OPENSSL_cleanse(priv, sizeof priv);
+    if (!k->signing) {
+        rn_subs_keys_free(k);
+        return NULL;
+    }
+    derive_kid(k);
     return k;
 }
 

@@ -12,6 +12,7 @@
 #ifndef RN_SUBS_KEYS_H
 #define RN_SUBS_KEYS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,14 @@ typedef struct rn_subs_keys rn_subs_keys;
  * a message in err on failure (unreadable, corrupt, not Ed25519). */
 rn_subs_keys *rn_subs_keys_open(const char *dir, char *err, size_t errcap);
 void rn_subs_keys_free(rn_subs_keys *k);
+
+/* Cluster mode: the keys travel in the replicated subscriptions' state so
+ * that every node signs and checks with the same ones. rn_subs_keys_json
+ * renders both secrets ({"signing": base64url Ed25519 private key,
+ * "token": base64url token key}); rn_subs_keys_from_json reads them back,
+ * NULL when o is not such an object. */
+json_t *rn_subs_keys_json(const rn_subs_keys *k);
+rn_subs_keys *rn_subs_keys_from_json(const json_t *o);
 
 /* The signing key's id ("ds_<thumbprint>"). */
 const char *rn_subs_keys_kid(const rn_subs_keys *k);

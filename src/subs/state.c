@@ -8,7 +8,10 @@
  * failed attempts, next attempt time). Runtime-only fields (fetches in
  * flight, the announce list) are not stored. The file is rewritten whole
  * by durable.c; a file that does not parse is refused at start, because
- * atomic rewrites never leave a partial one behind.
+ * atomic rewrites never leave a partial one behind. In cluster mode the
+ * same document is the replicated state (replica.c) and also carries the
+ * signing and token keys ("keys"), which replace the node's own when it
+ * loads.
  */
 #include "subs/subs_int.h"
 
@@ -58,6 +61,8 @@ void rn_state_encode(void *arg, rn_buf *out) {
     while (rn_map_next(&S->subs, &i, &v))
         json_array_append_new(subs, encode_sub(v));
     json_t *root = json_pack("{s:i, s:o}", "version", STATE_VERSION, "subscriptions", subs);
+    if (S->replicated) /* every node of the cluster signs and checks with these */
+        json_object_set_new(root, "keys", rn_subs_keys_json(S->keys));
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     rn_buf_append_str(out, text);
@@ -129,13 +134,27 @@ static int load_sub(rn_subs *S, const json_t *o) {
     return ok && load_links(S, sub, links) == 0 ? 0 : -1;
 }
 
+/* The replicated state's keys (cluster mode) replace the node's own. */
+static int load_keys(rn_subs *S, const json_t *keys) {
+    if (!keys)
+        return 0;
+    rn_subs_keys *k = rn_subs_keys_from_json(keys);
+    if (!k)
+        return -1;
+    rn_subs_keys_free(S->keys);
+    S->keys = k;
+    return 0;
+}
+
 int rn_state_load(rn_subs *S, const uint8_t *data, size_t len, char *err, size_t errcap) {
     json_error_t jerr;
     json_t *root = json_loadb((const char *)data, len, JSON_REJECT_DUPLICATES, &jerr);
-    json_t *subs = NULL;
+    json_t *subs = NULL, *keys = NULL;
     int version = 0, rc = -1;
-    if (root && json_unpack(root, "{s:i, s:o}", "version", &version, "subscriptions", &subs) == 0 &&
-        version == STATE_VERSION && json_is_array(subs)) {
+    if (root &&
+        json_unpack(root, "{s:i, s:o, s?o}", "version", &version, "subscriptions", &subs, "keys",
+                    &keys) == 0 &&
+        version == STATE_VERSION && json_is_array(subs) && load_keys(S, keys) == 0) {
         rc = 0;
         for (size_t i = 0; i < json_array_size(subs) && rc == 0; i++)
             rc = load_sub(S, json_array_get(subs, i));

@@ -5,7 +5,10 @@
  * Start: keys, then the state file, then reconciliation with the engine's
  * streams (links whose stream vanished or was re-created while the state
  * file lagged behind the log, and pattern matches created meanwhile), then
- * the observer, then resumption of wakes. Engine events:
+ * the observer, then resumption of wakes. In cluster mode the state comes
+ * from the replicated log instead, loaded whenever this node takes the
+ * lead of its group (replica.c), and the observer acts only then. Engine
+ * events:
  *   created  pattern-matching subscriptions gain a glob link at the new
  *            stream's start (everything written to it is news — this is how
  *            a stream created with data, or discovered by its first append,
@@ -19,6 +22,7 @@
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
+#include "protocol/routing.h"
 #include "util/files.h"
 #include "util/log.h"
 
@@ -86,7 +90,7 @@ static void on_removed(rn_subs *S, rn_stream *s) {
 
 static void on_stream(rn_stream *s, rn_stream_event ev, void *arg) {
     rn_subs *S = arg;
-    if (S->subs.count == 0)
+    if (S->subs.count == 0 || !S->active)
         return;
     if (ev == RN_STREAM_CREATED) {
         on_created(S, s);
@@ -116,8 +120,7 @@ static void link_missed(rn_stream *s, void *arg) {
     }
 }
 
-/* Brings links in line with the engine after a restart (see the top). */
-static void reconcile(rn_subs *S) {
+void rn_subs_reconcile(rn_subs *S) {
     reconcile_ctx c = {S, NULL, 0};
     size_t i = 0;
     void *v;
@@ -128,6 +131,9 @@ static void reconcile(rn_subs *S) {
         for (size_t k = 0; k < n; k++) {
             rn_sub_link *l = all[k];
             rn_stream *s = rn_engine_find(S->engine, l->path, l->path_len);
+            rn_group_route r;
+            if (rn_routing_route(l->path, l->path_len, &r) && !r.caught_up)
+                continue; /* cluster mode: this replica may not hold the stream yet */
             if (!s && !l->is_explicit) {
                 rn_sub_link_remove(S, l);
                 c.dirty = 1;
@@ -144,7 +150,7 @@ static void reconcile(rn_subs *S) {
         rn_durable_changed(S->state);
 }
 
-static void free_subs(rn_subs *S) {
+void rn_subs_clear(rn_subs *S) {
     size_t n = 0, i = 0;
     void *v;
     rn_sub **all = rn_xcalloc(S->subs.count ? S->subs.count : 1, sizeof *all);
@@ -153,6 +159,10 @@ static void free_subs(rn_subs *S) {
     for (size_t k = 0; k < n; k++)
         rn_sub_remove(S, all[k]);
     free(all);
+}
+
+static void free_subs(rn_subs *S) {
+    rn_subs_clear(S);
     rn_map_free(&S->subs);
     rn_map_free(&S->watch);
 }
@@ -161,8 +171,10 @@ static void free_module(rn_subs *S) {
     free_subs(S);
     rn_subs_keys_free(S->keys);
     rn_outbound_free(S->out);
+    rn_outbound_free(S->peer_out);
     free(S->dir);
     free(S->public_url);
+    free(S->tls_ca);
     free(S);
 }
 
@@ -185,6 +197,8 @@ static int load(rn_subs *S, const rn_subs_config *cfg, char *err, size_t errcap)
     }
     if (!(S->keys = rn_subs_keys_open(S->dir, err, errcap)))
         return -1;
+    if (cfg->replicated) /* the keys until the replicated state brings the cluster's */
+        return 0;
     rn_buf state = {0};
     int rc = rn_read_file(S->dir, RN_SUBS_STATE_FILE, &state);
     if (rc == 0)
@@ -205,6 +219,9 @@ rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *
     S->public_url = rn_xstrdup(cfg->public_url);
     S->allow_loopback = cfg->allow_loopback;
     S->webhook_timeout_ms = cfg->webhook_timeout_ms;
+    S->replicated = cfg->replicated;
+    S->tls_ca = cfg->tls_ca && cfg->tls_ca[0] ? rn_xstrdup(cfg->tls_ca) : NULL;
+    S->active = !cfg->replicated;
     if (load(S, cfg, err, errcap) < 0) {
         free_module(S);
         return NULL;
@@ -221,8 +238,12 @@ rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *
     S->out = rn_outbound_new(loop, &out);
     uv_timer_init(loop, &S->timer);
     S->timer.data = S;
-    reconcile(S);
     rn_engine_observe(engine, on_stream, S);
+    if (S->replicated) {
+        rn_subs_replica_start(S); /* loads and resumes where this node leads */
+        return S;
+    }
+    rn_subs_reconcile(S);
     rn_wake_resume(S);
     return S;
 }
@@ -242,10 +263,14 @@ void rn_subs_quiesce(rn_subs *S) {
     }
     uv_timer_stop(&S->timer);
     rn_outbound_stop(S->out);
+    if (S->peer_out)
+        rn_outbound_stop(S->peer_out);
 }
 
 void rn_subs_stop(rn_subs *S) {
     rn_subs_quiesce(S);
+    if (S->replicated)
+        rn_subs_replica_stop(S);
     rn_durable_stop(S->state);
     uv_close((uv_handle_t *)&S->timer, NULL);
 }

@@ -5,7 +5,8 @@
  *
  * The module observes the engine (stream created / changed / removed),
  * keeps every subscription in memory, persists the whole set with atomic
- * file rewrites in <data>/subs/ (durable.h), delivers webhooks through
+ * file rewrites in <data>/subs/ (durable.h) or, in cluster mode, as
+ * commands of one group's replicated log, delivers webhooks through
  * libcurl on the loop (outbound.h) and writes pull-wake events to wake
  * streams through ordinary engine appends. Everything runs on the loop
  * thread.
@@ -31,6 +32,12 @@ typedef struct {
     const char *public_url;
     int allow_loopback;          /* --webhook-allow-loopback */
     uint64_t webhook_timeout_ms; /* one delivery attempt */
+    /* Cluster mode: the state lives in the replicated log, not in a file,
+     * and the leader of its group delivers (replica.c in src/subs/). */
+    int replicated;
+    /* Cluster mode: the CA file for https to other nodes (--tls-ca; NULL
+     * or empty: the system's). */
+    const char *tls_ca;
     const char *user_agent;
 } rn_subs_config;
 

@@ -24,7 +24,8 @@
  *                    lease_expires_ms > 0: the receiver accepted it (2xx
  *                    or a callback) and holds it until then
  *   pull-wake wake   announced: its wake event was written to the wake
- *                    stream; holder != NULL: claimed, lease_expires_ms set
+ *                    stream; holder != NULL: claimed, lease_expires_ms set;
+ *                    next_attempt_ms > 0: the event is to be tried again
  * Side effects that reveal a wake (the webhook request, the wake event)
  * happen only after the state that issued it is on disk: a new wake joins
  * the announce list and rn_wake_on_written() releases it.
@@ -91,7 +92,8 @@ struct rn_sub {
     int announcing; /* on the announce list, waiting for announce_seq */
     uint64_t announce_seq;
     rn_list_node announce_link; /* in owner->announcing while announcing */
-    rn_fetch *fetch;
+    rn_fetch *fetch;            /* webhook: the delivery attempt; pull-wake: a wake event sent to
+                                   another node (cluster mode) */
 };
 
 struct rn_subs {
@@ -111,6 +113,15 @@ struct rn_subs {
     int64_t timer_due_ms; /* 0: not armed */
     rn_list announcing;   /* rn_sub.announce_link: wakes waiting for their state write */
     int quiesced;
+    /* cluster mode (replica.c) */
+    int replicated;
+    int active;            /* this node leads the state's group and delivers (always, alone) */
+    unsigned group;        /* the group whose log carries the state */
+    uint64_t term;         /* the leadership's term this node took over in */
+    rn_outbound *peer_out; /* wake events to other nodes' wake streams */
+    char *tls_ca;          /* its CA file (--tls-ca; NULL: the system's) */
+    uv_timer_t role_timer; /* follows the group's leadership */
+    int load_failed;       /* the replicated state did not load: logged once */
 };
 
 /* ---- registry.c: subscriptions, links and the watch index ---- */
@@ -165,6 +176,9 @@ rn_error rn_wake_check(rn_subs *S, rn_sub *sub, const char *token, size_t token_
 rn_error rn_wake_progress(rn_subs *S, rn_sub *sub, const json_t *acks, int done, int *next_wake);
 /* Pull-wake claim by worker. Returns RN_E_COUNT on success. */
 rn_error rn_wake_claim(rn_subs *S, rn_sub *sub, const char *worker);
+/* A pull-wake event that could not be written yet (wakestream.c): tried
+ * again a second later (next_attempt_ms, in memory and persisted). */
+void rn_wake_announce_again(rn_subs *S, rn_sub *sub);
 /* Durable-write hook: announces the wakes whose state is now on disk. */
 void rn_wake_on_written(void *arg);
 /* Restart: re-arms leases and retries, re-announces unannounced wakes,
@@ -175,6 +189,10 @@ void rn_wake_unannounce(rn_subs *S, rn_sub *sub);
 
 /* ---- webhook.c / wakestream.c: announcing a wake ---- */
 
+/* POSTs body (taken over) to url through out with the webhook timeout;
+ * the fetch handle (NULL when out refused it: fn will not run). */
+rn_fetch *rn_subs_post(rn_subs *S, rn_outbound *out, const char *url, const char *const *headers,
+                       size_t nheaders, rn_buf *body, rn_fetch_fn fn, void *arg);
 /* Starts a delivery attempt of sub's current wake. */
 void rn_webhook_deliver(rn_subs *S, rn_sub *sub);
 /* Appends sub's current wake event to its wake stream. */
@@ -189,6 +207,25 @@ json_t *rn_view_sub(rn_subs *S, const rn_sub *sub);
 json_t *rn_view_wake_streams(rn_subs *S, rn_sub *sub);
 /* A new string with the URL of a subscription action (e.g. "callback"). */
 char *rn_view_action_url(const rn_subs *S, const rn_sub *sub, const char *action);
+
+/* ---- subs.c: life cycle ---- */
+
+/* Removes every subscription (memory only). */
+void rn_subs_clear(rn_subs *S);
+/* Brings links in line with the engine's streams (after a load). */
+void rn_subs_reconcile(rn_subs *S);
+
+/* ---- replica.c: cluster mode ---- */
+
+/* The key whose group carries the subscriptions. */
+#define RN_SUBS_KEY "__ds/subscriptions"
+/* Starts following the leadership of the state's group: its leader loads
+ * the replicated state and delivers; any other node holds nothing. */
+void rn_subs_replica_start(rn_subs *S);
+/* Takes up or gives up delivery as the group's leadership says now;
+ * returns S->active. */
+int rn_subs_replica_sync(rn_subs *S);
+void rn_subs_replica_stop(rn_subs *S);
 
 /* ---- state.c: the state file ---- */
 

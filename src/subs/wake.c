@@ -19,6 +19,7 @@
 #include "util/backoff.h"
 #include "util/clock.h"
 
+#include <assert.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +251,7 @@ rn_error rn_wake_claim(rn_subs *S, rn_sub *sub, const char *worker) {
 /* Sends sub's wake out: a delivery attempt (when due) or the wake event. */
 static void announce(rn_subs *S, rn_sub *sub) {
     if (sub->cfg.type == RN_SUB_PULL_WAKE) {
-        if (!sub->announced && !sub->holder)
+        if (!sub->announced && !sub->holder && !sub->fetch)
             rn_wakestream_announce(S, sub);
     } else if (!sub->fetch && sub->next_attempt_ms) {
         if (sub->next_attempt_ms <= rn_now_ms())
@@ -258,6 +259,12 @@ static void announce(rn_subs *S, rn_sub *sub) {
         else
             arm(S, sub->next_attempt_ms);
     }
+}
+
+void rn_wake_announce_again(rn_subs *S, rn_sub *sub) {
+    assert(sub->cfg.type == RN_SUB_PULL_WAKE);
+    sub->next_attempt_ms = rn_now_ms() + RETRY_BASE_MS;
+    arm(S, sub->next_attempt_ms);
 }
 
 void rn_wake_on_written(void *arg) {
@@ -284,8 +291,15 @@ static void on_timer(uv_timer_t *t) {
     while (rn_map_next(&S->subs, &i, &v)) {
         rn_sub *sub = v;
         expire_if_due(S, sub, now);
-        if (!sub->fetch && !sub->announcing && sub->next_attempt_ms && sub->next_attempt_ms <= now)
-            rn_webhook_deliver(S, sub);
+        if (!sub->fetch && !sub->announcing && sub->next_attempt_ms &&
+            sub->next_attempt_ms <= now) {
+            if (sub->cfg.type == RN_SUB_WEBHOOK) {
+                rn_webhook_deliver(S, sub);
+            } else { /* a wake event to try again (wakestream.c) */
+                sub->next_attempt_ms = 0;
+                announce(S, sub);
+            }
+        }
         int64_t due[2] = {sub->lease_expires_ms,
                           sub->fetch || sub->announcing ? 0 : sub->next_attempt_ms};
         for (int k = 0; k < 2; k++)

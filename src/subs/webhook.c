@@ -47,6 +47,20 @@ static void on_result(void *arg, const rn_fetch_result *r) {
     rn_wake_delivery_failed(S, sub);
 }
 
+rn_fetch *rn_subs_post(rn_subs *S, rn_outbound *out, const char *url, const char *const *headers,
+                       size_t nheaders, rn_buf *body, rn_fetch_fn fn, void *arg) {
+    rn_fetch_request req = {.method = "POST",
+                            .url = url,
+                            .headers = headers,
+                            .nheaders = nheaders,
+                            .body = body,
+                            .body_fd = -1,
+                            .sink_fd = -1,
+                            .sink_cap = RN_FETCH_MAX_BODY,
+                            .timeout_ms = S->webhook_timeout_ms};
+    return rn_outbound_start(out, &req, fn, arg);
+}
+
 void rn_webhook_deliver(rn_subs *S, rn_sub *sub) {
     int64_t now = rn_now_ms();
     rn_buf token = {0};
@@ -72,15 +86,6 @@ void rn_webhook_deliver(rn_subs *S, rn_sub *sub) {
     rn_subs_keys_sign_webhook(S->keys, now / 1000, body.data, body.len, &sig);
     rn_buf_append_byte(&sig, 0);
     const char *headers[] = {"Content-Type: application/json", (const char *)sig.data};
-    rn_fetch_request req = {.method = "POST",
-                            .url = sub->cfg.webhook_url,
-                            .headers = headers,
-                            .nheaders = 2,
-                            .body = &body,
-                            .body_fd = -1,
-                            .sink_fd = -1,
-                            .sink_cap = RN_FETCH_MAX_BODY,
-                            .timeout_ms = S->webhook_timeout_ms};
-    sub->fetch = rn_outbound_start(S->out, &req, on_result, sub);
+    sub->fetch = rn_subs_post(S, S->out, sub->cfg.webhook_url, headers, 2, &body, on_result, sub);
     rn_buf_free(&sig);
 }

@@ -4,7 +4,8 @@
  * no I/O: CREATE (a stream, a fork, a path taken over on replay), APPEND
  * (the tail, the append index, Stream-Seq, closure, producers and their
  * epochs), DELETE (for good, or soft while forks read the stream),
- * PUBLISH, RETAIN, REWRITE, EXPIRE_PRODUCERS and TIER, and what each
+ * PUBLISH, RETAIN, REWRITE, EXPIRE_PRODUCERS, TIER and SUBS (the
+ * subscriptions' state a replicated log carries), and what each
  * reports (rn_applied) and asks of its effects (rn_effects), as state.h
  * and docs/ARCHITECTURE.md ("The state machine and its effects") state
  * them.
@@ -536,6 +537,42 @@ static void test_tier_moves_whole_history_below_the_tail(void **state) {
     assert_int_equal(rec.tiers, 1);
 }
 
+static void test_subs_replaces_the_subscriptions_state(void **state) {
+    (void)state;
+    ten_bytes();
+    rn_cmd c = of_type(RN_CMD_SUBS, 3); /* the stream id field names the carrying group */
+    c.path = "{\"v\":1}";
+    c.path_len = strlen(c.path);
+    /* as the log carries it: encoded, then decoded */
+    rn_buf rec_bytes = {0};
+    rn_cmd_encode_head(&c, &rec_bytes);
+    rn_cmd d;
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len, &d), 0);
+    assert_int_equal(d.type, RN_CMD_SUBS);
+    assert_int_equal(apply(&d), 0);
+    rn_buf_free(&rec_bytes);
+    assert_int_equal(st.subs.len, c.path_len);
+    assert_memory_equal(st.subs.data, c.path, c.path_len);
+    assert_int_equal(st.subs_group, 3);
+    assert_false(out.notify);
+    assert_int_equal(stream(1)->tail, 10); /* no stream changes */
+    c.path = "{}";
+    c.path_len = 2;
+    assert_int_equal(apply(&c), 0); /* the next one replaces it whole */
+    assert_int_equal(st.subs.len, 2);
+    assert_memory_equal(st.subs.data, "{}", 2);
+    /* a record naming no group, or an empty state, does not decode */
+    c.stream_id = 0x100;
+    rn_cmd_encode_head(&c, &rec_bytes);
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len, &d), -1);
+    rn_buf_free(&rec_bytes);
+    c.stream_id = 3;
+    c.path_len = 0;
+    rn_cmd_encode_head(&c, &rec_bytes);
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len, &d), -1);
+    rn_buf_free(&rec_bytes);
+}
+
 static void test_unknown_commands_are_refused(void **state) {
     (void)state;
     rn_cmd c = create(1, "a", "x");
@@ -562,6 +599,7 @@ int main(void) {
         T(test_retain_only_advances),
         T(test_rewrite_gives_a_new_history_below_the_kept_offset),
         T(test_tier_moves_whole_history_below_the_tail),
+        T(test_subs_replaces_the_subscriptions_state),
         T(test_unknown_commands_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,7 +11,11 @@
  * failed write (its directory is missing) fails the waiters it covered and
  * is retried a second later, after which the state is durable; close
  * writes a dirty state one last time; rn_atomic_write_file leaves mode 0600
- * and no temporary file.
+ * and no temporary file. With a sink (cluster mode's replicated log): the
+ * sink gets each write instead of the file, waiters run when it says the
+ * state is durable and get its failure code otherwise, a discard answers
+ * the pending waiters with its code and writes nothing for them, and close
+ * writes no file.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,6 +168,83 @@ static void test_failed_write_is_retried(void **state) {
     close_all(&loop, d);
 }
 
+/* A sink that keeps the job until the test completes it. */
+typedef struct {
+    int calls;
+    char last[16];
+    rn_durable_done done;
+    void *job;
+} sink_model;
+
+static void sink(void *arg, const uint8_t *data, size_t len, rn_durable_done done, void *job) {
+    sink_model *k = arg;
+    k->calls++;
+    snprintf(k->last, sizeof k->last, "%.*s", (int)len, (const char *)data);
+    k->done = done;
+    k->job = job;
+}
+
+static void complete(sink_model *k, int status) {
+    assert_non_null(k->done);
+    rn_durable_done done = k->done;
+    k->done = NULL;
+    done(k->job, status);
+}
+
+static void test_sink(void **state) {
+    (void)state;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    model m = {0, 0};
+    sink_model k = {0};
+    rn_durable *d = rn_durable_open(&loop, dir, "state", encode, written, &m);
+    rn_durable_set_sink(d, sink, &k);
+
+    m.state = 1;
+    rn_durable_changed(d);
+    waiter w1 = {.w.fn = on_wait};
+    rn_durable_wait(d, &w1.w);
+    uv_run(&loop, UV_RUN_NOWAIT); /* the write goes to the sink */
+    assert_int_equal(k.calls, 1);
+    assert_string_equal(k.last, "1");
+    m.state = 2;
+    rn_durable_changed(d);
+    waiter w2 = {.w.fn = on_wait};
+    rn_durable_wait(d, &w2.w);
+    complete(&k, 0);
+    assert_int_equal(w1.called, 1);
+    assert_int_equal(w1.status, 0);
+    assert_int_equal(w2.called, 0); /* state 2 is not in the sink yet */
+    assert_int_equal(m.writes, 1);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(k.calls, 2);
+    assert_string_equal(k.last, "2");
+    complete(&k, -EIO); /* the sink's failure reaches the waiter */
+    assert_int_equal(w2.called, 1);
+    assert_int_equal(w2.status, -EIO);
+
+    /* a discard answers what waits with its code; nothing more is written */
+    waiter w3 = {.w.fn = on_wait};
+    rn_durable_wait(d, &w3.w);
+    rn_durable_discard(d, -EAGAIN);
+    assert_int_equal(w3.called, 1);
+    assert_int_equal(w3.status, -EAGAIN);
+    assert_int_equal(rn_durable_synced(d), rn_durable_seq(d));
+    for (int i = 0; i < 5; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(k.calls, 2);
+
+    /* close with a change the sink never took: no file, an error */
+    m.state = 3;
+    rn_durable_changed(d);
+    rn_durable_stop(d);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(k.calls, 2);
+    assert_true(rn_durable_close(d) < 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(file_value(dir), -1);
+}
+
 static void test_atomic_write_file(void **state) {
     (void)state;
     assert_int_equal(rn_atomic_write_file(dir, "f", "hello", 5, 0600), 0);
@@ -185,6 +266,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_group_commit, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_failed_write_is_retried, make_dir, remove_dir),
+        cmocka_unit_test_setup_teardown(test_sink, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_atomic_write_file, make_dir, remove_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
