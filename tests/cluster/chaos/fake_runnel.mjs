@@ -26,7 +26,8 @@ const { values: o } = parseArgs({
   options: { "node-id": { type: "string" }, "cluster-id": { type: "string" }, peer: { type: "string", multiple: true },
     groups: { type: "string" }, listen: { type: "string" }, "data-dir": { type: "string" }, "election-timeout-ms": { type: "string" },
     "cluster-key-file": { type: "string" }, "admin-token-file": { type: "string" },
-    "long-poll-timeout-ms": { type: "string" } },
+    "long-poll-timeout-ms": { type: "string" }, "scrub-bytes-per-second": { type: "string" },
+    "test-hooks": { type: "boolean" }, "log-stall-ms": { type: "string" } },
 });
 const id = Number(o["node-id"]);
 const groups = Number(o.groups);

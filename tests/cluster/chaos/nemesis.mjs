@@ -38,8 +38,9 @@
 //                   heal: add a new node (a new id, an empty directory)
 //                   in the spare namespace and decommission the dead one,
 //                   waiting until its replicas moved to the new one
-// These three need a cluster that reports placement (issue 26); against
-// one that does not (the fake), they are not drawn. A cluster's table
+// These three, stream-flip and slow-disk need a real cluster (one that
+// reports placement, issue 26: stream files, a scrub, failure points);
+// against one that does not (the fake), they are not drawn. A cluster's table
 // keeps every node id it ever had, 32 at most: once 28 were used, a
 // decommission or replace-node drawn is a drain instead.
 // A slow disk is emulated (slow-disk): the data directories are tmpfs, which
@@ -54,7 +55,7 @@ import { sleep } from "./rng.mjs";
 
 export const KINDS = ["kill-leader", "kill-follower", "pause-leader", "isolate-node", "isolate-leader", "cut-link",
   "kill-majority", "kill-all", "disk-full", "bit-flip", "stream-flip", "slow-disk", "drain", "decommission", "replace-node"];
-const MEMBERSHIP = new Set(["drain", "decommission", "replace-node"]);
+const REAL_ONLY = new Set(["drain", "decommission", "replace-node", "stream-flip", "slow-disk"]);
 const MAX_NODE_ID = 28;
 const WEIGHTS = { "kill-all": 0.5 };
 
@@ -70,7 +71,7 @@ export class Nemesis {
   // (a fault aims at one of them when it can).
   constructor({ cluster, topo, history, rng, electionTimeoutMs, hotGroups = new Set(), log = () => {} }) {
     Object.assign(this, { cluster, topo, history, rng, electionTimeoutMs, hotGroups, log });
-    this.kinds = KINDS.filter((k) => cluster.placement || !MEMBERSHIP.has(k));
+    this.kinds = KINDS.filter((k) => cluster.placement || !REAL_ONLY.has(k));
     this.active = null; // the fault in place: {event, heal}
     this.failure = null; // a heal that did not work (a node that did not come back)
   }
