@@ -248,6 +248,10 @@ int rn_streamfiles_pin_append(rn_streamfiles *st, uint64_t id, uint64_t off, siz
         rc = reserve(pin->data, off, len);
     if (rc == 0)
         rc = reserve(pin->index, k * 8, 8);
+    if (rc == 0 && len > 0) { /* the checksum entries of the blocks it writes */
+        uint64_t first = off / RN_BLOCKSUM_BLOCK, last = (off + len - 1) / RN_BLOCKSUM_BLOCK;
+        rc = reserve(pin->sum, first * RN_BLOCKSUM_ENTRY, (last - first + 1) * RN_BLOCKSUM_ENTRY);
+    }
     if (rc < 0)
         rn_streamfiles_unpin(pin);
     return rc;

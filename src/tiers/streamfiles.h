@@ -49,9 +49,10 @@ typedef struct {
     int data_fd, index_fd, sum_fd;
     struct open_file *data, *index, *sum; /* private to streamfiles.c */
 } rn_streamfiles_pin;
-/* Reserves disk blocks for data [off, off+len) and for index entry k
- * without changing file sizes, so that writing them later cannot fail for
- * lack of space, and pins both files open (the descriptor cache may then
+/* Reserves disk blocks for data [off, off+len), for index entry k and for
+ * the checksum entries of the blocks the data touches, without changing
+ * file sizes, so that writing them later cannot fail for lack of space,
+ * and pins the files open (the descriptor cache may then
  * hold more than its bound for a while). Returns 0 or -errno (-ENOSPC when
  * the disk is full; nothing is pinned then). Loop thread only. */
 int rn_streamfiles_pin_append(rn_streamfiles *st, uint64_t id, uint64_t off, size_t len, uint64_t k,
