@@ -30,6 +30,17 @@ before(async () => {
 });
 after(() => c.stopChecked());
 
+// A request repeated while it answers 503 NO_LEADER (nothing applied: a
+// leadership still settling after the kill), for up to 20 s, as a client
+// obeying Retry-After would.
+async function untilLed(call) {
+  for (let tries = 0; ; tries++) {
+    const r = await call();
+    if (r.status !== 503 || tries === 80 || !r.text.includes('"NO_LEADER"')) return r;
+    await new Promise((done) => setTimeout(done, 250));
+  }
+}
+
 async function newLeader(old) {
   return waitFor("a new leader", async () => {
     const l = await c.leaderOf(0, 30000);
@@ -50,7 +61,7 @@ describe("staged parts survive a leader change", () => {
     await c.crash(leader);
     const next = await newLeader(leader);
     const whole = Buffer.concat(bodies);
-    const r = await commit(`${c.url(next)}/${KEY}`, tail, ids, snapshotDigest(OCTET, whole));
+    const r = await untilLed(() => commit(`${c.url(next)}/${KEY}`, tail, ids, snapshotDigest(OCTET, whole)));
     assert.equal(r.status, 204, `the commit through node ${next}: ${r.status} ${r.text}`);
     await waitFor("the used parts removed", () => objectsUnder("cp/parts/").length === 0, 10000);
     await c.restart(leader);
@@ -71,7 +82,7 @@ describe("staged parts survive a leader change", () => {
     assert.equal(objectsUnder("cp/parts/").length, 2, "two parts in the shared store");
     await c.crash(leader);
     const next = await newLeader(leader);
-    const d = await req(`${c.url(next)}/${KEY}/snapshot/parts`, { method: "DELETE" });
+    const d = await untilLed(() => req(`${c.url(next)}/${KEY}/snapshot/parts`, { method: "DELETE" }));
     assert.equal(d.status, 204, `the discard through node ${next}: ${d.status} ${d.text}`);
     assert.equal(objectsUnder("cp/parts/").length, 0, "the discard removed them");
     await c.restart(leader);
