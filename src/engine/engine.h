@@ -179,8 +179,23 @@ int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
 
 /* Deletes expired streams and discards idle producer state (raising the
- * streams' epoch floors); the server calls this periodically. */
+ * streams' epoch floors), and releases orphan pins (apart.c); the server
+ * calls this periodically. */
 void rn_engine_sweep_expired(rn_engine *e);
+
+/* Forks apart from their source (cluster mode; engine/apart.c). A pin
+ * whose fork its group's leader does not know is released once it is this
+ * old: a fork's create is logged within a few seconds of its pin. */
+#define RN_PIN_GRACE_MS 10000
+/* On the leader of the source's group: runs a fork create's checks of its
+ * source (ask) and logs the fork's PIN; done(arg, answer) once, on the
+ * loop thread. */
+void rn_engine_pin(rn_engine *e, const rn_fork_pin_ask *ask, rn_fork_pin_done done, void *arg);
+/* On the leader of the source's group: logs the release of fork_id's pin
+ * of source_id (nothing when there is none). */
+void rn_engine_unpin(rn_engine *e, uint64_t source_id, uint64_t fork_id);
+/* Whether fork_id is a fork of source_id here (created or being created). */
+int rn_engine_fork_of(const rn_engine *e, uint64_t source_id, uint64_t fork_id);
 
 /* Answers an append before its body arrives (ext §5.5), when the answer
  * depends on the headers alone: op (kind APPEND, with producer headers and

@@ -1,0 +1,156 @@
+// Forks across groups (issue 27, item 4): a fork whose key hashes to another
+// group than its source's, on a 3-node cluster of 4 groups (every node hosts
+// every group).
+//
+// WHAT IT PROVES
+//   - Such a fork is created through any node, and every node reads it:
+//     catch-up (the source's bytes below the fork offset stitched with the
+//     fork's own), long-poll and SSE; appends through every node land in
+//     the fork only; a repeated create answers 200, a conflicting one 409;
+//     the source's refusals (404 missing source, 400 offset past its tail)
+//     come back as they do for a fork in its source's group.
+//   - Deleting the source while the fork lives soft-deletes it (410 on
+//     every node, its path refused for a create); the fork still reads its
+//     inherited bytes on every node; deleting the fork then removes the
+//     source (404 on every node).
+//   - The fork survives a leader kill of its source's group and of its own.
+//   - A pin whose fork create never applied (failure point
+//     fork-create-after-pin) holds its source until the orphan sweep
+//     releases it: the source deleted meanwhile is soft-deleted, then gone.
+// About 40 s.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
+
+const GROUPS = 4;
+const TEXT = { "content-type": "text/plain" };
+let c;
+
+before(async () => {
+  c = await Cluster.start({ groups: GROUPS, args: ["--test-hooks", "--expiry-sweep-ms", "200"] });
+});
+after(() => c.stopChecked());
+
+// A key of `prefix` in group g.
+function keyIn(g, prefix) {
+  for (let i = 0; ; i++) if (groupOf(`xfrk/${prefix}-${i}`, GROUPS) === g) return `xfrk/${prefix}-${i}`;
+}
+
+// A source in group 0 holding `body`, and the key of a fork in group 1.
+async function pair(prefix, body) {
+  const src = keyIn(0, `${prefix}-src`), fork = keyIn(1, `${prefix}-fork`);
+  const r = await follow(`${c.url(1)}/${src}`, { method: "PUT", headers: TEXT, body });
+  assert.equal(r.status, 201, r.text);
+  return { src, fork, at: r.headers.get("stream-next-offset") };
+}
+
+const read = (n, key, q = "offset=-1") => follow(`${c.url(n)}/${key}?${q}`, { forward: true });
+
+async function readsEverywhere(key, text, what) {
+  for (let n = 1; n <= 3; n++) {
+    const r = await waitFor(`${what} on node ${n}`, async () => {
+      const a = await read(n, key);
+      return a.status === 200 ? a : null;
+    }, 10000);
+    assert.equal(r.text, text, `${what} on node ${n}`);
+  }
+}
+
+describe("forks across groups", () => {
+  test("created, read and appended to through every node; repeats and refusals", async () => {
+    const { src, fork, at } = await pair("life", "hello ");
+    assert.notEqual(groupOf(src, GROUPS), groupOf(fork, GROUPS));
+    const from = { "stream-forked-from": src, "stream-fork-offset": at };
+    const f = await follow(`${c.url(2)}/${fork}`, { method: "PUT", headers: from });
+    assert.equal(f.status, 201, f.text);
+    await follow(`${c.url(1)}/${src}`, { method: "POST", headers: TEXT, body: "after" });
+    await readsEverywhere(fork, "hello ", "the inherited bytes");
+    for (let n = 1; n <= 3; n++) {
+      const a = await follow(`${c.url(n)}/${fork}`, { method: "POST", headers: TEXT, body: `${n}` });
+      assert.equal(a.status, 204, a.text);
+    }
+    await readsEverywhere(fork, "hello 123", "the fork's own appends after its inherited bytes");
+    await readsEverywhere(src, "hello after", "the source, unchanged by the fork");
+
+    const again = await follow(`${c.url(3)}/${fork}`, { method: "PUT", headers: from });
+    assert.equal(again.status, 200, again.text);
+    const other = await follow(`${c.url(3)}/${fork}`, { method: "PUT", headers: { ...from, "stream-ttl": "600" } });
+    assert.equal(other.status, 409, other.text);
+    const missing = await follow(`${c.url(1)}/${keyIn(1, "nosrc")}`, {
+      method: "PUT", headers: { "stream-forked-from": keyIn(0, "absent") } });
+    assert.equal(missing.status, 404, missing.text);
+    const past = await follow(`${c.url(1)}/${keyIn(1, "pastfork")}`, {
+      method: "PUT", headers: { "stream-forked-from": src, "stream-fork-offset": "0000000000000000_0000000000000099" } });
+    assert.equal(past.status, 400, past.text);
+  });
+
+  test("long-poll and SSE reads of the fork on every node", async () => {
+    const { src, fork } = await pair("live", "base:");
+    const f = await follow(`${c.url(1)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src } });
+    assert.equal(f.status, 201, f.text);
+    await readsEverywhere(fork, "base:", "the inherited bytes");
+    for (let n = 1; n <= 3; n++) {
+      const tail = (await read(n, fork)).headers.get("stream-next-offset");
+      const polled = read(n, fork, `offset=${tail}&live=long-poll`);
+      await sleep(300);
+      await follow(`${c.url(n)}/${fork}`, { method: "POST", headers: TEXT, body: `p${n}` });
+      const p = await polled;
+      assert.equal(p.status, 200, p.text);
+      assert.ok(p.text.startsWith(`p${n}`), `long-poll on node ${n}: ${p.text}`);
+      const ctl = new AbortController();
+      const sse = await fetch(`${c.url(n)}/${fork}?offset=-1&live=sse`, { signal: ctl.signal });
+      assert.equal(sse.status, 200);
+      const reader = sse.body.getReader();
+      let seen = "";
+      while (!seen.includes("base:")) seen += new TextDecoder().decode((await reader.read()).value);
+      ctl.abort();
+    }
+  });
+
+  test("source deleted while the fork lives: 410, the fork reads on; fork deleted: source gone", async () => {
+    const { src, fork } = await pair("soft", "kept bytes");
+    const f = await follow(`${c.url(1)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src } });
+    assert.equal(f.status, 201, f.text);
+    assert.equal((await follow(`${c.url(2)}/${src}`, { method: "DELETE" })).status, 204);
+    for (let n = 1; n <= 3; n++)
+      await waitFor(`410 on node ${n}`, async () => (await read(n, src)).status === 410, 10000);
+    const again = await follow(`${c.url(1)}/${src}`, { method: "PUT", headers: TEXT });
+    assert.equal(again.status, 409, again.text);
+    const late = await follow(`${c.url(1)}/${keyIn(1, "late")}`, { method: "PUT", headers: { "stream-forked-from": src } });
+    assert.equal(late.status, 409, "a soft-deleted source is not forked again");
+    await readsEverywhere(fork, "kept bytes", "the fork of a soft-deleted source");
+    assert.equal((await follow(`${c.url(3)}/${fork}`, { method: "DELETE" })).status, 204);
+    for (let n = 1; n <= 3; n++)
+      await waitFor(`the source removed on node ${n}`, async () => (await read(n, src)).status === 404, 15000);
+  });
+
+  test("the fork survives a leader kill of its source's group and of its own", async () => {
+    const { src, fork } = await pair("kill", "before ");
+    const f = await follow(`${c.url(1)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src } });
+    assert.equal(f.status, 201, f.text);
+    for (const g of [0, 1]) {
+      const leader = (await c.leaderOf(g)).node;
+      await c.crash(leader);
+      const live = leader % 3 + 1;
+      await waitFor(`an append after killing group ${g}'s leader`, async () =>
+        (await follow(`${c.url(live)}/${fork}`, { method: "POST", headers: TEXT, body: `${g}` })).status === 204, 20000);
+      await c.restart(leader);
+    }
+    await readsEverywhere(fork, "before 01", "the fork after both kills");
+  });
+
+  test("an orphan pin holds its source until the sweep releases it", async () => {
+    const { src, fork } = await pair("orphan", "pinned");
+    const forkLeader = (await c.leaderOf(1)).node;
+    const armed = await req(`${c.url(forkLeader)}/__runnel/test/fail?point=fork-create-after-pin&n=1&errno=EIO`,
+      { method: "POST", headers: c.admin });
+    assert.ok(armed.status < 300, armed.text);
+    const r = await req(`${c.url(forkLeader)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src } });
+    assert.equal(r.status, 503, r.text);
+    assert.equal((await read(forkLeader, fork)).status, 404, "no fork was created");
+    assert.equal((await follow(`${c.url(1)}/${src}`, { method: "DELETE" })).status, 204);
+    assert.equal((await read(1, src)).status, 410, "the orphan pin holds the source");
+    for (let n = 1; n <= 3; n++)
+      await waitFor(`the swept source removed on node ${n}`, async () => (await read(n, src)).status === 404, 25000);
+  });
+});
