@@ -155,7 +155,7 @@ void engine_apart_free(struct engine_apart *a) {
 
 void engine_apart_destroyed(rn_engine *e, const rn_stream *s) {
     assert(s->apart_source);
-    if (engine_log_accepts(e, s->path, s->path_len))
+    if (e->log && e->log->ops->unpin && engine_log_accepts(e, s->path, s->path_len))
         e->log->ops->unpin(e->log, s->apart_source, s->id);
 }
 

@@ -346,13 +346,12 @@ typedef unsigned (*rn_restore_group_fn)(void *arg, const char *path, size_t len)
  * (cluster/placement.h) with node byte 0, which no node issues: the k-th
  * stream in id order (k from 0) becomes ((k + 1) << 16) | its path's group.
  * new_ids[i] receives the new id of streams[i] (n of them, as
- * rn_restore_decode listed them). Equal arguments give equal results.
- * Returns 0, or the number of forks whose source is in another group (a
- * cluster cannot hold them): nothing changed then, and *fork and *source
- * are the paths of the first such pair (valid while r lives). */
-size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
-                        const rn_backup_stream *streams, size_t n, uint64_t *new_ids,
-                        const char **fork, const char **source);
+ * rn_restore_decode listed them). A fork whose source lands in another
+ * group becomes a fork apart from it, held by a pin of the source (time 0:
+ * its fork exists, so the orphan sweep keeps it). Equal arguments give
+ * equal results. */
+void rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
+                      const rn_backup_stream *streams, size_t n, uint64_t *new_ids);
 /* Renames the snapshot body of stream id of r (which has a snapshot) to
  * key (shorter than RN_TIERS_KEY_MAX): its copy is written under that
  * name. */
