@@ -8,7 +8,9 @@
 //     fork's own), long-poll and SSE; appends through every node land in
 //     the fork only; a repeated create answers 200, a conflicting one 409;
 //     the source's refusals (404 missing source, 400 offset past its tail)
-//     come back as they do for a fork in its source's group.
+//     come back as they do for a fork in its source's group; a JSON fork
+//     reads as a fork in its source's group does (its messages across the
+//     fork point).
 //   - Deleting the source while the fork lives soft-deletes it (410 on
 //     every node, its path refused for a create); the fork still reads its
 //     inherited bytes on every node; deleting the fork then removes the
@@ -82,6 +84,23 @@ describe("forks across groups", () => {
     const past = await follow(`${c.url(1)}/${keyIn(1, "pastfork")}`, {
       method: "PUT", headers: { "stream-forked-from": src, "stream-fork-offset": "0000000000000000_0000000000000099" } });
     assert.equal(past.status, 400, past.text);
+  });
+
+  test("a JSON fork reads as one in its source's group does, on every node", async () => {
+    const src = keyIn(0, "json-src"), far = keyIn(1, "json-far"), near = keyIn(0, "json-near");
+    const JSONT = { "content-type": "application/json" };
+    const made = await follow(`${c.url(1)}/${src}`, { method: "PUT", headers: JSONT, body: "[1,2]" });
+    assert.equal(made.status, 201, made.text);
+    for (const fork of [far, near]) {
+      const f = await follow(`${c.url(2)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src } });
+      assert.equal(f.status, 201, f.text);
+      const a = await follow(`${c.url(3)}/${fork}`, { method: "POST", headers: JSONT, body: '{"a":3}' });
+      assert.equal(a.status, 204, a.text);
+    }
+    const want = (await read(1, near)).text;
+    assert.ok(want.includes("1") && want.includes('{"a":3}'), want);
+    for (let n = 1; n <= 3; n++)
+      await waitFor(`the JSON fork on node ${n}`, async () => (await read(n, far)).text === want, 10000);
   });
 
   test("long-poll and SSE reads of the fork on every node", async () => {
