@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/command.h"
+#include "cmd_fixture.h"
 #include "engine_fixture.h"
 
 #define SRC 0x10100ull  /* ids of the cluster layout: group 0 ... */
@@ -64,21 +64,6 @@ static void apply_cmd(replica *r, const rn_cmd *c) {
     rn_buf_free(&rec);
 }
 
-static rn_cmd create_cmd(uint64_t id, const char *path, const char *data) {
-    return (rn_cmd){.type = RN_CMD_CREATE,
-                    .stream_id = id,
-                    .time_ms = 1000,
-                    .path = path,
-                    .path_len = strlen(path),
-                    .incarnation = (1ull << 52) + id,
-                    .content_type = "text/plain",
-                    .content_type_len = 10,
-                    .ttl_s = -1,
-                    .expires_at_ms = -1,
-                    .data = (const uint8_t *)data,
-                    .data_len = data ? strlen(data) : 0};
-}
-
 static rn_cmd pin(uint8_t type, uint64_t source, uint64_t fork, uint64_t offset) {
     return (rn_cmd){
         .type = type, .stream_id = source, .time_ms = 2000, .fork_id = fork, .offset = offset};
@@ -86,7 +71,7 @@ static rn_cmd pin(uint8_t type, uint64_t source, uint64_t fork, uint64_t offset)
 
 /* The fork of SRC at offset 4 apart from it, with its own "xy". */
 static rn_cmd apart_fork(void) {
-    rn_cmd c = create_cmd(FORK, "fk/fork", "xy");
+    rn_cmd c = cmd_create(FORK, "fk/fork", "xy");
     c.source_id = SRC | RN_CMD_SOURCE_APART;
     c.offset = 4;
     c.fork_retained = 2;
@@ -131,7 +116,7 @@ static void test_a_pin_holds_its_source_as_a_fork_does(void **state) {
     f->e = NULL;
     replica a;
     replica_open(f, &a, f->dir);
-    rn_cmd c = create_cmd(SRC, "fk/src", "0123456789");
+    rn_cmd c = cmd_create(SRC, "fk/src", "0123456789");
     apply_cmd(&a, &c);
     c = pin(RN_CMD_PIN, SRC, FORK, 4);
     apply_cmd(&a, &c);
@@ -174,7 +159,7 @@ static void test_a_fork_apart_reads_its_source_once_pinned(void **state) {
     rn_buf got = {0};
     rn_stream *w = (rn_stream *)k;
     assert_int_equal(rn_engine_read(a.e, w, 2, 64, 0, &got), -EAGAIN);
-    c = create_cmd(SRC, "fk/src", "0123456789");
+    c = cmd_create(SRC, "fk/src", "0123456789");
     apply_cmd(&a, &c);
     assert_int_equal(rn_engine_read(a.e, w, 2, 64, 0, &got), -EAGAIN); /* no pin yet */
     c = pin(RN_CMD_PIN, SRC, FORK, 4);
@@ -210,7 +195,7 @@ static void test_manifests_carry_pins_and_apart_sources(void **state) {
     replica a, b;
     replica_open(f, &a, f->dir);
     replica_open(f, &b, other);
-    rn_cmd c = create_cmd(SRC, "fk/src", "0123456789");
+    rn_cmd c = cmd_create(SRC, "fk/src", "0123456789");
     apply_cmd(&a, &c);
     rn_buf before = {0}, m = {0};
     unsigned g0 = 0;
@@ -219,7 +204,7 @@ static void test_manifests_carry_pins_and_apart_sources(void **state) {
     apply_cmd(&a, &c);
     c = apart_fork();
     apply_cmd(&a, &c);
-    c = create_cmd(0x30301, "fk/local", NULL); /* a fork of the apart fork, in its group */
+    c = cmd_create(0x30301, "fk/local", NULL); /* a fork of the apart fork, in its group */
     c.source_id = FORK;
     c.offset = 5;
     apply_cmd(&a, &c);
