@@ -12,11 +12,13 @@
 # packages: root only, the machine left as found). Each step prints its
 # counts (passed, failed, skipped) and time, and lists each skipped case
 # with its reason; the run ends with "N passed, M failed, K skipped" over
-# all test cases and exits non-zero on any failure. The unit and cluster
-# tests, the black-box and gateway files, the conformance runs and the S3
-# suites run two at a time (ctest -j 2: each starts its own servers,
-# clusters and S3 endpoint on free ports and temporary directories, and
-# most of their time is waits).
+# all test cases and exits non-zero on any failure. Every step but the
+# abuse probe (its p99 bound wants the machine to itself) and the checks of
+# the checkout (they install and remove packages) runs its tests two at a
+# time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
+# on free ports and temporary directories, and most of their time is
+# waits), the costliest first (tests/suites.cmake), several labels to a
+# step so that no step ends with one long test running alone.
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
 # Each step runs with TMPDIR in a fresh scratch directory that is removed
 # after it, so a run leaves no data directories behind, whatever its tests
@@ -107,32 +109,23 @@ fi
 scripts/build.sh asan release || exit 1
 
 # the plain build: the rest of its suites (the fast tier's are not repeated)
-run_ctest "unit and cluster tests (build)" build -j 2 -L '^(unit|cluster)$' -LE '^fast$'
-run_ctest "S3 client (build)" build -j 2 -L '^s3$' -LE '^fast$' --no-tests=error
-run_ctest "client tests (build)" build -L '^client$' -LE '^fast$' --no-tests=error
-run_ctest "conformance suite (build)" build -j 2 -L '^conformance$' -LE '^fast$' --no-tests=error
+run_ctest "unit, cluster and S3 tests (build)" build -j 2 -L '^(unit|cluster|s3)$' -LE '^fast$'
 # snapshots_parts' 8193-request case: the plain build's full run only
-RUNNEL_BB_HEAVY=1 run_ctest "black-box tests (build)" build -j 2 -L '^blackbox$' -LE '^fast$' --no-tests=error
-run_ctest "gateway tests (build)" build -j 2 -L '^gateway$' -LE '^fast$' --no-tests=error
-run_ctest "crash and log damage (build)" build -L '^crash$' -LE '^fast$' --no-tests=error
-run_ctest "subscription tests (build)" build -L '^subs$' -LE '^fast$' --no-tests=error
-run_ctest "fault injection, kill points (build)" build -L '^faults$' -LE '^fast$' --no-tests=error
+RUNNEL_BB_HEAVY=1 run_ctest "client, conformance, black-box, gateway (build)" build -j 2 \
+  -L '^(client|conformance|blackbox|gateway)$' -LE '^fast$' --no-tests=error
+run_ctest "crash, subscriptions, faults, kill points (build)" build -j 2 -L '^(crash|subs|faults)$' \
+  -LE '^fast$' --no-tests=error
 run_ctest "abuse resistance (build)" build -L '^abuse$' -LE '^fast$' --no-tests=error
-run_ctest "chaos short schedule (build)" build -L '^chaos$' --no-tests=error
-run_ctest "fuzz smoke" build -L '^fuzz$' --no-tests=error
-run_ctest "benchmark smoke (build)" build -L '^bench$' -LE '^fast$' --no-tests=error
+run_ctest "chaos short schedule, fuzz and benchmark smoke (build)" build -j 2 -L '^(chaos|fuzz|bench)$' \
+  -LE '^fast$' --no-tests=error
 run_ctest "build types, first run, packages" build -L '^project$' --no-tests=error
 
 # the ASan+UBSan build: every suite that runs the server
-run_ctest "unit and cluster tests (build-asan)" build-asan -j 2 -L '^(unit|cluster)$' --no-tests=error
-run_ctest "S3 client (build-asan)" build-asan -j 2 -L '^s3$' --no-tests=error
-run_ctest "client tests (build-asan)" build-asan -L '^client$' --no-tests=error
-run_ctest "conformance suite (build-asan)" build-asan -j 2 -L '^conformance$' --no-tests=error
-run_ctest "black-box tests (build-asan)" build-asan -j 2 -L '^blackbox$' --no-tests=error
-run_ctest "gateway tests (build-asan)" build-asan -j 2 -L '^gateway$' --no-tests=error
-run_ctest "crash and log damage (build-asan)" build-asan -L '^crash$' --no-tests=error
-run_ctest "subscription tests (build-asan)" build-asan -L '^subs$' --no-tests=error
-run_ctest "fault injection, kill points (build-asan)" build-asan -L '^faults$' --no-tests=error
+run_ctest "unit, cluster and S3 tests (build-asan)" build-asan -j 2 -L '^(unit|cluster|s3)$' --no-tests=error
+run_ctest "client, conformance, black-box, gateway (build-asan)" build-asan -j 2 \
+  -L '^(client|conformance|blackbox|gateway)$' --no-tests=error
+run_ctest "crash, subscriptions, faults, kill points (build-asan)" build-asan -j 2 \
+  -L '^(crash|subs|faults)$' --no-tests=error
 run_ctest "abuse resistance (build-asan)" build-asan -L '^abuse$' --no-tests=error
 
 # the Release build (assertions compiled out, as in the plain build, which

@@ -138,6 +138,10 @@ static void catch_up_tick(uv_timer_t *t) {
         uv_timer_stop(t);
 }
 
+void cluster_catch_up_watch(rn_cluster *cl) {
+    uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
+}
+
 /* The URL of a node that hosts group g, for a redirect or a forward from a
  * node that does not: the leader known for it, else its preferred leader
  * or another node of its target that answers. NULL: none known. */
@@ -541,7 +545,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cl->driver = cluster_driver_new(cl);
     uv_timer_init(loop, &cl->catching_up);
     cl->catching_up.data = cl;
-    uv_timer_start(&cl->catching_up, catch_up_tick, CATCH_UP_TICK_MS, CATCH_UP_TICK_MS);
+    cluster_catch_up_watch(cl);
     uv_unref((uv_handle_t *)&cl->catching_up);
     rn_health_start(cl);
     for (unsigned g = 0; g < cl->groups; g++)

@@ -135,6 +135,11 @@ uint64_t cluster_leader_of(const rn_cluster *cl, unsigned group, uint64_t *term)
 const rn_peer_config *cluster_peer(const rn_cluster *cl, uint64_t id);
 /* True when this node runs the group as a voter. */
 int cluster_voter_here(const rn_cluster *cl, unsigned group);
+/* Asks again, on a timer, whether each hosted group caught up since it
+ * started here, until all have (cluster.c caught_up): at the start, and
+ * whenever a group starts here later, so that a group placed
+ * on this node after its start becomes caught up without a read of it. */
+void cluster_catch_up_watch(rn_cluster *cl);
 
 /* consensus_group_info_get with the applied index this node's state has
  * (raft_log.h: entries kept while applying stopped are not applied). */

@@ -77,6 +77,7 @@ static void start(cluster_hosting *h, unsigned g) {
     rn_log(RN_LOG_INFO, "cluster_hosting", "group %u: started here (%s)", g,
            n ? "bootstrapped with its first nodes" : "waiting to be added");
     rn_fetcher_scan(cl->fetcher, g);
+    cluster_catch_up_watch(cl);
 }
 
 /* Brings the running groups to the table (on a timer). */

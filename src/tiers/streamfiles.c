@@ -302,8 +302,9 @@ static int data_and_sums(rn_streamfiles *st, uint64_t id, int writing, int *data
     return *sum_fd < -1 ? *sum_fd : 0;
 }
 
-ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
-                            uint64_t *bad) {
+/* rn_streamfiles_read, also counting the blocks verified in *verified. */
+static ssize_t read_checked(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
+                            uint64_t *bad, uint64_t *verified) {
     int failing = rn_fault_fail("data-read");
     if (failing)
         return failing;
@@ -312,8 +313,8 @@ ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t l
     if (rc < 0)
         return rc;
     uint64_t at = 0;
-    ssize_t got =
-        rn_blocksums_read(data_fd, sum_fd, out, len, off, &at, &rn_metric.data_blocks_verified);
+    ssize_t got = rn_blocksums_read(data_fd, sum_fd, out, len, off, &at, verified);
+    rn_metric.data_blocks_verified += *verified;
     if (got == -EUCLEAN) {
         char p[PATH_MAX];
         file_path(st, id, RN_FILE_DATA, p, sizeof p);
@@ -325,6 +326,23 @@ ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t l
             *bad = at;
     }
     return got;
+}
+
+ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
+                            uint64_t *bad) {
+    uint64_t verified = 0;
+    return read_checked(st, id, out, len, off, bad, &verified);
+}
+
+ssize_t rn_streamfiles_read_verified(rn_streamfiles *st, uint64_t id, void *out, size_t len,
+                                     uint64_t off) {
+    uint64_t verified = 0;
+    ssize_t got = read_checked(st, id, out, len, off, NULL, &verified);
+    if (got < 0)
+        return got;
+    uint64_t first = off / RN_BLOCKSUM_BLOCK,
+             end = (off + len + RN_BLOCKSUM_BLOCK - 1) / RN_BLOCKSUM_BLOCK;
+    return (size_t)got == len && verified == end - first ? got : -ENODATA;
 }
 
 int rn_streamfiles_truncate(rn_streamfiles *st, uint64_t id, uint64_t len, uint64_t appends) {

@@ -73,6 +73,13 @@ int rn_streamfiles_index_get(rn_streamfiles *st, uint64_t id, uint64_t k, uint64
  * Counts rn_metric.data_blocks_verified. Loop thread only. */
 ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
                             uint64_t *bad);
+/* Like rn_streamfiles_read, for len bytes at off whose every block a
+ * checksum vouches for: -ENODATA when one is unverified (its range given
+ * back, so reading as zeros, or written by an older build) or the file
+ * holds fewer bytes. For a copy that must be the stream's bytes or
+ * nothing (the read cache). Loop thread only. */
+ssize_t rn_streamfiles_read_verified(rn_streamfiles *st, uint64_t id, void *out, size_t len,
+                                     uint64_t off);
 /* Sets the data file's length to len and the index to `appends` entries
  * (recovery cuts what lies past the recovered state), and the checksums to
  * the data's blocks (the block ending at len recomputed from the file);

@@ -209,6 +209,9 @@ describe("a damaged Raft log", () => {
     await waitFor("the new node to be ready", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
     await write(5);
     await c.converged(30000);
-    for (const n of [...others, 4]) assert.equal((await req(`${c.url(n)}${STREAM}?offset=-1`)).text, expected(), `node ${n} holds every acknowledged write`);
+    for (const n of [...others, 4]) {
+      const r = await req(`${c.url(n)}${STREAM}?offset=-1`);
+      assert.equal(r.text, expected(), `node ${n} holds every acknowledged write (${r.status} ${JSON.stringify(Object.fromEntries(r.headers))})`);
+    }
   });
 });

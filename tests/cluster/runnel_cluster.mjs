@@ -398,26 +398,47 @@ export class Cluster {
     }, ms);
   }
 
-  // Waits until every live replica of every group applied every entry its
+  // Waits until every live node of a group's placement hosts it (no move
+  // in progress), every live replica of every group applied every entry its
   // leader committed (the same applied index on every live replica) and
   // caught up since it started (its local reads served), and each group is
   // led by its preferred node when that one runs: no leadership transfer
   // (placement's balance) follows.
   async converged(ms = 30000) {
-    await waitFor("replicas to converge", async () => {
+    let why = "no report yet";
+    const divergence = async () => {
       const reports = [];
       for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
       for (let g = 0; g < this.groups; g++) {
         const hosting = reports.filter((r) => r.groups[g].hosted);
-        if (hosting.some((r) => !r.groups[g].caught_up)) return false; /* else its reads answer GROUP_RESTARTING */
+        const behind = hosting.filter((r) => !r.groups[g].caught_up); /* its reads answer GROUP_RESTARTING */
+        if (behind.length) return `group ${g}: node ${behind[0].node_id} not caught up`;
+        /* no move in progress, every node agreeing on the placement, and
+         * exactly its live nodes hosting the group (else a node answers
+         * its reads with a 307 to one that does) */
+        const placements = new Set(reports.map((r) => JSON.stringify(r.groups[g].placement ?? null)));
+        if (placements.size !== 1) return `group ${g}: placements differ: ${[...placements].join(" ")}`;
+        if (reports.some((r) => r.groups[g].moving)) return `group ${g}: moving`;
+        const placement = (reports[0].groups[g].placement ?? []).filter((n) => this.alive(n)).sort().join();
+        const hosts = hosting.map((r) => r.node_id).sort().join();
+        if (reports[0].groups[g].placement && placement !== hosts) return `group ${g}: on ${hosts}, placed on ${placement}`;
         const preferred = reports[0]?.groups[g].preferred_leader;
-        if (preferred && this.alive(preferred) && hosting.some((r) => r.groups[g].leader !== preferred)) return false;
+        const led = hosting.find((r) => r.groups[g].leader !== preferred);
+        if (preferred && this.alive(preferred) && led)
+          return `group ${g}: node ${led.node_id} sees leader ${led.groups[g].leader}, preferred ${preferred}`;
         const applied = hosting.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id)?.applied_index);
         const commits = hosting.map((r) => r.groups[g].commit_index);
-        if (!hosting.length || new Set(applied).size !== 1 || Math.max(...commits) > applied[0]) return false;
+        if (!hosting.length) return `group ${g}: no live replica`;
+        if (new Set(applied).size !== 1 || Math.max(...commits) > applied[0])
+          return `group ${g}: applied ${applied.join(",")}, committed ${commits.join(",")}`;
       }
-      return true;
-    }, ms, 200);
+      return null;
+    };
+    try {
+      await waitFor("replicas to converge", async () => (why = await divergence()) === null, ms, 200);
+    } catch (e) {
+      throw new Error(`${e.message}: ${why}`);
+    }
   }
 
   // SIGTERM every node (scripts/cluster.sh stop); true when all stopped cleanly.
