@@ -7,7 +7,8 @@
 //     catch-up (the source's bytes below the fork offset stitched with the
 //     fork's own), long-poll and SSE; appends through every node land in
 //     the fork only; a repeated create answers 200, a conflicting one 409;
-//     the source's refusals (404 missing source, 400 offset past its tail)
+//     the operator's plane names the fork's source and counts the source's
+//     pin; the source's refusals (404 missing source, 400 offset past its tail)
 //     come back as they do for a fork in its source's group; a JSON fork
 //     reads as a fork in its source's group does (its messages across the
 //     fork point).
@@ -74,6 +75,11 @@ describe("forks across groups", () => {
     await readsEverywhere(fork, "hello 123", "the fork's own appends after its inherited bytes");
     await readsEverywhere(src, "hello after", "the source, unchanged by the fork");
 
+    const state = async (key) => JSON.parse((await req(`${c.url(3)}/__runnel/admin/buckets/${key.replace("/", "/streams/")}`,
+      { headers: c.admin })).text);
+    const fs = await state(fork);
+    assert.equal(fs.fork_of?.path, src, JSON.stringify(fs));
+    assert.equal((await state(src)).forks, 1, "the operator's plane counts the source's pin");
     const again = await follow(`${c.url(3)}/${fork}`, { method: "PUT", headers: from });
     assert.equal(again.status, 200, again.text);
     const other = await follow(`${c.url(3)}/${fork}`, { method: "PUT", headers: { ...from, "stream-ttl": "600" } });
