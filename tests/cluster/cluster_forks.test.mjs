@@ -20,7 +20,13 @@
 //   - A pin whose fork create never applied (failure point
 //     fork-create-after-pin) holds its source until the orphan sweep
 //     releases it: the source deleted meanwhile is soft-deleted, then gone.
-// About 40 s.
+//   - With groups on 3 of 4 nodes (--replicas 3), a fork whose leader hosts
+//     its source's group is created and read through every node (a node
+//     without the source's group redirects the read to the fork's leader:
+//     it answered 500 before); one whose leader does not answers 503
+//     NO_LEADER after its 3 s wait and creates nothing (docs/ARCHITECTURE.md,
+//     "Not done").
+// About 45 s.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
@@ -32,7 +38,7 @@ let c;
 before(async () => {
   c = await Cluster.start({ groups: GROUPS, args: ["--test-hooks", "--expiry-sweep-ms", "200"] });
 });
-after(() => c.stopChecked());
+after(() => c?.stopChecked());
 
 // A key of `prefix` in group g.
 function keyIn(g, prefix) {
@@ -179,5 +185,41 @@ describe("forks across groups", () => {
     assert.equal((await read(1, src)).status, 410, "the orphan pin holds the source");
     for (let n = 1; n <= 3; n++)
       await waitFor(`the swept source removed on node ${n}`, async () => (await read(n, src)).status === 404, 25000);
+  });
+});
+
+describe("forks across groups with groups on 3 of 4 nodes", () => {
+  test("created where the fork's leader hosts the source's group, read through every node", async () => {
+    c.stopChecked(); // one cluster at a time
+    c = await Cluster.start({ nodes: 4, groups: GROUPS, replicas: 3 });
+    const groups = (await c.report(1)).groups.slice(0, GROUPS);
+    let made = 0, refused = 0;
+    for (let gs = 0; gs < GROUPS; gs++) {
+      for (let gf = 0; gf < GROUPS; gf++) {
+        if (gs === gf) continue;
+        const src = keyIn(gs, `pl${gs}${gf}-src`), fork = keyIn(gf, `pl${gs}${gf}-fork`);
+        const r = await follow(`${c.url(1)}/${src}`, { method: "PUT", headers: TEXT, body: "placed", forward: true });
+        assert.equal(r.status, 201, r.text);
+        const leader = (await c.leaderOf(gf)).node;
+        const hosts = groups[gs].placement.includes(leader);
+        if (!hosts && refused) continue; // one refusal is enough (each waits 3 s)
+        const f = await follow(`${c.url(1)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src }, forward: true });
+        if (!hosts) {
+          assert.equal(f.status, 503, f.text);
+          assert.equal(JSON.parse(f.text).error.code, "NO_LEADER");
+          assert.equal((await read(1, fork)).status, 404, "nothing was created");
+          refused++;
+          continue;
+        }
+        assert.equal(f.status, 201, f.text);
+        for (let n = 1; n <= 4; n++) {
+          const x = await read(n, fork);
+          assert.equal(x.status, 200, `node ${n}: ${x.text}`);
+          assert.equal(x.text, "placed", `node ${n}`);
+        }
+        made++;
+      }
+    }
+    assert.ok(made > 0 && refused === 1, `made ${made}, refused ${refused}`);
   });
 });
