@@ -18,7 +18,10 @@
 # time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
 # on free ports and temporary directories, and most of their time is
 # waits), the costliest first (tests/suites.cmake), several labels to a
-# step so that no step ends with one long test running alone.
+# step so that no step ends with one long test running alone. The cluster
+# and the S3 suites keep steps of their own: paired with each other (the
+# S3 suites write hundreds of MiB), cluster tests met elections they do
+# not expect.
 #   --fail-fast  stop after the fast tier when it fails (CI: .ci/run)
 # Each step runs with TMPDIR in a fresh scratch directory that is removed
 # after it, so a run leaves no data directories behind, whatever its tests
@@ -109,7 +112,8 @@ fi
 scripts/build.sh asan release || exit 1
 
 # the plain build: the rest of its suites (the fast tier's are not repeated)
-run_ctest "unit, cluster and S3 tests (build)" build -j 2 -L '^(unit|cluster|s3)$' -LE '^fast$'
+run_ctest "unit and cluster tests (build)" build -j 2 -L '^(unit|cluster)$' -LE '^fast$'
+run_ctest "S3 client (build)" build -j 2 -L '^s3$' -LE '^fast$' --no-tests=error
 # snapshots_parts' 8193-request case: the plain build's full run only
 RUNNEL_BB_HEAVY=1 run_ctest "client, conformance, black-box, gateway (build)" build -j 2 \
   -L '^(client|conformance|blackbox|gateway)$' -LE '^fast$' --no-tests=error
@@ -121,7 +125,8 @@ run_ctest "chaos short schedule, fuzz and benchmark smoke (build)" build -j 2 -L
 run_ctest "build types, first run, packages" build -L '^project$' --no-tests=error
 
 # the ASan+UBSan build: every suite that runs the server
-run_ctest "unit, cluster and S3 tests (build-asan)" build-asan -j 2 -L '^(unit|cluster|s3)$' --no-tests=error
+run_ctest "unit and cluster tests (build-asan)" build-asan -j 2 -L '^(unit|cluster)$' --no-tests=error
+run_ctest "S3 client (build-asan)" build-asan -j 2 -L '^s3$' --no-tests=error
 run_ctest "client, conformance, black-box, gateway (build-asan)" build-asan -j 2 \
   -L '^(client|conformance|blackbox|gateway)$' --no-tests=error
 run_ctest "crash, subscriptions, faults, kill points (build-asan)" build-asan -j 2 \
