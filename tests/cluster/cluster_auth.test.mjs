@@ -72,6 +72,7 @@ describe("routes without a credential", () => {
       ["GET", "/__runnel/cluster/status"],
       ["GET", "/__runnel/cluster/read-index?group=0"],
       ["GET", "/__runnel/cluster/blob?cold=0&key=x"],
+      ["GET", "/__runnel/cluster/streams?groups=0"],
       ["GET", "/__runnel/cluster/bytes/0000000000000100?from=0&to=4"],
       ["GET", "/__runnel/cluster/index/0000000000000100?from=0&to=1"],
       ["DELETE", "/__runnel/cluster/members/3?scope=local"],
