@@ -19,9 +19,9 @@
  * covers it, and a read made while a write is pending waits for it too.
  * Request bodies are JSON objects; duplicate members are refused. In
  * cluster mode "on disk" is "committed by the state's group" (replica.c),
- * and every request is served by that group's leader only; a create or an
- * explicit link there first waits for a fresh view of the streams of the
- * groups that node does not host (elsewhere.c).
+ * and every request is served by that group's leader only; a change there
+ * (PUT, POST) first waits for a fresh view of the streams of the groups
+ * that node does not host (elsewhere.c).
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
@@ -508,7 +508,7 @@ typedef struct {
 
 static void run_deferred(void *arg) {
     deferred *d = arg;
-    if (d->S->active) {
+    if (d->S->active && !d->S->quiesced) {
         handle(d->S, d->req, d->rest, d->len, 1);
     } else { /* the delivery moved meanwhile: as a request that finds no leader */
         rn_buf extra = {0};
@@ -519,18 +519,15 @@ static void run_deferred(void *arg) {
     free(d);
 }
 
-/* A create or an explicit link looks streams up: in cluster mode, those
- * of groups placed elsewhere must be as their leaders hold them now. */
+/* The changes of a subscription (PUT and POST: a create, explicit links,
+ * callbacks, claims, acks, releases) look streams and their tails up: in
+ * cluster mode, those of groups placed elsewhere must be as their leaders
+ * hold them now (an ack up to a tail the view has not seen yet is good). */
 static int looks_up_streams(const rn_request *req, const char *rest, size_t len) {
-    static const char subs[] = "/subscriptions/", streams[] = "/streams";
-    size_t sl = sizeof subs - 1, tl = sizeof streams - 1;
-    if (len <= sl || memcmp(rest, subs, sl) != 0)
-        return 0;
-    const char *slash = memchr(rest + sl, '/', len - sl);
-    if (!slash)
-        return req->method == RN_HTTP_PUT;
-    return req->method == RN_HTTP_POST && (size_t)(rest + len - slash) == tl &&
-           memcmp(slash, streams, tl) == 0;
+    static const char subs[] = "/subscriptions/";
+    size_t sl = sizeof subs - 1;
+    return len > sl && memcmp(rest, subs, sl) == 0 &&
+           (req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST);
 }
 
 static void handle(rn_subs *S, rn_request *req, const char *rest, size_t len, int fresh) {

@@ -19,10 +19,11 @@
  * make one wake. A group whose leader did not answer keeps what was
  * known of it.
  *
- * The API's changes that look streams up (a create: its wake stream, its
- * explicit links, its pattern's backfill; an explicit link) wait for a
- * round started after them (rn_elsewhere_wait), so that they see a stream
- * created before they came. The view is dropped when this node stops
+ * The API's changes (a create: its wake stream, its explicit links, its
+ * pattern's backfill; an explicit link; a callback, claim or ack, which
+ * judge offsets by the tails) wait for a round started after them
+ * (rn_elsewhere_wait), so that they see a stream created, or an append
+ * made, before they came. The view is dropped when this node stops
  * delivering; the next deliverer builds its own, its first round treating
  * every stream as seen for the first time (links keep their acked
  * offsets, so pending work wakes and nothing is lost).

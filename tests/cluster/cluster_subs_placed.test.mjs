@@ -12,8 +12,10 @@
 //     the explicit link starts at the stream's tail when it was made (not
 //     at 0).
 //   - A pull-wake subscription whose wake stream is in such a group is
-//     created (not 409 WAKE_STREAM_MISSING) and its wake event reaches
-//     that stream.
+//     created (not 400 WAKE_STREAM_MISSING) and its wake event reaches
+//     that stream; an ack up to an append to such a stream made just
+//     before it is accepted (the deliverer's view of its tail is
+//     refreshed first).
 //   - After the delivering node is SIGKILLed, the next leader of the
 //     subscriptions' group goes on: appends to those streams made after
 //     the kill are covered by wakes too (none lost), and a stream created
@@ -109,15 +111,27 @@ describe("subscriptions of streams the delivering node does not host", () => {
 
   test("a pull-wake subscription whose wake stream the deliverer does not host", async () => {
     const ws = farKey("wake/far-");
+    const work = farKey("pf/s");
     await create(ws, JSON_CT);
-    await create("pf/a");
+    await create(work);
     await putSub("pf", { type: "pull-wake", pattern: "pf/*", wake_stream: ws, lease_ttl_ms: 60000 });
-    await append("pf/a", "work");
+    await append(work, "work");
     const event = await waitFor("the wake event in the wake stream", async () => {
       const r = await follow(`${c.url(alive()[0])}/v1/stream/${ws}?offset=-1`);
       return r.status === 200 && JSON.parse(r.text).find((e) => e.subscription_id === "pf");
     }, 20000, 100);
-    assert.equal(event.stream, "pf/a");
+    assert.equal(event.stream, work);
+    const claim = await req(sub("pf", "/claim"), { method: "POST", headers: { "content-type": JSON_CT }, forward: true,
+      body: JSON.stringify({ worker: "w1" }) });
+    assert.equal(claim.status, 200, claim.text);
+    const held = JSON.parse(claim.text);
+    // an ack up to an append made just before it: the deliverer's view of
+    // the stream may not have that tail yet, the ack is good all the same
+    const now = await append(work, "more");
+    const ack = await req(sub("pf", "/ack"), { method: "POST", forward: true,
+      headers: { "content-type": JSON_CT, authorization: `Bearer ${held.token}` },
+      body: JSON.stringify({ wake_id: held.wake_id, generation: held.generation, acks: [{ stream: work, offset: now }], done: true }) });
+    assert.equal(ack.status, 200, ack.text);
   });
 
   test("after the deliverer is SIGKILLed the next one goes on, no wake lost", async () => {
