@@ -56,17 +56,16 @@ rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*
     rn_cluster *cl = ctx;
     if (!cl->node || !cl->http)
         return NULL;
-    static char query[MAX_NODES][2048]; /* "groups=" and each group the node leads */
-    size_t at[MAX_NODES] = {0}, leaders = 0;
+    rn_buf query[MAX_NODES] = {0}; /* "?groups=" and each group the node leads */
+    size_t leaders = 0;
     for (unsigned g = 0; g < cl->groups; g++) {
         uint64_t term, id;
         if ((consensus_group_running(cl->node, g) && cluster_voter_here(cl, g)) ||
             !(id = cluster_leader_of(cl, g, &term)) || id >= MAX_NODES || id == cl->cfg.node_id ||
             !rn_cluster_peer(&cl->cfg, id))
             continue;
-        leaders += at[id] == 0;
-        at[id] += (size_t)snprintf(query[id] + at[id], sizeof query[id] - at[id], "%s%u",
-                                   at[id] ? "," : "?groups=", g);
+        leaders += query[id].len == 0;
+        rn_buf_appendf(&query[id], "%s%u", query[id].len ? "," : "?groups=", g);
     }
     if (!leaders)
         return NULL;
@@ -75,13 +74,16 @@ rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*
     a->done = done;
     a->arg = arg;
     for (uint64_t id = 0; id < MAX_NODES; id++) {
-        if (!at[id])
+        if (!query[id].len)
             continue;
-        char url[600 + sizeof query[0]];
-        snprintf(url, sizeof url, "%s/__runnel/cluster/streams%s",
-                 rn_cluster_peer_url(rn_cluster_peer(&cl->cfg, id)), query[id]);
+        rn_buf url = {0};
+        rn_buf_appendf(&url, "%s/__runnel/cluster/streams%.*s",
+                       rn_cluster_peer_url(rn_cluster_peer(&cl->cfg, id)), (int)query[id].len,
+                       (const char *)query[id].data);
+        rn_buf_append_byte(&url, 0);
+        rn_buf_free(&query[id]);
         rn_fetch_request req = {.method = "GET",
-                                .url = url,
+                                .url = (const char *)url.data,
                                 .body_fd = -1,
                                 .sink_fd = -1,
                                 .sink_cap = ANSWER_CAP,
@@ -90,6 +92,7 @@ rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*
         o->ask = a;
         if ((o->fetch = rn_outbound_start(cl->http, &req, answered, o)))
             a->n++;
+        rn_buf_free(&url);
     }
     if (!a->n) {
         free(a);
