@@ -13,9 +13,8 @@
 # counts (passed, failed, skipped) and time, and lists each skipped case
 # with its reason; the run ends with "N passed, M failed, K skipped" over
 # all test cases and exits non-zero on any failure. Every step but the
-# abuse probe (its p99 bound wants the machine to itself) and the checks of
-# the checkout (they install and remove packages) runs its tests two at a
-# time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
+# abuse probe (its p99 bound wants the machine to itself) runs its tests
+# two at a time (ctest -j 2: each starts its own servers, clusters and S3 endpoint
 # on free ports and temporary directories, and most of their time is
 # waits), the costliest first (tests/suites.cmake), several labels to a
 # step where the pairs were seen to do no harm (crash, subscriptions and
@@ -105,7 +104,7 @@ unlabelled=$(ctest --test-dir build -N -LE "$labels" | grep -E 'Test +#')
 if [ -z "$unlabelled" ]; then count "every ctest test has a step" 1 0 0 0
 else echo "tests no step runs (give them a label):"; echo "$unlabelled"; count "every ctest test has a step" 0 1 0 0; fi
 
-run_ctest "fast tier (build)" build -L '^fast$' --no-tests=error
+run_ctest "fast tier (build)" build -j 2 -L '^fast$' --no-tests=error
 if [ "$fail_fast" -eq 1 ] && [ "$failed" -ne 0 ]; then
   echo "the fast tier failed: the full run is skipped (--fail-fast)"
   echo "$passed passed, $failed failed, $skipped skipped"
@@ -126,7 +125,7 @@ run_ctest "crash, subscriptions, faults, kill points (build)" build -j 2 -L '^(c
 run_ctest "abuse resistance (build)" build -L '^abuse$' -LE '^fast$' --no-tests=error
 run_ctest "chaos short schedule, fuzz and benchmark smoke (build)" build -j 2 -L '^(chaos|fuzz|bench)$' \
   -LE '^fast$' --no-tests=error
-run_ctest "build types, first run, packages" build -L '^project$' --no-tests=error
+run_ctest "build types, first run, packages" build -j 2 -L '^project$' --no-tests=error
 
 # the ASan+UBSan build: every suite that runs the server
 run_ctest "unit and cluster tests (build-asan)" build-asan -j 2 -L '^(unit|cluster)$' --no-tests=error
@@ -141,7 +140,7 @@ run_ctest "abuse resistance (build-asan)" build-asan -L '^abuse$' --no-tests=err
 
 # the Release build (assertions compiled out, as in the plain build, which
 # runs everything): its unit tests and the fast tier
-run_ctest "unit tests, fast tier (build-release)" build-release -L '^(unit|fast)$' --no-tests=error
+run_ctest "unit tests, fast tier (build-release)" build-release -j 2 -L '^(unit|fast)$' --no-tests=error
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
