@@ -3,6 +3,7 @@
  * marker, and the routing view. See cluster.h; cluster_http.c has the
  * operational routes and what peers report of themselves.
  */
+#include "cluster/forks.h"
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
 #include "cluster/elsewhere.h"
@@ -490,6 +491,9 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .restored = restored,
                              .published = published,
                              .admit = rn_health_admit,
+                             .fork_pin = cluster_fork_pin,
+                             .fork_unpin = cluster_fork_unpin,
+                             .fork_alive = cluster_fork_alive,
                              .hook_arg = cl,
                              .min_free_bytes = rn_health_floor(cfg),
                              .data_dir = cfg->data_dir};

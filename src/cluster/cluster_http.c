@@ -21,6 +21,8 @@
  *   GET /__runnel/cluster/read-index?group=G   the group's applied index
  *                                  once this node confirmed it leads it
  *                                  (settle.c)
+ *   /__runnel/cluster/fork-pin, fork-unpin, fork-alive   forks apart from
+ *                                  their source (forks.c)
  *   and the operators' routes of membership.h.
  *
  * A replica's applied index is known exactly only on that replica: each
@@ -29,6 +31,7 @@
  * host is reported from the table and its peers' reports (its commit
  * index: null).
  */
+#include "cluster/forks.h"
 #include "cluster/balance.h"
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
@@ -243,6 +246,8 @@ rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len
             return RN_CLUSTER_ROUTE_PEER;
     if (path_len > bl && (memcmp(path, bytes, bl) == 0 || memcmp(path, index, bl) == 0))
         return RN_CLUSTER_ROUTE_PEER;
+    if (rn_cluster_forks_route(path, path_len))
+        return RN_CLUSTER_ROUTE_PEER;
     if (rn_membership_route(path, path_len))
         return rn_membership_is_local(query, query_len) ? RN_CLUSTER_ROUTE_PEER_OR_OPERATOR
                                                         : RN_CLUSTER_ROUTE_OPERATOR;
@@ -344,7 +349,7 @@ void cluster_answer(rn_request *req, int status, const char *type, rn_buf *body)
 }
 
 /* A query parameter that must be a decimal integer; -1 when absent or not. */
-static int query_u64(const char *query, size_t len, const char *name, uint64_t *out) {
+int cluster_query_u64(const char *query, size_t len, const char *name, uint64_t *out) {
     char val[32];
     long n;
     rn_param_fault f;
@@ -360,7 +365,8 @@ static void copy_for_peer(rn_cluster *cl, rn_request *req, int index, const char
     uint8_t raw[8];
     uint64_t from, to;
     if (len != 16 || rn_parse_lower_hex(what, len, raw) != 0 ||
-        query_u64(query, query_len, "from", &from) || query_u64(query, query_len, "to", &to)) {
+        cluster_query_u64(query, query_len, "from", &from) ||
+        cluster_query_u64(query, query_len, "to", &to)) {
         rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         return;
     }
@@ -417,8 +423,8 @@ static void blob_for_peer(rn_cluster *cl, rn_request *req, const char *query, si
     rn_param_fault f;
     int ok =
         rn_param_query(query, query_len, "key", RN_PARAM_LENIENT, key, sizeof key, &n, &f) == 0 &&
-        n > 0 && (size_t)n < sizeof key && query_u64(query, query_len, "cold", &cold) == 0 &&
-        cold <= 1;
+        n > 0 && (size_t)n < sizeof key &&
+        cluster_query_u64(query, query_len, "cold", &cold) == 0 && cold <= 1;
     if (ok) {
         key[n] = 0;
         ok = rn_tiers_body_key_valid(key);
@@ -468,7 +474,7 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         if (!path_is(path, path_len, numeric_routes[i].path))
             continue;
         uint64_t v;
-        if (query_u64(query, query_len, numeric_routes[i].param, &v) != 0)
+        if (cluster_query_u64(query, query_len, numeric_routes[i].param, &v) != 0)
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         else
             numeric_routes[i].handle(cl, req, v);
@@ -483,6 +489,8 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
         return 1;
     }
     if (rn_membership_handle(cl, req, path, path_len, query, query_len))
+        return 1;
+    if (rn_cluster_forks_handle(cl, req, path, path_len, query, query_len))
         return 1;
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
     size_t bl = sizeof bytes - 1;

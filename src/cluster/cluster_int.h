@@ -117,6 +117,9 @@ void cluster_peers_stop(rn_cluster *cl);
 void cluster_peers_free(rn_cluster *cl);
 /* Answers req with status and body (type, not stored: no-store). */
 void cluster_answer(rn_request *req, int status, const char *type, rn_buf *body);
+/* A query parameter that must be a decimal integer below 2^63: 0 with *out,
+ * or -1 when absent or not. */
+int cluster_query_u64(const char *query, size_t len, const char *name, uint64_t *out);
 /* GET /__runnel/cluster/status: this node's status, as peers read it. */
 void cluster_peers_answer_status(rn_cluster *cl, rn_request *req);
 /* The status peer id last reported, or NULL (unknown, or none yet). */

@@ -69,10 +69,14 @@ struct rn_raft_log {
     void (*restored)(void *arg, unsigned group);
     void (*published)(void *arg, uint64_t stream_id);
     int (*admit)(void *arg, unsigned group); /* 0: refuse proposals (disk full) */
-    void *leader_changed_arg;
-    uv_timer_t resume; /* retries stopped groups while any is stopped */
-    unsigned stopped;  /* groups whose applying stopped */
-    int closed;        /* of flush and resume, once freed */
+    void (*fork_pin)(void *arg, const rn_fork_pin_ask *ask, rn_fork_pin_done done, void *darg);
+    void (*fork_unpin)(void *arg, uint64_t source_id, uint64_t fork_id);
+    void (*fork_alive)(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
+                       void *darg);
+    void *leader_changed_arg; /* the hooks' arg */
+    uv_timer_t resume;        /* retries stopped groups while any is stopped */
+    unsigned stopped;         /* groups whose applying stopped */
+    int closed;               /* of flush and resume, once freed */
     uint64_t min_free_bytes;
     char *data_dir;
 };
@@ -267,7 +271,35 @@ static int accepts(rn_cmdlog *base, const char *path, size_t len) {
     return l->node && consensus_leader_ready(l->node, rn_raft_log_group(l, path, len));
 }
 
-static const rn_cmdlog_ops raft_ops = {.submit = submit, .issue_id = issue_id, .accepts = accepts};
+static int apart(rn_cmdlog *base, const char *a, size_t alen, const char *b, size_t blen) {
+    rn_raft_log *l = (rn_raft_log *)base;
+    return l->fork_pin && rn_raft_log_group(l, a, alen) != rn_raft_log_group(l, b, blen);
+}
+
+static void fork_pin(rn_cmdlog *base, const rn_fork_pin_ask *ask, rn_fork_pin_done done,
+                     void *arg) {
+    rn_raft_log *l = (rn_raft_log *)base;
+    l->fork_pin(l->leader_changed_arg, ask, done, arg);
+}
+
+static void fork_unpin(rn_cmdlog *base, uint64_t source_id, uint64_t fork_id) {
+    rn_raft_log *l = (rn_raft_log *)base;
+    l->fork_unpin(l->leader_changed_arg, source_id, fork_id);
+}
+
+static void fork_alive(rn_cmdlog *base, uint64_t source_id, uint64_t fork_id,
+                       rn_fork_alive_done done, void *arg) {
+    rn_raft_log *l = (rn_raft_log *)base;
+    l->fork_alive(l->leader_changed_arg, source_id, fork_id, done, arg);
+}
+
+static const rn_cmdlog_ops raft_ops = {.submit = submit,
+                                       .issue_id = issue_id,
+                                       .accepts = accepts,
+                                       .apart = apart,
+                                       .pin = fork_pin,
+                                       .unpin = fork_unpin,
+                                       .fork_alive = fork_alive};
 
 /* ---- the state machine ---- */
 
@@ -556,6 +588,10 @@ rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     l->restored = cfg->restored;
     l->published = cfg->published;
     l->admit = cfg->admit;
+    assert(!cfg->fork_pin == !cfg->fork_unpin && !cfg->fork_pin == !cfg->fork_alive);
+    l->fork_pin = cfg->fork_pin;
+    l->fork_unpin = cfg->fork_unpin;
+    l->fork_alive = cfg->fork_alive;
     l->min_free_bytes = cfg->min_free_bytes;
     l->data_dir = cfg->data_dir ? rn_xstrdup(cfg->data_dir) : NULL;
     l->leader_changed_arg = cfg->hook_arg;

@@ -136,7 +136,7 @@ static int plan(rn_engine *e, const after_damage *a, size_t *cut, const rn_strea
             return (int)keep;
         if ((uint64_t)keep == s->tail)
             continue;
-        if (s->refcount) {
+        if (rn_stream_held(s)) {
             rn_log(RN_LOG_ERROR, "recovery",
                    "stream %.*s lacks its bytes %llu.. in its file, and no record that reads "
                    "back proves them in the cold store; forks read them, so it cannot be cut: "

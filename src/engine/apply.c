@@ -23,10 +23,10 @@ static void snapshot_drop(rn_stream *s, int delete_body, const rn_effects *fx) {
     memset(&s->snapshot, 0, sizeof s->snapshot);
 }
 
-/* Deletes a stream: soft while forks still read it (its path then answers
+/* Deletes a stream: soft while forks (or pins) still read it (its path then answers
  * 410 and blocks re-creation), else for good. */
 static void stream_delete(rn_state *st, rn_stream *s, const rn_effects *fx) {
-    if (s->refcount > 0) {
+    if (rn_stream_held(s)) {
         s->soft_deleted = 1;
         fx->removed(fx->ctx, s);
         return;
@@ -57,7 +57,7 @@ static void apply_retain(rn_stream *s, uint64_t offset, const rn_effects *fx) {
     if (offset <= s->retained)
         return;
     uint64_t from = s->retained > s->fork_offset ? s->retained : s->fork_offset;
-    uint64_t len = s->refcount == 0 && offset > s->fork_offset ? offset - from : 0;
+    uint64_t len = !rn_stream_held(s) && offset > s->fork_offset ? offset - from : 0;
     fx->retain(fx->ctx, s->id, from, len);
     s->retained = offset;
 }
@@ -217,7 +217,12 @@ static rn_stream *apply_create(rn_state *st, const rn_cmd *c, const rn_effects *
         s = rn_state_add(st, c->stream_id, c->path, c->path_len, c->content_type,
                          c->content_type_len);
     }
-    if (c->source_id) {
+    if (c->source_id & RN_CMD_SOURCE_APART) { /* the pin in its source's group holds it */
+        s->apart_source = c->source_id & ~RN_CMD_SOURCE_APART;
+        s->fork_offset = c->offset;
+        s->retained = c->fork_retained;
+        s->fork_depth = (uint32_t)c->fork_depth;
+    } else if (c->source_id) {
         rn_stream *src = rn_state_stream(st, c->source_id);
         if (!src) {
             *rc = -EINVAL;
@@ -284,8 +289,10 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
         out->event = RN_STREAM_CREATED;
     } else {
         s = rn_state_stream(st, c->stream_id);
-        if (!s) /* a delete or purge of what a cascade removed first */
-            return c->type == RN_CMD_DELETE || c->type == RN_CMD_PURGE ? 0 : -ENOENT;
+        if (!s) /* a delete, purge or unpin of what a cascade removed first */
+            return c->type == RN_CMD_DELETE || c->type == RN_CMD_PURGE || c->type == RN_CMD_UNPIN
+                       ? 0
+                       : -ENOENT;
         out->event = c->type == RN_CMD_REWRITE ? RN_STREAM_REWRITTEN : RN_STREAM_CHANGED;
         switch (c->type) {
         case RN_CMD_APPEND:
@@ -311,6 +318,12 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
             return 0;
         case RN_CMD_TIER:
             apply_tier(s, c->offset, fx); /* the bytes read the same */
+            return 0;
+        case RN_CMD_PIN:
+            rn_state_apply_pin(s, c); /* the bytes read the same */
+            return 0;
+        case RN_CMD_UNPIN:
+            rn_state_apply_unpin(st, s, c, fx); /* its last: observers heard REMOVED */
             return 0;
         default:
             return -EINVAL;

@@ -119,39 +119,44 @@ static uint64_t placed_id(uint64_t serial, uint64_t group) {
     return (serial << 16) | group;
 }
 
-size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
-                        const rn_backup_stream *streams, size_t n, uint64_t *new_ids,
-                        const char **fork, const char **source) {
+/* Makes fork s, whose source is in another group, a fork apart from it:
+ * the source's pin holds it instead of its link. */
+static void split_fork(rn_stream *s) {
+    rn_stream *src = s->source;
+    assert(src && src->refcount > 0);
+    s->apart_source = src->id;
+    s->source = NULL;
+    src->refcount--;
+    src->pins = rn_xrealloc(src->pins, (src->npins + 1) * sizeof *src->pins);
+    src->pins[src->npins++] = (rn_pin){.fork_id = s->id, .time_ms = 0};
+}
+
+void rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
+                      const rn_backup_stream *streams, size_t n, uint64_t *new_ids) {
     assert(!r->placed);
-    size_t count, refused = 0;
+    size_t count;
     rn_stream **all = rn_state_streams_by_id(&r->state, &count);
-    for (size_t k = 0; k < count; k++) {
-        const rn_stream *s = all[k], *src = s->source;
-        if (src && group_of(arg, s->path, s->path_len) != group_of(arg, src->path, src->path_len) &&
-            !refused++) {
-            *fork = s->path;
-            *source = src->path;
-        }
-    }
     uint64_t *old_ids = rn_xcalloc(count ? count : 1, sizeof *old_ids);
-    for (size_t k = 0; k < count && !refused; k++) {
+    for (size_t k = 0; k < count; k++) {
         old_ids[k] = all[k]->id;
         rn_map_remove(&r->state.by_id, &all[k]->id, sizeof all[k]->id);
     }
-    for (size_t k = 0; k < count && !refused; k++) {
+    for (size_t k = 0; k < count; k++) {
         rn_stream *s = all[k];
         s->id = placed_id(k + 1, group_of(arg, s->path, s->path_len));
         rn_map_put(&r->state.by_id, &s->id, sizeof s->id, s);
     }
-    for (size_t i = 0; i < n && !refused; i++) {
+    for (size_t k = 0; k < count; k++) /* in id order: the pins' order too */
+        if (all[k]->source && (all[k]->id & 0xff) != (all[k]->source->id & 0xff))
+            split_fork(all[k]);
+    for (size_t i = 0; i < n; i++) {
         const uint64_t *at = bsearch(&streams[i].id, old_ids, count, sizeof *old_ids, cmp_u64);
         assert(at != NULL);
         new_ids[i] = all[at - old_ids]->id;
     }
     free(old_ids);
     free(all);
-    r->placed = !refused;
-    return refused;
+    r->placed = 1;
 }
 
 void rn_restore_body_key(rn_restore *r, uint64_t id, const char *key) {

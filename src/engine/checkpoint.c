@@ -123,6 +123,45 @@ static int cmp_text(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A stream record's source field: 0, the source's id, or for a fork apart
+ * from its source (cluster mode) bit 63, the fork's depth in bits 56-62
+ * and the source's id below (ids stay below 2^56). */
+#define SOURCE_DEPTH_SHIFT 56
+#define SOURCE_ID_MASK ((1ull << SOURCE_DEPTH_SHIFT) - 1)
+
+static uint64_t source_field(const rn_stream *s) {
+    if (s->apart_source)
+        return RN_CMD_SOURCE_APART | (uint64_t)s->fork_depth << SOURCE_DEPTH_SHIFT |
+               s->apart_source;
+    return s->source ? s->source->id : 0;
+}
+
+/* The soft-deleted byte's bit 1: the stream's pins follow it (u32 count,
+ * then u64 fork id, i64 time each); never set where no stream has one, so
+ * an image without pins is what it was before them. */
+#define PINS_FOLLOW 2u
+
+static void encode_pins(const rn_stream *s, rn_buf *b) {
+    rn_buf_append_u32(b, s->npins);
+    for (uint32_t k = 0; k < s->npins; k++) {
+        rn_buf_append_u64(b, s->pins[k].fork_id);
+        rn_buf_append_u64(b, (uint64_t)s->pins[k].time_ms);
+    }
+}
+
+static int decode_pins(rn_reader *r, rn_stream *s) {
+    uint32_t n = rn_read_u32(r);
+    if (r->failed || n > (r->end - r->p) / 16)
+        return -1;
+    s->pins = rn_xcalloc(n ? n : 1, sizeof *s->pins);
+    for (uint32_t k = 0; k < n; k++) {
+        s->pins[k].fork_id = rn_read_u64(r);
+        s->pins[k].time_ms = (int64_t)rn_read_u64(r);
+    }
+    s->npins = n;
+    return r->failed ? -1 : 0;
+}
+
 static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_lstr(b, s->path, s->path_len);
     rn_buf_append_u64(b, s->id);
@@ -133,9 +172,11 @@ static void encode_stream(const rn_stream *s, rn_buf *b) {
     rn_buf_append_u64(b, (uint64_t)s->created_ms);
     rn_buf_append_u64(b, s->tail);
     rn_buf_append_u64(b, s->appends);
-    rn_buf_append_u64(b, s->source ? s->source->id : 0);
+    rn_buf_append_u64(b, source_field(s));
     rn_buf_append_u64(b, s->fork_offset);
-    rn_buf_append_u8(b, (uint8_t)s->soft_deleted);
+    rn_buf_append_u8(b, (uint8_t)((s->soft_deleted ? 1u : 0u) | (s->npins ? PINS_FOLLOW : 0u)));
+    if (s->npins)
+        encode_pins(s, b);
     rn_buf_append_u64(b, s->retained);
     rn_buf_append_u8(b, (uint8_t)s->snapshot.present);
     if (s->snapshot.present) {
@@ -192,7 +233,10 @@ rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_
     s->appends = rn_read_u64(r);
     *source_id = rn_read_u64(r);
     s->fork_offset = rn_read_u64(r);
-    s->soft_deleted = rn_read_u8(r);
+    uint8_t flags = rn_read_u8(r);
+    s->soft_deleted = flags & 1u;
+    if ((flags & PINS_FOLLOW) && decode_pins(r, s))
+        r->failed = 1;
     s->retained = rn_read_u64(r);
     if (rn_read_u8(r)) {
         s->snapshot.present = 1;
@@ -233,6 +277,14 @@ rn_stream *engine_decode_stream(rn_state *st, rn_reader *r, int64_t now, uint64_
  * or -1 when a source is missing or the chain loops. */
 int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources, uint64_t n) {
     for (uint64_t k = 0; k < n; k++) {
+        if (sources[k] & RN_CMD_SOURCE_APART) { /* held by its pin in the source's group */
+            loaded[k]->apart_source = sources[k] & SOURCE_ID_MASK;
+            loaded[k]->fork_depth =
+                (uint32_t)((sources[k] & ~RN_CMD_SOURCE_APART) >> SOURCE_DEPTH_SHIFT);
+            if (!loaded[k]->apart_source || !loaded[k]->fork_depth)
+                return -1;
+            continue;
+        }
         if (!sources[k])
             continue;
         rn_stream *src = rn_state_stream(st, sources[k]);
@@ -242,12 +294,15 @@ int engine_link_forks(rn_state *st, rn_stream **loaded, const uint64_t *sources,
         src->refcount++;
     }
     for (uint64_t k = 0; k < n; k++) {
+        if (loaded[k]->apart_source)
+            continue;
         uint32_t depth = 0;
-        for (rn_stream *p = loaded[k]->source; p && depth <= RN_MAX_FORK_DEPTH; p = p->source)
+        const rn_stream *p = loaded[k];
+        for (; p->source && depth <= RN_MAX_FORK_DEPTH; p = p->source)
             depth++;
         if (depth > RN_MAX_FORK_DEPTH)
             return -1; /* a cycle: the checkpoint is damaged */
-        loaded[k]->fork_depth = depth;
+        loaded[k]->fork_depth = depth + (p->apart_source ? p->fork_depth : 0);
     }
     return 0;
 }

@@ -50,6 +50,43 @@ typedef struct {
     void (*apply)(void *ctx, const rn_cmd *cmd, int data_stored, rn_applied *out);
 } rn_cmdlog_applier;
 
+/* A fork's create whose source is in another group of the log asks that
+ * group to pin the fork (see engine/pins.c): the source's path, the
+ * create's content type (NULL: absent), fork offset and sub-offset, and the
+ * id the fork will have. */
+typedef struct {
+    const char *source;
+    size_t source_len;
+    const char *content_type;
+    size_t content_type_len;
+    int has_fork_offset;
+    uint64_t fork_offset;
+    uint64_t fork_sub_offset;
+    uint64_t fork_id;
+} rn_fork_pin_ask;
+
+/* The source group's answer: RN_OK_CREATED when the pin applied (or was
+ * there), with the source's id, the fork offset found, the fork's retained
+ * offset and depth, and what the fork inherits (expiry, content type: valid
+ * inside the callback); else the refusal (a create's source refusals;
+ * RN_ERR_CONTENT_TYPE with the source's type; RN_ERR_NO_LEADER when
+ * nothing was asked; RN_ERR_UNAVAILABLE when the pin may have applied). */
+typedef struct {
+    rn_result result;
+    uint64_t source_id;
+    uint64_t fork_offset;
+    uint64_t retained;
+    uint32_t depth;
+    int64_t ttl_s, expires_at_ms;
+    const char *content_type;
+    size_t content_type_len;
+} rn_fork_pin_answer;
+
+typedef void (*rn_fork_pin_done)(void *arg, const rn_fork_pin_answer *answer);
+/* Whether the fork with this id is a fork of that source (created, or its
+ * create under way) where its group's leader sees it: 1, 0, or -1 unknown. */
+typedef void (*rn_fork_alive_done)(void *arg, int alive);
+
 /* Room for the log's own bookkeeping of an entry (the WAL's entry). */
 #define RN_CMDLOG_PRIVATE_BYTES 192
 
@@ -92,6 +129,22 @@ typedef struct {
      * The engine starts no internal mutation (an expiry, a producer
      * discard) that the log would refuse. */
     int (*accepts)(rn_cmdlog *log, const char *path, size_t len);
+    /* Optional (NULL: a fork is always in its source's group). Whether the
+     * streams at paths a and b are in different groups of the log; the
+     * three below are then set too. */
+    int (*apart)(rn_cmdlog *log, const char *a, size_t alen, const char *b, size_t blen);
+    /* Asks the leader of the source's group to pin the fork (PIN), and
+     * calls done(arg, answer) once, on the loop thread, never from inside.
+     * ask's memory need only last this call. */
+    void (*pin)(rn_cmdlog *log, const rn_fork_pin_ask *ask, rn_fork_pin_done done, void *arg);
+    /* Asks the leader of source_id's group to release fork_id's pin
+     * (UNPIN), later, never from inside; best effort: what is lost here
+     * the sweep of orphan pins releases. */
+    void (*unpin)(rn_cmdlog *log, uint64_t source_id, uint64_t fork_id);
+    /* Asks the leader of fork_id's group whether fork_id is a fork of
+     * source_id; done(arg, 1 | 0 | -1) once, never from inside. */
+    void (*fork_alive)(rn_cmdlog *log, uint64_t source_id, uint64_t fork_id,
+                       rn_fork_alive_done done, void *arg);
 } rn_cmdlog_ops;
 
 /* A command log: adapters embed this first; each has its own constructor

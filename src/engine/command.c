@@ -20,7 +20,18 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
         rn_buf_append_u8(b, c->close);
         rn_buf_append_u64(b, c->source_id);
         rn_buf_append_u64(b, c->offset);
+        if (c->source_id & RN_CMD_SOURCE_APART) {
+            rn_buf_append_u64(b, c->fork_retained);
+            rn_buf_append_u64(b, c->fork_depth);
+        }
         rn_buf_append_u64(b, c->data_len);
+        break;
+    case RN_CMD_PIN:
+        rn_buf_append_u64(b, c->fork_id);
+        rn_buf_append_u64(b, c->offset);
+        break;
+    case RN_CMD_UNPIN:
+        rn_buf_append_u64(b, c->fork_id);
         break;
     case RN_CMD_APPEND:
         rn_buf_append_u64(b, c->offset);
@@ -90,7 +101,22 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
         c->close = rn_read_u8(&r);
         c->source_id = rn_read_u64(&r);
         c->offset = rn_read_u64(&r);
+        if (c->source_id & RN_CMD_SOURCE_APART) {
+            c->fork_retained = rn_read_u64(&r);
+            c->fork_depth = rn_read_u64(&r);
+        }
         c->data_len = rn_read_u64(&r);
+        break;
+    case RN_CMD_PIN:
+        c->fork_id = rn_read_u64(&r);
+        c->offset = rn_read_u64(&r);
+        if (!c->fork_id)
+            return -1;
+        break;
+    case RN_CMD_UNPIN:
+        c->fork_id = rn_read_u64(&r);
+        if (!c->fork_id)
+            return -1;
         break;
     case RN_CMD_APPEND:
         c->offset = rn_read_u64(&r);

@@ -10,8 +10,11 @@
  * then per type:
  *   CREATE: lstr path, u64 incarnation, lstr content type, i64 ttl seconds (-1 none),
  *           i64 expires-at ms (-1 none), u8 closed, u64 source stream id
- *           (0: not a fork), u64 offset (fork offset: where the stream's
- *           own data starts), u64 data length
+ *           (0: not a fork; bit 63 set: the source is in another group,
+ *           reached through a pin: RN_CMD_SOURCE_APART), u64 offset (fork
+ *           offset: where the stream's own data starts), [with bit 63: u64
+ *           the fork's retained offset, u64 its fork depth], u64 data
+ *           length
  *   APPEND: u64 offset, u8 close, u8 has_producer [lstr id, u64 epoch,
  *           u64 seq, u8 has_digest [32-byte Producer-Digest]], u8 has_seq
  *           [lstr seq], u64 data length
@@ -34,6 +37,10 @@
  *         id layout), and the stream id field is then g, which routes the
  *         command to that group's log
  *   PURGE: nothing (the stream, fenced, goes with every byte it owns)
+ *   PIN: u64 fork id, u64 fork offset: a fork in another group (the fork
+ *        id's) reads this stream below the offset; the stream counts it
+ *        as it counts its forks (soft deletion, retention)
+ *   UNPIN: u64 fork id: that fork no longer reads this stream
  *   SUBS: lstr the subscriptions' whole state (subs/state.c's document),
  *         replacing the one before; the stream id field is the group
  *         whose log carries the subscriptions (a replicated log only)
@@ -60,7 +67,13 @@ enum {
     RN_CMD_FENCE = 9,
     RN_CMD_PURGE = 10,
     RN_CMD_SUBS = 11,
+    RN_CMD_PIN = 12,
+    RN_CMD_UNPIN = 13,
 };
+
+/* In a CREATE's source id: the source is in another group (its fork id's
+ * pin there holds it). Stream ids never reach this bit. */
+#define RN_CMD_SOURCE_APART (1ull << 63)
 
 #define RN_FENCE_ALL 0xffffu /* a FENCE's scope: every stream of the namespace */
 
@@ -77,7 +90,12 @@ typedef struct {
     size_t content_type_len;
     int64_t ttl_s;         /* -1: none */
     int64_t expires_at_ms; /* -1: none */
-    uint64_t source_id;    /* fork source, 0 for none */
+    uint64_t source_id;    /* fork source, 0 for none (CREATE: see RN_CMD_SOURCE_APART) */
+    /* CREATE of a fork apart from its source: its retained offset and depth
+     * (the pin's answer); PIN, UNPIN: the fork's id */
+    uint64_t fork_retained;
+    uint64_t fork_depth;
+    uint64_t fork_id;
     /* REWRITE: the serial the new incarnation token derives from */
     uint64_t serial;
     /* CREATE and APPEND */

@@ -126,6 +126,8 @@ static void removed(void *ctx, rn_stream *s) {
  * re-run once apply is over: they then see no stream. */
 static void destroyed(void *ctx, rn_stream *s) {
     rn_engine *e = ctx;
+    if (s->apart_source && !s->pending_create)
+        engine_apart_destroyed(e, s);
     rn_fault_point("delete-before-remove");
     rn_streamfiles_remove(e->files, s->id);
     if (s->snapshot.present)

@@ -179,8 +179,23 @@ int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
 
 /* Deletes expired streams and discards idle producer state (raising the
- * streams' epoch floors); the server calls this periodically. */
+ * streams' epoch floors), and releases orphan pins (apart.c); the server
+ * calls this periodically. */
 void rn_engine_sweep_expired(rn_engine *e);
+
+/* Forks apart from their source (cluster mode; engine/apart.c). A pin
+ * whose fork its group's leader does not know is released once it is this
+ * old: a fork's create is logged within a few seconds of its pin. */
+#define RN_PIN_GRACE_MS 10000
+/* On the leader of the source's group: runs a fork create's checks of its
+ * source (ask) and logs the fork's PIN; done(arg, answer) once, on the
+ * loop thread. */
+void rn_engine_pin(rn_engine *e, const rn_fork_pin_ask *ask, rn_fork_pin_done done, void *arg);
+/* On the leader of the source's group: logs the release of fork_id's pin
+ * of source_id (nothing when there is none). */
+void rn_engine_unpin(rn_engine *e, uint64_t source_id, uint64_t fork_id);
+/* Whether fork_id is a fork of source_id here (created or being created). */
+int rn_engine_fork_of(const rn_engine *e, uint64_t source_id, uint64_t fork_id);
 
 /* Answers an append before its body arrives (ext §5.5), when the answer
  * depends on the headers alone: op (kind APPEND, with producer headers and
@@ -331,13 +346,12 @@ typedef unsigned (*rn_restore_group_fn)(void *arg, const char *path, size_t len)
  * (cluster/placement.h) with node byte 0, which no node issues: the k-th
  * stream in id order (k from 0) becomes ((k + 1) << 16) | its path's group.
  * new_ids[i] receives the new id of streams[i] (n of them, as
- * rn_restore_decode listed them). Equal arguments give equal results.
- * Returns 0, or the number of forks whose source is in another group (a
- * cluster cannot hold them): nothing changed then, and *fork and *source
- * are the paths of the first such pair (valid while r lives). */
-size_t rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
-                        const rn_backup_stream *streams, size_t n, uint64_t *new_ids,
-                        const char **fork, const char **source);
+ * rn_restore_decode listed them). A fork whose source lands in another
+ * group becomes a fork apart from it, held by a pin of the source (time 0:
+ * its fork exists, so the orphan sweep keeps it). Equal arguments give
+ * equal results. */
+void rn_restore_place(rn_restore *r, rn_restore_group_fn group_of, void *arg,
+                      const rn_backup_stream *streams, size_t n, uint64_t *new_ids);
 /* Renames the snapshot body of stream id of r (which has a snapshot) to
  * key (shorter than RN_TIERS_KEY_MAX): its copy is written under that
  * name. */

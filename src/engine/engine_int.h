@@ -56,6 +56,7 @@ struct rn_engine {
     } observers[RN_ENGINE_MAX_OBSERVERS];
     int observer_count;
     int ops_in_log;                 /* mutations submitted, not yet answered by the log */
+    int pin_asks;                   /* the sweep of orphan pins: questions in flight */
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
     rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
@@ -90,8 +91,9 @@ typedef struct {
     rn_streamfiles_pin pin; /* the stream files the log's writer writes the data to */
     uv_work_t files_work;   /* making the stream's files before its first data */
     int files_status;
-    uint64_t index_entry; /* the append's number in the stream's index */
-    rn_cmdlog_entry log;  /* the command on its way through the log */
+    uint64_t index_entry;       /* the append's number in the stream's index */
+    rn_cmdlog_entry log;        /* the command on its way through the log */
+    struct engine_apart *apart; /* a create apart from its source: its pin (apart.c) */
 } op_private;
 
 static_assert(sizeof(op_private) <= sizeof(rn_op_private), "rn_op_private is too small");
@@ -141,6 +143,7 @@ typedef enum {
     VERDICT_EXPIRE_PRODUCER, /* wait behind discarding `victim`'s state in `stream` */
     VERDICT_LOG,             /* log priv(op)->cmd, a command for `stream` (NULL: a create,
                                 whose stream the pipeline makes) */
+    VERDICT_PIN,             /* a fork's create apart from its source: pin it first */
 } verdict_kind;
 
 typedef struct {
@@ -168,6 +171,40 @@ void engine_rerun_orphans(rn_engine *e);
  * log: this replica leads its group); mutations are refused
  * RN_ERR_NO_LEADER, and internal ones not started, where it does not. */
 int engine_log_accepts(const rn_engine *e, const char *path, size_t len);
+
+/* Validates op and acts on the verdict: answers it, queues it, or logs
+ * its command. done() may run before this returns. */
+void engine_run_op(rn_engine *e, rn_op *op);
+/* Answers op with result about s (may be NULL): op->done() runs. */
+void engine_finish_op(rn_op *op, rn_result result, rn_stream *s);
+/* An id for a new stream at path: see rn_cmdlog_ops.issue_id. 0: none. */
+uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len);
+
+/* ---- apart.c ---- */
+
+/* Whether a create with a fork source (in) names a source in another
+ * group than its own (never without a log that has groups). */
+int engine_apart(const rn_engine *e, const rn_op_request *in);
+/* The pin answer a create apart from its source holds, or NULL before. */
+const rn_fork_pin_answer *engine_apart_answer(rn_op *op);
+/* VERDICT_PIN: issues the fork's id, has the source's group pin it, waits
+ * (bounded) until this replica applied that pin, and runs op again; or
+ * answers op with the refusal. */
+void engine_apart_pin(rn_engine *e, rn_op *op);
+/* The id a create apart from its source was pinned for (0: not apart). */
+uint64_t engine_apart_fork_id(rn_op *op);
+/* op is being answered with result: releases its pin unless the fork was
+ * created (or may have been) and frees the pin's state, after done()
+ * (conflicting_type may point into it). Call around op->done(). */
+struct engine_apart *engine_apart_detach(rn_op *op, rn_result result);
+void engine_apart_free(struct engine_apart *a);
+/* Destroying s: a fork apart from its source asks that the source's pin
+ * be released, from the leader of its group only. */
+void engine_apart_destroyed(rn_engine *e, const rn_stream *s);
+/* Releases pins whose fork is gone where its group's leader sees it (a
+ * create that never applied, a release that was lost), on the leader of
+ * the source's group, once they are RN_PIN_GRACE_MS old. */
+void engine_sweep_pins(rn_engine *e, int64_t now);
 
 /* ---- subs_state.c ---- */
 

@@ -20,7 +20,10 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
     while (len > 0 && off < s->fork_offset) {
         uint64_t inherited = s->fork_offset - off;
         size_t n = inherited < len ? (size_t)inherited : len;
-        int rc = engine_read_range(e, s->source, off, n, out);
+        const rn_stream *src = rn_state_fork_source(&e->state, s);
+        if (!src)
+            return -EAGAIN; /* apart: this replica has not applied the source's pin yet */
+        int rc = engine_read_range(e, src, off, n, out);
         if (rc < 0)
             return rc;
         off += n;
@@ -61,7 +64,10 @@ int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len) {
 static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *start,
                        uint64_t *end) {
     if (x < s->fork_offset) {
-        int rc = find_append(e, s->source, x, start, end);
+        const rn_stream *src = rn_state_fork_source(&e->state, s);
+        if (!src)
+            return -EAGAIN; /* apart: this replica has not applied the source's pin yet */
+        int rc = find_append(e, src, x, start, end);
         if (rc == 0 && *end > s->fork_offset)
             *end = s->fork_offset;
         return rc;

@@ -28,6 +28,9 @@ typedef enum {
     RN_OP_EXPIRE_PRODUCERS, /* internal: discards idle producer state */
     RN_OP_TIER,             /* internal: history below target_offset is in the cold store */
     RN_OP_PURGE,            /* internal: a fenced stream goes for good (engine/purge.c) */
+    RN_OP_PIN,              /* internal: a fork in another group reads the stream at path
+                               (rn_engine_pin) */
+    RN_OP_UNPIN,            /* internal: that fork no longer does (rn_engine_unpin) */
 } rn_op_kind;
 
 typedef enum {
@@ -134,8 +137,11 @@ typedef struct {
     int blob_cold;
     uint8_t digest[32];
     uint64_t blob_size;
-    /* TIER, PURGE: the stream (by id: a re-created one at the path is another). */
+    /* TIER, PURGE: the stream (by id: a re-created one at the path is another);
+     * UNPIN: the source. */
     uint64_t stream_id;
+    /* PIN, UNPIN: the id of the fork in another group. */
+    uint64_t fork_id;
 } rn_op_request;
 
 /* What the engine answers, valid inside done(). `stream` is NULL for
@@ -170,6 +176,8 @@ typedef struct {
      * fork source's). */
     const char *conflicting_type;
     size_t conflicting_type_len;
+    /* PIN: the fork offset the source answered (offset plus sub-offset). */
+    uint64_t fork_offset;
     /* COLD_STORE_FAILED: why, in the cold store's own words (no key, bucket,
      * endpoint or credential). */
     const char *cause;
@@ -177,7 +185,7 @@ typedef struct {
 
 /* The engine's room in an op (its queue link, the encoded command, the log
  * entry, pinned stream files, ...). Callers never touch it. */
-#define RN_OP_PRIVATE_BYTES 1024
+#define RN_OP_PRIVATE_BYTES 1088
 typedef union {
     max_align_t align;
     unsigned char bytes[RN_OP_PRIVATE_BYTES];

@@ -44,7 +44,13 @@ static void finish(rn_op *op, rn_result result, rn_stream *s) {
     }
     rn_buf_free(&priv(op)->head);
     rn_buf_free(&priv(op)->stored);
+    struct engine_apart *apart = engine_apart_detach(op, result);
     op->done(op);
+    engine_apart_free(apart);
+}
+
+void engine_finish_op(rn_op *op, rn_result result, rn_stream *s) {
+    finish(op, result, s);
 }
 
 /* Queues op behind the mutation of s in the log (or the one started right
@@ -58,10 +64,6 @@ static void enqueue(rn_stream *s, rn_op *op) {
         s->queue_head = op;
     s->queue_tail = op;
 }
-
-/* Validates op and acts on the verdict: answers it, queues it, or logs
- * its command. done() may run before this returns. */
-static void engine_run_op(rn_engine *e, rn_op *op);
 
 /* Re-runs waiting mutations of stream `id` until one is in the log again.
  * The stream is looked up each time: a queued delete may remove it, and
@@ -270,6 +272,7 @@ static void command_done(rn_cmdlog_entry *entry) {
         [RN_OP_PUBLISH] = RN_OK_PUBLISHED, [RN_OP_RETAIN] = RN_OK_RETAINED,
         [RN_OP_REWRITE] = RN_OK_REWRITTEN, [RN_OP_EXPIRE_PRODUCERS] = RN_OK_PRODUCERS_EXPIRED,
         [RN_OP_TIER] = RN_OK_TIERED,       [RN_OP_PURGE] = RN_OK_PURGED,
+        [RN_OP_PIN] = RN_OK_CREATED,       [RN_OP_UNPIN] = RN_OK_DELETED,
     };
     /* done() may free the op and the entry in it: keep what follows. */
     rn_applied applied = entry->result;
@@ -295,7 +298,7 @@ static void expire_done(rn_op *op) {
 
 /* An id for a new stream at path, or a rewrite serial: the log's when it
  * issues them (replicated), else the state's counter. 0: none can be. */
-static uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len) {
+uint64_t engine_issue_id(rn_engine *e, const char *path, size_t len) {
     if (e->log->ops->issue_id)
         return e->log->ops->issue_id(e->log, &e->state, path, len);
     return e->state.next_id++;
@@ -334,15 +337,20 @@ static void start_producer_expiry(rn_engine *e, rn_stream *s, rn_producer *const
 
 /* ---- running a mutation ---- */
 
-/* Makes the pending stream of a create about to be logged, issuing its id,
- * and points the command at it; NULL when no id can be issued. */
-static rn_stream *make_pending(rn_engine *e, rn_cmd *c) {
-    uint64_t id = engine_issue_id(e, c->path, c->path_len);
+/* Makes the pending stream of a create about to be logged, issuing its id
+ * (a fork apart from its source: the id it was pinned for), and points the
+ * command at it; NULL when no id can be issued. */
+static rn_stream *make_pending(rn_engine *e, rn_op *op, rn_cmd *c) {
+    uint64_t id = engine_apart_fork_id(op);
     if (!id)
+        id = engine_issue_id(e, c->path, c->path_len);
+    if (!id || rn_state_stream(&e->state, id))
         return NULL;
     rn_stream *s =
         rn_state_add(&e->state, id, c->path, c->path_len, c->content_type, c->content_type_len);
     s->pending_create = 1;
+    if (c->source_id & RN_CMD_SOURCE_APART) /* so its group's leader knows it is coming */
+        s->apart_source = c->source_id & ~RN_CMD_SOURCE_APART;
     c->stream_id = s->id;
     c->path = s->path;
     c->content_type = s->content_type;
@@ -350,7 +358,7 @@ static rn_stream *make_pending(rn_engine *e, rn_cmd *c) {
     return s;
 }
 
-static void engine_run_op(rn_engine *e, rn_op *op) {
+void engine_run_op(rn_engine *e, rn_op *op) {
     if (!engine_log_accepts(e, op->in.path, op->in.path_len)) {
         /* a replica that does not lead the stream's group (any more) */
         finish(op, RN_ERR_NO_LEADER, NULL);
@@ -372,11 +380,14 @@ static void engine_run_op(rn_engine *e, rn_op *op) {
         enqueue(v.stream, op);
         start_producer_expiry(e, v.stream, &v.victim, 1);
         return;
+    case VERDICT_PIN:
+        engine_apart_pin(e, op);
+        return;
     case VERDICT_LOG: {
         rn_cmd *c = &priv(op)->cmd;
         rn_stream *s = v.stream;
         if (c->type == RN_CMD_CREATE)
-            s = make_pending(e, c);
+            s = make_pending(e, op, c);
         else if (c->type == RN_CMD_REWRITE) {
             c->serial = engine_issue_id(e, s->path, s->path_len); /* never issued again */
             c->incarnation = rn_incarnation_for(e->cfg.incarnation_key, c->serial);
@@ -394,6 +405,7 @@ static void engine_run_op(rn_engine *e, rn_op *op) {
 void rn_engine_submit(rn_engine *e, rn_op *op) {
     assert(op->done != NULL);
     priv(op)->engine = e;
+    priv(op)->apart = NULL;
     op->out.stream = NULL;
     engine_run_op(e, op);
 }
@@ -446,4 +458,5 @@ void rn_engine_sweep_expired(rn_engine *e) {
         engine_start_expiry(e, victims[k]);
     free(victims);
     sweep_producers(e, now);
+    engine_sweep_pins(e, now);
 }

@@ -84,6 +84,7 @@ static void take_stream_state(rn_stream *dst, rn_stream *src) {
     free(dst->last_seq);
     free(dst->snapshot.content_type);
     free(dst->snapshot.key);
+    free(dst->pins);
     *dst = *src;
     dst->path = keep.path; /* the tables' keys point at it */
     dst->path_len = keep.path_len;
@@ -102,6 +103,7 @@ static void take_stream_state(rn_stream *dst, rn_stream *src) {
     /* src keeps only what dst did not take: its path and dst's producers */
     src->producers = keep.producers;
     src->content_type = src->last_seq = src->snapshot.content_type = src->snapshot.key = NULL;
+    src->pins = NULL;
     rn_state_free_stream(src);
 }
 
@@ -292,7 +294,8 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned gro
         subs = rn_read_lstr(&r, &subs_len);
     int ok = k == count && !r.failed && r.p == r.end;
     for (uint64_t j = 0; ok && j < count; j++) /* every stream the manifest names is its own */
-        ok = pick(loaded[j], arg) && (!sources[j] || rn_state_stream(&scratch, sources[j]));
+        ok = pick(loaded[j], arg) && (!sources[j] || (sources[j] & RN_CMD_SOURCE_APART) ||
+                                      rn_state_stream(&scratch, sources[j]));
     if (!ok) {
         free(loaded);
         free(sources);

@@ -34,6 +34,7 @@ void rn_state_free_stream(rn_stream *s) {
     free(s->last_seq);
     free(s->snapshot.content_type);
     free(s->snapshot.key);
+    free(s->pins);
     free(s);
 }
 

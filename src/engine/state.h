@@ -68,6 +68,13 @@ typedef struct rn_producer {
     uint64_t history_seq; /* RN_EPOCH_REWRITTEN: the highest seq that survived */
 } rn_producer;
 
+/* A fork in another group that reads a stream below its fork offset: the
+ * fork's id and the time of the PIN that recorded it. */
+typedef struct {
+    uint64_t fork_id;
+    int64_t time_ms;
+} rn_pin;
+
 /* A stream. Fields are read-only outside the engine; the state machine
  * (state.c, apply.c) changes all but the ones owned elsewhere below. */
 typedef struct rn_stream {
@@ -99,8 +106,16 @@ typedef struct rn_stream {
     uint64_t fork_offset;     /* 0 unless a fork */
     uint32_t fork_depth;      /* 0 for a stream that is not a fork */
     uint32_t refcount;        /* forks whose source this stream is */
-    int soft_deleted;         /* deleted while forks still read it: 410 */
-    uint64_t appends;         /* entries in the append index (tiers/streamfiles.h) */
+    int soft_deleted;         /* deleted while forks (or pins) still read it: 410 */
+    /* A fork whose source is in another group (cluster mode): the source's
+     * id, `source` staying NULL; the source's pin for this fork's id holds
+     * it there (rn_state_fork_source finds it). 0 otherwise. */
+    uint64_t apart_source;
+    /* Forks in other groups that read this stream (PIN commands), in the
+     * order pinned: counted as forks are (rn_stream_held). */
+    rn_pin *pins;
+    uint32_t npins;
+    uint64_t appends; /* entries in the append index (tiers/streamfiles.h) */
     /* Retention (ext §2.2): reads below `retained` answer 410. On a JSON
      * stream it is always a message boundary, known without reading the
      * cleared byte before it: a retention offset is verified before it is
@@ -275,6 +290,23 @@ void rn_state_free_stream(rn_stream *s);
  * its fork source, destroying that too when it was soft-deleted and this
  * was its last fork, and so on up the chain. */
 void rn_state_destroy(rn_state *st, rn_stream *s, const rn_effects *fx);
+
+/* ---- forks apart from their source (pins.c) ---- */
+
+/* True while forks read s: forks of its group, or pins of other groups'. */
+int rn_stream_held(const rn_stream *s);
+/* s's pin for the fork with this id, or NULL. */
+const rn_pin *rn_stream_pin(const rn_stream *s, uint64_t fork_id);
+/* Where s reads its bytes below its fork offset: its source in its group,
+ * or, for a fork apart from its source, the source once this replica
+ * applied the source's pin for s (NULL before: not readable here yet).
+ * NULL for a stream that is not a fork. */
+rn_stream *rn_state_fork_source(const rn_state *st, const rn_stream *s);
+/* A PIN of s: records the fork (once; a repeat changes nothing). */
+void rn_state_apply_pin(rn_stream *s, const rn_cmd *c);
+/* An UNPIN of s: forgets the fork's pin (absent: nothing changes); a
+ * soft-deleted s that no fork holds any more is destroyed, up its chain. */
+void rn_state_apply_unpin(rn_state *st, rn_stream *s, const rn_cmd *c, const rn_effects *fx);
 
 /* Adds empty state for producer id (which must be absent). */
 rn_producer *rn_stream_add_producer(rn_stream *s, const char *id, size_t len);

@@ -32,7 +32,7 @@
  * did not punch them: apply.c), and forks made later start at or above
  * it, so skipping them is safe only while no fork reads the stream. */
 static uint64_t move_start(const rn_stream *s) {
-    uint64_t retained = s->refcount ? 0 : s->retained;
+    uint64_t retained = rn_stream_held(s) ? 0 : s->retained;
     uint64_t keep = s->fork_offset > retained ? s->fork_offset : retained;
     uint64_t start = keep / RN_CHUNK_BYTES * RN_CHUNK_BYTES;
     return s->cold_end > start ? s->cold_end : start;
@@ -149,9 +149,9 @@ uint64_t rn_engine_cold_backlog(const rn_engine *e) {
 }
 
 void engine_cold_read_ahead(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t len) {
-    while (s->source && from < s->fork_offset)
-        s = s->source; /* a fork's bytes below its fork offset are its source's */
-    if (from < s->cold_end)
+    while (s && (s->source || s->apart_source) && from < s->fork_offset)
+        s = rn_state_fork_source(&e->state, s); /* a fork's bytes below its fork offset */
+    if (s && from < s->cold_end)
         rn_tiers_history_read_ahead(e->cfg.tiers, s->id, from,
                                     len < s->cold_end - from ? from + len : s->cold_end);
 }

@@ -72,9 +72,44 @@ static int prepare_body(rn_op *op, int json, int allow_empty_array, const uint8_
     return 0;
 }
 
+/* The checks a fork's create makes of its source src (the stream at the
+ * source path, or NULL; not busy), in the protocol's order. Returns 0 with
+ * *fork_at, or the result to refuse with (CONTENT_TYPE: op's out names the
+ * source's type). */
+static int check_fork_source(rn_engine *e, rn_op *op, rn_stream *src, int64_t now,
+                             uint64_t *fork_at) {
+    const rn_op_request *in = &op->in;
+    assert(!src || !src->busy);
+    if (!src || src->pending_create || rn_stream_expired(src, now))
+        return RN_ERR_SOURCE_NOT_FOUND;
+    if (src->soft_deleted)
+        return RN_ERR_SOURCE_GONE;
+    if (src->fork_depth + 1 > RN_MAX_FORK_DEPTH)
+        return RN_ERR_FORK_DEPTH;
+    if (in->content_type && !rn_content_type_equal(src->content_type, src->content_type_len,
+                                                   in->content_type, in->content_type_len)) {
+        op->out.conflicting_type = src->content_type;
+        op->out.conflicting_type_len = src->content_type_len;
+        return RN_ERR_CONTENT_TYPE;
+    }
+    return engine_fork_position(e, in, src, fork_at);
+}
+
+/* What a fork inherits from its source and where it starts: from the
+ * source in this group, or from the pin's answer of the source's group. */
+typedef struct {
+    uint64_t source_id; /* with RN_CMD_SOURCE_APART when apart */
+    uint64_t fork_at, retained, depth;
+    const char *ct;
+    size_t ct_len;
+    int64_t ttl_s, expires_at_ms;
+} fork_origin;
+
 /* A create (s: what holds the path now, or NULL). The command names the
  * request's path and the chosen content type; the pipeline makes the
- * pending stream, which then holds both. */
+ * pending stream, which then holds both. A fork whose source is in another
+ * group is pinned there first (VERDICT_PIN; apart.c), then evaluated again
+ * with the pin's answer. */
 static verdict validate_create(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
     const rn_op_request *in = &op->in;
     if (s && s->soft_deleted)
@@ -82,40 +117,50 @@ static verdict validate_create(rn_engine *e, rn_op *op, rn_stream *s, int64_t no
     const char *ct = in->content_type ? in->content_type : DEFAULT_TYPE;
     size_t ct_len = in->content_type ? in->content_type_len : sizeof DEFAULT_TYPE - 1;
     int64_t ttl_s = in->ttl_s, expires_at_ms = in->expires_at_ms;
-    rn_stream *src = NULL;
-    uint64_t fork_at = 0;
-    if (in->fork_source) {
-        src = rn_state_at(&e->state, in->fork_source, in->fork_source_len);
+    fork_origin o = {0};
+    const rn_fork_pin_answer *pinned = engine_apart_answer(op);
+    if (in->fork_source && !pinned && engine_apart(e, in)) {
+        return (verdict){.kind = VERDICT_PIN};
+    } else if (pinned) {
+        o = (fork_origin){.source_id = pinned->source_id | RN_CMD_SOURCE_APART,
+                          .fork_at = pinned->fork_offset,
+                          .retained = pinned->retained,
+                          .depth = pinned->depth,
+                          .ct = pinned->content_type,
+                          .ct_len = pinned->content_type_len,
+                          .ttl_s = pinned->ttl_s,
+                          .expires_at_ms = pinned->expires_at_ms};
+    } else if (in->fork_source) {
+        rn_stream *src = rn_state_at(&e->state, in->fork_source, in->fork_source_len);
         if (src && src->busy)
             return wait_on(VERDICT_WAIT, src, NULL); /* evaluate against its next state */
-        if (!src || src->pending_create || rn_stream_expired(src, now))
-            return answer(RN_ERR_SOURCE_NOT_FOUND, NULL);
-        if (src->soft_deleted)
-            return answer(RN_ERR_SOURCE_GONE, NULL);
-        if (src->fork_depth + 1 > RN_MAX_FORK_DEPTH)
-            return answer(RN_ERR_FORK_DEPTH, NULL);
-        if (in->content_type &&
-            !rn_content_type_equal(src->content_type, src->content_type_len, ct, ct_len)) {
-            op->out.conflicting_type = src->content_type;
-            op->out.conflicting_type_len = src->content_type_len;
-            return answer(RN_ERR_CONTENT_TYPE, NULL);
-        }
-        int refuse = engine_fork_position(e, in, src, &fork_at);
+        int refuse = check_fork_source(e, op, src, now, &o.fork_at);
         if (refuse)
             return answer((rn_result)refuse, NULL);
+        o = (fork_origin){.source_id = src->id,
+                          .fork_at = o.fork_at,
+                          .ct = src->content_type,
+                          .ct_len = src->content_type_len,
+                          .ttl_s = src->ttl_s,
+                          .expires_at_ms = src->expires_at_ms};
+    }
+    if (in->fork_source) {
         if (!in->content_type) {
-            ct = src->content_type;
-            ct_len = src->content_type_len;
+            ct = o.ct;
+            ct_len = o.ct_len;
         }
         if (ttl_s < 0 && expires_at_ms < 0) { /* inherit the source's expiry */
-            ttl_s = src->ttl_s;
-            expires_at_ms = src->expires_at_ms;
+            ttl_s = o.ttl_s;
+            expires_at_ms = o.expires_at_ms;
         }
     }
     if (s) {
+        uint64_t has = s->apart_source ? s->apart_source | RN_CMD_SOURCE_APART
+                                       : (s->source ? s->source->id : 0);
         int same = rn_content_type_equal(s->content_type, s->content_type_len, ct, ct_len) &&
                    s->ttl_s == ttl_s && s->expires_at_ms == expires_at_ms &&
-                   s->closed == (in->close != 0) && s->source == src && s->fork_offset == fork_at;
+                   s->closed == (in->close != 0) && has == o.source_id &&
+                   s->fork_offset == o.fork_at;
         return answer(same ? RN_OK_EXISTS : RN_ERR_CONFIG_MISMATCH, s);
     }
     const uint8_t *data;
@@ -130,8 +175,10 @@ static verdict validate_create(rn_engine *e, rn_op *op, rn_stream *s, int64_t no
                              .content_type_len = ct_len,
                              .ttl_s = ttl_s,
                              .expires_at_ms = expires_at_ms,
-                             .source_id = src ? src->id : 0,
-                             .offset = fork_at,
+                             .source_id = o.source_id,
+                             .offset = o.fork_at,
+                             .fork_retained = o.retained,
+                             .fork_depth = o.depth,
                              .close = (uint8_t)(in->close != 0),
                              .data = data,
                              .data_len = len};
@@ -263,7 +310,7 @@ static verdict validate_retain(rn_engine *e, rn_op *op, rn_stream *s) {
  * old history; tiers/history.c). The pipeline issues the new
  * incarnation's serial. */
 static verdict validate_rewrite(rn_op *op, rn_stream *s) {
-    if (op->in.target_offset > s->tail || s->refcount > 0 || op->in.target_offset < s->cold_end)
+    if (op->in.target_offset > s->tail || rn_stream_held(s) || op->in.target_offset < s->cold_end)
         return answer(RN_ERR_CONFIG_MISMATCH, s);
     priv(op)->cmd =
         (rn_cmd){.type = RN_CMD_REWRITE, .stream_id = s->id, .offset = op->in.target_offset};
@@ -296,11 +343,41 @@ static verdict validate_purge(rn_engine *e, rn_op *op, rn_stream *s) {
     return log_for(s);
 }
 
+/* A PIN (the source's group, for a fork's create in another group: the
+ * checks the create makes of its source) or an UNPIN (of the source by
+ * id). A repeated pin answers what it found. */
+static verdict validate_pin(rn_engine *e, rn_op *op, rn_stream *s, int64_t now) {
+    const rn_op_request *in = &op->in;
+    assert(in->fork_id);
+    if (in->kind == RN_OP_UNPIN)
+        s = rn_state_stream(&e->state, in->stream_id);
+    if (s && s->busy)
+        return wait_on(VERDICT_WAIT, s, NULL);
+    if (in->kind == RN_OP_UNPIN) {
+        if (!s || !rn_stream_pin(s, in->fork_id))
+            return answer(RN_ERR_NOT_FOUND, NULL);
+        priv(op)->cmd = (rn_cmd){.type = RN_CMD_UNPIN, .stream_id = s->id, .fork_id = in->fork_id};
+        return log_for(s);
+    }
+    uint64_t fork_at;
+    int refuse = check_fork_source(e, op, s, now, &fork_at);
+    if (refuse)
+        return answer((rn_result)refuse, NULL);
+    op->out.fork_offset = fork_at;
+    if (rn_stream_pin(s, in->fork_id))
+        return answer(RN_OK_CREATED, s);
+    priv(op)->cmd =
+        (rn_cmd){.type = RN_CMD_PIN, .stream_id = s->id, .fork_id = in->fork_id, .offset = fork_at};
+    return log_for(s);
+}
+
 verdict engine_validate(rn_engine *e, rn_op *op, int64_t now) {
     const rn_op_request *in = &op->in;
     rn_stream *s = rn_state_at(&e->state, in->path, in->path_len);
     if (in->kind == RN_OP_PURGE)
         return validate_purge(e, op, s);
+    if (in->kind == RN_OP_PIN || in->kind == RN_OP_UNPIN)
+        return validate_pin(e, op, s, now);
     if (rn_state_path_fence(&e->state, in->path, in->path_len))
         return answer(RN_ERR_BUCKET_ERASED, NULL);
     if (s && s->busy)

@@ -275,7 +275,7 @@ static json_t *stream_summary(const rn_stream *s, size_t ns_len) {
     json_object_set_new(o, "closed", json_boolean(s->closed));
     json_object_set_new(o, "created_at", time_json(s->created_ms));
     json_object_set_new(o, "expires_at", time_json(expires));
-    json_object_set_new(o, "forked", json_boolean(s->source != NULL));
+    json_object_set_new(o, "forked", json_boolean(s->source || s->apart_source));
     json_object_set_new(o, "has_snapshot", json_boolean(s->snapshot.present));
     json_object_set_new(o, "producer_count", json_integer((json_int_t)s->producers.count));
     return o;
@@ -366,12 +366,16 @@ static void stream_state(rn_admin_plane *a, const rn_stream *s, size_t ns_len, j
                         "content_type",
                         text_json(s->snapshot.content_type, s->snapshot.content_type_len))
             : json_null());
+    /* a fork across groups: its source as this node's replica of its group holds it */
+    const rn_stream *src =
+        s->apart_source ? rn_engine_stream(a->cfg.engine, s->apart_source) : s->source;
     json_object_set_new(o, "fork_of",
-                        s->source ? json_pack("{s:o, s:o}", "path",
-                                              text_json(s->source->path, s->source->path_len),
-                                              "offset", offset_json(s->fork_offset))
-                                  : json_null());
-    json_object_set_new(o, "forks", json_integer((json_int_t)s->refcount));
+                        s->source || s->apart_source
+                            ? json_pack("{s:o, s:o}", "path",
+                                        src ? text_json(src->path, src->path_len) : json_null(),
+                                        "offset", offset_json(s->fork_offset))
+                            : json_null());
+    json_object_set_new(o, "forks", json_integer((json_int_t)(s->refcount + s->npins)));
     json_object_set_new(o, "producers", producers_json(s));
     json_object_set_new(o, "epoch_floor",
                         s->has_floor ? json_integer((json_int_t)s->epoch_floor) : json_null());

@@ -322,7 +322,7 @@ static int run(restore *r, const char *dir, size_t *count) {
     for (size_t i = 0; i < n; i++)
         to_ids[i] = streams[i].id;
     if (rc == 0 && cluster)
-        rc = rn_restore_cluster_place(r->cfg, img, streams, n, to_ids, r->err, sizeof r->err);
+        rn_restore_cluster_place(r->cfg, img, streams, n, to_ids);
     rn_streamfiles *files = rn_tiers_streamfiles(r->tiers);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const rn_backup_stream *b = &streams[i];

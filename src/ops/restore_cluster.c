@@ -24,17 +24,10 @@ static unsigned group_of(void *arg, const char *path, size_t len) {
     return rn_placement_group(path, len, *(const unsigned *)arg);
 }
 
-int rn_restore_cluster_place(const rn_config *cfg, rn_restore *img, const rn_backup_stream *streams,
-                             size_t n, uint64_t *to_ids, char *err, size_t errcap) {
+void rn_restore_cluster_place(const rn_config *cfg, rn_restore *img,
+                              const rn_backup_stream *streams, size_t n, uint64_t *to_ids) {
     unsigned groups = (unsigned)cfg->groups;
-    const char *fork = NULL, *source = NULL;
-    size_t refused = rn_restore_place(img, group_of, &groups, streams, n, to_ids, &fork, &source);
-    if (refused)
-        snprintf(err, errcap,
-                 "%zu fork(s) would be in another group than their source with --groups %u "
-                 "(a cluster keeps a fork in its source's group), the first %s, forked from %s",
-                 refused, groups, fork, source);
-    return refused ? -1 : 0;
+    rn_restore_place(img, group_of, &groups, streams, n, to_ids);
 }
 
 int rn_restore_cluster_commit(uv_loop_t *loop, const rn_config *cfg, rn_restore *img,

@@ -21,11 +21,10 @@
 
 /* Re-places the decoded backup's streams for cfg's group count (cfg in
  * cluster mode, rn_cluster_config_check passed): to_ids[i] receives the id
- * streams[i] (n of them) has in the cluster. Returns 0, or -1 with a
- * message in err when a fork's source is in another group (a cluster
- * cannot hold such a fork: FORK_NOT_COLOCATED); nothing changed then. */
-int rn_restore_cluster_place(const rn_config *cfg, rn_restore *img, const rn_backup_stream *streams,
-                             size_t n, uint64_t *to_ids, char *err, size_t errcap);
+ * streams[i] (n of them) has in the cluster; a fork whose source lands in
+ * another group is pinned there (rn_restore_place). */
+void rn_restore_cluster_place(const rn_config *cfg, rn_restore *img,
+                              const rn_backup_stream *streams, size_t n, uint64_t *to_ids);
 
 /* Rewrites every stream's history (tokens from backup_id, the same for
  * every node and every attempt) and writes the node's cluster files in

@@ -199,9 +199,6 @@ static const error_row TABLE[RN_E_COUNT] = {
                                          "the fork's content type differs from its source's"},
     [RN_E_STREAM_EXISTS_CONFLICT] = {409, "STREAM_ALREADY_EXISTS_CONFLICT",
                                      "the stream exists with another configuration"},
-    [RN_E_FORK_NOT_COLOCATED] = {409, "FORK_NOT_COLOCATED",
-                                 "in this cluster a fork must be placed with its source: its "
-                                 "path must hash to the source's group; nothing was created"},
     [RN_E_PRODUCER_SEQ_CONFLICT] = {409, "PRODUCER_SEQ_CONFLICT",
                                     "the producer seq is not the next expected one"},
     [RN_E_SUB_EXISTS_CONFLICT] = {409, "SUBSCRIPTION_ALREADY_EXISTS",

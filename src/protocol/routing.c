@@ -44,15 +44,6 @@ void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a) {
     routing.view.ask_elsewhere_cancel(a);
 }
 
-int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen) {
-    if (!routing.active)
-        return 1;
-    rn_group_route ra, rb;
-    routing.view.route(routing.view.ctx, a, alen, &ra);
-    routing.view.route(routing.view.ctx, b, blen, &rb);
-    return ra.group == rb.group;
-}
-
 int rn_routing_route(const char *key, size_t len, rn_group_route *out) {
     memset(out, 0, sizeof *out);
     if (!routing.active)

@@ -162,10 +162,6 @@ void rn_routing_read_elsewhere(rn_request *req, const char *key, size_t len);
  * (engine/damage.c): the 503 is STREAM_DATA_REPAIRING. */
 void rn_routing_read_repairing(rn_request *req, const char *key, size_t len);
 
-/* True when the streams at keys a and b are in the same group (always in
- * single-node mode): a fork is created only in its source's group. */
-int rn_routing_colocated(const char *a, size_t alen, const char *b, size_t blen);
-
 /* The view's answer for the stream at key into *out (what a subsystem
  * other than the surfaces needs: its group, term, leader, whether this
  * replica caught up): returns 1 in cluster mode, else 0 with *out zeroed

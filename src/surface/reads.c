@@ -190,13 +190,14 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
     if (c->offset_kind != RN_OFFSET_NOW) {
         got =
             rn_engine_read_length(c->sf->engine, s, start, c->read.max_bytes, !reads_ndjson(c, s));
-        if (got == -EAGAIN) { /* bytes this replica has not fetched yet */
-            read_elsewhere(c, s);
-            return 0;
-        }
         int ready = got > 0 ? rn_engine_read_ready(c->sf->engine, s, start, (size_t)got) : 0;
         if (ready < 0) /* every cold byte of the answer is cached before it starts */
             got = ready;
+        if (got == -EAGAIN) { /* bytes this replica has not fetched (or, for a fork across
+                                 groups, whose source's pin it has not applied) yet */
+            read_elsewhere(c, s);
+            return 0;
+        }
         if (got == -ENODATA && may_wait) {
             wait_cold(c);
             return 1;

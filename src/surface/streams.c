@@ -225,15 +225,6 @@ static void handle_put(stream_ctx *c) {
         rn_streams_reply(c, RN_E_INVALID_HEADER_TTL_AND_EXPIRES, NULL);
         return;
     }
-    /* whether or not the source exists: a replica of the fork's group may
-     * not have applied the source's group yet, the answer must not depend
-     * on it */
-    if (c->op.in.fork_source &&
-        !rn_routing_colocated(c->op.in.fork_source, c->op.in.fork_source_len, c->path,
-                              c->path_len)) {
-        rn_streams_reply(c, RN_E_FORK_NOT_COLOCATED, NULL);
-        return;
-    }
     if (has_ttl)
         c->op.in.ttl_s = (int64_t)ttl;
     if (exp) {

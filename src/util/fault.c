@@ -99,10 +99,10 @@ typedef struct {
     atomic_int err;
 } failure_point;
 
-static failure_point points[] = {{.name = "boundary-read"}, {.name = "blob-delete"},
-                                 {.name = "log-reserve"},   {.name = "apply-reserve"},
-                                 {.name = "data-read"},     {.name = "dir-sync"},
-                                 {.name = "copy-stall"},    {.name = "log-stall"}};
+static failure_point points[] = {
+    {.name = "boundary-read"}, {.name = "blob-delete"}, {.name = "log-reserve"},
+    {.name = "apply-reserve"}, {.name = "data-read"},   {.name = "dir-sync"},
+    {.name = "copy-stall"},    {.name = "log-stall"},   {.name = "fork-create-after-pin"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

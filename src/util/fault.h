@@ -31,6 +31,10 @@
  *                is armed, as a stalled disk would make it (the chaos
  *                harness's slow-disk fault; cluster_disk throttles a real
  *                disk)
+ *   "fork-create-after-pin"  a fork's create apart from its source
+ *                stops after the source's group pinned it, as if its node
+ *                stopped there: 503, the pin left to the orphan sweep
+ *                (engine/apart.c, cluster mode)
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

@@ -176,16 +176,15 @@ describe("writes (§5.7)", () => {
     assert.equal(r.text, "one");
   });
 
-  test("a fork must be placed in its source's group: another group answers 409, the same group forks", async () => {
+  test("a fork is created in its source's group and in another one (cluster_forks has the rest)", async () => {
     const src = keyIn(0, "fork-src");
     const info = await roles(src);
     await follow(`${c.url(info.leader)}/${src}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "base" });
     const far = keyIn(1, "fork-far");
     const farInfo = await roles(far);
     const r = await req(`${c.url(farInfo.leader)}/${far}`, { method: "PUT", headers: { "stream-forked-from": src } });
-    assert.equal(r.status, 409, r.text);
-    assert.equal(JSON.parse(r.text).error.code, "FORK_NOT_COLOCATED");
-    assert.equal((await req(`${c.url(farInfo.leader)}/${far}`)).status, 404, "nothing was created");
+    assert.equal(r.status, 201, r.text);
+    assert.equal((await req(`${c.url(farInfo.leader)}/${far}`)).text, "base");
     const near = keyIn(0, "fork-near");
     const f = await follow(`${c.url(info.follower)}/${near}`, { method: "PUT", headers: { "stream-forked-from": src } });
     assert.equal(f.status, 201, f.text);

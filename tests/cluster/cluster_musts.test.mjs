@@ -48,8 +48,12 @@ function keyIn(group, prefix) {
 }
 
 async function create(key, body = "") {
-  const r = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "application/octet-stream" }, body });
-  assert.equal(r.status, 201, r.text);
+  /* a create is idempotent: one that met an election is sent again */
+  const r = await waitFor(`${key} created`, async () => {
+    const a = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: { "content-type": "application/octet-stream" }, body });
+    return a.status === 503 && /"NO_LEADER"|"OUTCOME_UNKNOWN"/.test(a.text) ? null : a;
+  }, 30000, 250);
+  assert.ok(r.status === 201 || r.status === 200, `${r.status} ${r.text}`);
 }
 
 // The stream's bytes as its leader confirms them (a 503 while the group

@@ -8,7 +8,8 @@
 //   - Every node's directory holds the same state: each group's seeded
 //     snapshot is byte-identical on the three nodes.
 //   - Every stream (v1 and bucket surfaces, bytes and JSON, a producer's, a
-//     published snapshot, a fork in its source's group, more than one 1 MiB
+//     published snapshot, a fork in its source's group and one the group
+//     count puts in another group than its source, more than one 1 MiB
 //     backup piece) serves the source's bytes on every node, leader and
 //     followers, and is a §2.4 rewrite: a new Stream-Incarnation (the same
 //     on every node), the source's token as Stream-Previous-Incarnation,
@@ -19,9 +20,6 @@
 //   - A fourth node added later (--join, then the membership route) gets
 //     the groups from the cluster (the seeded snapshot and the bytes it
 //     names fetched from peers) and serves every stream the same.
-//   - A backup holding a fork whose source the group count puts in another
-//     group is refused, naming the fork, and leaves the directory marked
-//     incomplete.
 //   - A running cluster's backup (2 groups, taken on a node) restored into
 //     a new cluster of 3 groups: every stream on every node, §2.4 headers,
 //     writes after it replicated; a bucket purged before the backup is
@@ -71,7 +69,7 @@ const NEAR = keyWhere("fork", (g) => g === groupOf(BASE, GROUPS));
 const FAR = keyWhere("xfork", (g) => g !== groupOf(BASE, GROUPS));
 
 // Streams by their path below a node's URL.
-const PATHS = ["v1/stream/rs/text", "v1/stream/rs/json", "v1/stream/rs/big", "rsbk/prod", "rsbk/snap", BASE, NEAR];
+const PATHS = ["v1/stream/rs/text", "v1/stream/rs/json", "v1/stream/rs/big", "rsbk/prod", "rsbk/snap", BASE, NEAR, FAR];
 const src = {}; // path -> {token, tail, body}
 
 async function post(url, body, type = OCTET) {
@@ -120,6 +118,9 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     const near = await put(at(NEAR), { type: OCTET, headers: { "stream-forked-from": BASE } });
     assert.equal(near.status, 201, near.text);
     await post(at(NEAR), "own-bytes");
+    const far = await put(at(FAR), { type: OCTET, headers: { "stream-forked-from": BASE } });
+    assert.equal(far.status, 201, far.text);
+    await post(at(FAR), "far-bytes");
     const r = await req(`${source.url}/__runnel/backup?name=one`, { method: "POST", timeoutMs: 120000 });
     assert.equal(r.status, 200, `backup answered ${r.status} ${r.text}`);
     for (const p of PATHS) {
@@ -127,6 +128,7 @@ describe("a single-node backup restored into a 3-node cluster", () => {
       src[p] = { token: hr.headers.get("stream-incarnation"), tail: hr.headers.get("stream-next-offset"), body: (await readAll(at(p))).body };
     }
     assert.ok(src[NEAR].body.equals(Buffer.from("base-bytesown-bytes")), "the fork reads through its source");
+    assert.ok(src[FAR].body.equals(Buffer.from("base-bytesfar-bytes")), "so does the far one");
   });
 
   let layout;
@@ -135,7 +137,7 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     for (let n = 1; n <= 3; n++) {
       const r = restore("one", path.join(layout.dir, `node-${n}`), layout.opts(n));
       assert.equal(r.code, 0, `restore of node ${n} exited ${r.code}: ${r.stderr}`);
-      assert.match(r.stdout, /restored 7 streams/);
+      assert.match(r.stdout, /restored 8 streams/);
     }
     for (let g = 0; g < GROUPS; g++) {
       const gdir = (n) => path.join(layout.dir, `node-${n}`, "raft", `g${String(g).padStart(2, "0")}`);
@@ -219,25 +221,6 @@ describe("a single-node backup restored into a 3-node cluster", () => {
     const hosted = PATHS.filter((p) => report.groups[groupOf(p.replace(/^v1\/stream\//, ""), GROUPS)].placement.includes(4));
     assert.ok(hosted.length > 0, "node 4 hosts some of the restored streams");
     assert.deepEqual(await checkEverywhere(extra, [4], hosted), await checkEverywhere(extra, [1], hosted), "node 4's tokens are node 1's");
-  });
-
-  test("a backup with a fork across the groups is refused, naming it; the directory stays incomplete", async () => {
-    const far = await put(`${source.url}/${FAR}`, { type: OCTET, headers: { "stream-forked-from": BASE } });
-    assert.equal(far.status, 201, far.text);
-    const r = await req(`${source.url}/__runnel/backup?name=cross`, { method: "POST", timeoutMs: 120000 });
-    assert.equal(r.status, 200, r.text);
-    const { dir, opts } = await clusterDir("cross");
-    const node = path.join(dir, "node-1");
-    const out = restore("cross", node, opts(1));
-    assert.equal(out.code, 1, out.stderr);
-    assert.match(out.stderr, new RegExp(`fork.*${FAR}.*forked from ${BASE}`));
-    assert.ok(fs.existsSync(path.join(node, "RESTORE-INCOMPLETE")));
-    assert.ok(!fs.existsSync(path.join(node, "raft")));
-    // with one group every fork is co-located
-    const one = path.join(dir, "one-group");
-    const ok = restore("cross", one, opts(1).map((a) => (a === String(GROUPS) ? "1" : a)));
-    assert.equal(ok.code, 0, ok.stderr);
-    assert.ok(!fs.existsSync(path.join(one, "RESTORE-INCOMPLETE")));
   });
 });
 

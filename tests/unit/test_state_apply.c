@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd_fixture.h"
 #include "engine/state.h"
 
 /* What the effects were asked, in order of kind. */
@@ -127,24 +128,6 @@ static int apply(const rn_cmd *c) {
     return rn_state_apply(&st, c, &fx, &out);
 }
 
-#define INC 0x10000000000123ull /* a token in [2^52, 2^53) */
-
-/* A CREATE of path (id, at time t) with data. */
-static rn_cmd create(uint64_t id, const char *path, const char *data) {
-    return (rn_cmd){.type = RN_CMD_CREATE,
-                    .stream_id = id,
-                    .time_ms = 1000,
-                    .path = path,
-                    .path_len = strlen(path),
-                    .incarnation = INC + id,
-                    .content_type = "text/plain",
-                    .content_type_len = 10,
-                    .ttl_s = -1,
-                    .expires_at_ms = -1,
-                    .data = (const uint8_t *)data,
-                    .data_len = data ? strlen(data) : 0};
-}
-
 /* An APPEND of data to stream id at offset. */
 static rn_cmd append(uint64_t id, uint64_t offset, const char *data) {
     return (rn_cmd){.type = RN_CMD_APPEND,
@@ -177,13 +160,13 @@ static rn_stream *stream(uint64_t id) {
 
 /* Creates stream 1, "a", holding ten bytes. */
 static void ten_bytes(void) {
-    rn_cmd c = create(1, "a", "0123456789");
+    rn_cmd c = cmd_create(1, "a", "0123456789");
     assert_int_equal(apply(&c), 0);
 }
 
 static void test_create_makes_a_stream_with_its_data(void **state) {
     (void)state;
-    rn_cmd c = create(7, "ns/a", "hello");
+    rn_cmd c = cmd_create(7, "ns/a", "hello");
     c.ttl_s = 60;
     c.expires_at_ms = 99000;
     assert_int_equal(apply(&c), 0);
@@ -210,7 +193,7 @@ static void test_create_makes_a_stream_with_its_data(void **state) {
     assert_int_equal(out.event, RN_STREAM_CREATED);
     assert_int_equal(out.tail, 5);
     /* without data nothing is stored; closed at creation */
-    c = create(8, "b", NULL);
+    c = cmd_create(8, "b", NULL);
     c.close = 1;
     assert_int_equal(apply(&c), 0);
     assert_int_equal(rec.stores, 1);
@@ -221,9 +204,9 @@ static void test_create_makes_a_stream_with_its_data(void **state) {
 
 static void test_create_takes_over_a_path_on_replay(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", "old");
+    rn_cmd c = cmd_create(1, "a", "old");
     assert_int_equal(apply(&c), 0);
-    c = create(2, "a", "new!");
+    c = cmd_create(2, "a", "new!");
     assert_int_equal(apply(&c), 0);
     assert_null(stream(1));
     assert_int_equal(rec.removed, 1);
@@ -235,10 +218,10 @@ static void test_create_takes_over_a_path_on_replay(void **state) {
 
 static void test_create_of_a_fork_reads_through_its_source(void **state) {
     (void)state;
-    rn_cmd c = create(1, "src", "0123456789");
+    rn_cmd c = cmd_create(1, "src", "0123456789");
     assert_int_equal(apply(&c), 0);
     stream(1)->retained = 4;
-    c = create(2, "fork", "ab");
+    c = cmd_create(2, "fork", "ab");
     c.source_id = 1;
     c.offset = 6;
     assert_int_equal(apply(&c), 0);
@@ -250,21 +233,21 @@ static void test_create_of_a_fork_reads_through_its_source(void **state) {
     assert_int_equal(f->tail, 8);     /* its own bytes start at the fork offset */
     assert_int_equal(rec.off, 6);
     assert_int_equal(stream(1)->refcount, 1);
-    c = create(3, "fork2", NULL);
+    c = cmd_create(3, "fork2", NULL);
     c.source_id = 2;
     c.offset = 2;
     assert_int_equal(apply(&c), 0);
     assert_int_equal(stream(3)->fork_depth, 2);
     assert_int_equal(stream(3)->retained, 2);
     /* a fork of a source that does not exist is refused */
-    c = create(4, "orphan", NULL);
+    c = cmd_create(4, "orphan", NULL);
     c.source_id = 99;
     assert_int_equal(apply(&c), -EINVAL);
 }
 
 static void test_append_advances_the_tail_and_the_index(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", "abc");
+    rn_cmd c = cmd_create(1, "a", "abc");
     assert_int_equal(apply(&c), 0);
     c = append(1, 3, "defg");
     c.has_seq = 1;
@@ -297,7 +280,7 @@ static void test_append_advances_the_tail_and_the_index(void **state) {
 
 static void test_a_failed_store_leaves_the_stream_as_it_was(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", "abc");
+    rn_cmd c = cmd_create(1, "a", "abc");
     assert_int_equal(apply(&c), 0);
     rec.fail_store = -EIO;
     c = produce(1, 3, "def", 0, 0);
@@ -312,7 +295,7 @@ static void test_a_failed_store_leaves_the_stream_as_it_was(void **state) {
 
 static void test_producer_writes_and_epoch_claims(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", NULL);
+    rn_cmd c = cmd_create(1, "a", NULL);
     assert_int_equal(apply(&c), 0);
     c = produce(1, 0, "aa", 3, 0);
     assert_int_equal(apply(&c), 0);
@@ -345,7 +328,7 @@ static void test_producer_writes_and_epoch_claims(void **state) {
 
 static void test_expiring_producers_raises_the_epoch_floor(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", NULL);
+    rn_cmd c = cmd_create(1, "a", NULL);
     assert_int_equal(apply(&c), 0);
     c = produce(1, 0, "x", 5, 0);
     assert_int_equal(apply(&c), 0);
@@ -372,7 +355,7 @@ static void test_expiring_producers_raises_the_epoch_floor(void **state) {
 
 static void test_delete_for_good_or_soft_while_forks_read(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", "abc");
+    rn_cmd c = cmd_create(1, "a", "abc");
     assert_int_equal(apply(&c), 0);
     c = of_type(RN_CMD_DELETE, 1);
     assert_int_equal(apply(&c), 0);
@@ -382,9 +365,9 @@ static void test_delete_for_good_or_soft_while_forks_read(void **state) {
     assert_int_equal(rec.destroyed, 1);
     assert_int_equal(apply(&c), 0); /* a stream already gone: nothing to do */
     /* a source with a fork is only hidden, until its last fork goes */
-    c = create(2, "src", "abc");
+    c = cmd_create(2, "src", "abc");
     assert_int_equal(apply(&c), 0);
-    c = create(3, "fork", NULL);
+    c = cmd_create(3, "fork", NULL);
     c.source_id = 2;
     c.offset = 3;
     assert_int_equal(apply(&c), 0);
@@ -456,7 +439,7 @@ static void test_retain_only_advances(void **state) {
     assert_int_equal(stream(1)->retained, 4);
     assert_int_equal(rec.retains, 1);
     /* while a fork reads the bytes, none may be given back */
-    rn_cmd f = create(2, "fork", NULL);
+    rn_cmd f = cmd_create(2, "fork", NULL);
     f.source_id = 1;
     f.offset = 10;
     assert_int_equal(apply(&f), 0);
@@ -575,7 +558,7 @@ static void test_subs_replaces_the_subscriptions_state(void **state) {
 
 static void test_unknown_commands_are_refused(void **state) {
     (void)state;
-    rn_cmd c = create(1, "a", "x");
+    rn_cmd c = cmd_create(1, "a", "x");
     assert_int_equal(apply(&c), 0);
     c = of_type(99, 1);
     assert_int_equal(apply(&c), -EINVAL);
