@@ -96,6 +96,22 @@ describe("routes without a credential", () => {
     assert.equal(st.g.length, c.groups + 1, "a status per group and the metadata group's");
     assert.match(st.health, /^health [01]/);
     assert.match(st.incarnation, /^incarnation [0-9a-f]{16}$/);
+    // the streams of groups (the subscriptions' deliverer's ask): a group
+    // list that is not one is refused, a good one answered in its shape
+    for (const bad of ["x", "0,,1", String(c.groups), ""]) {
+      const t = `/__runnel/cluster/streams?groups=${bad}`;
+      assertTyped(await req(u + t, { headers: sign(key, "GET", t, 1, Date.now()) }), 400, "INVALID_REQUEST");
+    }
+    const all = [...Array(c.groups).keys()].join(",");
+    const st2 = `/__runnel/cluster/streams?groups=${all}`;
+    const streams = await req(u + st2, { headers: sign(key, "GET", st2, 1, Date.now()) });
+    assert.equal(streams.status, 200, streams.text);
+    const body = JSON.parse(streams.text);
+    assert.ok(Array.isArray(body.groups) && Array.isArray(body.streams), streams.text);
+    for (const g of body.groups) assert.ok(Number.isInteger(g) && g >= 0 && g < c.groups, streams.text);
+    for (const e of body.streams)
+      assert.ok(typeof e[0] === "string" && /^[0-9a-f]{16}$/.test(e[1]) && Number.isInteger(e[2]) && Number.isInteger(e[3]) &&
+        typeof e[4] === "string", JSON.stringify(e));
     assert.ok(await refusedCount(u, "http") >= peer.length * 4); /* an unsigned scope=local is judged as an operator's */
     // the report, health and metrics stay open
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])
