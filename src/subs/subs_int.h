@@ -1,7 +1,8 @@
 /*
  * subs_int.h — the subscription module's shared state, private to
  * src/subs/. subs.h is the public face; this header is what the files of
- * the module (registry, wake, webhook, wakestream, view, state, api) share.
+ * the module (registry, wake, webhook, wakestream, view, state, api,
+ * replica, elsewhere) share.
  *
  * Data model. A subscription (rn_sub) has a configuration, a set of links
  * (one per stream path it follows, rn_sub_link, keyed by path in
@@ -262,6 +263,8 @@ void rn_elsewhere_stop(rn_subs *S);
 /* w->fn(w->arg) once a round that started after this call ended (every
  * leader answered or failed), at once when there is nothing to ask. */
 void rn_elsewhere_wait(rn_subs *S, rn_far_waiter *w);
+/* Frees the view (the module closes; after rn_elsewhere_stop in cluster
+ * mode). */
 void rn_elsewhere_close(rn_subs *S);
 
 /* ---- subs.c: life cycle ---- */

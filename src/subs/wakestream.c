@@ -14,13 +14,14 @@
  *
  * In cluster mode the wake stream's group may be led by another node than
  * the one delivering, or not even hosted by it (then the stream is known
- * from its leader's last answer, elsewhere.c): the event is then POSTed to that leader's public
- * URL like a client append (with Runnel-No-Forward, so a node that lost
- * the leadership meanwhile answers 307 rather than pass it on), through a
- * client of the module's own (the webhooks' SSRF policy is for receivers'
- * addresses, not the cluster's). No answer, a 3xx or a 5xx is tried again
- * a second later (the wake's next_attempt_ms; wake.c's timer); a 4xx is a
- * refusal, logged as above.
+ * from its leader's last answer, elsewhere.c): the event is then POSTed to
+ * that leader's public URL like a client append (with Runnel-No-Forward,
+ * so a node that lost the leadership meanwhile answers 307 rather than
+ * pass it on; a node hosting the group, when its leader is not known,
+ * answers 307 too), through a client of the module's own (the webhooks'
+ * SSRF policy is for receivers' addresses, not the cluster's). No answer,
+ * a 3xx or a 5xx is tried again a second later (the wake's
+ * next_attempt_ms; wake.c's timer); a 4xx is a refusal, logged as above.
  */
 #include "subs/subs_int.h"
 #include "protocol/routing.h"
