@@ -6,6 +6,7 @@
 #include "cluster/forks.h"
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/elsewhere.h"
 #include "cluster/follower_reads.h"
 #include "cluster/hand_over.h"
 #include "cluster/health.h"
@@ -239,7 +240,9 @@ rn_cluster_view rn_cluster_view_of(rn_cluster *cl) {
                              .route = route,
                              .confirm = confirm,
                              .follower_confirm = confirm_reads ? follower_confirm : NULL,
-                             .await_leader = await_leader};
+                             .await_leader = await_leader,
+                             .ask_elsewhere = cluster_ask_elsewhere,
+                             .ask_elsewhere_cancel = cluster_ask_elsewhere_cancel};
 }
 
 unsigned rn_cluster_hand_over(rn_cluster *cl, uint64_t timeout_ms, void (*done)(void *arg),

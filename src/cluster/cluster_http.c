@@ -17,6 +17,8 @@
  *                                  (u64 LE), for peers filling gaps
  *                                  (fetch.h); {id} is 16 hex digits
  *   GET /__runnel/cluster/blob?cold=0|1&key=   a snapshot body (fetch.h)
+ *   GET /__runnel/cluster/streams?groups=G,...   the streams of those groups
+ *                                  this node leads (elsewhere.h)
  *   GET /__runnel/cluster/read-index?group=G   the group's applied index
  *                                  once this node confirmed it leads it
  *                                  (settle.c)
@@ -34,6 +36,7 @@
 #include "cluster/balance.h"
 #include "cluster/cluster_int.h"
 #include "cluster/cluster_config.h"
+#include "cluster/elsewhere.h"
 #include "cluster/health.h"
 #include "cluster/identity.h"
 #include "cluster/membership.h"
@@ -234,7 +237,7 @@ static void report(const rn_cluster *cl, rn_buf *out) {
 rn_cluster_route_kind rn_cluster_route_kind_of(const char *path, size_t path_len, const char *query,
                                                size_t query_len) {
     static const char peer_reads[][24] = {"cluster/status", "cluster/read-index", "cluster/blob",
-                                          "cluster/incarnation"};
+                                          "cluster/incarnation", "cluster/streams"};
     static const char bytes[] = "cluster/bytes/", index[] = "cluster/index/";
     size_t bl = sizeof bytes - 1;
     if (path_is(path, path_len, "cluster"))
@@ -476,6 +479,10 @@ int rn_cluster_handle(rn_cluster *cl, rn_request *req, const char *path, size_t 
             rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         else
             numeric_routes[i].handle(cl, req, v);
+        return 1;
+    }
+    if (get && path_is(path, path_len, "cluster/streams")) {
+        cluster_elsewhere_answer(cl, req, query, query_len);
         return 1;
     }
     if (get && path_is(path, path_len, "cluster/blob")) {

@@ -32,6 +32,18 @@ int rn_routing_active(void) {
     return routing.active;
 }
 
+rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg),
+                                           void *arg) {
+    if (!routing.active || !routing.view.ask_elsewhere)
+        return NULL;
+    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg);
+}
+
+void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a) {
+    assert(a && routing.view.ask_elsewhere_cancel);
+    routing.view.ask_elsewhere_cancel(a);
+}
+
 int rn_routing_route(const char *key, size_t len, rn_group_route *out) {
     memset(out, 0, sizeof *out);
     if (!routing.active)

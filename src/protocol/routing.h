@@ -72,6 +72,13 @@ typedef struct {
  * call and applied everything committed before it. */
 typedef void (*rn_confirm_cb)(void *arg, int confirmed);
 
+/* A leader's answer to an ask for the streams of groups this node does
+ * not host (the view's ask_elsewhere): a JSON object {"groups":[G,...],
+ * "streams":[[path, id (16 hex digits), tail, start, content type],...]}
+ * naming every stream of each group listed, which that leader serves. */
+typedef void (*rn_elsewhere_fn)(void *arg, const uint8_t *body, size_t len);
+typedef struct rn_elsewhere_ask rn_elsewhere_ask;
+
 /* What the cluster tells the surfaces; every call on the loop thread. */
 typedef struct {
     void *ctx;
@@ -92,6 +99,15 @@ typedef struct {
      * (1), or after a bound (0); then it is routed again. NULL: it is
      * answered at once (503 NO_LEADER). */
     void (*await_leader)(void *ctx, unsigned group, rn_confirm_cb cb, void *arg);
+    /* Asks the leader of every data group this node does not host for
+     * that group's streams (one signed peer request per leader): each(arg,
+     * body, len) per good answer, then done(arg) once every ask ended.
+     * NULL when nothing was asked (every group hosted here, or no leader
+     * known): neither runs. NULL member: never asked. */
+    rn_elsewhere_ask *(*ask_elsewhere)(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
+                                       void *arg);
+    /* Abandons an ask whose done has not run: nothing more runs. */
+    void (*ask_elsewhere_cancel)(rn_elsewhere_ask *a);
 } rn_cluster_view;
 
 /* Sets the view (cluster mode), and how a confirmed read is run again:
@@ -101,6 +117,12 @@ void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request
 
 /* True in cluster mode. */
 int rn_routing_active(void);
+
+/* The view's ask_elsewhere (NULL: nothing asked, in single-node mode too)
+ * and its cancel. */
+rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg),
+                                           void *arg);
+void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it
  * was answered (307, 503 NO_LEADER, or this leader's refusal: 503

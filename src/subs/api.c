@@ -19,7 +19,9 @@
  * covers it, and a read made while a write is pending waits for it too.
  * Request bodies are JSON objects; duplicate members are refused. In
  * cluster mode "on disk" is "committed by the state's group" (replica.c),
- * and every request is served by that group's leader only.
+ * and every request is served by that group's leader only; a change there
+ * (PUT, POST) first waits for a fresh view of the streams of the groups
+ * that node does not host (elsewhere.c).
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
@@ -190,7 +192,8 @@ static void put_sub(rn_subs *S, rn_request *req, const char *id, size_t id_len) 
             answer_json(S, req, 200, rn_view_sub(S, sub));
         return;
     }
-    if (cfg.wake_stream && !rn_engine_find(S->engine, cfg.wake_stream, strlen(cfg.wake_stream))) {
+    rn_seen ws;
+    if (cfg.wake_stream && !rn_subs_stream(S, cfg.wake_stream, strlen(cfg.wake_stream), &ws)) {
         rn_sub_config_free(&cfg);
         answer_error(S, req, RN_E_SUB_WAKE_STREAM_MISSING);
         return;
@@ -492,13 +495,59 @@ static int routed_elsewhere(rn_subs *S, rn_request *req) {
     return 1;
 }
 
-void rn_subs_handle(rn_subs *S, rn_request *req, const char *rest, size_t len) {
-    if (routed_elsewhere(S, req))
+static void handle(rn_subs *S, rn_request *req, const char *rest, size_t len, int fresh);
+
+/* A request waiting for a fresh view of the other groups' streams. */
+typedef struct {
+    rn_far_waiter w;
+    rn_subs *S;
+    rn_request *req;
+    const char *rest; /* in req's target, held */
+    size_t len;
+} deferred;
+
+static void run_deferred(void *arg) {
+    deferred *d = arg;
+    if (d->S->active && !d->S->quiesced) {
+        handle(d->S, d->req, d->rest, d->len, 1);
+    } else { /* the delivery moved meanwhile: as a request that finds no leader */
+        rn_buf extra = {0};
+        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        rn_reply_error(d->req, RN_E_NO_LEADER, &extra);
+    }
+    rn_request_release(d->req);
+    free(d);
+}
+
+/* The changes of a subscription (PUT and POST: a create, explicit links,
+ * callbacks, claims, acks, releases) look streams and their tails up: in
+ * cluster mode, those of groups placed elsewhere must be as their leaders
+ * hold them now (an ack up to a tail the view has not seen yet is good). */
+static int looks_up_streams(const rn_request *req, const char *rest, size_t len) {
+    static const char subs[] = "/subscriptions/";
+    size_t sl = sizeof subs - 1;
+    return len > sl && memcmp(rest, subs, sl) == 0 &&
+           (req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST);
+}
+
+static void handle(rn_subs *S, rn_request *req, const char *rest, size_t len, int fresh) {
+    if (!fresh && S->replicated && looks_up_streams(req, rest, len)) {
+        deferred *d = rn_xcalloc(1, sizeof *d);
+        *d = (deferred){.w = {.fn = run_deferred}, .S = S, .req = req, .rest = rest, .len = len};
+        d->w.arg = d;
+        rn_request_hold(req);
+        rn_elsewhere_wait(S, &d->w);
         return;
+    }
     if (is(rest, len, "/jwks.json"))
         jwks(S, req);
     else if (len > 15 && memcmp(rest, "/subscriptions/", 15) == 0)
         subscriptions(S, req, rest + 15, len - 15);
     else
         rn_reply_error(req, RN_E_NOT_FOUND, NULL);
+}
+
+void rn_subs_handle(rn_subs *S, rn_request *req, const char *rest, size_t len) {
+    if (!routed_elsewhere(S, req))
+        handle(S, req, rest, len, 0);
 }

@@ -101,8 +101,9 @@ void rn_sub_link_remove(rn_subs *S, rn_sub_link *l) {
 rn_sub_link *rn_sub_link_at_tail(rn_subs *S, rn_sub *sub, const char *path, size_t len, int glob) {
     rn_sub_link *l = rn_sub_link_get(sub, path, len);
     if (!l) {
-        rn_stream *s = rn_engine_find(S->engine, path, len);
-        l = rn_sub_link_add(S, sub, path, len, s ? s->tail : 0, s ? s->id : 0);
+        rn_seen s;
+        int found = rn_subs_stream(S, path, len, &s);
+        l = rn_sub_link_add(S, sub, path, len, found ? s.tail : 0, found ? s.id : 0);
     }
     if (glob)
         l->is_glob = 1;
@@ -123,7 +124,7 @@ typedef struct {
     rn_sub *sub;
 } backfill_ctx;
 
-static void backfill_one(rn_stream *s, void *arg) {
+static void backfill_one(const rn_seen *s, void *arg) {
     backfill_ctx *c = arg;
     if (!rn_sub_matches(c->sub, s->path, s->path_len))
         return;
@@ -135,12 +136,12 @@ static void backfill_one(rn_stream *s, void *arg) {
 
 void rn_sub_backfill(rn_subs *S, rn_sub *sub) {
     backfill_ctx c = {S, sub};
-    rn_engine_foreach(S->engine, backfill_one, &c);
+    rn_subs_foreach(S, backfill_one, &c);
 }
 
 uint64_t rn_link_tail(rn_subs *S, const rn_sub_link *l) {
-    rn_stream *s = rn_engine_find(S->engine, l->path, l->path_len);
-    return s ? s->tail : 0;
+    rn_seen s;
+    return rn_subs_stream(S, l->path, l->path_len, &s) ? s.tail : 0;
 }
 
 static int cmp_link(const void *a, const void *b) {

@@ -10,27 +10,27 @@
  * change is acknowledged, and a wake revealed, only once that command
  * applied on the leader: after a majority stored it.
  *
- * Only that group's leader holds the subscriptions in memory and acts:
- * it answers the API (other nodes forward or redirect to it, as writes),
+ * Only that group's leader holds the subscriptions in memory and acts: it
+ * answers the API (other nodes forward or redirect to it, as writes),
  * observes the engine and delivers. A timer (every 100 ms) and every API
  * request compare the role with the log's: a node that comes to lead the
  * group (ready: everything earlier leaders committed applied) loads the
- * replicated state, reconciles it with the streams it holds (every
- * group's while groups are on every node; a link to a stream of a group
- * this replica does not host, or has not caught up with since its start,
- * is left as it is: the stream may only be missing here, and its events
- * come as the group applies) and resumes as after a restart: retries and
- * leases re-armed at their replicated times, wakes not known announced
- * announced again, idle subscriptions with pending work woken. A wake
- * whose acknowledgement the old leader had not committed is thus
- * delivered again (at least once, PROTOCOL.md §6–7), and none is lost: a
- * wake is revealed only once its state committed. A node that stops
- * leading drops its in-memory state, cancels its deliveries, and answers
- * the changes still waiting for their commit 503 NO_LEADER (their command
- * was refused) or OUTCOME_UNKNOWN; so does a node found leading in
- * another term than the one it took over in (it lost the leadership
- * between two looks, and another leader may have committed meanwhile),
- * which then loads the state again.
+ * replicated state, reconciles it with the streams it holds (a link to a
+ * stream of a group this replica has not caught up with since its start is
+ * left as it is: the stream may only be missing here, and its events come
+ * as the group applies; one of a group it does not host is settled by the
+ * first answer of that group's leader, elsewhere.c) and resumes as after a
+ * restart: retries and leases re-armed at their replicated times, wakes
+ * not known announced announced again, idle subscriptions with pending
+ * work woken. A wake whose acknowledgement the old leader had not
+ * committed is thus delivered again (at least once, PROTOCOL.md §6–7), and
+ * none is lost: a wake is revealed only once its state committed. A node
+ * that stops leading drops its in-memory state, cancels its deliveries,
+ * and answers the changes still waiting for their commit 503 NO_LEADER
+ * (their command was refused) or OUTCOME_UNKNOWN; so does a node found
+ * leading in another term than the one it took over in (it lost the
+ * leadership between two looks, and another leader may have committed
+ * meanwhile), which then loads the state again.
  */
 #include "subs/subs_int.h"
 #include "protocol/routing.h"
@@ -64,6 +64,7 @@ static void take_over(rn_subs *S) {
     }
     S->load_failed = 0;
     S->active = 1;
+    rn_elsewhere_start(S);
     rn_subs_reconcile(S);
     rn_wake_resume(S);
     rn_log(RN_LOG_INFO, "subs_lead", "group %u: this node delivers %zu subscriptions", S->group,
@@ -72,6 +73,7 @@ static void take_over(rn_subs *S) {
 
 static void give_up(rn_subs *S) {
     S->active = 0;
+    rn_elsewhere_stop(S);
     uv_timer_stop(&S->timer);
     S->timer_due_ms = 0;
     rn_subs_clear(S); /* cancels deliveries, empties the announce list */
@@ -113,8 +115,12 @@ void rn_subs_replica_start(rn_subs *S) {
     uv_timer_init(S->loop, &S->role_timer);
     S->role_timer.data = S;
     uv_timer_start(&S->role_timer, on_role_tick, ROLE_TICK_MS, ROLE_TICK_MS);
+    uv_timer_init(S->loop, &S->far_timer);
+    S->far_timer.data = S;
 }
 
 void rn_subs_replica_stop(rn_subs *S) {
+    rn_elsewhere_stop(S);
     uv_close((uv_handle_t *)&S->role_timer, NULL);
+    uv_close((uv_handle_t *)&S->far_timer, NULL);
 }

@@ -18,7 +18,9 @@
  *            not news.
  *   changed  each link to the path may wake its subscription
  *   removed  glob-only links go away; explicit links stay, reset to 0
- * A stream event touching no subscription costs one map lookup.
+ * A stream event touching no subscription costs one map lookup. The
+ * streams of groups this node does not host make the same events from
+ * their leaders' answers (elsewhere.c).
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
@@ -32,18 +34,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Where a link to a stream that just appeared starts. */
-static uint64_t stream_start(const rn_stream *s) {
-    return s ? s->fork_offset : 0;
-}
-
-static void reset_link(rn_sub_link *l, const rn_stream *s) {
-    l->acked = stream_start(s);
+static void reset_link(rn_sub_link *l, const rn_seen *s) {
+    l->acked = s ? s->start : 0;
     l->stream_id = s ? s->id : 0;
     l->snapshot = -1;
 }
 
-static void on_created(rn_subs *S, rn_stream *s) {
+void rn_subs_seen_created(rn_subs *S, const rn_seen *s) {
     int dirty = 0;
     size_t i = 0;
     void *v;
@@ -53,7 +50,7 @@ static void on_created(rn_subs *S, rn_stream *s) {
             continue;
         rn_sub_link *l = rn_sub_link_get(sub, s->path, s->path_len);
         if (!l)
-            l = rn_sub_link_add(S, sub, s->path, s->path_len, stream_start(s), s->id);
+            l = rn_sub_link_add(S, sub, s->path, s->path_len, s->start, s->id);
         l->is_glob = 1;
         dirty = 1;
     }
@@ -73,8 +70,8 @@ static void on_created(rn_subs *S, rn_stream *s) {
     }
 }
 
-static void on_removed(rn_subs *S, rn_stream *s) {
-    rn_watch *w = rn_watch_get(S, s->path, s->path_len);
+void rn_subs_seen_removed(rn_subs *S, const char *path, size_t len) {
+    rn_watch *w = rn_watch_get(S, path, len);
     if (!w)
         return;
     for (rn_list_node *n = w->links.first, *next; n; n = next) {
@@ -88,21 +85,25 @@ static void on_removed(rn_subs *S, rn_stream *s) {
     rn_durable_changed(S->state);
 }
 
+void rn_subs_seen_changed(rn_subs *S, const rn_seen *s) {
+    rn_watch *w = rn_watch_get(S, s->path, s->path_len);
+    for (rn_list_node *n = w ? w->links.first : NULL; n; n = n->next) {
+        rn_sub_link *l = rn_list_entry(n, rn_sub_link, watch_link);
+        rn_wake_maybe(S, l->sub, l, s->tail);
+    }
+}
+
 static void on_stream(rn_stream *s, rn_stream_event ev, void *arg) {
     rn_subs *S = arg;
     if (S->subs.count == 0 || !S->active)
         return;
-    if (ev == RN_STREAM_CREATED) {
-        on_created(S, s);
-    } else if (ev == RN_STREAM_REMOVED) {
-        on_removed(S, s);
-    } else {
-        rn_watch *w = rn_watch_get(S, s->path, s->path_len);
-        for (rn_list_node *n = w ? w->links.first : NULL; n; n = n->next) {
-            rn_sub_link *l = rn_list_entry(n, rn_sub_link, watch_link);
-            rn_wake_maybe(S, l->sub, l, s->tail);
-        }
-    }
+    rn_seen seen = rn_seen_of(s);
+    if (ev == RN_STREAM_CREATED)
+        rn_subs_seen_created(S, &seen);
+    else if (ev == RN_STREAM_REMOVED)
+        rn_subs_seen_removed(S, s->path, s->path_len);
+    else
+        rn_subs_seen_changed(S, &seen);
 }
 
 typedef struct {
@@ -115,7 +116,7 @@ static void link_missed(rn_stream *s, void *arg) {
     reconcile_ctx *c = arg;
     if (rn_sub_matches(c->sub, s->path, s->path_len) &&
         !rn_sub_link_get(c->sub, s->path, s->path_len)) {
-        rn_sub_link_add(c->S, c->sub, s->path, s->path_len, stream_start(s), s->id)->is_glob = 1;
+        rn_sub_link_add(c->S, c->sub, s->path, s->path_len, s->fork_offset, s->id)->is_glob = 1;
         c->dirty = 1;
     }
 }
@@ -138,7 +139,8 @@ void rn_subs_reconcile(rn_subs *S) {
                 rn_sub_link_remove(S, l);
                 c.dirty = 1;
             } else if (l->stream_id != (s ? s->id : 0)) {
-                reset_link(l, s);
+                rn_seen seen = s ? rn_seen_of(s) : (rn_seen){0};
+                reset_link(l, s ? &seen : NULL);
                 c.dirty = 1;
             }
         }
@@ -163,6 +165,7 @@ void rn_subs_clear(rn_subs *S) {
 
 static void free_subs(rn_subs *S) {
     rn_subs_clear(S);
+    rn_elsewhere_close(S);
     rn_map_free(&S->subs);
     rn_map_free(&S->watch);
 }

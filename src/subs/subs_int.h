@@ -1,7 +1,8 @@
 /*
  * subs_int.h — the subscription module's shared state, private to
  * src/subs/. subs.h is the public face; this header is what the files of
- * the module (registry, wake, webhook, wakestream, view, state, api) share.
+ * the module (registry, wake, webhook, wakestream, view, state, api,
+ * replica, elsewhere) share.
  *
  * Data model. A subscription (rn_sub) has a configuration, a set of links
  * (one per stream path it follows, rn_sub_link, keyed by path in
@@ -44,6 +45,7 @@
 #include "subs/subs.h"
 #include "subs/token.h"
 #include "protocol/errors.h"
+#include "protocol/routing.h"
 #include "util/list.h"
 #include "util/map.h"
 
@@ -52,6 +54,28 @@
 
 typedef struct rn_sub rn_sub;
 typedef struct rn_sub_link rn_sub_link;
+
+/* A stream as the subscriptions see it: one of the engine's, or one of a
+ * group this node does not host, as its leader last told (elsewhere.c).
+ * The pointers are borrowed. */
+typedef struct {
+    const char *path;
+    size_t path_len;
+    uint64_t id, tail;
+    uint64_t start; /* where a link to it starts when it appears: its fork offset */
+    const char *content_type;
+    size_t content_type_len;
+} rn_seen;
+
+/* A stream of a group another node hosts (elsewhere.c). */
+typedef struct {
+    char *path; /* key in rn_subs.far */
+    size_t path_len;
+    unsigned group;
+    uint64_t id, tail, start;
+    char *content_type;
+    uint64_t round; /* the last round whose answer named it */
+} rn_far_stream;
 
 struct rn_sub_link {
     char *path; /* key in sub->links and in the watch index */
@@ -122,6 +146,13 @@ struct rn_subs {
     char *tls_ca;          /* its CA file (--tls-ca; NULL: the system's) */
     uv_timer_t role_timer; /* follows the group's leadership */
     int load_failed;       /* the replicated state did not load: logged once */
+    /* cluster mode: the streams of groups this node does not host (elsewhere.c) */
+    rn_map far;               /* path -> rn_far_stream */
+    uv_timer_t far_timer;     /* asks again every RN_ELSEWHERE_MS while delivering */
+    rn_elsewhere_ask *asking; /* the round in flight */
+    uint64_t round;           /* rounds started */
+    rn_list far_waiting;      /* rn_far_waiter: for the round after the one in flight */
+    rn_list far_covered;      /* rn_far_waiter: covered by the round in flight */
 };
 
 /* ---- registry.c: subscriptions, links and the watch index ---- */
@@ -208,8 +239,41 @@ json_t *rn_view_wake_streams(rn_subs *S, rn_sub *sub);
 /* A new string with the URL of a subscription action (e.g. "callback"). */
 char *rn_view_action_url(const rn_subs *S, const rn_sub *sub, const char *action);
 
+/* ---- elsewhere.c: streams of groups this node does not host ---- */
+
+#define RN_ELSEWHERE_MS 250 /* how often the deliverer asks their leaders */
+
+typedef struct {
+    void (*fn)(void *arg);
+    void *arg;
+    rn_list_node link;
+} rn_far_waiter;
+
+/* What the subscriptions see of an engine stream. */
+rn_seen rn_seen_of(const rn_stream *s);
+/* Finds the stream at path: the engine's when its group is hosted here (or
+ * on a single node), else the last answer's of its group's leader. */
+int rn_subs_stream(rn_subs *S, const char *path, size_t len, rn_seen *out);
+/* Calls fn for every stream rn_subs_stream would find. */
+void rn_subs_foreach(rn_subs *S, void (*fn)(const rn_seen *s, void *arg), void *arg);
+/* Starts (delivering) or stops (not, or stopping) asking. Stopping drops
+ * what was learnt and runs every waiter. */
+void rn_elsewhere_start(rn_subs *S);
+void rn_elsewhere_stop(rn_subs *S);
+/* w->fn(w->arg) once a round that started after this call ended (every
+ * leader answered or failed), at once when there is nothing to ask. */
+void rn_elsewhere_wait(rn_subs *S, rn_far_waiter *w);
+/* Frees the view (the module closes; after rn_elsewhere_stop in cluster
+ * mode). */
+void rn_elsewhere_close(rn_subs *S);
+
 /* ---- subs.c: life cycle ---- */
 
+/* What a stream's appearance, growth or removal does to the links (the
+ * engine's observer, and elsewhere.c for the streams of other groups). */
+void rn_subs_seen_created(rn_subs *S, const rn_seen *s);
+void rn_subs_seen_changed(rn_subs *S, const rn_seen *s);
+void rn_subs_seen_removed(rn_subs *S, const char *path, size_t len);
 /* Removes every subscription (memory only). */
 void rn_subs_clear(rn_subs *S);
 /* Brings links in line with the engine's streams (after a load). */

@@ -13,13 +13,15 @@
  * second later.
  *
  * In cluster mode the wake stream's group may be led by another node than
- * the one delivering: the event is then POSTed to that leader's public
- * URL like a client append (with Runnel-No-Forward, so a node that lost
- * the leadership meanwhile answers 307 rather than pass it on), through a
- * client of the module's own (the webhooks' SSRF policy is for receivers'
- * addresses, not the cluster's). No answer, a 3xx or a 5xx is tried again
- * a second later (the wake's next_attempt_ms; wake.c's timer); a 4xx is a
- * refusal, logged as above.
+ * the one delivering, or not even hosted by it (then the stream is known
+ * from its leader's last answer, elsewhere.c): the event is then POSTed to
+ * that leader's public URL like a client append (with Runnel-No-Forward,
+ * so a node that lost the leadership meanwhile answers 307 rather than
+ * pass it on; a node hosting the group, when its leader is not known,
+ * answers 307 too), through a client of the module's own (the webhooks'
+ * SSRF policy is for receivers' addresses, not the cluster's). No answer,
+ * a 3xx or a 5xx is tried again a second later (the wake's
+ * next_attempt_ms; wake.c's timer); a 4xx is a refusal, logged as above.
  */
 #include "subs/subs_int.h"
 #include "protocol/routing.h"
@@ -132,11 +134,13 @@ static void append_path(rn_buf *out, const char *path) {
 }
 
 /* Cluster mode: the event goes to the leader of the wake stream's group. */
-static void append_remote(rn_subs *S, rn_sub *sub, const rn_stream *ws) {
+static void append_remote(rn_subs *S, rn_sub *sub, const rn_seen *ws) {
     const char *path = sub->cfg.wake_stream;
     rn_group_route r;
     rn_routing_route(path, strlen(path), &r);
-    if (r.serves || !r.leader_id || !r.leader_url) { /* no other leader known yet */
+    /* a group not hosted here: its leader as peers report it, else a node
+     * hosting it (which answers 307: tried again a second later) */
+    if (r.serves || !r.leader_url) { /* no other leader known yet */
         rn_wake_announce_again(S, sub);
         return;
     }
@@ -159,7 +163,7 @@ static void append_remote(rn_subs *S, rn_sub *sub, const rn_stream *ws) {
 
 void rn_wakestream_announce(rn_subs *S, rn_sub *sub) {
     const char *path = sub->cfg.wake_stream;
-    rn_stream *ws = rn_engine_find(S->engine, path, strlen(path));
+    rn_seen seen, *ws = rn_subs_stream(S, path, strlen(path), &seen) ? &seen : NULL;
     if (!ws) {
         rn_log(RN_LOG_WARN, "wake_event_refused", "subscription %s: wake stream %s does not exist",
                sub->id, path);

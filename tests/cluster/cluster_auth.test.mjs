@@ -72,6 +72,7 @@ describe("routes without a credential", () => {
       ["GET", "/__runnel/cluster/status"],
       ["GET", "/__runnel/cluster/read-index?group=0"],
       ["GET", "/__runnel/cluster/blob?cold=0&key=x"],
+      ["GET", "/__runnel/cluster/streams?groups=0"],
       ["GET", "/__runnel/cluster/bytes/0000000000000100?from=0&to=4"],
       ["GET", "/__runnel/cluster/index/0000000000000100?from=0&to=1"],
       ["DELETE", "/__runnel/cluster/members/3?scope=local"],
@@ -95,6 +96,22 @@ describe("routes without a credential", () => {
     assert.equal(st.g.length, c.groups + 1, "a status per group and the metadata group's");
     assert.match(st.health, /^health [01]/);
     assert.match(st.incarnation, /^incarnation [0-9a-f]{16}$/);
+    // the streams of groups (the subscriptions' deliverer's ask): a group
+    // list that is not one is refused, a good one answered in its shape
+    for (const bad of ["x", "0,,1", String(c.groups), ""]) {
+      const t = `/__runnel/cluster/streams?groups=${bad}`;
+      assertTyped(await req(u + t, { headers: sign(key, "GET", t, 1, Date.now()) }), 400, "INVALID_REQUEST");
+    }
+    const all = [...Array(c.groups).keys()].join(",");
+    const st2 = `/__runnel/cluster/streams?groups=${all}`;
+    const streams = await req(u + st2, { headers: sign(key, "GET", st2, 1, Date.now()) });
+    assert.equal(streams.status, 200, streams.text);
+    const body = JSON.parse(streams.text);
+    assert.ok(Array.isArray(body.groups) && Array.isArray(body.streams), streams.text);
+    for (const g of body.groups) assert.ok(Number.isInteger(g) && g >= 0 && g < c.groups, streams.text);
+    for (const e of body.streams)
+      assert.ok(typeof e[0] === "string" && /^[0-9a-f]{16}$/.test(e[1]) && Number.isInteger(e[2]) && Number.isInteger(e[3]) &&
+        typeof e[4] === "string", JSON.stringify(e));
     assert.ok(await refusedCount(u, "http") >= peer.length * 4); /* an unsigned scope=local is judged as an operator's */
     // the report, health and metrics stay open
     for (const p of ["/__runnel/cluster", "/__runnel/livez", "/__runnel/readyz", "/__runnel/metrics"])

@@ -69,8 +69,9 @@ test("a node joins and another is decommissioned under write load: replicas move
   assert.ok(done.groups.some((g, i) => g.placement.join() !== before.groups[i].placement.join()), "placements changed");
   await assertAcked(c, keys, acked, 3);
 
-  // every replica of every stream holds the same bytes
-  await c.converged(30000);
+  // every replica of every stream holds the same bytes (a balancing move
+  // may still follow: moves are throttled, slower on the sanitizer build)
+  await c.converged(90000);
   for (const key of keys) {
     const g = done.groups[groupOf(key, GROUPS)];
     const want = (await follow(`${c.url(g.leader)}/${key}?offset=-1&consistency=leader`)).body;

@@ -26,9 +26,8 @@
 // About 50 s (it waits for placement's leaderships to settle).
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import http from "node:http";
 import { after, before, describe, test } from "node:test";
-import { Cluster, groupOf, req, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, groupOf, req, waitFor, webhookReceiver } from "./runnel_cluster.mjs";
 
 const SUBS_KEY = "__ds/subscriptions"; // src/subs/subs_int.h: RN_SUBS_KEY
 const GROUPS = 8;
@@ -39,28 +38,12 @@ before(async () => {
   // snapshots every few entries: the state also travels in manifests
   c = await Cluster.start({ groups: GROUPS, args: ["--webhook-allow-loopback", "--raft-snapshot-entries", "4",
     "--raft-snapshot-trailing", "1", "--test-hooks"] });
-  hook = await receiver();
+  hook = await webhookReceiver();
 });
 after(() => {
   hook?.server.close();
   c.stopChecked();
 });
-
-// A webhook receiver that records every notification and answers done.
-function receiver() {
-  const seen = [];
-  const server = http.createServer((rq, rs) => {
-    let raw = "";
-    rq.on("data", (d) => (raw += d));
-    rq.on("end", () => {
-      seen.push({ raw, body: JSON.parse(raw), signature: rq.headers["webhook-signature"] });
-      rs.writeHead(200, { "content-type": JSON_CT });
-      rs.end('{"done":true}');
-    });
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () =>
-    resolve({ server, seen, url: `http://127.0.0.1:${server.address().port}/hook` })));
-}
 
 function verifies(jwks, header, raw) {
   const m = /^t=(\d+),kid=([^,]+),ed25519=([A-Za-z0-9_-]+)$/.exec(header ?? "");

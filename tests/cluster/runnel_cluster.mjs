@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, tempDir } from "../blackbox/lib/server.mjs";
@@ -94,6 +95,23 @@ export async function operatorReq(url, opts = {}) {
     if (r.status !== 503 || tries === 40 || !r.text.includes('"NO_LEADER"')) return r;
     await sleep(250);
   }
+}
+
+// A webhook receiver on loopback that records every notification (its raw
+// body, the body parsed, its signature header) and answers {"done":true}.
+export function webhookReceiver() {
+  const seen = [];
+  const server = http.createServer((rq, rs) => {
+    let raw = "";
+    rq.on("data", (d) => (raw += d));
+    rq.on("end", () => {
+      seen.push({ raw, body: JSON.parse(raw), signature: rq.headers["webhook-signature"] });
+      rs.writeHead(200, { "content-type": "application/json" });
+      rs.end('{"done":true}');
+    });
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () =>
+    resolve({ server, seen, url: `http://127.0.0.1:${server.address().port}/hook` })));
 }
 
 // One key per group (prefix + a number), found by hashing as the nodes do.

@@ -1,0 +1,25 @@
+/*
+ * elsewhere.h — the streams of groups a node does not host, asked of
+ * their leaders (the routing view's ask_elsewhere; the subscriptions'
+ * deliverer's way to see streams placed on other nodes), and the leader's
+ * answer, GET /__runnel/cluster/streams?groups=G,G,... (a peer route).
+ */
+#ifndef RN_CLUSTER_ELSEWHERE_H
+#define RN_CLUSTER_ELSEWHERE_H
+
+#include "cluster/cluster_int.h"
+#include "protocol/routing.h"
+
+/* rn_cluster_view.ask_elsewhere and ask_elsewhere_cancel (routing.h). */
+rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
+                                        void *arg);
+void cluster_ask_elsewhere_cancel(rn_elsewhere_ask *a);
+
+/* Answers a peer's ask: the streams of each group of the query's `groups`
+ * (decimal, comma separated) that this node leads and serves, as
+ * rn_elsewhere_fn describes; a group it does not serve is left out of the
+ * answer's "groups" (the asker keeps what it knew of it). 400
+ * INVALID_REQUEST when the query is malformed. */
+void cluster_elsewhere_answer(rn_cluster *cl, rn_request *req, const char *query, size_t len);
+
+#endif

@@ -1,0 +1,158 @@
+// Replicated subscriptions with groups placed on some of the nodes (issue
+// 27): 4 nodes, --replicas 3, so the node that delivers (the leader of the
+// subscriptions' group) does not host every group. It learns the streams
+// of the others from their leaders (src/subs/elsewhere.c).
+//
+// WHAT IT PROVES
+//   - A pattern's backfill links an existing stream of every group, those
+//     the delivering node does not host too, at its tail.
+//   - A webhook subscription by pattern and one by explicit link wake on
+//     appends to a stream of a group the delivering node does not host:
+//     every append is covered by a wake whose snapshot reaches it, and
+//     the explicit link starts at the stream's tail when it was made (not
+//     at 0).
+//   - A pull-wake subscription whose wake stream is in such a group is
+//     created (not 400 WAKE_STREAM_MISSING) and its wake event reaches
+//     that stream; an ack up to an append to such a stream made just
+//     before it is accepted (the deliverer's view of its tail is
+//     refreshed first).
+//   - After the delivering node is SIGKILLed, the next leader of the
+//     subscriptions' group goes on: appends to those streams made after
+//     the kill are covered by wakes too (none lost), and a stream created
+//     after the kill in a group the next deliverer does not host is
+//     linked by the pattern and wakes it.
+// About 30 s.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Cluster, follow, groupOf, keysPerGroup, req, waitFor, webhookReceiver } from "./runnel_cluster.mjs";
+
+const SUBS_KEY = "__ds/subscriptions"; // src/subs/subs_int.h: RN_SUBS_KEY
+const NODES = 4;
+const GROUPS = 8;
+const JSON_CT = "application/json";
+let c, hook, deliverer, far;
+
+before(async () => {
+  c = await Cluster.start({ nodes: NODES, groups: GROUPS, replicas: 3, args: ["--webhook-allow-loopback"] });
+  hook = await webhookReceiver();
+  await c.converged();
+  deliverer = (await c.leaderOf(groupOf(SUBS_KEY, GROUPS))).node;
+  const placed = (await c.report(deliverer)).groups;
+  far = placed.filter((g) => !g.placement.includes(deliverer)).map((g) => g.group);
+  assert.ok(far.length > 0, `node ${deliverer} hosts every group: ${JSON.stringify(placed.map((g) => g.placement))}`);
+});
+after(() => {
+  hook?.server.close();
+  c.stopChecked();
+});
+
+
+// A key of a group the delivering node does not host.
+function farKey(prefix) {
+  for (let i = 0; ; i++) if (far.includes(groupOf(`${prefix}${i}`, GROUPS))) return `${prefix}${i}`;
+}
+const alive = () => [...Array(NODES).keys()].map((i) => i + 1).filter((n) => c.alive(n));
+const sub = (id, rest = "") => `${c.url(alive()[0])}/v1/stream/__ds/subscriptions/${id}${rest}`;
+
+async function create(path, ct = "text/plain", body = undefined) {
+  const r = await req(`${c.url(alive()[0])}/v1/stream/${path}`, { method: "PUT", headers: { "content-type": ct }, body, forward: true });
+  assert.equal(r.status, 201, `create ${path}: ${r.status} ${r.text}`);
+}
+
+async function append(path, body) {
+  const r = await req(`${c.url(alive()[0])}/v1/stream/${path}`, { method: "POST", headers: { "content-type": "text/plain" }, body, forward: true });
+  assert.equal(r.status, 204, `append to ${path}: ${r.status} ${r.text}`);
+  return r.headers.get("stream-next-offset");
+}
+
+// The stream's tail (its next offset), as its leader answers.
+async function tail(path) {
+  const r = await follow(`${c.url(alive()[0])}/v1/stream/${path}?consistency=leader`, { method: "HEAD" });
+  assert.equal(r.status, 200, `HEAD ${path}: ${r.status}`);
+  return r.headers.get("stream-next-offset");
+}
+
+async function putSub(id, body) {
+  const r = await req(sub(id), { method: "PUT", headers: { "content-type": JSON_CT }, body: JSON.stringify(body), forward: true });
+  assert.equal(r.status, 201, `create subscription ${id}: ${r.status} ${r.text}`);
+  return JSON.parse(r.text);
+}
+
+// Waits for a notification of subscription id whose snapshot of path
+// reaches offset.
+const covered = (id, path, offset) => waitFor(`a wake of ${id} covering ${path} up to ${offset}`, () =>
+  hook.seen.some(({ body: n }) => n.subscription_id === id && n.streams.some((s) => s.path === path && s.tail_offset >= offset)), 20000, 50);
+
+describe("subscriptions of streams the delivering node does not host", () => {
+  const offsets = { pat: [], exp: [] };
+  let patPath, expPath;
+
+  test("backfill links a stream of every group; pattern and explicit links wake", async () => {
+    const keys = keysPerGroup("bf/s", GROUPS);
+    for (const k of keys) await create(k, "text/plain", "old");
+    patPath = keys[far[0]];
+    expPath = farKey("ex/s");
+    await create(expPath, "text/plain", "before the link");
+    const pat = await putSub("pat", { type: "webhook", pattern: "bf/*", webhook: { url: hook.url } });
+    assert.deepEqual(pat.streams.map((l) => l.path).sort(), [...keys].sort(), "every group's stream linked");
+    for (const l of pat.streams) assert.equal(l.acked_offset, await tail(l.path), `${l.path} linked at its tail`);
+    const exp = await putSub("exp", { type: "webhook", streams: [expPath], webhook: { url: hook.url } });
+    const link = exp.streams.find((l) => l.path === expPath);
+    assert.equal(link?.acked_offset, await tail(expPath), "the explicit link starts at the stream's tail");
+    for (let i = 0; i < 3; i++) {
+      offsets.pat.push(await append(patPath, `p${i}`));
+      offsets.exp.push(await append(expPath, `e${i}`));
+      await covered("pat", patPath, offsets.pat.at(-1));
+      await covered("exp", expPath, offsets.exp.at(-1));
+    }
+    const wakes = hook.seen.filter((n) => n.body.subscription_id === "pat").length;
+    assert.ok(wakes >= 1 && wakes <= 3, `${wakes} wakes of pat for 3 appends`);
+  });
+
+  test("a pull-wake subscription whose wake stream the deliverer does not host", async () => {
+    const ws = farKey("wake/far-");
+    const work = farKey("pf/s");
+    await create(ws, JSON_CT);
+    await create(work);
+    await putSub("pf", { type: "pull-wake", pattern: "pf/*", wake_stream: ws, lease_ttl_ms: 60000 });
+    await append(work, "work");
+    const event = await waitFor("the wake event in the wake stream", async () => {
+      const r = await follow(`${c.url(alive()[0])}/v1/stream/${ws}?offset=-1`);
+      return r.status === 200 && JSON.parse(r.text).find((e) => e.subscription_id === "pf");
+    }, 20000, 100);
+    assert.equal(event.stream, work);
+    const claim = await req(sub("pf", "/claim"), { method: "POST", headers: { "content-type": JSON_CT }, forward: true,
+      body: JSON.stringify({ worker: "w1" }) });
+    assert.equal(claim.status, 200, claim.text);
+    const held = JSON.parse(claim.text);
+    // an ack up to an append made just before it: the deliverer's view of
+    // the stream may not have that tail yet, the ack is good all the same
+    const now = await append(work, "more");
+    const ack = await req(sub("pf", "/ack"), { method: "POST", forward: true,
+      headers: { "content-type": JSON_CT, authorization: `Bearer ${held.token}` },
+      body: JSON.stringify({ wake_id: held.wake_id, generation: held.generation, acks: [{ stream: work, offset: now }], done: true }) });
+    assert.equal(ack.status, 200, ack.text);
+  });
+
+  test("after the deliverer is SIGKILLed the next one goes on, no wake lost", async () => {
+    await c.crash(deliverer);
+    for (let g = 0; g < GROUPS; g++) await c.leaderOf(g, 30000);
+    const next = (await c.leaderOf(groupOf(SUBS_KEY, GROUPS))).node;
+    assert.notEqual(next, deliverer);
+    // a stream the next deliverer does not host, new since the kill: the
+    // pattern links it from its start when that node first hears of it
+    const farNext = (await c.report(next)).groups.filter((g) => !g.hosted).map((g) => g.group);
+    assert.ok(farNext.length > 0, `node ${next} hosts every group`);
+    let newPath = null;
+    for (let i = 0; !newPath; i++) if (farNext.includes(groupOf(`bf/new-${i}`, GROUPS))) newPath = `bf/new-${i}`;
+    await create(newPath, "text/plain", "first");
+    const newTail = await tail(newPath);
+    for (let i = 0; i < 3; i++) {
+      offsets.pat.push(await append(patPath, `after-p${i}`));
+      offsets.exp.push(await append(expPath, `after-e${i}`));
+    }
+    for (const o of offsets.pat) await covered("pat", patPath, o);
+    for (const o of offsets.exp) await covered("exp", expPath, o);
+    await covered("pat", newPath, newTail);
+  });
+});
