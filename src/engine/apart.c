@@ -6,10 +6,12 @@
  * runs the create's checks of its source and logs a PIN), waits, bounded,
  * until this replica applied that pin (so that the fork reads its source
  * here as soon as it is answered), then logs its CREATE carrying the
- * pin's answer. A pin the create did not use is released; one whose fork
- * is gone (a create that never applied, a release that was lost) is
- * released by the sweep of the source's leader. Also what the source's
- * leader runs for its peers: rn_engine_pin, rn_engine_unpin,
+ * pin's answer; a replica that does not host the source's group logs it
+ * at once and answers it once its copy of the inherited range is here
+ * (inherit.c), bounded too. A pin the create did not use is released;
+ * one whose fork is gone (a create that never applied, a release that
+ * was lost) is released by the sweep of the source's leader. Also what
+ * the source's leader runs for its peers: rn_engine_pin, rn_engine_unpin,
  * rn_engine_fork_of.
  */
 #include "engine/engine_int.h"
