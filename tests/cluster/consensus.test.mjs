@@ -224,6 +224,7 @@ test("consensus layer: 3 nodes x 8 groups", { timeout: 600000 }, async (t) => {
 
   await t.test("a node far behind installs the leader's snapshot", async () => {
     const lagging = cluster.live().find((n) => n.id !== killed);
+    const lagged = (await lagging.info()).map((g) => g.last);
     await lagging.kill("SIGKILL");
     const leaders = await cluster.waitLeaders(20000, cluster.live());
     // 200 entries per group: past threshold + trailing, so the leaders'
@@ -234,6 +235,12 @@ test("consensus layer: 3 nodes x 8 groups", { timeout: 600000 }, async (t) => {
         for (const r of rs) assert.equal(r.status, "ok");
       }
     }));
+    // a snapshot is taken after its entries apply: on a busy machine the
+    // last may come later than the proposals' answers
+    await waitFor("every leader's log compacted past the lagging node's last entry", async () => {
+      const infos = await Promise.all(leaders.map(({ node }) => node.info()));
+      return infos.every((info, g) => info[g].snapshot > lagged[g] + 16); /* --snapshot-trailing 16 */
+    }, 20000);
     await lagging.start();
     await cluster.waitConverged(60000);
     // restores counts since the process started: its own snapshot at

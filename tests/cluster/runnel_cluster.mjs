@@ -425,8 +425,12 @@ export class Cluster {
   async converged(ms = 30000) {
     let why = "no report yet";
     const divergence = async () => {
-      const reports = [];
+      let reports = [];
       for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
+      /* a node the cluster removed (decommissioned, still running) no
+       * longer follows the placement table: its view is not the cluster's */
+      const removed = new Set(reports.flatMap((r) => (r.nodes ?? []).filter((x) => x.state === "removed").map((x) => x.id)));
+      reports = reports.filter((r) => !removed.has(r.node_id));
       for (let g = 0; g < this.groups; g++) {
         const hosting = reports.filter((r) => r.groups[g].hosted);
         const behind = hosting.filter((r) => !r.groups[g].caught_up); /* its reads answer GROUP_RESTARTING */
@@ -436,7 +440,8 @@ export class Cluster {
          * its reads with a 307 to one that does) */
         const placements = new Set(reports.map((r) => JSON.stringify(r.groups[g].placement ?? null)));
         if (placements.size !== 1) return `group ${g}: placements differ: ${[...placements].join(" ")}`;
-        if (reports.some((r) => r.groups[g].moving)) return `group ${g}: moving`;
+        const mover = reports.find((r) => r.groups[g].moving);
+        if (mover) return `group ${g}: moving, as node ${mover.node_id} sees it`;
         const placement = (reports[0].groups[g].placement ?? []).filter((n) => this.alive(n)).sort().join();
         const hosts = hosting.map((r) => r.node_id).sort().join();
         if (reports[0].groups[g].placement && placement !== hosts) return `group ${g}: on ${hosts}, placed on ${placement}`;

@@ -27,6 +27,7 @@ before(async () => {
     args: ["--cold-store=s3", "--s3-endpoint", S3_ENDPOINT, "--s3-bucket", S3_BUCKET, "--s3-prefix", "cp/",
       "--s3-timeout-ms", "20000"],
   });
+  await c.converged(); // the leadership placement hands out, moved before the first part
 });
 after(() => c.stopChecked());
 
