@@ -328,23 +328,38 @@ static void damaged(void *arg, uint64_t stream_id) {
 }
 
 /* Where a gap of the group is fetched from: its leader first, then the
- * other members of its configuration in turn. */
+ * other members of its configuration in turn (of a group not hosted here,
+ * which a fork's inherited range is copied from: the leader its peers
+ * report, then the nodes the placement table puts it on). */
 static const char *fetch_source(void *ctx, unsigned group, unsigned attempt) {
     rn_cluster *cl = ctx;
     if (!cl->node)
         return NULL;
-    consensus_group_info info;
-    cluster_group_info(cl, group, &info);
-    consensus_member m[RN_META_MAX_NODES];
-    unsigned nm = consensus_members(cl->node, group, m, RN_META_MAX_NODES);
-    const rn_peer_config *order[RN_META_MAX_NODES];
+    uint64_t ids[RN_META_MAX_NODES + 1], term;
+    unsigned nm = 0;
+    if (consensus_group_running(cl->node, group)) {
+        consensus_group_info info;
+        cluster_group_info(cl, group, &info);
+        consensus_member m[RN_META_MAX_NODES];
+        unsigned k = consensus_members(cl->node, group, m, RN_META_MAX_NODES);
+        ids[nm++] = info.leader_id;
+        for (unsigned j = 0; j < k && j < RN_META_MAX_NODES; j++)
+            ids[nm++] = m[j].id;
+    } else {
+        ids[nm++] = cluster_leader_of(cl, group, &term);
+        const rn_meta_group *gr = &cl->meta.group[group];
+        for (unsigned j = 0; cl->meta.initialized && j < gr->n_target && j < RN_META_MAX_REPLICAS;
+             j++)
+            ids[nm++] = gr->target[j];
+    }
+    const rn_peer_config *order[RN_META_MAX_NODES + 1];
     unsigned n = 0;
-    const rn_peer_config *leader = cluster_peer(cl, info.leader_id);
-    if (leader && leader->id != cl->cfg.node_id)
-        order[n++] = leader;
-    for (unsigned k = 0; k < nm && k < RN_META_MAX_NODES; k++) {
-        const rn_peer_config *p = cluster_peer(cl, m[k].id);
-        if (p && p->id != cl->cfg.node_id && p != leader)
+    for (unsigned k = 0; k < nm; k++) {
+        const rn_peer_config *p = cluster_peer(cl, ids[k]);
+        int again = 0;
+        for (unsigned j = 0; j < n; j++)
+            again |= order[j] == p;
+        if (p && p->id != cl->cfg.node_id && !again)
             order[n++] = p;
     }
     return n ? rn_cluster_peer_url(order[attempt % n]) : NULL;
@@ -494,6 +509,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .fork_pin = cluster_fork_pin,
                              .fork_unpin = cluster_fork_unpin,
                              .fork_alive = cluster_fork_alive,
+                             .hosts = cluster_hosts,
                              .hook_arg = cl,
                              .min_free_bytes = rn_health_floor(cfg),
                              .data_dir = cfg->data_dir};

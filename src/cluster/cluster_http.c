@@ -11,7 +11,8 @@
  *                                  (touches.h)
  *   GET /__runnel/cluster/incarnation?id=N   the incarnation recorded for
  *                                  node N (identity.h)
- *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's own bytes, and
+ *   GET /__runnel/cluster/bytes/{id}?from=&to=   a stream's bytes (through
+ *                                  its fork source below its fork offset), and
  *   GET /__runnel/cluster/index/{id}?from=&to=   its append-index entries
  *                                  (u64 LE), for peers filling gaps
  *                                  (fetch.h); {id} is 16 hex digits

@@ -6,6 +6,7 @@
 #include "cluster/placement.h"
 #include "tiers/tiers.h"
 #include "util/buf.h"
+#include "util/fault.h"
 #include "util/log.h"
 #include "util/map.h"
 
@@ -34,6 +35,7 @@ typedef struct job {
      * bytes, or index entries */
     int index;
     uint64_t from, to;
+    uint64_t ask_id; /* the stream asked: j->id, or for a fork's inherited range its source */
     /* JOB_BODY: the body being written (its store, key, temporary file) */
     int cold;
     char key[RN_TIERS_KEY_MAX];
@@ -131,7 +133,8 @@ static void gap_piece_done(void *arg, const rn_fetch_result *r) {
     rn_fetcher *f = j->f;
     j->inflight = NULL;
     uint64_t want = (j->to - j->from) * (j->index ? 8 : 1);
-    if (r->failure != RN_FETCH_ANSWERED || r->status != 200 || r->body_len != want) {
+    if (rn_fault_fail("gap-piece") || r->failure != RN_FETCH_ANSWERED || r->status != 200 ||
+        r->body_len != want) {
         report_failure(j, r);
         retry_later(j);
         return;
@@ -171,8 +174,14 @@ static int next_gap_piece(job *j, char *path, size_t cap) {
     j->from = j->index ? gap.kfrom : gap.from;
     uint64_t end = j->index ? gap.kto : gap.to;
     j->to = end - j->from > piece ? j->from + piece : end;
+    j->ask_id = j->id;
+    const rn_stream *s = rn_engine_stream(j->f->engine, j->id);
+    if (!j->index && s->inherit && s->apart_source && j->from < s->fork_offset) {
+        j->ask_id = s->apart_source; /* kept here, read from a node of the source's group */
+        j->to = j->to < s->fork_offset ? j->to : s->fork_offset;
+    }
     snprintf(path, cap, "%s/%016" PRIx64 "?from=%" PRIu64 "&to=%" PRIu64,
-             j->index ? "index" : "bytes", j->id, j->from, j->to);
+             j->index ? "index" : "bytes", j->ask_id, j->from, j->to);
     return 1;
 }
 
@@ -259,7 +268,8 @@ static void start_piece(job *j) {
         }
         return;
     }
-    const char *base = f->source(f->source_ctx, rn_placement_id_group(j->id), j->attempt);
+    uint64_t asked = j->kind == JOB_GAP ? j->ask_id : j->id;
+    const char *base = f->source(f->source_ctx, rn_placement_id_group(asked), j->attempt);
     rn_fetch_request req = {.method = "GET", .body_fd = -1, .sink_fd = -1, .strict_size = 1};
     char url[700];
     if (base) {

@@ -12,7 +12,9 @@
  * shrinks. The group's leader is asked first, then the other peers in
  * turn; a failed piece is asked again after FETCH_RETRY_MS. At most
  * FETCH_JOBS streams are filled at once, so memory is bounded by that many
- * pieces. A stream deleted or cut meanwhile ends its job.
+ * pieces. A stream deleted or cut meanwhile ends its job. A fork that keeps
+ * its inherited range here (engine/inherit.c) asks for that part of its gap
+ * as its source's bytes, of the nodes of the source's group.
  *
  * Pacing: with a rate (bytes/s), each piece and each body books its share
  * of the node's fetch time before it is asked for (pieces shrink to a

@@ -1,7 +1,8 @@
 /*
  * forks.c — forks apart from their source across the cluster's groups:
  * the log's pin, unpin and fork_alive (engine/cmdlog.h) carried to the
- * leader of the group concerned, and that leader's peer routes.
+ * leader of the group concerned, and that leader's peer routes; and
+ * whether this node hosts a group (engine/inherit.c asks).
  *
  *   POST /__runnel/cluster/fork-pin?source=HEX&fork=ID[&ct=HEX][&offset=N]
  *        [&sub=N]   the source's leader pins fork ID (rn_engine_pin) and
@@ -274,6 +275,11 @@ void cluster_fork_alive(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork
     d->source_id = source_id;
     d->fork_id = fork_id;
     d->refusal = where == 0 ? 0 : RN_ERR_NO_LEADER;
+}
+
+int cluster_hosts(void *arg, unsigned group) {
+    rn_cluster *cl = arg;
+    return !cl->node || consensus_group_running(cl->node, group);
 }
 
 /* ---- the leader's side ---- */

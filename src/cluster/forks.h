@@ -22,6 +22,12 @@ void cluster_fork_unpin(void *arg, uint64_t source_id, uint64_t fork_id);
 void cluster_fork_alive(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
                         void *darg);
 
+/* rn_cmdlog_ops.hosts by group, arg being the cluster: the group runs
+ * here; 1 during the start (groups replaying before all started: the
+ * fetcher's scan at its end asks again), so nothing is copied for want of
+ * a group still starting. */
+int cluster_hosts(void *arg, unsigned group);
+
 /* True for the peer routes of forks.c (path without "/__runnel/"). */
 int rn_cluster_forks_route(const char *path, size_t path_len);
 /* Answers a request to one of them; 0 when path is none of them. */

@@ -73,6 +73,7 @@ struct rn_raft_log {
     void (*fork_unpin)(void *arg, uint64_t source_id, uint64_t fork_id);
     void (*fork_alive)(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
                        void *darg);
+    int (*hosts)(void *arg, unsigned group);
     void *leader_changed_arg; /* the hooks' arg */
     uv_timer_t resume;        /* retries stopped groups while any is stopped */
     unsigned stopped;         /* groups whose applying stopped */
@@ -293,13 +294,19 @@ static void fork_alive(rn_cmdlog *base, uint64_t source_id, uint64_t fork_id,
     l->fork_alive(l->leader_changed_arg, source_id, fork_id, done, arg);
 }
 
+static int hosts(rn_cmdlog *base, uint64_t id) {
+    rn_raft_log *l = (rn_raft_log *)base;
+    return !l->hosts || l->hosts(l->leader_changed_arg, rn_placement_id_group(id));
+}
+
 static const rn_cmdlog_ops raft_ops = {.submit = submit,
                                        .issue_id = issue_id,
                                        .accepts = accepts,
                                        .apart = apart,
                                        .pin = fork_pin,
                                        .unpin = fork_unpin,
-                                       .fork_alive = fork_alive};
+                                       .fork_alive = fork_alive,
+                                       .hosts = hosts};
 
 /* ---- the state machine ---- */
 
@@ -592,6 +599,7 @@ rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     l->fork_pin = cfg->fork_pin;
     l->fork_unpin = cfg->fork_unpin;
     l->fork_alive = cfg->fork_alive;
+    l->hosts = cfg->hosts;
     l->min_free_bytes = cfg->min_free_bytes;
     l->data_dir = cfg->data_dir ? rn_xstrdup(cfg->data_dir) : NULL;
     l->leader_changed_arg = cfg->hook_arg;

@@ -78,6 +78,9 @@ typedef struct {
     void (*fork_unpin)(void *arg, uint64_t source_id, uint64_t fork_id);
     void (*fork_alive)(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
                        void *darg);
+    /* Optional, given hook_arg (NULL: every group): rn_cmdlog_ops.hosts,
+     * whether this node holds group's state. */
+    int (*hosts)(void *arg, unsigned group);
     void *hook_arg;
     /* 0: none; else applying stops before an entry with data while the
      * file system of data_dir has less free (the space a restart needs) */

@@ -6,10 +6,12 @@
  * runs the create's checks of its source and logs a PIN), waits, bounded,
  * until this replica applied that pin (so that the fork reads its source
  * here as soon as it is answered), then logs its CREATE carrying the
- * pin's answer. A pin the create did not use is released; one whose fork
- * is gone (a create that never applied, a release that was lost) is
- * released by the sweep of the source's leader. Also what the source's
- * leader runs for its peers: rn_engine_pin, rn_engine_unpin,
+ * pin's answer; a replica that does not host the source's group logs it
+ * at once and answers it once its copy of the inherited range is here
+ * (inherit.c), bounded too. A pin the create did not use is released;
+ * one whose fork is gone (a create that never applied, a release that
+ * was lost) is released by the sweep of the source's leader. Also what
+ * the source's leader runs for its peers: rn_engine_pin, rn_engine_unpin,
  * rn_engine_fork_of.
  */
 #include "engine/engine_int.h"
@@ -30,8 +32,9 @@ struct engine_apart {
     rn_fork_pin_answer ans;
     char *ct;          /* the answer's content type (or the conflicting one) */
     int keep;          /* the pin stays whatever op's answer (the sweep's to release) */
-    uint64_t waited;   /* ms waited for this replica to apply the pin */
+    uint64_t waited;   /* ms waited for this replica to apply the pin (or copy) */
     uv_timer_t *timer; /* that wait */
+    int holding;       /* applied: the answer waits for the inherited range's copy */
 };
 
 int engine_apart(const rn_engine *e, const rn_op_request *in) {
@@ -57,12 +60,16 @@ static void timer_closed(uv_handle_t *h) {
 
 static void on_wait(uv_timer_t *t);
 
+static void wait_more(struct engine_apart *a);
+
 /* Runs the create again once this replica applied the pin, or answers it
- * 503 when that takes too long (the pin is then released). */
+ * 503 when that takes too long (the pin is then released). A replica
+ * without the source's group never sees the pin: it logs the create at
+ * once, and its answer waits for the copy instead (engine_apart_hold). */
 static void wait_applied(struct engine_apart *a) {
     rn_engine *e = a->e;
     const rn_stream *src = rn_state_stream(&e->state, a->ans.source_id);
-    if (src && rn_stream_pin(src, a->fork_id)) {
+    if ((src && rn_stream_pin(src, a->fork_id)) || !engine_hosts(e, a->ans.source_id)) {
         engine_run_op(e, a->op);
         return;
     }
@@ -70,9 +77,30 @@ static void wait_applied(struct engine_apart *a) {
         engine_finish_op(a->op, RN_ERR_NO_LEADER, NULL);
         return;
     }
+    wait_more(a);
+}
+
+/* Answers the applied create once this replica copied the fork's
+ * inherited range, or when that takes too long: created either way (the
+ * create is durable; reads of the range meanwhile go to another node). */
+static void wait_copied(struct engine_apart *a) {
+    rn_stream *s = rn_state_stream(&a->e->state, a->fork_id);
+    if (!s) { /* removed meanwhile: the outcome cannot be shown (as pipeline.c) */
+        engine_finish_op(a->op, RN_ERR_UNAVAILABLE, NULL);
+        return;
+    }
+    if (!(s->gap_from < s->gap_to && s->gap_from < s->fork_offset) ||
+        a->waited >= PIN_WAIT_MAX_MS) {
+        engine_finish_op(a->op, RN_OK_CREATED, s);
+        return;
+    }
+    wait_more(a);
+}
+
+static void wait_more(struct engine_apart *a) {
     if (!a->timer) {
         a->timer = rn_xmalloc(sizeof *a->timer);
-        uv_timer_init(e->loop, a->timer);
+        uv_timer_init(a->e->loop, a->timer);
         a->timer->data = a;
     }
     a->waited += PIN_WAIT_STEP_MS;
@@ -80,7 +108,21 @@ static void wait_applied(struct engine_apart *a) {
 }
 
 static void on_wait(uv_timer_t *t) {
-    wait_applied(t->data);
+    struct engine_apart *a = t->data;
+    if (a->holding)
+        wait_copied(a);
+    else
+        wait_applied(a);
+}
+
+int engine_apart_hold(rn_op *op, const rn_stream *s) {
+    struct engine_apart *a = priv(op)->apart;
+    if (!a || !a->answered || !s->inherit || !(s->gap_from < s->gap_to))
+        return 0;
+    a->holding = 1;
+    a->waited = 0;
+    wait_more(a);
+    return 1;
 }
 
 /* The source group's answer to the create's pin. */

@@ -145,6 +145,9 @@ typedef struct {
      * source_id; done(arg, 1 | 0 | -1) once, never from inside. */
     void (*fork_alive)(rn_cmdlog *log, uint64_t source_id, uint64_t fork_id,
                        rn_fork_alive_done done, void *arg);
+    /* Optional (NULL: always). Whether this replica holds the state of
+     * stream id's group (placement may put a group on some nodes only). */
+    int (*hosts)(rn_cmdlog *log, uint64_t id);
 } rn_cmdlog_ops;
 
 /* A command log: adapters embed this first; each has its own constructor

@@ -22,12 +22,6 @@ static uint64_t min_u64(uint64_t a, uint64_t b) {
     return a < b ? a : b;
 }
 
-/* The first byte of s this replica's files hold for it: below it the
- * bytes are its fork source's, retained away or in the cold store. */
-static uint64_t own_from(const rn_stream *s) {
-    return max_u64(max_u64(s->fork_offset, s->retained), s->cold_end);
-}
-
 /* 1 the first time block `at` of stream id is reported (a single node's
  * damage stays, and every read of it would count it again). */
 static int first_report(rn_engine *e, uint64_t id, uint64_t at) {
@@ -60,7 +54,7 @@ int engine_data_damaged(rn_engine *e, uint64_t id, uint64_t at, int by_scrub) {
         }
         return -EUCLEAN;
     }
-    uint64_t from = max_u64(at, own_from(s)), to = min_u64(at + RN_BLOCKSUM_BLOCK, s->tail);
+    uint64_t from = max_u64(at, engine_own_from(s)), to = min_u64(at + RN_BLOCKSUM_BLOCK, s->tail);
     if (from >= to)
         return -EUCLEAN; /* bytes this replica does not serve */
     if (by_scrub)
@@ -71,7 +65,9 @@ int engine_data_damaged(rn_engine *e, uint64_t id, uint64_t at, int by_scrub) {
         from = min_u64(from, s->gap_from);
         to = max_u64(to, s->gap_to);
     }
-    rn_streamfiles_gap g = {from, to, s->gap_kfrom, s->gap_kto};
+    rn_streamfiles_gap g = engine_gap_record(s);
+    g.from = from;
+    g.to = to;
     if (rn_streamfiles_gap_put(e->files, id, &g) < 0) {
         rn_metric.data_blocks_unrepairable++;
         return -EUCLEAN; /* refused: without the record a restart would forget the gap */
@@ -120,7 +116,7 @@ void rn_engine_on_damage(rn_engine *e, void (*fn)(void *arg, uint64_t id), void 
 static uint64_t scrub_stream(rn_engine *e, rn_stream *s, uint64_t *off, uint64_t budget) {
     static uint8_t buf[64 << 10];
     uint64_t done = 0;
-    *off = max_u64(*off, own_from(s));
+    *off = max_u64(*off, engine_own_from(s));
     while (done < budget && *off < s->tail) {
         if (*off >= s->gap_from && *off < s->gap_to)
             *off = s->gap_to; /* not here yet */

@@ -186,6 +186,8 @@ void engine_apply_logged(void *ctx, const rn_cmd *cmd, int data_stored, rn_appli
                strerror(-rc));
         abort();
     }
+    if (cmd->type == RN_CMD_CREATE && (cmd->source_id & RN_CMD_SOURCE_APART) && !out->erased)
+        engine_inherit_created(ctx, cmd->stream_id);
 }
 
 void engine_destroy(rn_engine *e, rn_stream *s) {

@@ -452,7 +452,9 @@ int rn_engine_leads(const rn_engine *e, const char *key, size_t len);
 #define RN_REPLICA_FETCH_MAX (8u << 20) /* bytes one fill or one copy moves */
 /* Stream id's gap into *out: 1 when it has one, else 0. */
 int rn_engine_gap(rn_engine *e, uint64_t id, rn_streamfiles_gap *out);
-/* Calls fn(id, fn_arg) for every stream pick selects that has a gap. */
+/* Calls fn(id, fn_arg) for every stream pick selects that has a gap;
+ * first, a fork apart from a source whose group this replica does not
+ * host gets its inherited range as its gap (engine/inherit.c). */
 void rn_engine_gaps(rn_engine *e, rn_stream_pick pick, void *arg, void (*fn)(uint64_t, void *),
                     void *fn_arg);
 /* Fills the start of the gap: len bytes fetched for [off, off + len),
@@ -462,11 +464,13 @@ void rn_engine_gaps(rn_engine *e, rn_stream_pick pick, void *arg, void (*fn)(uin
 int rn_engine_gap_fill_data(rn_engine *e, uint64_t id, uint64_t off, const uint8_t *data,
                             size_t len);
 int rn_engine_gap_fill_index(rn_engine *e, uint64_t id, uint64_t k, const uint64_t *ends, size_t n);
-/* A peer's copy (what gaps are filled from): stream id's own bytes
- * [from, to), or its index entries [kfrom, kto) as u64 LE, appended to out
- * (at most RN_REPLICA_FETCH_MAX bytes). 0, -ENOENT (no such stream),
- * -ERANGE (outside its own range), -EAGAIN (in this replica's own gap, or
- * damaged here: then it becomes part of the gap), or -errno. */
+/* A peer's copy (what gaps are filled from): stream id's bytes [from, to)
+ * as a read gives them (below a fork offset its source's, below the cold
+ * end the cold store's: -ENODATA when not cached), or its index entries
+ * [kfrom, kto) as u64 LE, appended to out (at most RN_REPLICA_FETCH_MAX
+ * bytes). 0, -ENOENT (no such stream), -ERANGE (below its retained offset
+ * or past its tail), -EAGAIN (in this replica's gap, its source not here,
+ * or damaged here: then it becomes part of the gap), or -errno. */
 int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t to, rn_buf *out);
 
 /* ---- damaged stream data (engine/damage.c) ----
@@ -476,8 +480,9 @@ int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t t
  * of it fail -EUCLEAN on a single node (answered 500 STREAM_DATA_DAMAGED),
  * and -EAGAIN in a cluster, where the block joins the stream's gap and is
  * fetched again from a peer (whose own read checks it before it answers). */
-/* Calls fn(arg, id) when stream id got a gap for damaged bytes (cluster
- * mode: the fetcher fills it). Loop thread. */
+/* Calls fn(arg, id) when stream id got a gap for damaged bytes, or for a
+ * fork's inherited range it keeps (inherit.c) (cluster mode: the fetcher
+ * fills it). Loop thread. */
 void rn_engine_on_damage(rn_engine *e, void (*fn)(void *arg, uint64_t id), void *arg);
 /* The scrub: checks up to `budget` more bytes of the streams' own data,
  * walking every stream in turn and starting over when done

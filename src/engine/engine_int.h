@@ -118,6 +118,34 @@ uint64_t engine_known_damage(rn_engine *e, const rn_stream *s, uint64_t from, ui
 /* s's gap shrank: counts its damaged blocks repaired once it is empty. */
 void engine_data_repaired(rn_engine *e, rn_stream *s);
 
+/* ---- replica.c, inherit.c: gaps, and forks' ranges kept here ---- */
+
+/* Sets s's gap from its files and its gap record (a fork apart from a
+ * source whose group is not here starts keeping its inherited range:
+ * engine_inherit_wanted), and records it durably; aborts when it cannot. */
+void engine_find_gap(rn_engine *e, rn_stream *s);
+/* The first byte of s this replica's files hold for it: below it the
+ * bytes are its fork source's (unless kept here: s->inherit), retained
+ * away or in the cold store. */
+uint64_t engine_own_from(const rn_stream *s);
+/* s's gap as its record says it (with `held` for a kept inherited range). */
+rn_streamfiles_gap engine_gap_record(const rn_stream *s);
+/* Whether this replica holds the state of stream id's group (always,
+ * without a log that says otherwise: rn_cmdlog_ops.hosts). */
+int engine_hosts(const rn_engine *e, uint64_t id);
+/* Whether s, a fork apart from its source with an inherited range, is on
+ * a replica that does not host its source's group (so keeps that range). */
+int engine_inherit_wanted(const rn_engine *e, const rn_stream *s);
+/* The CREATE of stream id applied: a fork apart from a source whose group
+ * is not here gets its inherited range as its gap (or, applied again,
+ * what its record says), and the fetcher is told (rn_engine_on_damage's
+ * hook). */
+void engine_inherit_created(rn_engine *e, uint64_t id);
+/* Gives every fork apart from a source whose group is not here (any
+ * more, or learnt since its CREATE applied) its inherited range as its
+ * gap; rn_engine_gaps runs it first. */
+void engine_inherit_scan(rn_engine *e);
+
 /* ---- effects.c ---- */
 
 /* Tells every observer, in registration order. */
@@ -188,9 +216,14 @@ int engine_apart(const rn_engine *e, const rn_op_request *in);
 /* The pin answer a create apart from its source holds, or NULL before. */
 const rn_fork_pin_answer *engine_apart_answer(rn_op *op);
 /* VERDICT_PIN: issues the fork's id, has the source's group pin it, waits
- * (bounded) until this replica applied that pin, and runs op again; or
- * answers op with the refusal. */
+ * (bounded) until this replica applied that pin (not at all where the
+ * source's group is not hosted), and runs op again; or answers op with
+ * the refusal. */
 void engine_apart_pin(rn_engine *e, rn_op *op);
+/* op's CREATE of s applied: when s keeps its inherited range here and
+ * its copy is not done (inherit.c), op is answered later (created, once
+ * copied or after the bounded wait): 1; else 0, and the caller answers. */
+int engine_apart_hold(rn_op *op, const rn_stream *s);
 /* The id a create apart from its source was pinned for (0: not apart). */
 uint64_t engine_apart_fork_id(rn_op *op);
 /* op is being answered with result: releases its pin unless the fork was

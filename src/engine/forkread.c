@@ -15,15 +15,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bytes [off, off + len) of s's own file (off not below its cold end). */
+static int read_file(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
+    if (len == 0 || !out)
+        return 0;
+    if (off < s->gap_to && off + len > s->gap_from)
+        return -EAGAIN; /* not in this replica's files yet (replica.c) */
+    uint64_t bad = 0;
+    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off, &bad);
+    if (got == -EUCLEAN)
+        return engine_data_damaged(e, s->id, bad, 0);
+    if (got < 0)
+        return (int)got;
+    return (size_t)got == len ? 0 : -EIO;
+}
+
 int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len, uint8_t *out) {
     assert(off + len <= s->tail);
-    while (len > 0 && off < s->fork_offset) {
+    if (len > 0 && off < s->fork_offset) {
         uint64_t inherited = s->fork_offset - off;
         size_t n = inherited < len ? (size_t)inherited : len;
-        const rn_stream *src = rn_state_fork_source(&e->state, s);
-        if (!src)
-            return -EAGAIN; /* apart: this replica has not applied the source's pin yet */
-        int rc = engine_read_range(e, src, off, n, out);
+        const rn_stream *src = s->inherit ? NULL : rn_state_fork_source(&e->state, s);
+        int rc;
+        if (s->inherit) /* kept in its own file here (inherit.c) */
+            rc = read_file(e, s, off, n, out);
+        else if (!src)
+            rc = -EAGAIN; /* apart: this replica has not applied the source's pin yet */
+        else
+            rc = engine_read_range(e, src, off, n, out);
         if (rc < 0)
             return rc;
         off += n;
@@ -39,17 +58,7 @@ int engine_read_range(rn_engine *e, const rn_stream *s, uint64_t off, size_t len
         out = out ? out + n : NULL;
         len -= n;
     }
-    if (len == 0 || !out)
-        return 0;
-    if (off < s->gap_to && off + len > s->gap_from)
-        return -EAGAIN; /* not in this replica's files yet (replica.c) */
-    uint64_t bad = 0;
-    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off, &bad);
-    if (got == -EUCLEAN)
-        return engine_data_damaged(e, s->id, bad, 0);
-    if (got < 0)
-        return (int)got;
-    return (size_t)got == len ? 0 : -EIO;
+    return read_file(e, s, off, len, out);
 }
 
 int rn_engine_read_ready(rn_engine *e, rn_stream *s, uint64_t off, size_t len) {
@@ -65,8 +74,9 @@ static int find_append(rn_engine *e, const rn_stream *s, uint64_t x, uint64_t *s
                        uint64_t *end) {
     if (x < s->fork_offset) {
         const rn_stream *src = rn_state_fork_source(&e->state, s);
-        if (!src)
-            return -EAGAIN; /* apart: this replica has not applied the source's pin yet */
+        if (!src) /* apart: this replica has not applied the source's pin yet, or keeps
+                     the bytes without their appends' boundaries (inherit.c) */
+            return -EAGAIN;
         int rc = find_append(e, src, x, start, end);
         if (rc == 0 && *end > s->fork_offset)
             *end = s->fork_offset;

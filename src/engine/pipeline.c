@@ -282,7 +282,8 @@ static void command_done(rn_cmdlog_entry *entry) {
         op->out.appended_bytes = c->data_len;
         op->out.appended_messages = c->data_len ? priv(op)->messages : 0;
     }
-    finish(op, applied_result[op->in.kind], s);
+    if (c->type != RN_CMD_CREATE || !engine_apart_hold(op, s))
+        finish(op, applied_result[op->in.kind], s);
     s = rn_state_stream(&e->state, id);
     if (s && applied.notify)
         engine_notify(e, s, applied.event);

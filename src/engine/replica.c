@@ -119,20 +119,28 @@ static uint64_t max_u64(uint64_t a, uint64_t b) {
 
 /* Sets s's gap from its files and its gap record: the hull of what the
  * record says is missing and of what the files lack below the tail (data)
- * and the append count (index), within the stream's own range; records
- * it durably (or drops an empty record). */
-static void find_gap(rn_engine *e, rn_stream *s) {
+ * and the append count (index), within the stream's own range (for a fork
+ * whose inherited range this replica keeps, inherit.c, from its retained
+ * offset: all of that range when it starts keeping it); records it
+ * durably (or drops an empty record). */
+void engine_find_gap(rn_engine *e, rn_stream *s) {
     rn_streamfiles_gap rec = {0};
     int has = rn_streamfiles_gap_get(e->files, s->id, &rec) == 0;
+    int starts = !s->inherit && !(has && rec.held) && engine_inherit_wanted(e, s);
+    s->inherit = s->inherit || (has && rec.held) || starts;
     uint64_t len = 0, entries = 0;
     if (rn_streamfiles_extent(e->files, s->id, &len, &entries) < 0)
         len = entries = 0; /* unreadable: fetch everything */
     /* bytes below the cold end are read from the cold store: never fetched */
-    uint64_t own = max_u64(max_u64(s->fork_offset, s->retained), s->cold_end);
+    uint64_t own = engine_own_from(s);
     uint64_t from = has ? rec.from : UINT64_MAX, to = has ? rec.to : 0;
     if (len < s->tail) {
         from = min_u64(from, len);
         to = s->tail;
+    }
+    if (starts) { /* the file holds none of it: a hole below the fork's own bytes */
+        from = min_u64(from, own);
+        to = max_u64(to, s->fork_offset);
     }
     s->gap_from = max_u64(from, own);
     s->gap_to = min_u64(to, s->tail);
@@ -147,14 +155,16 @@ static void find_gap(rn_engine *e, rn_stream *s) {
     s->gap_kto = min_u64(kto, s->appends);
     if (s->gap_kfrom >= s->gap_kto)
         s->gap_kfrom = s->gap_kto = 0;
-    rn_streamfiles_gap now = {s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
+    rn_streamfiles_gap now = engine_gap_record(s);
     if (now.from < now.to || now.kfrom < now.kto)
         rn_log(RN_LOG_INFO, "cluster_gap",
-               "stream %016llx: the restored state names bytes %llu..%llu and index entries "
+               "stream %016llx: the %s names bytes %llu..%llu and index entries "
                "%llu..%llu this node lacks; fetching them from peers",
-               (unsigned long long)s->id, (unsigned long long)now.from, (unsigned long long)now.to,
+               (unsigned long long)s->id,
+               starts ? "copy of the fork's inherited range" : "restored state",
+               (unsigned long long)now.from, (unsigned long long)now.to,
                (unsigned long long)now.kfrom, (unsigned long long)now.kto);
-    if ((has || now.from < now.to || now.kfrom < now.kto) &&
+    if ((has || now.from < now.to || now.kfrom < now.kto || now.held) &&
         rn_streamfiles_gap_put(e->files, s->id, &now) < 0) {
         rn_log(RN_LOG_ERROR, "fatal", "stream %llx: its gap record cannot be written",
                (unsigned long long)s->id);
@@ -166,12 +176,13 @@ int rn_engine_gap(rn_engine *e, uint64_t id, rn_streamfiles_gap *out) {
     rn_stream *s = rn_state_stream(&e->state, id);
     if (!s || s->pending_create)
         return 0;
-    *out = (rn_streamfiles_gap){s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
+    *out = engine_gap_record(s);
     return out->from < out->to || out->kfrom < out->kto;
 }
 
 void rn_engine_gaps(rn_engine *e, rn_stream_pick pick, void *arg, void (*fn)(uint64_t, void *),
                     void *fn_arg) {
+    engine_inherit_scan(e);
     size_t i = 0;
     void *v;
     while (rn_map_next(&e->state.by_id, &i, &v)) {
@@ -188,7 +199,7 @@ static int gap_shrunk(rn_engine *e, rn_stream *s) {
     if (s->gap_kfrom >= s->gap_kto)
         s->gap_kfrom = s->gap_kto = 0;
     int rc = rn_streamfiles_sync_stream(e->files, s->id); /* the bytes before the record */
-    rn_streamfiles_gap now = {s->gap_from, s->gap_to, s->gap_kfrom, s->gap_kto};
+    rn_streamfiles_gap now = engine_gap_record(s);
     rc = rc < 0 ? rc : rn_streamfiles_gap_put(e->files, s->id, &now);
     if (rc == 0)
         engine_data_repaired(e, s);
@@ -227,24 +238,13 @@ int rn_engine_replica_bytes(rn_engine *e, uint64_t id, uint64_t from, uint64_t t
     rn_stream *s = rn_state_stream(&e->state, id);
     if (!s || s->pending_create)
         return -ENOENT;
-    if (from >= to || to > s->tail ||
-        from < max_u64(max_u64(s->fork_offset, s->retained), s->cold_end) ||
-        to - from > RN_REPLICA_FETCH_MAX)
+    if (from >= to || to > s->tail || from < s->retained || to - from > RN_REPLICA_FETCH_MAX)
         return -ERANGE;
-    if (from < s->gap_to && to > s->gap_from)
-        return -EAGAIN;
     rn_buf_reserve(out, (size_t)(to - from));
-    uint64_t bad = 0;
-    ssize_t got =
-        rn_streamfiles_read(e->files, id, out->data + out->len, (size_t)(to - from), from, &bad);
-    if (got == -EUCLEAN) /* never sent: this replica repairs it too */
-        return engine_data_damaged(e, id, bad, 0);
-    if (got < 0)
-        return (int)got;
-    if ((uint64_t)got != to - from)
-        return -EIO;
-    out->len += (size_t)got;
-    return 0;
+    int rc = engine_read_range(e, s, from, (size_t)(to - from), out->data + out->len);
+    if (rc == 0)
+        out->len += (size_t)(to - from);
+    return rc;
 }
 
 int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t kto, rn_buf *out) {
@@ -358,7 +358,7 @@ int rn_engine_restore(rn_engine *e, rn_stream_pick pick, void *arg, unsigned gro
     for (uint64_t j = 0; j < count; j++) {
         if (loaded[j]->cold_end) /* the moves the manifest holds: their bytes are cold */
             rn_streamfiles_punch(e->files, loaded[j]->id, 0, loaded[j]->cold_end);
-        find_gap(e, loaded[j]);
+        engine_find_gap(e, loaded[j]);
     }
     free(loaded);
     free(sources);

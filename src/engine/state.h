@@ -162,6 +162,11 @@ typedef struct rn_stream {
      * are not in the local files yet (a restored manifest named them; they
      * are fetched from a peer). Empty ranges: none. */
     uint64_t gap_from, gap_to, gap_kfrom, gap_kto;
+    /* replicated mode (engine/inherit.c): a fork apart from its source
+     * whose bytes below its fork offset this replica keeps in its own file
+     * (it does not host the source's group); the gap covers what is not
+     * there yet */
+    int inherit;
     uint32_t damaged_blocks; /* of the gap: damaged blocks being repaired (engine/damage.c) */
 } rn_stream;
 

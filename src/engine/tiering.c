@@ -149,7 +149,7 @@ uint64_t rn_engine_cold_backlog(const rn_engine *e) {
 }
 
 void engine_cold_read_ahead(rn_engine *e, const rn_stream *s, uint64_t from, uint64_t len) {
-    while (s && (s->source || s->apart_source) && from < s->fork_offset)
+    while (s && (s->source || s->apart_source) && !s->inherit && from < s->fork_offset)
         s = rn_state_fork_source(&e->state, s); /* a fork's bytes below its fork offset */
     if (s && from < s->cold_end)
         rn_tiers_history_read_ahead(e->cfg.tiers, s->id, from,

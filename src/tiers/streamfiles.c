@@ -482,6 +482,7 @@ int rn_streamfiles_gap_get(rn_streamfiles *st, uint64_t id, rn_streamfiles_gap *
         g->to = rn_read_u64(&r);
         g->kfrom = rn_read_u64(&r);
         g->kto = rn_read_u64(&r);
+        g->held = r.p == r.end ? 0 : rn_read_u64(&r); /* a record before `held`: none */
         rc = r.failed || r.p != r.end ? -EBADMSG : 0;
     }
     rn_buf_free(&b);
@@ -491,7 +492,7 @@ int rn_streamfiles_gap_get(rn_streamfiles *st, uint64_t id, rn_streamfiles_gap *
 int rn_streamfiles_gap_put(rn_streamfiles *st, uint64_t id, const rn_streamfiles_gap *g) {
     char dir[PATH_MAX], name[64];
     gap_place(st, id, dir, sizeof dir, name, sizeof name);
-    if (g->from >= g->to && g->kfrom >= g->kto) {
+    if (g->from >= g->to && g->kfrom >= g->kto && !g->held) {
         char p[PATH_MAX + 64];
         snprintf(p, sizeof p, "%s/%s", dir, name);
         return unlink(p) == 0 || errno == ENOENT ? 0 : -errno;
@@ -501,6 +502,8 @@ int rn_streamfiles_gap_put(rn_streamfiles *st, uint64_t id, const rn_streamfiles
     rn_buf_append_u64(&b, g->to);
     rn_buf_append_u64(&b, g->kfrom);
     rn_buf_append_u64(&b, g->kto);
+    if (g->held)
+        rn_buf_append_u64(&b, g->held);
     mkdir(dir, 0755);
     int rc = rn_atomic_write_file(dir, name, b.data, b.len, 0644);
     rn_buf_free(&b);

@@ -113,13 +113,18 @@ int rn_streamfiles_write(rn_streamfiles *st, uint64_t id, const void *data, size
 
 /* What a replica's files lack (cluster mode): data [from, to) and index
  * entries [kfrom, kto), kept in a record beside the files (<id>.gap) until
- * filled, so that a restart still knows bytes later appends wrote past. */
+ * filled, so that a restart still knows bytes later appends wrote past.
+ * `held` (0: none) says the data file keeps, below that offset, bytes a
+ * stream would otherwise read elsewhere (a fork's inherited range, on a
+ * replica without its source: engine/inherit.c); a record holding only
+ * that stays. A record written without it reads as 0. */
 typedef struct {
-    uint64_t from, to, kfrom, kto;
+    uint64_t from, to, kfrom, kto, held;
 } rn_streamfiles_gap;
 /* Reads the record: 0, or -ENOENT when there is none, or -errno. */
 int rn_streamfiles_gap_get(rn_streamfiles *st, uint64_t id, rn_streamfiles_gap *g);
-/* Writes the record durably (an empty gap removes it). Returns 0 or -errno. */
+/* Writes the record durably (an empty gap, nothing held, removes it).
+ * Returns 0 or -errno. */
 int rn_streamfiles_gap_put(rn_streamfiles *st, uint64_t id, const rn_streamfiles_gap *g);
 /* Makes the written bytes of stream id's files durable (fdatasync); a
  * file that does not exist (any more) is skipped. Touches no cache state:

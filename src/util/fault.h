@@ -35,6 +35,9 @@
  *                stops after the source's group pinned it, as if its node
  *                stopped there: 503, the pin left to the orphan sweep
  *                (engine/apart.c, cluster mode)
+ *   "gap-piece"  a piece fetched for a replica's gap is taken as not
+ *                answered, asked again FETCH_RETRY_MS later
+ *                (cluster/fetch.c): a slow copy
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

@@ -7,7 +7,8 @@
  * pinned. A pinned append must still be writable through its descriptors
  * (as the log's worker writes it) and land in its own stream's files;
  * files are only created by the calls that say so; truncation of a stream
- * without files creates none.
+ * without files creates none; a gap record keeps what it holds (a kept
+ * range with no gap left stays; one written before `held` reads as 0).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,11 +114,41 @@ static void test_files_exist_only_once_made(void **state) {
     assert_int_equal(rn_streamfiles_read(f->st, 7, b, sizeof b, 0, NULL), 1);
 }
 
+static void test_a_gap_record_keeps_a_held_range_without_a_gap(void **state) {
+    fx *f = *state;
+    rn_streamfiles_gap g = {.from = 3, .to = 9, .held = 9}, back;
+    assert_int_equal(rn_streamfiles_gap_put(f->st, 7, &g), 0);
+    assert_int_equal(rn_streamfiles_gap_get(f->st, 7, &back), 0);
+    assert_memory_equal(&back, &g, sizeof g);
+    g.from = g.to = 0; /* copied: only the mark stays */
+    assert_int_equal(rn_streamfiles_gap_put(f->st, 7, &g), 0);
+    assert_int_equal(rn_streamfiles_gap_get(f->st, 7, &back), 0);
+    assert_int_equal(back.held, 9);
+    assert_true(back.from >= back.to && back.kfrom >= back.kto);
+    g.held = 0; /* nothing left: the record goes */
+    assert_int_equal(rn_streamfiles_gap_put(f->st, 7, &g), 0);
+    assert_int_equal(rn_streamfiles_gap_get(f->st, 7, &back), -ENOENT);
+    /* a record of four fields (before `held`) reads with none held */
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/streams/07/0000000000000007.gap", f->dir);
+    uint64_t old[4] = {1, 2, 0, 0}; /* little-endian hosts: the record's byte order */
+    FILE *o = fopen(p, "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(old, sizeof old, 1, o), 1);
+    fclose(o);
+    assert_int_equal(rn_streamfiles_gap_get(f->st, 7, &back), 0);
+    assert_int_equal(back.from, 1);
+    assert_int_equal(back.to, 2);
+    assert_int_equal(back.held, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_a_pinned_append_survives_eviction_and_lands_in_its_own_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_files_exist_only_once_made, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_gap_record_keeps_a_held_range_without_a_gap, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
