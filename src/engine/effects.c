@@ -8,6 +8,7 @@
  * for recovery (engine_apply) and for a command log (engine_apply_logged).
  */
 #include "engine/engine_int.h"
+#include "tiers/blocksums.h"
 #include "util/fault.h"
 
 #include <errno.h>
@@ -74,16 +75,27 @@ static void keep_moved(rn_engine *e, uint64_t id, uint64_t from, uint64_t len) {
 }
 
 /* The moved bytes leave the stream file, and a replica's gap no longer
- * wants them (engine.h: they are read from the cold store now). */
+ * wants them (engine.h: they are read from the cold store now). A fork
+ * whose inherited bytes this replica keeps in its own file (inherit.c)
+ * keeps them: they are read there, never from the cold store, so only
+ * the blocks from its fork offset on are given back, and a gap still
+ * waiting for some of them stays. */
 static void tiered_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
     rn_engine *e = ctx;
-    keep_moved(e, id, from, len);
-    rn_fault_point("tier-before-punch");
-    rn_streamfiles_punch(e->files, id, from, len);
-    rn_fault_point("tier-after-punch");
     rn_stream *s = rn_state_stream(&e->state, id);
-    if (s && s->gap_from < from + len && s->gap_from < s->gap_to)
-        s->gap_from = from + len < s->gap_to ? from + len : s->gap_to;
+    uint64_t end = from + len;
+    keep_moved(e, id, from, len);
+    if (s && s->inherit && from < s->fork_offset) {
+        uint64_t own =
+            (s->fork_offset + RN_BLOCKSUM_BLOCK - 1) / RN_BLOCKSUM_BLOCK * RN_BLOCKSUM_BLOCK;
+        from = own < end ? own : end;
+    }
+    rn_fault_point("tier-before-punch");
+    rn_streamfiles_punch(e->files, id, from, end - from);
+    rn_fault_point("tier-after-punch");
+    int copy_pending = s && s->inherit && s->gap_from < from; /* fetched, then read */
+    if (s && !copy_pending && s->gap_from < end && s->gap_from < s->gap_to)
+        s->gap_from = end < s->gap_to ? end : s->gap_to;
 }
 
 /* Drops index entries past keep (an append the cut splits becomes one
