@@ -161,11 +161,13 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
     e->log->ops->submit(e->log, entry);
 }
 
-/* Creating a stream's two files costs the file system about a millisecond
+/* Creating a stream's files costs the file system about a millisecond
  * (inodes, directory entries); on the loop thread a burst of first appends
- * stalled every request (500 new streams: ~0.9 s). So the first data of a
- * stream in this process goes through a worker that makes sure its files
- * exist, and the command goes on from files_ready(). */
+ * stalled every request (500 new streams: ~0.9 s). So a new stream takes a
+ * set of empty files made ahead (tiers/spares.h: renames, microseconds),
+ * and the first data of any other stream in this process, or of a new one
+ * when the reserve is empty, goes through a worker that makes sure its
+ * files exist, and the command goes on from files_ready(). */
 static void ensure_files_work(uv_work_t *req) {
     op_private *p = priv(req->data);
     p->files_status = rn_streamfiles_ensure(p->engine->files, p->stream_id);
@@ -200,6 +202,9 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s) {
     rn_cmd_encode_head(c, &p->head);
     p->stream_id = s->id;
     p->engine = e;
+    if (c->data_len && !s->has_files && !c->source_id && s->tail == 0 &&
+        rn_tiers_take_spare_files(e->cfg.tiers, s->id) == 1)
+        s->has_files = 1; /* a new stream: its files were made ahead */
     if (c->data_len && !s->has_files && !c->source_id) {
         s->busy = 1; /* later mutations queue meanwhile */
         e->ops_preparing++;

@@ -70,6 +70,7 @@ typedef struct {
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes;
     uint64_t max_open_files;
+    uint64_t spare_stream_files;
     uint64_t expiry_sweep_ms;
     uint64_t scrub_bytes_per_second; /* the stream data scrub's rate; 0: off */
     uint64_t shutdown_grace_ms;

@@ -221,6 +221,9 @@ static const setting SETTINGS_TABLE[] = {
         1ull << 40, "log bytes between checkpoints (bounds restart time)"),
     U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 4096, 16, 1000000,
         "stream data files kept open"),
+    U64("spare-stream-files", "RUNNEL_SPARE_STREAM_FILES", spare_stream_files, 256, 0, 65536,
+        "sets of empty stream files made ahead, so that a new stream's first append does not "
+        "wait for its files (0: made when needed)"),
     U64("scrub-bytes-per-second", "RUNNEL_SCRUB_BYTES_PER_SECOND", scrub_bytes_per_second, 1048576,
         0, 1ull << 34,
         "stream data bytes a background scrub checks against their checksums per second, "

@@ -134,6 +134,13 @@ static void checksum_metrics(rn_buf *b) {
            rn_metric.scrub_bytes);
     metric(b, "runnel_scrub_passes_total", "counter",
            "Walks of the scrub over every stream's data it finished.", rn_metric.scrub_passes);
+    metric(b, "runnel_spare_file_sets_made_total", "counter",
+           "Empty stream file sets made ahead for new streams.", rn_metric.spare_file_sets_made);
+    metric(b, "runnel_spare_file_sets_taken_total", "counter",
+           "New streams whose files were a spare set.", rn_metric.spare_file_sets_taken);
+    metric(b, "runnel_spare_file_sets_missed_total", "counter",
+           "New streams that found no spare set and waited for their files.",
+           rn_metric.spare_file_sets_missed);
 }
 
 static uint64_t resident_bytes(void) {

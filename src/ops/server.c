@@ -736,6 +736,7 @@ int rn_serve(int argc, char **argv) {
     rn_tiers_config tc = {.data_dir = s.cfg.data_dir,
                           .cold_store = s.cfg.cold_store != RN_COLD_NONE,
                           .max_open_files = (int)s.cfg.max_open_files,
+                          .spare_files = (unsigned)s.cfg.spare_stream_files,
                           .parts_grace_ms = s.cfg.parts_grace_ms,
                           .history_cache_bytes = s.cfg.history_cache_bytes};
     /* Without --hot-bytes the cache only serves history tiered earlier:

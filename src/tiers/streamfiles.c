@@ -101,6 +101,28 @@ int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id) {
     return 0;
 }
 
+int rn_streamfiles_take(rn_streamfiles *st, uint64_t id, int from_dirfd,
+                        const char *const names[3]) {
+    assert(st->dirfd >= 0 && from_dirfd >= 0);
+    for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
+        char to[64];
+        snprintf(to, sizeof to, "%02x/%016llx.%s", (unsigned)(id & 0xff), (unsigned long long)id,
+                 suffix[kind]);
+        int rc = renameat2(from_dirfd, names[kind], st->dirfd, to, RENAME_NOREPLACE);
+        if (rc < 0 && errno == ENOENT) { /* the first stream with this low byte */
+            char sub[8];
+            snprintf(sub, sizeof sub, "%02x", (unsigned)(id & 0xff));
+            mkdirat(st->dirfd, sub, 0755);
+            rc = renameat2(from_dirfd, names[kind], st->dirfd, to, RENAME_NOREPLACE);
+        }
+        if (rc < 0 && errno == EEXIST) /* made before (an earlier process): keep it */
+            rc = unlinkat(from_dirfd, names[kind], 0);
+        if (rc < 0)
+            return -errno;
+    }
+    return 0;
+}
+
 /* Returns an open descriptor for one of id's files, creating it if asked. */
 static int get_fd(rn_streamfiles *st, uint64_t id, rn_file_kind kind, int create) {
     uint64_t key = id * FILE_KINDS + (uint64_t)kind;

@@ -36,6 +36,14 @@ void rn_streamfiles_close(rn_streamfiles *st);
 /* Creates the stream's data and index files unless they exist. Touches no
  * cache state: safe on any thread. Returns 0 or -errno. */
 int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id);
+/* Makes the stream's data, index and checksum files by renaming the empty
+ * files names[0..2] (relative to from_dirfd, on the same file system) into
+ * their places, never over a file that exists (such a spare is removed
+ * instead). A metadata operation, cheap enough for the loop thread (no
+ * inode is allocated). Returns 0 or -errno (some files may then be made:
+ * rn_streamfiles_ensure makes the rest). */
+int rn_streamfiles_take(rn_streamfiles *st, uint64_t id, int from_dirfd,
+                        const char *const names[3]);
 /* Writes an append of stream id (replay): len bytes at off of its data
  * file, then index entry k = off + len. Returns 0 or -errno. */
 int rn_streamfiles_append(rn_streamfiles *st, uint64_t id, const void *data, size_t len,

@@ -41,6 +41,8 @@ rn_tiers *rn_tiers_open(uv_loop_t *loop, const rn_tiers_config *cfg, char *err, 
     t->loop = loop;
     t->parts_grace_ms = cfg->parts_grace_ms;
     t->files = rn_streamfiles_open(cfg->data_dir, cfg->max_open_files);
+    if (cfg->spare_files)
+        t->spares = rn_spares_open(loop, t->files, cfg->data_dir, cfg->spare_files);
     t->local = open_store(loop, cfg->data_dir, "snapshots");
     assert(cfg->cold_store || !cfg->cold_backend);
     if (cfg->cold_store)
@@ -65,6 +67,7 @@ static void on_sweep(uv_timer_t *timer) {
 void rn_tiers_start(rn_tiers *t) {
     assert(!t->started);
     t->started = 1;
+    rn_spares_start(t->spares);
     uv_timer_init(t->loop, &t->sweep);
     t->sweep.data = t;
     if (!t->cold)
@@ -75,6 +78,7 @@ void rn_tiers_start(rn_tiers *t) {
 
 void rn_tiers_stop(rn_tiers *t) {
     t->stopped = 1;
+    rn_spares_stop(t->spares);
     if (t->started)
         uv_close((uv_handle_t *)&t->sweep, NULL);
     if (t->history)
@@ -89,6 +93,7 @@ void rn_tiers_close(rn_tiers *t) {
     rn_tiers_parts_free(t);
     rn_tiers_orphans_free(t);
     rn_history_free(t->history);
+    rn_spares_close(t->spares);
     rn_streamfiles_close(t->files);
     if (t->local)
         t->local->ops->close(t->local);
@@ -111,6 +116,10 @@ size_t rn_tiers_cold_why(rn_tiers *t, char *out, size_t cap) {
         return 0;
     }
     return t->cold->ops->why(t->cold, out, cap);
+}
+
+int rn_tiers_take_spare_files(rn_tiers *t, uint64_t id) {
+    return rn_spares_take(t->spares, id);
 }
 
 rn_streamfiles *rn_tiers_streamfiles(rn_tiers *t) {

@@ -35,6 +35,7 @@ typedef struct {
     const char *data_dir;
     int cold_store;          /* keep large snapshot bodies and staged parts in a cold store */
     int max_open_files;      /* stream file descriptors kept open */
+    unsigned spare_files;    /* empty stream file sets kept ready (spares.h); 0: none */
     uint64_t parts_grace_ms; /* staged parts no commit used are removed after this */
     /* With cold_store: bytes of history objects the read cache keeps
      * (history.c; at least RN_HISTORY_CACHE_MIN). */
@@ -68,6 +69,10 @@ void rn_tiers_cold_claim(rn_tiers *t, int fresh, rn_tiers_status_fn done, void *
  * out; returns their length, 0 when it has none. */
 size_t rn_tiers_cold_why(rn_tiers *t, char *out, size_t cap);
 
+/* Gives new stream id its files from the reserve of spare sets, on the
+ * loop thread (spares.h, rn_spares_take): 1 when made, 0 when none is
+ * ready, or -errno. */
+int rn_tiers_take_spare_files(rn_tiers *t, uint64_t id);
 /* The stream files, for the engine alone (see streamfiles.h for their
  * threads: the log's writer writes through pins, recovery replays). Also
  * at recovery. */

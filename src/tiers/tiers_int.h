@@ -5,6 +5,7 @@
 #ifndef RN_TIERS_INT_H
 #define RN_TIERS_INT_H
 
+#include "tiers/spares.h"
 #include "tiers/store.h"
 #include "tiers/tiers.h"
 #include "util/log.h"
@@ -13,6 +14,7 @@
 struct rn_tiers {
     uv_loop_t *loop;
     rn_streamfiles *files;
+    rn_spares *spares;    /* NULL: none kept (spare_files 0, or no directory) */
     rn_store *local;      /* snapshot bodies below the cold threshold */
     rn_store *cold;       /* large bodies and staged parts; NULL without a cold store */
     uint64_t body_serial; /* makes body keys unique within a millisecond */

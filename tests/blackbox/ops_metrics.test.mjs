@@ -6,7 +6,8 @@
 // bytes; log batches and records and the sync-latency histogram (cumulative
 // buckets, +Inf = _count = batches); log sync failures (test hook); the
 // streams, producers, hot, snapshot and cold bytes, live-reader and
-// open-connection gauges; subscription deliveries and failures; resident
+// open-connection gauges; subscription deliveries and failures; spare
+// stream file sets made, taken and missed; resident
 // memory; and that the whole exposition parses (HELP/TYPE before samples,
 // `name{labels} value`).
 import assert from "node:assert/strict";
@@ -273,6 +274,22 @@ describe("snapshot and cold-store bytes", () => {
     assert.equal(b.get("runnel_cold_bytes") - a.get("runnel_cold_bytes"), (1 << 20) + 5);
     assert.equal(b.get("runnel_hot_bytes") - a.get("runnel_hot_bytes"), 12);
     assert.equal(b.get(reqKey("subresource", "PUT", 204)) - a.get(reqKey("subresource", "PUT", 204)), 2);
+  });
+});
+
+describe("spare stream files", () => {
+  test("a new stream's first append takes a set made ahead; the reserve is made again", async () => {
+    // the default reserve: 256 sets, made on the pool once the server started
+    const a = await waitMetric((m) => m.get("runnel_spare_file_sets_made_total") - m.get("runnel_spare_file_sets_taken_total") === 256, "a full reserve");
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await put(v1(`spares-${i}`))).status, 201);
+      assert.equal((await post(v1(`spares-${i}`), `first ${i}`)).status, 204);
+    }
+    const b = await scrape(server.url);
+    assert.equal(b.get("runnel_spare_file_sets_taken_total") - a.get("runnel_spare_file_sets_taken_total"), 5);
+    assert.equal(b.get("runnel_spare_file_sets_missed_total") - a.get("runnel_spare_file_sets_missed_total"), 0);
+    for (let i = 0; i < 5; i++) assert.equal((await req(v1(`spares-${i}`))).text, `first ${i}`);
+    await waitMetric((m) => m.get("runnel_spare_file_sets_made_total") - a.get("runnel_spare_file_sets_made_total") === 5, "5 sets made again");
   });
 });
 
