@@ -166,9 +166,22 @@ long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t m
  * these are applied on this (the loop) thread, like this call; bytes below
  * the tail change in no other way (appends, which the log's writer thread
  * writes, land at the tail or past it). Returns 0, -ESTALE when the bytes
- * may have changed (the answer must end), or -errno. */
+ * may have changed (the answer must end), or -errno. With may_block 0 the
+ * stream files are read from the page cache only: -EINPROGRESS when a
+ * byte is not there (rn_engine_warm then brings the missed range in). */
 int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64_t offset,
-                         size_t len, uint8_t *out);
+                         size_t len, int may_block, uint8_t *out);
+
+/* Brings the stream file range the last rn_engine_read_again with
+ * may_block 0 missed (-EINPROGRESS) into the page cache on a worker
+ * thread, then calls done(arg) on the loop thread, unless cancelled
+ * first. Returns the warm in flight, or NULL when none could be started
+ * (read blocking instead). The engine may be closed meanwhile: the warm
+ * touches nothing of it. */
+typedef struct rn_engine_warm rn_engine_warm;
+rn_engine_warm *rn_engine_warm_missed(rn_engine *e, void (*done)(void *arg), void *arg);
+/* done will not be called; the warm frees itself once its worker is done. */
+void rn_engine_warm_cancel(rn_engine_warm *w);
 
 /* Whether offset is a valid position for reads and for snapshot, retention
  * and fork offsets: <= tail and, for JSON streams, on a message boundary

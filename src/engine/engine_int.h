@@ -68,8 +68,15 @@ struct rn_engine {
     uint64_t *touches;              /* ids read here, not taken yet, oldest first */
     size_t ntouches, touches_cap;
     struct purge_driver *purge; /* rn_engine_purge_start's, or NULL (purge.c) */
-    int checkpoint_wanted;      /* the next batch hook checkpoints whatever the log's size */
-    int purge_wanted;           /* fenced streams may be left */
+    /* reads that must not wait for the disk (rn_engine_read_again with
+     * may_block 0): the stream file range the last one missed (warm.c) */
+    int reads_cached_only;
+    struct {
+        uint64_t id, off;
+        size_t len;
+    } read_miss;
+    int checkpoint_wanted; /* the next batch hook checkpoints whatever the log's size */
+    int purge_wanted;      /* fenced streams may be left */
     /* damage.c: damaged stream data and the scrub */
     rn_map damaged; /* single node: {id, block offset} reported, to count each once */
     void (*on_damage)(void *arg, uint64_t id);

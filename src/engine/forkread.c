@@ -3,8 +3,9 @@
  * below its fork offset are its source's, never copied), message
  * boundaries of JSON streams, and where a fork starts (its offset and
  * sub-offset, found through the append index of tiers/streamfiles.h).
- * Reads run on the loop thread: a catch-up answer is pread there, a piece
- * at a time when it is large (rn_engine_read_again). Bytes below a
+ * Reads run on the loop thread: a catch-up answer is read there, a piece
+ * at a time when it is large (rn_engine_read_again), from the page cache
+ * only when asked (a miss is warmed on a worker first: warm.c). Bytes below a
  * stream's cold end come from the tiers' cache of cold objects, or fail
  * -ENODATA (see rn_engine_cold_fetch).
  */
@@ -22,7 +23,15 @@ static int read_file(rn_engine *e, const rn_stream *s, uint64_t off, size_t len,
     if (off < s->gap_to && off + len > s->gap_from)
         return -EAGAIN; /* not in this replica's files yet (replica.c) */
     uint64_t bad = 0;
-    ssize_t got = rn_streamfiles_read(e->files, s->id, out, len, off, &bad);
+    ssize_t got = e->reads_cached_only
+                      ? rn_streamfiles_read_cached(e->files, s->id, out, len, off, &bad)
+                      : rn_streamfiles_read(e->files, s->id, out, len, off, &bad);
+    if (got == -EINPROGRESS) { /* for rn_engine_warm */
+        e->read_miss.id = s->id;
+        e->read_miss.off = off;
+        e->read_miss.len = len;
+        return -EINPROGRESS;
+    }
     if (got == -EUCLEAN)
         return engine_data_damaged(e, s->id, bad, 0);
     if (got < 0)
@@ -241,10 +250,14 @@ long rn_engine_read(rn_engine *e, rn_stream *s, uint64_t offset, size_t max, int
 }
 
 int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64_t offset,
-                         size_t len, uint8_t *out) {
+                         size_t len, int may_block, uint8_t *out) {
     const rn_stream *s = rn_state_stream(&e->state, id);
     if (!s || s->pending_create || s->soft_deleted || s->incarnation != incarnation ||
         offset < s->retained || offset + len > s->tail)
         return -ESTALE;
-    return engine_read_range(e, s, offset, len, out);
+    assert(!e->reads_cached_only);
+    e->reads_cached_only = !may_block;
+    int rc = engine_read_range(e, s, offset, len, out);
+    e->reads_cached_only = 0;
+    return rc;
 }

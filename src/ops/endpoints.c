@@ -141,6 +141,9 @@ static void checksum_metrics(rn_buf *b) {
     metric(b, "runnel_spare_file_sets_missed_total", "counter",
            "New streams that found no spare set and waited for their files.",
            rn_metric.spare_file_sets_missed);
+    metric(b, "runnel_reads_warmed_total", "counter",
+           "Catch-up pieces not in the page cache, read from the disk on a worker thread.",
+           rn_metric.reads_warmed);
 }
 
 static uint64_t resident_bytes(void) {

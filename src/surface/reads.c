@@ -103,23 +103,30 @@ static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
 /* A catch-up answer's body, read from the stream a piece at a time
  * (rn_http_pieces) or whole: the stream's bytes [start, start + len) as
  * the read found them; for a JSON array, the message text with every LF
- * turned into a comma ("[" and "]" go around it, the last LF left out). */
+ * turned into a comma ("[" and "]" go around it, the last LF left out).
+ * A piece is read from the page cache only; one that is not all there is
+ * read into it on a worker first (rn_engine_warm_missed), then read again,
+ * blocking this once, so that it cannot miss forever. */
 typedef struct {
     rn_engine *engine;
+    rn_request *req;
     uint64_t stream_id, incarnation;
     uint64_t start;
     int commas;
+    rn_engine_warm *warming; /* in flight, or NULL */
+    int warmed;              /* the next read may block */
 } read_source;
 
-/* Appends the answer's bytes [pos, pos + len) to out. Returns 0, or < 0
- * when they are no longer the stream's bytes the answer began with
- * (rn_engine_read_again) or could not be read (-ENODATA: cold bytes no
- * longer cached). */
-static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
-    const read_source *r = ctx;
+/* Appends the answer's bytes [pos, pos + len) to out, reading from the
+ * page cache only unless may_block. Returns 0, or < 0 when they are no
+ * longer the stream's bytes the answer began with (rn_engine_read_again),
+ * could not be read (-ENODATA: cold bytes no longer cached), or are not
+ * in the page cache (-EINPROGRESS: out unchanged). */
+static int read_bytes(const read_source *r, uint64_t pos, size_t len, int may_block, rn_buf *out) {
     rn_buf_reserve(out, len);
     uint8_t *p = out->data + out->len;
-    int rc = rn_engine_read_again(r->engine, r->stream_id, r->incarnation, r->start + pos, len, p);
+    int rc = rn_engine_read_again(r->engine, r->stream_id, r->incarnation, r->start + pos, len,
+                                  may_block, p);
     if (rc < 0)
         return rc;
     for (size_t i = 0; r->commas && i < len; i++)
@@ -129,32 +136,60 @@ static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
     return 0;
 }
 
+static void read_warmed(void *ctx) {
+    read_source *r = ctx;
+    r->warming = NULL;
+    r->warmed = 1;
+    rn_http_pieces_resume(r->req);
+}
+
+static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
+    read_source *r = ctx;
+    if (r->warming)
+        return RN_HTTP_PIECE_LATER;
+    int rc = read_bytes(r, pos, len, r->warmed, out);
+    if (rc == -EINPROGRESS) {
+        r->warming = rn_engine_warm_missed(r->engine, read_warmed, r);
+        if (r->warming)
+            return RN_HTTP_PIECE_LATER;
+        rc = read_bytes(r, pos, len, 1, out);
+    }
+    r->warmed = 0;
+    return rc;
+}
+
 static void read_release(void *ctx) {
-    free(ctx);
+    read_source *r = ctx;
+    if (r->warming)
+        rn_engine_warm_cancel(r->warming);
+    free(r);
 }
 
 /* Sends a 200 catch-up answer: head h, then the `got` stream bytes at
  * src->start, rendered as a JSON array or as they are. One that fits one
- * piece of the transport is read here and sent whole; a longer one is read
- * and sent a piece at a time (rn_http_respond_pieces), so it never holds
- * the loop, or memory, for more than a piece. Returns < 0 (nothing sent)
- * when the bytes of a whole answer could not be read. */
+ * piece of the transport and is in the page cache is read here and sent
+ * whole; a longer one, or one that needs the disk, is read and sent a
+ * piece at a time (rn_http_respond_pieces), so it never holds the loop,
+ * or memory, for more than a piece, nor waits for the disk on it. Returns
+ * < 0 (nothing sent) when the bytes of a whole answer could not be read. */
 static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t got) {
-    rn_buf prefix = {0}, body = {0}, suffix = {0};
-    if (src->commas) { /* "[" text-without-its-last-LF "]" */
-        rn_buf_append_str(&prefix, "[");
+    rn_buf body = {0}, suffix = {0}; /* body starts with the prefix */
+    if (src->commas) {               /* "[" text-without-its-last-LF "]" */
+        rn_buf_append_str(&body, "[");
         rn_buf_append_str(&suffix, "]");
         got = got ? got - 1 : 0;
     }
-    if (got > rn_http_piece_bytes(c->req)) {
+    int rc = got ? -EINPROGRESS : 0;
+    if (got && got <= rn_http_piece_bytes(c->req))
+        rc = read_bytes(src, 0, (size_t)got, 0, &body);
+    if (rc == -EINPROGRESS) {
         read_source *pieces_src = rn_xmalloc(sizeof *pieces_src);
         *pieces_src = *src;
+        pieces_src->req = c->req;
         rn_http_pieces pieces = {.fill = read_fill, .release = read_release, .ctx = pieces_src};
-        rn_http_respond_pieces(c->req, 200, h, &prefix, &pieces, got, &suffix);
+        rn_http_respond_pieces(c->req, 200, h, &body, &pieces, got, &suffix); /* the prefix */
         return 0;
     }
-    body = prefix;
-    int rc = got ? read_fill((void *)src, 0, (size_t)got, &body) : 0;
     if (rc < 0) {
         rn_buf_free(&body);
         rn_buf_free(&suffix);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define B RN_BLOCKSUM_BLOCK
@@ -32,12 +33,14 @@ rn_blocksum rn_blocksum_decode(const uint8_t in[RN_BLOCKSUM_ENTRY]) {
     return s;
 }
 
-/* Reads up to len bytes at off; stops at the end of the file. Returns the
- * bytes read or -errno. */
-static ssize_t read_full(int fd, void *out, size_t len, uint64_t off) {
+/* Reads up to len bytes at off; stops at the end of the file. flags:
+ * preadv2's (RWF_NOWAIT: -EAGAIN as soon as a byte is not in the page
+ * cache). Returns the bytes read or -errno. */
+static ssize_t read_full_flags(int fd, void *out, size_t len, uint64_t off, int flags) {
     size_t got = 0;
     while (got < len) {
-        ssize_t r = pread(fd, (uint8_t *)out + got, len - got, (off_t)(off + got));
+        struct iovec v = {(uint8_t *)out + got, len - got};
+        ssize_t r = preadv2(fd, &v, 1, (off_t)(off + got), flags);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -47,6 +50,10 @@ static ssize_t read_full(int fd, void *out, size_t len, uint64_t off) {
         got += (size_t)r;
     }
     return (ssize_t)got;
+}
+
+static ssize_t read_full(int fd, void *out, size_t len, uint64_t off) {
+    return read_full_flags(fd, out, len, off, 0);
 }
 
 static int write_full(int fd, const void *data, size_t len, uint64_t off) {
@@ -169,11 +176,11 @@ static int check(int data_fd, int sum_fd, const uint8_t *in, size_t len, uint64_
     return rc < 0 ? rc : 0;
 }
 
-ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64_t off,
+ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64_t off, int flags,
                           uint64_t *bad, uint64_t *verified) {
     ssize_t got = 0;
     for (int attempt = 0; attempt < 2; attempt++) { /* the second after a racing append */
-        got = read_full(data_fd, out, len, off);
+        got = read_full_flags(data_fd, out, len, off, flags);
         if (got <= 0 || sum_fd < 0)
             return got;
         int rc = check(data_fd, sum_fd, out, (size_t)got, off, bad, verified);

@@ -41,8 +41,10 @@ int rn_blocksums_update(int data_fd, int sum_fd, const void *data, size_t len, u
 /* Reads up to len bytes at off of the data file into out and checks every
  * block they touch against its entry (none without a sidecar: sum_fd -1). Returns the bytes read,
  * or -EUCLEAN with *bad set to the first damaged block's offset (nothing read may be used then), or
- * -errno. Counts the blocks verified in *verified when it is not NULL. */
-ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64_t off,
+ * -errno. Counts the blocks verified in *verified when it is not NULL. flags are
+ * preadv2's for the data read: with RWF_NOWAIT, -EAGAIN when a byte of it is not in the
+ * page cache (the entries and the edge blocks' other bytes are read as usual). */
+ssize_t rn_blocksums_read(int data_fd, int sum_fd, void *out, size_t len, uint64_t off, int flags,
                           uint64_t *bad, uint64_t *verified);
 /* The data file was cut to len: drops the entries past it and recomputes
  * the block that now ends at len (the open block). Returns 0 or -errno. */

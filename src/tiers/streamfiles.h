@@ -23,6 +23,7 @@
 #ifndef RN_TIERS_STREAMFILES_H
 #define RN_TIERS_STREAMFILES_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -81,6 +82,20 @@ int rn_streamfiles_index_get(rn_streamfiles *st, uint64_t id, uint64_t k, uint64
  * Counts rn_metric.data_blocks_verified. Loop thread only. */
 ssize_t rn_streamfiles_read(rn_streamfiles *st, uint64_t id, void *out, size_t len, uint64_t off,
                             uint64_t *bad);
+/* Like rn_streamfiles_read, without waiting for the disk: -EINPROGRESS
+ * (nothing read may be used) when a byte of the range is not in the page
+ * cache (preadv2's RWF_NOWAIT); rn_streamfiles_warm on a worker brings it
+ * in. Loop thread only. */
+ssize_t rn_streamfiles_read_cached(rn_streamfiles *st, uint64_t id, void *out, size_t len,
+                                   uint64_t off, uint64_t *bad);
+/* The paths of stream id's data file and checksum sidecar. */
+void rn_streamfiles_paths(const rn_streamfiles *st, uint64_t id, char data[PATH_MAX],
+                          char sum[PATH_MAX]);
+/* Reads the blocks of the data file at data_path that [off, off + len)
+ * touches, and their checksum entries in sum_path, so that the page cache
+ * holds them: blocking, for a worker thread (touches nothing shared; a
+ * missing file reads as nothing). Returns 0 or -errno. */
+int rn_streamfiles_warm(const char *data_path, const char *sum_path, uint64_t off, size_t len);
 /* Like rn_streamfiles_read, for len bytes at off whose every block a
  * checksum vouches for: -ENODATA when one is unverified (its range given
  * back, so reading as zeros, or written by an older build) or the file

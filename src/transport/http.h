@@ -292,7 +292,11 @@ void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body);
  * end of an answer whose Content-Length was sent. release frees ctx: it
  * runs exactly once, when the answer is done, its connection is gone, or
  * it was never sent (HEAD). fill runs on the loop thread, only while the
- * answer's connection is open. */
+ * answer's connection is open. fill may also return RN_HTTP_PIECE_LATER,
+ * out left empty, when the bytes are not at hand yet (a disk read on a
+ * worker): nothing is sent until the source calls rn_http_pieces_resume,
+ * which asks it again for the same bytes. */
+#define RN_HTTP_PIECE_LATER 1
 typedef struct {
     int (*fill)(void *ctx, uint64_t pos, size_t len, rn_buf *out);
     void (*release)(void *ctx);
@@ -308,6 +312,11 @@ typedef struct {
  * rn_http_pieces). */
 void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *prefix,
                             const rn_http_pieces *pieces, uint64_t len, rn_buf *suffix);
+
+/* Asks the source of req's answer in pieces, whose fill answered
+ * RN_HTTP_PIECE_LATER, for that piece again. Only while the source is not
+ * released (the request is then still there). */
+void rn_http_pieces_resume(rn_request *req);
 
 /* How many body bytes rn_http_respond_pieces makes at a time for req now:
  * 512 KiB, or RN_HTTP_SMALL_PIECE_BYTES while less than that is left of

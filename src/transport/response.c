@@ -93,7 +93,13 @@ void answer_pump(rn_exchange *x) {
     size_t max = rn_http_piece_bytes(&x->req);
     size_t n = x->pieces_left < max ? (size_t)x->pieces_left : max;
     rn_buf piece = {0};
-    if (x->pieces.fill(x->pieces.ctx, x->pieces_pos, n, &piece) < 0) {
+    int rc = x->pieces.fill(x->pieces.ctx, x->pieces_pos, n, &piece);
+    if (rc == RN_HTTP_PIECE_LATER) { /* rn_http_pieces_resume comes back here */
+        assert(piece.len == 0);
+        rn_buf_free(&piece);
+        return;
+    }
+    if (rc < 0) {
         rn_buf_free(&piece);
         proto->fail(x);
         return;
@@ -102,6 +108,13 @@ void answer_pump(rn_exchange *x) {
     x->pieces_pos += n;
     x->pieces_left -= n;
     proto->send_body(x, &piece, RN_BODY_PIECE);
+}
+
+void rn_http_pieces_resume(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    assert(x->pieces.fill); /* the source is not released */
+    if (x->conn)
+        answer_pump(x);
 }
 
 void rn_http_respond_pieces(rn_request *req, int status, rn_buf *head, rn_buf *prefix,

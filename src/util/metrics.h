@@ -68,6 +68,9 @@ typedef struct {
     /* new streams' files (tiers/spares.h): sets made ahead, taken, and
      * first appends that found the reserve empty */
     uint64_t spare_file_sets_made, spare_file_sets_taken, spare_file_sets_missed;
+    /* catch-up pieces not in the page cache, read into it on a worker
+     * (engine/warm.c) instead of on the loop thread */
+    uint64_t reads_warmed;
 } rn_metrics;
 
 extern rn_metrics rn_metric;

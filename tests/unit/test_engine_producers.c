@@ -309,26 +309,28 @@ static void test_read_again_refuses_once_the_bytes_may_have_changed(void **state
     rn_stream *s = find(f, "/again");
     uint64_t id = s->id, inc = s->incarnation;
     uint8_t out[8];
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, out), 0);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, 1, out), 0);
     assert_memory_equal(out, "234", 3);
-    assert_int_equal(rn_engine_read_again(f->e, id, inc + 1, 2, 3, out), -ESTALE);
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 8, 3, out), -ESTALE); /* past the tail */
+    assert_int_equal(rn_engine_read_again(f->e, id, inc + 1, 2, 3, 1, out), -ESTALE);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 8, 3, 1, out),
+                     -ESTALE); /* past the tail */
     append(f, "/again", "ab");
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 8, 3, out),
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 8, 3, 1, out),
                      0); /* an append changes nothing below */
     assert_memory_equal(out, "89a", 3);
     assert_int_equal(rewrite_to(f, "/again", 5).result, RN_OK_REWRITTEN);
     append(f, "/again", "ZZZZZ");
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, out),
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, 1, out),
                      -ESTALE); /* another incarnation */
     s = find(f, "/again");
     inc = s->incarnation;
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 4, 3, out), 0);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 4, 3, 1, out), 0);
     assert_memory_equal(out, "4ZZ", 3);
     assert_int_equal(delete_stream(f, "/again").result, RN_OK_DELETED);
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 4, 3, out), -ESTALE); /* gone */
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 4, 3, 1, out), -ESTALE); /* gone */
     create(f, "/again", NULL, "0123456789");
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, out), -ESTALE); /* another stream */
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 2, 3, 1, out),
+                     -ESTALE); /* another stream */
 }
 
 static void test_rewrite_closes_producer_epochs(void **state) {

@@ -330,7 +330,7 @@ static void test_a_read_begun_before_a_move_reads_on_after_it(void **state) {
     want_cold_end = RN_CHUNK_BYTES;
     run_until(f, moved, "a chunk moved");
     uint8_t buf[4096];
-    assert_int_equal(rn_engine_read_again(f->e, id, inc, 1000, sizeof buf, buf), 0);
+    assert_int_equal(rn_engine_read_again(f->e, id, inc, 1000, sizeof buf, 1, buf), 0);
     for (size_t i = 0; i < sizeof buf; i++)
         assert_int_equal(buf[i], byte_at(1000 + i));
     rn_tiers_history_stats st;

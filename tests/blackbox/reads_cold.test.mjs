@@ -1,0 +1,122 @@
+// Catch-up reads of bytes that are not in the page cache (docs/ARCHITECTURE.md,
+// "The read path"): the loop thread reads stream files from the page cache
+// only (preadv2 with RWF_NOWAIT); a piece that is not all there is read into
+// it on a worker (counted in runnel_reads_warmed_total) and the answer goes
+// on from there. What a client gets must not change: the stream's exact
+// bytes, through HTTP/1.1 and HTTP/2, for an answer sent a piece at a time,
+// for a small answer sent whole, and for a JSON stream read as an array.
+//
+// The pages are dropped with posix_fadvise(POSIX_FADV_DONTNEED) after an
+// fsync (python3), and fincore (util-linux) confirms it; on a file system
+// that keeps no separate page cache (tmpfs) nothing can be dropped and the
+// cases are skipped, saying so.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import http2 from "node:http2";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { Server } from "./lib/server.mjs";
+import { get, put } from "./lib/bucket.mjs";
+import { scrape } from "./lib/ops.mjs";
+import { MiB, append, pseudoRandom, readRange, stopAndRemove } from "./lib/snap.mjs";
+
+const server = new Server({ args: ["--max-read-bytes", String(16 * MiB)] });
+before(() => server.start());
+after(() => stopAndRemove(server));
+
+const OCTET = "application/octet-stream";
+const streamsDir = () => path.join(server.dataDir, "streams");
+
+// Drops the page cache of every file under the stream files' directory;
+// returns the bytes of it still resident afterwards.
+function evict() {
+  const py = `import os, sys
+for root, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        fd = os.open(os.path.join(root, f), os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)`;
+  execFileSync("python3", ["-c", py, streamsDir()]);
+  const out = execFileSync("fincore", ["--bytes", "--noheadings", "--output", "RES", ...dataFiles()]).toString();
+  return out.trim().split(/\s+/).reduce((sum, v) => sum + Number(v), 0);
+}
+function dataFiles() {
+  const out = execFileSync("find", [streamsDir(), "-name", "*.dat", "-size", "+0"]).toString();
+  return out.trim().split("\n").filter(Boolean);
+}
+const warmed = async () => (await scrape(server.url)).get("runnel_reads_warmed_total");
+
+const big = pseudoRandom(24 * MiB, "cold-big");
+const small = pseudoRandom(20000, "cold-small");
+const messages = Array.from({ length: 3000 }, (_, i) => ({ i, pad: "x".repeat(900 + (i % 200)) }));
+let canEvict = true;
+
+describe("reads of bytes not in the page cache", () => {
+  before(async () => {
+    assert.equal((await put(`${server.url}/cold/big`, { type: OCTET })).status, 201);
+    for (let at = 0; at < big.length; at += 8 * MiB) await append(`${server.url}/cold/big`, big.subarray(at, at + 8 * MiB));
+    assert.equal((await put(`${server.url}/cold/small`, { type: OCTET })).status, 201);
+    await append(`${server.url}/cold/small`, small);
+    assert.equal((await put(`${server.url}/v1/stream/cold-json`, { type: "application/json" })).status, 201);
+    for (let k = 0; k < messages.length; k += 500) {
+      const r = await fetch(`${server.url}/v1/stream/cold-json`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(messages.slice(k, k + 500)) });
+      assert.equal(r.status, 204);
+    }
+    const left = evict();
+    canEvict = left < MiB;
+  });
+
+  test("a large answer sent a piece at a time: exact bytes, pieces read on a worker", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    evict();
+    const before = await warmed();
+    const { body } = await readRange(`${server.url}/cold/big`, "-1", null, { maxPages: 10 });
+    assert.equal(body.length, big.length);
+    assert.ok(body.equals(big), "the stream's bytes");
+    assert.ok((await warmed()) > before, "pieces were read on a worker");
+  });
+
+  test("a small answer sent whole: exact bytes, read on a worker", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    evict();
+    const before = await warmed();
+    const r = await get(`${server.url}/cold/small?offset=-1`);
+    assert.equal(r.status, 200);
+    assert.ok(r.body.equals(small), "the stream's bytes");
+    assert.equal(r.headers.get("content-length"), String(small.length));
+    assert.ok((await warmed()) > before, "read on a worker");
+  });
+
+  test("a JSON stream read as an array: the same messages", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    evict();
+    const before = await warmed();
+    const r = await fetch(`${server.url}/v1/stream/cold-json?offset=-1`);
+    assert.equal(r.status, 200);
+    assert.deepEqual(await r.json(), messages);
+    assert.ok((await warmed()) > before, "read on a worker");
+  });
+
+  test("over HTTP/2: exact bytes", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    evict();
+    const before = await warmed();
+    const session = http2.connect(server.url);
+    try {
+      const body = await new Promise((resolve, reject) => {
+        const s = session.request({ ":path": "/cold/big?offset=-1" });
+        const chunks = [];
+        s.on("response", (h) => { if (h[":status"] !== 200) reject(new Error(`status ${h[":status"]}`)); });
+        s.on("data", (c) => chunks.push(c));
+        s.on("end", () => resolve(Buffer.concat(chunks)));
+        s.on("error", reject);
+      });
+      assert.ok(body.length > 4 * MiB, `one answer of several pieces (${body.length} bytes)`);
+      assert.ok(body.equals(big.subarray(0, body.length)), "the stream's bytes");
+    } finally {
+      session.close();
+    }
+    assert.ok((await warmed()) > before, "pieces were read on a worker");
+  });
+});
