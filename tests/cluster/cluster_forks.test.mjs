@@ -32,7 +32,7 @@
 // About 50 s.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, follow, groupOf, operatorReq, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 const TEXT = { "content-type": "text/plain" };
@@ -65,9 +65,10 @@ function bucketKeyIn(bucket, g, name) {
   for (let i = 0; ; i++) if (groupOf(`${bucket}/${name}-${i}`, GROUPS) === g) return `${bucket}/${name}-${i}`;
 }
 
-// Purges `bucket` through node 1 and waits until every group removed its streams.
+// Purges `bucket` through node 1 (asked again while a group has no leader,
+// as an operator would) and waits until every group removed its streams.
 async function purge(bucket) {
-  const p = await req(`${c.url(1)}/__runnel/admin/buckets/${bucket}/purge`, { method: "POST", headers: c.admin });
+  const p = await operatorReq(`${c.url(1)}/__runnel/admin/buckets/${bucket}/purge`, { method: "POST", headers: c.admin });
   assert.ok(p.status === 200 || p.status === 202, p.text);
   await waitFor(`the purge of ${bucket}`, async () =>
     JSON.parse((await req(`${c.url(1)}/__runnel/admin/buckets/${bucket}`, { headers: c.admin })).text).purge?.done, 20000);
