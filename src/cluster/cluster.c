@@ -509,6 +509,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .fork_pin = cluster_fork_pin,
                              .fork_unpin = cluster_fork_unpin,
                              .fork_alive = cluster_fork_alive,
+                             .fork_cut = cluster_fork_cut,
                              .hosts = cluster_hosts,
                              .hook_arg = cl,
                              .min_free_bytes = rn_health_floor(cfg),

@@ -22,7 +22,7 @@
  *   GET /__runnel/cluster/read-index?group=G   the group's applied index
  *                                  once this node confirmed it leads it
  *                                  (settle.c)
- *   /__runnel/cluster/fork-pin, fork-unpin, fork-alive   forks apart from
+ *   /__runnel/cluster/fork-pin, -unpin, -alive, -cut   forks apart from
  *                                  their source (forks.c)
  *   and the operators' routes of membership.h.
  *

@@ -1,8 +1,8 @@
 /*
  * forks.c — forks apart from their source across the cluster's groups:
- * the log's pin, unpin and fork_alive (engine/cmdlog.h) carried to the
- * leader of the group concerned, and that leader's peer routes; and
- * whether this node hosts a group (engine/inherit.c asks).
+ * the log's pin, unpin, fork_alive and fork_cut (engine/cmdlog.h) carried
+ * to the leader of the group concerned, and that leader's peer routes;
+ * and whether this node hosts a group (engine/inherit.c asks).
  *
  *   POST /__runnel/cluster/fork-pin?source=HEX&fork=ID[&ct=HEX][&offset=N]
  *        [&sub=N]   the source's leader pins fork ID (rn_engine_pin) and
@@ -13,6 +13,11 @@
  *   GET  /__runnel/cluster/fork-alive?source=ID&fork=ID   "1" or "0": the
  *        fork's leader holds fork ID as a fork of that source (503 where
  *        this node does not lead the fork's group)
+ *   POST /__runnel/cluster/fork-cut?source=ID&fork=ID[&offset=N]   the
+ *        fork's leader cuts fork ID off that source's bytes below N (none:
+ *        the source is purged; rn_engine_cut) and answers "1" once it and
+ *        the forks apart of it are cut, "0" when it is not a fork of that
+ *        source, 503 when it cannot tell
  *
  * Paths and content types travel as lowercase hex of their bytes. Where
  * this node leads the group asked, the engine is called directly, from a
@@ -82,8 +87,9 @@ typedef struct deferred {
     char *source, *ct;
     rn_fork_pin_done pin_done;
     rn_fork_alive_done alive_done;
+    rn_fork_cut_done cut_done;
     void *arg;
-    uint64_t source_id, fork_id;
+    uint64_t source_id, fork_id, offset;
     rn_result refusal; /* a pin answered without asking */
 } deferred;
 
@@ -277,6 +283,54 @@ void cluster_fork_alive(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork
     d->refusal = where == 0 ? 0 : RN_ERR_NO_LEADER;
 }
 
+/* ---- fork_cut ---- */
+
+static void cut_locally(deferred *d) {
+    if (d->refusal)
+        d->cut_done(d->arg, -1);
+    else
+        rn_engine_cut(d->cl->engine, d->source_id, d->fork_id, d->offset, d->cut_done, d->arg);
+}
+
+typedef struct {
+    rn_fork_cut_done done;
+    void *arg;
+} cut_wait;
+
+static void cut_answered(void *arg, const rn_fetch_result *r) {
+    cut_wait *w = arg;
+    int cut = -1;
+    if (r->failure == RN_FETCH_ANSWERED && r->status == 200 && r->body_len >= 1)
+        cut = r->body[0] == '1' ? 1 : r->body[0] == '0' ? 0 : -1;
+    w->done(w->arg, cut);
+    free(w);
+}
+
+void cluster_fork_cut(void *arg, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                      rn_fork_cut_done done, void *darg) {
+    rn_cluster *cl = arg;
+    char url[700], full[900];
+    int where = leader_url(cl, rn_placement_id_group(fork_id), url, sizeof url, "fork-cut");
+    if (where > 0) {
+        int n = snprintf(full, sizeof full, "%s?source=%llu&fork=%llu", url,
+                         (unsigned long long)source_id, (unsigned long long)fork_id);
+        if (offset != RN_CUT_SOURCE)
+            snprintf(full + n, sizeof full - (size_t)n, "&offset=%llu", (unsigned long long)offset);
+        cut_wait *w = rn_xmalloc(sizeof *w);
+        *w = (cut_wait){.done = done, .arg = darg};
+        if (ask_peer(cl, "POST", full, cut_answered, w) == 0)
+            return;
+        free(w);
+    }
+    deferred *d = defer(cl, cut_locally);
+    d->cut_done = done;
+    d->arg = darg;
+    d->source_id = source_id;
+    d->fork_id = fork_id;
+    d->offset = offset;
+    d->refusal = where == 0 ? 0 : RN_ERR_NO_LEADER;
+}
+
 int cluster_hosts(void *arg, unsigned group) {
     rn_cluster *cl = arg;
     return !cl->node || consensus_group_running(cl->node, group);
@@ -306,6 +360,15 @@ static void answer_text(rn_request *req, const char *type, const char *text) {
     rn_buf body = {0};
     rn_buf_append_str(&body, text);
     cluster_answer(req, 200, type, &body);
+}
+
+static void cut_for_peer(void *arg, int cut) {
+    rn_request *req = arg;
+    if (cut < 0)
+        rn_reply_error(req, RN_E_NO_LEADER, NULL);
+    else
+        answer_text(req, "text/plain", cut ? "1\n" : "0\n");
+    rn_request_release(req);
 }
 
 static void pinned_for_peer(void *arg, const rn_fork_pin_answer *a) {
@@ -383,6 +446,11 @@ int rn_cluster_forks_handle(rn_cluster *cl, rn_request *req, const char *path, s
         else
             answer_text(req, "text/plain",
                         rn_engine_fork_of(cl->engine, source_id, fork_id) ? "1\n" : "0\n");
+    } else if (post && wl == 3 && memcmp(what, "cut", 3) == 0 && ids && source_id) {
+        uint64_t offset = RN_CUT_SOURCE;
+        cluster_query_u64(query, query_len, "offset", &offset);
+        rn_request_hold(req);
+        rn_engine_cut(cl->engine, source_id, fork_id, offset, cut_for_peer, req);
     } else {
         rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
     }

@@ -1,8 +1,8 @@
 /*
  * forks.h — forks apart from their source in a cluster: the command log's
- * pin, unpin and fork_alive (engine/cmdlog.h) carried to the leader of the
- * group concerned (locally or by a signed peer request), and the peer
- * routes that leader answers (forks.c lists them).
+ * pin, unpin, fork_alive and fork_cut (engine/cmdlog.h) carried to the
+ * leader of the group concerned (locally or by a signed peer request),
+ * and the peer routes that leader answers (forks.c lists them).
  */
 #ifndef RN_CLUSTER_FORKS_H
 #define RN_CLUSTER_FORKS_H
@@ -15,12 +15,14 @@
 
 typedef struct rn_cluster rn_cluster;
 
-/* rn_cmdlog_ops.pin, unpin and fork_alive, arg being the cluster; each
- * answers later, on the loop thread, never from inside. */
+/* rn_cmdlog_ops.pin, unpin, fork_alive and fork_cut, arg being the
+ * cluster; each answers later, on the loop thread, never from inside. */
 void cluster_fork_pin(void *arg, const rn_fork_pin_ask *ask, rn_fork_pin_done done, void *darg);
 void cluster_fork_unpin(void *arg, uint64_t source_id, uint64_t fork_id);
 void cluster_fork_alive(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
                         void *darg);
+void cluster_fork_cut(void *arg, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                      rn_fork_cut_done done, void *darg);
 
 /* rn_cmdlog_ops.hosts by group, arg being the cluster: the group runs
  * here; 1 during the start (groups replaying before all started: the

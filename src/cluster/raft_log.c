@@ -73,6 +73,8 @@ struct rn_raft_log {
     void (*fork_unpin)(void *arg, uint64_t source_id, uint64_t fork_id);
     void (*fork_alive)(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
                        void *darg);
+    void (*fork_cut)(void *arg, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                     rn_fork_cut_done done, void *darg);
     int (*hosts)(void *arg, unsigned group);
     void *leader_changed_arg; /* the hooks' arg */
     uv_timer_t resume;        /* retries stopped groups while any is stopped */
@@ -294,6 +296,12 @@ static void fork_alive(rn_cmdlog *base, uint64_t source_id, uint64_t fork_id,
     l->fork_alive(l->leader_changed_arg, source_id, fork_id, done, arg);
 }
 
+static void fork_cut(rn_cmdlog *base, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                     rn_fork_cut_done done, void *arg) {
+    rn_raft_log *l = (rn_raft_log *)base;
+    l->fork_cut(l->leader_changed_arg, source_id, fork_id, offset, done, arg);
+}
+
 static int hosts(rn_cmdlog *base, uint64_t id) {
     rn_raft_log *l = (rn_raft_log *)base;
     return !l->hosts || l->hosts(l->leader_changed_arg, rn_placement_id_group(id));
@@ -306,6 +314,7 @@ static const rn_cmdlog_ops raft_ops = {.submit = submit,
                                        .pin = fork_pin,
                                        .unpin = fork_unpin,
                                        .fork_alive = fork_alive,
+                                       .fork_cut = fork_cut,
                                        .hosts = hosts};
 
 /* ---- the state machine ---- */
@@ -595,10 +604,12 @@ rn_raft_log *rn_raft_log_new(const rn_raft_log_config *cfg) {
     l->restored = cfg->restored;
     l->published = cfg->published;
     l->admit = cfg->admit;
-    assert(!cfg->fork_pin == !cfg->fork_unpin && !cfg->fork_pin == !cfg->fork_alive);
+    assert(!cfg->fork_pin == !cfg->fork_unpin && !cfg->fork_pin == !cfg->fork_alive &&
+           !cfg->fork_pin == !cfg->fork_cut);
     l->fork_pin = cfg->fork_pin;
     l->fork_unpin = cfg->fork_unpin;
     l->fork_alive = cfg->fork_alive;
+    l->fork_cut = cfg->fork_cut;
     l->hosts = cfg->hosts;
     l->min_free_bytes = cfg->min_free_bytes;
     l->data_dir = cfg->data_dir ? rn_xstrdup(cfg->data_dir) : NULL;

@@ -71,13 +71,15 @@ typedef struct {
      * commands: 0 refuses them all RN_ERR_DISK_FULL, nothing proposed (a
      * disk below its reserve). */
     int (*admit)(void *arg, unsigned group);
-    /* Optional, given hook_arg: rn_cmdlog_ops.pin, unpin and fork_alive
-     * (forks apart from their source: cluster/forks.h). Without them a
-     * fork must be in its source's group (apart answers 0). */
+    /* Optional, given hook_arg: rn_cmdlog_ops.pin, unpin, fork_alive and
+     * fork_cut (forks apart from their source: cluster/forks.h). Without
+     * them a fork must be in its source's group (apart answers 0). */
     void (*fork_pin)(void *arg, const rn_fork_pin_ask *ask, rn_fork_pin_done done, void *darg);
     void (*fork_unpin)(void *arg, uint64_t source_id, uint64_t fork_id);
     void (*fork_alive)(void *arg, uint64_t source_id, uint64_t fork_id, rn_fork_alive_done done,
                        void *darg);
+    void (*fork_cut)(void *arg, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                     rn_fork_cut_done done, void *darg);
     /* Optional, given hook_arg (NULL: every group): rn_cmdlog_ops.hosts,
      * whether this node holds group's state. */
     int (*hosts)(void *arg, unsigned group);

@@ -289,8 +289,9 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
         out->event = RN_STREAM_CREATED;
     } else {
         s = rn_state_stream(st, c->stream_id);
-        if (!s) /* a delete, purge or unpin of what a cascade removed first */
-            return c->type == RN_CMD_DELETE || c->type == RN_CMD_PURGE || c->type == RN_CMD_UNPIN
+        if (!s) /* a delete, purge, unpin or cut of what was removed first */
+            return c->type == RN_CMD_DELETE || c->type == RN_CMD_PURGE || c->type == RN_CMD_UNPIN ||
+                           c->type == RN_CMD_CUT
                        ? 0
                        : -ENOENT;
         out->event = c->type == RN_CMD_REWRITE ? RN_STREAM_REWRITTEN : RN_STREAM_CHANGED;
@@ -325,6 +326,9 @@ int rn_state_apply(rn_state *st, const rn_cmd *c, const rn_effects *fx, rn_appli
         case RN_CMD_UNPIN:
             rn_state_apply_unpin(st, s, c, fx); /* its last: observers heard REMOVED */
             return 0;
+        case RN_CMD_CUT:
+            rn_fences_apply_cut(st, s, c, fx); /* reads below answer 410 now */
+            break;
         default:
             return -EINVAL;
         }

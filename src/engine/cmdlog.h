@@ -87,6 +87,12 @@ typedef void (*rn_fork_pin_done)(void *arg, const rn_fork_pin_answer *answer);
  * create under way) where its group's leader sees it: 1, 0, or -1 unknown. */
 typedef void (*rn_fork_alive_done)(void *arg, int alive);
 
+/* Whether the fork's group cut it (CUT) off its source's bytes, and had
+ * the forks apart of it cut in turn: 1 (or nothing was left to cut), 0 it
+ * is not a fork of that source there (gone, or never created), -1 unknown
+ * (no leader, no answer, a refusal: ask again later). */
+typedef void (*rn_fork_cut_done)(void *arg, int cut);
+
 /* Room for the log's own bookkeeping of an entry (the WAL's entry). */
 #define RN_CMDLOG_PRIVATE_BYTES 192
 
@@ -131,7 +137,7 @@ typedef struct {
     int (*accepts)(rn_cmdlog *log, const char *path, size_t len);
     /* Optional (NULL: a fork is always in its source's group). Whether the
      * streams at paths a and b are in different groups of the log; the
-     * three below are then set too. */
+     * four below are then set too. */
     int (*apart)(rn_cmdlog *log, const char *a, size_t alen, const char *b, size_t blen);
     /* Asks the leader of the source's group to pin the fork (PIN), and
      * calls done(arg, answer) once, on the loop thread, never from inside.
@@ -145,6 +151,12 @@ typedef struct {
      * source_id; done(arg, 1 | 0 | -1) once, never from inside. */
     void (*fork_alive)(rn_cmdlog *log, uint64_t source_id, uint64_t fork_id,
                        rn_fork_alive_done done, void *arg);
+    /* Asks the leader of fork_id's group to cut fork_id, a fork apart from
+     * source_id, off the source's bytes below offset (RN_CUT_SOURCE: the
+     * source is purged; rn_engine_cut); done(arg, 1 | 0 | -1) once, never
+     * from inside. */
+    void (*fork_cut)(rn_cmdlog *log, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                     rn_fork_cut_done done, void *arg);
     /* Optional (NULL: always). Whether this replica holds the state of
      * stream id's group (placement may put a group on some nodes only). */
     int (*hosts)(rn_cmdlog *log, uint64_t id);

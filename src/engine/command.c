@@ -33,6 +33,10 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
     case RN_CMD_UNPIN:
         rn_buf_append_u64(b, c->fork_id);
         break;
+    case RN_CMD_CUT:
+        rn_buf_append_u64(b, c->source_id);
+        rn_buf_append_u64(b, c->offset);
+        break;
     case RN_CMD_APPEND:
         rn_buf_append_u64(b, c->offset);
         rn_buf_append_u8(b, c->close);
@@ -116,6 +120,12 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     case RN_CMD_UNPIN:
         c->fork_id = rn_read_u64(&r);
         if (!c->fork_id)
+            return -1;
+        break;
+    case RN_CMD_CUT:
+        c->source_id = rn_read_u64(&r);
+        c->offset = rn_read_u64(&r);
+        if (!c->source_id)
             return -1;
         break;
     case RN_CMD_APPEND:

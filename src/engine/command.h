@@ -41,6 +41,10 @@
  *        id's) reads this stream below the offset; the stream counts it
  *        as it counts its forks (soft deletion, retention)
  *   UNPIN: u64 fork id: that fork no longer reads this stream
+ *   CUT: u64 source id, u64 offset: this stream, a fork apart from that
+ *        source, no longer reads the source's bytes below the offset (a
+ *        bucket purge removed the stream they came from); RN_CUT_SOURCE:
+ *        the source itself was purged, and the fork forgets it
  *   SUBS: lstr the subscriptions' whole state (subs/state.c's document),
  *         replacing the one before; the stream id field is the group
  *         whose log carries the subscriptions (a replicated log only)
@@ -69,11 +73,15 @@ enum {
     RN_CMD_SUBS = 11,
     RN_CMD_PIN = 12,
     RN_CMD_UNPIN = 13,
+    RN_CMD_CUT = 14,
 };
 
 /* In a CREATE's source id: the source is in another group (its fork id's
  * pin there holds it). Stream ids never reach this bit. */
 #define RN_CMD_SOURCE_APART (1ull << 63)
+
+/* A CUT's offset: the fork's apart source itself is purged. */
+#define RN_CUT_SOURCE UINT64_MAX
 
 #define RN_FENCE_ALL 0xffffu /* a FENCE's scope: every stream of the namespace */
 
@@ -90,7 +98,8 @@ typedef struct {
     size_t content_type_len;
     int64_t ttl_s;         /* -1: none */
     int64_t expires_at_ms; /* -1: none */
-    uint64_t source_id;    /* fork source, 0 for none (CREATE: see RN_CMD_SOURCE_APART) */
+    uint64_t source_id;    /* fork source, 0 for none (CREATE: see RN_CMD_SOURCE_APART;
+                              CUT: the fork's apart source) */
     /* CREATE of a fork apart from its source: its retained offset and depth
      * (the pin's answer); PIN, UNPIN: the fork's id */
     uint64_t fork_retained;

@@ -36,12 +36,19 @@ static int stored_by_log(void *ctx, uint64_t id, const uint8_t *data, size_t len
     return 0;
 }
 
+/* Gives back what retention cleared. A fork's kept copy of its inherited
+ * range (inherit.c) that a bucket purge cut is not fetched any more where
+ * it is not here yet: its gap starts past the cut. */
 static void retain_files(void *ctx, uint64_t id, uint64_t from, uint64_t len) {
     rn_engine *e = ctx;
     rn_fault_point("retain-before-punch");
     if (len)
         rn_streamfiles_punch(e->files, id, from, len);
     rn_fault_point("retain-after-punch");
+    rn_stream *s = rn_state_stream(&e->state, id);
+    uint64_t end = from + len;
+    if (len && s && s->inherit && s->gap_from < s->gap_to && s->gap_from < end)
+        s->gap_from = end < s->gap_to ? end : s->gap_to;
 }
 
 typedef struct {

@@ -209,6 +209,14 @@ void rn_engine_pin(rn_engine *e, const rn_fork_pin_ask *ask, rn_fork_pin_done do
 void rn_engine_unpin(rn_engine *e, uint64_t source_id, uint64_t fork_id);
 /* Whether fork_id is a fork of source_id here (created or being created). */
 int rn_engine_fork_of(const rn_engine *e, uint64_t source_id, uint64_t fork_id);
+/* On the leader of fork_id's group (a bucket purge, engine/cutforks.c):
+ * when fork_id still reads source_id (a fork apart from it), logs its CUT
+ * at offset (RN_CUT_SOURCE: the source is purged), then asks the same of
+ * the forks apart of it and of its forks here, each at where its chain
+ * reaches the cut; done(arg, 1 | 0 | -1) once all answered (may be from
+ * inside: 0 not its fork, -1 not the leader or a fork not answered). */
+void rn_engine_cut(rn_engine *e, uint64_t source_id, uint64_t fork_id, uint64_t offset,
+                   rn_fork_cut_done done, void *arg);
 
 /* Answers an append before its body arrives (ext §5.5), when the answer
  * depends on the headers alone: op (kind APPEND, with producer headers and

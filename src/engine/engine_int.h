@@ -57,6 +57,8 @@ struct rn_engine {
     int observer_count;
     int ops_in_log;                 /* mutations submitted, not yet answered by the log */
     int pin_asks;                   /* the sweep of orphan pins: questions in flight */
+    int cut_asks;                   /* a purge's cuts of pinned forks in flight */
+    int64_t cut_retry_ms;           /* no cut is asked before (a round failed) */
     int ops_preparing;              /* mutations waiting for their stream's files */
     rn_log_throttle store_refusals; /* writes refused for their stream files */
     rn_op *orphans, *orphans_tail;  /* queued on destroyed streams: to re-run */
@@ -245,6 +247,14 @@ void engine_apart_destroyed(rn_engine *e, const rn_stream *s);
  * create that never applied, a release that was lost), on the leader of
  * the source's group, once they are RN_PIN_GRACE_MS old. */
 void engine_sweep_pins(rn_engine *e, int64_t now);
+
+/* ---- cutforks.c ---- */
+
+/* A purge of s, fenced, that forks in other groups pin: on the leader of
+ * s's group, asks each pinned fork's group to cut it (rn_engine_cut) and
+ * releases the pin once it did (or once a pin RN_PIN_GRACE_MS old names
+ * no fork of s), one round at a time; s's PURGE waits for its last pin. */
+void engine_cut_pinned(rn_engine *e, const rn_stream *s, int64_t now);
 
 /* ---- subs_state.c ---- */
 

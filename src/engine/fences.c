@@ -20,7 +20,10 @@
  * purged stream (reads below answer 410, as after a retention advance), a
  * snapshot of it below that offset goes (the updates after it are gone),
  * and the fork that read directly from it no longer has a source. Its own
- * bytes stay.
+ * bytes stay. A fork in another group (apart) is cut the same way by a CUT
+ * of its own group's log, which the purged stream's leader asks for
+ * (engine/cutforks.c) before it logs the PURGE: a PURGE of a stream still
+ * pinned changes nothing.
  */
 #include "engine/fences.h"
 #include "util/buf.h"
@@ -86,10 +89,7 @@ int rn_fences_refuse_create(const rn_state *st, const rn_cmd *c, rn_applied *out
     return 1;
 }
 
-/* Where the source chain of x reaches s: the lowest fork offset along it
- * up to the link whose source is s (bytes below it come from s), or
- * UINT64_MAX when the chain does not reach s. */
-static uint64_t reach(const rn_stream *x, const rn_stream *s) {
+uint64_t rn_fences_reach(const rn_stream *x, const rn_stream *s) {
     uint64_t floor = UINT64_MAX;
     for (int depth = 0; x->source && depth <= RN_MAX_FORK_DEPTH; depth++) {
         if (x->fork_offset < floor)
@@ -101,52 +101,87 @@ static uint64_t reach(const rn_stream *x, const rn_stream *s) {
     return UINT64_MAX;
 }
 
+/* The depth of x's fork chain: the links to its top in this group, plus
+ * the depth the top's CREATE recorded when the top is a fork apart. */
 static uint32_t depth_of(const rn_stream *x) {
     uint32_t d = 0;
     for (; x->source && d <= RN_MAX_FORK_DEPTH; x = x->source)
         d++;
-    return d;
+    return d + (x->apart_source ? x->fork_depth : 0);
 }
 
-/* Cuts every fork whose chain reaches s off the bytes it read through s. */
-static void detach_forks(rn_state *st, rn_stream *s, const rn_effects *fx) {
+/* Raises x's retained offset to floor: the bytes below it went with a
+ * purged bucket. They are not x's own (they are below its fork offset),
+ * so its file has none to give back, except where this replica keeps a
+ * copy of them (inherit.c); a snapshot below goes (the updates after it
+ * are gone). */
+static void cut_at(rn_stream *x, uint64_t floor, const rn_effects *fx) {
+    if (floor > x->retained) {
+        uint64_t end = floor < x->fork_offset ? floor : x->fork_offset;
+        if (x->inherit && end > x->retained)
+            fx->retain(fx->ctx, x->id, x->retained, end - x->retained);
+        x->retained = floor;
+    }
+    if (x->snapshot.present && x->snapshot.offset < x->retained) {
+        fx->drop_body(fx->ctx, x, x->snapshot.cold, x->snapshot.key);
+        free(x->snapshot.content_type);
+        free(x->snapshot.key);
+        memset(&x->snapshot, 0, sizeof x->snapshot);
+    }
+    x->touched = 1;
+}
+
+/* Cuts every fork of this group whose chain reaches s off the bytes it
+ * read through s below limit (UINT64_MAX: all of s's); the forks that
+ * read s directly forget it when s goes (gone). */
+static void cut_forks(rn_state *st, rn_stream *s, uint64_t limit, int gone, const rn_effects *fx) {
     size_t n;
     rn_stream **all = rn_state_streams_by_id(st, &n);
     uint64_t *floors = rn_xcalloc(n ? n : 1, sizeof *floors);
-    for (size_t k = 0; k < n; k++)
-        floors[k] = all[k] == s ? UINT64_MAX : reach(all[k], s);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t f = all[k] == s ? UINT64_MAX : rn_fences_reach(all[k], s);
+        floors[k] = f == UINT64_MAX || f < limit ? f : limit; /* UINT64_MAX: not a fork of s */
+    }
     for (size_t k = 0; k < n; k++) {
         rn_stream *x = all[k];
         if (floors[k] == UINT64_MAX)
             continue;
-        if (floors[k] > x->retained)
-            x->retained = floors[k]; /* below its own bytes: nothing of its files to punch */
-        if (x->snapshot.present && x->snapshot.offset < x->retained) {
-            fx->drop_body(fx->ctx, x, x->snapshot.cold, x->snapshot.key);
-            free(x->snapshot.content_type);
-            free(x->snapshot.key);
-            memset(&x->snapshot, 0, sizeof x->snapshot);
-        }
-        if (x->source == s) {
+        cut_at(x, floors[k], fx);
+        if (gone && x->source == s) {
             x->source = NULL;
             s->refcount--;
         }
-        x->touched = 1;
     }
     for (size_t k = 0; k < n; k++)
-        if (floors[k] != UINT64_MAX || all[k]->fork_depth)
+        if (floors[k] != UINT64_MAX)
             all[k]->fork_depth = depth_of(all[k]);
     free(floors);
     free(all);
 }
 
-void rn_fences_apply_purge(rn_state *st, rn_stream *s, const rn_effects *fx) {
+int rn_fences_covers(const rn_state *st, const rn_stream *s) {
     const rn_fence *f = rn_state_path_fence(st, s->path, s->path_len);
-    if (!f || !rn_fence_covers(f, s->id))
-        return;
+    return f && rn_fence_covers(f, s->id);
+}
+
+void rn_fences_apply_purge(rn_state *st, rn_stream *s, const rn_effects *fx) {
+    if (!rn_fences_covers(st, s) || s->npins > 0)
+        return; /* pinned: its forks apart are cut first (cutforks.c), then unpinned */
     if (s->refcount > 0)
-        detach_forks(st, s, fx);
+        cut_forks(st, s, UINT64_MAX, 1, fx);
     assert(s->refcount == 0);
     fx->purged(fx->ctx, s);
     rn_state_destroy(st, s, fx);
+}
+
+void rn_fences_apply_cut(rn_state *st, rn_stream *x, const rn_cmd *c, const rn_effects *fx) {
+    assert(c->type == RN_CMD_CUT);
+    if (x->apart_source != c->source_id)
+        return; /* cut already (the source forgotten), or never its fork */
+    uint64_t floor = c->offset < x->fork_offset ? c->offset : x->fork_offset;
+    if (c->offset == RN_CUT_SOURCE)
+        x->apart_source = 0;
+    cut_at(x, floor, fx);
+    cut_forks(st, x, floor, 0, fx);
+    x->fork_depth = depth_of(x);
 }

@@ -7,6 +7,7 @@
  * id (rn_stream.apart_source): neither group's apply reads or changes the
  * other's state. See docs/ARCHITECTURE.md ("Forks across groups").
  */
+#include "engine/fences.h"
 #include "engine/state.h"
 
 #include <assert.h>
@@ -49,6 +50,9 @@ void rn_state_apply_unpin(rn_state *st, rn_stream *s, const rn_cmd *c, const rn_
     size_t k = (size_t)(p - s->pins);
     memmove(&s->pins[k], &s->pins[k + 1], (s->npins - k - 1) * sizeof *s->pins);
     s->npins--;
-    if (s->soft_deleted && !rn_stream_held(s))
+    if (s->soft_deleted && !rn_stream_held(s)) {
+        if (rn_fences_covers(st, s))
+            fx->purged(fx->ctx, s); /* its PURGE would have found nothing left */
         rn_state_destroy(st, s, fx);
+    }
 }

@@ -15,7 +15,9 @@
  * once: the fenced ones this engine's log takes now (engine_log_accepts:
  * everything on a single node, a group's streams on its leader) get a
  * PURGE op each, at most PURGE_BATCH per tick, queued behind whatever
- * mutation of the stream is in the log. A walk that finds none left ends
+ * mutation of the stream is in the log; a stream that forks in other groups
+ * pin has them cut first (cutforks.c), and its PURGE goes once its last
+ * pin did. A walk that finds none left ends
  * the purge; a single node then writes a checkpoint, so that no log
  * segment keeps the bytes the purged streams were appended with (the
  * segments before a checkpoint are dropped). A replica that does not lead
@@ -148,13 +150,19 @@ static void tick(uv_timer_t *t) {
     /* collect first: a submission may destroy streams (a cascade) */
     rn_stream **batch = rn_xcalloc(PURGE_BATCH, sizeof *batch);
     size_t n = 0, left = 0, i = 0;
+    int cut_round = !e->cut_asks; /* forks apart are asked about one round at a time */
+    int64_t now = rn_now_ms();
     void *v;
     while (rn_map_next(&e->state.by_path, &i, &v)) {
         rn_stream *s = v;
         if (!rn_state_path_fence(&e->state, s->path, s->path_len) || s->pending_create)
             continue;
         left++;
-        if (n < PURGE_BATCH && covered(&e->state, s) && engine_log_accepts(e, s->path, s->path_len))
+        if (!covered(&e->state, s) || !engine_log_accepts(e, s->path, s->path_len))
+            continue;
+        if (s->npins && cut_round)
+            engine_cut_pinned(e, s, now); /* its PURGE waits for its forks apart */
+        else if (!s->npins && n < PURGE_BATCH)
             batch[n++] = s;
     }
     if (left == 0) {

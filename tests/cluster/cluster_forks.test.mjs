@@ -29,10 +29,16 @@
 //     its copy after its restart; the source deleted answers 410 everywhere
 //     while the fork reads on; the fork deleted removes the source; then a
 //     fork for every pair of groups, created and read through every node.
-// About 50 s.
+//   - A bucket purge of a source cuts its forks in other groups and their
+//     forks (retained offset at the fork offset: 410 below with the code a
+//     fork in the source's group gives, own bytes from there, on every
+//     node and both surfaces; the source 404; the forks deleted after),
+//     also under --replicas 3 where a node keeps a copy of the inherited
+//     bytes.
+// About 54 s.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Cluster, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, follow, groupOf, operatorReq, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 const TEXT = { "content-type": "text/plain" };
@@ -57,6 +63,43 @@ async function pair(prefix, body) {
 }
 
 const read = (n, key, q = "offset=-1") => follow(`${c.url(n)}/${key}?${q}`, { forward: true });
+
+const ZERO = "0000000000000000_0000000000000000";
+
+// A key of bucket `bucket` in group g.
+function bucketKeyIn(bucket, g, name) {
+  for (let i = 0; ; i++) if (groupOf(`${bucket}/${name}-${i}`, GROUPS) === g) return `${bucket}/${name}-${i}`;
+}
+
+// Purges `bucket` through node 1 (asked again while a group has no leader,
+// as an operator would) and waits until every group removed its streams.
+async function purge(bucket) {
+  const p = await operatorReq(`${c.url(1)}/__runnel/admin/buckets/${bucket}/purge`, { method: "POST", headers: c.admin });
+  assert.ok(p.status === 200 || p.status === 202, p.text);
+  await waitFor(`the purge of ${bucket}`, async () =>
+    JSON.parse((await req(`${c.url(1)}/__runnel/admin/buckets/${bucket}`, { headers: c.admin })).text).purge?.done, 20000);
+}
+
+// After a purge of its source's bucket, on every node and through both
+// surfaces: `fork` answers 410 below `at` (its retained offset now, with the
+// body `gone` a fork in the source's group gives), `own` from there; its
+// source answers 404.
+async function cutEverywhere(nodes, fork, at, own, src, gone) {
+  for (const n of nodes) {
+    for (const base of [`${c.url(n)}/${fork}`, `${c.url(n)}/v1/stream/${fork}`]) {
+      await waitFor(`${base} retained at ${at}`, async () =>
+        (await follow(base, { method: "HEAD", forward: true })).headers.get("stream-retained-offset") === at, 10000);
+      const below = await follow(`${base}?offset=${ZERO}`, { forward: true });
+      assert.equal(below.status, 410, `${base} below its fork offset: ${below.text}`);
+      assert.equal(JSON.parse(below.text).error.code, gone, `${base}: ${below.text}`);
+      const r = await follow(`${base}?offset=${encodeURIComponent(at)}`, { forward: true });
+      assert.equal(r.status, 200, `${base} from ${at}: ${r.text}`);
+      assert.equal(r.text, own, `${base} from ${at}`);
+    }
+    for (const base of [`${c.url(n)}/${src}`, `${c.url(n)}/v1/stream/${src}`])
+      assert.equal((await follow(`${base}?offset=-1`, { forward: true })).status, 404, `${base} after the purge`);
+  }
+}
 
 async function readsEverywhere(key, text, what) {
   for (let n = 1; n <= 3; n++) {
@@ -189,6 +232,35 @@ describe("forks across groups", () => {
     for (let n = 1; n <= 3; n++)
       await waitFor(`the swept source removed on node ${n}`, async () => (await read(n, src)).status === 404, 25000);
   });
+
+  test("a purge of the source's bucket cuts its forks in other groups, and theirs", async () => {
+    const src = bucketKeyIn("xpgone", 0, "src");
+    const near = bucketKeyIn("xpkeep", 0, "near"), far = bucketKeyIn("xpkeep", 1, "far");
+    const farther = bucketKeyIn("xpkeep", 2, "farther");
+    const made = await follow(`${c.url(1)}/${src}`, { method: "PUT", headers: TEXT, body: "purged bytes" });
+    assert.equal(made.status, 201, made.text);
+    const at = made.headers.get("stream-next-offset");
+    for (const [fork, from, own] of [[near, src, "near"], [far, src, "far1"], [farther, far, "far2"]]) {
+      const f = await follow(`${c.url(2)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": from } });
+      assert.equal(f.status, 201, f.text);
+      assert.equal((await follow(`${c.url(3)}/${fork}`, { method: "POST", headers: TEXT, body: own })).status, 204);
+    }
+    await readsEverywhere(farther, "purged bytesfar1far2", "the fork of a fork before the purge");
+    const farAt = (await read(1, far)).headers.get("stream-next-offset"); // farther's fork offset
+    await purge("xpgone");
+    const gone = JSON.parse((await read(1, near, `offset=${ZERO}`)).text).error?.code;
+    assert.ok(gone, "a fork in the source's group answers 410 with a typed body");
+    await cutEverywhere([1, 2, 3], near, at, "near", src, gone);
+    await cutEverywhere([1, 2, 3], far, at, "far1", src, gone);
+    await cutEverywhere([1, 2, 3], farther, at, "far1far2", src, gone);
+    for (let n = 1; n <= 3; n++)
+      assert.equal((await read(n, farther, `offset=${encodeURIComponent(farAt)}`)).text, "far2");
+    for (const fork of [farther, far, near])
+      assert.equal((await follow(`${c.url(1)}/${fork}`, { method: "DELETE" })).status, 204, `delete ${fork}`);
+    for (let n = 1; n <= 3; n++)
+      for (const fork of [farther, far, near])
+        await waitFor(`${fork} removed on node ${n}`, async () => (await read(n, fork)).status === 404, 5000);
+  });
 });
 
 describe("forks across groups with groups on 3 of 4 nodes", () => {
@@ -297,5 +369,33 @@ describe("forks across groups with groups on 3 of 4 nodes", () => {
           await waitFor(`the fork ${f} on node ${n}`, async () => (await read(n, f)).text === "placed", 10000);
       }
     }
+  });
+
+  test("a purge of the source's bucket: the copies of its bytes go too", async () => {
+    if (c.nodes !== 4) { // run alone: this describe's cluster
+      c.stopChecked();
+      c = await Cluster.start({ nodes: 4, groups: GROUPS, replicas: 3, args: ["--test-hooks"] });
+    }
+    await c.converged();
+    const placement = (await c.report(1)).groups.slice(0, GROUPS).map((g) => g.placement);
+    // a group gf on a node that lacks group gs: that node keeps a copy
+    let gs = -1, gf = -1;
+    for (let f = 0; f < GROUPS && gs < 0; f++)
+      gs = placement.findIndex((p, g) => g !== f && placement[f].some((n) => !p.includes(n)));
+    for (let f = 0; f < GROUPS && gf < 0; f++)
+      if (f !== gs && placement[f].some((n) => !placement[gs].includes(n))) gf = f;
+    const src = bucketKeyIn("xpplaced", gs, "src"), fork = bucketKeyIn("xpkeep", gf, "placed");
+    const made = await follow(`${c.url(1)}/${src}`, { method: "PUT", headers: TEXT, body: "copied bytes", forward: true });
+    assert.equal(made.status, 201, made.text);
+    const at = made.headers.get("stream-next-offset");
+    const f = await follow(`${c.url(2)}/${fork}`, { method: "PUT", headers: { "stream-forked-from": src }, forward: true });
+    assert.equal(f.status, 201, f.text);
+    assert.equal((await follow(`${c.url(3)}/${fork}`, { method: "POST", headers: TEXT, body: "mine", forward: true })).status, 204);
+    const nodes = [1, 2, 3, 4];
+    for (const n of nodes)
+      await waitFor(`the fork on node ${n}`, async () => (await read(n, fork)).text === "copied bytesmine", 10000);
+    await purge("xpplaced");
+    await cutEverywhere(nodes, fork, at, "mine", src, "STREAM_GONE");
+    assert.equal((await follow(`${c.url(4)}/${fork}`, { method: "DELETE", forward: true })).status, 204);
   });
 });
