@@ -41,6 +41,7 @@ static const char *const RUNNEL_NAMES[] = {
     "checkpoint.tmp",
     "wal",
     "streams",
+    "spares", /* empty stream files made ahead (tiers/spares.h) */
     "snapshots",
     "cold",
     "cold-reads", /* ranged reads of an S3 cold store (ops/coldstore.c) */

@@ -35,12 +35,17 @@ rn_blocksum rn_blocksum_decode(const uint8_t in[RN_BLOCKSUM_ENTRY]) {
 
 /* Reads up to len bytes at off; stops at the end of the file. flags:
  * preadv2's (RWF_NOWAIT: -EAGAIN as soon as a byte is not in the page
- * cache). Returns the bytes read or -errno. */
+ * cache; dropped where the file system has no such reads, as tmpfs,
+ * whose pages are its storage). Returns the bytes read or -errno. */
 static ssize_t read_full_flags(int fd, void *out, size_t len, uint64_t off, int flags) {
     size_t got = 0;
     while (got < len) {
         struct iovec v = {(uint8_t *)out + got, len - got};
         ssize_t r = preadv2(fd, &v, 1, (off_t)(off + got), flags);
+        if (r < 0 && errno == EOPNOTSUPP && flags) { /* tmpfs: nothing to wait for */
+            flags = 0;
+            continue;
+        }
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)

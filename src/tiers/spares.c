@@ -33,7 +33,7 @@ static const char *const set_suffix[3] = {"dat", "idx", "sum"};
 struct rn_spares {
     uv_loop_t *loop;
     rn_streamfiles *files;
-    int dirfd; /* <data>/streams/spares */
+    int dirfd; /* <data>/spares */
     unsigned target;
     uint64_t *ready; /* ring of ready set numbers, capacity target */
     unsigned head, count;
@@ -55,7 +55,7 @@ rn_spares *rn_spares_open(uv_loop_t *loop, rn_streamfiles *files, const char *da
                           unsigned target) {
     assert(loop && files && data_dir && target > 0);
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/streams/spares", data_dir);
+    snprintf(dir, sizeof dir, "%s/spares", data_dir);
     if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
         rn_log(RN_LOG_WARN, "start", "no spare stream files (%s: %s)", dir, strerror(errno));
         return NULL;

@@ -1,6 +1,6 @@
 /*
  * spares.h — stream files made ahead of need: a bounded reserve of empty
- * data, index and checksum file sets under <data>/streams/spares/, made on
+ * data, index and checksum file sets under <data>/spares/, made on
  * libuv's pool, so that the first data of a new stream takes a set by
  * renaming it (streamfiles.h, rn_streamfiles_take) instead of waiting for
  * three files to be created. The reserve holds no data: a set is three

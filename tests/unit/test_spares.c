@@ -65,7 +65,7 @@ static int teardown(void **state) {
 /* Files in the reserve's directory. */
 static int spare_files(const fx *f) {
     char p[PATH_MAX + 32];
-    snprintf(p, sizeof p, "%s/streams/spares", f->dir);
+    snprintf(p, sizeof p, "%s/spares", f->dir);
     DIR *d = opendir(p);
     assert_non_null(d);
     int n = 0;
@@ -146,7 +146,7 @@ static void test_files_an_earlier_process_left_are_removed(void **state) {
     fx *f = *state;
     char p[PATH_MAX + 64];
     for (int i = 0; i < 10; i++) {
-        snprintf(p, sizeof p, "%s/streams/spares/left-%d", f->dir, i);
+        snprintf(p, sizeof p, "%s/spares/left-%d", f->dir, i);
         FILE *out = fopen(p, "w");
         assert_non_null(out);
         fclose(out);
