@@ -2,7 +2,7 @@
  * runnel_bench.c — the `runnel-bench` command: parses the scenario and its
  * options, prepares the run and prints the report.
  *
- *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill> --base
+ *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill|replay> --base
  * http://127.0.0.1:PORT [options]
  *
  * Every scenario is a closed-loop (or paced) HTTP/1.1 load generator on one
@@ -48,6 +48,9 @@ static const char USAGE[] =
     "             connections (idle-stream capacity; progress on stderr every 10 s)\n"
     "  fill       --streams [100] streams filled with --bytes [256M] in total, in\n"
     "             --append-bytes [1M] appends, one connection per stream\n"
+    "  replay     --streams [100] streams an earlier fill of --run-id made, each read from\n"
+    "             offset -1 to its tail on a connection of its own, all at once, for at\n"
+    "             most --duration [10] s (cold reads beside a writes run)\n"
     "\n"
     "common options:\n"
     "  --surface v1|bucket      URL shape: {base}/v1/stream/{name} | {base}/{bucket}/{name}\n"
@@ -61,7 +64,8 @@ static const char USAGE[] =
     "                           a 307 sends it and written there, on its group's leader\n"
     "                           (writes only)\n"
     "  --header 'Name: value'   sent on every request (repeatable), e.g. a gateway's\n"
-    "                           'Authorization: Bearer KEY'\n";
+    "                           'Authorization: Bearer KEY'\n"
+    "  --run-id ID              prefix of stream and producer names [unique per run]\n";
 
 enum {
     O_BASE = 256,
@@ -91,6 +95,7 @@ enum {
     O_JSON,
     O_FOLLOW,
     O_HEADER,
+    O_RUN_ID,
     O_HELP,
 };
 
@@ -122,6 +127,7 @@ static const struct option OPTS[] = {
     {"json", 0, 0, O_JSON},
     {"follow-leaders", 0, 0, O_FOLLOW},
     {"header", 1, 0, O_HEADER},
+    {"run-id", 1, 0, O_RUN_ID},
     {"help", 0, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -210,7 +216,7 @@ int main(int argc, char **argv) {
     } SCENARIOS[] = {{"writes", bn_writes_start},       {"fanout", bn_fanout_start},
                      {"catchup", bn_catchup_start},     {"longpoll", bn_longpoll_start},
                      {"bootstrap", bn_bootstrap_start}, {"create", bn_create_start},
-                     {"fill", bn_fill_scenario_start}};
+                     {"fill", bn_fill_scenario_start},  {"replay", bn_replay_scenario_start}};
     if (argc < 2 || argv[1][0] == '-') {
         fputs(USAGE, argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
@@ -290,6 +296,11 @@ int main(int argc, char **argv) {
         case O_CTYPE:
             bn_o.content_type = optarg;
             break;
+        case O_RUN_ID:
+            if (!optarg[0] || strlen(optarg) >= sizeof bn_o.run_id)
+                usage_error("--run-id must be 1 to 39 characters", optarg);
+            snprintf(bn_o.run_id, sizeof bn_o.run_id, "%s", optarg);
+            break;
         case O_MODE:
             if (strcmp(optarg, "replay") != 0 && strcmp(optarg, "bootstrap") != 0)
                 usage_error("--mode must be replay or bootstrap", optarg);
@@ -365,7 +376,8 @@ int main(int argc, char **argv) {
         bn_o.tails = 1;
     if (start == bn_longpoll_start && bn_o.readers < bn_o.streams)
         usage_error("--readers must be >= --streams", NULL);
-    snprintf(bn_o.run_id, sizeof bn_o.run_id, "bench%ld-%d", (long)time(NULL), (int)getpid());
+    if (!bn_o.run_id[0])
+        snprintf(bn_o.run_id, sizeof bn_o.run_id, "bench%ld-%d", (long)time(NULL), (int)getpid());
 
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();

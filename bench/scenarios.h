@@ -13,5 +13,6 @@ void bn_longpoll_start(void);
 void bn_bootstrap_start(void);
 void bn_create_start(void);
 void bn_fill_scenario_start(void);
+void bn_replay_scenario_start(void);
 
 #endif

@@ -73,7 +73,9 @@ check bootstrap-mode-partial follow_up_bytes "$bench" bootstrap --mode bootstrap
 check create creates_per_s "$bench" create --base "$base" --surface bucket --streams 200 \
   --clients 8 --server-pid "$pid" --json
 check fill fill_mb_per_s "$bench" fill --base "$base" --streams 3 --bytes 3M --append-bytes 256K \
-  --json
+  --run-id smoke --json
+check replay streams_read_whole "$bench" replay --base "$base" --streams 3 --run-id smoke \
+  --duration 5 --json
 check micro-json mb_per_s "$build/bench/runnel-micro-json" --seconds 0.2 --json
 check micro-blake3 1m_mb_per_s "$build/bench/runnel-micro-blake3" --seconds 0.05 --json
 check micro-wal records "$build/bench/runnel-micro-wal" --dir "$data" --concurrency 8 \
