@@ -13,7 +13,8 @@
 # Runs alternate between the binaries given (BIN...), ROUNDS times, each
 # with a fresh server and data directory under DATA_ROOT (a disk, not
 # tmpfs: tmpfs keeps no page cache to drop); waits for a quiet machine
-# (bench/quiet.sh) before each run and prints its load.
+# (bench/quiet.sh) before each measured phase (the fill before them lifts
+# the load) and prints the load before and after it.
 # Usage: [ROUNDS=3] [READERS=20] [COLD_MIB=256] [WRITERS=200] [SECONDS_PER_PHASE=8]
 #        [DATA_ROOT=/var/tmp] [BENCH=runnel-bench] bench/cold_reads.sh BIN...
 # Prints one line per run and phase: binary, phase, appends/s, p50, p99,
@@ -64,12 +65,14 @@ run() {
   "$bench" fill --base "$base" --streams "$readers" --bytes "$((readers * cold_mib))M" \
     --append-bytes 4M --run-id cold --timeout 600 --json >"$work/fill.json" 2>/dev/null || {
     echo "fill failed"; return 1; }
-  local left load0 load1
+  local left load0
   left=$(evict "$data")
+  wait_quiet
   load0=$(load1)
   "$bench" writes --base "$base" --streams "$writers" --payload 256 --duration "$seconds" \
     --json 2>/dev/null | figures >"$work/alone"
   echo "$bin round $round alone: $(cat "$work/alone") - load $load0 -> $(load1)"
+  wait_quiet
   left=$(evict "$data")
   load0=$(load1)
   "$bench" replay --base "$base" --streams "$readers" --run-id cold --duration "$((seconds + 2))" \
@@ -81,6 +84,7 @@ run() {
   out=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     console.log(r.mb_per_s.toFixed(0), r.streams_read_whole)' "$work/replay.json")
   echo "$bin round $round with cold readers: $(cat "$work/cold") - readers MB/s, streams read whole: $out (resident before: $left B) - load $load0 -> $(load1)"
+  wait_quiet
   load0=$(load1)
   "$bench" writes --base "$base" --streams 500 --payload 256 --duration "$seconds" \
     --json 2>/dev/null | figures >"$work/first"

@@ -106,7 +106,9 @@ static int reads_ndjson(const stream_ctx *c, const rn_stream *s) {
  * turned into a comma ("[" and "]" go around it, the last LF left out).
  * A piece is read from the page cache only; one that is not all there is
  * read into it on a worker first (rn_engine_warm_missed), then read again,
- * blocking this once, so that it cannot miss forever. */
+ * blocking this once, so that it cannot miss forever. A whole answer
+ * that misses runs again from the start the same way (disk_read), so
+ * that a read that then fails still gets its typed answer. */
 typedef struct {
     rn_engine *engine;
     rn_request *req;
@@ -167,29 +169,30 @@ static void read_release(void *ctx) {
 
 /* Sends a 200 catch-up answer: head h, then the `got` stream bytes at
  * src->start, rendered as a JSON array or as they are. One that fits one
- * piece of the transport and is in the page cache is read here and sent
- * whole; a longer one, or one that needs the disk, is read and sent a
- * piece at a time (rn_http_respond_pieces), so it never holds the loop,
- * or memory, for more than a piece, nor waits for the disk on it. Returns
- * < 0 (nothing sent) when the bytes of a whole answer could not be read. */
-static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t got) {
-    rn_buf body = {0}, suffix = {0}; /* body starts with the prefix */
-    if (src->commas) {               /* "[" text-without-its-last-LF "]" */
-        rn_buf_append_str(&body, "[");
+ * piece of the transport is read here and sent whole, from the page cache
+ * only unless may_block; a longer one is read and sent a piece at a time
+ * (rn_http_respond_pieces), so it never holds the loop, or memory, for
+ * more than a piece, nor waits for the disk on it (read_fill). Returns < 0
+ * (nothing sent) when the bytes of a whole answer could not be read:
+ * -EINPROGRESS when they are not in the page cache. */
+static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t got,
+                     int may_block) {
+    rn_buf prefix = {0}, body = {0}, suffix = {0};
+    if (src->commas) { /* "[" text-without-its-last-LF "]" */
+        rn_buf_append_str(&prefix, "[");
         rn_buf_append_str(&suffix, "]");
         got = got ? got - 1 : 0;
     }
-    int rc = got ? -EINPROGRESS : 0;
-    if (got && got <= rn_http_piece_bytes(c->req))
-        rc = read_bytes(src, 0, (size_t)got, 0, &body);
-    if (rc == -EINPROGRESS) {
+    if (got > rn_http_piece_bytes(c->req)) {
         read_source *pieces_src = rn_xmalloc(sizeof *pieces_src);
         *pieces_src = *src;
         pieces_src->req = c->req;
         rn_http_pieces pieces = {.fill = read_fill, .release = read_release, .ctx = pieces_src};
-        rn_http_respond_pieces(c->req, 200, h, &body, &pieces, got, &suffix); /* the prefix */
+        rn_http_respond_pieces(c->req, 200, h, &prefix, &pieces, got, &suffix);
         return 0;
     }
+    body = prefix;
+    int rc = got ? read_bytes(src, 0, (size_t)got, may_block, &body) : 0;
     if (rc < 0) {
         rn_buf_free(&body);
         rn_buf_free(&suffix);
@@ -202,6 +205,7 @@ static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t 
 }
 
 static void wait_cold(stream_ctx *c);
+static void disk_read(void *arg);
 
 /* A read of bytes this replica lacks: restored and not fetched yet, or
  * found damaged and being fetched again (then the refusal says so). */
@@ -250,10 +254,6 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
     }
     uint64_t end = start + (uint64_t)got;
     int at_tail = end == s->tail;
-    if (got > 0) {
-        rn_metric.reads++;
-        rn_metric.read_bytes += (uint64_t)got;
-    }
     rn_reply_common(&h);
     if (reads_ndjson(c, s))
         rn_buf_append_str(&h, "Content-Type: application/x-ndjson\r\n");
@@ -291,7 +291,22 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
                        .incarnation = s->incarnation,
                        .start = start,
                        .commas = s->json && !reads_ndjson(c, s)};
-    int rc = send_data(c, &h, &src, (uint64_t)got);
+    int may_block = !may_wait || c->disk_read;
+    c->disk_read = 0;
+    int rc = send_data(c, &h, &src, (uint64_t)got, may_block);
+    if (rc == -EINPROGRESS) { /* not in the page cache: read into it on a worker, then again */
+        c->cold_waiting = 1;
+        if (rn_engine_warm_missed(c->sf->engine, disk_read, c)) {
+            rn_buf_free(&h);
+            return 1;
+        }
+        c->cold_waiting = 0;
+        rc = send_data(c, &h, &src, (uint64_t)got, 1);
+    }
+    if (rc == 0 && got > 0) {
+        rn_metric.reads++;
+        rn_metric.read_bytes += (uint64_t)got;
+    }
     if (rc < 0)
         rn_buf_free(&h);
     if (rc == -EAGAIN) /* damaged here, being fetched again from a peer (cluster) */
@@ -434,6 +449,16 @@ static void cold_fetched(void *arg, int status) {
         rn_streams_ctx_finish(c);
         return;
     }
+    rn_streams_get(c, c->query, c->query_len);
+}
+
+/* The end of a wait for the disk (the bytes of a whole answer were not in
+ * the page cache): the read runs again from the start, its bytes read
+ * blocking this time, so that it cannot miss forever. */
+static void disk_read(void *arg) {
+    stream_ctx *c = arg;
+    c->cold_waiting = 0;
+    c->disk_read = 1;
     rn_streams_get(c, c->query, c->query_len);
 }
 

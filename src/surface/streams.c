@@ -70,7 +70,7 @@ void rn_streams_ctx_finish(stream_ctx *c) {
 static void on_abort(rn_request *req) {
     stream_ctx *c = req->handler_data;
     if (c->op.done || c->cold_waiting)
-        return; /* an engine op or a cold fetch is in flight; its callback frees */
+        return; /* an engine op, a cold fetch or a disk read is in flight; its callback frees */
     rn_streams_ctx_finish(c);
 }
 

@@ -31,7 +31,8 @@ typedef struct stream_ctx {
     const char *query;
     size_t query_len;
     int cold_waits;
-    int cold_waiting; /* a fetch's callback holds the ctx */
+    int cold_waiting; /* a fetch's or a disk read's callback holds the ctx */
+    int disk_read;    /* runs again after its bytes were read into the page cache */
     rn_live_reader read;
 } stream_ctx;
 

@@ -9,14 +9,17 @@
 // The pages are dropped with posix_fadvise(POSIX_FADV_DONTNEED) after an
 // fsync (python3), and fincore (util-linux) confirms it; on a file system
 // that keeps no separate page cache (tmpfs) nothing can be dropped and the
-// cases are skipped, saying so.
+// cases are skipped, saying so. Last, a damaged block read from the disk
+// still gets its typed answer (500 STREAM_DATA_DAMAGED), not a cut
+// connection.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import http2 from "node:http2";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Server } from "./lib/server.mjs";
-import { get, put } from "./lib/bucket.mjs";
+import { assertError, get, put } from "./lib/bucket.mjs";
 import { scrape } from "./lib/ops.mjs";
 import { MiB, append, pseudoRandom, readRange, stopAndRemove } from "./lib/snap.mjs";
 
@@ -95,6 +98,19 @@ describe("reads of bytes not in the page cache", () => {
     const r = await fetch(`${server.url}/v1/stream/cold-json?offset=-1`);
     assert.equal(r.status, 200);
     assert.deepEqual(await r.json(), messages);
+    assert.ok((await warmed()) > before, "read on a worker");
+  });
+
+  test("a damaged block read from the disk: 500 STREAM_DATA_DAMAGED", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    const file = dataFiles().find((f) => fs.statSync(f).size === small.length);
+    assert.ok(file, "the small stream's data file");
+    const fd = fs.openSync(file, "r+");
+    fs.writeSync(fd, Buffer.from([small[100] ^ 0xff]), 0, 1, 100);
+    fs.closeSync(fd);
+    evict();
+    const before = await warmed();
+    assertError(await get(`${server.url}/cold/small?offset=-1`), 500, "STREAM_DATA_DAMAGED", { what: "a whole answer read from the disk" });
     assert.ok((await warmed()) > before, "read on a worker");
   });
 
