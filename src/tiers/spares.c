@@ -5,9 +5,10 @@
  * process; the ready ones wait in a ring, oldest first. One refill at a
  * time runs on libuv's pool: it makes up to BATCH sets with numbers the
  * loop chose (the first one also removes every file an earlier process
- * left), and its completion adds those it made to the ring. Creating a
- * file costs the file system about a millisecond; renaming one costs a
- * few microseconds, so taking a set is done on the loop thread.
+ * left), and its completion adds those it made to the ring. Renaming a
+ * file allocates no inode: about 20 us against 40 us to create one on a
+ * quiet machine (BENCHMARKS.md, issue 31), and it does not wait for the
+ * pool, so taking a set is done on the loop thread.
  */
 #define _GNU_SOURCE
 #include "tiers/spares.h"
