@@ -206,6 +206,22 @@ static json_t *nodes_report(const rn_cluster *cl) {
     return nodes;
 }
 
+/* The metadata group's voters as this node's replica of it knows them
+ * (null when it runs none): a node the table lists as removed may stay a
+ * voter until the group's leader has taken it out of the configuration,
+ * and until then it still counts toward that group's majority. */
+static json_t *meta_voters(const rn_cluster *cl) {
+    if (!cl->node || !consensus_group_running(cl->node, cl->groups))
+        return json_null();
+    consensus_member members[MAX_MEMBERS];
+    unsigned n = consensus_members(cl->node, cl->groups, members, MAX_MEMBERS);
+    json_t *ids = json_array();
+    for (unsigned i = 0; i < n && i < MAX_MEMBERS; i++)
+        if (members[i].role == CONSENSUS_VOTER)
+            json_array_append_new(ids, json_integer((json_int_t)members[i].id));
+    return ids;
+}
+
 static void report(const rn_cluster *cl, rn_buf *out) {
     json_t *groups = json_array(), *moves = json_array();
     for (unsigned g = 0; cl->node && g < cl->groups; g++) {
@@ -215,9 +231,9 @@ static void report(const rn_cluster *cl, rn_buf *out) {
     }
     uint64_t meta_term = 0,
              meta_leader = cl->node ? cluster_leader_of(cl, cl->groups, &meta_term) : 0;
-    json_t *meta = json_pack("{s:b, s:o, s:I}", "initialized", cl->meta.initialized, "leader",
+    json_t *meta = json_pack("{s:b, s:o, s:I, s:o}", "initialized", cl->meta.initialized, "leader",
                              meta_leader ? json_integer((json_int_t)meta_leader) : json_null(),
-                             "term", (json_int_t)meta_term);
+                             "term", (json_int_t)meta_term, "voters", meta_voters(cl));
     const char *auth = cl->peer_tls ? "certificates" : cl->key.len ? "key" : "none";
     json_t *doc =
         json_pack("{s:s, s:I, s:s, s:i, s:i, s:o, s:o, s:o, s:o}", "cluster_id", cl->cfg.cluster_id,

@@ -288,12 +288,16 @@ static rn_meta_result apply_node_add(rn_meta *m, rn_reader *r) {
     return insert_node(m, &n);
 }
 
-/* True when some group's target or reported configuration names id. */
-static int used(const rn_meta *m, unsigned id) {
+int rn_meta_node_used(const rn_meta *m, unsigned id) {
     for (unsigned g = 0; g < m->groups; g++)
         if (rn_meta_in_target(&m->group[g], id) || rn_meta_in_members(&m->group[g], id))
             return 1;
     return 0;
+}
+
+int rn_meta_node_in_meta_group(const rn_meta *m, const rn_meta_node *n) {
+    return n->state == RN_NODE_ACTIVE ||
+           (n->state == RN_NODE_LEAVING && rn_meta_node_used(m, n->id));
 }
 
 static rn_meta_result apply_node_state(rn_meta *m, rn_reader *r) {
@@ -307,7 +311,7 @@ static rn_meta_result apply_node_state(rn_meta *m, rn_reader *r) {
         return state == RN_NODE_REMOVED ? RN_META_UNCHANGED : RN_META_NODE_REMOVED;
     if (n->state == state)
         return RN_META_UNCHANGED;
-    if (state == RN_NODE_REMOVED && (n->state != RN_NODE_LEAVING || used(m, id)))
+    if (state == RN_NODE_REMOVED && (n->state != RN_NODE_LEAVING || rn_meta_node_used(m, id)))
         return RN_META_NOT_ALLOWED;
     n->state = (uint8_t)state;
     return RN_META_OK;

@@ -116,6 +116,12 @@ int rn_meta_in_members(const rn_meta_group *g, unsigned id);
 /* True while the group's reported configuration differs from its target:
  * a node to add, promote or remove. */
 int rn_meta_group_moving(const rn_meta_group *g);
+/* True when some data group's target or reported configuration names node
+ * id: a leaving node is not done until this is false. */
+int rn_meta_node_used(const rn_meta *m, unsigned id);
+/* True when node id belongs in the metadata group's configuration: it is
+ * active, or leaving with replicas still to move. */
+int rn_meta_node_in_meta_group(const rn_meta *m, const rn_meta_node *n);
 
 /* ---- commands (appended to out; several make one entry) ---- */
 

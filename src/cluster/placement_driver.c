@@ -5,6 +5,7 @@
 #include "cluster/placement_driver.h"
 #include "cluster/balance.h"
 #include "cluster/cluster_int.h"
+#include "cluster/reconcile.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -176,20 +177,33 @@ static void record_configs(rn_cluster *cl, rn_buf *out) {
     }
 }
 
+/* True when node id is in the metadata group's configuration as this
+ * node (its leader) knows it, or a change of that configuration is in
+ * flight: only once a change committed does it lack a node for good. */
+static int in_meta_configuration(const rn_cluster *cl, unsigned id) {
+    if (cluster_reconcile_step(cl->reconcile, cl->groups))
+        return 1;
+    consensus_member members[RN_META_MAX_NODES + 1];
+    unsigned n = consensus_members(cl->node, cl->groups, members, RN_META_MAX_NODES + 1);
+    for (unsigned k = 0; k < n; k++)
+        if (members[k].id == id)
+            return 1;
+    return 0;
+}
+
+/* A leaving node is removed once no data group names it and it left the
+ * metadata group's configuration too (reconcile.c takes it out when no
+ * data group names it): "removed" in the report then means it no longer
+ * counts toward any majority. */
 static void remove_left_nodes(rn_cluster *cl, rn_buf *out) {
     for (unsigned i = 0; i < cl->meta.n_nodes; i++) {
         const rn_meta_node *n = &cl->meta.nodes[i];
-        if (n->state != RN_NODE_LEAVING)
+        if (n->state != RN_NODE_LEAVING || rn_meta_node_used(&cl->meta, n->id) ||
+            in_meta_configuration(cl, n->id))
             continue;
-        int used = 0;
-        for (unsigned g = 0; g < cl->groups && !used; g++)
-            used = rn_meta_in_target(&cl->meta.group[g], n->id) ||
-                   rn_meta_in_members(&cl->meta.group[g], n->id);
-        if (!used) {
-            rn_meta_cmd_node_state(out, n->id, RN_NODE_REMOVED);
-            rn_log(RN_LOG_INFO, "cluster_placement", "node %u holds no replica any more: removed",
-                   n->id);
-        }
+        rn_meta_cmd_node_state(out, n->id, RN_NODE_REMOVED);
+        rn_log(RN_LOG_INFO, "cluster_placement",
+               "node %u holds no replica and left the metadata group: removed", n->id);
     }
 }
 

@@ -198,7 +198,7 @@ static void on_tick(uv_timer_t *t) {
         uint8_t nodes[RN_META_MAX_NODES];
         unsigned n = 0;
         for (unsigned i = 0; i < cl->meta.n_nodes; i++)
-            if (cl->meta.nodes[i].state != RN_NODE_REMOVED)
+            if (rn_meta_node_in_meta_group(&cl->meta, &cl->meta.nodes[i]))
                 nodes[n++] = cl->meta.nodes[i].id;
         step(r, g, nodes, n, 0);
     }

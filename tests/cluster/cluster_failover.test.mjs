@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { Cluster, assertIdentity, follow, groupOf, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, assertIdentity, follow, groupOf, req, retryNoLeader, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 4;
 let c;
@@ -104,12 +104,7 @@ describe("a leader SIGKILLed under load", () => {
       for (let n = 1; n <= 3; n++) {
         // a leadership handed back after the restart may leave a node
         // without a known leader for a moment: 503 NO_LEADER, retryable
-        const r = await waitFor(`${key} read on node ${n}`, async () => {
-          const a = await req(`${c.url(n)}${at(surfaceOf(key), key)}`);
-          if (a.status !== 503 || JSON.parse(a.text).error.code !== "NO_LEADER") return a;
-          noLeaderReads++;
-          return null;
-        }, 30000, 100);
+        const r = await retryNoLeader(() => req(`${c.url(n)}${at(surfaceOf(key), key)}`), () => noLeaderReads++);
         assert.equal(r.status, 200, `node ${n}: ${r.text}`);
         assert.equal(r.text, want, `${key} on node ${n} (${surfaceOf(key)} surface): every acknowledged write, once, in order`);
         let end = 0;

@@ -86,16 +86,25 @@ export async function follow(url, opts = {}) {
   }
 }
 
-// An operator's request (membership, drain), repeated while it answers
-// 503 NO_LEADER (nothing changed: the metadata group elects a leader, say
-// after its leader was killed), for up to 10 s, as an operator would.
-export async function operatorReq(url, opts = {}) {
+// send() repeated while it answers 503 NO_LEADER (nothing was applied or
+// read: a group elects a leader, say after its leader was killed or while
+// a loaded machine's heartbeats come late), every 250 ms for up to 10 s,
+// as a client that honours Retry-After does; onRetry counts the repeats.
+export async function retryNoLeader(send, onRetry = () => {}) {
   for (let tries = 0; ; tries++) {
-    const r = await req(url, opts);
+    const r = await send();
     if (r.status !== 503 || tries === 40 || !r.text.includes('"NO_LEADER"')) return r;
+    onRetry(r);
     await sleep(250);
   }
 }
+
+// An operator's request (membership, drain), repeated on 503 NO_LEADER
+// of the metadata group, as an operator would.
+export const operatorReq = (url, opts = {}) => retryNoLeader(() => req(url, opts));
+
+// follow(), repeated on 503 NO_LEADER of the stream's group.
+export const settledFollow = (url, opts = {}) => retryNoLeader(() => follow(url, opts));
 
 // A webhook receiver on loopback that records every notification (its raw
 // body, the body parsed, its signature header) and answers {"done":true}.
