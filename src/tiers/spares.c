@@ -29,8 +29,6 @@
 
 #define BATCH 64 /* sets one refill makes at most */
 
-static const char *const set_suffix[3] = {"dat", "idx", "sum"};
-
 struct rn_spares {
     uv_loop_t *loop;
     rn_streamfiles *files;
@@ -49,7 +47,7 @@ struct rn_spares {
 };
 
 static void set_name(uint64_t seq, int kind, char *out, size_t cap) {
-    snprintf(out, cap, "s%llu.%s", (unsigned long long)seq, set_suffix[kind]);
+    snprintf(out, cap, "s%llu.%s", (unsigned long long)seq, rn_stream_file_suffix[kind]);
 }
 
 rn_spares *rn_spares_open(uv_loop_t *loop, rn_streamfiles *files, const char *data_dir,
@@ -57,11 +55,9 @@ rn_spares *rn_spares_open(uv_loop_t *loop, rn_streamfiles *files, const char *da
     assert(loop && files && data_dir && target > 0);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/spares", data_dir);
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        rn_log(RN_LOG_WARN, "start", "no spare stream files (%s: %s)", dir, strerror(errno));
-        return NULL;
-    }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = mkdir(dir, 0755) < 0 && errno != EEXIST
+                 ? -1
+                 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         rn_log(RN_LOG_WARN, "start", "no spare stream files (%s: %s)", dir, strerror(errno));
         return NULL;
@@ -101,7 +97,7 @@ static void refill_work(uv_work_t *w) {
         return;
     for (; sp->made < sp->want; sp->made++) {
         uint64_t seq = sp->first + sp->made;
-        for (int kind = 0; kind < 3; kind++) {
+        for (int kind = 0; kind < RN_STREAM_FILES; kind++) {
             char name[48];
             set_name(seq, kind, name, sizeof name);
             int fd = openat(sp->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -183,13 +179,13 @@ int rn_spares_take(rn_spares *sp, uint64_t id) {
     uint64_t seq = sp->ready[sp->head];
     sp->head = (sp->head + 1) % sp->target;
     sp->count--;
-    char names[3][48];
-    for (int kind = 0; kind < 3; kind++)
+    char names[RN_STREAM_FILES][48];
+    for (int kind = 0; kind < RN_STREAM_FILES; kind++)
         set_name(seq, kind, names[kind], sizeof names[kind]);
-    const char *const list[3] = {names[0], names[1], names[2]};
+    const char *const list[RN_STREAM_FILES] = {names[0], names[1], names[2]};
     int rc = rn_streamfiles_take(sp->files, id, sp->dirfd, list);
     if (rc < 0) /* what was not moved goes */
-        for (int kind = 0; kind < 3; kind++)
+        for (int kind = 0; kind < RN_STREAM_FILES; kind++)
             unlinkat(sp->dirfd, names[kind], 0);
     refill(sp);
     if (rc < 0)

@@ -29,7 +29,7 @@
 typedef enum { RN_FILE_DATA = 0, RN_FILE_INDEX = 1, RN_FILE_SUM = 2 } rn_file_kind;
 #define FILE_KINDS 4 /* map keys: stream id * FILE_KINDS + kind */
 
-static const char *const suffix[] = {"dat", "idx", "sum"};
+const char *const rn_stream_file_suffix[RN_STREAM_FILES] = {"dat", "idx", "sum"};
 
 typedef struct open_file {
     uint64_t key; /* map key: stream id * FILE_KINDS + file kind */
@@ -50,7 +50,7 @@ struct rn_streamfiles {
 static void file_path(const rn_streamfiles *st, uint64_t id, rn_file_kind kind, char *out,
                       size_t cap) {
     snprintf(out, cap, "%s/streams/%02x/%016llx.%s", st->dir, (unsigned)(id & 0xff),
-             (unsigned long long)id, suffix[kind]);
+             (unsigned long long)id, rn_stream_file_suffix[kind]);
 }
 
 rn_streamfiles *rn_streamfiles_open(const char *data_dir, int max_open) {
@@ -103,12 +103,12 @@ int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id) {
 }
 
 int rn_streamfiles_take(rn_streamfiles *st, uint64_t id, int from_dirfd,
-                        const char *const names[3]) {
+                        const char *const names[RN_STREAM_FILES]) {
     assert(st->dirfd >= 0 && from_dirfd >= 0);
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
         char to[64];
         snprintf(to, sizeof to, "%02x/%016llx.%s", (unsigned)(id & 0xff), (unsigned long long)id,
-                 suffix[kind]);
+                 rn_stream_file_suffix[kind]);
         int rc = renameat2(from_dirfd, names[kind], st->dirfd, to, RENAME_NOREPLACE);
         if (rc < 0 && errno == ENOENT) { /* the first stream with this low byte */
             char sub[8];
@@ -248,7 +248,7 @@ static int reserve(open_file *f, uint64_t off, uint64_t len) {
  * is pinned. Returns 0 or -errno. */
 static int pin_files(rn_streamfiles *st, uint64_t id, rn_streamfiles_pin *pin) {
     *pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1, .sum_fd = -1};
-    open_file *f[3];
+    open_file *f[RN_STREAM_FILES];
     for (int kind = RN_FILE_DATA; kind <= RN_FILE_SUM; kind++) {
         int fd = get_fd(st, id, (rn_file_kind)kind, 1);
         if (fd < 0) {

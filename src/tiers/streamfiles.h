@@ -34,6 +34,11 @@ typedef struct rn_streamfiles rn_streamfiles;
 rn_streamfiles *rn_streamfiles_open(const char *data_dir, int max_open);
 void rn_streamfiles_close(rn_streamfiles *st);
 
+/* A stream's files: data, index and checksums, in that order wherever a
+ * set of them is handled; their names end in these suffixes. */
+#define RN_STREAM_FILES 3
+extern const char *const rn_stream_file_suffix[RN_STREAM_FILES];
+
 /* Creates the stream's data and index files unless they exist. Touches no
  * cache state: safe on any thread. Returns 0 or -errno. */
 int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id);
@@ -44,7 +49,7 @@ int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id);
  * inode is allocated). Returns 0 or -errno (some files may then be made:
  * rn_streamfiles_ensure makes the rest). */
 int rn_streamfiles_take(rn_streamfiles *st, uint64_t id, int from_dirfd,
-                        const char *const names[3]);
+                        const char *const names[RN_STREAM_FILES]);
 /* Writes an append of stream id (replay): len bytes at off of its data
  * file, then index entry k = off + len. Returns 0 or -errno. */
 int rn_streamfiles_append(rn_streamfiles *st, uint64_t id, const void *data, size_t len,
