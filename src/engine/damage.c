@@ -112,7 +112,13 @@ void rn_engine_on_damage(rn_engine *e, void (*fn)(void *arg, uint64_t id), void 
     e->on_damage_arg = arg;
 }
 
-/* Checks up to `budget` bytes of s from *off on; returns the bytes done. */
+static void scrub_warmed(void *arg) {
+    rn_engine *e = arg;
+    e->scrub_warm = NULL;
+}
+
+/* Checks up to `budget` bytes of s from *off on, from the page cache;
+ * returns the bytes done. At a miss it starts e->scrub_warm and stops. */
 static uint64_t scrub_stream(rn_engine *e, rn_stream *s, uint64_t *off, uint64_t budget) {
     static uint8_t buf[64 << 10];
     uint64_t done = 0;
@@ -126,7 +132,16 @@ static uint64_t scrub_stream(rn_engine *e, rn_stream *s, uint64_t *off, uint64_t
         if (*off >= end)
             break;
         uint64_t bad = 0;
-        ssize_t got = rn_streamfiles_read(e->files, s->id, buf, end - *off, *off, &bad);
+        ssize_t got = rn_streamfiles_read_cached(e->files, s->id, buf, end - *off, *off, &bad);
+        if (got == -EINPROGRESS) {
+            e->read_miss.id = s->id;
+            e->read_miss.off = *off;
+            e->read_miss.len = end - *off;
+            e->scrub_warm = rn_engine_warm_missed(e, 1, scrub_warmed, e);
+            if (e->scrub_warm)
+                break; /* the next tick reads it from the page cache */
+            got = rn_streamfiles_read(e->files, s->id, buf, end - *off, *off, &bad);
+        }
         if (got == -EUCLEAN) {
             engine_data_damaged(e, s->id, bad, 1);
             got = (ssize_t)(bad + RN_BLOCKSUM_BLOCK - *off); /* on past the block */
@@ -143,7 +158,7 @@ static uint64_t scrub_stream(rn_engine *e, rn_stream *s, uint64_t *off, uint64_t
 
 uint64_t rn_engine_scrub(rn_engine *e, uint64_t budget) {
     uint64_t done = 0;
-    for (int turns = 0; done < budget && turns < 64; turns++) {
+    for (int turns = 0; done < budget && turns < 64 && !e->scrub_warm; turns++) {
         void *v = NULL;
         size_t slot = e->scrub_slot;
         if (!rn_map_next(&e->state.by_id, &slot, &v)) { /* a pass is over */
@@ -160,7 +175,7 @@ uint64_t rn_engine_scrub(rn_engine *e, uint64_t budget) {
         e->scrub_id = s->id;
         if (!s->pending_create)
             done += scrub_stream(e, s, &e->scrub_off, budget - done);
-        if (s->pending_create || e->scrub_off >= s->tail) {
+        if (s->pending_create || (e->scrub_off >= s->tail && !e->scrub_warm)) {
             e->scrub_slot = slot; /* the next stream */
             e->scrub_off = 0;
             e->scrub_id = 0;

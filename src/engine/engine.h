@@ -173,13 +173,15 @@ int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64
                          size_t len, int may_block, uint8_t *out);
 
 /* Brings the stream file range the last rn_engine_read_again with
- * may_block 0 missed (-EINPROGRESS) into the page cache on a worker
- * thread, then calls done(arg) on the loop thread, unless cancelled
- * first. Returns the warm in flight, or NULL when none could be started
- * (read blocking instead). The engine may be closed meanwhile: the warm
- * touches nothing of it. */
+ * may_block 0 (or the scrub, for_scrub 1) missed (-EINPROGRESS) into the
+ * page cache on a worker thread, then calls done(arg) on the loop thread,
+ * unless cancelled first. Counted in rn_metric.reads_warmed or
+ * scrub_warmed. Returns the warm in flight, or NULL when none could be
+ * started (read blocking instead). The engine may be closed meanwhile:
+ * the warm touches nothing of it. */
 typedef struct rn_engine_warm rn_engine_warm;
-rn_engine_warm *rn_engine_warm_missed(rn_engine *e, void (*done)(void *arg), void *arg);
+rn_engine_warm *rn_engine_warm_missed(rn_engine *e, int for_scrub, void (*done)(void *arg),
+                                      void *arg);
 /* done will not be called; the warm frees itself once its worker is done. */
 void rn_engine_warm_cancel(rn_engine_warm *w);
 
@@ -508,6 +510,9 @@ void rn_engine_on_damage(rn_engine *e, void (*fn)(void *arg, uint64_t id), void 
 /* The scrub: checks up to `budget` more bytes of the streams' own data,
  * walking every stream in turn and starting over when done
  * (rn_metric.scrub_passes); damage is handled as a read's would be.
+ * It reads the page cache only: at the first byte not there it stops, has
+ * a worker read the range in (rn_engine_warm) and checks nothing more
+ * until that is done, so it never waits for the disk on the loop thread.
  * Returns the bytes checked. Loop thread. */
 uint64_t rn_engine_scrub(rn_engine *e, uint64_t budget);
 int rn_engine_replica_index(rn_engine *e, uint64_t id, uint64_t kfrom, uint64_t kto, rn_buf *out);

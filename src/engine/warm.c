@@ -37,7 +37,8 @@ static void warm_done(uv_work_t *req, int status) {
     free(w);
 }
 
-rn_engine_warm *rn_engine_warm_missed(rn_engine *e, void (*done)(void *arg), void *arg) {
+rn_engine_warm *rn_engine_warm_missed(rn_engine *e, int for_scrub, void (*done)(void *arg),
+                                      void *arg) {
     assert(done && e->read_miss.len > 0);
     rn_engine_warm *w = rn_xcalloc(1, sizeof *w);
     rn_streamfiles_paths(e->files, e->read_miss.id, w->data_path, w->sum_path);
@@ -50,7 +51,10 @@ rn_engine_warm *rn_engine_warm_missed(rn_engine *e, void (*done)(void *arg), voi
         free(w);
         return NULL;
     }
-    rn_metric.reads_warmed++;
+    if (for_scrub)
+        rn_metric.scrub_warmed++;
+    else
+        rn_metric.reads_warmed++;
     return w;
 }
 

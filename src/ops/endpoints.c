@@ -134,6 +134,9 @@ static void checksum_metrics(rn_buf *b) {
            rn_metric.scrub_bytes);
     metric(b, "runnel_scrub_passes_total", "counter",
            "Walks of the scrub over every stream's data it finished.", rn_metric.scrub_passes);
+    metric(b, "runnel_scrub_warmed_total", "counter",
+           "Ranges the scrub found out of the page cache, read from the disk on a worker thread.",
+           rn_metric.scrub_warmed);
     metric(b, "runnel_spare_file_sets_made_total", "counter",
            "Empty stream file sets made ahead for new streams.", rn_metric.spare_file_sets_made);
     metric(b, "runnel_spare_file_sets_taken_total", "counter",

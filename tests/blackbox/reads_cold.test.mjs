@@ -11,7 +11,9 @@
 // that keeps no separate page cache (tmpfs) nothing can be dropped and the
 // cases are skipped, saying so. Last, a damaged block read from the disk
 // still gets its typed answer (500 STREAM_DATA_DAMAGED), not a cut
-// connection.
+// connection. The scrub reads the page cache only too: a range it misses
+// is read in on a worker (runnel_scrub_warmed_total), and it still finds a
+// flipped byte there.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -23,7 +25,8 @@ import { assertError, get, put } from "./lib/bucket.mjs";
 import { scrape } from "./lib/ops.mjs";
 import { MiB, append, pseudoRandom, readRange, stopAndRemove } from "./lib/snap.mjs";
 
-const server = new Server({ args: ["--max-read-bytes", String(16 * MiB)] });
+/* no scrub here: its reads would warm what these cases evict */
+const server = new Server({ args: ["--max-read-bytes", String(16 * MiB), "--scrub-bytes-per-second", "0"] });
 before(() => server.start());
 after(() => stopAndRemove(server));
 
@@ -134,5 +137,42 @@ describe("reads of bytes not in the page cache", () => {
       session.close();
     }
     assert.ok((await warmed()) > before, "pieces were read on a worker");
+  });
+});
+
+describe("the scrub over bytes not in the page cache", () => {
+  const scrubbing = new Server({ args: ["--scrub-bytes-per-second", "10000000"] });
+  before(() => scrubbing.start());
+  after(() => stopAndRemove(scrubbing));
+
+  test("reads them in on a worker and finds a flipped byte there", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    const data = pseudoRandom(4 * MiB, "cold-scrub");
+    assert.equal((await put(`${scrubbing.url}/cold/scrubbed`, { type: OCTET })).status, 201);
+    await append(`${scrubbing.url}/cold/scrubbed`, data);
+    const dir = path.join(scrubbing.dataDir, "streams");
+    const file = execFileSync("find", [dir, "-name", "*.dat", "-size", "+0"]).toString().trim().split("\n")[0];
+    assert.equal(fs.statSync(file).size, data.length, "the stream's data file");
+    /* flipped while the server is stopped, so that no scrub reads it from
+     * the page cache before it is dropped from there */
+    await scrubbing.stop();
+    const fd = fs.openSync(file, "r+");
+    fs.writeSync(fd, Buffer.from([data[3 * MiB] ^ 0xff]), 0, 1, 3 * MiB);
+    fs.closeSync(fd);
+    execFileSync("python3", ["-c", `import os
+fd = os.open(${JSON.stringify(file)}, os.O_RDONLY)
+os.fsync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)`]);
+    const left = execFileSync("fincore", ["--bytes", "--noheadings", "--output", "RES", file]).toString().trim();
+    assert.ok(Number(left) < MiB, `the file's pages dropped (${left} B resident)`);
+    await scrubbing.start();
+    let m;
+    for (let i = 0; i < 200; i++) {
+      m = await scrape(scrubbing.url);
+      if (m.get("runnel_data_blocks_damaged_scrub_total") > 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(m.get("runnel_data_blocks_damaged_scrub_total"), 1, "the scrub found the flipped byte");
+    assert.ok(m.get("runnel_scrub_warmed_total") > 0, "ranges read in on a worker");
   });
 });
