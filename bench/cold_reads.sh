@@ -108,12 +108,18 @@ run() {
   wait_quiet
   left=$(resident)
   load0=$(load1)
-  "$bench" replay --base "$base" --streams "$readers" --run-id cold --duration "$((seconds + 2))" \
+  # the writers first, their connections and streams made, then the
+  # readers: started together, a server that blocks on the readers'
+  # first reads kept the writers from starting until the readers' time
+  # was over, and the writers then measured a quiet server
+  "$bench" writes --base "$base" --streams "$writers" --payload 256 --duration "$seconds" \
+    --json 2>/dev/null | figures >"$work/cold" &
+  wr=$!
+  sleep 1
+  "$bench" replay --base "$base" --streams "$readers" --run-id cold --duration "$seconds" \
     --timeout 600 --json >"$work/replay.json" 2>/dev/null &
   rd=$!
-  "$bench" writes --base "$base" --streams "$writers" --payload 256 --duration "$seconds" \
-    --json 2>/dev/null | figures >"$work/cold"
-  wait "$rd"
+  wait "$wr" "$rd"
   out=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     console.log(r.mb_per_s.toFixed(0), r.streams_read_whole)' "$work/replay.json")
   echo "$bin round $round with cold readers: $(cat "$work/cold") - readers MB/s, streams read whole: $out (resident before: $left B) - load $load0 -> $(load1)"

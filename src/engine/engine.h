@@ -172,15 +172,18 @@ long rn_engine_read_length(rn_engine *e, rn_stream *s, uint64_t offset, size_t m
 int rn_engine_read_again(rn_engine *e, uint64_t id, uint64_t incarnation, uint64_t offset,
                          size_t len, int may_block, uint8_t *out);
 
-/* Brings the stream file range the last rn_engine_read_again with
- * may_block 0 (or the scrub, for_scrub 1) missed (-EINPROGRESS) into the
- * page cache on a worker thread, then calls done(arg) on the loop thread,
- * unless cancelled first. Counted in rn_metric.reads_warmed or
- * scrub_warmed. Returns the warm in flight, or NULL when none could be
+/* Who missed the page cache: a reader (rn_engine_read_again with
+ * may_block 0), the scrub, or the history flush (tiering.c). */
+typedef enum { RN_WARM_FOR_READ, RN_WARM_FOR_SCRUB, RN_WARM_FOR_HISTORY } rn_warm_for;
+/* Brings the stream file range the last page-cache-only read of `who`
+ * missed (-EINPROGRESS; e->read_miss) into the page cache on a worker
+ * thread, then calls done(arg) on the loop thread, unless cancelled
+ * first. Counted in rn_metric.reads_warmed, scrub_warmed or
+ * history_warmed. Returns the warm in flight, or NULL when none could be
  * started (read blocking instead). The engine may be closed meanwhile:
  * the warm touches nothing of it. */
 typedef struct rn_engine_warm rn_engine_warm;
-rn_engine_warm *rn_engine_warm_missed(rn_engine *e, int for_scrub, void (*done)(void *arg),
+rn_engine_warm *rn_engine_warm_missed(rn_engine *e, rn_warm_for who, void (*done)(void *arg),
                                       void *arg);
 /* done will not be called; the warm frees itself once its worker is done. */
 void rn_engine_warm_cancel(rn_engine_warm *w);

@@ -83,9 +83,10 @@ struct rn_engine {
     rn_map damaged; /* single node: {id, block offset} reported, to count each once */
     void (*on_damage)(void *arg, uint64_t id);
     void *on_damage_arg;
-    size_t scrub_slot;                 /* the scrub's place in state.by_id */
-    uint64_t scrub_id, scrub_off;      /* the stream it is in and its next byte */
-    struct rn_engine_warm *scrub_warm; /* the range the scrub missed, read in on the pool */
+    size_t scrub_slot;                   /* the scrub's place in state.by_id */
+    uint64_t scrub_id, scrub_off;        /* the stream it is in and its next byte */
+    struct rn_engine_warm *scrub_warm;   /* the range the scrub missed, read in on the pool */
+    struct rn_engine_warm *history_warm; /* the chunk the history flush missed, the same */
 };
 
 /* The engine's room in an op (rn_op_private): everything a mutation needs

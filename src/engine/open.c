@@ -223,6 +223,8 @@ void rn_engine_close(rn_engine *e) {
         engine_checkpoint_final(e); /* the next start replays nothing */
     if (e->scrub_warm)
         rn_engine_warm_cancel(e->scrub_warm);
+    if (e->history_warm)
+        rn_engine_warm_cancel(e->history_warm);
     rn_state_free(&e->state);
     rn_map_free_values(&e->damaged);
     free(e->touches);

@@ -63,17 +63,36 @@ static int tier_next(void *ctx, uint64_t *id, uint64_t *off) {
     return most > 0;
 }
 
+static void history_warmed(void *arg) {
+    rn_engine *e = arg;
+    e->history_warm = NULL;
+}
+
 /* The bytes of a due chunk; the incarnation they belong to is kept for the
  * record, whose precondition it becomes (a rewrite meanwhile may have
- * changed them: the move is then refused and tried again). */
+ * changed them: the move is then refused and tried again). From the page
+ * cache only: a chunk not all there is read into it on a worker and
+ * -EINPROGRESS says to ask again later (the oldest bytes of a stream are
+ * the likeliest to have left the cache, and the loop must not wait). */
 static int tier_read(void *ctx, uint64_t id, uint64_t off, size_t len, uint8_t *out) {
     rn_engine *e = ctx;
     const rn_stream *s = rn_state_stream(&e->state, id);
     if (!s)
         return -ENOENT;
+    if (e->history_warm)
+        return -EINPROGRESS;
     e->tier_incarnation = s->incarnation;
     uint64_t bad = 0;
-    ssize_t got = rn_streamfiles_read(e->files, id, out, len, off, &bad);
+    ssize_t got = rn_streamfiles_read_cached(e->files, id, out, len, off, &bad);
+    if (got == -EINPROGRESS) {
+        e->read_miss.id = id;
+        e->read_miss.off = off;
+        e->read_miss.len = len;
+        e->history_warm = rn_engine_warm_missed(e, RN_WARM_FOR_HISTORY, history_warmed, e);
+        if (e->history_warm)
+            return -EINPROGRESS;
+        got = rn_streamfiles_read(e->files, id, out, len, off, &bad);
+    }
     if (got == -EUCLEAN) /* never moved: repaired first in a cluster */
         return engine_data_damaged(e, id, bad, 0);
     return got < 0 ? (int)got : (size_t)got == len ? 0 : -EIO;

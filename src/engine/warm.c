@@ -37,7 +37,7 @@ static void warm_done(uv_work_t *req, int status) {
     free(w);
 }
 
-rn_engine_warm *rn_engine_warm_missed(rn_engine *e, int for_scrub, void (*done)(void *arg),
+rn_engine_warm *rn_engine_warm_missed(rn_engine *e, rn_warm_for who, void (*done)(void *arg),
                                       void *arg) {
     assert(done && e->read_miss.len > 0);
     rn_engine_warm *w = rn_xcalloc(1, sizeof *w);
@@ -51,10 +51,17 @@ rn_engine_warm *rn_engine_warm_missed(rn_engine *e, int for_scrub, void (*done)(
         free(w);
         return NULL;
     }
-    if (for_scrub)
-        rn_metric.scrub_warmed++;
-    else
+    switch (who) {
+    case RN_WARM_FOR_READ:
         rn_metric.reads_warmed++;
+        break;
+    case RN_WARM_FOR_SCRUB:
+        rn_metric.scrub_warmed++;
+        break;
+    case RN_WARM_FOR_HISTORY:
+        rn_metric.history_warmed++;
+        break;
+    }
     return w;
 }
 

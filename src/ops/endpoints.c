@@ -134,6 +134,10 @@ static void checksum_metrics(rn_buf *b) {
            rn_metric.scrub_bytes);
     metric(b, "runnel_scrub_passes_total", "counter",
            "Walks of the scrub over every stream's data it finished.", rn_metric.scrub_passes);
+    metric(b, "runnel_history_warmed_total", "counter",
+           "Chunks the history flush found out of the page cache, read from the disk on a worker "
+           "thread.",
+           rn_metric.history_warmed);
     metric(b, "runnel_scrub_warmed_total", "counter",
            "Ranges the scrub found out of the page cache, read from the disk on a worker thread.",
            rn_metric.scrub_warmed);

@@ -151,7 +151,7 @@ static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
         return RN_HTTP_PIECE_LATER;
     int rc = read_bytes(r, pos, len, r->warmed, out);
     if (rc == -EINPROGRESS) {
-        r->warming = rn_engine_warm_missed(r->engine, 0, read_warmed, r);
+        r->warming = rn_engine_warm_missed(r->engine, RN_WARM_FOR_READ, read_warmed, r);
         if (r->warming)
             return RN_HTTP_PIECE_LATER;
         rc = read_bytes(r, pos, len, 1, out);
@@ -296,7 +296,7 @@ static int answer_data(stream_ctx *c, rn_stream *s, int may_wait) {
     int rc = send_data(c, &h, &src, (uint64_t)got, may_block);
     if (rc == -EINPROGRESS) { /* not in the page cache: read into it on a worker, then again */
         c->cold_waiting = 1;
-        if (rn_engine_warm_missed(c->sf->engine, 0, disk_read, c)) {
+        if (rn_engine_warm_missed(c->sf->engine, RN_WARM_FOR_READ, disk_read, c)) {
             rn_buf_free(&h);
             return 1;
         }

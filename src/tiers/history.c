@@ -381,6 +381,8 @@ static void tick(uv_timer_t *timer) {
     h->id = id;
     h->off = off;
     int rc = h->src.read(h->src.ctx, id, off, RN_CHUNK_BYTES, h->buf);
+    if (rc == -EINPROGRESS)
+        return; /* being read in: the next tick */
     if (rc < 0) {
         failed(h, "reading the stream file", rc);
         return;

@@ -246,7 +246,8 @@ typedef struct {
      * counts of the backlog). */
     int (*next)(void *ctx, uint64_t *id, uint64_t *off);
     /* Reads stream id's bytes [off, off + len) from its data file into out:
-     * 0 or -errno. */
+     * 0, -EINPROGRESS when they are being read from the disk (ask again at
+     * a later tick; the loop thread never waits for the disk), or -errno. */
     int (*read)(void *ctx, uint64_t id, uint64_t off, size_t len, uint8_t *out);
     /* The chunk ending at end is durable in the cold store: records the
      * move; done(arg, 0) once recorded or no longer wanted, done(arg,

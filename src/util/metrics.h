@@ -65,7 +65,8 @@ typedef struct {
     uint64_t data_blocks_bad_read, data_blocks_bad_scrub; /* damaged blocks found */
     uint64_t data_blocks_repaired, data_blocks_unrepairable;
     uint64_t scrub_bytes, scrub_passes; /* checked by the scrub; its walks over every stream */
-    uint64_t scrub_warmed; /* ranges the scrub missed in the page cache, read in on a worker */
+    uint64_t scrub_warmed;   /* ranges the scrub missed in the page cache, read in on a worker */
+    uint64_t history_warmed; /* chunks the history flush missed there, read in on a worker */
     /* new streams' files (tiers/spares.h): sets made ahead, taken, and
      * first appends that found the reserve empty */
     uint64_t spare_file_sets_made, spare_file_sets_taken, spare_file_sets_missed;

@@ -11,9 +11,10 @@
 // that keeps no separate page cache (tmpfs) nothing can be dropped and the
 // cases are skipped, saying so. Last, a damaged block read from the disk
 // still gets its typed answer (500 STREAM_DATA_DAMAGED), not a cut
-// connection. The scrub reads the page cache only too: a range it misses
-// is read in on a worker (runnel_scrub_warmed_total), and it still finds a
-// flipped byte there.
+// connection. The scrub and the history flush (--hot-bytes) read the page
+// cache only too: a range they miss is read in on a worker
+// (runnel_scrub_warmed_total, runnel_history_warmed_total); the scrub still
+// finds a flipped byte there, and the moved chunks read back byte-exact.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -33,20 +34,9 @@ after(() => stopAndRemove(server));
 const OCTET = "application/octet-stream";
 const streamsDir = () => path.join(server.dataDir, "streams");
 
-// Drops the page cache of every file under the stream files' directory;
-// returns the bytes of it still resident afterwards.
-function evict() {
-  const py = `import os, sys
-for root, _, files in os.walk(sys.argv[1]):
-    for f in files:
-        fd = os.open(os.path.join(root, f), os.O_RDONLY)
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)`;
-  execFileSync("python3", ["-c", py, streamsDir()]);
-  const out = execFileSync("fincore", ["--bytes", "--noheadings", "--output", "RES", ...dataFiles()]).toString();
-  return out.trim().split(/\s+/).reduce((sum, v) => sum + Number(v), 0);
-}
+// Drops the page cache of every data file of the server; returns the
+// bytes of them still resident afterwards.
+const evict = () => evictFiles(streamsDir()).resident;
 function dataFiles() {
   const out = execFileSync("find", [streamsDir(), "-name", "*.dat", "-size", "+0"]).toString();
   return out.trim().split("\n").filter(Boolean);
@@ -140,6 +130,51 @@ describe("reads of bytes not in the page cache", () => {
   });
 });
 
+// Drops the page cache of every file under dir (data, index, checksums;
+// fsync first); returns the bytes of its data files still resident.
+function evictFiles(dir) {
+  const list = (...match) => execFileSync("find", [dir, "-type", "f", ...match]).toString().trim().split("\n").filter(Boolean);
+  const py = `import os, sys
+for f in sys.argv[1:]:
+    fd = os.open(f, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)`;
+  execFileSync("python3", ["-c", py, ...list()]);
+  const out = execFileSync("fincore", ["--bytes", "--noheadings", "--output", "RES", ...list("-name", "*.dat", "-size", "+0")]).toString();
+  return { resident: out.trim().split(/\s+/).reduce((sum, v) => sum + Number(v), 0) };
+}
+
+describe("the history flush over bytes not in the page cache", () => {
+  /* written without tiering, then started again with it: the chunks to
+   * move are on the disk only */
+  const tiering = new Server({ args: ["--cold-store", "--scrub-bytes-per-second", "0"] });
+  before(() => tiering.start());
+  after(() => stopAndRemove(tiering));
+
+  test("reads each chunk in on a worker; the moved chunks read back byte-exact", async (t) => {
+    if (!canEvict) return t.skip("the data directory's file system keeps no droppable page cache (tmpfs?)");
+    const data = pseudoRandom(18 * MiB, "cold-history");
+    assert.equal((await put(`${tiering.url}/cold/tiered`, { type: OCTET })).status, 201);
+    for (let at = 0; at < data.length; at += 6 * MiB) await append(`${tiering.url}/cold/tiered`, data.subarray(at, at + 6 * MiB));
+    await tiering.stop();
+    const { resident } = evictFiles(path.join(tiering.dataDir, "streams"));
+    assert.ok(resident < MiB, `the pages dropped (${resident} B resident)`);
+    tiering.args = [...tiering.args, "--hot-bytes", String(4 * MiB)];
+    await tiering.start();
+    let m;
+    for (let i = 0; i < 300; i++) {
+      m = await scrape(tiering.url);
+      if (m.get("runnel_history_cold_bytes") >= 12 * MiB && m.get("runnel_history_flush_lag_bytes") === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(m.get("runnel_history_cold_bytes") >= 12 * MiB, `chunks moved: ${m.get("runnel_history_cold_bytes")} B`);
+    assert.ok(m.get("runnel_history_warmed_total") >= 1, "chunks read in on a worker");
+    const { body } = await readRange(`${tiering.url}/cold/tiered`, "-1", null, { maxPages: 20 });
+    assert.ok(body.equals(data), "the stream's bytes, its cold chunks included");
+  });
+});
+
 describe("the scrub over bytes not in the page cache", () => {
   const scrubbing = new Server({ args: ["--scrub-bytes-per-second", "10000000"] });
   before(() => scrubbing.start());
@@ -159,12 +194,8 @@ describe("the scrub over bytes not in the page cache", () => {
     const fd = fs.openSync(file, "r+");
     fs.writeSync(fd, Buffer.from([data[3 * MiB] ^ 0xff]), 0, 1, 3 * MiB);
     fs.closeSync(fd);
-    execFileSync("python3", ["-c", `import os
-fd = os.open(${JSON.stringify(file)}, os.O_RDONLY)
-os.fsync(fd)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)`]);
-    const left = execFileSync("fincore", ["--bytes", "--noheadings", "--output", "RES", file]).toString().trim();
-    assert.ok(Number(left) < MiB, `the file's pages dropped (${left} B resident)`);
+    const { resident } = evictFiles(dir);
+    assert.ok(resident < MiB, `the file's pages dropped (${resident} B resident)`);
     await scrubbing.start();
     let m;
     for (let i = 0; i < 200; i++) {
