@@ -134,10 +134,8 @@ static uint64_t scrub_stream(rn_engine *e, rn_stream *s, uint64_t *off, uint64_t
         uint64_t bad = 0;
         ssize_t got = rn_streamfiles_read_cached(e->files, s->id, buf, end - *off, *off, &bad);
         if (got == -EINPROGRESS) {
-            e->read_miss.id = s->id;
-            e->read_miss.off = *off;
-            e->read_miss.len = end - *off;
-            e->scrub_warm = rn_engine_warm_missed(e, RN_WARM_FOR_SCRUB, scrub_warmed, e);
+            e->scrub_warm =
+                engine_warm_range(e, RN_WARM_FOR_SCRUB, s->id, *off, end - *off, scrub_warmed, e);
             if (e->scrub_warm)
                 break; /* the next tick reads it from the page cache */
             got = rn_streamfiles_read(e->files, s->id, buf, end - *off, *off, &bad);

@@ -122,6 +122,10 @@ static inline op_private *priv(rn_op *op) {
  * and the fetcher is told: -EAGAIN (the read is answered elsewhere or
  * asked again); -EUCLEAN when the gap cannot be recorded. */
 int engine_data_damaged(rn_engine *e, uint64_t id, uint64_t at, int by_scrub);
+/* rn_engine_warm_missed for a range its caller names (the scrub's, the
+ * history flush's) rather than the last read's miss. */
+struct rn_engine_warm *engine_warm_range(rn_engine *e, rn_warm_for who, uint64_t id, uint64_t off,
+                                         size_t len, void (*done)(void *arg), void *arg);
 /* The first block of s's own files that a read found damaged, among the
  * blocks holding [from, to), or UINT64_MAX (a cluster has no such list:
  * its damaged blocks are gaps). */

@@ -85,10 +85,8 @@ static int tier_read(void *ctx, uint64_t id, uint64_t off, size_t len, uint8_t *
     uint64_t bad = 0;
     ssize_t got = rn_streamfiles_read_cached(e->files, id, out, len, off, &bad);
     if (got == -EINPROGRESS) {
-        e->read_miss.id = id;
-        e->read_miss.off = off;
-        e->read_miss.len = len;
-        e->history_warm = rn_engine_warm_missed(e, RN_WARM_FOR_HISTORY, history_warmed, e);
+        e->history_warm =
+            engine_warm_range(e, RN_WARM_FOR_HISTORY, id, off, len, history_warmed, e);
         if (e->history_warm)
             return -EINPROGRESS;
         got = rn_streamfiles_read(e->files, id, out, len, off, &bad);

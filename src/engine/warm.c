@@ -39,11 +39,17 @@ static void warm_done(uv_work_t *req, int status) {
 
 rn_engine_warm *rn_engine_warm_missed(rn_engine *e, rn_warm_for who, void (*done)(void *arg),
                                       void *arg) {
-    assert(done && e->read_miss.len > 0);
+    return engine_warm_range(e, who, e->read_miss.id, e->read_miss.off, e->read_miss.len, done,
+                             arg);
+}
+
+rn_engine_warm *engine_warm_range(rn_engine *e, rn_warm_for who, uint64_t id, uint64_t off,
+                                  size_t len, void (*done)(void *arg), void *arg) {
+    assert(done && len > 0);
     rn_engine_warm *w = rn_xcalloc(1, sizeof *w);
-    rn_streamfiles_paths(e->files, e->read_miss.id, w->data_path, w->sum_path);
-    w->off = e->read_miss.off;
-    w->len = e->read_miss.len;
+    rn_streamfiles_paths(e->files, id, w->data_path, w->sum_path);
+    w->off = off;
+    w->len = len;
     w->done = done;
     w->arg = arg;
     w->work.data = w;
