@@ -329,11 +329,12 @@ static void mark_dirty(group_state *gs, uint64_t id) {
 
 /* Reads command i of an entry (group, index) into *cmd; a command that
  * does not decode stops the process: every replica would stop there, the
- * log is not ours. */
+ * log is not ours (nor is a record whose data is not in it: stored ahead
+ * is the local log's). */
 static void read_command(rn_reader *r, unsigned group, uint64_t index, uint32_t i, rn_cmd *cmd) {
     uint32_t clen = rn_read_u32(r);
     const uint8_t *bytes = rn_read_bytes(r, clen);
-    if (!bytes || rn_cmd_decode(bytes, clen, cmd) != 0 ||
+    if (!bytes || rn_cmd_decode(bytes, clen, cmd) != 0 || cmd->stored_ahead ||
         rn_placement_id_group(cmd->stream_id) != group) {
         rn_log(RN_LOG_ERROR, "fatal",
                "group %u: command %u of committed entry %llu does not decode", group, i,

@@ -186,7 +186,7 @@ static void apply_rewrite(rn_state *st, rn_stream *s, const rn_cmd *c, const rn_
 static int store_data(rn_stream *s, const rn_cmd *c, const rn_effects *fx) {
     if (!c->data_len)
         return 0;
-    int rc = fx->store(fx->ctx, s->id, c->data, c->data_len, c->offset, s->appends);
+    int rc = fx->store(fx->ctx, s->id, c, s->appends);
     if (rc < 0)
         return rc;
     s->appends++;

@@ -160,6 +160,11 @@ typedef struct {
     /* Optional (NULL: always). Whether this replica holds the state of
      * stream id's group (placement may put a group on some nodes only). */
     int (*hosts)(rn_cmdlog *log, uint64_t id);
+    /* 1: the log takes a CREATE or APPEND whose data the submitter wrote
+     * and synced in the stream file itself, the record holding only its
+     * block checksums (rn_cmd.stored_ahead: engine/ahead.c). The local log
+     * does; a replicated log must carry the bytes to every replica. */
+    int stored_ahead;
 } rn_cmdlog_ops;
 
 /* A command log: adapters embed this first; each has its own constructor

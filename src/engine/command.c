@@ -3,11 +3,15 @@
  */
 #include "engine/command.h"
 #include "engine/state.h"
+#include "tiers/blocksums.h"
 
+#include <assert.h>
 #include <string.h>
 
 void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
-    rn_buf_append_u8(b, c->type);
+    assert(!c->stored_ahead ||
+           ((c->type == RN_CMD_CREATE || c->type == RN_CMD_APPEND) && c->data_len));
+    rn_buf_append_u8(b, c->stored_ahead ? c->type | RN_CMD_STORED_AHEAD : c->type);
     rn_buf_append_u64(b, c->stream_id);
     rn_buf_append_u64(b, (uint64_t)c->time_ms);
     switch (c->type) {
@@ -88,11 +92,22 @@ void rn_cmd_encode_head(const rn_cmd *c, rn_buf *b) {
     }
 }
 
+size_t rn_cmd_block_sums_len(const rn_cmd *c) {
+    assert(c->data_len);
+    return (size_t)rn_blocksums_blocks(c->offset, c->data_len) * 4;
+}
+
 int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     memset(c, 0, sizeof *c);
     rn_reader r;
     rn_reader_init(&r, rec, len);
     c->type = rn_read_u8(&r);
+    if (c->type & RN_CMD_STORED_AHEAD) {
+        c->type &= (uint8_t)~RN_CMD_STORED_AHEAD;
+        c->stored_ahead = 1;
+        if (c->type != RN_CMD_CREATE && c->type != RN_CMD_APPEND)
+            return -1;
+    }
     c->stream_id = rn_read_u64(&r);
     c->time_ms = (int64_t)rn_read_u64(&r);
     switch (c->type) {
@@ -187,7 +202,12 @@ int rn_cmd_decode(const uint8_t *rec, size_t len, rn_cmd *c) {
     default:
         return -1;
     }
-    if (c->type == RN_CMD_CREATE || c->type == RN_CMD_APPEND)
+    if (c->stored_ahead) {
+        if (!c->data_len || c->data_len > RN_CMD_MAX_STORED_AHEAD ||
+            c->offset > UINT64_MAX - c->data_len)
+            return -1;
+        c->block_sums = rn_read_bytes(&r, rn_cmd_block_sums_len(c));
+    } else if (c->type == RN_CMD_CREATE || c->type == RN_CMD_APPEND)
         c->data = rn_read_bytes(&r, c->data_len);
     if (r.failed || r.p != r.end)
         return -1;

@@ -50,6 +50,14 @@
  *         whose log carries the subscriptions (a replicated log only)
  * and the data bytes last, so the engine can hand a request body to the log
  * as a separate piece without copying it.
+ *
+ * A CREATE or APPEND whose data was written to the stream file and synced
+ * before it was logged (a large append written once, engine/ahead.c) has
+ * RN_CMD_STORED_AHEAD set in its type byte, and in place of the data
+ * bytes the CRC-32C of every 4 KiB block that [offset, offset + data
+ * length) touches, u32 each (tiers/blocksums.h: each block's bytes up to
+ * the append's end), from which replay restores the stream file's
+ * checksums.
  */
 #ifndef RN_COMMAND_H
 #define RN_COMMAND_H
@@ -75,6 +83,13 @@ enum {
     RN_CMD_UNPIN = 13,
     RN_CMD_CUT = 14,
 };
+
+/* In a record's type byte: the data is in the stream file, the record
+ * holds its block checksums (see above). */
+#define RN_CMD_STORED_AHEAD 0x80u
+/* The largest data a record written ahead may name (a request body's
+ * bound is lower). */
+#define RN_CMD_MAX_STORED_AHEAD (1ull << 40)
 
 /* In a CREATE's source id: the source is in another group (its fork id's
  * pin there holds it). Stream ids never reach this bit. */
@@ -109,10 +124,15 @@ typedef struct {
     uint64_t serial;
     /* CREATE and APPEND */
     uint8_t close;
-    uint64_t offset; /* where data starts: the tail before an append, the
-                        fork offset of a create (0 unless a fork) */
-    const uint8_t *data;
+    uint64_t offset;     /* where data starts: the tail before an append, the
+                            fork offset of a create (0 unless a fork) */
+    const uint8_t *data; /* NULL in a decoded record stored ahead */
     size_t data_len;
+    /* CREATE and APPEND whose data was written to the stream file before
+     * the record (RN_CMD_STORED_AHEAD): the record's block checksums,
+     * rn_cmd_block_sums_len() bytes */
+    uint8_t stored_ahead;
+    const uint8_t *block_sums;
     /* APPEND: idempotent producer tuple and Stream-Seq */
     uint8_t has_producer;
     const char *producer_id;
@@ -138,8 +158,11 @@ typedef struct {
 } rn_cmd;
 
 /* Encodes everything but the data bytes into out (appending). The record is
- * out's bytes followed by cmd->data. */
+ * out's bytes followed by cmd->data (stored ahead: by cmd->block_sums). */
 void rn_cmd_encode_head(const rn_cmd *cmd, rn_buf *out);
+
+/* The bytes of a stored-ahead record's block checksums (data_len > 0). */
+size_t rn_cmd_block_sums_len(const rn_cmd *cmd);
 
 /* Decodes a whole record; pointers in cmd point into rec. Returns 0, or -1
  * for a malformed record. */

@@ -22,17 +22,18 @@ void engine_notify(rn_engine *e, rn_stream *s, rn_stream_event ev) {
 
 /* A command's data, written at apply (recovery; a log that does not
  * write it after its sync). */
-static int store_at_apply(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
-                          uint64_t k) {
+static int store_at_apply(void *ctx, uint64_t id, const rn_cmd *c, uint64_t k) {
     rn_engine *e = ctx;
     rn_fault_point("apply-before-store");
-    return rn_streamfiles_append(e->files, id, data, len, off, k);
+    if (c->stored_ahead) /* replay: the bytes are in the file, synced before the record */
+        return rn_streamfiles_restore_sums(e->files, id, c->offset, c->data_len, c->block_sums, k);
+    return rn_streamfiles_append(e->files, id, c->data, c->data_len, c->offset, k);
 }
 
-/* A command's data that the log's writer wrote after the sync. */
-static int stored_by_log(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
-                         uint64_t k) {
-    (void)ctx, (void)id, (void)data, (void)len, (void)off, (void)k;
+/* A command's data that the log's writer wrote after the sync, or that
+ * was written and synced before it was logged (engine/ahead.c). */
+static int stored_by_log(void *ctx, uint64_t id, const rn_cmd *c, uint64_t k) {
+    (void)ctx, (void)id, (void)c, (void)k;
     return 0;
 }
 

@@ -42,6 +42,9 @@ typedef struct {
     struct rn_tiers *tiers; /* the stream files and snapshot bodies (tiers/tiers.h) */
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes; /* checkpoint after this much log */
+    /* A CREATE or APPEND with this much data or more is written once
+     * (engine/ahead.c) where the log allows it; 0: never. */
+    uint64_t large_append_bytes;
     /* Producer state (ext §5.4) is kept while its producer wrote within
      * producer_ttl_ms (0: 7 days); a stream holds at most producer_cap
      * producers (0: 4096), and admits another one by discarding the least

@@ -100,8 +100,12 @@ typedef struct {
     rn_buf stored;          /* JSON message text of the body; EXPIRE_PRODUCERS: the id list */
     size_t messages;        /* messages in the command's data */
     rn_streamfiles_pin pin; /* the stream files the log's writer writes the data to */
-    uv_work_t files_work;   /* making the stream's files before its first data */
+    /* a worker's step before the command is logged: making the stream's
+     * files before its first data, then writing a large append's data
+     * (ahead.c; queued again from the first one's callback) */
+    uv_work_t work;
     int files_status;
+    rn_buf sums;                /* its block checksums, for the log's record (ahead.c) */
     uint64_t index_entry;       /* the append's number in the stream's index */
     rn_cmdlog_entry log;        /* the command on its way through the log */
     struct engine_apart *apart; /* a create apart from its source: its pin (apart.c) */
@@ -113,6 +117,25 @@ static_assert(_Alignof(op_private) <= _Alignof(rn_op_private), "rn_op_private is
 static inline op_private *priv(rn_op *op) {
     return (op_private *)op->engine.bytes;
 }
+
+/* ---- pipeline.c, ahead.c: logging a command ---- */
+
+/* Answers an op whose command could not be logged (rc: no file space, the
+ * stream's files could not be made or written; nothing is pinned) and lets
+ * the stream's queue go on; a pending create's stream goes away. */
+void engine_refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc);
+/* Submits op's encoded command (priv(op)->head, then `data` of len bytes
+ * when len > 0) to the log; write_data, when not NULL, is the entry's.
+ * The stream is busy until the log answers. */
+void engine_log_entry(rn_engine *e, rn_op *op, const void *data, size_t len,
+                      int (*write_data)(rn_cmdlog_entry *entry));
+/* Whether op's command c is a large append to write once (ahead.c): its
+ * data is at least cfg.large_append_bytes, on a log that takes it. */
+int engine_ahead_wanted(const rn_engine *e, const rn_cmd *c);
+/* Writes and syncs the data of op's command (its files pinned) on a
+ * worker, then logs the command stored ahead; a failure is answered as
+ * unlogged. s (not busy) is busy until the log answers. */
+void engine_write_ahead(rn_engine *e, rn_op *op, rn_stream *s);
 
 /* ---- damage.c ---- */
 

@@ -185,7 +185,7 @@ typedef struct {
 
 /* The engine's room in an op (its queue link, the encoded command, the log
  * entry, pinned stream files, ...). Callers never touch it. */
-#define RN_OP_PRIVATE_BYTES 1088
+#define RN_OP_PRIVATE_BYTES 1152
 typedef union {
     max_align_t align;
     unsigned char bytes[RN_OP_PRIVATE_BYTES];

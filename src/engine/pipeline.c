@@ -44,6 +44,7 @@ static void finish(rn_op *op, rn_result result, rn_stream *s) {
     }
     rn_buf_free(&priv(op)->head);
     rn_buf_free(&priv(op)->stored);
+    rn_buf_free(&priv(op)->sums);
     struct engine_apart *apart = engine_apart_detach(op, result);
     op->done(op);
     engine_apart_free(apart);
@@ -105,17 +106,15 @@ static int write_stream_files(rn_cmdlog_entry *entry) {
                                        p->index_entry);
 }
 
-/* Answers an op whose command could not be logged (no file space, or the
- * stream's files could not be made) and lets the stream's queue go on; a
- * pending create's stream goes away (re-running its queue first). */
-static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
+void engine_refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
     uint64_t id = s->id;
     int pending = s->pending_create; /* s is freed below when pending */
     int full = rc == -ENOSPC || rc == -EDQUOT;
     rn_log_throttled(&e->store_refusals, 1000, RN_LOG_ERROR, "store",
                      "a write to stream %s was refused before it was logged: its stream file "
                      "could not be %s: %s (errno %d)",
-                     s->path, full ? "given disk space" : "prepared", strerror(-rc), -rc);
+                     s->path, full ? "given disk space" : "prepared or written", strerror(-rc),
+                     -rc);
     s->busy = 0;
     if (pending) {
         engine_destroy_pending(e, s);
@@ -126,39 +125,52 @@ static void refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
         drain_queue(e, id);
 }
 
-/* Reserves file space for the command's data, pins the stream's files and
- * submits the command to the log. The stream is busy until command_done(). */
-static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
+void engine_log_entry(rn_engine *e, rn_op *op, const void *data, size_t len,
+                      int (*write_data)(rn_cmdlog_entry *entry)) {
     op_private *p = priv(op);
-    rn_cmd *c = &p->cmd;
     rn_cmdlog_entry *entry = &p->log;
-    entry->write_data = NULL;
-    p->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1, .sum_fd = -1};
-    int refused = rn_fault_fail("log-reserve");
-    if (refused) {
-        refuse_unlogged(e, op, s, refused);
-        return;
-    }
-    if (c->data_len) {
-        int rc =
-            rn_streamfiles_pin_append(e->files, s->id, c->offset, c->data_len, s->appends, &p->pin);
-        if (rc < 0) {
-            refuse_unlogged(e, op, s, rc);
-            return;
-        }
-        p->index_entry = s->appends;
-        entry->write_data = write_stream_files;
-    }
-    s->busy = 1;
-    entry->cmd = c;
+    entry->cmd = &p->cmd;
+    entry->write_data = write_data;
     entry->piece[0] = (struct iovec){p->head.data, p->head.len};
     entry->pieces = 1;
-    if (c->data_len)
-        entry->piece[entry->pieces++] = (struct iovec){(void *)c->data, c->data_len};
+    if (len)
+        entry->piece[entry->pieces++] = (struct iovec){(void *)data, len};
     entry->done = command_done;
     entry->arg = op;
     e->ops_in_log++;
     e->log->ops->submit(e->log, entry);
+}
+
+/* Reserves file space for the command's data, pins the stream's files and
+ * submits the command to the log (a large append: after writing its data,
+ * ahead.c). The stream is busy until command_done(). */
+static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
+    op_private *p = priv(op);
+    rn_cmd *c = &p->cmd;
+    p->pin = (rn_streamfiles_pin){.data_fd = -1, .index_fd = -1, .sum_fd = -1};
+    int refused = rn_fault_fail("log-reserve");
+    if (refused) {
+        engine_refuse_unlogged(e, op, s, refused);
+        return;
+    }
+    if (!c->data_len) {
+        s->busy = 1;
+        engine_log_entry(e, op, NULL, 0, NULL);
+        return;
+    }
+    int rc =
+        rn_streamfiles_pin_append(e->files, s->id, c->offset, c->data_len, s->appends, &p->pin);
+    if (rc < 0) {
+        engine_refuse_unlogged(e, op, s, rc);
+        return;
+    }
+    p->index_entry = s->appends;
+    if (engine_ahead_wanted(e, c)) {
+        engine_write_ahead(e, op, s);
+        return;
+    }
+    s->busy = 1;
+    engine_log_entry(e, op, c->data, c->data_len, write_stream_files);
 }
 
 /* Creating a stream's files costs the file system inodes and directory
@@ -182,7 +194,7 @@ static void files_ready(uv_work_t *req, int status) {
     assert(s && s->busy); /* nothing removes a busy stream */
     int rc = status < 0 ? status : priv(op)->files_status;
     if (rc < 0) {
-        refuse_unlogged(e, op, s, rc);
+        engine_refuse_unlogged(e, op, s, rc);
         return;
     }
     s->has_files = 1;
@@ -209,8 +221,8 @@ static void log_command(rn_engine *e, rn_op *op, rn_stream *s) {
     if (c->data_len && !s->has_files && !c->source_id) {
         s->busy = 1; /* later mutations queue meanwhile */
         e->ops_preparing++;
-        p->files_work.data = op;
-        uv_queue_work(e->loop, &p->files_work, ensure_files_work, files_ready);
+        p->work.data = op;
+        uv_queue_work(e->loop, &p->work, ensure_files_work, files_ready);
         return;
     }
     submit_command(e, op, s);

@@ -212,11 +212,13 @@ typedef struct {
  * log already, a follower would write it at apply. ctx is passed back. */
 typedef struct {
     void *ctx;
-    /* The data of a CREATE or APPEND: len > 0 bytes at offset off of
-     * stream id, append k of its index. Returns 0 or -errno (apply then
-     * fails with it; the stream's state is as before the command for an
-     * APPEND, and created without the data for a CREATE). */
-    int (*store)(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off, uint64_t k);
+    /* The data of a CREATE or APPEND c: c->data_len > 0 bytes at offset
+     * c->offset of stream id (c->data, or, stored ahead, already in the
+     * stream file with c->block_sums), append k of its index. Returns 0
+     * or -errno (apply then fails with it; the stream's state is as before
+     * the command for an APPEND, and created without the data for a
+     * CREATE). */
+    int (*store)(void *ctx, uint64_t id, const rn_cmd *c, uint64_t k);
     /* Retention advanced on stream id: bytes [from, from+len) may be given
      * back (len 0: none may, because forks read them or they are not the
      * stream's own). */

@@ -73,7 +73,7 @@ static void submit(rn_cmdlog *base, rn_cmdlog_entry *entry) {
     rn_wal_submit(log->wal, &sl->wal);
 }
 
-static const rn_cmdlog_ops wal_ops = {.submit = submit};
+static const rn_cmdlog_ops wal_ops = {.submit = submit, .stored_ahead = 1};
 
 rn_cmdlog *rn_wal_cmdlog_new(rn_wal *wal, const rn_cmdlog_applier *applier) {
     wal_cmdlog *log = rn_xcalloc(1, sizeof *log);

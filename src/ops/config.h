@@ -69,6 +69,7 @@ typedef struct {
     uint64_t fanout_threads; /* helpers of the loop thread's fan-out writes; 0: none */
     uint64_t wal_segment_bytes;
     uint64_t checkpoint_bytes;
+    uint64_t large_append_bytes; /* data written once from this size (0: never) */
     uint64_t max_open_files;
     uint64_t spare_stream_files;
     uint64_t expiry_sweep_ms;

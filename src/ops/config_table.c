@@ -219,6 +219,11 @@ static const setting SETTINGS_TABLE[] = {
         1ull << 30, "log segment size before rotation (each is preallocated with zeros)"),
     U64("checkpoint-bytes", "RUNNEL_CHECKPOINT_BYTES", checkpoint_bytes, 268435456, 1048576,
         1ull << 40, "log bytes between checkpoints (bounds restart time)"),
+    U64("large-append-bytes", "RUNNEL_LARGE_APPEND_BYTES", large_append_bytes, 1048576, 0,
+        1ull << 40,
+        "appends and creates with at least this much data are written once: synced in their "
+        "stream file, then logged as a reference with the data's checksums, not written to the "
+        "log too (single node; a cluster's log carries every byte to the replicas); 0: never"),
     U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 4096, 16, 1000000,
         "stream data files kept open"),
     U64("spare-stream-files", "RUNNEL_SPARE_STREAM_FILES", spare_stream_files, 256, 0, 65536,

@@ -255,6 +255,13 @@ int rn_datadir_check_format(const char *dir) {
     }
     if (format == 1)
         return upgrade_format1(dir, ours);
+    if (format == 2) { /* format 3 only added records (a large append stored ahead) */
+        if (write_marker(dir, "FORMAT", ours) != 0)
+            return -1;
+        rn_log(RN_LOG_INFO, "start", "%s: data format 2 taken over as format %d", dir,
+               RN_DATA_FORMAT);
+        return 0;
+    }
     if (format != RN_DATA_FORMAT) {
         rn_log(RN_LOG_ERROR, "start",
                "%s holds data format %llu and this build reads format %d; refusing to start "

@@ -20,13 +20,14 @@ int rn_datadir_lock(const char *dir);
 /* The on-disk format this build reads and writes. Raise it with any change
  * a build of the previous format would misread (log records, checkpoints,
  * file layout), and say in docs/ARCHITECTURE.md what changed. */
-#define RN_DATA_FORMAT 2
+#define RN_DATA_FORMAT 3
 
 /* Checks <data>/FORMAT ("runnel data format N"): 0 when N is this build's
  * format. Writes it (durably) when absent from a new directory. Format 1
  * (the log without batch headers and wal/HEAD; also a directory with data
  * written before the marker existed) is taken over when its log is empty,
- * as a clean stop leaves it: the log gets its head and FORMAT says 2.
+ * as a clean stop leaves it: the log gets its head and FORMAT says 3.
+ * Format 2 (before records stored ahead) is taken over as it is.
  * Returns -1 after logging why not when N is another format, format 1 with
  * records in its log, or the file is damaged: the server must not start on
  * data it would misread, and nothing is changed then. */

@@ -230,6 +230,13 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     metric(b, "runnel_wal_records_total", "counter",
            "Log records written (records / batches = batch size).", rn_metric.wal_records);
     metric(b, "runnel_wal_bytes_total", "counter", "Log bytes made durable.", rn_metric.wal_bytes);
+    metric(b, "runnel_appends_written_once_total", "counter",
+           "Large appends synced in their stream file and logged as a reference "
+           "(--large-append-bytes).",
+           rn_metric.appends_written_once);
+    metric(b, "runnel_bytes_written_once_total", "counter",
+           "Bytes of those appends (written to the disk once, not to the log).",
+           rn_metric.bytes_written_once);
     metric(b, "runnel_wal_sync_failures_total", "counter",
            "Log batches whose write or sync failed.", rn_metric.wal_sync_failures);
     histogram(b, "runnel_wal_sync_seconds", "Time of a batch's write and fdatasync.",

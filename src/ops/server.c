@@ -372,6 +372,7 @@ static void recover(uv_work_t *w) {
                            .tiers = s->tiers,
                            .wal_segment_bytes = s->cfg.wal_segment_bytes,
                            .checkpoint_bytes = s->cfg.checkpoint_bytes,
+                           .large_append_bytes = s->cfg.large_append_bytes,
                            .producer_ttl_ms = s->cfg.producer_ttl_ms,
                            .producer_cap = s->cfg.producer_cap,
                            .accept_loss =

@@ -138,6 +138,48 @@ static int crc_file(int data_fd, uint64_t from, uint64_t to, uint32_t *crc) {
     return 0;
 }
 
+uint64_t rn_blocksums_blocks(uint64_t off, uint64_t len) {
+    assert(len > 0);
+    return (off + len - 1) / B - off / B + 1;
+}
+
+int rn_blocksums_compute(int data_fd, const void *data, size_t len, uint64_t off, uint8_t *crcs) {
+    assert(len > 0);
+    uint64_t end = off + len, first = off / B, n = rn_blocksums_blocks(off, len);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t bs = (first + i) * B, from = bs > off ? bs : off, to = bs + B < end ? bs + B : end;
+        uint32_t crc = 0;
+        int rc = bs < off ? crc_file(data_fd, bs, off, &crc) : 0;
+        if (rc < 0)
+            return rc;
+        crc = rn_crc32c(crc, (const uint8_t *)data + (from - off), (size_t)(to - from));
+        for (int j = 0; j < 4; j++)
+            crcs[i * 4 + (uint64_t)j] = (uint8_t)(crc >> (8 * j));
+    }
+    return 0;
+}
+
+int rn_blocksums_put(int sum_fd, uint64_t off, size_t len, const uint8_t *crcs) {
+    assert(len > 0);
+    uint64_t end = off + len, first = off / B, last = (end - 1) / B;
+    for (uint64_t b0 = first; b0 <= last; b0 += CHUNK) {
+        size_t n = last - b0 + 1 < CHUNK ? (size_t)(last - b0 + 1) : CHUNK;
+        uint8_t raw[CHUNK * RN_BLOCKSUM_ENTRY];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t b = b0 + i, bs = b * B;
+            const uint8_t *c = crcs + (b - first) * 4;
+            rn_blocksum s = {(uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 |
+                                 (uint32_t)c[3] << 24,
+                             (uint32_t)((bs + B < end ? bs + B : end) - bs)};
+            rn_blocksum_encode(raw + i * RN_BLOCKSUM_ENTRY, s);
+        }
+        int rc = write_full(sum_fd, raw, n * RN_BLOCKSUM_ENTRY, b0 * RN_BLOCKSUM_ENTRY);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Checks block b, whose bytes [off, off + len) are in `in`, against s.
  * Returns 1 when it verified something, 0 when its entry checks none of
  * those bytes, -EUCLEAN on a mismatch, or -errno. */

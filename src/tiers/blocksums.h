@@ -38,6 +38,19 @@ rn_blocksum rn_blocksum_decode(const uint8_t in[RN_BLOCKSUM_ENTRY]);
 /* After the len bytes `data` were written at off of the data file,
  * rewrites the entries of every block they touch. Returns 0 or -errno. */
 int rn_blocksums_update(int data_fd, int sum_fd, const void *data, size_t len, uint64_t off);
+/* The number of blocks that [off, off + len) touches (len > 0). */
+uint64_t rn_blocksums_blocks(uint64_t off, uint64_t len);
+/* After the len bytes `data` were written at off of the data file: the
+ * CRC-32C of every block they touch, each over the block's bytes up to
+ * off + len exactly (the first block's bytes below off read from the
+ * file), into crcs as u32 little-endian, rn_blocksums_blocks(off, len) of
+ * them. A large append's log record carries these (engine/ahead.c).
+ * Returns 0 or -errno. */
+int rn_blocksums_compute(int data_fd, const void *data, size_t len, uint64_t off, uint8_t *crcs);
+/* Writes the entries of the blocks [off, off + len) touches from crcs (as
+ * rn_blocksums_compute made them): each covering its block's bytes up to
+ * off + len. Returns 0 or -errno. */
+int rn_blocksums_put(int sum_fd, uint64_t off, size_t len, const uint8_t *crcs);
 /* Reads up to len bytes at off of the data file into out and checks every
  * block they touch against its entry (none without a sidecar: sum_fd -1). Returns the bytes read,
  * or -EUCLEAN with *bad set to the first damaged block's offset (nothing read may be used then), or

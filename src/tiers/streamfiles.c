@@ -296,6 +296,25 @@ int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data,
     return write_append(pin, data, len, off, k);
 }
 
+int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, size_t len,
+                               uint64_t off, uint64_t k, uint8_t *crcs) {
+    int rc = write_at(pin->data_fd, data, len, off);
+    if (rc == 0)
+        rc = rn_blocksums_compute(pin->data_fd, data, len, off, crcs);
+    if (rc == 0)
+        rc = rn_blocksums_put(pin->sum_fd, off, len, crcs);
+    uint8_t b[8];
+    encode_u64(b, off + len);
+    return rc < 0 ? rc : write_at(pin->index_fd, b, 8, k * 8);
+}
+
+int rn_streamfiles_sync_pinned(const rn_streamfiles_pin *pin) {
+    int failing = rn_fault_fail("data-sync");
+    if (failing)
+        return failing;
+    return fdatasync(pin->data_fd) < 0 ? -errno : 0;
+}
+
 void rn_streamfiles_unpin(rn_streamfiles_pin *pin) {
     if (pin->data)
         pin->data->pins--;
@@ -323,6 +342,15 @@ static int data_and_sums(rn_streamfiles *st, uint64_t id, int writing, int *data
     if (*sum_fd == -ENOENT && !writing)
         *sum_fd = -1;
     return *sum_fd < -1 ? *sum_fd : 0;
+}
+
+int rn_streamfiles_restore_sums(rn_streamfiles *st, uint64_t id, uint64_t off, size_t len,
+                                const uint8_t *crcs, uint64_t k) {
+    int data_fd, sum_fd;
+    int rc = data_and_sums(st, id, 1, &data_fd, &sum_fd);
+    if (rc == 0)
+        rc = rn_blocksums_put(sum_fd, off, len, crcs);
+    return rc < 0 ? rc : rn_streamfiles_index_set(st, id, k, off + len);
 }
 
 /* rn_streamfiles_read, also counting the blocks verified in *verified;

@@ -76,6 +76,23 @@ int rn_streamfiles_pin_append(rn_streamfiles *st, uint64_t id, uint64_t off, siz
  * -errno. */
 int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data, size_t len,
                                 uint64_t off, uint64_t k);
+/* A large append written once (engine/ahead.c): writes data at off, the
+ * checksum entries of the blocks it touches (their CRC-32Cs also into crcs:
+ * rn_blocksums_compute) and index entry k = off + len through a pin. The
+ * caller then syncs the data file (rn_streamfiles_sync_pinned) before the
+ * log records the append; the entries and the index need no sync: replay
+ * restores them from the record (rn_streamfiles_restore_sums). Safe on any
+ * thread while the pin is held. Returns 0 or -errno. */
+int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, size_t len,
+                               uint64_t off, uint64_t k, uint8_t *crcs);
+/* Syncs the pinned data file's bytes (fdatasync). Returns 0 or -errno. */
+int rn_streamfiles_sync_pinned(const rn_streamfiles_pin *pin);
+/* Replay of a large append written once: sets the checksum entries of
+ * [off, off + len) from crcs (as rn_streamfiles_write_ahead made them) and
+ * index entry k = off + len; the data file already holds the bytes.
+ * Returns 0 or -errno. */
+int rn_streamfiles_restore_sums(rn_streamfiles *st, uint64_t id, uint64_t off, size_t len,
+                                const uint8_t *crcs, uint64_t k);
 /* Releases a pin (no-op on a zeroed one). Loop thread only. */
 void rn_streamfiles_unpin(rn_streamfiles_pin *pin);
 /* Reads index entry k into *end. Returns 0 or -errno (-EIO when absent). */

@@ -27,7 +27,7 @@ static const char *const kill_points[] = {
     "delete-after-remove",    "tier-before-put",         "tier-after-put",
     "tier-after-record",      "tier-before-punch",       "tier-after-punch",
     "sweep-before-unlink",    "sweep-after-unlink",      "orphan-before-remove",
-    "orphan-after-remove"};
+    "orphan-after-remove",    "ahead-after-write",       "ahead-after-sync"};
 #define N_KILL_POINTS (sizeof kill_points / sizeof kill_points[0])
 
 static char armed[64];
@@ -103,7 +103,7 @@ static failure_point points[] = {
     {.name = "boundary-read"}, {.name = "blob-delete"}, {.name = "log-reserve"},
     {.name = "apply-reserve"}, {.name = "data-read"},   {.name = "dir-sync"},
     {.name = "copy-stall"},    {.name = "log-stall"},   {.name = "fork-create-after-pin"},
-    {.name = "gap-piece"}};
+    {.name = "gap-piece"},     {.name = "data-sync"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

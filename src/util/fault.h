@@ -38,6 +38,9 @@
  *   "gap-piece"  a piece fetched for a replica's gap is taken as not
  *                answered, asked again FETCH_RETRY_MS later
  *                (cluster/fetch.c): a slow copy
+ *   "data-sync"  the sync of a large append's bytes in its stream file,
+ *                before its log record (engine/ahead.c): the write is
+ *                refused, nothing logged
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

@@ -42,6 +42,9 @@ typedef struct {
     uint64_t read_bytes, reads;                      /* catch-up and long-poll bodies */
     uint64_t sse_bytes, sse_events;
     uint64_t wal_batches, wal_records, wal_bytes;
+    /* large appends written once (engine/ahead.c): synced in their stream
+     * file, logged as a reference */
+    uint64_t appends_written_once, bytes_written_once;
     uint64_t wal_sync_le[RN_SYNC_BUCKETS]; /* per bucket (not cumulative) */
     uint64_t wal_sync_us_sum;
     uint64_t wal_sync_failures;

@@ -17,7 +17,7 @@ import { Server, readAll, tempDir } from "./lib/server.mjs";
 import { runCli } from "./lib/ops.mjs";
 import { stagePart } from "./lib/snap.mjs";
 
-const FORMAT_LINE = "runnel data format 2\n";
+const FORMAT_LINE = "runnel data format 3\n";
 
 // Runs `runnel serve` on dir expecting a refusal: exit code 1, one error line
 // naming every fragment. Returns stderr.
@@ -67,16 +67,16 @@ describe("FORMAT", () => {
     const { srv } = await dirWithData();
     fs.writeFileSync(path.join(srv.dataDir, "FORMAT"), "runnel data format 7\n");
     const before = snapshotTree(srv.dataDir);
-    assertRefusesToStart(srv.dataDir, "format 7", "format 2", "refusing to start");
+    assertRefusesToStart(srv.dataDir, "format 7", "format 3", "refusing to start");
     assert.deepEqual(snapshotTree(srv.dataDir), before);
   });
 
   for (const [what, text] of [
     ["an empty marker", ""],
     ["a marker of something else", "sqlite format 3\n"],
-    ["trailing garbage", "runnel data format 2x\n"],
-    ["a signed number", "runnel data format +2\n"],
-    ["a leading zero", "runnel data format 02\n"],
+    ["trailing garbage", "runnel data format 3x\n"],
+    ["a signed number", "runnel data format +3\n"],
+    ["a leading zero", "runnel data format 03\n"],
     ["words run together", "runneldataformat1\n"],
   ]) {
     test(`${what}: refuses to start as damaged, changes nothing`, async () => {
@@ -98,6 +98,24 @@ describe("FORMAT", () => {
   });
 });
 
+describe("format 2", () => {
+  // Format 3 only added a log record (a large append written once): a
+  // format-2 directory is taken over as it is, log records included.
+  test("with records in its log: taken over as format 3, every record replayed", async () => {
+    const srv = new Server();
+    await srv.start();
+    const url = srv.stream("datadir/f2");
+    assert.equal((await fetch(url, { method: "PUT", headers: { "content-type": "text/plain" }, body: "logged " })).status, 201);
+    assert.equal((await fetch(url, { method: "POST", headers: { "content-type": "text/plain" }, body: "twice" })).status, 204);
+    await srv.stop("SIGKILL"); // both stay in the log
+    fs.writeFileSync(path.join(srv.dataDir, "FORMAT"), "runnel data format 2\n");
+    await srv.start();
+    assert.equal((await readAll(url)).body.toString(), "logged twice");
+    assert.equal(fs.readFileSync(path.join(srv.dataDir, "FORMAT"), "utf8"), FORMAT_LINE);
+    await srv.stop();
+  });
+});
+
 describe("format 1", () => {
   // A format-1 directory as the previous build leaves it: FORMAT says 1 and
   // the log has no wal/HEAD (format 1 had none).
@@ -106,7 +124,7 @@ describe("format 1", () => {
     fs.rmSync(path.join(dir, "wal", "HEAD"));
   };
 
-  test("stopped cleanly (an empty log): taken over as format 2, data intact", async () => {
+  test("stopped cleanly (an empty log): taken over as format 3, data intact", async () => {
     const { srv, url } = await dirWithData();
     asFormat1(srv.dataDir);
     await srv.start();

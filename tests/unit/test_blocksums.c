@@ -1,8 +1,9 @@
 /*
  * test_blocksums.c - unit tests for src/tiers/blocksums.{h,c} through the
  * stream files (src/tiers/streamfiles.c): the checksum sidecar's format,
- * reads refusing a damaged block, and recovery's cut recomputing the
- * block that a crash left open.
+ * reads refusing a damaged block, recovery's cut recomputing the
+ * block that a crash left open, and a large append written ahead of its
+ * log record (the entries it reports, and replay restoring them).
  *
  * How: a store in a fresh temporary directory; appends written as the
  * engine writes them, then the data file and the sidecar are changed
@@ -235,6 +236,59 @@ static void test_a_punch_keeps_the_block_it_ends_in(void **state) {
     assert_int_equal(entry_at(f, 0).len, 0);
 }
 
+/* The CRC-32C of block b of f->bytes up to end, as the test computes it. */
+static uint32_t crc_of_block(const fx *f, uint64_t b, uint64_t end) {
+    uint64_t bs = b * BLK, to = bs + BLK < end ? bs + BLK : end;
+    return rn_crc32c(0, f->bytes + bs, (size_t)(to - bs));
+}
+
+static void test_a_large_append_written_ahead_reports_and_restores_its_entries(void **state) {
+    fx *f = *state;
+    uint64_t k = 0;
+    append_bytes(f, 0, 1000, 1000, &k); /* the first block's bytes below the append */
+    const uint64_t off = 1000, end = 2 * BLK + 500, len = end - off;
+    rn_streamfiles_pin pin;
+    assert_int_equal(rn_streamfiles_pin_append(f->st, ID, off, len, k, &pin), 0);
+    uint8_t crcs[3 * 4] = {0};
+    assert_int_equal(rn_blocksums_blocks(off, len), 3);
+    assert_int_equal(rn_streamfiles_write_ahead(&pin, f->bytes + off, len, off, k, crcs), 0);
+    assert_int_equal(rn_streamfiles_sync_pinned(&pin), 0);
+    rn_streamfiles_unpin(&pin);
+    for (uint64_t b = 0; b < 3; b++) { /* each block up to the append's end exactly */
+        uint32_t want = crc_of_block(f, b, end);
+        uint32_t got = (uint32_t)crcs[b * 4] | (uint32_t)crcs[b * 4 + 1] << 8 |
+                       (uint32_t)crcs[b * 4 + 2] << 16 | (uint32_t)crcs[b * 4 + 3] << 24;
+        assert_int_equal(got, want);
+        rn_blocksum e = entry_at(f, b);
+        assert_int_equal(e.crc, want);
+        assert_int_equal(e.len, b < 2 ? BLK : end - 2 * BLK);
+    }
+    uint64_t idx;
+    assert_int_equal(rn_streamfiles_index_get(f->st, ID, k, &idx), 0);
+    assert_int_equal(idx, end);
+    /* replay after a crash that lost the sidecar's and the index's pages:
+     * the record's entries come back as they were, without reading the data */
+    cut_file(f, "sum", 0);
+    cut_file(f, "idx", 0);
+    assert_int_equal(rn_streamfiles_restore_sums(f->st, ID, off, len, crcs, k), 0);
+    for (uint64_t b = 0; b < 3; b++) {
+        rn_blocksum e = entry_at(f, b);
+        assert_int_equal(e.crc, crc_of_block(f, b, end));
+        assert_int_equal(e.len, b < 2 ? BLK : end - 2 * BLK);
+    }
+    assert_int_equal(rn_streamfiles_index_get(f->st, ID, k, &idx), 0);
+    assert_int_equal(idx, end);
+    uint8_t out[3 * BLK];
+    assert_int_equal(rn_streamfiles_read(f->st, ID, out, len, off, NULL), (ssize_t)len);
+    assert_memory_equal(out, f->bytes + off, len);
+    /* a byte the disk changed since the record reads as damage */
+    uint8_t flipped = (uint8_t)(f->bytes[BLK + 7] ^ 0x40);
+    poke(f, "dat", &flipped, 1, BLK + 7);
+    uint64_t bad = 0;
+    assert_int_equal(rn_streamfiles_read(f->st, ID, out, len, off, &bad), -EUCLEAN);
+    assert_int_equal(bad, BLK);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_the_sidecar_holds_one_crc32c_and_length_per_block,
@@ -249,6 +303,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_a_stream_without_a_sidecar_reads_unverified, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_punch_keeps_the_block_it_ends_in, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_large_append_written_ahead_reports_and_restores_its_entries, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,10 +38,11 @@ typedef struct {
     uint64_t removed_id, destroyed_id;
 } record;
 
-static int fx_store(void *ctx, uint64_t id, const uint8_t *data, size_t len, uint64_t off,
-                    uint64_t k) {
+static int fx_store(void *ctx, uint64_t id, const rn_cmd *c, uint64_t k) {
     record *r = ctx;
-    assert_non_null(data);
+    assert_true(c->stored_ahead ? c->block_sums != NULL : c->data != NULL);
+    size_t len = c->data_len;
+    uint64_t off = c->offset;
     if (r->fail_store) {
         int rc = r->fail_store;
         r->fail_store = 0;
@@ -276,6 +277,51 @@ static void test_append_advances_the_tail_and_the_index(void **state) {
     int stores = rec.stores;
     assert_int_equal(apply(&c), -ENOENT);
     assert_int_equal(rec.stores, stores);
+}
+
+/* A large append written ahead of its record: the record carries the
+ * data's block checksums in place of the bytes, decodes to the same
+ * append (data absent) and applies as one. */
+static void test_a_record_stored_ahead_carries_checksums_not_data(void **state) {
+    (void)state;
+    rn_cmd c = cmd_create(1, "a", "abc");
+    assert_int_equal(apply(&c), 0);
+    c = append(1, 3, "0123456789");
+    c.data_len = 3 * 4096; /* [3, 12291) touches blocks 0..3 */
+    c.stored_ahead = 1;
+    uint8_t sums[4 * 4];
+    for (size_t i = 0; i < sizeof sums; i++)
+        sums[i] = (uint8_t)(i + 1);
+    c.block_sums = sums;
+    assert_int_equal(rn_cmd_block_sums_len(&c), sizeof sums);
+    rn_buf rec_bytes = {0};
+    rn_cmd_encode_head(&c, &rec_bytes);
+    assert_int_equal(rec_bytes.data[0], RN_CMD_APPEND | RN_CMD_STORED_AHEAD);
+    rn_buf_append(&rec_bytes, sums, sizeof sums);
+    rn_cmd d;
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len, &d), 0);
+    assert_int_equal(d.type, RN_CMD_APPEND);
+    assert_true(d.stored_ahead);
+    assert_null(d.data);
+    assert_int_equal(d.data_len, 3 * 4096);
+    assert_int_equal(d.offset, 3);
+    assert_memory_equal(d.block_sums, sums, sizeof sums);
+    assert_int_equal(apply(&d), 0);
+    assert_int_equal(stream(1)->tail, 3 + 3 * 4096);
+    assert_int_equal(rec.off, 3);
+    assert_int_equal(rec.len, 3 * 4096);
+    assert_int_equal(rec.k, 1);
+    /* checksums short by one byte, or one too many: not a record */
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len - 1, &d), -1);
+    rn_buf_append_u8(&rec_bytes, 0);
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len, &d), -1);
+    /* the flag on a command without data is not a record either */
+    rec_bytes.len = 0;
+    rn_cmd del = of_type(RN_CMD_DELETE, 1);
+    rn_cmd_encode_head(&del, &rec_bytes);
+    rec_bytes.data[0] |= RN_CMD_STORED_AHEAD;
+    assert_int_equal(rn_cmd_decode(rec_bytes.data, rec_bytes.len, &d), -1);
+    rn_buf_free(&rec_bytes);
 }
 
 static void test_a_failed_store_leaves_the_stream_as_it_was(void **state) {
@@ -574,6 +620,7 @@ int main(void) {
         T(test_create_takes_over_a_path_on_replay),
         T(test_create_of_a_fork_reads_through_its_source),
         T(test_append_advances_the_tail_and_the_index),
+        T(test_a_record_stored_ahead_carries_checksums_not_data),
         T(test_a_failed_store_leaves_the_stream_as_it_was),
         T(test_producer_writes_and_epoch_claims),
         T(test_expiring_producers_raises_the_epoch_floor),
