@@ -541,6 +541,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
     cc.params.election_timeout_ms = (unsigned)cfg->election_timeout_ms;
     cc.params.snapshot_threshold = (unsigned)cfg->snapshot_entries;
     cc.params.snapshot_trailing = (unsigned)cfg->snapshot_trailing;
+    cc.params.snapshot_bytes = cfg->snapshot_bytes;
     cc.params.min_free_bytes = rn_health_floor(cfg);
     cc.params.heartbeat_ms =
         cc.params.election_timeout_ms / 10 ? cc.params.election_timeout_ms / 10 : 1;

@@ -336,6 +336,8 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
         {"runnel_cluster_proposals_inflight", "gauge", "Proposals awaiting their outcome."},
         {"runnel_cluster_commit_nudges_total", "counter",
          "Barrier entries the leader appended to tell its followers a commit at once."},
+        {"runnel_cluster_log_bytes", "gauge",
+         "Bytes of the group's log entries held in memory (bounded by --raft-snapshot-bytes)."},
     };
     for (size_t k = 0; cl->node && k < sizeof m / sizeof m[0]; k++) {
         rn_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name,
@@ -346,7 +348,7 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
             uint64_t v[] = {
                 i.term,          i.leader_id,          i.leader_ready, i.commit_index,
                 i.applied_index, i.leader_changes,     i.snapshots,    i.last_snapshot_bytes,
-                i.restores,      i.proposals_inflight, i.nudges};
+                i.restores,      i.proposals_inflight, i.nudges,       i.log_bytes};
             rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g, (unsigned long long)v[k]);
         }
     }

@@ -51,6 +51,7 @@ void consensus_params_default(consensus_params *p) {
         .heartbeat_ms = 100,
         .snapshot_threshold = 1024,
         .snapshot_trailing = 128,
+        .snapshot_bytes = 64ull << 20,
         .install_snapshot_timeout_ms = 5000,
         .segment_bytes = 1u << 20,
         .snapshot_compression = false,
@@ -192,6 +193,8 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->applied_index = raft_last_applied(r);
     out->last_index = raft_last_index(r);
     out->snapshot_index = r->log.snapshot.last_index;
+    for (uint64_t i = out->last_index; cs_log_entry(r, i); i--)
+        out->log_bytes += cs_log_entry(r, i)->buf.len;
     for (unsigned i = 0; i < r->configuration.n; i++)
         out->voters += r->configuration.servers[i].role == RAFT_VOTER;
     out->config_committed =

@@ -65,12 +65,19 @@ const char *consensus_status_name(consensus_status s);
 
 /* Engine parameters; consensus_params_default fills the defaults shown. */
 typedef struct {
-    unsigned election_timeout_ms;         /* 1000: a follower without a leader's word for 1-2x this
-                                             starts an election; a leader without a majority's word
-                                             for this long steps down */
-    unsigned heartbeat_ms;                /* 100 */
-    unsigned snapshot_threshold;          /* 1024 applied entries between snapshots */
-    unsigned snapshot_trailing;           /* 128 entries kept in the log behind a snapshot */
+    unsigned election_timeout_ms; /* 1000: a follower without a leader's word for 1-2x this
+                                     starts an election; a leader without a majority's word
+                                     for this long steps down */
+    unsigned heartbeat_ms;        /* 100 */
+    unsigned snapshot_threshold;  /* 1024 applied entries between snapshots */
+    unsigned snapshot_trailing;   /* 128 entries kept in the log behind a snapshot */
+    /* 64 MiB: a group also snapshots once the entries applied since its
+     * last snapshot hold this many bytes, and keeps behind a snapshot only
+     * the entries that fit in a quarter of it (at most snapshot_trailing):
+     * libraft holds every entry since the snapshot in memory, so without
+     * it a group held up to threshold + trailing entries of any size (1,152
+     * appends of 32 MiB). 0: entries are counted only. */
+    uint64_t snapshot_bytes;
     unsigned install_snapshot_timeout_ms; /* 5000: a leader resends a snapshot that got no
                                              answer after this (libraft's default is 30 s, and a
                                              follower busy taking its own snapshot drops one) */
@@ -337,6 +344,8 @@ typedef struct {
                                 barriers after it change no state */
     uint64_t last_index;     /* highest index in the local log */
     uint64_t snapshot_index; /* index of the newest snapshot taken or installed */
+    uint64_t log_bytes;      /* bytes of the entries libraft holds in memory (those since the
+                                snapshot's trailing ones): bounded by snapshot_bytes */
     unsigned voters;         /* voters in the configuration this node uses */
     bool config_committed;   /* that configuration is committed (no change in flight): every
                                 later leader uses it or a newer one */

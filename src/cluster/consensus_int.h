@@ -155,7 +155,8 @@ struct cs_group {
     uint64_t drain_deadline;
     /* counters */
     uint64_t leader_changes, snapshots, last_snapshot_bytes, restores, read_rounds, read_barriers;
-    uint64_t applied_seen; /* last index the adapter applied or restored */
+    uint64_t applied_seen;         /* last index the adapter applied or restored */
+    uint64_t since_snapshot_bytes; /* entry bytes applied since the last snapshot */
 };
 
 struct consensus {
@@ -198,6 +199,10 @@ int cs_make_group_dir(const char *data_dir, unsigned group, char *out, size_t ca
 
 /* propose.c */
 void cs_fsm_setup(cs_group *g);
+/* Entry `index` of libraft's in-memory log (struct raft_log, public in
+ * raft.h: every entry since the snapshot's trailing ones), or NULL when
+ * it holds none such. */
+const struct raft_entry *cs_log_entry(const struct raft *r, uint64_t index);
 /* The header a snapshot of group at index carries before its manifest
  * (len bytes), into out (empty). */
 void cs_snapshot_header(unsigned group, uint64_t index, const void *manifest, size_t len,

@@ -198,6 +198,46 @@ void consensus_propose(consensus *c, unsigned group, const void *data, size_t le
 
 /* --- the state machine adapter --------------------------------------------- */
 
+const struct raft_entry *cs_log_entry(const struct raft *r, uint64_t index) {
+    const struct raft_log *l = &r->log;
+    size_t n = l->back >= l->front ? l->back - l->front : l->size - l->front + l->back;
+    if (index <= l->offset || index - l->offset > n)
+        return NULL;
+    return &l->entries[(l->front + (index - l->offset - 1)) % l->size];
+}
+
+/* The entries at and behind `index` that fit in `budget` bytes, at most
+ * `most`: what a snapshot at index may keep. */
+static unsigned trailing_within(const struct raft *r, uint64_t index, uint64_t budget,
+                                unsigned most) {
+    uint64_t used = 0;
+    unsigned kept = 0;
+    const struct raft_entry *e;
+    while (kept < most && (e = cs_log_entry(r, index - kept)) && used + e->buf.len <= budget) {
+        used += e->buf.len;
+        kept++;
+    }
+    return kept;
+}
+
+/* After entry `index` (len bytes) applied: when a snapshot is due after
+ * this apply, by entries or by bytes (snapshot_bytes), has libraft take it
+ * now and keep behind it only what fits in a quarter of snapshot_bytes.
+ * libraft decides after the apply, by its threshold: a threshold of 1
+ * makes it decide yes; fsm_snapshot puts the configured one back. */
+static void bound_log_memory(cs_group *g, uint64_t index, size_t len) {
+    const consensus_params *p = &g->node->cfg.params;
+    g->since_snapshot_bytes += len;
+    int by_bytes = p->snapshot_bytes && g->since_snapshot_bytes >= p->snapshot_bytes;
+    int by_count = index - g->raft.log.snapshot.last_index >= p->snapshot_threshold;
+    if (!p->snapshot_bytes || (!by_bytes && !by_count))
+        return;
+    raft_set_snapshot_trailing(
+        &g->raft, trailing_within(&g->raft, index, p->snapshot_bytes / 4, p->snapshot_trailing));
+    if (by_bytes)
+        raft_set_snapshot_threshold(&g->raft, 1);
+}
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result) {
     cs_group *g = fsm->data;
     consensus *c = g->node;
@@ -215,6 +255,7 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
     void *res = c->cfg.fsm.apply(c->cfg.fsm.ctx, g->index, index, bytes, buf->len - pad);
     c->in_fsm = false;
     g->applied_seen = index;
+    bound_log_memory(g, index, buf->len);
     cs_proposal *p = g->proposals;
     assert(p == NULL || p->req.index >= index);
     if (p != NULL && p->req.index == index) {
@@ -264,6 +305,8 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
         free(manifest);
     }
     *bufs = b;
+    g->since_snapshot_bytes = 0;
+    raft_set_snapshot_threshold(&g->raft, c->cfg.params.snapshot_threshold);
     g->snapshots++;
     g->last_snapshot_bytes = SNAP_HEADER_BYTES + len;
     return 0;
@@ -353,6 +396,7 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf) {
         return RAFT_CORRUPT;
     g->restores++;
     g->applied_seen = index;
+    g->since_snapshot_bytes = 0;
     raft_free(buf->base); /* restore owns the buffer once it succeeds */
     return 0;
 }

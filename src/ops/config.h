@@ -107,6 +107,7 @@ typedef struct {
     uint64_t election_timeout_ms; /* Raft election timeout */
     uint64_t snapshot_entries;    /* applied entries between a group's snapshots */
     uint64_t snapshot_trailing;   /* entries a group keeps behind its snapshot */
+    uint64_t snapshot_bytes;      /* entry bytes between a group's snapshots (0: not counted) */
     int join;                     /* a node added to a running cluster: groups wait to be added */
     int forward_writes;          /* a write for another node's group goes to its leader from here */
     char follower_reads[8];      /* \"confirm\": reads wait for the leader's ReadIndex; \"local\" */

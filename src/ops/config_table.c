@@ -135,6 +135,12 @@ static const setting SETTINGS_TABLE[] = {
         1000000,
         "cluster mode: entries a group keeps behind its snapshot, so that a follower this far "
         "behind catches up from the log rather than from the snapshot and its peers' bytes"),
+    U64("raft-snapshot-bytes", "RUNNEL_RAFT_SNAPSHOT_BYTES", snapshot_bytes, 64ull << 20, 0,
+        1ull << 40,
+        "cluster mode: a group also snapshots once the entries applied since its last snapshot "
+        "hold this many bytes, and keeps behind it only the entries that fit in a quarter of "
+        "it: a group's log is held in memory, so this bounds it whatever the appends' size (0: "
+        "entries are counted only)"),
     U64("disk-reserve-bytes", "RUNNEL_DISK_RESERVE_BYTES", disk_reserve_bytes, 64ull << 20, 0,
         1ull << 40,
         "cluster mode: while the data directory's file system has less free, a leader refuses "
