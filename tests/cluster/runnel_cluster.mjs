@@ -469,8 +469,27 @@ export class Cluster {
     try {
       await waitFor("replicas to converge", async () => (why = await divergence()) === null, ms, 200);
     } catch (e) {
-      throw new Error(`${e.message}: ${why}`);
+      throw new Error(`${e.message}: ${why}\n${this.logTails()}`);
     }
+  }
+
+  // The last lines of every node's log that say what the cluster did or
+  // failed to do (reconcile steps, warnings, errors): what a timeout's
+  // message needs to tell a slow step from one that never happened.
+  logTails(lines = 20) {
+    const wanted = /cluster_reconcile|cluster_placement|cluster_leader| warn | error /;
+    let out = "";
+    for (let n = 1; n <= this.nodes; n++) {
+      let log = "";
+      try {
+        log = this.log(n);
+      } catch {
+        continue;
+      }
+      const picked = log.split("\n").filter((l) => wanted.test(l)).slice(-lines);
+      out += `-- node ${n}${this.alive(n) ? "" : " (down)"}, last ${picked.length} of its reconcile, warning and error lines:\n${picked.join("\n")}\n`;
+    }
+    return out;
   }
 
   // SIGTERM every node (scripts/cluster.sh stop); true when all stopped cleanly.
