@@ -47,6 +47,22 @@
 //   with the log's fdatasync removed). Without root the run is skipped,
 //   saying so ("0 passed, 0 failed, 1 skipped").
 //
+// LARGE APPENDS (--large-append-bytes N): the server runs with
+//   --large-append-bytes N (a body of at least N bytes is written once: to
+//   its stream file, synced there, then a record naming it is logged), and
+//   every writer's odd seqs are large records: a binary record padded to
+//   between N and 4N bytes, a JSON request whose messages' pads add up to
+//   that (stored form at least N), the padding hex derived from --seed,
+//   the writer and the seq, so the content check stays exact; a writer's
+//   large records stop at a quarter of --image-mib shared among the writers
+//   (a faster disk must not fill the image, nor the writers' memory), its
+//   later records all small. The server must count appends written once
+//   (runnel_appends_written_once_total above 0 before the graceful stop:
+//   the path was taken). With --power-cut this proves that the stream
+//   file's sync before the record is real, as the log's is: a large append
+//   acknowledged must be on the device, not in the page cache the cut
+//   throws away (the test fails with that fdatasync made a no-op).
+//
 // OUTPUT: "FAIL <check>: <details>" per failed check, "# ..." stats lines, and
 // the last line "N passed, M failed" (", K skipped" when skipped). Exit code 0
 // only if M == 0. The temp dir is removed on success and kept (path printed)
@@ -61,7 +77,7 @@ import { freePort, sleep, tempDir } from '../lib/server.mjs';
 const USAGE =
   'usage: node tests/crash/crash_test.mjs --bin PATH_TO_RUNNEL [--rounds 6] [--streams 40]\n' +
   '           [--writers-per-stream 1] [--seed N] [--timeout-ms 120000]\n' +
-  '           [--power-cut PATH_TO_FS_SHUTDOWN [--image-mib 1024]]';
+  '           [--power-cut PATH_TO_FS_SHUTDOWN [--image-mib 1024]] [--large-append-bytes N]';
 
 const REQUEST_TIMEOUT_MS = 10_000;   // every HTTP request
 const READY_TIMEOUT_MS = 10_000;     // server start/restart until it answers
@@ -83,10 +99,10 @@ const LOG_TAIL_LINES = 40;
 // parseArgs(argv) -> options. Exits with status 2 and the usage text on bad input.
 function parseArgs(argv) {
   const opts = { bin: null, rounds: 6, streams: 40, writersPerStream: 1, seed: null, timeoutMs: 120_000,
-    powerCut: null, imageMib: 1024 };
+    powerCut: null, imageMib: 1024, largeAppendBytes: null };
   const ints = { '--rounds': ['rounds', 0], '--streams': ['streams', 1],
     '--writers-per-stream': ['writersPerStream', 1], '--seed': ['seed', 0], '--timeout-ms': ['timeoutMs', 1000],
-    '--image-mib': ['imageMib', 64] };
+    '--image-mib': ['imageMib', 64], '--large-append-bytes': ['largeAppendBytes', 1] };
   for (let i = 0; i < argv.length; i++) {
     let [flag, value] = argv[i].split(/=(.*)/s, 2);
     if (flag === '-h' || flag === '--help') { console.log(USAGE); process.exit(0); }
@@ -170,6 +186,14 @@ function makeRng(seed) {
 function deriveSeed(seed, ...parts) {
   const h = crypto.createHash('sha256').update(`${seed}/${parts.join('/')}`).digest();
   return h.readUInt32LE(0);
+}
+
+// largePad(seed, label, seq, part, n) -> n lowercase hex digits derived from
+// (seed, writer, seq, part) alone: an AES-CTR keystream of their hash.
+function largePad(seed, label, seq, part, n) {
+  const key = crypto.createHash('sha256').update(`${seed}/large/${label}/${seq}/${part}`).digest();
+  const c = crypto.createCipheriv('aes-256-ctr', key, Buffer.alloc(16));
+  return Buffer.concat([c.update(Buffer.alloc(Math.ceil(n / 2))), c.final()]).toString('hex').slice(0, n);
 }
 
 // A request that got no HTTP answer (refused, reset, timed out). Its effect on
@@ -344,8 +368,12 @@ async function waitRetryWindow(ctl, genAtSend) {
 // (msgs: the JSON messages, for JSON streams). Invariant: records[0..acked-1]
 // are acknowledged; at most the last record is not (only if the writer aborted).
 class Writer {
-  constructor({ stream, k, writersPerStream, seed }) {
+  constructor({ stream, k, writersPerStream, seed, large = null, largeBudget = 0 }) {
     this.stream = stream;
+    this.seed = seed;
+    this.large = large;      // --large-append-bytes: odd seqs padded to [large, 4 * large] bytes
+    this.largeBudget = largeBudget; // ... until the large records made reach this many bytes
+    this.largeBytes = 0;
     this.label = writersPerStream === 1 ? `w${stream.idx}` : `w${stream.idx}.${k}`;
     this.wField = writersPerStream === 1 ? stream.idx : `${stream.idx}.${k}`; // "w" of JSON messages
     this.rng = makeRng(deriveSeed(seed, 'writer', stream.idx, k));
@@ -361,13 +389,37 @@ class Writer {
   }
 
   // makeRecord(seq) -> the next self-identifying record for this writer.
+  // With --large-append-bytes N every odd seq is a large record: its body
+  // (binary) or the sum of its messages' pads (JSON) between N and 4N
+  // bytes, so that its stored form is at least N; the padding is hex of
+  // bytes derived from (seed, writer, seq) alone. Once the large records
+  // made reach largeBudget bytes, every record is small.
   makeRecord(seq) {
+    if (this.large && seq % 2 === 1 && this.largeBytes < this.largeBudget) {
+      const rec = this.makeLargeRecord(seq);
+      this.largeBytes += rec.body.length;
+      rec.large = true;
+      return rec;
+    }
     if (!this.stream.json) {
       return { body: Buffer.from(`<${this.label}:${seq}:${this.rng.hex(this.rng.int(0, BIN_PAD_MAX))}>`, 'latin1'), msgs: null, acked: false };
     }
     const msgs = [];
     const n = this.rng.int(1, 3);
     for (let j = 0; j < n; j++) msgs.push({ w: this.wField, n: seq, k: j, pad: this.rng.hex(this.rng.int(0, JSON_PAD_MAX)) });
+    return { body: JSON.stringify(msgs), msgs, acked: false };
+  }
+
+  makeLargeRecord(seq) {
+    const total = this.large + deriveSeed(this.seed, 'large', this.label, seq) % (3 * this.large + 1); // [N, 4N]
+    const pad = (n, part) => largePad(this.seed, this.label, seq, part, Math.max(0, n));
+    if (!this.stream.json) {
+      const head = `<${this.label}:${seq}:`;
+      return { body: Buffer.from(`${head}${pad(total - head.length - 1, 0)}>`, 'latin1'), msgs: null, acked: false };
+    }
+    const msgs = [];
+    const n = this.rng.int(1, 3);
+    for (let j = 0; j < n; j++) msgs.push({ w: this.wField, n: seq, k: j, pad: pad(Math.ceil(total / n), j) });
     return { body: JSON.stringify(msgs), msgs, acked: false };
   }
 
@@ -651,7 +703,8 @@ async function main() {
   }
   fs.mkdirSync(dataDir);
   const logPath = path.join(tmp, 'server.log');
-  const ctl = new ServerCtl({ bin: opts.bin, port: await freePort(), dataDir, logPath });
+  const serverArgs = opts.largeAppendBytes ? ['--large-append-bytes', String(opts.largeAppendBytes)] : [];
+  const ctl = new ServerCtl({ bin: opts.bin, port: await freePort(), dataDir, logPath, args: serverArgs });
   const cutName = disk ? 'power cut' : 'SIGKILL';
   // releaseDisk(): the server gone, the file system unmounted and its loop
   // device freed (retried while the killed server's files close).
@@ -666,7 +719,7 @@ async function main() {
   };
   const rng = makeRng(deriveSeed(opts.seed, 'controller'));
   const stats = {
-    inDoubt200: 0, inDoubt204: 0, transientRetries: 0, rounds: new Map(),
+    inDoubt200: 0, inDoubt204: 0, transientRetries: 0, rounds: new Map(), writtenOnce: 0, writtenOnceReads: 0,
     round(gen) { // per-generation counters; gen g+1 follows round g's restart
       if (!this.rounds.has(gen)) this.rounds.set(gen, { retry200: 0, retry204: 0, issues: [] });
       return this.rounds.get(gen);
@@ -684,6 +737,12 @@ async function main() {
     const bytes = writers.reduce((a, w) => a + w.records.slice(0, w.acked).reduce((b, r) => b + r.body.length, 0), 0);
     console.log(`# rounds completed: ${Math.max(0, Math.min(opts.rounds, ctl.gen - 1))} of ${opts.rounds}`);
     console.log(`# acknowledged appends: ${acked} (${bytes} body bytes) by ${writers.length} writers`);
+    if (opts.largeAppendBytes) {
+      const large = writers.flatMap((w) => w.records.slice(0, w.acked).filter((r) => r.large));
+      const spent = writers.filter((w) => w.largeBytes >= w.largeBudget).length;
+      console.log(`# of them large (--large-append-bytes ${opts.largeAppendBytes}): ${large.length} ` +
+        `(${large.reduce((a, r) => a + r.body.length, 0)} body bytes); writers past their budget of large bytes: ${spent}`);
+    }
     console.log(`# in-doubt retries after restart: ${stats.inDoubt200} answered 200 (not applied before the crash), ` +
       `${stats.inDoubt204} answered 204 (applied before the crash)`);
     console.log(`# transient network retries while the server was up: ${stats.transientRetries}`);
@@ -706,6 +765,15 @@ async function main() {
   setTimeout(() => { check('overall timeout', [`exceeded ${opts.timeoutMs} ms during ${phase}`]); finish(); }, opts.timeoutMs).unref();
 
   // fatalCheck(): if the server died on its own, count it and stop here.
+  // writtenOnce(): adds the running server's runnel_appends_written_once_total
+  // (--large-append-bytes) to stats.writtenOnce; nothing when unanswered.
+  const writtenOnce = async () => {
+    try {
+      const res = await http(ctl.base, 'GET', '/__runnel/metrics');
+      const m = /^runnel_appends_written_once_total (\d+)$/m.exec(res.body.toString('utf8'));
+      if (res.status === 200 && m) { stats.writtenOnce += Number(m[1]); stats.writtenOnceReads++; }
+    } catch { /* the check after the rounds counts the reads */ }
+  };
   const fatalCheck = () => { if (ctl.fatal) { check(`server (${phase})`, [ctl.fatal]); finish(); } };
   const sleepWatch = (ms) => Promise.race([sleep(ms), ctl.fatalSeen]); // sleep, cut short if the server dies
 
@@ -733,8 +801,12 @@ async function main() {
 
     // 3. writers
     phase = 'writing';
+    const largeBudget = Math.floor(opts.imageMib * 2 ** 20 / 4 / (opts.streams * opts.writersPerStream));
     for (const s of streams) {
-      for (let k = 0; k < opts.writersPerStream; k++) s.writers.push(new Writer({ stream: s, k, writersPerStream: opts.writersPerStream, seed: opts.seed }));
+      for (let k = 0; k < opts.writersPerStream; k++) {
+        s.writers.push(new Writer({ stream: s, k, writersPerStream: opts.writersPerStream, seed: opts.seed,
+          large: opts.largeAppendBytes, largeBudget }));
+      }
     }
     writers = streams.flatMap((s) => s.writers);
     const control = { stop: false };
@@ -749,6 +821,7 @@ async function main() {
       fatalCheck();
       const issues = [];
       const ackedBefore = writers.reduce((a, w) => a + w.acked, 0);
+      if (opts.largeAppendBytes) await writtenOnce();
       if (disk) {
         // frozen first, so that nothing is answered after the cut
         ctl.child.kill('SIGSTOP');
@@ -782,6 +855,19 @@ async function main() {
       const g = stats.round(r + 1);
       console.log(`# round ${r}: in-doubt retries answered 200: ${g.retry200}, 204: ${g.retry204}`);
       check(`round ${r}: ${cutName}, restart, in-doubt retries`, [...roundIssues[r], ...g.issues]);
+    }
+
+    // the large records took the path: the server counted appends written
+    // once (its counter starts at 0 with each start: summed over the
+    // generations, read before each cut and before the graceful stop)
+    if (opts.largeAppendBytes) {
+      phase = 'metrics';
+      await writtenOnce();
+      const large = writers.reduce((a, w) => a + w.records.slice(0, w.acked).filter((r) => r.large).length, 0);
+      console.log(`# appends written once, as the server counted them: ${stats.writtenOnce} ` +
+        `(large records acknowledged: ${large}; metrics read ${stats.writtenOnceReads} times)`);
+      check(`large appends written once (--large-append-bytes ${opts.largeAppendBytes})`,
+        stats.writtenOnce > 0 ? [] : [`runnel_appends_written_once_total was 0 in every generation (${stats.writtenOnceReads} read)`]);
     }
 
     // 5. graceful stop and final restart

@@ -9,16 +9,23 @@
 //   file removal, history moving to the cold store: before and after the
 //   object's put, after the move is recorded, before and after the stream
 //   file's hole punch; the sweeps: before and after a staged part or cold
-//   object is unlinked, before and after the orphan sweep's removal),
-//   several pass counts N, and the operations create (plain,
-//   JSON, empty, fork, created closed), append (producer and plain, binary
-//   and JSON), close (with and without data), delete (plain, re-create, fork
-//   source soft delete, last fork releasing its source), snapshot publish
-//   (small, cold-store sized, parts commit), retention and appends to
-//   streams whose history moves to the (local) cold store (read back
-//   through the read cache after the restart), and sweeps of staged parts
-//   no commit uses and of history objects of streams that are gone
-//   (planted) while snapshots are published:
+//   object is unlinked, before and after the orphan sweep's removal; a large
+//   append written once: its body written to the stream file, then synced
+//   there, before its log record), several pass counts N, and the
+//   operations create (plain, JSON, empty, fork, created closed), append
+//   (producer and plain, binary and JSON), close (with and without data),
+//   delete (plain, re-create, fork source soft delete, last fork releasing
+//   its source), snapshot publish (small, cold-store sized, parts commit),
+//   retention and appends to streams whose history moves to the (local)
+//   cold store (read back through the read cache after the restart), and
+//   sweeps of staged parts no commit uses and of history objects of streams
+//   that are gone (planted) while snapshots are published, and large
+//   appends written once (--large-append-bytes 4096: creates of
+//   5,000-40,000 bytes and some below 4096, binary appends large and small
+//   to one stream, with and without producer headers, JSON appends whose
+//   stored form is large, and a stream that took large appends deleted and
+//   created again at its name with large appends; their log holds reference
+//   records naming the range and its block checksums, not the bytes):
 //     - the server dies (SIGKILL by itself) at the Nth pass of the point;
 //     - restarted without the kill point on the same data directory, it
 //       serves within 15 s and holds exactly the acknowledged state: for
@@ -29,13 +36,18 @@
 //       either wholly applied or not at all (the state equals the model
 //       without it or with it), so an unacknowledged write appears at most
 //       once;
-//     - the recovered server accepts writes again and stops gracefully;
+//     - the recovered server accepts writes again and stops gracefully
+//       (after a "large" case: appends of both sizes to the streams the
+//       kill interrupted, read back exact);
 //     - after a sweep case, the recovered server removes every stale part
 //       and planted history object within 10 s;
 //     - a second crash during recovery (the replay of a log left by a
 //       SIGKILL: apply before the stream-file write, retention before/after
 //       the hole punch, delete before/after the file removal) loses nothing
-//       either: the next recovery yields the same acknowledged state.
+//       either: the next recovery yields the same acknowledged state; also
+//       for a log of reference records (killed while restoring a large
+//       append's checksums and index entry, or after the files of a stream
+//       whose reference records come earlier in the log were removed).
 //
 // HOW
 //   For each operation kind a template data directory is prepared once by an
@@ -44,11 +56,16 @@
 //   server with RUNNEL_FAULT_KILL_AT=point:N (passes counted from that start),
 //   and runs three clients doing the operation kind plus a filler client
 //   appending 64 KiB records (log volume, so segment rotations and
-//   checkpoints happen: --wal-segment-bytes and --checkpoint-bytes are 1 MiB).
+//   checkpoints happen: --wal-segment-bytes and --checkpoint-bytes are 1 MiB;
+//   for "large", 4000-byte records, below its threshold, so that they still
+//   go through the log).
 //   Every client keeps a model of its own streams and at most one request in
-//   flight. The "recovery" cases start from a template left by SIGKILL with
-//   every operation still in the log (no checkpoint) and arm the replay. Data directories live in /dev/shm when possible: a SIGKILL keeps
-//   the page cache, so tmpfs proves the same as a disk, faster.
+//   flight. The "recovery" and "recovery-large" cases start from a template
+//   left by SIGKILL with every operation still in the log (no checkpoint)
+//   and arm the replay. Data directories live in /dev/shm when possible: a
+//   SIGKILL keeps the page cache, so tmpfs proves the same as a disk,
+//   faster (that the data file's sync of a large append is real, as the
+//   log's, is the power-cut test's: tests/crash/crash_test.mjs).
 //
 // OUTPUT: "FAIL ..." per failed case, a "# ..." summary, and the last line
 // "N passed, M failed" (one check per case: killed at the point, recovered,
@@ -78,6 +95,18 @@ const ACTORS = 3;
 // restart replays it all through the apply path's kill points.
 const RECOVERY_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", String(1 << 30), "--test-hooks"];
 const RECOVERY_MIX = [["delete", 0, 1000], ["retention", 1, 30], ["publish", 2, 12], ["append", 0, 60]];
+// Large appends written once: a body of at least 4 KiB goes to its stream
+// file (synced) before a record naming it is logged.
+const LARGE_ARGS = [...SERVER_ARGS, "--large-append-bytes", "4096"];
+const AHEAD_POINTS = ["ahead-after-write", "ahead-after-sync"];
+// The recovery templates: the mix each runs (workload, actor, steps), and
+// the server's arguments; "recovery-large" leaves reference records in the
+// log (large creates and appends, a stream deleted and created again with
+// large appends, retention over them, a filler of 64 KiB appends).
+const RECOVERIES = {
+  recovery: { mix: RECOVERY_MIX, args: RECOVERY_ARGS },
+  "recovery-large": { mix: [["large", 0, 50], ["large", 1, 50], ["retention", 2, 30]], args: [...RECOVERY_ARGS, "--large-append-bytes", "4096"] },
+};
 // History tiering on the local cold store: every whole 4 MiB chunk moves.
 const TIER_ARGS = [...SERVER_ARGS, "--cold-store", "--hot-bytes", String(64 << 20)];
 const TIER_POINTS = ["tier-before-put", "tier-after-put", "tier-after-record", "tier-before-punch", "tier-after-punch"];
@@ -119,6 +148,18 @@ function matrix() {
   for (const n of [1, 10, 25]) {
     cases.push({ op: "recovery", point: "delete-before-remove", n });
     cases.push({ op: "recovery", point: "delete-after-remove", n });
+  }
+  // large appends written once: the generic and rotation points, the two of
+  // the path (the body written, then synced, before its record), and the
+  // replay of a log of reference records killed while restoring them or
+  // after removing a deleted stream's files (whose records come before)
+  for (const p of GENERIC) for (const n of [1, 3, 8, 21]) cases.push({ op: "large", point: p, n });
+  for (const p of ROTATION) for (const n of [1, 2, 3]) cases.push({ op: "large", point: p, n });
+  for (const p of AHEAD_POINTS) for (const n of [1, 2, 3, 5, 8]) cases.push({ op: "large", point: p, n });
+  for (const n of [1, 20, 60, 100]) cases.push({ op: "recovery-large", point: "apply-before-store", n });
+  for (const n of [1, 6]) {
+    cases.push({ op: "recovery-large", point: "delete-before-remove", n });
+    cases.push({ op: "recovery-large", point: "delete-after-remove", n });
   }
   let out = cases;
   if (opts.only) out = out.filter((c) => c.point === opts.only);
@@ -388,6 +429,88 @@ WORKLOADS.tiered = {
   },
 };
 
+// Large appends written once (LARGE_ARGS: 4 KiB and more): creates of
+// 5,000-40,000 bytes, binary and JSON, and every third one below 4 KiB;
+// appends to one binary stream, large (plain and with producer headers) and
+// small between them (blocks shared by both paths); JSON appends whose
+// stored form is large; and the trap: a stream that took large appends
+// deleted, created again at its name with a large body and appended to,
+// with no checkpoint between them unless the filler's log volume brings one.
+// The filler appends 4000-byte records, below the threshold, so the log
+// still fills, rotates and is checkpointed.
+WORKLOADS.large = {
+  args: LARGE_ARGS,
+  filler: [4000, 2600],
+  async setup(srv, a, model) {
+    await mkStream(srv, model, `lb${a}`, { body: bytes(6000, `lb${a}`) });
+    await mkStream(srv, model, `lj${a}`, { type: "application/json", json: true });
+    await mkStream(srv, model, `lt${a}`, { body: bytes(9000, `lt${a}`) });
+  },
+  *ops(a) {
+    const r = rng(a * 67 + opts.seed);
+    const octet = { "content-type": "application/octet-stream" };
+    const append = (name, body, headers = octet, ok = [204]) => ({ req: { name, method: "POST", headers, body }, ok,
+      apply: (m) => { const s = m.get(name); s.content = [...s.content, body]; } });
+    let seq = 0;
+    for (let k = 0; ; k++) {
+      const tag = `l${a}/${k}`;
+      const name = `lc${a}-${k}`;
+      if (k % 3 === 1) {
+        const j = jsonBody(name, r(120, 500)); // 5-25 KB stored
+        yield { req: { name, method: "PUT", headers: { "content-type": "application/json" }, body: j.body }, ok: [201],
+          apply: (m) => m.set(name, live(true, [j.stored])) };
+      } else {
+        const body = bytes(k % 3 === 0 ? r(5000, 40000) : r(1, 4095), name);
+        yield { req: { name, method: "PUT", headers: octet, body }, ok: [201], apply: (m) => m.set(name, live(false, [body])) };
+      }
+      yield append(`lb${a}`, bytes(r(4096, 40000), `${tag}/b`));
+      yield append(`lb${a}`, bytes(r(1, 4095), `${tag}/s`));
+      yield append(`lb${a}`, bytes(r(5000, 40000), `${tag}/p`),
+        { ...octet, "producer-id": `lp${a}`, "producer-epoch": "0", "producer-seq": String(seq++) }, [200]);
+      const j = jsonBody(`lj${a}/${k}`, r(120, 500));
+      yield { req: { name: `lj${a}`, method: "POST", headers: { "content-type": "application/json" }, body: j.body }, ok: [204],
+        apply: (m) => { const s = m.get(`lj${a}`); s.content = [...s.content, j.stored]; } };
+      // the trap: lt{a} took a large append; deleted, created again at its
+      // name (another stream file) with a large body, appended to
+      const t = `lt${a}`;
+      yield append(t, bytes(r(5000, 40000), `${tag}/t1`));
+      yield { req: { name: t, method: "DELETE" }, ok: [204, 200], apply: (m) => m.set(t, { status: 404 }) };
+      const again = bytes(r(5000, 40000), `${tag}/again`);
+      yield { req: { name: t, method: "PUT", headers: octet, body: again }, ok: [201], apply: (m) => m.set(t, live(false, [again])) };
+      yield append(t, bytes(r(5000, 40000), `${tag}/t2`));
+    }
+  },
+  // the recovered server takes appends of both sizes to each binary stream
+  // (a killed large append may have left its bytes and checksums past the
+  // tail, in the tail's block) and reads them back
+  async settled(srv) {
+    const issues = [];
+    for (let a = 0; a < ACTORS; a++) {
+      const name = `lb${a}`;
+      const h = await http(url(srv, name), { method: "HEAD" });
+      if (h.status !== 200) { issues.push(`${name}: HEAD after the recovery answered ${h.status}`); continue; }
+      let off = h.headers.get("stream-next-offset");
+      const failed = issues.length;
+      const more = [bytes(100, `${name}/after/1`), bytes(70000, `${name}/after/2`), bytes(3000, `${name}/after/3`), bytes(9000, `${name}/after/4`)];
+      for (const body of more) {
+        const w = await http(url(srv, name), { method: "POST", headers: { "content-type": "application/octet-stream" }, body });
+        if (w.status !== 204) issues.push(`${name}: an append of ${body.length} bytes after the recovery answered ${w.status} ${w.text.slice(0, 160)}`);
+      }
+      if (issues.length > failed) continue;
+      const parts = [];
+      for (let i = 0; i < 100; i++) {
+        const g = await http(`${url(srv, name)}?offset=${off}`);
+        if (g.status !== 200) { issues.push(`${name}: a read at ${off} after the recovery's appends answered ${g.status}`); break; }
+        parts.push(g.body);
+        off = g.headers.get("stream-next-offset");
+        if (g.headers.get("stream-up-to-date") === "true") break;
+      }
+      if (!Buffer.concat(parts).equals(Buffer.concat(more))) issues.push(`${name}: the appends after the recovery read back as ${Buffer.concat(parts).length} other bytes`);
+    }
+    return issues;
+  },
+};
+
 // Files under dir at any depth ([] when it does not exist), as paths
 // relative to dir; temporary files of interrupted writes are left out.
 function filesUnder(dir) {
@@ -458,9 +581,10 @@ const FILLER = {
   async setup(srv, model) {
     await mkStream(srv, model, "filler");
   },
-  *ops() {
-    for (let k = 0; k < 160; k++) {
-      const body = bytes(64 * 1024, `filler/${k}`);
+  // count appends of size bytes (a workload's `filler` names its own)
+  *ops(size = 64 * 1024, count = 160) {
+    for (let k = 0; k < count; k++) {
+      const body = bytes(size, `filler/${k}`);
       yield { req: { name: "filler", method: "POST", headers: { "content-type": "application/octet-stream" }, body }, ok: [204],
         apply: (m) => { const s = m.get("filler"); s.content = [...s.content, body]; } };
     }
@@ -530,36 +654,37 @@ function* take(gen, n) {
   }
 }
 
-// The recovery template: the RECOVERY_MIX workloads run to completion
+// A recovery template (RECOVERIES): its mix of workloads run to completion
 // (acknowledged), then SIGKILL, so the next start replays the whole log.
-async function buildRecoveryTemplate() {
-  const dir = path.join(root, "template-recovery");
+async function buildRecoveryTemplate(op) {
+  const { mix, args } = RECOVERIES[op];
+  const dir = path.join(root, `template-${op}`);
   fs.mkdirSync(dir);
-  const srv = new Server({ bin: opts.bin, dataDir: path.join(dir, "data"), args: RECOVERY_ARGS, logPath: path.join(dir, "server.log") });
+  const srv = new Server({ bin: opts.bin, dataDir: path.join(dir, "data"), args, logPath: path.join(dir, "server.log") });
   const models = [];
   const filler = new Map();
   try {
     await srv.start();
-    for (const [kind, a, steps] of RECOVERY_MIX) {
+    for (const [kind, a, steps] of mix) {
       const m = new Map();
       await WORKLOADS[kind].setup(srv, a, m);
       const r = await runClient(srv, m, take(WORKLOADS[kind].ops(a), steps), { stop: false });
-      if (r.inDoubt || r.issues.length) throw new Error(`recovery template (${kind}): ${r.issues.join("; ") || "a request failed"}`);
+      if (r.inDoubt || r.issues.length) throw new Error(`${op} template (${kind}): ${r.issues.join("; ") || "a request failed"}`);
       models.push(m);
     }
     await FILLER.setup(srv, filler);
     const r = await runClient(srv, filler, take(FILLER.ops(), 20), { stop: false });
-    if (r.inDoubt || r.issues.length) throw new Error(`recovery template (filler): ${r.issues.join("; ")}`);
+    if (r.inDoubt || r.issues.length) throw new Error(`${op} template (filler): ${r.issues.join("; ")}`);
   } catch (e) {
     srv.killNow();
     throw e;
   }
   await srv.stop("SIGKILL");
-  templates.set("recovery", { dir, models, filler, args: RECOVERY_ARGS });
+  templates.set(op, { dir, models, filler, args, replay: true });
 }
 
 async function buildTemplate(op) {
-  if (op === "recovery") return buildRecoveryTemplate();
+  if (op in RECOVERIES) return buildRecoveryTemplate(op);
   const dir = path.join(root, `template-${op}`);
   fs.mkdirSync(dir);
   const args = WORKLOADS[op].args ?? SERVER_ARGS;
@@ -642,8 +767,8 @@ async function runCase(c, idx) {
     if (!reached) {
       const ctx = { stop: false };
       const timer = setTimeout(() => { ctx.stop = true; }, opts.caseMs);
-      const clients = c.op === "recovery" ? [] : models.map((m, a) => runClient(srv, m, WORKLOADS[c.op].ops(a), ctx));
-      if (c.op !== "recovery") clients.push(runClient(srv, filler, FILLER.ops(), ctx));
+      const clients = tpl.replay ? [] : models.map((m, a) => runClient(srv, m, WORKLOADS[c.op].ops(a), ctx));
+      if (!tpl.replay) clients.push(runClient(srv, filler, FILLER.ops(...(WORKLOADS[c.op].filler ?? [])), ctx));
       results = await Promise.all(clients);
       clearTimeout(timer);
       for (const r of results) issues.push(...r.issues);
