@@ -117,6 +117,7 @@ typedef struct {
     int commas;
     rn_engine_warm *warming; /* in flight, or NULL */
     int warmed;              /* the next read may block */
+    rn_buf first;            /* the answer's first bytes, read before its head was sent */
 } read_source;
 
 /* Appends the answer's bytes [pos, pos + len) to out, reading from the
@@ -147,6 +148,13 @@ static void read_warmed(void *ctx) {
 
 static int read_fill(void *ctx, uint64_t pos, size_t len, rn_buf *out) {
     read_source *r = ctx;
+    if (r->first.len && pos + len <= r->first.len) {
+        rn_buf_append(out, r->first.data + pos, len);
+        if (pos + len == r->first.len)
+            rn_buf_free(&r->first);
+        return 0;
+    }
+    rn_buf_free(&r->first); /* pieces of another size: read again */
     if (r->warming)
         return RN_HTTP_PIECE_LATER;
     int rc = read_bytes(r, pos, len, r->warmed, out);
@@ -164,6 +172,7 @@ static void read_release(void *ctx) {
     read_source *r = ctx;
     if (r->warming)
         rn_engine_warm_cancel(r->warming);
+    rn_buf_free(&r->first);
     free(r);
 }
 
@@ -172,9 +181,12 @@ static void read_release(void *ctx) {
  * piece of the transport is read here and sent whole, from the page cache
  * only unless may_block; a longer one is read and sent a piece at a time
  * (rn_http_respond_pieces), so it never holds the loop, or memory, for
- * more than a piece, nor waits for the disk on it (read_fill). Returns < 0
- * (nothing sent) when the bytes of a whole answer could not be read:
- * -EINPROGRESS when they are not in the page cache. */
+ * more than a piece, nor waits for the disk on it (read_fill); its first
+ * piece is read before the head is sent, so that a failure there (a
+ * damaged block) gets its typed answer: after the head only the
+ * connection can be cut. Returns < 0 (nothing sent) when the bytes of a
+ * whole answer, or of that first piece, could not be read: -EINPROGRESS
+ * when they are not in the page cache. */
 static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t got,
                      int may_block) {
     rn_buf prefix = {0}, body = {0}, suffix = {0};
@@ -187,6 +199,14 @@ static int send_data(stream_ctx *c, rn_buf *h, const read_source *src, uint64_t 
         read_source *pieces_src = rn_xmalloc(sizeof *pieces_src);
         *pieces_src = *src;
         pieces_src->req = c->req;
+        pieces_src->first = (rn_buf){0};
+        int rc = read_bytes(src, 0, rn_http_piece_bytes(c->req), may_block, &pieces_src->first);
+        if (rc < 0) {
+            read_release(pieces_src);
+            rn_buf_free(&prefix);
+            rn_buf_free(&suffix);
+            return rc;
+        }
         rn_http_pieces pieces = {.fill = read_fill, .release = read_release, .ctx = pieces_src};
         rn_http_respond_pieces(c->req, 200, h, &prefix, &pieces, got, &suffix);
         return 0;
