@@ -296,9 +296,22 @@ int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data,
     return write_append(pin, data, len, off, k);
 }
 
+/* A large append's data is written a chunk at a time, each chunk's
+ * writeback started at once (sync_file_range, a hint: the caller's
+ * fdatasync is what makes it durable), so that the disk writes the first
+ * chunks while the later ones are copied and the checksums computed. */
+#define AHEAD_CHUNK (1u << 20)
+
 int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, size_t len,
                                uint64_t off, uint64_t k, uint8_t *crcs) {
-    int rc = write_at(pin->data_fd, data, len, off);
+    int rc = 0;
+    for (size_t done = 0; rc == 0 && done < len; done += AHEAD_CHUNK) {
+        size_t n = len - done < AHEAD_CHUNK ? len - done : AHEAD_CHUNK;
+        rc = write_at(pin->data_fd, (const uint8_t *)data + done, n, off + done);
+        if (rc == 0) /* a hint: its failure changes nothing the fdatasync does not */
+            (void)sync_file_range(pin->data_fd, (off64_t)(off + done), (off64_t)n,
+                                  SYNC_FILE_RANGE_WRITE);
+    }
     if (rc == 0)
         rc = rn_blocksums_compute(pin->data_fd, data, len, off, crcs);
     if (rc == 0)
