@@ -2,7 +2,9 @@
  * ahead.c — large appends written once. On a log that takes it (the local
  * log: rn_cmdlog_ops.stored_ahead), a CREATE or APPEND with at least
  * cfg.large_append_bytes of data is written to its stream file and synced
- * (fdatasync) on a worker before it is logged, and the log's record names
+ * (fdatasync, then the directory holding the stream's files, whose names
+ * a new stream's first appends would otherwise leave to the next
+ * checkpoint) on a worker before it is logged, and the log's record names
  * the range with its block checksums instead of carrying the bytes
  * (command.h: RN_CMD_STORED_AHEAD). Its bytes then reach the disk once,
  * where the log would write them and a checkpoint write them again.
@@ -35,7 +37,7 @@ static void write_ahead(uv_work_t *req) {
                                         p->sums.data);
     rn_fault_point("ahead-after-write");
     if (rc == 0)
-        rc = rn_streamfiles_sync_pinned(&p->pin);
+        rc = rn_streamfiles_sync_ahead(p->engine->files, p->stream_id, &p->pin);
     if (rc == 0)
         rn_fault_point("ahead-after-sync");
     p->files_status = rc;

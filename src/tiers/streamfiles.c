@@ -321,11 +321,17 @@ int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, 
     return rc < 0 ? rc : write_at(pin->index_fd, b, 8, k * 8);
 }
 
-int rn_streamfiles_sync_pinned(const rn_streamfiles_pin *pin) {
+int rn_streamfiles_sync_ahead(const rn_streamfiles *st, uint64_t id,
+                              const rn_streamfiles_pin *pin) {
     int failing = rn_fault_fail("data-sync");
     if (failing)
         return failing;
-    return fdatasync(pin->data_fd) < 0 ? -errno : 0;
+    if (fdatasync(pin->data_fd) < 0)
+        return -errno;
+    char dir[PATH_MAX];
+    file_path(st, id, RN_FILE_DATA, dir, sizeof dir);
+    *strrchr(dir, '/') = '\0';
+    return rn_sync_dir(dir);
 }
 
 void rn_streamfiles_unpin(rn_streamfiles_pin *pin) {

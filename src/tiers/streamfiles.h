@@ -85,8 +85,13 @@ int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data,
  * thread while the pin is held. Returns 0 or -errno. */
 int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, size_t len,
                                uint64_t off, uint64_t k, uint8_t *crcs);
-/* Syncs the pinned data file's bytes (fdatasync). Returns 0 or -errno. */
-int rn_streamfiles_sync_pinned(const rn_streamfiles_pin *pin);
+/* Makes a large append written through pin durable before its log record:
+ * syncs the data file's bytes (fdatasync), then the directory holding
+ * stream id's files, so that their names are durable too (a new stream's
+ * files are made or renamed into place unsynced, which a checkpoint's
+ * syncfs covered while every byte was also in the log). Safe on any
+ * thread while the pin is held. Returns 0 or -errno. */
+int rn_streamfiles_sync_ahead(const rn_streamfiles *st, uint64_t id, const rn_streamfiles_pin *pin);
 /* Replay of a large append written once: sets the checksum entries of
  * [off, off + len) from crcs (as rn_streamfiles_write_ahead made them) and
  * index entry k = off + len; the data file already holds the bytes.

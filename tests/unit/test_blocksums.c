@@ -252,7 +252,7 @@ static void test_a_large_append_written_ahead_reports_and_restores_its_entries(v
     uint8_t crcs[3 * 4] = {0};
     assert_int_equal(rn_blocksums_blocks(off, len), 3);
     assert_int_equal(rn_streamfiles_write_ahead(&pin, f->bytes + off, len, off, k, crcs), 0);
-    assert_int_equal(rn_streamfiles_sync_pinned(&pin), 0);
+    assert_int_equal(rn_streamfiles_sync_ahead(f->st, ID, &pin), 0);
     rn_streamfiles_unpin(&pin);
     for (uint64_t b = 0; b < 3; b++) { /* each block up to the append's end exactly */
         uint32_t want = crc_of_block(f, b, end);
