@@ -23,22 +23,23 @@ typedef struct {
     const char *scenario;
     bn_target target;
     const char *content_type;
-    int streams;          /* writes, longpoll, create, fill */
-    int subscribers;      /* fanout */
-    int tails;            /* fanout: reader processes of tail_cmd (0: none) */
-    const char *tail_cmd; /* fanout: a client program reading the stream's URL */
-    int readers;          /* longpoll */
-    int clients;          /* catchup (concurrent phase), bootstrap, create (connections) */
-    int events;           /* bootstrap: events per stream */
-    int batch;            /* bootstrap: events per pre-fill append */
-    int replay_mode;      /* bootstrap: 1 replay, 0 bootstrap (snapshot + GET /bootstrap) */
-    int after_events;     /* bootstrap mode: events appended after the snapshot */
-    int server_pid;       /* sample this process's VmRSS (0: don't) */
+    int streams;            /* writes, longpoll, create, fill, tokens */
+    int subscribers;        /* fanout */
+    int tails;              /* fanout: reader processes of tail_cmd (0: none) */
+    const char *tail_cmd;   /* fanout: a client program reading the stream's URL */
+    int readers;            /* longpoll */
+    int readers_per_stream; /* tokens */
+    int clients;            /* catchup (concurrent phase), bootstrap, create (connections) */
+    int events;             /* bootstrap: events per stream */
+    int batch;              /* bootstrap: events per pre-fill append */
+    int replay_mode;        /* bootstrap: 1 replay, 0 bootstrap (snapshot + GET /bootstrap) */
+    int after_events;       /* bootstrap mode: events appended after the snapshot */
+    int server_pid;         /* sample this process's VmRSS (0: don't) */
     int json;
-    double rate;           /* requests or events per second; 0: closed loop */
+    double rate;           /* requests or events per second (tokens: per stream); 0: closed loop */
     double duration;       /* seconds of measurement */
     double timeout;        /* hard deadline of the whole run, seconds */
-    size_t payload;        /* bytes per append (writes, fanout, longpoll) */
+    size_t payload;        /* bytes per append (writes, fanout, longpoll, tokens) */
     size_t event_bytes;    /* bootstrap */
     size_t snapshot_bytes; /* bootstrap mode */
     size_t append_bytes;   /* catchup pre-fill and fill: append size */

@@ -2,7 +2,7 @@
  * runnel_bench.c — the `runnel-bench` command: parses the scenario and its
  * options, prepares the run and prints the report.
  *
- *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill|replay> --base
+ *   runnel-bench <writes|fanout|catchup|longpoll|bootstrap|create|fill|replay|tokens> --base
  * http://127.0.0.1:PORT [options]
  *
  * Every scenario is a closed-loop (or paced) HTTP/1.1 load generator on one
@@ -51,13 +51,19 @@ static const char USAGE[] =
     "  replay     --streams [100] streams an earlier fill of --run-id made, each read from\n"
     "             offset -1 to its tail on a connection of its own, all at once, for at\n"
     "             most --duration [10] s (cold reads beside a writes run)\n"
+    "  tokens     --streams [1000] streams, each appended --rate [20] times a second with\n"
+    "             --payload [40] B and tailed by --readers-per-stream [10] SSE readers, for\n"
+    "             --duration [8] s (token streaming); Runnel needs --max-connections and\n"
+    "             --max-live-reads above streams x readers (12000 for the defaults); server\n"
+    "             CPU per delivery with --server-pid\n"
     "\n"
     "common options:\n"
     "  --surface v1|bucket      URL shape: {base}/v1/stream/{name} | {base}/{bucket}/{name}\n"
     "  --url-template T         explicit shape with {base}, {bucket}, {name}\n"
     "  --bucket NAME            bucket for the bucket surface [bench]\n"
     "  --content-type T         stream content type [text/plain]\n"
-    "  --server-pid PID         report the server's VmRSS from /proc/PID/status\n"
+    "  --server-pid PID         report the server's VmRSS from /proc/PID/status (tokens:\n"
+    "                           also its CPU time from /proc/PID/stat)\n"
     "  --timeout S              hard deadline of the whole run [300]\n"
     "  --json                   print the report as JSON (summary goes to stderr)\n"
     "  --follow-leaders         a cluster (--base: any node): each stream is created where\n"
@@ -75,6 +81,7 @@ enum {
     O_STREAMS,
     O_SUBSCRIBERS,
     O_READERS,
+    O_READERS_PER_STREAM,
     O_CLIENTS,
     O_RATE,
     O_DURATION,
@@ -107,6 +114,7 @@ static const struct option OPTS[] = {
     {"streams", 1, 0, O_STREAMS},
     {"subscribers", 1, 0, O_SUBSCRIBERS},
     {"readers", 1, 0, O_READERS},
+    {"readers-per-stream", 1, 0, O_READERS_PER_STREAM},
     {"clients", 1, 0, O_CLIENTS},
     {"rate", 1, 0, O_RATE},
     {"duration", 1, 0, O_DURATION},
@@ -180,6 +188,7 @@ static void defaults(const char *sc) {
     bn_o.streams = 100;
     bn_o.subscribers = 100;
     bn_o.readers = 1000;
+    bn_o.readers_per_stream = 10;
     bn_o.clients = 4;
     bn_o.events = 1000;
     bn_o.event_bytes = 256;
@@ -198,6 +207,11 @@ static void defaults(const char *sc) {
         bn_o.clients = 100;
     } else if (strcmp(sc, "create") == 0) {
         bn_o.clients = 64;
+    } else if (strcmp(sc, "tokens") == 0) {
+        bn_o.streams = 1000;
+        bn_o.rate = 20;
+        bn_o.payload = 40;
+        bn_o.duration = 8;
     }
 }
 
@@ -216,7 +230,8 @@ int main(int argc, char **argv) {
     } SCENARIOS[] = {{"writes", bn_writes_start},       {"fanout", bn_fanout_start},
                      {"catchup", bn_catchup_start},     {"longpoll", bn_longpoll_start},
                      {"bootstrap", bn_bootstrap_start}, {"create", bn_create_start},
-                     {"fill", bn_fill_scenario_start},  {"replay", bn_replay_scenario_start}};
+                     {"fill", bn_fill_scenario_start},  {"replay", bn_replay_scenario_start},
+                     {"tokens", bn_tokens_start}};
     if (argc < 2 || argv[1][0] == '-') {
         fputs(USAGE, argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
@@ -259,6 +274,9 @@ int main(int argc, char **argv) {
             break;
         case O_READERS:
             bn_o.readers = positive_int(optarg);
+            break;
+        case O_READERS_PER_STREAM:
+            bn_o.readers_per_stream = positive_int(optarg);
             break;
         case O_CLIENTS:
             bn_o.clients = positive_int(optarg);
@@ -374,6 +392,11 @@ int main(int argc, char **argv) {
         usage_error("--tail-cmd is a non-empty command for fanout on a non-JSON stream", NULL);
     if (bn_o.tail_cmd && !bn_o.tails)
         bn_o.tails = 1;
+    if (start == bn_tokens_start &&
+        (bn_o.rate <= 0 || (int64_t)bn_o.streams * bn_o.readers_per_stream > 1000000))
+        usage_error("tokens needs --rate > 0 (appends per stream per second) and at most "
+                    "1000000 readers (streams x readers-per-stream)",
+                    NULL);
     if (start == bn_longpoll_start && bn_o.readers < bn_o.streams)
         usage_error("--readers must be >= --streams", NULL);
     if (!bn_o.run_id[0])

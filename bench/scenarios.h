@@ -14,5 +14,6 @@ void bn_bootstrap_start(void);
 void bn_create_start(void);
 void bn_fill_scenario_start(void);
 void bn_replay_scenario_start(void);
+void bn_tokens_start(void);
 
 #endif
