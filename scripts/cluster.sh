@@ -49,6 +49,21 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/lib.sh"
 
+# unused_port DIR [PORT...]: a free port that DIR/cluster.env does not name
+# and that is none of PORT... (each free_port runs in a process of its own,
+# so it cannot tell what it handed out before).
+unused_port() {
+  local dir=$1 port
+  shift
+  while :; do
+    port=$(free_port)
+    grep -qx "[A-Z_0-9]*=$port" "$dir/cluster.env" 2>/dev/null && continue
+    [[ " $* " == *" $port "* ]] && continue
+    echo "$port"
+    return
+  done
+}
+
 usage() {
   sed -n '3,47p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
@@ -126,7 +141,7 @@ start() {
   if [ "$peer_listen" = 1 ]; then # the peer listeners' ports, chosen at the first start with them
     for i in $(seq 1 "$nodes"); do
       local pp="PEER_PORT_$i"
-      [ -n "${!pp:-}" ] || echo "PEER_PORT_$i=$(free_port)" >>"$dir/cluster.env"
+      [ -n "${!pp:-}" ] || echo "PEER_PORT_$i=$(unused_port "$dir")" >>"$dir/cluster.env"
     done
     source "$dir/cluster.env"
   fi
@@ -192,8 +207,8 @@ join() {
   line=$(head -1 "$dir/node-1.cmd")
   eval "local base=(${line%%>>*})" # printf %q quoted it; its own '>' are escaped
   local hp rp pp="" url raft peer_url="" i arg out=() scheme peer_scheme=""
-  hp=$(free_port)
-  rp=$(free_port)
+  hp=$(unused_port "$dir")
+  rp=$(unused_port "$dir" "$hp")
   for i in "${!base[@]}"; do # node 1's public and peer URLs give the schemes
     if [ "${base[$i]}" = --peer ] && [[ "${base[$((i + 1))]}" == 1=* ]]; then
       IFS=, read -r _ url peer_url <<<"${base[$((i + 1))]}"
@@ -204,7 +219,7 @@ join() {
   url="$scheme://127.0.0.1:$hp"
   if [ -n "$peer_url" ]; then
     peer_scheme=${peer_url%%://*}
-    pp=$(free_port)
+    pp=$(unused_port "$dir" "$hp" "$rp")
     peer_url="$peer_scheme://127.0.0.1:$pp"
   fi
   for ((i = 0; i < ${#base[@]}; i++)); do
