@@ -21,7 +21,7 @@
 //     reference record) is answered as damage on read (500
 //     STREAM_DATA_DAMAGED, nothing of the damaged block, the bytes before it
 //     exact): the replayed checksums are the recorded ones, not ones
-//     recomputed from the file; and so is one in the first 256 KiB piece of
+//     recomputed from the file; and so is one in the first (512 KiB) piece of
 //     a read from a large append's offset (an answer of several pieces),
 //     the server staying up;
 //   - a stream that took large appends, deleted and created again at the
@@ -211,7 +211,7 @@ describe("a flipped byte in a large append's range, found by the replayed checks
 });
 
 // A large append's read from its own offset is an answer of more than one
-// piece (256 KiB): damage in its first piece is the case the long-answer
+// piece (512 KiB): damage in its first piece is the case the long-answer
 // test of data_checksums.test.mjs does not reach (there the damage is past
 // the first piece).
 describe("a flipped byte in the first piece of a large append's read", () => {
