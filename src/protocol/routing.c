@@ -32,11 +32,12 @@ int rn_routing_active(void) {
     return routing.active;
 }
 
-rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg),
-                                           void *arg) {
+rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg), void *arg,
+                                           unsigned *far_groups) {
+    *far_groups = 0;
     if (!routing.active || !routing.view.ask_elsewhere)
         return NULL;
-    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg);
+    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg, far_groups);
 }
 
 void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a) {

@@ -102,10 +102,12 @@ typedef struct {
     /* Asks the leader of every data group this node does not host for
      * that group's streams (one signed peer request per leader): each(arg,
      * body, len) per good answer, then done(arg) once every ask ended.
-     * NULL when nothing was asked (every group hosted here, or no leader
-     * known): neither runs. NULL member: never asked. */
+     * *far_groups: how many groups this node does not host (those whose
+     * leader is not known are among them, unasked). NULL when nothing was
+     * asked (every group hosted here, or no leader known): neither runs.
+     * NULL member: never asked. */
     rn_elsewhere_ask *(*ask_elsewhere)(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
-                                       void *arg);
+                                       void *arg, unsigned *far_groups);
     /* Abandons an ask whose done has not run: nothing more runs. */
     void (*ask_elsewhere_cancel)(rn_elsewhere_ask *a);
 } rn_cluster_view;
@@ -118,10 +120,10 @@ void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request
 /* True in cluster mode. */
 int rn_routing_active(void);
 
-/* The view's ask_elsewhere (NULL: nothing asked, in single-node mode too)
- * and its cancel. */
-rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg),
-                                           void *arg);
+/* The view's ask_elsewhere (NULL: nothing asked, in single-node mode too,
+ * where *far_groups is 0) and its cancel. */
+rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg), void *arg,
+                                           unsigned *far_groups);
 void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it

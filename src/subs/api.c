@@ -506,11 +506,12 @@ typedef struct {
     size_t len;
 } deferred;
 
-static void run_deferred(void *arg) {
+static void run_deferred(void *arg, int complete) {
     deferred *d = arg;
-    if (d->S->active && !d->S->quiesced) {
+    if (d->S->active && !d->S->quiesced && complete) {
         handle(d->S, d->req, d->rest, d->len, 1);
-    } else { /* the delivery moved meanwhile: as a request that finds no leader */
+    } else { /* the delivery moved meanwhile, or a group's leader is not known here:
+                as a request that finds no leader */
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_reply_error(d->req, RN_E_NO_LEADER, &extra);

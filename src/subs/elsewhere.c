@@ -23,7 +23,11 @@
  * pattern's backfill; an explicit link; a callback, claim or ack, which
  * judge offsets by the tails) wait for a round started after them
  * (rn_elsewhere_wait), so that they see a stream created, or an append
- * made, before they came. The view is dropped when this node stops
+ * made, before they came. Such a round must cover every group placed
+ * elsewhere: one whose leader is not known here, did not answer or no
+ * longer leads it leaves the change waiting for the next round, up to
+ * RN_ELSEWHERE_WAIT_MS, after which it is refused (503 NO_LEADER, nothing
+ * changed) rather than made on a partial view. The view is dropped when this node stops
  * delivering; the next deliverer builds its own, its first round treating
  * every stream as seen for the first time (links keep their acked
  * offsets, so pending work wakes and nothing is lost).
@@ -206,7 +210,10 @@ static void on_answer(void *arg, const uint8_t *body, size_t len) {
         return;
     }
     uint8_t *covered = rn_xcalloc(ngroups + 1, 1);
-    json_array_foreach(groups, k, e) covered[json_integer_value(e)] = 1;
+    json_array_foreach(groups, k, e) {
+        S->round_covered += !covered[json_integer_value(e)];
+        covered[json_integer_value(e)] = 1;
+    }
     json_array_foreach(streams, k, e) {
         const char *path, *id, *ct;
         size_t path_len;
@@ -227,11 +234,36 @@ static void on_answer(void *arg, const uint8_t *body, size_t len) {
     json_decref(doc);
 }
 
-static void run_waiters(rn_list *list) {
+/* Runs every waiter of list, telling each whether the round was complete. */
+static void run_waiters(rn_list *list, int complete) {
     while (!rn_list_empty(list)) {
         rn_far_waiter *w = rn_list_entry(list->first, rn_far_waiter, link);
         rn_list_remove(list, &w->link);
-        w->fn(w->arg);
+        w->fn(w->arg, complete);
+    }
+}
+
+static void move_all(rn_list *from, rn_list *to) {
+    while (!rn_list_empty(from)) {
+        rn_list_node *n = from->first;
+        rn_list_remove(from, n);
+        rn_list_push_back(to, n);
+    }
+}
+
+/* The round in flight ended: its waiters go on when every group placed
+ * elsewhere was covered by an answer (or when this node no longer asks);
+ * the others wait for a round at the next tick, up to their bound. */
+static void round_ended(rn_subs *S) {
+    int complete = S->round_covered >= S->round_far;
+    uint64_t now = uv_now(S->loop);
+    while (!rn_list_empty(&S->far_covered)) {
+        rn_far_waiter *w = rn_list_entry(S->far_covered.first, rn_far_waiter, link);
+        rn_list_remove(&S->far_covered, &w->link);
+        if (complete || !S->active || S->quiesced || now >= w->give_up_ms)
+            w->fn(w->arg, complete);
+        else
+            rn_list_push_back(&S->far_again, &w->link);
     }
 }
 
@@ -240,34 +272,34 @@ static void start_round(rn_subs *S);
 static void on_round_done(void *arg) {
     rn_subs *S = arg;
     S->asking = NULL;
-    run_waiters(&S->far_covered);
+    round_ended(S);
     if (!rn_list_empty(&S->far_waiting))
         start_round(S);
 }
 
 /* Starts a round for the waiters (and the view), or, when there is nothing
- * to ask, lets them go at once. */
+ * to ask, ends it at once. */
 static void start_round(rn_subs *S) {
     assert(!S->asking);
-    while (!rn_list_empty(&S->far_waiting)) {
-        rn_list_node *n = S->far_waiting.first;
-        rn_list_remove(&S->far_waiting, n);
-        rn_list_push_back(&S->far_covered, n);
-    }
+    move_all(&S->far_waiting, &S->far_covered);
     S->round++;
+    S->round_covered = 0;
+    S->round_far = 0;
     if (S->active && !S->quiesced)
-        S->asking = rn_routing_ask_elsewhere(on_answer, on_round_done, S);
+        S->asking = rn_routing_ask_elsewhere(on_answer, on_round_done, S, &S->round_far);
     if (!S->asking)
-        run_waiters(&S->far_covered);
+        round_ended(S);
 }
 
 static void on_tick(uv_timer_t *t) {
     rn_subs *S = t->data;
-    if (!S->asking && S->subs.count)
+    move_all(&S->far_again, &S->far_waiting);
+    if (!S->asking && (S->subs.count || !rn_list_empty(&S->far_waiting)))
         start_round(S);
 }
 
 void rn_elsewhere_wait(rn_subs *S, rn_far_waiter *w) {
+    w->give_up_ms = uv_now(S->loop) + RN_ELSEWHERE_WAIT_MS;
     rn_list_push_back(&S->far_waiting, &w->link);
     if (!S->asking)
         start_round(S);
@@ -285,8 +317,9 @@ void rn_elsewhere_stop(rn_subs *S) {
         S->asking = NULL;
     }
     far_clear(S);
-    run_waiters(&S->far_covered);
-    run_waiters(&S->far_waiting);
+    run_waiters(&S->far_covered, 0);
+    run_waiters(&S->far_waiting, 0);
+    run_waiters(&S->far_again, 0);
 }
 
 void rn_elsewhere_close(rn_subs *S) {

@@ -153,6 +153,9 @@ struct rn_subs {
     uint64_t round;           /* rounds started */
     rn_list far_waiting;      /* rn_far_waiter: for the round after the one in flight */
     rn_list far_covered;      /* rn_far_waiter: covered by the round in flight */
+    rn_list far_again;        /* rn_far_waiter: after an incomplete round, for the next tick */
+    unsigned round_far;       /* groups placed elsewhere when the round in flight started */
+    unsigned round_covered;   /* of those, covered by its answers so far */
 };
 
 /* ---- registry.c: subscriptions, links and the watch index ---- */
@@ -241,11 +244,13 @@ char *rn_view_action_url(const rn_subs *S, const rn_sub *sub, const char *action
 
 /* ---- elsewhere.c: streams of groups this node does not host ---- */
 
-#define RN_ELSEWHERE_MS 250 /* how often the deliverer asks their leaders */
+#define RN_ELSEWHERE_MS 250       /* how often the deliverer asks their leaders */
+#define RN_ELSEWHERE_WAIT_MS 5000 /* how long a change waits for a complete round */
 
 typedef struct {
-    void (*fn)(void *arg);
+    void (*fn)(void *arg, int complete);
     void *arg;
+    uint64_t give_up_ms; /* set by rn_elsewhere_wait */
     rn_list_node link;
 } rn_far_waiter;
 
@@ -260,8 +265,10 @@ void rn_subs_foreach(rn_subs *S, void (*fn)(const rn_seen *s, void *arg), void *
  * what was learnt and runs every waiter. */
 void rn_elsewhere_start(rn_subs *S);
 void rn_elsewhere_stop(rn_subs *S);
-/* w->fn(w->arg) once a round that started after this call ended (every
- * leader answered or failed), at once when there is nothing to ask. */
+/* w->fn(w->arg, 1) once a round that started after this call ended with
+ * every group placed elsewhere covered by its leader's answer (at once
+ * when there is nothing to ask); w->fn(w->arg, 0) when no such round came
+ * within RN_ELSEWHERE_WAIT_MS, or this node stopped delivering. */
 void rn_elsewhere_wait(rn_subs *S, rn_far_waiter *w);
 /* Frees the view (the module closes; after rn_elsewhere_stop in cluster
  * mode). */

@@ -16,6 +16,11 @@
 //     that stream; an ack up to an append to such a stream made just
 //     before it is accepted (the deliverer's view of its tail is
 //     refreshed first).
+//   - A pattern subscription made while the leader of a group the
+//     delivering node does not host is stopped (SIGSTOP: its answers time
+//     out) links that group's stream all the same, once another leader
+//     answers, or is refused 503 NO_LEADER having made nothing: never
+//     created on a view missing a group.
 //   - After the delivering node is SIGKILLed, the next leader of the
 //     subscriptions' group goes on: appends to those streams made after
 //     the kill are covered by wakes too (none lost), and a stream created
@@ -132,6 +137,32 @@ describe("subscriptions of streams the delivering node does not host", () => {
       headers: { "content-type": JSON_CT, authorization: `Bearer ${held.token}` },
       body: JSON.stringify({ wake_id: held.wake_id, generation: held.generation, acks: [{ stream: work, offset: now }], done: true }) });
     assert.equal(ack.status, 200, ack.text);
+  });
+
+  test("a far group's leader that cannot answer: the create waits, never links a partial view", async () => {
+    const path = farKey("stop/s");
+    await create(path, "text/plain", "held");
+    const before = await tail(path);
+    const stopped = (await c.leaderOf(groupOf(path, GROUPS))).node;
+    assert.notEqual(stopped, deliverer);
+    c.kill(stopped, "SIGSTOP"); // its answers to the deliverer's asks time out
+    try {
+      const held = `${c.url(deliverer)}/v1/stream/__ds/subscriptions/held`;
+      const r = await req(held, { method: "PUT",
+        headers: { "content-type": JSON_CT }, body: JSON.stringify({ type: "webhook", pattern: "stop/*", webhook: { url: hook.url } }) });
+      if (r.status === 503) { // no complete view came within its bound: nothing made
+        assert.equal(JSON.parse(r.text).error.code, "NO_LEADER", r.text);
+        assert.equal((await req(held)).status, 404, "a refused create made nothing");
+      } else {
+        assert.equal(r.status, 201, r.text);
+        const links = JSON.parse(r.text).streams;
+        assert.deepEqual(links.map((l) => l.path), [path], "the stream of the group whose leader was stopped is linked");
+        assert.equal(links[0].acked_offset, before, "at its tail");
+      }
+    } finally {
+      c.kill(stopped, "SIGCONT");
+    }
+    await c.converged();
   });
 
   test("after the deliverer is SIGKILLed the next one goes on, no wake lost", async () => {

@@ -429,8 +429,8 @@ export class Cluster {
   // in progress), every live replica of every group applied every entry its
   // leader committed (the same applied index on every live replica) and
   // caught up since it started (its local reads served), and each group is
-  // led by its preferred node when that one runs: no leadership transfer
-  // (placement's balance) follows.
+  // led by its preferred node when that one runs, as every live node sees
+  // it: no leadership transfer (placement's balance) follows.
   async converged(ms = 30000) {
     let why = "no report yet";
     const divergence = async () => {
@@ -455,7 +455,9 @@ export class Cluster {
         const hosts = hosting.map((r) => r.node_id).sort().join();
         if (reports[0].groups[g].placement && placement !== hosts) return `group ${g}: on ${hosts}, placed on ${placement}`;
         const preferred = reports[0]?.groups[g].preferred_leader;
-        const led = hosting.find((r) => r.groups[g].leader !== preferred);
+        /* every live node, those not hosting the group too (they send
+         * its writes, forks and subscriptions' asks to its leader) */
+        const led = reports.find((r) => r.groups[g].leader !== preferred);
         if (preferred && this.alive(preferred) && led)
           return `group ${g}: node ${led.node_id} sees leader ${led.groups[g].leader}, preferred ${preferred}`;
         const applied = hosting.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id)?.applied_index);
