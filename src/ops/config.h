@@ -46,6 +46,7 @@ typedef struct {
     char public_url[512];        /* empty: http://<listen> */
     int webhook_allow_loopback;
     uint64_t webhook_timeout_ms;
+    uint64_t max_subscriptions, max_subscription_streams;
     uint64_t long_poll_timeout_ms;
     uint64_t sse_max_duration_ms;
     uint64_t max_body_bytes;

@@ -158,6 +158,13 @@ static const setting SETTINGS_TABLE[] = {
          "development only: allow webhook URLs on http(s)://localhost and 127.0.0.x"),
     U64("webhook-timeout-ms", "RUNNEL_WEBHOOK_TIMEOUT_MS", webhook_timeout_ms, 10000, 100, 600000,
         "how long one webhook delivery attempt may take before it counts as failed"),
+    U64("max-subscriptions", "RUNNEL_MAX_SUBSCRIPTIONS", max_subscriptions, 10000, 1, 10000000,
+        "most subscriptions this server holds; a create past it answers 429 "
+        "SUBSCRIPTION_LIMIT"),
+    U64("max-subscription-streams", "RUNNEL_MAX_SUBSCRIPTION_STREAMS", max_subscription_streams,
+        100000, 1, 100000000,
+        "most explicit streams all subscriptions name together (a pattern's links are bounded "
+        "by the streams it matches); more answer 429 SUBSCRIPTION_STREAMS_LIMIT"),
     U64("long-poll-timeout-ms", "RUNNEL_LONG_POLL_TIMEOUT_MS", long_poll_timeout_ms, 30000, 1,
         3600000, "how long a long-poll waits for data before 204"),
     U64("sse-max-duration-ms", "RUNNEL_SSE_MAX_DURATION_MS", sse_max_duration_ms, 60000, 1,

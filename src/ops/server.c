@@ -547,6 +547,8 @@ static void wire(server *s) {
                            .public_url = s->public_url,
                            .allow_loopback = s->cfg.webhook_allow_loopback,
                            .webhook_timeout_ms = s->cfg.webhook_timeout_ms,
+                           .max_subs = s->cfg.max_subscriptions,
+                           .max_explicit_links = s->cfg.max_subscription_streams,
                            .replicated = s->cluster != NULL,
                            .tls_ca = s->cfg.tls_ca,
                            .user_agent = "runnel/" RUNNEL_VERSION};

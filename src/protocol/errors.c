@@ -68,6 +68,10 @@ static const error_row TABLE[RN_E_COUNT] = {
     [RN_E_PRODUCER_LIMIT] = {429, "PRODUCER_LIMIT",
                              "the stream holds as many producers as it may; retry after "
                              "Retry-After"},
+    [RN_E_SUB_LIMIT] = {429, "SUBSCRIPTION_LIMIT",
+                        "this server holds as many subscriptions as it may"},
+    [RN_E_SUB_STREAMS_LIMIT] = {429, "SUBSCRIPTION_STREAMS_LIMIT",
+                                "the subscriptions name as many explicit streams as they may"},
     [RN_E_NO_COLD_STORE] = {501, "NO_COLD_STORE", "this server has no cold store for parts"},
     [RN_E_SNAPSHOT_COMMIT_IN_PROGRESS] = {503, "SNAPSHOT_COMMIT_IN_PROGRESS",
                                           "a commit or discard of this stream runs; retry"},

@@ -22,7 +22,8 @@ static const char COMMON[] =
     "Stream-Snapshot-Offset, Stream-Snapshot-Digest, Stream-Snapshot-Part, "
     "Stream-Previous-Incarnation, Stream-Inherited-Offset, Stream-Immutable, Ursula-Protocol, "
     "Ursula-Cluster-Id, Ursula-Max-Request-Bytes, Ursula-Max-Snapshot-Bytes, "
-    "Ursula-Max-Staged-Parts, Ursula-Max-Staged-Bytes, x-ursula-raft-leader-id, "
+    "Ursula-Max-Staged-Parts, Ursula-Max-Staged-Bytes, Runnel-Max-Subscriptions, "
+    "Runnel-Max-Subscription-Streams, x-ursula-raft-leader-id, "
     "x-ursula-raft-group, x-ursula-raft-term, Content-Range, Accept-Ranges, Retry-After\r\n";
 
 static char server_metadata[128] = "Ursula-Protocol: 2\r\n";

@@ -166,6 +166,25 @@ static rn_error check_webhook_url(rn_subs *S, const char *url) {
     return RN_E_WEBHOOK_URL_MALFORMED;
 }
 
+/* Refuses (429, the bound in its header) a change that would take the
+ * subscriptions or their explicit streams past their bounds: nothing of it
+ * applies. new_subs is 0 or 1. Returns 1 when req was answered. */
+static int past_bounds(rn_subs *S, rn_request *req, size_t new_subs, size_t new_explicit) {
+    assert(new_subs <= 1);
+    rn_buf extra = {0};
+    if (new_subs && S->subs.count + new_subs > S->max_subs) {
+        rn_buf_appendf(&extra, "Runnel-Max-Subscriptions: %zu\r\n", S->max_subs);
+        rn_reply_error(req, RN_E_SUB_LIMIT, &extra);
+        return 1;
+    }
+    if (new_explicit && S->explicit_links + new_explicit > S->max_explicit_links) {
+        rn_buf_appendf(&extra, "Runnel-Max-Subscription-Streams: %zu\r\n", S->max_explicit_links);
+        rn_reply_error(req, RN_E_SUB_STREAMS_LIMIT, &extra);
+        return 1;
+    }
+    return 0;
+}
+
 static void put_sub(rn_subs *S, rn_request *req, const char *id, size_t id_len) {
     json_t *body = body_object(req);
     rn_sub_config cfg;
@@ -196,6 +215,10 @@ static void put_sub(rn_subs *S, rn_request *req, const char *id, size_t id_len) 
     if (cfg.wake_stream && !rn_subs_stream(S, cfg.wake_stream, strlen(cfg.wake_stream), &ws)) {
         rn_sub_config_free(&cfg);
         answer_error(S, req, RN_E_SUB_WAKE_STREAM_MISSING);
+        return;
+    }
+    if (past_bounds(S, req, 1, cfg.nstreams)) {
+        rn_sub_config_free(&cfg);
         return;
     }
     sub = rn_sub_add(S, id, id_len, &cfg, rn_now_ms());
@@ -245,6 +268,15 @@ static void add_streams(rn_subs *S, rn_request *req, rn_sub *sub) {
         return;
     }
     json_decref(body);
+    size_t added = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rn_sub_link *l = rn_sub_link_get(sub, streams[i], strlen(streams[i]));
+        added += !l || !l->is_explicit;
+    }
+    if (past_bounds(S, req, 0, added)) {
+        rn_sub_streams_free(streams, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++)
         rn_sub_link_at_tail(S, sub, streams[i], strlen(streams[i]), 0);
     rn_sub_streams_free(streams, n);
@@ -267,7 +299,7 @@ static void remove_stream(rn_subs *S, rn_request *req, rn_sub *sub, const char *
     rn_sub_link *l = rn_sub_link_get(sub, path, (size_t)plen);
     free(decoded);
     if (l && l->is_explicit) {
-        l->is_explicit = 0;
+        rn_sub_link_set_explicit(S, l, 0);
         if (!l->is_glob)
             rn_sub_link_remove(S, l);
         rn_durable_changed(S->state);

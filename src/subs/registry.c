@@ -85,7 +85,14 @@ rn_sub_link *rn_sub_link_add(rn_subs *S, rn_sub *sub, const char *path, size_t l
     return l;
 }
 
+void rn_sub_link_set_explicit(rn_subs *S, rn_sub_link *l, int on) {
+    assert(on == 0 || on == 1);
+    S->explicit_links += (size_t)on - (size_t)l->is_explicit;
+    l->is_explicit = on;
+}
+
 void rn_sub_link_remove(rn_subs *S, rn_sub_link *l) {
+    rn_sub_link_set_explicit(S, l, 0);
     rn_watch *w = rn_watch_get(S, l->path, l->path_len);
     rn_list_remove(&w->links, &l->watch_link);
     if (rn_list_empty(&w->links)) {
@@ -108,7 +115,7 @@ rn_sub_link *rn_sub_link_at_tail(rn_subs *S, rn_sub *sub, const char *path, size
     if (glob)
         l->is_glob = 1;
     else
-        l->is_explicit = 1;
+        rn_sub_link_set_explicit(S, l, 1);
     return l;
 }
 

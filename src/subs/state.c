@@ -96,7 +96,7 @@ static int load_links(rn_subs *S, rn_sub *sub, const json_t *links) {
             return -1;
         rn_sub_link *l =
             rn_sub_link_add(S, sub, path, path_len, (uint64_t)acked, (uint64_t)stream_id);
-        l->is_explicit = is_explicit;
+        rn_sub_link_set_explicit(S, l, is_explicit);
         l->is_glob = is_glob;
         l->snapshot = snapshot;
     }

@@ -222,6 +222,9 @@ rn_subs *rn_subs_open(uv_loop_t *loop, rn_engine *engine, const rn_subs_config *
     S->public_url = rn_xstrdup(cfg->public_url);
     S->allow_loopback = cfg->allow_loopback;
     S->webhook_timeout_ms = cfg->webhook_timeout_ms;
+    assert(cfg->max_subs > 0 && cfg->max_explicit_links > 0);
+    S->max_subs = (size_t)cfg->max_subs;
+    S->max_explicit_links = (size_t)cfg->max_explicit_links;
     S->replicated = cfg->replicated;
     S->tls_ca = cfg->tls_ca && cfg->tls_ca[0] ? rn_xstrdup(cfg->tls_ca) : NULL;
     S->active = !cfg->replicated;

@@ -32,6 +32,10 @@ typedef struct {
     const char *public_url;
     int allow_loopback;          /* --webhook-allow-loopback */
     uint64_t webhook_timeout_ms; /* one delivery attempt */
+    /* --max-subscriptions, --max-subscription-streams: a create past the
+     * first, or explicit streams past the second (all subscriptions'
+     * together), answer 429 and change nothing. What is loaded is kept. */
+    uint64_t max_subs, max_explicit_links;
     /* Cluster mode: the state lives in the replicated log, not in a file,
      * and the leader of its group delivers (replica.c in src/subs/). */
     int replicated;

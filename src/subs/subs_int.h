@@ -130,12 +130,14 @@ struct rn_subs {
     rn_subs_keys *keys;
     rn_durable *state;
     rn_outbound *out;
-    rn_map subs;          /* id -> rn_sub */
-    rn_map watch;         /* path -> rn_watch */
-    size_t pattern_subs;  /* subscriptions with a pattern */
-    uv_timer_t timer;     /* leases and delivery retries */
-    int64_t timer_due_ms; /* 0: not armed */
-    rn_list announcing;   /* rn_sub.announce_link: wakes waiting for their state write */
+    rn_map subs;                         /* id -> rn_sub */
+    rn_map watch;                        /* path -> rn_watch */
+    size_t pattern_subs;                 /* subscriptions with a pattern */
+    size_t explicit_links;               /* links with is_explicit set, of every subscription */
+    size_t max_subs, max_explicit_links; /* rn_subs_config's bounds */
+    uv_timer_t timer;                    /* leases and delivery retries */
+    int64_t timer_due_ms;                /* 0: not armed */
+    rn_list announcing; /* rn_sub.announce_link: wakes waiting for their state write */
     int quiesced;
     /* cluster mode (replica.c) */
     int replicated;
@@ -171,6 +173,8 @@ rn_sub_link *rn_sub_link_get(const rn_sub *sub, const char *path, size_t len);
 rn_sub_link *rn_sub_link_add(rn_subs *S, rn_sub *sub, const char *path, size_t len, uint64_t acked,
                              uint64_t stream_id);
 void rn_sub_link_remove(rn_subs *S, rn_sub_link *l);
+/* Sets or clears the link's explicit type (counted in S->explicit_links). */
+void rn_sub_link_set_explicit(rn_subs *S, rn_sub_link *l, int on);
 /* Links path (explicit or glob) at the stream's current tail (0 when it
  * does not exist); an existing link only gains the link type. */
 rn_sub_link *rn_sub_link_at_tail(rn_subs *S, rn_sub *sub, const char *path, size_t len, int glob);
