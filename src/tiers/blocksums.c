@@ -17,20 +17,23 @@
 #define B RN_BLOCKSUM_BLOCK
 #define CHUNK 256 /* entries handled per pread or pwrite of the sidecar */
 
+/* A little-endian u32 at p (entries and the CRCs a log record carries). */
+static void put_le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 void rn_blocksum_encode(uint8_t out[RN_BLOCKSUM_ENTRY], rn_blocksum s) {
-    for (int i = 0; i < 4; i++) {
-        out[i] = (uint8_t)(s.crc >> (8 * i));
-        out[4 + i] = (uint8_t)(s.len >> (8 * i));
-    }
+    put_le32(out, s.crc);
+    put_le32(out + 4, s.len);
 }
 
 rn_blocksum rn_blocksum_decode(const uint8_t in[RN_BLOCKSUM_ENTRY]) {
-    rn_blocksum s = {0, 0};
-    for (int i = 0; i < 4; i++) {
-        s.crc |= (uint32_t)in[i] << (8 * i);
-        s.len |= (uint32_t)in[4 + i] << (8 * i);
-    }
-    return s;
+    return (rn_blocksum){get_le32(in), get_le32(in + 4)};
 }
 
 /* Reads up to len bytes at off; stops at the end of the file. flags:
@@ -153,8 +156,7 @@ int rn_blocksums_compute(int data_fd, const void *data, size_t len, uint64_t off
         if (rc < 0)
             return rc;
         crc = rn_crc32c(crc, (const uint8_t *)data + (from - off), (size_t)(to - from));
-        for (int j = 0; j < 4; j++)
-            crcs[i * 4 + (uint64_t)j] = (uint8_t)(crc >> (8 * j));
+        put_le32(crcs + i * 4, crc);
     }
     return 0;
 }
@@ -168,9 +170,7 @@ int rn_blocksums_put(int sum_fd, uint64_t off, size_t len, const uint8_t *crcs) 
         for (size_t i = 0; i < n; i++) {
             uint64_t b = b0 + i, bs = b * B;
             const uint8_t *c = crcs + (b - first) * 4;
-            rn_blocksum s = {(uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 |
-                                 (uint32_t)c[3] << 24,
-                             (uint32_t)((bs + B < end ? bs + B : end) - bs)};
+            rn_blocksum s = {get_le32(c), (uint32_t)((bs + B < end ? bs + B : end) - bs)};
             rn_blocksum_encode(raw + i * RN_BLOCKSUM_ENTRY, s);
         }
         int rc = write_full(sum_fd, raw, n * RN_BLOCKSUM_ENTRY, b0 * RN_BLOCKSUM_ENTRY);

@@ -434,12 +434,7 @@ export class Cluster {
   async converged(ms = 30000) {
     let why = "no report yet";
     const divergence = async () => {
-      let reports = [];
-      for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
-      /* a node the cluster removed (decommissioned, still running) no
-       * longer follows the placement table: its view is not the cluster's */
-      const removed = new Set(reports.flatMap((r) => (r.nodes ?? []).filter((x) => x.state === "removed").map((x) => x.id)));
-      reports = reports.filter((r) => !removed.has(r.node_id));
+      const reports = await this.liveReports();
       for (let g = 0; g < this.groups; g++) {
         const hosting = reports.filter((r) => r.groups[g].hosted);
         const behind = hosting.filter((r) => !r.groups[g].caught_up); /* its reads answer GROUP_RESTARTING */
@@ -454,12 +449,8 @@ export class Cluster {
         const placement = (reports[0].groups[g].placement ?? []).filter((n) => this.alive(n)).sort().join();
         const hosts = hosting.map((r) => r.node_id).sort().join();
         if (reports[0].groups[g].placement && placement !== hosts) return `group ${g}: on ${hosts}, placed on ${placement}`;
-        const preferred = reports[0]?.groups[g].preferred_leader;
-        /* every live node, those not hosting the group too (they send
-         * its writes, forks and subscriptions' asks to its leader) */
-        const led = reports.find((r) => r.groups[g].leader !== preferred);
-        if (preferred && this.alive(preferred) && led)
-          return `group ${g}: node ${led.node_id} sees leader ${led.groups[g].leader}, preferred ${preferred}`;
+        const unsettled = this.leaderDivergence(reports, g);
+        if (unsettled) return unsettled;
         const applied = hosting.map((r) => r.groups[g].replicas.find((x) => x.node === r.node_id)?.applied_index);
         const commits = hosting.map((r) => r.groups[g].commit_index);
         if (!hosting.length) return `group ${g}: no live replica`;
@@ -470,6 +461,46 @@ export class Cluster {
     };
     try {
       await waitFor("replicas to converge", async () => (why = await divergence()) === null, ms, 200);
+    } catch (e) {
+      throw new Error(`${e.message}: ${why}\n${this.logTails()}`);
+    }
+  }
+
+  // The reports of the live nodes the cluster did not remove (a node
+  // removed, decommissioned but still running, no longer follows the
+  // placement table: its view is not the cluster's).
+  async liveReports() {
+    const reports = [];
+    for (let n = 1; n <= this.nodes; n++) if (this.alive(n)) reports.push(await this.report(n));
+    const removed = new Set(reports.flatMap((r) => (r.nodes ?? []).filter((x) => x.state === "removed").map((x) => x.id)));
+    return reports.filter((r) => !removed.has(r.node_id));
+  }
+
+  // Why group g's leadership is not settled in these reports (null when
+  // it is): its preferred node, when that one runs, must lead it as every
+  // live node sees it, those not hosting the group too (they send its
+  // writes, forks and subscriptions' asks to its leader).
+  leaderDivergence(reports, g) {
+    const preferred = reports[0]?.groups[g].preferred_leader;
+    const led = reports.find((r) => r.groups[g].leader !== preferred);
+    if (preferred && this.alive(preferred) && led)
+      return `group ${g}: node ${led.node_id} sees leader ${led.groups[g].leader}, preferred ${preferred}`;
+    return null;
+  }
+
+  // Waits until every group's leadership is settled (leaderDivergence),
+  // without converged()'s wait for the replicas' applied indexes, which a
+  // running write load keeps apart: no transfer of placement's balance is
+  // then under way or about to start.
+  async leadersSettled(ms = 30000) {
+    let why = "no report yet";
+    const unsettled = async () => {
+      const reports = await this.liveReports();
+      for (let g = 0; g < this.groups; g++) if ((why = this.leaderDivergence(reports, g))) return why;
+      return null;
+    };
+    try {
+      await waitFor("leaderships to settle", async () => (await unsettled()) === null, ms, 200);
     } catch (e) {
       throw new Error(`${e.message}: ${why}\n${this.logTails()}`);
     }
