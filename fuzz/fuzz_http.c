@@ -201,6 +201,8 @@ static void server_start(server *s) {
     rn_subs_config subc = {.data_dir = data_dir,
                            .public_url = "http://127.0.0.1:4437",
                            .webhook_timeout_ms = 100,
+                           .max_subs = 16, /* small: the fuzzer reaches the 429s */
+                           .max_explicit_links = 64,
                            .user_agent = "runnel-fuzz"};
     s->subs = rn_subs_open(&loop, s->engine, &subc, err, sizeof err);
     if (!s->subs)
