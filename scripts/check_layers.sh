@@ -26,9 +26,10 @@ live:      util transport engine
 protocol:  util transport engine
 surface:   util transport engine tiers live protocol
 subs:      util net transport engine protocol
-cluster:   util net transport engine tiers protocol ops/config.h
+consensus: util transport
+cluster:   util net transport engine tiers protocol consensus ops/config.h
 gateway:   util net transport protocol
-ops:       util net transport tiers log engine live protocol surface subs cluster gateway client
+ops:       util net transport tiers log engine live protocol surface subs consensus cluster gateway client
 client:    util runnel
 '
 

@@ -12,7 +12,7 @@
 #include "cluster/health.h"
 #include "cluster/hosting.h"
 #include "cluster/identity.h"
-#include "cluster/log_check.h"
+#include "consensus/log_check.h"
 #include "cluster/membership.h"
 #include "cluster/placement_driver.h"
 #include "cluster/reconcile.h"

@@ -4,7 +4,7 @@
  */
 #include "cluster/cluster_config.h"
 #include "cluster/recovery.h"
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "ops/config.h"
 
 /* Checks the cluster settings of cfg. Single node (node_id 0): no peer,

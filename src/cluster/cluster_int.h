@@ -7,10 +7,10 @@
 #define RN_CLUSTER_INT_H
 
 #include "cluster/cluster.h"
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "cluster/fetch.h"
 #include "cluster/meta.h"
-#include "cluster/peer_tls.h"
+#include "consensus/peer_tls.h"
 #include "cluster/placement.h"
 #include "cluster/raft_log.h"
 #include "net/outbound.h"

@@ -6,7 +6,7 @@
 #include "cluster/identity.h"
 #include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
-#include "cluster/peer_auth.h"
+#include "consensus/peer_auth.h"
 #include "protocol/reply.h"
 #include "util/clock.h"
 #include "util/files.h"

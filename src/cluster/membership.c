@@ -6,7 +6,7 @@
 #include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
 #include "cluster/placement_driver.h"
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
 #include "util/log.h"

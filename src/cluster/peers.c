@@ -22,7 +22,7 @@
 #include "cluster/cluster_config.h"
 #include "cluster/health.h"
 #include "cluster/identity.h"
-#include "cluster/peer_auth.h"
+#include "consensus/peer_auth.h"
 #include "cluster/touches.h"
 #include "util/clock.h"
 

@@ -23,7 +23,7 @@
 #define RN_CLUSTER_PLACEMENT_DRIVER_H
 
 #include "cluster/cluster.h"
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "cluster/meta.h"
 
 typedef struct cluster_driver cluster_driver;

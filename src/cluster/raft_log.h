@@ -47,7 +47,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "cluster/placement.h"
 #include "engine/engine.h"
 

@@ -38,7 +38,7 @@
  * An append is a leader's when the group leads at the time libraft submits
  * it (libraft submits leader appends only while leading).
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 #include <stdio.h>

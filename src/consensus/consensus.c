@@ -3,7 +3,7 @@
  * queries, the leader watch (leader_changed), and the completion queue.
  * See consensus.h for the contract and consensus_int.h for the structure.
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 #include "util/buf.h"
 #include "util/files.h"
 #include "util/log.h"

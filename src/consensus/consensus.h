@@ -31,15 +31,15 @@
  * the state machine starts from the snapshot, never from state it kept
  * elsewhere, or it must make re-applied entries harmless.
  */
-#ifndef RN_CLUSTER_CONSENSUS_H
-#define RN_CLUSTER_CONSENSUS_H
+#ifndef RN_CONSENSUS_CONSENSUS_H
+#define RN_CONSENSUS_CONSENSUS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "cluster/peer_tls.h"
+#include "consensus/peer_tls.h"
 #include "util/secret.h"
 
 typedef struct consensus consensus;

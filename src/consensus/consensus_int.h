@@ -15,15 +15,15 @@
  * barriers and the leader's first entry), members.c (transfer, membership),
  * appends.c (the leader appends in flight, which a stop drains).
  */
-#ifndef RN_CLUSTER_CONSENSUS_INT_H
-#define RN_CLUSTER_CONSENSUS_INT_H
+#ifndef RN_CONSENSUS_CONSENSUS_INT_H
+#define RN_CONSENSUS_CONSENSUS_INT_H
 
 #include <raft.h>
 #include <raft/uv.h>
 
-#include "cluster/consensus.h"
-#include "cluster/control.h"
-#include "cluster/mux.h"
+#include "consensus/consensus.h"
+#include "consensus/control.h"
+#include "consensus/mux.h"
 #include "util/buf.h"
 #include "util/list.h"
 

@@ -9,16 +9,16 @@
  * for the connection). TCP handles (and the plaintext streams of TLS
  * links) are raft_malloc'd, as the mux's are.
  */
-#include "cluster/control.h"
+#include "consensus/control.h"
 
 #include <assert.h>
 #include <raft.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/handshake.h"
-#include "cluster/mux.h"
-#include "cluster/peer_link.h"
+#include "consensus/handshake.h"
+#include "consensus/mux.h"
+#include "consensus/peer_link.h"
 #include "util/buf.h"
 #include "util/list.h"
 #include "util/log.h"

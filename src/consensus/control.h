@@ -11,15 +11,15 @@
  * connection failed, too much queued) and an answer may never come. Callers
  * bound their wait themselves. Everything runs on the loop thread.
  */
-#ifndef RN_CLUSTER_CONTROL_H
-#define RN_CLUSTER_CONTROL_H
+#ifndef RN_CONSENSUS_CONTROL_H
+#define RN_CONSENSUS_CONTROL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "cluster/peer_tls.h"
-#include "cluster/wire.h"
+#include "consensus/peer_tls.h"
+#include "consensus/wire.h"
 #include "util/secret.h"
 
 typedef struct rn_ctl rn_ctl;

@@ -3,7 +3,7 @@
  * a certificate's claim, at the start of a Raft port connection. See
  * handshake.h.
  */
-#include "cluster/handshake.h"
+#include "consensus/handshake.h"
 
 #include <assert.h>
 #include <openssl/rand.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 #include "util/buf.h"
 
 #define MSG_BYTES RN_HANDSHAKE_MESSAGE_BYTES

@@ -32,15 +32,15 @@
  * freed. done runs exactly once, never from inside the call that started
  * the handshake. Everything runs on the loop thread.
  */
-#ifndef RN_CLUSTER_HANDSHAKE_H
-#define RN_CLUSTER_HANDSHAKE_H
+#ifndef RN_CONSENSUS_HANDSHAKE_H
+#define RN_CONSENSUS_HANDSHAKE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "cluster/peer_auth.h"
-#include "cluster/wire.h"
+#include "consensus/peer_auth.h"
+#include "consensus/wire.h"
 #include "util/secret.h"
 
 #define RN_HANDSHAKE_MESSAGE_BYTES 40u /* the listening side's messages */

@@ -2,7 +2,7 @@
  * log_check.c — the Raft log's segments checked before libraft loads them:
  * an unfinished last write told from damage. See log_check.h.
  */
-#include "cluster/log_check.h"
+#include "consensus/log_check.h"
 #include "util/buf.h"
 #include "util/files.h"
 

@@ -27,8 +27,8 @@
  * most-significant first, initial value 0, no final xor) over the header
  * (from n) and over the data.
  */
-#ifndef RN_CLUSTER_LOG_CHECK_H
-#define RN_CLUSTER_LOG_CHECK_H
+#ifndef RN_CONSENSUS_LOG_CHECK_H
+#define RN_CONSENSUS_LOG_CHECK_H
 
 #include <stddef.h>
 

@@ -10,12 +10,12 @@
  * callers' side (cs_op) is per call and is detached before it is reported,
  * so a repeated libraft callback finds nothing to report.
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 #include <stdlib.h>
 
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 
 /* Refuses when the group cannot take an operation now; returns true then. */
 static bool refused(consensus *c, cs_group *g, cs_op *busy_slot, consensus_done_cb cb, void *arg) {

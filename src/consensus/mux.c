@@ -8,7 +8,7 @@
  * its outgoing connection attempts until libraft's connect callback. A
  * stream handed to libraft is libraft's from then on.
  */
-#include "cluster/mux.h"
+#include "consensus/mux.h"
 
 #include <assert.h>
 #include <netinet/in.h>
@@ -20,9 +20,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "cluster/handshake.h"
-#include "cluster/peer_link.h"
-#include "cluster/wire.h"
+#include "consensus/handshake.h"
+#include "consensus/peer_link.h"
+#include "consensus/wire.h"
 #include "util/buf.h"
 #include "util/list.h"
 #include "util/log.h"

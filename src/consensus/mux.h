@@ -18,14 +18,14 @@
  * Everything runs on the loop thread. Streams handed to libraft are
  * allocated with raft_malloc, since libraft releases them with raft_free.
  */
-#ifndef RN_CLUSTER_MUX_H
-#define RN_CLUSTER_MUX_H
+#ifndef RN_CONSENSUS_MUX_H
+#define RN_CONSENSUS_MUX_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "cluster/peer_tls.h"
+#include "consensus/peer_tls.h"
 #include "util/secret.h"
 
 struct raft_uv_transport;

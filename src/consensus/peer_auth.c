@@ -2,7 +2,7 @@
  * peer_auth.c — the cluster key's proofs and signatures, and the counts of
  * refused peers. See peer_auth.h.
  */
-#include "cluster/peer_auth.h"
+#include "consensus/peer_auth.h"
 
 #include <assert.h>
 #include <inttypes.h>

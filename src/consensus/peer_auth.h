@@ -28,8 +28,8 @@
  *
  * Everything runs on the loop thread (the counters are plain integers).
  */
-#ifndef RN_CLUSTER_PEER_AUTH_H
-#define RN_CLUSTER_PEER_AUTH_H
+#ifndef RN_CONSENSUS_PEER_AUTH_H
+#define RN_CONSENSUS_PEER_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,7 +7,7 @@
  * both handles are closed. The other end of the socketpair is the caller's
  * from rn_peer_link_open on.
  */
-#include "cluster/peer_link.h"
+#include "consensus/peer_link.h"
 
 #include <assert.h>
 #include <openssl/err.h>
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/handshake.h"
-#include "cluster/peer_auth.h"
+#include "consensus/handshake.h"
+#include "consensus/peer_auth.h"
 #include "transport/tls.h"
 #include "util/buf.h"
 #include "util/log.h"

@@ -26,13 +26,13 @@
  *
  * Everything runs on the loop thread.
  */
-#ifndef RN_CLUSTER_PEER_LINK_H
-#define RN_CLUSTER_PEER_LINK_H
+#ifndef RN_CONSENSUS_PEER_LINK_H
+#define RN_CONSENSUS_PEER_LINK_H
 
 #include <stdint.h>
 #include <uv.h>
 
-#include "cluster/peer_tls.h"
+#include "consensus/peer_tls.h"
 
 #define RN_PEER_LINK_ID_BYTES 8u /* the accepting side's id prefix, below */
 

@@ -2,7 +2,7 @@
  * peer_tls.c — the peer certificates' context and the node id a certificate
  * binds. See peer_tls.h.
  */
-#include "cluster/peer_tls.h"
+#include "consensus/peer_tls.h"
 
 #include <assert.h>
 #include <openssl/err.h>

@@ -16,8 +16,8 @@
  * required and verified against the CA, no session resumption (a
  * connection lives as long as its peer is up).
  */
-#ifndef RN_CLUSTER_PEER_TLS_H
-#define RN_CLUSTER_PEER_TLS_H
+#ifndef RN_CONSENSUS_PEER_TLS_H
+#define RN_CONSENSUS_PEER_TLS_H
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>

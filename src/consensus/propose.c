@@ -23,7 +23,7 @@
  * libraft does not pass to restore and lets a damaged or misplaced snapshot
  * be refused instead of restored.
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 #include <stdlib.h>

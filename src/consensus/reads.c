@@ -58,7 +58,7 @@
  * control channel's callbacks, never from inside libraft's callbacks (see
  * consensus_int.h).
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * place, through libraft's own raft_uv io (init, load, bootstrap,
  * snapshot_put), so that a start loads it as it loads any snapshot.
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 #include <stdio.h>

@@ -28,7 +28,7 @@
  * the new snapshot index in the log already, with last_stored at 0 (the
  * snapshot is not on disk). Every other message passes through unchanged.
  */
-#include "cluster/consensus_int.h"
+#include "consensus/consensus_int.h"
 
 #include <assert.h>
 

@@ -1,7 +1,7 @@
 /*
  * wire.c — the transport's handshake and numeric peer addresses. See wire.h.
  */
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 
 #include <arpa/inet.h>
 #include <assert.h>

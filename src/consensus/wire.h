@@ -31,8 +31,8 @@
  *   u32 confirmed (answer: 1 when it follows the asker in that term; ask: 0)
  *   u32 reserved (0)
  */
-#ifndef RN_CLUSTER_WIRE_H
-#define RN_CLUSTER_WIRE_H
+#ifndef RN_CONSENSUS_WIRE_H
+#define RN_CONSENSUS_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>

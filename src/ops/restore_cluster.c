@@ -12,7 +12,7 @@
 #include "ops/restore_cluster.h"
 #include "cluster/cluster.h"
 #include "cluster/cluster_config.h"
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "cluster/placement.h"
 #include "util/clock.h"
 

@@ -35,7 +35,7 @@ after(() => {
 });
 
 
-// ---- peer signatures, as src/cluster/peer_auth.c makes them
+// ---- peer signatures, as src/consensus/peer_auth.c makes them
 function sign(key, method, target, id, timeMs, body = Buffer.alloc(0)) {
   const digest = crypto.createHash("sha256").update(body).digest("hex");
   const mac = crypto.createHmac("sha256", key)

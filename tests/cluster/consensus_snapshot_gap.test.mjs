@@ -1,5 +1,5 @@
 // A follower whose own snapshot is newer than the leader's restarts after
-// the leader was elected without it: it must catch up (src/cluster/sends.c,
+// the leader was elected without it: it must catch up (src/consensus/sends.c,
 // a libraft 0.15 defect). Deterministic form of a stall seen once in a
 // while in consensus.test.mjs's last step.
 //

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "toy_fsm.h"
 #include "util/buf.h"
 

@@ -1,5 +1,5 @@
 // What the cluster tests that play a rogue peer share: libraft's wire
-// format and the hello before it (src/cluster/wire.h), a rogue that writes
+// format and the hello before it (src/consensus/wire.h), a rogue that writes
 // them to a node's Raft port, and what to compare before and after (every
 // node's terms, leaders and voters; the refusals counted in the metrics).
 import assert from "node:assert/strict";
@@ -38,7 +38,7 @@ export async function refusedCount(url, channel) {
   return sum;
 }
 
-// ---- libraft's wire format, as a peer's connection carries it (src/cluster/wire.h's hello first)
+// ---- libraft's wire format, as a peer's connection carries it (src/consensus/wire.h's hello first)
 function hashBytes(buf) { // util/map.c rn_hash_bytes
   const M = 0xffffffffffffffffn;
   let h = 0xcbf29ce484222325n ^ BigInt(buf.length);
@@ -78,7 +78,7 @@ export function appendEntries(term) {
 // the node wrote back once it closed the connection or 1.5 s passed.
 // wrongKey: first answers the challenge with a proof made with that key.
 // tls ({ca, cert, key}, PEM; cert and key optional): all of it inside TLS,
-// as a node with peer certificates speaks (src/cluster/peer_link.h).
+// as a node with peer certificates speaks (src/consensus/peer_link.h).
 export function rogue(port, helloBytes, messages, { wrongKey = null, tls: tlsOpts = null } = {}) {
   return new Promise((resolve) => {
     const s = tlsOpts
@@ -105,7 +105,7 @@ export function rogue(port, helloBytes, messages, { wrongKey = null, tls: tlsOpt
   });
 }
 
-// The refusal a node writes (src/cluster/handshake.h): "RNNO" and the
+// The refusal a node writes (src/consensus/handshake.h): "RNNO" and the
 // reason's number, or null when bytes are not one.
 const REASONS = ["ok", "missing", "malformed", "mode", "stale", "bad_proof", "wrong_id", "untrusted_cert", "cert_id"];
 export function refusal(bytes) {

@@ -1,6 +1,6 @@
 /*
  * test_cluster_wire.c — the cluster transport's hello and addresses
- * (src/cluster/wire.c): round trips, every refusal, and the parser's edges.
+ * (src/consensus/wire.c): round trips, every refusal, and the parser's edges.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 #include "util/buf.h"
 
 static void encode(rn_buf *b, uint32_t group, uint64_t id, uint64_t tag, const char *addr) {

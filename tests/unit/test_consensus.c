@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster/consensus.h"
+#include "consensus/consensus.h"
 #include "util/buf.h"
 
 #define MAX_ENTRIES 256

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/wire.h"
+#include "consensus/wire.h"
 #include "util/map.h"
 #include "util/siphash.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_peer_tls.c — the node id a peer certificate binds
- * (src/cluster/peer_tls.c, rn_peer_cert_node_id): exactly one URI subject
+ * (src/consensus/peer_tls.c, rn_peer_cert_node_id): exactly one URI subject
  * alternative name runnel-node:ID with ID a node id, other names ignored,
  * anything ambiguous or malformed refused. The certificates are made here
  * (a key and the names only; nothing verifies them).
@@ -14,7 +14,7 @@
 #include <openssl/x509v3.h>
 #include <string.h>
 
-#include "cluster/peer_tls.h"
+#include "consensus/peer_tls.h"
 
 static EVP_PKEY *key;
 
