@@ -129,6 +129,11 @@ static json_t *group_report(const rn_cluster *cl, unsigned g) {
                           (json_int_t)term, "commit_index",
                           hosted ? json_integer((json_int_t)info.commit_index) : json_null(),
                           "hosted", hosted, "caught_up", caught_up, "replicas", replicas);
+    /* streams of the group whose bytes this replica still fetches from its
+     * peers (it redirects their reads to one that has them meanwhile) */
+    json_object_set_new(o, "streams_fetching",
+                        hosted ? json_integer(rn_fetcher_pending_group(cl->fetcher, g))
+                               : json_null());
     if (g < cl->groups && cl->meta.initialized) {
         const rn_meta_group *gr = &cl->meta.group[g];
         json_object_set_new(o, "placement", id_list(gr->target, gr->n_target));

@@ -427,8 +427,9 @@ export class Cluster {
 
   // Waits until every live node of a group's placement hosts it (no move
   // in progress), every live replica of every group applied every entry its
-  // leader committed (the same applied index on every live replica) and
-  // caught up since it started (its local reads served), and each group is
+  // leader committed (the same applied index on every live replica), caught
+  // up since it started (its local reads served) and holds every byte its
+  // streams name (none still fetched from its peers), and each group is
   // led by its preferred node when that one runs, as every live node sees
   // it: no leadership transfer (placement's balance) follows.
   async converged(ms = 30000) {
@@ -439,6 +440,9 @@ export class Cluster {
         const hosting = reports.filter((r) => r.groups[g].hosted);
         const behind = hosting.filter((r) => !r.groups[g].caught_up); /* its reads answer GROUP_RESTARTING */
         if (behind.length) return `group ${g}: node ${behind[0].node_id} not caught up`;
+        /* bytes a replica still fetches from its peers: it redirects their reads */
+        const fetching = hosting.find((r) => r.groups[g].streams_fetching > 0);
+        if (fetching) return `group ${g}: node ${fetching.node_id} fetching ${fetching.groups[g].streams_fetching} streams' bytes`;
         /* no move in progress, every node agreeing on the placement, and
          * exactly its live nodes hosting the group (else a node answers
          * its reads with a 307 to one that does) */
