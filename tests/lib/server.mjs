@@ -24,12 +24,54 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // connection of this machine takes it before the server binds it (a
 // cluster test on a loaded machine lost a Raft port that way): random in
 // 20000-32767, tried up to 50 times, else any port the kernel gives.
-// Never the same port twice in one process: a test that asks for several
-// before binding any (a cluster's layout: six) drew one port twice now and
-// then (s3_backup's restored cluster: "--peer 1 and --peer 3 have the
-// same URL").
-const handedOut = new Set();
+// Never the same port twice in 10 minutes on this machine, whichever
+// process asks: two test processes run at once, and each may hold a port
+// unbound for seconds (a sanitizer build's node starting, a node
+// restarting on its old ports); CI saw two of them draw the same port
+// ("listen on 127.0.0.1:28755: address already in use"). A port is
+// reserved by creating a file named after it and the current 10-minute
+// period in a directory every process shares (O_EXCL: one creator wins);
+// a file of this period or the one before it keeps the port reserved.
+const RESERVE_DIR = path.join(os.tmpdir(), "runnel-test-ports");
+const RESERVE_PERIOD_MS = 10 * 60 * 1000;
+
+function reservePort(port) {
+  const period = Math.floor(Date.now() / RESERVE_PERIOD_MS);
+  fs.mkdirSync(RESERVE_DIR, { recursive: true });
+  if (fs.existsSync(path.join(RESERVE_DIR, `${port}.${period - 1}`))) return false;
+  try {
+    fs.closeSync(fs.openSync(path.join(RESERVE_DIR, `${port}.${period}`), "wx"));
+    return true;
+  } catch (e) {
+    if (e.code === "EEXIST") return false;
+    throw e;
+  }
+}
+
+// Removes the reservations of periods that no longer count (best effort:
+// another process may be removing them too).
+function dropOldReservations() {
+  const period = Math.floor(Date.now() / RESERVE_PERIOD_MS);
+  let names = [];
+  try {
+    names = fs.readdirSync(RESERVE_DIR);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (Number(name.split(".")[1]) >= period - 1) continue;
+    try {
+      fs.unlinkSync(path.join(RESERVE_DIR, name));
+    } catch {}
+  }
+}
+
+let oldReservationsDropped = false;
 export async function freePort() {
+  if (!oldReservationsDropped) {
+    oldReservationsDropped = true;
+    dropOldReservations();
+  }
   const tryPort = (port) => new Promise((resolve) => {
     const s = net.createServer();
     s.once("error", () => resolve(0));
@@ -38,14 +80,14 @@ export async function freePort() {
       s.close(() => resolve(got));
     });
   });
-  const fresh = (port) => port && !handedOut.has(port) && handedOut.add(port);
   for (let i = 0; i < 50; i++) {
-    const port = await tryPort(20000 + Math.floor(Math.random() * 12768));
-    if (fresh(port)) return port;
+    const wanted = 20000 + Math.floor(Math.random() * 12768);
+    if (!reservePort(wanted)) continue;
+    if (await tryPort(wanted)) return wanted;
   }
   for (let i = 0; i < 50; i++) {
     const port = await tryPort(0);
-    if (fresh(port)) return port;
+    if (port && reservePort(port)) return port;
   }
   throw new Error("no free TCP port on 127.0.0.1");
 }
