@@ -52,9 +52,9 @@ static void answered(void *arg, const rn_fetch_result *r) {
 }
 
 rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
-                                        void *arg, unsigned *far_groups) {
+                                        void *arg, rn_group_set *far) {
     rn_cluster *cl = ctx;
-    *far_groups = 0;
+    memset(far, 0, sizeof *far);
     if (!cl->node || !cl->http)
         return NULL;
     rn_buf query[MAX_NODES] = {0}; /* "?groups=" and each group the node leads */
@@ -63,7 +63,7 @@ rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*
         uint64_t term, id;
         if (consensus_group_running(cl->node, g) && cluster_voter_here(cl, g))
             continue;
-        ++*far_groups;
+        rn_group_set_add(far, g);
         if (!(id = cluster_leader_of(cl, g, &term)) || id >= MAX_NODES || id == cl->cfg.node_id ||
             !rn_cluster_peer(&cl->cfg, id))
             continue;

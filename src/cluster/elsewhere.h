@@ -12,7 +12,7 @@
 
 /* rn_cluster_view.ask_elsewhere and ask_elsewhere_cancel (routing.h). */
 rn_elsewhere_ask *cluster_ask_elsewhere(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
-                                        void *arg, unsigned *far_groups);
+                                        void *arg, rn_group_set *far);
 void cluster_ask_elsewhere_cancel(rn_elsewhere_ask *a);
 
 /* Answers a peer's ask: the streams of each group of the query's `groups`

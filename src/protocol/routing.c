@@ -33,11 +33,11 @@ int rn_routing_active(void) {
 }
 
 rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg), void *arg,
-                                           unsigned *far_groups) {
-    *far_groups = 0;
+                                           rn_group_set *far) {
+    memset(far, 0, sizeof *far);
     if (!routing.active || !routing.view.ask_elsewhere)
         return NULL;
-    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg, far_groups);
+    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg, far);
 }
 
 void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a) {

@@ -37,6 +37,7 @@
 #ifndef RN_ROUTING_H
 #define RN_ROUTING_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,21 @@ typedef void (*rn_confirm_cb)(void *arg, int confirmed);
  * "streams":[[path, id (16 hex digits), tail, start, content type],...]}
  * naming every stream of each group listed, which that leader serves. */
 typedef void (*rn_elsewhere_fn)(void *arg, const uint8_t *body, size_t len);
+
+/* A set of groups: a bit per group below RN_GROUPS_MAX (zeroed: empty). */
+#define RN_GROUPS_MAX 256
+typedef struct {
+    uint8_t bits[RN_GROUPS_MAX / 8];
+} rn_group_set;
+
+static inline void rn_group_set_add(rn_group_set *s, unsigned group) {
+    assert(group < RN_GROUPS_MAX);
+    s->bits[group / 8] |= (uint8_t)(1u << (group % 8));
+}
+
+static inline int rn_group_set_has(const rn_group_set *s, unsigned group) {
+    return group < RN_GROUPS_MAX && (s->bits[group / 8] >> (group % 8) & 1);
+}
 typedef struct rn_elsewhere_ask rn_elsewhere_ask;
 
 /* What the cluster tells the surfaces; every call on the loop thread. */
@@ -102,12 +118,12 @@ typedef struct {
     /* Asks the leader of every data group this node does not host for
      * that group's streams (one signed peer request per leader): each(arg,
      * body, len) per good answer, then done(arg) once every ask ended.
-     * *far_groups: how many groups this node does not host (those whose
-     * leader is not known are among them, unasked). NULL when nothing was
+     * *far: the groups this node does not host (those whose leader is not
+     * known are among them, unasked). NULL when nothing was
      * asked (every group hosted here, or no leader known): neither runs.
      * NULL member: never asked. */
     rn_elsewhere_ask *(*ask_elsewhere)(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
-                                       void *arg, unsigned *far_groups);
+                                       void *arg, rn_group_set *far);
     /* Abandons an ask whose done has not run: nothing more runs. */
     void (*ask_elsewhere_cancel)(rn_elsewhere_ask *a);
 } rn_cluster_view;
@@ -121,9 +137,9 @@ void rn_routing_setup(const rn_cluster_view *view, void (*redispatch)(rn_request
 int rn_routing_active(void);
 
 /* The view's ask_elsewhere (NULL: nothing asked, in single-node mode too,
- * where *far_groups is 0) and its cancel. */
+ * where *far is empty) and its cancel. */
 rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg), void *arg,
-                                           unsigned *far_groups);
+                                           rn_group_set *far);
 void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it

@@ -20,8 +20,8 @@
  * Request bodies are JSON objects; duplicate members are refused. In
  * cluster mode "on disk" is "committed by the state's group" (replica.c),
  * and every request is served by that group's leader only; a change there
- * (PUT, POST) first waits for a fresh view of the streams of the groups
- * that node does not host (elsewhere.c).
+ * (PUT, POST) first waits for a fresh view of the streams it looks up in
+ * groups that node does not host (elsewhere.c).
  */
 #include "subs/subs_int.h"
 #include "subs/url.h"
@@ -457,21 +457,40 @@ static route sub_route(const char *tail, size_t len) {
     return len > 9 && memcmp(tail, "/streams/", 9) == 0 ? ROUTE_STREAM : ROUTE_NONE;
 }
 
-/* Routes "/subscriptions/" + rest. */
-static void subscriptions(rn_subs *S, rn_request *req, const char *rest, size_t len) {
+/* "/subscriptions/" + rest: the subscription's id, decoded, and what
+ * follows it. */
+typedef struct {
+    char id[MAX_ID_LEN * 3 + 1];
+    size_t id_len;
+    const char *tail; /* in rest */
+    size_t tail_len;
+} sub_target;
+
+/* Splits rest into *t; 0 when the id is not a valid one. */
+static int split_target(const char *rest, size_t len, sub_target *t) {
     const char *slash = memchr(rest, '/', len);
     size_t raw_id_len = slash ? (size_t)(slash - rest) : len;
-    char id[MAX_ID_LEN * 3 + 1];
-    long id_len = raw_id_len < sizeof id ? rn_percent_decode(rest, raw_id_len, id) : -1;
-    if (id_len < 0 || !valid_id(id, (size_t)id_len)) {
+    long id_len = raw_id_len < sizeof t->id ? rn_percent_decode(rest, raw_id_len, t->id) : -1;
+    if (id_len < 0 || !valid_id(t->id, (size_t)id_len))
+        return 0;
+    t->id[id_len] = 0;
+    t->id_len = (size_t)id_len;
+    t->tail = rest + raw_id_len;
+    t->tail_len = len - raw_id_len;
+    return 1;
+}
+
+/* Routes "/subscriptions/" + rest. */
+static void subscriptions(rn_subs *S, rn_request *req, const char *rest, size_t len) {
+    sub_target t;
+    if (!split_target(rest, len, &t)) {
         rn_reply_error(req, RN_E_SUB_INVALID_ID, NULL);
         return;
     }
-    id[id_len] = 0;
-    const char *tail = rest + raw_id_len;
-    size_t tail_len = len - raw_id_len;
+    const char *id = t.id, *tail = t.tail;
+    size_t id_len = t.id_len, tail_len = t.tail_len;
     if (tail_len == 0) {
-        handle_sub(S, req, id, (size_t)id_len);
+        handle_sub(S, req, id, id_len);
         return;
     }
     route r = sub_route(tail, tail_len);
@@ -484,7 +503,7 @@ static void subscriptions(rn_subs *S, rn_request *req, const char *rest, size_t 
         method_not_allowed(req, r == ROUTE_STREAM ? "DELETE, OPTIONS" : "POST, OPTIONS");
         return;
     }
-    rn_sub *sub = rn_sub_find(S, id, (size_t)id_len);
+    rn_sub *sub = rn_sub_find(S, id, id_len);
     if (!sub) {
         answer_error(S, req, RN_E_SUB_NOT_FOUND);
         return;
@@ -563,11 +582,52 @@ static int looks_up_streams(const rn_request *req, const char *rest, size_t len)
            (req->method == RN_HTTP_PUT || req->method == RN_HTTP_POST);
 }
 
+/* The groups whose streams such a change looks up, into w: a create's
+ * pattern backfills from every group, its explicit streams and wake stream
+ * are named; a POST .../streams names its body's streams; a callback,
+ * claim, ack or release judges the subscription's links by their tails.
+ * A change the handler refuses before any lookup (a bad id or body, an
+ * unknown subscription) needs nothing. */
+static void change_needs(rn_subs *S, const rn_request *req, const char *rest, size_t len,
+                         rn_far_waiter *w) {
+    sub_target t;
+    if (!split_target(rest, len, &t))
+        return;
+    json_t *body = body_object(req);
+    rn_sub *sub = rn_sub_find(S, t.id, t.id_len);
+    rn_sub_config cfg;
+    rn_error e;
+    char **streams = NULL;
+    size_t n = 0;
+    if (t.tail_len == 0 && body && rn_sub_config_parse(body, &cfg, &e) == 0) {
+        w->all_groups = cfg.pattern != NULL;
+        for (size_t i = 0; i < cfg.nstreams; i++)
+            rn_elsewhere_need(S, w, cfg.streams[i], strlen(cfg.streams[i]));
+        if (cfg.wake_stream)
+            rn_elsewhere_need(S, w, cfg.wake_stream, strlen(cfg.wake_stream));
+        rn_sub_config_free(&cfg);
+    } else if (sub_route(t.tail, t.tail_len) == ROUTE_STREAMS) {
+        if (body && rn_sub_streams_parse(json_object_get(body, "streams"), &streams, &n) == 0)
+            for (size_t i = 0; i < n; i++)
+                rn_elsewhere_need(S, w, streams[i], strlen(streams[i]));
+        rn_sub_streams_free(streams, n);
+    } else if (sub && t.tail_len > 0) {
+        size_t i = 0;
+        void *v;
+        while (rn_map_next(&sub->links, &i, &v)) {
+            const rn_sub_link *l = v;
+            rn_elsewhere_need(S, w, l->path, l->path_len);
+        }
+    }
+    json_decref(body);
+}
+
 static void handle(rn_subs *S, rn_request *req, const char *rest, size_t len, int fresh) {
     if (!fresh && S->replicated && looks_up_streams(req, rest, len)) {
         deferred *d = rn_xcalloc(1, sizeof *d);
         *d = (deferred){.w = {.fn = run_deferred}, .S = S, .req = req, .rest = rest, .len = len};
         d->w.arg = d;
+        change_needs(S, req, rest + 15, len - 15, &d->w);
         rn_request_hold(req);
         rn_elsewhere_wait(S, &d->w);
         return;

@@ -23,14 +23,18 @@
  * pattern's backfill; an explicit link; a callback, claim or ack, which
  * judge offsets by the tails) wait for a round started after them
  * (rn_elsewhere_wait), so that they see a stream created, or an append
- * made, before they came. Such a round must cover every group placed
- * elsewhere: one whose leader is not known here, did not answer or no
- * longer leads it leaves the change waiting for the next round, up to
- * RN_ELSEWHERE_WAIT_MS, after which it is refused (503 NO_LEADER, nothing
- * changed) rather than made on a partial view. The view is dropped when this node stops
- * delivering; the next deliverer builds its own, its first round treating
- * every stream as seen for the first time (links keep their acked
- * offsets, so pending work wakes and nothing is lost).
+ * made, before they came. Such a round must cover the groups placed
+ * elsewhere that the change looks up (every one for a pattern's backfill,
+ * else the groups of the streams it names or judges): one whose leader is
+ * not known here, did not answer or no longer leads it leaves the change
+ * waiting for the next round, up to RN_ELSEWHERE_WAIT_MS, after which it
+ * is refused (503 NO_LEADER, nothing changed) rather than made on a
+ * partial view. A change that looks up no such group goes on at once, so
+ * a group without a majority holds up only the changes that need it.
+ * The view is dropped when this node stops delivering; the next deliverer
+ * builds its own, its first round treating every stream as seen for the
+ * first time (links keep their acked offsets, so pending work wakes and
+ * nothing is lost).
  */
 #include "subs/subs_int.h"
 #include "util/text.h"
@@ -211,8 +215,9 @@ static void on_answer(void *arg, const uint8_t *body, size_t len) {
     }
     uint8_t *covered = rn_xcalloc(ngroups + 1, 1);
     json_array_foreach(groups, k, e) {
-        S->round_covered += !covered[json_integer_value(e)];
         covered[json_integer_value(e)] = 1;
+        if (json_integer_value(e) < RN_GROUPS_MAX)
+            rn_group_set_add(&S->round_covered, (unsigned)json_integer_value(e));
     }
     json_array_foreach(streams, k, e) {
         const char *path, *id, *ct;
@@ -251,15 +256,26 @@ static void move_all(rn_list *from, rn_list *to) {
     }
 }
 
-/* The round in flight ended: its waiters go on when every group placed
- * elsewhere was covered by an answer (or when this node no longer asks);
- * the others wait for a round at the next tick, up to their bound. */
+/* True when the answers of the round in flight covered every group placed
+ * elsewhere that w needs. */
+static int covers(const rn_subs *S, const rn_far_waiter *w) {
+    for (size_t i = 0; i < sizeof w->groups.bits; i++) {
+        uint8_t needed = w->all_groups ? 0xff : w->groups.bits[i];
+        if (S->round_far.bits[i] & needed & ~S->round_covered.bits[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* The round in flight ended: its waiters whose groups it covered go on (all
+ * of them when this node no longer asks); the others wait for a round at
+ * the next tick, up to their bound. */
 static void round_ended(rn_subs *S) {
-    int complete = S->round_covered >= S->round_far;
     uint64_t now = uv_now(S->loop);
     while (!rn_list_empty(&S->far_covered)) {
         rn_far_waiter *w = rn_list_entry(S->far_covered.first, rn_far_waiter, link);
         rn_list_remove(&S->far_covered, &w->link);
+        int complete = covers(S, w);
         if (complete || !S->active || S->quiesced || now >= w->give_up_ms)
             w->fn(w->arg, complete);
         else
@@ -283,8 +299,8 @@ static void start_round(rn_subs *S) {
     assert(!S->asking);
     move_all(&S->far_waiting, &S->far_covered);
     S->round++;
-    S->round_covered = 0;
-    S->round_far = 0;
+    memset(&S->round_covered, 0, sizeof S->round_covered);
+    memset(&S->round_far, 0, sizeof S->round_far);
     if (S->active && !S->quiesced)
         S->asking = rn_routing_ask_elsewhere(on_answer, on_round_done, S, &S->round_far);
     if (!S->asking)
@@ -298,7 +314,18 @@ static void on_tick(uv_timer_t *t) {
         start_round(S);
 }
 
+void rn_elsewhere_need(rn_subs *S, rn_far_waiter *w, const char *path, size_t len) {
+    unsigned g;
+    if (far_path(S, path, len, &g) && g < RN_GROUPS_MAX)
+        rn_group_set_add(&w->groups, g);
+}
+
 void rn_elsewhere_wait(rn_subs *S, rn_far_waiter *w) {
+    static const rn_group_set none;
+    if (!w->all_groups && memcmp(&w->groups, &none, sizeof none) == 0) {
+        w->fn(w->arg, 1);
+        return;
+    }
     w->give_up_ms = uv_now(S->loop) + RN_ELSEWHERE_WAIT_MS;
     rn_list_push_back(&S->far_waiting, &w->link);
     if (!S->asking)

@@ -149,15 +149,15 @@ struct rn_subs {
     uv_timer_t role_timer; /* follows the group's leadership */
     int load_failed;       /* the replicated state did not load: logged once */
     /* cluster mode: the streams of groups this node does not host (elsewhere.c) */
-    rn_map far;               /* path -> rn_far_stream */
-    uv_timer_t far_timer;     /* asks again every RN_ELSEWHERE_MS while delivering */
-    rn_elsewhere_ask *asking; /* the round in flight */
-    uint64_t round;           /* rounds started */
-    rn_list far_waiting;      /* rn_far_waiter: for the round after the one in flight */
-    rn_list far_covered;      /* rn_far_waiter: covered by the round in flight */
-    rn_list far_again;        /* rn_far_waiter: after an incomplete round, for the next tick */
-    unsigned round_far;       /* groups placed elsewhere when the round in flight started */
-    unsigned round_covered;   /* of those, covered by its answers so far */
+    rn_map far;                 /* path -> rn_far_stream */
+    uv_timer_t far_timer;       /* asks again every RN_ELSEWHERE_MS while delivering */
+    rn_elsewhere_ask *asking;   /* the round in flight */
+    uint64_t round;             /* rounds started */
+    rn_list far_waiting;        /* rn_far_waiter: for the round after the one in flight */
+    rn_list far_covered;        /* rn_far_waiter: covered by the round in flight */
+    rn_list far_again;          /* rn_far_waiter: after an incomplete round, for the next tick */
+    rn_group_set round_far;     /* groups placed elsewhere when the round in flight started */
+    rn_group_set round_covered; /* groups its answers covered so far */
 };
 
 /* ---- registry.c: subscriptions, links and the watch index ---- */
@@ -254,6 +254,8 @@ char *rn_view_action_url(const rn_subs *S, const rn_sub *sub, const char *action
 typedef struct {
     void (*fn)(void *arg, int complete);
     void *arg;
+    int all_groups;      /* it looks up streams of every group (a pattern's backfill) */
+    rn_group_set groups; /* else those of these groups (rn_elsewhere_need) */
     uint64_t give_up_ms; /* set by rn_elsewhere_wait */
     rn_list_node link;
 } rn_far_waiter;
@@ -269,10 +271,15 @@ void rn_subs_foreach(rn_subs *S, void (*fn)(const rn_seen *s, void *arg), void *
  * what was learnt and runs every waiter. */
 void rn_elsewhere_start(rn_subs *S);
 void rn_elsewhere_stop(rn_subs *S);
+/* Adds the group of the stream at path to w->groups when it is placed
+ * elsewhere (the engine holds the streams of the others). */
+void rn_elsewhere_need(rn_subs *S, rn_far_waiter *w, const char *path, size_t len);
 /* w->fn(w->arg, 1) once a round that started after this call ended with
- * every group placed elsewhere covered by its leader's answer (at once
- * when there is nothing to ask); w->fn(w->arg, 0) when no such round came
- * within RN_ELSEWHERE_WAIT_MS, or this node stopped delivering. */
+ * every group w needs (w->all_groups: every group placed elsewhere; else
+ * w->groups) covered by its leader's answer; at once, before returning,
+ * when w needs no group or there is nothing to ask. w->fn(w->arg, 0) when
+ * no such round came within RN_ELSEWHERE_WAIT_MS, or this node stopped
+ * delivering. */
 void rn_elsewhere_wait(rn_subs *S, rn_far_waiter *w);
 /* Frees the view (the module closes; after rn_elsewhere_stop in cluster
  * mode). */

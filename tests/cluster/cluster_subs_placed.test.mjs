@@ -21,12 +21,17 @@
 //     out) links that group's stream all the same, once another leader
 //     answers, or is refused 503 NO_LEADER having made nothing: never
 //     created on a view missing a group.
+//   - While the groups the delivering node does not host have no majority
+//     (two nodes stopped), a link to a stream of a group that has one is
+//     made at once; a link to a stream of a leaderless group and a
+//     pattern subscription (its backfill needs every group) are refused
+//     503 NO_LEADER after the 5 s wait, having made nothing.
 //   - After the delivering node is SIGKILLed, the next leader of the
 //     subscriptions' group goes on: appends to those streams made after
 //     the kill are covered by wakes too (none lost), and a stream created
 //     after the kill in a group the next deliverer does not host is
 //     linked by the pattern and wakes it.
-// About 30 s.
+// About 35 s.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Cluster, follow, groupOf, keysPerGroup, req, waitFor, webhookReceiver } from "./runnel_cluster.mjs";
@@ -161,6 +166,50 @@ describe("subscriptions of streams the delivering node does not host", () => {
       }
     } finally {
       c.kill(stopped, "SIGCONT");
+    }
+    await c.converged();
+  });
+
+  test("far groups without a majority hold up only the changes that look them up", async () => {
+    // every group the deliverer does not host is on the three other nodes;
+    // stopping two of them, one the node the subscriptions' group leaves
+    // out, takes those groups' majority and keeps the subscriptions' own
+    const placed = (await c.report(deliverer)).groups;
+    const subsGroup = placed.find((g) => g.group === groupOf(SUBS_KEY, GROUPS));
+    const x = [1, 2, 3, 4].find((n) => !subsGroup.placement.includes(n));
+    const y = [1, 2, 3, 4].find((n) => n !== deliverer && n !== x);
+    const alsoHere = placed.find((g) => !g.placement.includes(x) && g.group !== subsGroup.group) ?? subsGroup;
+    const hostedKey = keysPerGroup("here/s", GROUPS)[alsoHere.group];
+    const farPath = farKey("lost/s");
+    await create(hostedKey, "text/plain", "here");
+    await create(farPath, "text/plain", "lost");
+    const at = (id, rest = "") => `${c.url(deliverer)}/v1/stream/__ds/subscriptions/${id}${rest}`;
+    const post = (id, rest, body, method = "POST") =>
+      req(at(id, rest), { method, headers: { "content-type": JSON_CT }, body: JSON.stringify(body), timeoutMs: 20000 });
+    c.kill(x, "SIGSTOP");
+    c.kill(y, "SIGSTOP");
+    try {
+      await waitFor("the deliverer to see no leader of the groups it does not host", async () =>
+        (await c.report(deliverer)).groups.every((g) => !far.includes(g.group) || g.leader === null), 20000, 100);
+      const started = Date.now();
+      const [hosted, lost, pattern] = await Promise.all([
+        post("exp", "/streams", { streams: [hostedKey] }),
+        post("exp", "/streams", { streams: [farPath] }),
+        post("lost", "", { type: "webhook", pattern: "lost/*", webhook: { url: hook.url } }, "PUT"),
+      ]);
+      assert.equal(hosted.status, 204, `a link to a stream of a group with a leader: ${hosted.status} ${hosted.text}`);
+      for (const [what, r] of [["a link to a stream of a group without one", lost], ["a pattern's backfill", pattern]]) {
+        assert.equal(r.status, 503, `${what}: ${r.status} ${r.text}`);
+        assert.equal(JSON.parse(r.text).error.code, "NO_LEADER", r.text);
+      }
+      assert.ok(Date.now() - started >= 4000, "refused after waiting for a complete view (5 s), not at once");
+      const exp = JSON.parse((await req(at("exp"))).text);
+      assert.ok(exp.streams.some((l) => l.path === hostedKey), "the hosted stream is linked");
+      assert.ok(!exp.streams.some((l) => l.path === farPath), "the refused link made nothing");
+      assert.equal((await req(at("lost"))).status, 404, "the refused create made nothing");
+    } finally {
+      c.kill(x, "SIGCONT");
+      c.kill(y, "SIGCONT");
     }
     await c.converged();
   });
