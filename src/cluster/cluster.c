@@ -309,6 +309,7 @@ static void node_stopped(void *arg);
  * the fetcher exists, the start scans every group instead). */
 static void restored(void *arg, unsigned group) {
     rn_cluster *cl = arg;
+    cluster_elsewhere_restored(cl);
     if (cl->fetcher)
         rn_fetcher_scan(cl->fetcher, group);
 }
@@ -515,6 +516,7 @@ rn_cluster *rn_cluster_start(uv_loop_t *loop, const rn_config *cfg, rn_engine *e
                              .min_free_bytes = rn_health_floor(cfg),
                              .data_dir = cfg->data_dir};
     cl->log = rn_raft_log_new(&lc);
+    cluster_elsewhere_start(cl);
     rn_engine_set_log(engine, rn_raft_log_cmdlog(cl->log));
     cl->data_fsm = rn_raft_log_fsm(cl->log);
     consensus_peer peers[RN_MAX_PEERS];
@@ -591,6 +593,7 @@ static void node_stopped(void *arg) {
     cluster_reconcile_free(cl->reconcile);
     cluster_driver_free(cl->driver);
     cluster_recovery_free(cl->recovery);
+    cluster_elsewhere_free(cl);
     rn_raft_log_free(cl->log);
     rn_meta_free(&cl->meta);
     free(cl->catch_up);

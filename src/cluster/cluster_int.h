@@ -68,21 +68,22 @@ struct rn_cluster {
     unsigned all_groups;    /* groups + 1 */
     rn_id_issuer ids;
     rn_raft_log *log;
-    consensus_fsm data_fsm;                        /* the data groups' state machine (the log's) */
-    consensus *node;                               /* NULL once stopping */
-    catch_up *catch_up;                            /* per group, the metadata group last */
-    uv_timer_t catching_up;                        /* asks caught_up of every group until all are */
-    struct cluster_hand_over *hand_over;           /* hand_over.h */
-    rn_meta meta;                                  /* the metadata group's applied state (meta.h) */
-    uint64_t meta_applied;                         /* meta.changes when hosting last looked */
-    struct cluster_driver *driver;                 /* placement_driver.h */
-    struct cluster_hosting *hosting;               /* hosting.h */
-    struct cluster_reconcile *reconcile;           /* reconcile.h */
-    struct cluster_recovery *recovery;             /* recovery.h */
-    led_config *led;                               /* per group, the metadata group last */
-    rn_list forwards;                              /* operator requests relayed (membership.c) */
-    rn_fetcher *fetcher;                           /* fills gaps from peers */
-    rn_list settles;                               /* rn_cluster_settle's jobs (settle.c) */
+    consensus_fsm data_fsm;              /* the data groups' state machine (the log's) */
+    consensus *node;                     /* NULL once stopping */
+    catch_up *catch_up;                  /* per group, the metadata group last */
+    uv_timer_t catching_up;              /* asks caught_up of every group until all are */
+    struct cluster_hand_over *hand_over; /* hand_over.h */
+    rn_meta meta;                        /* the metadata group's applied state (meta.h) */
+    uint64_t meta_applied;               /* meta.changes when hosting last looked */
+    struct cluster_driver *driver;       /* placement_driver.h */
+    struct cluster_hosting *hosting;     /* hosting.h */
+    struct cluster_reconcile *reconcile; /* reconcile.h */
+    struct cluster_recovery *recovery;   /* recovery.h */
+    led_config *led;                     /* per group, the metadata group last */
+    rn_list forwards;                    /* operator requests relayed (membership.c) */
+    struct rn_changes *changes;          /* stream changes, for peers' asks (elsewhere.h) */
+    rn_fetcher *fetcher;                 /* fills gaps from peers */
+    rn_list settles;                     /* rn_cluster_settle's jobs (settle.c) */
     struct cluster_follower_reads *follower_reads; /* read-your-writes (follower_reads.c) */
     /* peer status polling (peers.c) */
     rn_outbound *http;

@@ -7,6 +7,7 @@
 #include "engine/engine_int.h"
 #include "util/clock.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,16 @@ void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg) {
     e->observers[e->observer_count].fn = fn;
     e->observers[e->observer_count].arg = arg;
     e->observer_count++;
+}
+
+void rn_engine_unobserve(rn_engine *e, rn_stream_observer fn, void *arg) {
+    int i = 0;
+    while (i < e->observer_count && (e->observers[i].fn != fn || e->observers[i].arg != arg))
+        i++;
+    assert(i < e->observer_count);
+    memmove(&e->observers[i], &e->observers[i + 1],
+            (size_t)(e->observer_count - i - 1) * sizeof e->observers[0]);
+    e->observer_count--;
 }
 
 int rn_engine_namespace_exists(rn_engine *e, const char *ns, size_t len) {

@@ -86,6 +86,8 @@ rn_engine *rn_engine_open(uv_loop_t *loop, const rn_engine_config *cfg, rn_recov
 /* Registers an observer of applied stream changes (live reads,
  * subscriptions). Observers run on the loop thread in registration order. */
 void rn_engine_observe(rn_engine *e, rn_stream_observer fn, void *arg);
+/* Removes the observer registered with fn and arg (it must be). */
+void rn_engine_unobserve(rn_engine *e, rn_stream_observer fn, void *arg);
 
 /* Calls fn for every visible stream (applied, not soft-deleted, not
  * expired, not fenced by a bucket purge). fn must not mutate the engine. */

@@ -247,6 +247,12 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
                rn_metric.raft_proposals);
         metric(b, "runnel_cluster_commands_total", "counter",
                "Commands proposed (commands / proposals = batch size).", rn_metric.raft_commands);
+        metric(b, "runnel_cluster_stream_asks_full_total", "counter",
+               "Peers' asks for the streams of groups led here answered with every stream.",
+               rn_metric.stream_asks_full);
+        metric(b, "runnel_cluster_stream_asks_changes_total", "counter",
+               "The same asks answered with only the streams changed since the asker's cursor.",
+               rn_metric.stream_asks_changes);
         histogram(b, "runnel_cluster_proposal_seconds",
                   "Time from a proposal to its outcome (committed and applied here, or not).",
                   rn_metric.raft_commit_le, rn_metric.raft_commit_us_sum);

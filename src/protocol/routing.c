@@ -4,8 +4,10 @@
 #include "protocol/routing.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
+#include "util/text.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,11 +35,11 @@ int rn_routing_active(void) {
 }
 
 rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg), void *arg,
-                                           rn_group_set *far) {
+                                           const rn_elsewhere_cursor *cursors, rn_group_set *far) {
     memset(far, 0, sizeof *far);
     if (!routing.active || !routing.view.ask_elsewhere)
         return NULL;
-    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg, far);
+    return routing.view.ask_elsewhere(routing.view.ctx, each, done, arg, cursors, far);
 }
 
 void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a) {
@@ -275,4 +277,23 @@ int rn_routing_authoritative(rn_request *req, const char *key, size_t len) {
     rn_group_route r;
     routing.view.route(routing.view.ctx, key, len, &r);
     return leader_only(req, key, len, &r);
+}
+
+int rn_elsewhere_cursor_parse(const char *text, size_t len, rn_elsewhere_cursor *out) {
+    uint8_t raw[8];
+    uint64_t seq, incarnation = 0;
+    if (len < 18 || text[16] != '.' || rn_parse_lower_hex(text, 16, raw) != 0 ||
+        rn_parse_strict_u64(text + 17, len - 17, UINT64_MAX, &seq) != 0)
+        return -1;
+    for (int b = 0; b < 8; b++)
+        incarnation = incarnation << 8 | raw[b];
+    if (!incarnation)
+        return -1;
+    *out = (rn_elsewhere_cursor){.incarnation = incarnation, .seq = seq};
+    return 0;
+}
+
+void rn_elsewhere_cursor_format(const rn_elsewhere_cursor *c, char out[RN_ELSEWHERE_CURSOR_MAX]) {
+    snprintf(out, RN_ELSEWHERE_CURSOR_MAX, "%016llx.%llu", (unsigned long long)c->incarnation,
+             (unsigned long long)c->seq);
 }

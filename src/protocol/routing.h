@@ -75,8 +75,13 @@ typedef void (*rn_confirm_cb)(void *arg, int confirmed);
 
 /* A leader's answer to an ask for the streams of groups this node does
  * not host (the view's ask_elsewhere): a JSON object {"groups":[G,...],
- * "streams":[[path, id (16 hex digits), tail, start, content type],...]}
- * naming every stream of each group listed, which that leader serves. */
+ * "streams":[[path, id (16 hex digits), tail, start, content type],...],
+ * "cursor":"INCARNATION.SEQ", "full":true} naming every stream of each
+ * group listed, which that leader serves; or, for an ask made with a
+ * cursor of the leader's journal (cluster/changes.h) that it can answer
+ * from, "full":false, "streams" naming only the streams of those groups
+ * changed since the cursor, and "removed":[path,...] those removed since.
+ * "cursor" is where the answer leaves the asker. */
 typedef void (*rn_elsewhere_fn)(void *arg, const uint8_t *body, size_t len);
 
 /* A set of groups: a bit per group below RN_GROUPS_MAX (zeroed: empty). */
@@ -94,6 +99,20 @@ static inline int rn_group_set_has(const rn_group_set *s, unsigned group) {
     return group < RN_GROUPS_MAX && (s->bits[group / 8] >> (group % 8) & 1);
 }
 typedef struct rn_elsewhere_ask rn_elsewhere_ask;
+
+/* Where an asker's view of a group stands in its leader's journal: the
+ * journal's incarnation and the sequence number the last answer covering
+ * the group left it at (an answer's "cursor"); zeroed: nowhere. */
+typedef struct {
+    uint64_t incarnation, seq;
+} rn_elsewhere_cursor;
+
+/* A cursor's text, INCARNATION.SEQ (16 lowercase hex digits, a nonzero
+ * incarnation; canonical decimal): 0 with *out set, or -1 when malformed.
+ * RN_ELSEWHERE_CURSOR_MAX bytes hold any cursor's text and its NUL. */
+int rn_elsewhere_cursor_parse(const char *text, size_t len, rn_elsewhere_cursor *out);
+#define RN_ELSEWHERE_CURSOR_MAX 40
+void rn_elsewhere_cursor_format(const rn_elsewhere_cursor *c, char out[RN_ELSEWHERE_CURSOR_MAX]);
 
 /* What the cluster tells the surfaces; every call on the loop thread. */
 typedef struct {
@@ -118,12 +137,16 @@ typedef struct {
     /* Asks the leader of every data group this node does not host for
      * that group's streams (one signed peer request per leader): each(arg,
      * body, len) per good answer, then done(arg) once every ask ended.
+     * cursors[g] (RN_GROUPS_MAX of them): where the asker's view of group
+     * g stands; a leader asked for groups whose cursors share one
+     * incarnation is asked for the changes since the oldest of them.
      * *far: the groups this node does not host (those whose leader is not
      * known are among them, unasked). NULL when nothing was
      * asked (every group hosted here, or no leader known): neither runs.
      * NULL member: never asked. */
     rn_elsewhere_ask *(*ask_elsewhere)(void *ctx, rn_elsewhere_fn each, void (*done)(void *arg),
-                                       void *arg, rn_group_set *far);
+                                       void *arg, const rn_elsewhere_cursor *cursors,
+                                       rn_group_set *far);
     /* Abandons an ask whose done has not run: nothing more runs. */
     void (*ask_elsewhere_cancel)(rn_elsewhere_ask *a);
 } rn_cluster_view;
@@ -139,7 +162,7 @@ int rn_routing_active(void);
 /* The view's ask_elsewhere (NULL: nothing asked, in single-node mode too,
  * where *far is empty) and its cancel. */
 rn_elsewhere_ask *rn_routing_ask_elsewhere(rn_elsewhere_fn each, void (*done)(void *arg), void *arg,
-                                           rn_group_set *far);
+                                           const rn_elsewhere_cursor *cursors, rn_group_set *far);
 void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a);
 
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it

@@ -7,13 +7,16 @@
  * engine, which holds the streams of the groups hosted here only. The
  * others it learns from their leaders: while it delivers, every
  * RN_ELSEWHERE_MS it asks each of them for the streams of the groups it
- * leads (rn_routing_ask_elsewhere: one signed peer request per leader) and
- * compares each answer with the previous one: a stream new to the view
- * (or under a new id) is created, a changed tail changed, a stream
- * missing from a group the answer covers removed, as the engine's events
- * say for the hosted ones (subs.c), and links to paths of such a group
- * that the answer does not name are treated as removed when they still
- * name a stream (the state of a take-over, or a removal between two
+ * leads (rn_routing_ask_elsewhere: one signed peer request per leader,
+ * with the cursor of each group's last answer, so that a leader whose
+ * journal can tell answers with only the streams changed and removed
+ * since) and compares each answer with the view: a stream new to it (or
+ * under a new id) is created, a changed tail changed, a stream named
+ * removed removed, as the engine's events say for the hosted ones
+ * (subs.c). A full answer names every stream of the groups it covers: a
+ * stream of theirs it does not name is removed, and links to paths of
+ * such a group that it does not name are treated as removed when they
+ * still name a stream (the state of a take-over, or a removal between two
  * rounds). So a wake for an append to such a stream comes within a round
  * (plus the leader's answer), not at once; appends between two rounds
  * make one wake. A group whose leader did not answer keeps what was
@@ -127,6 +130,7 @@ static void far_clear(rn_subs *S) {
         far_free(v);
     rn_map_free(&S->far);
     memset(&S->far, 0, sizeof S->far);
+    memset(S->cursors, 0, sizeof S->cursors);
 }
 
 /* One stream of an answer into the view, with the event it makes. */
@@ -156,9 +160,21 @@ static void learn(rn_subs *S, unsigned group, const char *path, size_t len, uint
         rn_subs_seen_changed(S, &seen);
 }
 
-/* After an answer covering groups `covered`: the streams of those groups
- * it did not name leave the view, and the links naming a stream there
- * that the view lacks see it removed. */
+/* True when a link to the path (of a group placed elsewhere, not in the
+ * view) names a stream: one that saw it, or a pattern's. */
+static int link_names_stream(rn_subs *S, const char *path, size_t len) {
+    rn_watch *w = rn_map_get(&S->watch, path, len);
+    for (rn_list_node *ln = w ? w->links.first : NULL; ln; ln = ln->next) {
+        rn_sub_link *l = rn_list_entry(ln, rn_sub_link, watch_link);
+        if (l->stream_id || !l->is_explicit)
+            return 1;
+    }
+    return 0;
+}
+
+/* After a full answer covering groups `covered`: the streams of those
+ * groups it did not name leave the view, and the links naming a stream
+ * there that the view lacks see it removed. */
 static void forget(rn_subs *S, const uint8_t *covered, size_t ngroups) {
     size_t i = 0, n = 0;
     void *v;
@@ -178,22 +194,45 @@ static void forget(rn_subs *S, const uint8_t *covered, size_t ngroups) {
     unsigned g;
     while (rn_map_next(&S->watch, &i, &v)) {
         rn_watch *w = v;
-        if (!far_path(S, w->path, w->path_len, &g) || g >= ngroups || !covered[g] ||
-            rn_map_get(&S->far, w->path, w->path_len))
-            continue;
-        for (rn_list_node *ln = w->links.first; ln; ln = ln->next) {
-            rn_sub_link *l = rn_list_entry(ln, rn_sub_link, watch_link);
-            if (l->stream_id || !l->is_explicit) {
-                gone[n++] = rn_xstrndup(w->path, w->path_len);
-                break;
-            }
-        }
+        if (far_path(S, w->path, w->path_len, &g) && g < ngroups && covered[g] &&
+            !rn_map_get(&S->far, w->path, w->path_len) &&
+            link_names_stream(S, w->path, w->path_len))
+            gone[n++] = rn_xstrndup(w->path, w->path_len);
     }
     for (size_t k = 0; k < n; k++) {
         rn_subs_seen_removed(S, gone[k], strlen(gone[k]));
         free(gone[k]);
     }
     free(gone);
+}
+
+/* After an answer since a point: a stream it names as removed leaves the
+ * view, and the links naming it see it removed. */
+static void forget_removed(rn_subs *S, const uint8_t *covered, size_t ngroups, json_t *removed) {
+    size_t k;
+    json_t *e;
+    unsigned g;
+    json_array_foreach(removed, k, e) {
+        const char *path = json_string_value(e);
+        size_t len = json_string_length(e);
+        if (!path || !far_path(S, path, len, &g) || g >= ngroups || !covered[g])
+            continue;
+        rn_far_stream *f = rn_map_remove(&S->far, path, len);
+        if (f)
+            far_free(f);
+        if (f || link_names_stream(S, path, len))
+            rn_subs_seen_removed(S, path, len);
+    }
+}
+
+/* An answer's cursor, INCARNATION.SEQ; zeroed when absent or malformed. */
+static rn_elsewhere_cursor cursor_of(const json_t *doc) {
+    rn_elsewhere_cursor c = {0};
+    const json_t *text = json_object_get(doc, "cursor");
+    if (json_is_string(text) &&
+        rn_elsewhere_cursor_parse(json_string_value(text), json_string_length(text), &c) != 0)
+        c = (rn_elsewhere_cursor){0};
+    return c;
 }
 
 /* One leader's answer (routing.h's shape); a malformed one changes nothing. */
@@ -213,11 +252,20 @@ static void on_answer(void *arg, const uint8_t *body, size_t len) {
         json_decref(doc);
         return;
     }
+    json_t *removed = json_object_get(doc, "removed");
+    int full = !json_is_false(json_object_get(doc, "full")); /* absent: a full answer */
+    if (!full && !json_is_array(removed)) {
+        json_decref(doc);
+        return;
+    }
+    rn_elsewhere_cursor cursor = cursor_of(doc);
     uint8_t *covered = rn_xcalloc(ngroups + 1, 1);
     json_array_foreach(groups, k, e) {
         covered[json_integer_value(e)] = 1;
-        if (json_integer_value(e) < RN_GROUPS_MAX)
+        if (json_integer_value(e) < RN_GROUPS_MAX) {
             rn_group_set_add(&S->round_covered, (unsigned)json_integer_value(e));
+            S->cursors[json_integer_value(e)] = cursor;
+        }
     }
     json_array_foreach(streams, k, e) {
         const char *path, *id, *ct;
@@ -234,7 +282,10 @@ static void on_answer(void *arg, const uint8_t *body, size_t len) {
             sid = sid << 8 | raw[b];
         learn(S, g, path, path_len, sid, (uint64_t)tail, (uint64_t)start, ct);
     }
-    forget(S, covered, ngroups);
+    if (full)
+        forget(S, covered, ngroups);
+    else
+        forget_removed(S, covered, ngroups, removed);
     free(covered);
     json_decref(doc);
 }
@@ -302,7 +353,8 @@ static void start_round(rn_subs *S) {
     memset(&S->round_covered, 0, sizeof S->round_covered);
     memset(&S->round_far, 0, sizeof S->round_far);
     if (S->active && !S->quiesced)
-        S->asking = rn_routing_ask_elsewhere(on_answer, on_round_done, S, &S->round_far);
+        S->asking =
+            rn_routing_ask_elsewhere(on_answer, on_round_done, S, S->cursors, &S->round_far);
     if (!S->asking)
         round_ended(S);
 }

@@ -158,6 +158,7 @@ struct rn_subs {
     rn_list far_again;          /* rn_far_waiter: after an incomplete round, for the next tick */
     rn_group_set round_far;     /* groups placed elsewhere when the round in flight started */
     rn_group_set round_covered; /* groups its answers covered so far */
+    rn_elsewhere_cursor cursors[RN_GROUPS_MAX]; /* where the view of each group stands */
 };
 
 /* ---- registry.c: subscriptions, links and the watch index ---- */

@@ -57,6 +57,9 @@ typedef struct {
     /* cluster mode: proposals (Raft entries) and the commands in them, and
      * the time from a proposal to its outcome (commit and apply here) */
     uint64_t raft_proposals, raft_commands;
+    /* peers' asks for the streams of groups this node leads, answered in
+     * full or with the changes since the asker's cursor (cluster/elsewhere.c) */
+    uint64_t stream_asks_full, stream_asks_changes;
     uint64_t raft_commit_le[RN_SYNC_BUCKETS];
     uint64_t raft_commit_us_sum;
     /* the cold store's S3 calls: answers (each try), failed tries, time */

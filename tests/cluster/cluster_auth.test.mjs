@@ -11,7 +11,11 @@
 //   node 2), with no proof and with a proof made with a wrong key, changes
 //   no term, no leader and no data, and is counted;
 // - a node started with another cluster key cannot join, and its log says
-//   why.
+//   why;
+// - the peer route listing the streams of groups (the subscriptions'
+//   deliverer's ask), asked again with the cursor its answer gave, names
+//   only the streams changed and removed since; with another journal's
+//   cursor it names every stream, and a malformed one is refused 400.
 // The same rogue bytes against a cluster without a key do raise its term:
 // they are well-formed libraft messages; such a node warns at start that
 // no peer is authenticated, and its report says so.
@@ -120,6 +124,65 @@ describe("routes without a credential", () => {
     assert.deepEqual((await clusterState(c)).map((n) => n.map((g) => g.voters)), before.map((n) => n.map((g) => g.voters)));
     for (let n = 1; n <= 3; n++)
       assert.equal((await follow(`${c.url(n)}/${stream}?offset=-1`)).text, "kept");
+  });
+});
+
+describe("the streams of groups, asked again since a cursor", () => {
+  test("only what changed since is answered; a cursor the node cannot answer from gets every stream", async () => {
+    const key = fs.readFileSync(path.join(c.dir, "cluster.key"), "utf8").trim();
+    const target = (query) => `/__runnel/cluster/streams?groups=${[...Array(GROUPS).keys()].join(",")}${query}`;
+    const ask = async (n, query = "") => {
+      const from = n === 1 ? 2 : 1; // a node refuses a request signed as itself
+      const r = await req(c.url(n) + target(query), { headers: sign(key, "GET", target(query), from, Date.now()) });
+      assert.equal(r.status, 200, r.text);
+      return JSON.parse(r.text);
+    };
+    const send = async (p, method, body) => {
+      const r = await follow(`${c.url(1)}/${p}`, { method, headers: { "content-type": "text/plain" }, body });
+      assert.ok([200, 201, 204].includes(r.status), `${method} ${p}: ${r.status} ${r.text}`);
+    };
+    const ours = (paths) => paths.map((p) => (Array.isArray(p) ? p[0] : p)).filter((p) => /since\/[abc]$/.test(p))
+      .map((p) => p.slice(-7)).sort();
+    await send("since/a", "PUT");
+    await send("since/b", "PUT");
+    await send("since/a", "POST", "one");
+    const first = {};
+    for (let n = 1; n <= 3; n++) {
+      first[n] = await ask(n);
+      assert.equal(first[n].full, true);
+      assert.match(first[n].cursor, /^[0-9a-f]{16}\.[0-9]+$/);
+    }
+    assert.deepEqual(ours(Object.values(first).flatMap((a) => a.streams)), ["since/a", "since/b"], "full answers name both");
+    await send("since/a", "POST", "two");
+    await send("since/b", "DELETE");
+    await send("since/c", "PUT");
+    // every replica applied them (a leader answers from what it applied)
+    await waitFor("the changes applied on every node", async () => {
+      for (let n = 1; n <= 3; n++) if ((await follow(`${c.url(n)}/since/a?offset=-1`, { headers: { "runnel-no-forward": "test" } })).text !== "onetwo") return false;
+      return true;
+    }, 10000, 50);
+    const streams = [], removed = [];
+    for (let n = 1; n <= 3; n++) {
+      const again = await ask(n, `&since=${first[n].cursor}`);
+      assert.equal(again.full, false, JSON.stringify(again));
+      assert.deepEqual(again.groups, first[n].groups, "the same groups served");
+      assert.ok(!again.streams.some((e) => e[0].endsWith("auth/data")), "a stream unchanged since is not named");
+      streams.push(...again.streams);
+      removed.push(...again.removed);
+    }
+    assert.deepEqual(ours(streams), ["since/a", "since/c"], "the changed and the created");
+    assert.deepEqual(ours(removed), ["since/b"], "the deleted");
+    const a = streams.find((e) => e[0].endsWith("since/a"));
+    assert.equal(a[2], 6, "with its tail now");
+    // another journal's cursor (a restarted leader's): every stream
+    const other = first[1].cursor.replace(/^./, (d) => (d === "0" ? "1" : "0"));
+    const full = await ask(1, `&since=${other}`);
+    assert.equal(full.full, true);
+    assert.equal(full.removed, undefined);
+    for (const bad of ["x", "0123456789abcdef", "0123456789abcdef.", "0000000000000000.1", "0123456789ABCDEF.1"]) {
+      const r = await req(c.url(1) + target(`&since=${bad}`), { headers: sign(key, "GET", target(`&since=${bad}`), 2, Date.now()) });
+      assertTyped(r, 400, "INVALID_REQUEST");
+    }
   });
 });
 

@@ -11,6 +11,9 @@
 //     every append is covered by a wake whose snapshot reaches it, and
 //     the explicit link starts at the stream's tail when it was made (not
 //     at 0).
+//   - A stream created in such a group is linked by a matching pattern and,
+//     once deleted, unlinked (the deliverer learns both from its asks,
+//     answered with the changes since its last one: counted).
 //   - A pull-wake subscription whose wake stream is in such a group is
 //     created (not 400 WAKE_STREAM_MISSING) and its wake event reaches
 //     that stream; an ack up to an append to such a stream made just
@@ -117,6 +120,22 @@ describe("subscriptions of streams the delivering node does not host", () => {
     }
     const wakes = hook.seen.filter((n) => n.body.subscription_id === "pat").length;
     assert.ok(wakes >= 1 && wakes <= 3, `${wakes} wakes of pat for 3 appends`);
+  });
+
+  test("a stream created and one deleted in a group the deliverer does not host: the pattern follows both", async () => {
+    const born = farKey("bf/born-");
+    await create(born, "text/plain", "new");
+    const links = async () => JSON.parse((await req(sub("pat"))).text).streams.map((l) => l.path);
+    await waitFor(`${born} linked by the pattern`, async () => (await links()).includes(born), 10000, 50);
+    const r = await req(`${c.url(alive()[0])}/v1/stream/${born}`, { method: "DELETE", forward: true });
+    assert.equal(r.status, 204, r.text);
+    await waitFor(`${born} no longer linked once deleted`, async () => !(await links()).includes(born), 10000, 50);
+    // the deliverer's asks after its first were answered with the changes
+    // since its cursor (the leaders' journals), not every stream
+    let changes = 0;
+    for (const n of alive())
+      changes += Number(/^runnel_cluster_stream_asks_changes_total (\d+)$/m.exec((await req(`${c.url(n)}/__runnel/metrics`)).text)?.[1] ?? 0);
+    assert.ok(changes > 0, "asks answered with the changes since a cursor");
   });
 
   test("a pull-wake subscription whose wake stream the deliverer does not host", async () => {
