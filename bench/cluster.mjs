@@ -25,13 +25,22 @@
 //     parameter) a follower first waits for the leader's ReadIndex
 //     (read-your-writes): the cost of a follower read.
 //
+//   node bench/cluster.mjs stream-asks [--streams 20000] [--rounds 20] [--groups 16]
+//     What a peer's ask for the streams of the groups a node leads (the
+//     subscriptions' deliverer's, every 250 ms) costs that node: --streams
+//     streams are created, then each node is asked --rounds times for the
+//     groups it leads, in full (no cursor) and with the cursor of its last
+//     answer after 10 appends (the changes since): time to answer and
+//     answer bytes, medians.
+//
 //   node bench/cluster.mjs follower-lag [--appends 400] [--groups 16]
 //     Appends one at a time through a stream's leader and times, for each,
 //     how long until a follower's local HEAD shows it (polled without
 //     pause): how far behind a follower is at rest.
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import { Cluster, follow, groupOf, req, sleep, waitFor } from "../tests/cluster/runnel_cluster.mjs";
+import path from "node:path";
+import { Cluster, follow, groupOf, peerSignature, req, sleep, waitFor } from "../tests/cluster/runnel_cluster.mjs";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -43,6 +52,8 @@ const { positionals, values } = parseArgs({
     consistency: { type: "string", default: "leader" },
     on: { type: "string", default: "leader" },
     appends: { type: "string", default: "400" },
+    streams: { type: "string", default: "20000" },
+    rounds: { type: "string", default: "20" },
     series: { type: "string" },
   },
 });
@@ -178,10 +189,48 @@ async function followerLag(c) {
   console.log(`follower lag over ${lags.length} appends: p50 ${quantile(lags, 0.5).toFixed(2)} ms, p90 ${quantile(lags, 0.9).toFixed(2)} ms, p99 ${quantile(lags, 0.99).toFixed(2)} ms, max ${lags[lags.length - 1].toFixed(2)} ms`);
 }
 
-const modes = { recovery, "leader-reads": leaderReads, "follower-lag": followerLag };
+async function streamAsks(c) {
+  const n = Number(values.streams);
+  const key = fs.readFileSync(path.join(c.dir, "cluster.key"), "utf8").trim();
+  let next = 0;
+  await Promise.all(Array.from({ length: 64 }, async () => {
+    for (let i = next++; i < n; i = next++) {
+      const r = await follow(`${c.url((i % 3) + 1)}/benchask/s${i}`, { method: "PUT", headers: { "content-type": "text/plain" } });
+      if (r.status !== 201) throw new Error(`create benchask/s${i}: ${r.status} ${r.text}`);
+    }
+  }));
+  const groups = [...Array(GROUPS).keys()].join(",");
+  const ask = async (node, since) => {
+    const target = `/__runnel/cluster/streams?groups=${groups}${since ? `&since=${since}` : ""}`;
+    const t = process.hrtime.bigint();
+    const r = await req(c.url(node) + target, { headers: peerSignature(key, "GET", target, node === 1 ? 2 : 1, Date.now()), timeoutMs: 60000 });
+    const ms = Number(process.hrtime.bigint() - t) / 1e6;
+    if (r.status !== 200) throw new Error(`ask node ${node}: ${r.status} ${r.text}`);
+    return { ms, bytes: r.body.length, doc: JSON.parse(r.text) };
+  };
+  const full = [], changes = [];
+  for (let round = 0; round < Number(values.rounds); round++) {
+    for (let node = 1; node <= 3; node++) {
+      const a = await ask(node);
+      full.push(a);
+      for (let k = 0; k < 10; k++)
+        await follow(`${c.url(1)}/benchask/s${(round * 10 + k) % n}`, { method: "POST", headers: { "content-type": "text/plain" }, body: "x" });
+      const b = await ask(node, a.doc.cursor);
+      if (b.doc.full !== false) throw new Error(`node ${node}: the ask with a cursor was answered in full`);
+      changes.push(b);
+    }
+  }
+  const med = (xs, f) => quantile(xs.map(f).sort((x, y) => x - y), 0.5);
+  const named = (xs) => med(xs, (a) => a.doc.streams.length);
+  console.log(`${n} streams, ${GROUPS} groups, ${full.length} asks of each kind (one per node per round):`);
+  console.log(`  in full:           answer ${med(full, (a) => a.ms).toFixed(2)} ms, ${med(full, (a) => a.bytes)} bytes, ${named(full)} streams named (medians)`);
+  console.log(`  changes since:     answer ${med(changes, (a) => a.ms).toFixed(2)} ms, ${med(changes, (a) => a.bytes)} bytes, ${named(changes)} streams named (medians)`);
+}
+
+const modes = { recovery, "leader-reads": leaderReads, "follower-lag": followerLag, "stream-asks": streamAsks };
 const mode = positionals[0];
 if (!modes[mode]) {
-  console.error("usage: node bench/cluster.mjs recovery|leader-reads|follower-lag [options]");
+  console.error("usage: node bench/cluster.mjs recovery|leader-reads|follower-lag|stream-asks [options]");
   process.exit(2);
 }
 const c = await Cluster.start({ groups: GROUPS });

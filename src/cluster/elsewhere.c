@@ -10,9 +10,10 @@
  * streams changed and removed since, found by walking back from the
  * journal's end: its cost is that of the changes, not of the streams
  * held. An ask without one, or with one the journal cannot answer (a
- * restart, a snapshot installed, too many removals since), is answered in
- * full: every stream of the groups served, found by walking every stream
- * of this node once (the engine has no index by group).
+ * restart, a snapshot installed or a group dropped here, too many
+ * removals since), is answered in full: every stream of the groups
+ * served, found by walking every stream of this node once (the engine has
+ * no index by group).
  */
 #include "cluster/elsewhere.h"
 #include "cluster/changes.h"

@@ -15,8 +15,9 @@
  * engine closes). */
 void cluster_elsewhere_start(rn_cluster *cl);
 void cluster_elsewhere_free(rn_cluster *cl);
-/* A group's state was replaced by a snapshot, changing streams without
- * the engine's events: no earlier point of the journal is answered. */
+/* A group's streams were replaced (a snapshot installed) or dropped (the
+ * group moved away) without the engine's events: no earlier point of the
+ * journal is answered. */
 void cluster_elsewhere_restored(rn_cluster *cl);
 
 /* rn_cluster_view.ask_elsewhere and ask_elsewhere_cancel (routing.h). */

@@ -4,6 +4,7 @@
  */
 #include "cluster/hosting.h"
 #include "cluster/cluster_int.h"
+#include "cluster/elsewhere.h"
 #include "cluster/placement_driver.h"
 #include "cluster/recovery.h"
 
@@ -50,6 +51,7 @@ static void dropped(void *arg, consensus_status st) {
     if (rn_engine_restore(cl->engine, rn_placement_stream_in_group, &g, g, none.data, none.len) !=
         0)
         rn_log(RN_LOG_ERROR, "cluster_hosting", "group %u: its streams could not be dropped", g);
+    cluster_elsewhere_restored(cl); /* streams gone without the engine's events */
     rn_buf_free(&none);
     cl->catch_up[g].done = 0; /* placed here again later: it catches up again */
     rn_log(RN_LOG_INFO, "cluster_hosting", "group %u: dropped (moved to other nodes)", g);

@@ -25,7 +25,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { appendEntries, assertUnchanged, clusterState, hello, refusedCount, requestVote, rogue } from "./raft_wire.mjs";
-import { Cluster, follow, req, sleep, waitFor } from "./runnel_cluster.mjs";
+import { Cluster, follow, peerSignature, req, sleep, waitFor } from "./runnel_cluster.mjs";
 
 const GROUPS = 2;
 let c;
@@ -38,14 +38,6 @@ after(() => {
   c?.stopChecked();
 });
 
-
-// ---- peer signatures, as src/consensus/peer_auth.c makes them
-function sign(key, method, target, id, timeMs, body = Buffer.alloc(0)) {
-  const digest = crypto.createHash("sha256").update(body).digest("hex");
-  const mac = crypto.createHmac("sha256", key)
-    .update(`runnel http 1\n${method}\n${target}\n${timeMs}\n${id}\n${digest}`).digest("hex");
-  return { "runnel-peer-id": String(id), "runnel-peer-time": String(timeMs), "runnel-peer-signature": mac };
-}
 
 function assertTyped(r, status, code) {
   assert.equal(r.status, status, `${status} expected, got ${r.status}: ${r.text}`);
@@ -84,17 +76,17 @@ describe("routes without a credential", () => {
     const now = Date.now();
     for (const [method, target] of peer) {
       assertTyped(await req(u + target, { method }), 401, "INVALID_CREDENTIAL");
-      const forged = sign("a-wrong-cluster-key-of-enough-bytes", method, target, 1, now);
+      const forged = peerSignature("a-wrong-cluster-key-of-enough-bytes", method, target, 1, now);
       assertTyped(await req(u + target, { method, headers: forged }), 403, "FORBIDDEN");
-      const stale = sign(key, method, target, 1, now - 120000);
+      const stale = peerSignature(key, method, target, 1, now - 120000);
       assertTyped(await req(u + target, { method, headers: stale }), 403, "FORBIDDEN");
-      const altered = sign(key, method, `${target}${target.includes("?") ? "&" : "?"}x=1`, 1, now);
+      const altered = peerSignature(key, method, `${target}${target.includes("?") ? "&" : "?"}x=1`, 1, now);
       assertTyped(await req(u + target, { method, headers: altered }), 403, "FORBIDDEN");
-      const self = sign(key, method, target, 2, now); /* node 2's own id, at node 2 */
+      const self = peerSignature(key, method, target, 2, now); /* node 2's own id, at node 2 */
       assertTyped(await req(u + target, { method, headers: self }), 403, "FORBIDDEN");
     }
     // signed with the key, as a node signs: served
-    const ok = await req(`${u}/__runnel/cluster/status`, { headers: sign(key, "GET", "/__runnel/cluster/status", 1, Date.now()) });
+    const ok = await req(`${u}/__runnel/cluster/status`, { headers: peerSignature(key, "GET", "/__runnel/cluster/status", 1, Date.now()) });
     assert.equal(ok.status, 200);
     const st = JSON.parse(ok.text);
     assert.equal(st.g.length, c.groups + 1, "a status per group and the metadata group's");
@@ -104,11 +96,11 @@ describe("routes without a credential", () => {
     // list that is not one is refused, a good one answered in its shape
     for (const bad of ["x", "0,,1", String(c.groups), ""]) {
       const t = `/__runnel/cluster/streams?groups=${bad}`;
-      assertTyped(await req(u + t, { headers: sign(key, "GET", t, 1, Date.now()) }), 400, "INVALID_REQUEST");
+      assertTyped(await req(u + t, { headers: peerSignature(key, "GET", t, 1, Date.now()) }), 400, "INVALID_REQUEST");
     }
     const all = [...Array(c.groups).keys()].join(",");
     const st2 = `/__runnel/cluster/streams?groups=${all}`;
-    const streams = await req(u + st2, { headers: sign(key, "GET", st2, 1, Date.now()) });
+    const streams = await req(u + st2, { headers: peerSignature(key, "GET", st2, 1, Date.now()) });
     assert.equal(streams.status, 200, streams.text);
     const body = JSON.parse(streams.text);
     assert.ok(Array.isArray(body.groups) && Array.isArray(body.streams), streams.text);
@@ -133,7 +125,7 @@ describe("the streams of groups, asked again since a cursor", () => {
     const target = (query) => `/__runnel/cluster/streams?groups=${[...Array(GROUPS).keys()].join(",")}${query}`;
     const ask = async (n, query = "") => {
       const from = n === 1 ? 2 : 1; // a node refuses a request signed as itself
-      const r = await req(c.url(n) + target(query), { headers: sign(key, "GET", target(query), from, Date.now()) });
+      const r = await req(c.url(n) + target(query), { headers: peerSignature(key, "GET", target(query), from, Date.now()) });
       assert.equal(r.status, 200, r.text);
       return JSON.parse(r.text);
     };
@@ -180,7 +172,7 @@ describe("the streams of groups, asked again since a cursor", () => {
     assert.equal(full.full, true);
     assert.equal(full.removed, undefined);
     for (const bad of ["x", "0123456789abcdef", "0123456789abcdef.", "0000000000000000.1", "0123456789ABCDEF.1"]) {
-      const r = await req(c.url(1) + target(`&since=${bad}`), { headers: sign(key, "GET", target(`&since=${bad}`), 2, Date.now()) });
+      const r = await req(c.url(1) + target(`&since=${bad}`), { headers: peerSignature(key, "GET", target(`&since=${bad}`), 2, Date.now()) });
       assertTyped(r, 400, "INVALID_REQUEST");
     }
   });

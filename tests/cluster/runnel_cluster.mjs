@@ -6,6 +6,7 @@
 // its directory removed (tempDir).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -41,6 +42,15 @@ export async function waitFor(what, fn, ms = 20000, every = 100) {
 
 // The group of a stream key, as src/cluster/placement.c computes it
 // (FNV-1a 64 of the key's bytes, modulo the group count).
+// The headers of a peer request signed with the cluster key as node id
+// signs it (src/consensus/peer_auth.c) at timeMs.
+export function peerSignature(key, method, target, id, timeMs, body = Buffer.alloc(0)) {
+  const digest = crypto.createHash("sha256").update(body).digest("hex");
+  const mac = crypto.createHmac("sha256", key)
+    .update(`runnel http 1\n${method}\n${target}\n${timeMs}\n${id}\n${digest}`).digest("hex");
+  return { "runnel-peer-id": String(id), "runnel-peer-time": String(timeMs), "runnel-peer-signature": mac };
+}
+
 export function groupOf(key, groups) {
   let h = 0xcbf29ce484222325n;
   for (const b of Buffer.from(key, "utf8")) {
