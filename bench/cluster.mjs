@@ -31,13 +31,14 @@
 //     streams are created, then each node is asked --rounds times for the
 //     groups it leads, in full (no cursor) and with the cursor of its last
 //     answer after 10 appends (the changes since): time to answer and
-//     answer bytes, medians.
+//     answer bytes, medians, measured once the creates' load has passed.
 //
 //   node bench/cluster.mjs follower-lag [--appends 400] [--groups 16]
 //     Appends one at a time through a stream's leader and times, for each,
 //     how long until a follower's local HEAD shows it (polled without
 //     pause): how far behind a follower is at rest.
 import fs from "node:fs";
+import os from "node:os";
 import { parseArgs } from "node:util";
 import path from "node:path";
 import { Cluster, follow, groupOf, peerSignature, req, sleep, waitFor } from "../tests/cluster/runnel_cluster.mjs";
@@ -208,6 +209,10 @@ async function streamAsks(c) {
     if (r.status !== 200) throw new Error(`ask node ${node}: ${r.status} ${r.text}`);
     return { ms, bytes: r.body.length, doc: JSON.parse(r.text) };
   };
+  // the creates loaded the machine: the asks are measured once it is quiet
+  // again (a 1-minute load below 1, waited for up to 3 minutes)
+  for (let waited = 0; os.loadavg()[0] >= 1 && waited < 180; waited++) await sleep(1000);
+  const loadBefore = os.loadavg()[0];
   const full = [], changes = [];
   for (let round = 0; round < Number(values.rounds); round++) {
     for (let node = 1; node <= 3; node++) {
@@ -222,7 +227,7 @@ async function streamAsks(c) {
   }
   const med = (xs, f) => quantile(xs.map(f).sort((x, y) => x - y), 0.5);
   const named = (xs) => med(xs, (a) => a.doc.streams.length);
-  console.log(`${n} streams, ${GROUPS} groups, ${full.length} asks of each kind (one per node per round):`);
+  console.log(`${n} streams, ${GROUPS} groups, ${full.length} asks of each kind (one per node per round), 1-minute load ${loadBefore.toFixed(2)} -> ${os.loadavg()[0].toFixed(2)}:`);
   console.log(`  in full:           answer ${med(full, (a) => a.ms).toFixed(2)} ms, ${med(full, (a) => a.bytes)} bytes, ${named(full)} streams named (medians)`);
   console.log(`  changes since:     answer ${med(changes, (a) => a.ms).toFixed(2)} ms, ${med(changes, (a) => a.bytes)} bytes, ${named(changes)} streams named (medians)`);
 }
