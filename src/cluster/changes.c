@@ -30,6 +30,7 @@ struct rn_changes {
     size_t removed_count, max_removed;
     uint64_t incarnation, seq;
     uint64_t forgotten; /* the sequence number of the last removal forgotten, 0: none */
+    int keeping;        /* rn_changes_keep was called */
 };
 
 static uint64_t new_incarnation(uint64_t old) {
@@ -87,7 +88,13 @@ static rn_list *list_of(rn_changes *c, const change *ch) {
     return ch->removed ? &c->removed : &c->live;
 }
 
+void rn_changes_keep(rn_changes *c) {
+    c->keeping = 1;
+}
+
 void rn_changes_note(rn_changes *c, const char *path, size_t len, int removed) {
+    if (!c->keeping)
+        return;
     change *ch = rn_map_get(&c->by_path, path, len);
     if (ch) {
         rn_list_remove(list_of(c, ch), &ch->link);

@@ -15,6 +15,10 @@
  * journal: each process starts one under a random incarnation, and it
  * does not survive a restart.
  *
+ * A journal notes nothing until it is asked to keep changes (the first
+ * answer that hands out one of its points), so a node no peer asks pays
+ * neither the memory nor the time.
+ *
  * Everything runs on the loop thread.
  */
 #ifndef RN_CLUSTER_CHANGES_H
@@ -39,7 +43,11 @@ uint64_t rn_changes_seq(const rn_changes *c);
  * (a snapshot installed in their place). */
 void rn_changes_forget_all(rn_changes *c);
 
-/* Notes a change of the stream at path (removed: it no longer exists). */
+/* From now on, notes the changes it is told of (before: ignores them). */
+void rn_changes_keep(rn_changes *c);
+
+/* Notes a change of the stream at path (removed: it no longer exists);
+ * nothing until rn_changes_keep. */
 void rn_changes_note(rn_changes *c, const char *path, size_t len, int removed);
 
 /* Calls fn(path, len, removed, arg) once for every path whose last change

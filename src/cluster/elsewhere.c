@@ -234,6 +234,7 @@ void cluster_elsewhere_answer(rn_cluster *cl, rn_request *req, const char *query
     if (full && json_array_size(groups)) /* answer_changes named nothing */
         rn_engine_foreach(cl->engine, add_stream, &c);
     ++*(full ? &rn_metric.stream_asks_full : &rn_metric.stream_asks_changes);
+    rn_changes_keep(cl->changes); /* the cursor handed out must be answerable */
     char cursor[RN_ELSEWHERE_CURSOR_MAX];
     rn_elsewhere_cursor_format(
         &(rn_elsewhere_cursor){rn_changes_incarnation(cl->changes), rn_changes_seq(cl->changes)},

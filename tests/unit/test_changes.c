@@ -3,7 +3,8 @@
  * (src/cluster/changes.h), which answers a peer's ask with the streams
  * changed since its last one.
  *
- * How: changes are noted and the paths reported since chosen points are
+ * How: changes are noted (after the journal is told to keep them: before,
+ * nothing is) and the paths reported since chosen points are
  * collected and compared with the paths expected, each with whether it was
  * reported removed; a path changed twice is reported once, with its last
  * change. Points the journal cannot answer (past its end, older than a
@@ -66,9 +67,23 @@ static void note(rn_changes *c, const char *path, int removed) {
     rn_changes_note(c, path, strlen(path), removed);
 }
 
+static void test_notes_nothing_until_kept(void **state) {
+    (void)state;
+    rn_changes *c = rn_changes_new(8);
+    note(c, "a", 0);
+    note(c, "b", 1);
+    assert_int_equal(rn_changes_seq(c), 0);
+    check_since(c, 0, "");
+    rn_changes_keep(c);
+    note(c, "c", 0);
+    check_since(c, 0, "c");
+    rn_changes_free(c);
+}
+
 static void test_reports_each_path_once_with_its_last_change(void **state) {
     (void)state;
     rn_changes *c = rn_changes_new(8);
+    rn_changes_keep(c);
     assert_int_not_equal(rn_changes_incarnation(c), 0);
     assert_int_equal(rn_changes_seq(c), 0);
     check_since(c, 0, "");
@@ -91,6 +106,7 @@ static void test_reports_each_path_once_with_its_last_change(void **state) {
 static void test_refuses_points_it_cannot_answer(void **state) {
     (void)state;
     rn_changes *c = rn_changes_new(2);
+    rn_changes_keep(c);
     note(c, "x", 0);
     check_since(c, rn_changes_seq(c) + 1, NULL); /* past its end: another journal's */
     note(c, "r1", 1);
@@ -110,6 +126,7 @@ static void test_refuses_points_it_cannot_answer(void **state) {
 static void test_forget_all_starts_a_new_incarnation(void **state) {
     (void)state;
     rn_changes *c = rn_changes_new(4);
+    rn_changes_keep(c);
     note(c, "a", 0);
     note(c, "b", 1);
     uint64_t before = rn_changes_incarnation(c);
@@ -125,6 +142,7 @@ static void test_forget_all_starts_a_new_incarnation(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_notes_nothing_until_kept),
         cmocka_unit_test(test_reports_each_path_once_with_its_last_change),
         cmocka_unit_test(test_refuses_points_it_cannot_answer),
         cmocka_unit_test(test_forget_all_starts_a_new_incarnation),
