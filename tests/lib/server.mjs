@@ -24,13 +24,15 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // connection of this machine takes it before the server binds it (a
 // cluster test on a loaded machine lost a Raft port that way): random in
 // 20000-32767, tried up to 50 times, else any port the kernel gives.
-// Never the same port twice in 10 minutes on this machine, whichever
-// process asks: two test processes run at once, and each may hold a port
+// Never the same port twice in 10 minutes to processes sharing a TMPDIR,
+// whichever of them asks: two test processes run at once, and each may hold a port
 // unbound for seconds (a sanitizer build's node starting, a node
 // restarting on its old ports); CI saw two of them draw the same port
 // ("listen on 127.0.0.1:28755: address already in use"). A port is
 // reserved by creating a file named after it and the current 10-minute
-// period in a directory every process shares (O_EXCL: one creator wins);
+// period in a directory under TMPDIR (O_EXCL: one creator wins), which
+// every process of a scripts/test.sh step shares (ctest runs its tests
+// two at a time there) and which goes with the step's scratch directory;
 // a file of this period or the one before it keeps the port reserved.
 const RESERVE_DIR = path.join(os.tmpdir(), "runnel-test-ports");
 const RESERVE_PERIOD_MS = 10 * 60 * 1000;
