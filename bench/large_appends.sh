@@ -10,21 +10,24 @@
 # (bench/quiet.sh: 1-minute load below 1.0) and records the load at its
 # start and end.
 #
-# Usage: bench/large_appends.sh [--rounds N] [--bin DIR] [--out DIR] [--mib N]
+# Usage: bench/large_appends.sh [--rounds N] [--bin DIR] [--out DIR] [--mib N] [--before DIR]
 #   --bin: where runnel and runnel-bench are (default build-release)
 #   --mib: MiB stored per run (default 1024; a multiple of 32)
+#   --before: another build's directory, run as a fifth configuration
+#     ("before", its defaults) in each round, for a before/after comparison
 # Prints one line per run ("size config MB/s load-before load-after"), then
 # the medians per size and configuration; raw JSON stays in the out DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-rounds=3 bin=build-release out="" mib=1024
+rounds=3 bin=build-release out="" mib=1024 before_bin=""
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --mib) mib=$2; shift 2 ;;
-    *) echo "usage: bench/large_appends.sh [--rounds N] [--bin DIR] [--out DIR] [--mib N]"; exit 2 ;;
+    --before) before_bin=$2; shift 2 ;;
+    *) echo "usage: bench/large_appends.sh [--rounds N] [--bin DIR] [--out DIR] [--mib N] [--before DIR]"; exit 2 ;;
   esac
 done
 [ -x "$bin/runnel" ] && [ -x "$bin/bench/runnel-bench" ] || { echo "large_appends: build $bin first (scripts/build.sh release)"; exit 2; }
@@ -60,6 +63,7 @@ run() {
   else
     case $config in
       once) "$bin/runnel" serve --listen "127.0.0.1:$port" --data-dir "$data" >"$log" 2>&1 & ;;
+      before) "$before_bin/runnel" serve --listen "127.0.0.1:$port" --data-dir "$data" >"$log" 2>&1 & ;;
       twice) "$bin/runnel" serve --listen "127.0.0.1:$port" --data-dir "$data" --large-append-bytes 0 >"$log" 2>&1 & ;;
       reference) node bench/reference/start.mjs "$port" "$data" 30000 1024 >"$log" 2>&1 & ;;
     esac
@@ -81,7 +85,7 @@ run() {
 
 for r in $(seq 1 "$rounds"); do
   for size in $((4 << 20)) $((32 << 20)); do
-    for config in dd once twice reference; do run "$size" "$config"; done
+    for config in dd once twice reference ${before_bin:+before}; do run "$size" "$config"; done
   done
 done
 rm -rf "$data"

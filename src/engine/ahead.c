@@ -29,18 +29,31 @@ int engine_ahead_wanted(const rn_engine *e, const rn_cmd *c) {
            e->log->ops->stored_ahead;
 }
 
-/* On a worker: the data, its checksums and index entry, then the sync. */
-static void write_ahead(uv_work_t *req) {
-    op_private *p = priv(req->data);
+/* On a worker, once the data is written with its checksums in p->sums:
+ * the checksum and index entries, then the sync. */
+static int seal(op_private *p) {
     const rn_cmd *c = &p->cmd;
-    int rc = rn_streamfiles_write_ahead(&p->pin, c->data, c->data_len, c->offset, p->index_entry,
-                                        p->sums.data);
+    int rc =
+        rn_streamfiles_seal_ahead(&p->pin, c->offset, c->data_len, p->index_entry, p->sums.data);
     rn_fault_point("ahead-after-write");
     if (rc == 0)
         rc = rn_streamfiles_sync_ahead(p->engine->files, p->stream_id, &p->pin);
     if (rc == 0)
         rn_fault_point("ahead-after-sync");
-    p->files_status = rc;
+    return rc;
+}
+
+/* On a worker: the data and its checksums, then the seal. */
+static void write_ahead(uv_work_t *req) {
+    op_private *p = priv(req->data);
+    const rn_cmd *c = &p->cmd;
+    int rc = rn_streamfiles_write_piece(&p->pin, c->data, c->data_len, c->offset, p->sums.data);
+    p->files_status = rc < 0 ? rc : seal(p);
+}
+
+void engine_ahead_seal_work(uv_work_t *req) {
+    op_private *p = priv(req->data);
+    p->files_status = seal(p);
 }
 
 /* The entry's write_data: the bytes were stored before the record. */
@@ -49,7 +62,7 @@ static int stored_already(rn_cmdlog_entry *entry) {
     return 0;
 }
 
-static void written_ahead(uv_work_t *req, int status) {
+void engine_ahead_sealed(uv_work_t *req, int status) {
     rn_op *op = req->data;
     op_private *p = priv(op);
     rn_engine *e = p->engine;
@@ -69,6 +82,8 @@ static void written_ahead(uv_work_t *req, int status) {
     rn_cmd_encode_head(c, &p->head);
     rn_metric.appends_written_once++;
     rn_metric.bytes_written_once += c->data_len;
+    if (p->arrival)
+        rn_metric.appends_written_arriving++;
     engine_log_entry(e, op, p->sums.data, p->sums.len, stored_already);
 }
 
@@ -81,6 +96,10 @@ void engine_write_ahead(rn_engine *e, rn_op *op, rn_stream *s) {
     size_t n = rn_cmd_block_sums_len(&p->cmd);
     rn_buf_reserve(&p->sums, n);
     p->sums.len = n;
+    if (p->arrival) {
+        engine_arrival_start(e, op);
+        return;
+    }
     p->work.data = op;
-    uv_queue_work(e->loop, &p->work, write_ahead, written_ahead);
+    uv_queue_work(e->loop, &p->work, write_ahead, engine_ahead_sealed);
 }

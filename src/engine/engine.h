@@ -105,6 +105,31 @@ int rn_engine_stream_kept(rn_engine *e, uint64_t id);
  * returns. The op must stay valid until then. */
 void rn_engine_submit(rn_engine *e, rn_op *op);
 
+/* ---- appends whose body is still arriving (engine/arriving.c) ----
+ * A large append may be submitted before its body is read (in.arriving):
+ * the engine validates it and reserves its stream as for any append, then
+ * writes the body to the stream's file a piece at a time while the caller
+ * feeds it, and logs the append once the last byte is durable, so that
+ * receiving the body and writing it overlap. Its data is written once
+ * (cfg.large_append_bytes), so it is an append of a log that takes that;
+ * not JSON (its stored form needs the whole body) and without
+ * Producer-Digest (the whole body's hash): a stream whose content type is
+ * JSON answers it RN_ERR_CONTENT_TYPE. done() may come while the body is
+ * still arriving (a refusal from the request's head: the caller then stops
+ * feeding), and comes after an incomplete end (RN_ERR_UNAVAILABLE, nothing
+ * logged). Loop thread. */
+
+/* Whether an append with a body of body_len bytes may be submitted before
+ * its body arrives. */
+int rn_engine_arriving_possible(const rn_engine *e, uint64_t body_len);
+/* The next len > 0 bytes of an arriving body, before done(). Returns 0 for
+ * more, or 1 when the caller should pause until in.arriving_resume (bytes
+ * already on their way are still taken). */
+int rn_engine_arriving_data(rn_engine *e, rn_op *op, const uint8_t *bytes, size_t len);
+/* The arriving body is over, before done(): complete (every one of its
+ * body_len bytes fed) or not (cut, too slow, too large). */
+void rn_engine_arriving_end(rn_engine *e, rn_op *op, int complete);
+
 /* Finds a readable stream: applied, not expired, not fenced by a bucket
  * purge. An expired stream is scheduled for deletion and reported as
  * absent. */

@@ -105,10 +105,11 @@ typedef struct {
      * (ahead.c; queued again from the first one's callback) */
     uv_work_t work;
     int files_status;
-    rn_buf sums;                /* its block checksums, for the log's record (ahead.c) */
-    uint64_t index_entry;       /* the append's number in the stream's index */
-    rn_cmdlog_entry log;        /* the command on its way through the log */
-    struct engine_apart *apart; /* a create apart from its source: its pin (apart.c) */
+    rn_buf sums;                    /* its block checksums, for the log's record (ahead.c) */
+    uint64_t index_entry;           /* the append's number in the stream's index */
+    rn_cmdlog_entry log;            /* the command on its way through the log */
+    struct engine_apart *apart;     /* a create apart from its source: its pin (apart.c) */
+    struct engine_arrival *arrival; /* an append whose body is arriving (arriving.c) */
 } op_private;
 
 static_assert(sizeof(op_private) <= sizeof(rn_op_private), "rn_op_private is too small");
@@ -124,6 +125,8 @@ static inline op_private *priv(rn_op *op) {
  * stream's files could not be made or written; nothing is pinned) and lets
  * the stream's queue go on; a pending create's stream goes away. */
 void engine_refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc);
+/* The same without logging a store failure: answers result. */
+void engine_release_unlogged(rn_engine *e, rn_op *op, rn_stream *s, rn_result result);
 /* Submits op's encoded command (priv(op)->head, then `data` of len bytes
  * when len > 0) to the log; write_data, when not NULL, is the entry's.
  * The stream is busy until the log answers. */
@@ -136,6 +139,27 @@ int engine_ahead_wanted(const rn_engine *e, const rn_cmd *c);
  * worker, then logs the command stored ahead; a failure is answered as
  * unlogged. s (not busy) is busy until the log answers. */
 void engine_write_ahead(rn_engine *e, rn_op *op, rn_stream *s);
+/* A worker's step (req: the op's work, req->data the op), once a large
+ * append's data is written (rn_streamfiles_write_piece, its checksums into
+ * p->sums): its checksum and index entries, then the sync; and its
+ * callback, which logs the command stored ahead, or answers the failure
+ * as unlogged. */
+void engine_ahead_seal_work(uv_work_t *req);
+void engine_ahead_sealed(uv_work_t *req, int status);
+
+/* ---- arriving.c: appends whose body is still arriving ---- */
+
+/* Gives op (in.arriving) its arrival state, at submission. */
+void engine_arrival_begin(rn_op *op);
+/* Frees op's arrival state, if any (no piece may be on a worker). */
+void engine_arrival_free(rn_op *op);
+/* True when op's body is arriving and ended incomplete: it is refused
+ * before it is validated. */
+int engine_arrival_cut(rn_op *op);
+/* engine_write_ahead's step for an arriving body (its stream busy, its
+ * files pinned, room for its checksums made): writes the body as it
+ * arrives, then seals it (engine_ahead_sealed). */
+void engine_arrival_start(rn_engine *e, rn_op *op);
 
 /* ---- damage.c ---- */
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 struct rn_stream;
+struct rn_op;
 
 typedef enum {
     RN_OP_CREATE,
@@ -106,6 +107,11 @@ typedef struct {
     int close;
     const uint8_t *body;
     size_t body_len;
+    /* APPEND: the body is still arriving (rn_engine_arriving_*): body is
+     * NULL, body_len its declared length; resume (required then) is called
+     * when the engine takes bytes again after it asked the caller to pause. */
+    int arriving;
+    void (*arriving_resume)(struct rn_op *op);
     int has_producer;
     const char *producer_id;
     size_t producer_id_len;

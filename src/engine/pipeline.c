@@ -45,6 +45,7 @@ static void finish(rn_op *op, rn_result result, rn_stream *s) {
     rn_buf_free(&priv(op)->head);
     rn_buf_free(&priv(op)->stored);
     rn_buf_free(&priv(op)->sums);
+    engine_arrival_free(op);
     struct engine_apart *apart = engine_apart_detach(op, result);
     op->done(op);
     engine_apart_free(apart);
@@ -107,20 +108,24 @@ static int write_stream_files(rn_cmdlog_entry *entry) {
 }
 
 void engine_refuse_unlogged(rn_engine *e, rn_op *op, rn_stream *s, int rc) {
-    uint64_t id = s->id;
-    int pending = s->pending_create; /* s is freed below when pending */
     int full = rc == -ENOSPC || rc == -EDQUOT;
     rn_log_throttled(&e->store_refusals, 1000, RN_LOG_ERROR, "store",
                      "a write to stream %s was refused before it was logged: its stream file "
                      "could not be %s: %s (errno %d)",
                      s->path, full ? "given disk space" : "prepared or written", strerror(-rc),
                      -rc);
+    engine_release_unlogged(e, op, s, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE);
+}
+
+void engine_release_unlogged(rn_engine *e, rn_op *op, rn_stream *s, rn_result result) {
+    uint64_t id = s->id;
+    int pending = s->pending_create; /* s is freed below when pending */
     s->busy = 0;
     if (pending) {
         engine_destroy_pending(e, s);
         engine_rerun_orphans(e);
     }
-    finish(op, full ? RN_ERR_DISK_FULL : RN_ERR_UNAVAILABLE, pending ? NULL : s);
+    finish(op, result, pending ? NULL : s);
     if (!pending)
         drain_queue(e, id);
 }
@@ -165,6 +170,7 @@ static void submit_command(rn_engine *e, rn_op *op, rn_stream *s) {
         return;
     }
     p->index_entry = s->appends;
+    assert(!p->arrival || engine_ahead_wanted(e, c)); /* rn_engine_arriving_possible */
     if (engine_ahead_wanted(e, c)) {
         engine_write_ahead(e, op, s);
         return;
@@ -378,6 +384,10 @@ static rn_stream *make_pending(rn_engine *e, rn_op *op, rn_cmd *c) {
 }
 
 void engine_run_op(rn_engine *e, rn_op *op) {
+    if (engine_arrival_cut(op)) { /* its body will not come: nothing to validate */
+        finish(op, RN_ERR_UNAVAILABLE, NULL);
+        return;
+    }
     if (!engine_log_accepts(e, op->in.path, op->in.path_len)) {
         /* a replica that does not lead the stream's group (any more) */
         finish(op, RN_ERR_NO_LEADER, NULL);
@@ -425,6 +435,9 @@ void rn_engine_submit(rn_engine *e, rn_op *op) {
     assert(op->done != NULL);
     priv(op)->engine = e;
     priv(op)->apart = NULL;
+    priv(op)->arrival = NULL;
+    if (op->in.arriving)
+        engine_arrival_begin(op);
     op->out.stream = NULL;
     engine_run_op(e, op);
 }

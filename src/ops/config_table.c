@@ -236,7 +236,9 @@ static const setting SETTINGS_TABLE[] = {
         1ull << 40,
         "appends and creates with at least this much data are written once: synced in their "
         "stream file, then logged as a reference with the data's checksums, not written to the "
-        "log too (single node; a cluster's log carries every byte to the replicas); 0: never"),
+        "log too (single node; a cluster's log carries every byte to the replicas); a POST "
+        "declaring this much (not JSON, without Producer-Digest) is written while its body "
+        "arrives, its stream reserved from its head; 0: never"),
     U64("max-open-files", "RUNNEL_MAX_OPEN_FILES", max_open_files, 4096, 16, 1000000,
         "stream data files kept open"),
     U64("spare-stream-files", "RUNNEL_SPARE_STREAM_FILES", spare_stream_files, 256, 0, 65536,

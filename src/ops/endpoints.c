@@ -237,6 +237,9 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     metric(b, "runnel_bytes_written_once_total", "counter",
            "Bytes of those appends (written to the disk once, not to the log).",
            rn_metric.bytes_written_once);
+    metric(b, "runnel_appends_written_arriving_total", "counter",
+           "Of those appends, the ones written to their stream file while their body arrived.",
+           rn_metric.appends_written_arriving);
     metric(b, "runnel_wal_sync_failures_total", "counter",
            "Log batches whose write or sync failed.", rn_metric.wal_sync_failures);
     histogram(b, "runnel_wal_sync_seconds", "Time of a batch's write and fdatasync.",

@@ -562,7 +562,9 @@ static void wire(server *s) {
     rn_surface_config sc = {.long_poll_timeout_ms = s->cfg.long_poll_timeout_ms,
                             .max_read_bytes = s->cfg.max_read_bytes,
                             .max_body_bytes = s->cfg.max_body_bytes,
-                            .tiers = s->tiers};
+                            .tiers = s->tiers,
+                            .bodies_arrive = !s->gate && !s->cfg.node_id,
+                            .arriving_budget = s->cfg.max_body_bytes_in_flight};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
     if (s->backup_dest) {
         uint64_t refresh_ms = s->cfg.parts_grace_ms / 4; /* the orphan sweep's period */

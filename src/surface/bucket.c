@@ -227,7 +227,7 @@ void rn_bucket_answer_early(rn_surface *sf, rn_request *req, const char *path, s
         req->method != RN_HTTP_POST)
         return;
     if (bp.nsub == 0)
-        rn_streams_answer_early(sf, req, bp.key, bp.key_len);
+        rn_streams_answer_early(sf, req, &RN_PROFILE_BUCKET, bp.key, bp.key_len);
     else if (bp.nsub == 3 && seg_is(bp.sub[0], "snapshot") && seg_is(bp.sub[2], "parts")) {
         req->route = RN_ROUTE_SUBRESOURCE;
         rn_parts_answer_early(sf, req, bp.key, bp.key_len, bp.sub[1].p, bp.sub[1].len);

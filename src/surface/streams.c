@@ -74,7 +74,7 @@ static void on_abort(rn_request *req) {
     rn_streams_ctx_finish(c);
 }
 
-static stream_ctx *ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
+stream_ctx *rn_streams_ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len) {
     stream_ctx *c = rn_xcalloc(1, sizeof *c);
     c->sf = sf;
     c->req = req;
@@ -120,10 +120,8 @@ rn_error rn_streams_missing_error(const stream_ctx *c) {
 
 /* ---- mutations ---- */
 
-static void op_done(rn_op *op);
-
 static void submit(stream_ctx *c) {
-    c->op.done = op_done;
+    c->op.done = rn_streams_op_done;
     rn_engine_submit(c->sf->engine, &c->op);
 }
 
@@ -277,37 +275,44 @@ static int parse_producer(const rn_request *req, rn_op *op, rn_param_fault *f) {
     return parse_digest(req, op, f);
 }
 
-/* An append or close. Shape errors answer at once; without producer
- * headers the content faults may too (ext §5.3 lets them come before the
- * stream); with them, every other check is the engine's, in §5.3's order.
- * The Content-Type of a POST without a body is ignored (PROTOCOL §5.2). */
-static void handle_post(stream_ctx *c) {
+int rn_streams_read_append(stream_ctx *c, size_t body_len, rn_param_fault *f, rn_error *e) {
     rn_request *req = c->req;
-    rn_param_fault f;
     const rn_header *seq;
-    if (parse_producer(req, &c->op, &f) || parse_closed(req, &c->op, &f) ||
-        rn_param_header(req, "Stream-Seq", RN_E_INVALID_STREAM_SEQ, &seq, &f) ||
-        (req->body.len && parse_content_type(req, &c->op, &f))) {
-        rn_streams_reply_fault(c, &f);
-        return;
-    }
+    if (parse_producer(req, &c->op, f) || parse_closed(req, &c->op, f) ||
+        rn_param_header(req, "Stream-Seq", RN_E_INVALID_STREAM_SEQ, &seq, f) ||
+        (body_len && parse_content_type(req, &c->op, f)))
+        return -1;
     c->op.in.kind = RN_OP_APPEND;
-    c->op.in.body = req->body.data;
-    c->op.in.body_len = req->body.len;
-    if (!c->op.in.has_producer && !c->op.in.body_len && !c->op.in.close) {
-        rn_streams_reply(c, RN_E_EMPTY_APPEND, NULL);
-        return;
+    c->op.in.body_len = body_len;
+    if (!c->op.in.has_producer && !body_len && !c->op.in.close) {
+        *e = RN_E_EMPTY_APPEND;
+        return 1;
     }
-    if (!c->op.in.has_producer && c->op.in.body_len && !c->op.in.content_type) {
-        rn_streams_reply(c, RN_E_MISSING_CONTENT_TYPE, NULL);
-        return;
+    if (!c->op.in.has_producer && body_len && !c->op.in.content_type) {
+        *e = RN_E_MISSING_CONTENT_TYPE;
+        return 1;
     }
     if (seq) {
         c->op.in.has_seq = 1;
         c->op.in.seq = seq->value;
         c->op.in.seq_len = seq->value_len;
     }
-    submit(c);
+    return 0;
+}
+
+/* An append or close (rn_streams_read_append), with its body read. */
+static void handle_post(stream_ctx *c) {
+    rn_param_fault f;
+    rn_error e;
+    int refused = rn_streams_read_append(c, c->req->body.len, &f, &e);
+    if (refused < 0)
+        rn_streams_reply_fault(c, &f);
+    else if (refused)
+        rn_streams_reply(c, e, NULL);
+    else {
+        c->op.in.body = c->req->body.data;
+        submit(c);
+    }
 }
 
 /* Producer-Closed-Epoch and -Seq, when the answer reports a closed epoch. */
@@ -599,7 +604,7 @@ static void answer_append(rn_request *req, const rn_op *op) {
     rn_http_respond(req, status, &h, &body);
 }
 
-static void op_done(rn_op *op) {
+void rn_streams_op_done(rn_op *op) {
     stream_ctx *c = op->arg;
     switch (op->out.result) {
     case RN_OK_CREATED:
@@ -650,7 +655,7 @@ int rn_request_incarnation(const rn_request *req, int *present, uint64_t *token)
 
 void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
                        size_t key_len, const char *query, size_t query_len) {
-    stream_ctx *c = ctx_new(sf, req, key, key_len);
+    stream_ctx *c = rn_streams_ctx_new(sf, req, key, key_len);
     c->prof = prof;
     if (rn_request_incarnation(req, &c->op.in.has_incarnation, &c->op.in.incarnation)) {
         rn_streams_reply(c, RN_E_INVALID_INCARNATION, NULL);
@@ -681,10 +686,11 @@ void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, 
     }
 }
 
-int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
+/* Answers a producer write from its headers alone (rn_streams_answer_early). */
+static int answer_producer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len) {
     rn_op op = {.in = {.kind = RN_OP_APPEND, .path = key, .path_len = key_len}};
     rn_param_fault f;
-    if (req->method != RN_HTTP_POST || parse_producer(req, &op, &f) || !op.in.has_producer ||
+    if (parse_producer(req, &op, &f) || !op.in.has_producer ||
         rn_request_incarnation(req, &op.in.has_incarnation, &op.in.incarnation) ||
         !op.in.has_incarnation)
         return 0; /* not eligible; a shape error is answered with the body */
@@ -692,4 +698,12 @@ int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, si
         return 0;
     answer_append(req, &op);
     return 1;
+}
+
+int rn_streams_answer_early(rn_surface *sf, rn_request *req, const rn_profile *prof,
+                            const char *key, size_t key_len) {
+    if (req->method != RN_HTTP_POST)
+        return 0;
+    return answer_producer_early(sf, req, key, key_len) ||
+           rn_streams_take_arriving(sf, req, prof, key, key_len);
 }

@@ -42,6 +42,12 @@ typedef struct {
     size_t max_read_bytes;         /* per catch-up response and per SSE event */
     size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
     struct rn_tiers *tiers;        /* snapshot bodies and staged parts (tiers/tiers.h) */
+    /* Large appends may be taken while their body arrives (arriving.c):
+     * nothing in front of the surface reads the body first (no gate); and
+     * the bytes those appends may hold at once, in all (a new one past it
+     * takes the transport's path, which its own budget bounds). */
+    int bodies_arrive;
+    uint64_t arriving_budget;
 } rn_surface_config;
 
 /* The surfaces park and stream their live reads in live, whose bounds they
@@ -60,13 +66,17 @@ int rn_request_incarnation(const rn_request *req, int *present, uint64_t *token)
 void rn_streams_handle(rn_surface *sf, rn_request *req, const rn_profile *prof, const char *key,
                        size_t key_len, const char *query, size_t query_len);
 
-/* Answers a producer write before its body is read (ext §5.5), when the
- * answer depends on its headers alone: req is a POST to the stream whose
- * engine key is key, with producer headers and Stream-Incarnation, and the
- * engine finds it a repeat (204 with its receipt) or a key conflict (403).
- * Returns 1 when it answered; 0 (nothing sent) when the request goes on to
+/* From the request's head (the transport's on_headers hook): req is a POST
+ * to the stream whose engine key is key, on surface prof. Answers a
+ * producer write before its body is read (ext §5.5) when the answer
+ * depends on its headers alone (producer headers and Stream-Incarnation,
+ * and the engine finds it a repeat, 204 with its receipt, or a key
+ * conflict, 403); or takes a large append whose body is to be written as
+ * it arrives (arriving.c). Returns 1 when it did either (the request is
+ * the surface's); 0 (nothing sent) when the request goes on to
  * rn_streams_handle() with its body. */
-int rn_streams_answer_early(rn_surface *sf, rn_request *req, const char *key, size_t key_len);
+int rn_streams_answer_early(rn_surface *sf, rn_request *req, const rn_profile *prof,
+                            const char *key, size_t key_len);
 
 /* Answers a request with the refusal an engine op ended in (any result but
  * a success), with the headers that refusal carries. */

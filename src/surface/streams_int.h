@@ -1,8 +1,8 @@
 /*
- * streams_int.h — what streams.c (dispatch, ctx lifetime, mutations) and
- * reads.c (HEAD, catch-up and live reads) share: the state of one request
- * for a stream, the surface, and the answers both give. Private to those
- * two files.
+ * streams_int.h — what streams.c (dispatch, ctx lifetime, mutations),
+ * reads.c (HEAD, catch-up and live reads) and arriving.c (appends taken
+ * while their body arrives) share: the state of one request for a stream,
+ * the surface, and the answers they give. Private to those files.
  */
 #ifndef RN_STREAMS_INT_H
 #define RN_STREAMS_INT_H
@@ -34,15 +34,39 @@ typedef struct stream_ctx {
     int cold_waiting; /* a fetch's or a disk read's callback holds the ctx */
     int disk_read;    /* runs again after its bytes were read into the page cache */
     rn_live_reader read;
+    /* an append whose body the engine takes as it arrives (arriving.c) */
+    int arriving;        /* its body is being fed (until its end or abort) */
+    uint64_t arrived;    /* body bytes fed */
+    rn_error body_fault; /* the body ended incomplete: the answer owed */
+    int body_failed;
 } stream_ctx;
 
 struct rn_surface {
+    uint64_t arriving_held; /* arriving.c: what its appends may hold, in all */
     uv_loop_t *loop;
     rn_engine *engine;
     rn_live *live;
     rn_surface_config cfg;
 };
 
+/* A ctx for req, a request for the stream at path (its hold on req taken,
+ * its abort handler set). */
+stream_ctx *rn_streams_ctx_new(rn_surface *sf, rn_request *req, const char *path, size_t path_len);
+/* Reads an append's or close's headers into c->op (kind APPEND, body_len;
+ * the body itself is the caller's). Shape errors are refused; without
+ * producer headers the content faults are too (ext §5.3 lets them come
+ * before the stream); with them, every other check is the engine's, in
+ * §5.3's order. The Content-Type of a POST without a body is ignored
+ * (PROTOCOL §5.2). Returns 0; -1 with *f set (a header's fault); or 1 with
+ * *e set. Answers nothing. */
+int rn_streams_read_append(stream_ctx *c, size_t body_len, rn_param_fault *f, rn_error *e);
+/* The engine's answer to c's op (op->arg): answers the request and ends c. */
+void rn_streams_op_done(rn_op *op);
+/* rn_streams_answer_early's second part: takes a large append whose body
+ * is to be written as it arrives, when the surface and the engine allow it
+ * (arriving.c). Returns 1 when it took req. */
+int rn_streams_take_arriving(rn_surface *sf, rn_request *req, const rn_profile *prof,
+                             const char *key, size_t key_len);
 /* Frees c: its buffers, its path and its hold on the request. */
 void rn_streams_ctx_free(stream_ctx *c);
 /* Ends c, which live/ does not hold: it was answered, or its client went

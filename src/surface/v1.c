@@ -67,5 +67,5 @@ void rn_v1_answer_early(rn_surface *sf, rn_request *req, const char *path, size_
     rn_error e;
     long n = decode_name(path, path_len, name, &e);
     if (n > 0 && !rn_routing_write(req, name, (size_t)n) && req->method == RN_HTTP_POST)
-        rn_streams_answer_early(sf, req, name, (size_t)n);
+        rn_streams_answer_early(sf, req, &RN_PROFILE_V1, name, (size_t)n);
 }

@@ -302,8 +302,9 @@ int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data,
  * chunks while the later ones are copied and the checksums computed. */
 #define AHEAD_CHUNK (1u << 20)
 
-int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, size_t len,
-                               uint64_t off, uint64_t k, uint8_t *crcs) {
+int rn_streamfiles_write_piece(const rn_streamfiles_pin *pin, const void *data, size_t len,
+                               uint64_t off, uint8_t *crcs) {
+    assert(len > 0);
     int rc = 0;
     for (size_t done = 0; rc == 0 && done < len; done += AHEAD_CHUNK) {
         size_t n = len - done < AHEAD_CHUNK ? len - done : AHEAD_CHUNK;
@@ -312,10 +313,12 @@ int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, 
             (void)sync_file_range(pin->data_fd, (off64_t)(off + done), (off64_t)n,
                                   SYNC_FILE_RANGE_WRITE);
     }
-    if (rc == 0)
-        rc = rn_blocksums_compute(pin->data_fd, data, len, off, crcs);
-    if (rc == 0)
-        rc = rn_blocksums_put(pin->sum_fd, off, len, crcs);
+    return rc < 0 ? rc : rn_blocksums_compute(pin->data_fd, data, len, off, crcs);
+}
+
+int rn_streamfiles_seal_ahead(const rn_streamfiles_pin *pin, uint64_t off, size_t len, uint64_t k,
+                              const uint8_t *crcs) {
+    int rc = rn_blocksums_put(pin->sum_fd, off, len, crcs);
     uint8_t b[8];
     encode_u64(b, off + len);
     return rc < 0 ? rc : write_at(pin->index_fd, b, 8, k * 8);

@@ -76,15 +76,22 @@ int rn_streamfiles_pin_append(rn_streamfiles *st, uint64_t id, uint64_t off, siz
  * -errno. */
 int rn_streamfiles_write_pinned(const rn_streamfiles_pin *pin, const void *data, size_t len,
                                 uint64_t off, uint64_t k);
-/* A large append written once (engine/ahead.c): writes data at off, the
- * checksum entries of the blocks it touches (their CRC-32Cs also into crcs:
- * rn_blocksums_compute) and index entry k = off + len through a pin. The
- * caller then syncs the data file (rn_streamfiles_sync_pinned) before the
- * log records the append; the entries and the index need no sync: replay
+/* A large append written once (engine/ahead.c, engine/arriving.c), in
+ * pieces: writes the piece's len > 0 bytes at off of the data file (its
+ * writeback started at once) and the CRC-32Cs of the blocks it touches into
+ * crcs (rn_blocksums_compute: the first block's bytes below off are read
+ * from the file, so a piece that does not start on a block boundary must
+ * follow the bytes below it). Then, once every piece is written,
+ * rn_streamfiles_seal_ahead writes the checksum entries of the whole range
+ * [off, off + len) from its crcs and index entry k = off + len. The caller
+ * then syncs the data file (rn_streamfiles_sync_ahead) before the log
+ * records the append; the entries and the index need no sync: replay
  * restores them from the record (rn_streamfiles_restore_sums). Safe on any
- * thread while the pin is held. Returns 0 or -errno. */
-int rn_streamfiles_write_ahead(const rn_streamfiles_pin *pin, const void *data, size_t len,
-                               uint64_t off, uint64_t k, uint8_t *crcs);
+ * thread while the pin is held. Return 0 or -errno. */
+int rn_streamfiles_write_piece(const rn_streamfiles_pin *pin, const void *data, size_t len,
+                               uint64_t off, uint8_t *crcs);
+int rn_streamfiles_seal_ahead(const rn_streamfiles_pin *pin, uint64_t off, size_t len, uint64_t k,
+                              const uint8_t *crcs);
 /* Makes a large append written through pin durable before its log record:
  * syncs the data file's bytes (fdatasync), then the directory holding
  * stream id's files, so that their names are durable too (a new stream's

@@ -27,7 +27,8 @@ static const char *const kill_points[] = {
     "delete-after-remove",    "tier-before-put",         "tier-after-put",
     "tier-after-record",      "tier-before-punch",       "tier-after-punch",
     "sweep-before-unlink",    "sweep-after-unlink",      "orphan-before-remove",
-    "orphan-after-remove",    "ahead-after-write",       "ahead-after-sync"};
+    "orphan-after-remove",    "ahead-after-write",       "ahead-after-sync",
+    "arriving-after-piece"};
 #define N_KILL_POINTS (sizeof kill_points / sizeof kill_points[0])
 
 static char armed[64];

@@ -45,6 +45,7 @@ typedef struct {
     /* large appends written once (engine/ahead.c): synced in their stream
      * file, logged as a reference */
     uint64_t appends_written_once, bytes_written_once;
+    uint64_t appends_written_arriving;     /* of them, written as their body arrived */
     uint64_t wal_sync_le[RN_SYNC_BUCKETS]; /* per bucket (not cumulative) */
     uint64_t wal_sync_us_sum;
     uint64_t wal_sync_failures;

@@ -10,7 +10,9 @@
 //     --large-append-bytes 0 the same appends grow the log by at least the
 //     bytes appended and every body is in its files (the option switches it);
 //     runnel_appends_written_once_total and runnel_bytes_written_once_total
-//     count the appends and bytes written once; a body of N - 1 bytes goes
+//     count the appends and bytes written once (and
+//     runnel_appends_written_arriving_total the 8 appends, written while
+//     their body arrived: arriving_appends.test.mjs); a body of N - 1 bytes goes
 //     through the log, one of N bytes does not;
 //   - after a SIGKILL and a restart on the same data directory (the log
 //     replayed: its reference records) every byte reads back exact and the
@@ -136,6 +138,8 @@ for (const threshold of [LARGE, 0]) {
       const delta = (name) => m1.get(name) - m0.get(name);
       assert.equal(delta("runnel_appends_written_once_total"), once ? bodies.length : 0, "appends written once");
       assert.equal(delta("runnel_bytes_written_once_total"), once ? all.length : 0, "their bytes");
+      // the 8 POSTs were written while their body arrived; the create's body was read whole
+      assert.equal(delta("runnel_appends_written_arriving_total"), once ? bodies.length - 1 : 0, "appends written as they arrived");
       if (once) {
         assert.ok(logged > 0, "the appends were logged (as references)");
         assert.ok(logged < MiB, `the log took ${logged} bytes for ${all.length} appended: less than 1 MiB`);

@@ -281,8 +281,9 @@ WORKLOADS.tiered = {
 
 // Large appends written once (LARGE_ARGS: 4 KiB and more): creates of
 // 5,000-40,000 bytes, binary and JSON, and every third one below 4 KiB;
-// appends to one binary stream, large (plain and with producer headers) and
-// small between them (blocks shared by both paths); JSON appends whose
+// appends to one binary stream, large (plain and with producer headers;
+// 64 KiB and more: written while the body arrives) and small between them
+// (blocks shared by both paths); JSON appends whose
 // stored form is large; and the trap: a stream that took large appends
 // deleted, created again at its name with a large body and appended to,
 // with no checkpoint between them unless the filler's log volume brings one.
@@ -314,6 +315,8 @@ WORKLOADS.large = {
         yield { req: { name, method: "PUT", headers: octet, body }, ok: [201], apply: (m) => m.set(name, live(false, [body])) };
       }
       yield append(`lb${a}`, bytes(r(4096, 40000), `${tag}/b`));
+      // declared 64 KiB or more: written while its body arrives
+      yield append(`lb${a}`, bytes(r(65536, 160000), `${tag}/w`));
       yield append(`lb${a}`, bytes(r(1, 4095), `${tag}/s`));
       yield append(`lb${a}`, bytes(r(5000, 40000), `${tag}/p`),
         { ...octet, "producer-id": `lp${a}`, "producer-epoch": "0", "producer-seq": String(seq++) }, [200]);

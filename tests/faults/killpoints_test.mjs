@@ -22,7 +22,8 @@
 //   that are gone (planted) while snapshots are published, and large
 //   appends written once (--large-append-bytes 4096: creates of
 //   5,000-40,000 bytes and some below 4096, binary appends large and small
-//   to one stream, with and without producer headers, JSON appends whose
+//   to one stream, with and without producer headers, some of 64 KiB and
+//   more, written while their body arrives, JSON appends whose
 //   stored form is large, and a stream that took large appends deleted and
 //   created again at its name with large appends; their log holds reference
 //   records naming the range and its block checksums, not the bytes):
@@ -93,7 +94,7 @@ const checks = new Checks();
 // restart replays it all through the apply path's kill points.
 const RECOVERY_ARGS = ["--wal-segment-bytes", "1048576", "--checkpoint-bytes", String(1 << 30), "--test-hooks"];
 const RECOVERY_MIX = [["delete", 0, 1000], ["retention", 1, 30], ["publish", 2, 12], ["append", 0, 60]];
-const AHEAD_POINTS = ["ahead-after-write", "ahead-after-sync"];
+const AHEAD_POINTS = ["ahead-after-write", "ahead-after-sync", "arriving-after-piece"];
 // The recovery templates: the mix each runs (workload, actor, steps), and
 // the server's arguments; "recovery-large" leaves reference records in the
 // log (large creates and appends, a stream deleted and created again with
@@ -140,8 +141,9 @@ function matrix() {
     cases.push({ op: "recovery", point: "delete-before-remove", n });
     cases.push({ op: "recovery", point: "delete-after-remove", n });
   }
-  // large appends written once: the generic and rotation points, the two of
-  // the path (the body written, then synced, before its record), and the
+  // large appends written once: the generic and rotation points, the three
+  // of the path (a piece of a body written while it arrives; the body
+  // written, then synced, before its record), and the
   // replay of a log of reference records killed while restoring them or
   // after removing a deleted stream's files (whose records come before)
   for (const p of GENERIC) for (const n of [1, 3, 8, 21]) cases.push({ op: "large", point: p, n });
