@@ -1,8 +1,8 @@
 /*
  * arriving.c — large appends taken while their body arrives. From the
  * request's head (rn_streams_answer_early, the transport's on_headers
- * hook), a POST whose declared body is large enough for the engine to
- * write once (rn_engine_arriving_possible), not JSON and without
+ * hook), a POST over HTTP/1.1 whose declared body is large enough for the
+ * engine to write once (rn_engine_arriving_possible), not JSON and without
  * Producer-Digest, is submitted to the engine at once, and its body is fed
  * to it as the transport reads it (rn_request_stream_body): the engine
  * writes it to the stream's file while the rest is still on its way, where
@@ -42,7 +42,7 @@ static rn_error body_event_error(rn_body_event ev) {
         return RN_E_REQUEST_TOO_LARGE;
     case RN_BODY_OVER_BUDGET:
         return RN_E_INGRESS_BODY_BYTES;
-    case RN_BODY_END: /* more or fewer bytes than declared (HTTP/2) */
+    case RN_BODY_END: /* with fewer bytes than declared (see on_body_data) */
     case RN_BODY_CUT:
         break;
     }
@@ -62,8 +62,11 @@ static void end_feed(stream_ctx *c, int complete, rn_error fault) {
 
 static int on_body_data(rn_request *req, const uint8_t *bytes, size_t len) {
     stream_ctx *c = req->handler_data;
+    /* answered, or ended: the rest is dropped */
     if (!c || !c->arriving)
-        return 0; /* answered, or ended: the rest is dropped */
+        return 0;
+    /* HTTP/1.1's framing forbids more than declared; checked so that no
+     * client input can reach the engine's assertion */
     if (c->arrived + len > c->op.in.body_len) {
         end_feed(c, 0, RN_E_INVALID_REQUEST);
         return 0;
@@ -127,6 +130,7 @@ int rn_streams_take_arriving(rn_surface *sf, rn_request *req, const rn_profile *
     uint64_t body_len = declared_length(req);
     const rn_header *ct = rn_request_header(req, "content-type", NULL);
     if (!sf->cfg.bodies_arrive || !req->body_pending || !body_len ||
+        !rn_request_body_streams_as_it_arrives(req) || /* HTTP/2 would hand it over whole */
         sf->arriving_held + hold_for(body_len) > sf->cfg.arriving_budget ||
         !rn_engine_arriving_possible(sf->engine, body_len) || !ct ||
         rn_content_type_is_json(ct->value, ct->value_len) ||

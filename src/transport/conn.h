@@ -153,6 +153,9 @@ typedef struct {
     void (*stream_body)(rn_exchange *x);
     /* x's sink resumes deliveries it paused. */
     void (*body_resume)(rn_exchange *x);
+    /* A streamed body reaches its sink as it arrives (HTTP/1.1), not
+     * whole once received (HTTP/2). */
+    int streams_as_it_arrives;
 } rn_protocol;
 
 struct rn_http_server {

@@ -275,6 +275,10 @@ typedef struct {
 /* Takes req's body as it arrives (see above). Only from the on_headers
  * hook, for a request whose body follows, and at most once. */
 void rn_request_stream_body(rn_request *req, const rn_body_sink *sink);
+/* True when a body taken by rn_request_stream_body would reach its sink as
+ * it arrives (HTTP/1.1); false when it would come whole once received
+ * (HTTP/2), or the connection is gone. */
+int rn_request_body_streams_as_it_arrives(const rn_request *req);
 /* Resumes deliveries a sink paused (no-op when not paused). */
 void rn_request_body_resume(rn_request *req);
 

@@ -795,6 +795,7 @@ static const rn_protocol http1_protocol = {
     .queued = http1_queued,
     .stream_body = http1_stream_body,
     .body_resume = http1_body_resume,
+    .streams_as_it_arrives = 1,
 };
 
 void http1_attach(rn_conn *c) {

@@ -61,6 +61,11 @@ void rn_request_stream_body(rn_request *req, const rn_body_sink *sink) {
     x->conn->proto->stream_body(x);
 }
 
+int rn_request_body_streams_as_it_arrives(const rn_request *req) {
+    const rn_conn *c = exchange_of(req)->conn;
+    return c && c->proto->streams_as_it_arrives;
+}
+
 void rn_request_body_resume(rn_request *req) {
     rn_exchange *x = exchange_of(req);
     if (x->conn && x->sink.data)

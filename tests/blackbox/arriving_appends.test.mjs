@@ -20,11 +20,13 @@
 //   - refusals come from the head, before the body is sent: a missing
 //     stream 404, another content type 409 CONTENT_TYPE_MISMATCH, a closed
 //     stream 409 STREAM_CLOSED, a stale Stream-Seq 409; nothing appended;
-//   - a JSON stream's large append and one with Producer-Digest take the
-//     path of a body read whole (the counter does not move) and apply.
+//   - a JSON stream's large append, one with Producer-Digest, and one over
+//     HTTP/2 (whose streamed bodies come whole) take the path of a body
+//     read whole (the counter does not move) and apply.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
+import http2 from "node:http2";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Server, readAll, sleep } from "./lib/server.mjs";
@@ -209,7 +211,7 @@ describe("large appends written as their body arrives", () => {
     assert.equal(await tail(closed), off(0), "nothing appended to the closed stream");
   });
 
-  test("JSON and Producer-Digest appends take the whole-body path", async () => {
+  test("JSON, Producer-Digest and HTTP/2 appends take the whole-body path", async () => {
     const a0 = await metric(server, "runnel_appends_written_arriving_total");
     const json = server.stream("arrive/json");
     await create(json, "application/json");
@@ -221,7 +223,20 @@ describe("large appends written as their body arrives", () => {
     const r = await req(bin, { method: "POST", headers: { "content-type": OCTET, "producer-id": "p", "producer-epoch": "0", "producer-seq": "0",
       "producer-digest": b3(b) }, body: b });
     assert.equal(r.status, 200, `the Producer-Digest append: ${r.status} ${r.text}`);
-    assert.equal((await metric(server, "runnel_appends_written_arriving_total")) - a0, 0, "neither was taken while arriving");
+    const h2 = server.stream("arrive/h2");
+    await create(h2);
+    const b2 = body(2 * MiB);
+    const session = http2.connect(server.url);
+    const status = await new Promise((resolve, reject) => {
+      const s = session.request({ ":method": "POST", ":path": new URL(h2).pathname, "content-type": OCTET, "content-length": String(b2.length) });
+      s.on("response", (h) => resolve(h[":status"]));
+      s.on("error", reject);
+      s.end(b2);
+    });
+    session.close();
+    assert.equal(status, 204, "the HTTP/2 append");
+    assert.equal((await metric(server, "runnel_appends_written_arriving_total")) - a0, 0, "none was taken while arriving");
     assert.ok((await readAll(bin)).body.equals(b));
+    assert.ok((await readAll(h2)).body.equals(b2));
   });
 });
