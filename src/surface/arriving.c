@@ -14,8 +14,12 @@
  * the surface lets arrivals hold cfg.arriving_budget in all, and a large
  * append past it is read whole by the transport, within its own budget.
  *
- * A refusal from the head (404, 409, a producer's answer) is given at
- * once; the transport then drops the rest of the body. A body that ends
+ * An answer the engine gives while the body still arrives (a refusal from
+ * the head: 404, 409, a producer's answer) is rendered at once and kept
+ * by the transport until the body is in (rn_request_hold_answer): ext
+ * §5.5 allows only its own early answers, routing and size before the
+ * body, and clients (fetch among them) may fail an upload answered early.
+ * The rest of the body is read and dropped meanwhile. A body that ends
  * incomplete (too slow, cut, more bytes than declared) leaves nothing
  * appended and is answered as the normal path answers such a body, once
  * the engine let go of it.
@@ -62,7 +66,7 @@ static void end_feed(stream_ctx *c, int complete, rn_error fault) {
 
 static int on_body_data(rn_request *req, const uint8_t *bytes, size_t len) {
     stream_ctx *c = req->handler_data;
-    /* answered, or ended: the rest is dropped */
+    /* answered (the answer kept until the end), or ended: dropped */
     if (!c || !c->arriving)
         return 0;
     /* HTTP/1.1's framing forbids more than declared; checked so that no
@@ -77,7 +81,12 @@ static int on_body_data(rn_request *req, const uint8_t *bytes, size_t len) {
 
 static void on_body_end(rn_request *req, rn_body_event ev) {
     stream_ctx *c = req->handler_data;
-    if (!c || !c->arriving)
+    if (!c) { /* answered while the body arrived: the answer goes now */
+        if (rn_request_answer_held(req))
+            rn_request_send_held(req);
+        return;
+    }
+    if (!c->arriving)
         return;
     int complete = ev == RN_BODY_END && c->arrived == c->op.in.body_len;
     end_feed(c, complete, body_event_error(ev));
@@ -98,20 +107,31 @@ static void resume_body(rn_op *op) {
 
 static void arriving_done(rn_op *op) {
     stream_ctx *c = op->arg;
+    rn_request *req = c->req;
     c->sf->arriving_held -= hold_for(op->in.body_len);
-    c->arriving = 0;             /* answered from the head: the transport drops the rest */
-    c->req->handler_data = NULL; /* c ends with this answer */
+    /* answered from the head: the answer waits for the body's end, and a
+     * pause the engine asked for ends (below: the transport may feed the
+     * sink, which then drops the bytes, inside the call) */
+    int early = c->arriving;
+    if (early)
+        rn_request_hold_answer(req);
+    c->arriving = 0;
+    req->handler_data = NULL; /* c ends with this answer */
+    rn_request_hold(req);
     if (!c->body_failed) {
         rn_streams_op_done(op);
-        return;
+    } else {
+        rn_buf extra = {0};
+        if (c->body_fault == RN_E_REQUEST_TOO_LARGE)
+            rn_buf_appendf(&extra, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
+        else if (c->body_fault == RN_E_INGRESS_BODY_BYTES)
+            rn_buf_append_str(&extra, "Retry-After: 1\r\n");
+        c->op.done = NULL;
+        rn_streams_reply(c, c->body_fault, &extra);
     }
-    rn_buf extra = {0};
-    if (c->body_fault == RN_E_REQUEST_TOO_LARGE)
-        rn_buf_appendf(&extra, "Ursula-Max-Request-Bytes: %zu\r\n", c->sf->cfg.max_body_bytes);
-    else if (c->body_fault == RN_E_INGRESS_BODY_BYTES)
-        rn_buf_append_str(&extra, "Retry-After: 1\r\n");
-    c->op.done = NULL;
-    rn_streams_reply(c, c->body_fault, &extra);
+    if (early)
+        rn_request_body_resume(req);
+    rn_request_release(req);
 }
 
 /* The declared length of req's body (Content-Length), or 0 when it has

@@ -275,6 +275,17 @@ typedef struct {
 /* Takes req's body as it arrives (see above). Only from the on_headers
  * hook, for a request whose body follows, and at most once. */
 void rn_request_stream_body(rn_request *req, const rn_body_sink *sink);
+/* An answer given while a body taken by rn_request_stream_body still
+ * arrives would come before the body, which a server may do only for the
+ * answers the protocol allows there (ext §5.5). After
+ * rn_request_hold_answer (from the sink's owner, before its answer), the
+ * next rn_http_respond is kept instead of sent, and the sink goes on
+ * taking the body; rn_request_send_held sends it (once the body ended:
+ * from the sink's end). rn_request_answer_held says whether one is kept. A
+ * connection that goes away drops it. */
+void rn_request_hold_answer(rn_request *req);
+void rn_request_send_held(rn_request *req);
+int rn_request_answer_held(const rn_request *req);
 /* True when a body taken by rn_request_stream_body would reach its sink as
  * it arrives (HTTP/1.1); false when it would come whole once received
  * (HTTP/2), or the connection is gone. */

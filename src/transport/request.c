@@ -39,6 +39,8 @@ void rn_request_release(rn_request *req) {
     if (req->gate_done)
         req->gate_done(req);
     exchange_uncharge_body(x);
+    rn_buf_free(&x->held_head);
+    rn_buf_free(&x->held_body);
     rn_buf_free(&req->body);
     rn_buf_free(&x->raw);
     answer_pieces_release(x);
@@ -59,6 +61,23 @@ void rn_request_stream_body(rn_request *req, const rn_body_sink *sink) {
         return;
     x->sink = *sink;
     x->conn->proto->stream_body(x);
+}
+
+void rn_request_hold_answer(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    assert(x->sink.data && !x->responding && !x->holding);
+    x->holding = 1;
+}
+
+void rn_request_send_held(rn_request *req) {
+    rn_exchange *x = exchange_of(req);
+    assert(x->holding && x->held_status);
+    x->holding = 0;
+    rn_http_respond(req, x->held_status, &x->held_head, &x->held_body);
+}
+
+int rn_request_answer_held(const rn_request *req) {
+    return exchange_of(req)->held_status != 0;
 }
 
 int rn_request_body_streams_as_it_arrives(const rn_request *req) {

@@ -28,6 +28,11 @@ struct rn_exchange {
     uint64_t sized_left;
     /* rn_request_stream_body: the body's sink (data NULL: none) */
     rn_body_sink sink;
+    /* rn_request_hold_answer: the next answer is kept here (held_status
+     * > 0 once it came) until rn_request_send_held */
+    int holding;
+    int held_status;
+    rn_buf held_head, held_body;
     /* rn_http_respond_pieces: the body's source (fill NULL: none), the
      * position of its next piece, the bytes left, and what follows them */
     rn_http_pieces pieces;

@@ -41,6 +41,15 @@ static size_t answer_queued(const rn_exchange *x) {
 void rn_http_respond(rn_request *req, int status, rn_buf *head, rn_buf *body) {
     rn_exchange *x = exchange_of(req);
     rn_conn *c = x->conn;
+    if (x->holding && !x->held_status && c) { /* kept until the body is in */
+        assert(status > 0);
+        x->held_status = status;
+        x->held_head = *head;
+        x->held_body = *body;
+        *head = (rn_buf){0};
+        *body = (rn_buf){0};
+        return;
+    }
     if (!c || x->responding) {
         rn_buf_free(head);
         rn_buf_free(body);

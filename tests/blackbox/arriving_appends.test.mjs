@@ -17,9 +17,13 @@
 //   - while one large append holds its stream, a second one and a small
 //     one sent after it wait (no answer), then apply in the order their
 //     heads came: the stream is the first, the second, the small one;
-//   - refusals come from the head, before the body is sent: a missing
-//     stream 404, another content type 409 CONTENT_TYPE_MISMATCH, a closed
-//     stream 409 STREAM_CLOSED, a stale Stream-Seq 409; nothing appended;
+//   - refusals decided from the head are answered only once the whole body
+//     is in (ext §5.5 allows no others before it; the rest of the body is
+//     read and dropped): a missing stream 404, another content type 409
+//     CONTENT_TYPE_MISMATCH, a closed stream 409 STREAM_CLOSED, a stale
+//     Stream-Seq 409; nothing appended; and so is one refused when its
+//     turn comes behind another (which closed the stream) while the engine
+//     had paused its body;
 //   - a JSON stream's large append, one with Producer-Digest, and one over
 //     HTTP/2 (whose streamed bodies come whole) take the path of a body
 //     read whole (the counter does not move) and apply.
@@ -186,7 +190,7 @@ describe("large appends written as their body arrives", () => {
     assert.ok((await readAll(url)).body.equals(Buffer.concat([A, B, C])), "A, then B, then C");
   });
 
-  test("refusals come from the head, before the body", async () => {
+  test("refusals decided from the head are answered after the body", async () => {
     const url = server.stream("arrive/refused");
     await create(url, "text/plain");
     await req(url, { method: "POST", headers: { "content-type": "text/plain", "stream-seq": "5" }, body: "x" });
@@ -202,13 +206,36 @@ describe("large appends written as their body arrives", () => {
     for (const [what, name, headers, status, code] of cases) {
       const u = upload(server.port, path(name), 4 * MiB, headers);
       await u.send(body(100 * KiB));
-      const r = await within(u.answer, 3000);
-      assert.notEqual(r, "pending", `${what}: answered before the body`);
+      assert.equal(await within(u.answer, 300), "pending", `${what}: no answer before the body`);
+      await u.send(body(4 * MiB - 100 * KiB));
+      const r = await within(u.answer, 5000);
+      assert.notEqual(r, "pending", `${what}: answered once the body is in`);
       assertError(r, status, code, { what });
       u.cut();
     }
     assert.equal(await tail(url), off(1), "nothing appended");
     assert.equal(await tail(closed), off(0), "nothing appended to the closed stream");
+    // refused at its turn, behind an append that closes the stream, while
+    // its body was paused (more than a piece of it waiting)
+    const late = server.stream("arrive/late");
+    await create(late);
+    const A = body(2 * MiB), B = body(3 * MiB);
+    const ua = upload(server.port, path("arrive/late"), A.length, { "Stream-Closed": "true" });
+    await ua.send(A.subarray(0, MiB));
+    await sleep(100);
+    const ub = upload(server.port, path("arrive/late"), B.length);
+    await ub.send(B.subarray(0, 2 * MiB));
+    await sleep(200);
+    await ua.send(A.subarray(MiB));
+    assert.equal((await ua.answer)?.status, 204, "the closing append");
+    assert.equal(await within(ub.answer, 300), "pending", "the refused one waits for its body");
+    await ub.send(B.subarray(2 * MiB));
+    const rb = await within(ub.answer, 5000);
+    assert.notEqual(rb, "pending", "answered once its body is in");
+    assertError(rb, 409, "STREAM_CLOSED", { what: "an append refused at its turn" });
+    ua.end();
+    ub.end();
+    assert.equal(await tail(late), off(A.length), "only the closing append");
   });
 
   test("JSON, Producer-Digest and HTTP/2 appends take the whole-body path", async () => {
