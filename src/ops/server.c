@@ -563,8 +563,7 @@ static void wire(server *s) {
                             .max_read_bytes = s->cfg.max_read_bytes,
                             .max_body_bytes = s->cfg.max_body_bytes,
                             .tiers = s->tiers,
-                            .bodies_arrive = !s->gate && !s->cfg.node_id,
-                            .arriving_budget = s->cfg.max_body_bytes_in_flight};
+                            .bodies_arrive = !s->gate && !s->cfg.node_id};
     s->surface = rn_surface_new(s->loop, s->engine, s->live, &sc);
     if (s->backup_dest) {
         uint64_t refresh_ms = s->cfg.parts_grace_ms / 4; /* the orphan sweep's period */

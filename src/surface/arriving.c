@@ -10,9 +10,10 @@
  * engine asks for pauses (a piece of it waiting), which stop the reading.
  *
  * An arrival holds at most ARRIVAL_HOLD_BYTES (the engine's two pieces and
- * what the transport delivers after a pause, with the buffers' slack);
- * the surface lets arrivals hold cfg.arriving_budget in all, and a large
- * append past it is read whole by the transport, within its own budget.
+ * what the transport delivers after a pause, with the buffers' slack). It
+ * counts its body's length up to that against --max-body-bytes-in-flight,
+ * as the transport counts a body it reads whole (rn_request_charge_body);
+ * past the bound it takes the transport's path, which refuses it (503).
  *
  * An answer the engine gives while the body still arrives (a refusal from
  * the head: 404, 409, a producer's answer) is rendered at once and kept
@@ -32,9 +33,9 @@
 
 #define ARRIVAL_HOLD_BYTES (4u << 20)
 
-/* What an arrival of body_len bytes counts against the budget. */
+/* What an arrival of body_len bytes counts against the bound. */
 static uint64_t hold_for(uint64_t body_len) {
-    return body_len < ARRIVAL_HOLD_BYTES / 2 ? body_len * 2 : ARRIVAL_HOLD_BYTES;
+    return body_len < ARRIVAL_HOLD_BYTES ? body_len : ARRIVAL_HOLD_BYTES;
 }
 
 /* The error owed for a body that ended before its declared end. */
@@ -108,7 +109,6 @@ static void resume_body(rn_op *op) {
 static void arriving_done(rn_op *op) {
     stream_ctx *c = op->arg;
     rn_request *req = c->req;
-    c->sf->arriving_held -= hold_for(op->in.body_len);
     /* answered from the head: the answer waits for the body's end, and a
      * pause the engine asked for ends (below: the transport may feed the
      * sink, which then drops the bytes, inside the call) */
@@ -151,7 +151,6 @@ int rn_streams_take_arriving(rn_surface *sf, rn_request *req, const rn_profile *
     const rn_header *ct = rn_request_header(req, "content-type", NULL);
     if (!sf->cfg.bodies_arrive || !req->body_pending || !body_len ||
         !rn_request_body_streams_as_it_arrives(req) || /* HTTP/2 would hand it over whole */
-        sf->arriving_held + hold_for(body_len) > sf->cfg.arriving_budget ||
         !rn_engine_arriving_possible(sf->engine, body_len) || !ct ||
         rn_content_type_is_json(ct->value, ct->value_len) ||
         rn_request_header(req, "producer-digest", NULL))
@@ -160,9 +159,11 @@ int rn_streams_take_arriving(rn_surface *sf, rn_request *req, const rn_profile *
     c->prof = prof;
     rn_param_fault f;
     rn_error e;
+    /* a fault is answered with the body, as without this path; past the
+     * bound the transport refuses the body */
     if (rn_request_incarnation(req, &c->op.in.has_incarnation, &c->op.in.incarnation) ||
-        rn_streams_read_append(c, (size_t)body_len, &f, &e)) {
-        /* a fault is answered with the body, as without this path */
+        rn_streams_read_append(c, (size_t)body_len, &f, &e) ||
+        rn_request_charge_body(req, hold_for(body_len)) < 0) {
         req->handler_data = NULL;
         req->on_abort = NULL;
         rn_streams_ctx_free(c);
@@ -173,7 +174,6 @@ int rn_streams_take_arriving(rn_surface *sf, rn_request *req, const rn_profile *
     c->op.in.arriving_resume = resume_body;
     c->op.done = arriving_done;
     c->arriving = 1;
-    sf->arriving_held += hold_for(body_len);
     req->on_abort = on_abort;
     rn_request_stream_body(req, &(rn_body_sink){.data = on_body_data, .end = on_body_end});
     rn_engine_submit(sf->engine, &c->op);

@@ -43,11 +43,8 @@ typedef struct {
     size_t max_body_bytes;         /* reported as Ursula-Max-Request-Bytes */
     struct rn_tiers *tiers;        /* snapshot bodies and staged parts (tiers/tiers.h) */
     /* Large appends may be taken while their body arrives (arriving.c):
-     * nothing in front of the surface reads the body first (no gate); and
-     * the bytes those appends may hold at once, in all (a new one past it
-     * takes the transport's path, which its own budget bounds). */
+     * nothing in front of the surface reads the body first (no gate). */
     int bodies_arrive;
-    uint64_t arriving_budget;
 } rn_surface_config;
 
 /* The surfaces park and stream their live reads in live, whose bounds they

@@ -42,7 +42,6 @@ typedef struct stream_ctx {
 } stream_ctx;
 
 struct rn_surface {
-    uint64_t arriving_held; /* arriving.c: what its appends may hold, in all */
     uv_loop_t *loop;
     rn_engine *engine;
     rn_live *live;

@@ -286,6 +286,12 @@ void rn_request_stream_body(rn_request *req, const rn_body_sink *sink);
 void rn_request_hold_answer(rn_request *req);
 void rn_request_send_held(rn_request *req);
 int rn_request_answer_held(const rn_request *req);
+/* Counts n bytes against max_body_bytes_in_flight for req, whose body its
+ * handler takes as it arrives and holds some of (the transport counts none
+ * of such a body); the count is returned when req is freed. Returns -1
+ * (nothing counted) when that would pass the bound, or the connection is
+ * gone. From the on_headers hook. */
+int rn_request_charge_body(rn_request *req, uint64_t n);
 /* True when a body taken by rn_request_stream_body would reach its sink as
  * it arrives (HTTP/1.1); false when it would come whole once received
  * (HTTP/2), or the connection is gone. */

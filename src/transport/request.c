@@ -63,6 +63,11 @@ void rn_request_stream_body(rn_request *req, const rn_body_sink *sink) {
     x->conn->proto->stream_body(x);
 }
 
+int rn_request_charge_body(rn_request *req, uint64_t n) {
+    rn_exchange *x = exchange_of(req);
+    return x->conn ? exchange_charge_body(x, n) : -1;
+}
+
 void rn_request_hold_answer(rn_request *req) {
     rn_exchange *x = exchange_of(req);
     assert(x->sink.data && !x->responding && !x->holding);
