@@ -281,8 +281,8 @@ void rn_request_stream_body(rn_request *req, const rn_body_sink *sink);
  * rn_request_hold_answer (from the sink's owner, before its answer), the
  * next rn_http_respond is kept instead of sent, and the sink goes on
  * taking the body; rn_request_send_held sends it (once the body ended:
- * from the sink's end). rn_request_answer_held says whether one is kept. A
- * connection that goes away drops it. */
+ * from the sink's end). rn_request_answer_held says whether one was kept.
+ * A connection that goes away drops it. */
 void rn_request_hold_answer(rn_request *req);
 void rn_request_send_held(rn_request *req);
 int rn_request_answer_held(const rn_request *req);
