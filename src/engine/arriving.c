@@ -52,7 +52,9 @@ struct engine_arrival {
 
 void engine_arrival_begin(rn_op *op) {
     assert(op->in.kind == RN_OP_APPEND && op->in.arriving && !op->in.body && op->in.body_len > 0 &&
-           op->in.arriving_resume && !op->in.has_producer_digest);
+           op->in.arriving_resume && !op->in.has_producer_digest && op->in.content_type);
+    /* not JSON: a JSON stream then refuses it as another content type */
+    assert(!rn_content_type_is_json(op->in.content_type, op->in.content_type_len));
     engine_arrival *a = rn_xcalloc(1, sizeof *a);
     a->engine = priv(op)->engine;
     a->op = op;

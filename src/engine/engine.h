@@ -112,9 +112,9 @@ void rn_engine_submit(rn_engine *e, rn_op *op);
  * feeds it, and logs the append once the last byte is durable, so that
  * receiving the body and writing it overlap. Its data is written once
  * (cfg.large_append_bytes), so it is an append of a log that takes that;
- * not JSON (its stored form needs the whole body) and without
- * Producer-Digest (the whole body's hash): a stream whose content type is
- * JSON answers it RN_ERR_CONTENT_TYPE. done() may come while the body is
+ * with a content type that is not JSON (its stored form needs the whole
+ * body; a JSON stream then refuses it as any other type, RN_ERR_CONTENT_TYPE)
+ * and without Producer-Digest (the whole body's hash). done() may come while the body is
  * still arriving (a refusal from the request's head: the caller then stops
  * feeding), and comes after an incomplete end (RN_ERR_UNAVAILABLE, nothing
  * logged). Loop thread. */

@@ -205,10 +205,8 @@ static verdict validate_append(rn_engine *e, rn_op *op, rn_stream *s, int64_t no
         return answer(RN_ERR_EMPTY_BODY, s);
     if (in->body_len && !in->content_type)
         return answer(RN_ERR_MISSING_CONTENT_TYPE, s);
-    /* an arriving body is not JSON (engine.h): a JSON stream refuses it */
-    if (in->body_len && (!rn_content_type_equal(s->content_type, s->content_type_len,
-                                                in->content_type, in->content_type_len) ||
-                         (in->arriving && s->json))) {
+    if (in->body_len && !rn_content_type_equal(s->content_type, s->content_type_len,
+                                               in->content_type, in->content_type_len)) {
         op->out.conflicting_type = s->content_type;
         op->out.conflicting_type_len = s->content_type_len;
         return answer(RN_ERR_CONTENT_TYPE, s);
