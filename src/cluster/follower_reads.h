@@ -16,8 +16,10 @@ typedef struct cluster_follower_reads cluster_follower_reads;
 
 cluster_follower_reads *cluster_follower_reads_new(rn_cluster *cl);
 /* Calls cb(arg, 1) once this replica applied the group's ReadIndex asked
- * after this call, or cb(arg, 0) when no leader could tell it: later, or
- * at once when no leader is known (or the node stopped). */
+ * after this call, or cb(arg, 0) when no leader could tell it: after the
+ * asks of about a second failed (no leader known, or the leader refused or
+ * did not answer), or when the node stops. Never calls back inside this
+ * call, unless the node stopped. */
 void cluster_follower_read(cluster_follower_reads *fr, unsigned group, rn_confirm_cb cb, void *arg);
 /* Fails every waiting read (cb(arg, 0)) and stops (the node stops); free
  * once the loop closed its handle. */

@@ -13,6 +13,7 @@
 #include "cluster/cluster_config.h"
 #include "cluster/cluster_int.h"
 #include "protocol/reply.h"
+#include "util/fault.h"
 #include "util/text.h"
 
 #include <stdio.h>
@@ -133,7 +134,7 @@ void cluster_read_index_for_peer(rn_cluster *cl, rn_request *req, uint64_t group
         rn_reply_error(req, RN_E_INVALID_REQUEST, NULL);
         return;
     }
-    if (!cl->node) {
+    if (!cl->node || rn_fault_fail("read-index")) {
         rn_reply_error(req, RN_E_NO_LEADER, NULL);
         return;
     }

@@ -41,6 +41,9 @@
  *   "data-sync"  the sync of a large append's bytes in its stream file,
  *                before its log record (engine/ahead.c): the write is
  *                refused, nothing logged
+ *   "read-index" a leader's answer to a follower's ReadIndex ask is 503
+ *                NO_LEADER, as when it could not confirm its leadership
+ *                (cluster/read_index.c): the follower asks again
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H

@@ -11,6 +11,10 @@
 //     a read on the same node without a consistency parameter, never read
 //     stale and never 404, whichever node leads (writes through followers
 //     are forwarded, the default).
+//   - A follower whose leader refuses its ReadIndex ask (failure point
+//     `read-index`: 503 NO_LEADER, as a leader whose leadership is not yet
+//     confirmed answers) asks again and serves the read itself; only asks
+//     failing for about a second make it redirect to the leader.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Cluster, groupOf, req } from "./runnel_cluster.mjs";
@@ -18,7 +22,7 @@ import { Cluster, groupOf, req } from "./runnel_cluster.mjs";
 const GROUPS = 2;
 let c;
 before(async () => {
-  c = await Cluster.start({ groups: GROUPS, args: ["--election-timeout-ms", "20000"] });
+  c = await Cluster.start({ groups: GROUPS, args: ["--election-timeout-ms", "20000", "--test-hooks"] });
 });
 after(() => c?.stopChecked());
 
@@ -71,4 +75,31 @@ test("read-your-writes through any node: 600 append/read pairs, none stale, none
   }
   assert.equal(missing, 0, "no read answered 404");
   assert.equal(stale, 0, "no read missed its own write");
+});
+
+test("a follower whose ReadIndex ask is refused asks again before it redirects", async () => {
+  const key = "followers/asked-again";
+  const { node: leader } = await c.leaderOf(groupOf(key, GROUPS), 60000);
+  const follower = leader === 1 ? 2 : 1;
+  assert.equal((await req(`${c.url(leader)}/${key}`, { method: "PUT", headers: { "content-type": "text/plain" }, body: "kept" })).status, 201);
+  const arm = async (n) => {
+    const r = await req(`${c.url(leader)}/__runnel/test/fail?point=read-index&n=${n}&errno=EIO`, { method: "POST", headers: c.admin });
+    assert.ok(r.status < 300, r.text);
+  };
+  try {
+    // two refusals: the third ask, 100 ms later, confirms
+    await arm(2);
+    const r = await req(`${c.url(follower)}/${key}?offset=-1`);
+    assert.equal(r.status, 200, `the follower served the read after two refused asks: ${r.status} ${r.text}`);
+    assert.equal(r.text, "kept");
+    // every ask refused: after about a second the read goes to the leader
+    await arm(1000);
+    const start = Date.now();
+    const moved = await req(`${c.url(follower)}/${key}?offset=-1`);
+    assert.equal(moved.status, 307, `${moved.status} ${moved.text}`);
+    assert.equal(moved.headers.get("x-ursula-raft-leader-id"), String(leader));
+    assert.ok(Date.now() - start >= 900, `redirected after ${Date.now() - start} ms of asks`);
+  } finally {
+    await arm(0);
+  }
 });
