@@ -61,16 +61,41 @@ rn_stream *rn_engine_find(rn_engine *e, const char *path, size_t len) {
     return s;
 }
 
+static int visible(rn_engine *e, const rn_stream *s, int64_t now) {
+    return !s->pending_create && !s->soft_deleted && !rn_stream_expired(s, now) &&
+           !rn_state_path_fence(&e->state, s->path, s->path_len);
+}
+
 void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg) {
     int64_t now = rn_now_ms();
     size_t i = 0;
     void *v;
-    while (rn_map_next(&e->state.by_path, &i, &v)) {
-        rn_stream *s = v;
-        if (!s->pending_create && !s->soft_deleted && !rn_stream_expired(s, now) &&
-            !rn_state_path_fence(&e->state, s->path, s->path_len))
-            fn(s, arg);
+    while (rn_map_next(&e->state.by_path, &i, &v))
+        if (visible(e, v, now))
+            fn(v, arg);
+}
+
+size_t rn_engine_stream_slots(const rn_engine *e) {
+    return e->state.by_path.cap;
+}
+
+int rn_engine_foreach_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
+                            void (*fn)(rn_stream *s, void *arg), void *arg) {
+    assert(slots > 0);
+    const rn_map *m = &e->state.by_path;
+    if (at->cursor > 0 && at->shape != m->cap) { /* rebuilt: slots moved */
+        *at = (rn_engine_slice){.shape = m->cap};
+        return -1;
     }
+    at->shape = m->cap;
+    int64_t now = rn_now_ms();
+    size_t end = m->cap - at->cursor > slots ? at->cursor + slots : m->cap;
+    for (; at->cursor < end; at->cursor++) {
+        const rn_map_slot *slot = &m->slots[at->cursor];
+        if (slot->hash && visible(e, slot->value, now))
+            fn(slot->value, arg);
+    }
+    return at->cursor == m->cap;
 }
 
 int rn_engine_body_referenced(rn_engine *e, int cold, const char *key) {

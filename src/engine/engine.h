@@ -93,6 +93,28 @@ void rn_engine_unobserve(rn_engine *e, rn_stream_observer fn, void *arg);
  * expired, not fenced by a bucket purge). fn must not mutate the engine. */
 void rn_engine_foreach(rn_engine *e, void (*fn)(rn_stream *s, void *arg), void *arg);
 
+/* The stream map's slot count: what a whole walk over it visits. */
+size_t rn_engine_stream_slots(const rn_engine *e);
+
+/* Where a walk in slices stands (zeroed: at its start). */
+typedef struct {
+    size_t cursor; /* the next slot of the stream map */
+    size_t shape;  /* the map's capacity when the walk went through it */
+} rn_engine_slice;
+
+/* One slice of a walk over the visible streams, for walks spread over loop
+ * turns: calls fn for those in the next `slots` (> 0) slots of the stream
+ * map and advances *at. Returns 1 once the walk is complete, 0 while more
+ * remains, and -1, visiting nothing, when the map was rebuilt (it grew)
+ * since the walk's last slice: *at is reset and the caller starts over,
+ * dropping what it summed. Streams created or removed between two slices
+ * may be visited or not, and a removal can shift a neighbour of its slot
+ * over the cursor (missed, or visited twice at the map's wrap): a walk's
+ * sums are exact when nothing is created or removed during it, and off by
+ * about the streams that were otherwise. Loop thread. */
+int rn_engine_foreach_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
+                            void (*fn)(rn_stream *s, void *arg), void *arg);
+
 /* 1 when the state references snapshot body (cold, key), or key is not of
  * a body's form (the tiers' orphan sweep asks; ctx-style for
  * rn_tiers_watch_bodies). Loop thread, once the engine is open. */

@@ -8,19 +8,22 @@
  *
  * Metrics are rendered in the Prometheus text format from the counters of
  * util/metrics.h plus gauges read at scrape time (streams, producers and
- * stored bytes come from one walk over the engine's streams, so a scrape
- * costs O(streams); it takes no lock and changes nothing).
+ * stored bytes come from a walk over the engine's streams, store_gauges.h,
+ * spread over loop turns when the store is large; it takes no lock and
+ * changes nothing).
  */
 #include "ops/endpoints.h"
 #include "live/live.h"
 #include "ops/backup.h"
 #include "ops/coldclaim.h"
+#include "ops/store_gauges.h"
 #include "surface/admin.h"
 #include "protocol/reply.h"
 #include "tiers/tiers.h"
 #include "util/metrics.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,27 +32,6 @@ static void answer_text(rn_request *req, int status, const char *content_type, r
     rn_reply_common(&h);
     rn_buf_appendf(&h, "Content-Type: %s\r\nCache-Control: no-store\r\n", content_type);
     rn_http_respond(req, status, &h, body);
-}
-
-typedef struct {
-    uint64_t streams, producers, hot_bytes, history_cold_bytes, cold_bytes, snapshot_bytes;
-} store_gauges;
-
-static void add_stream(rn_stream *s, void *arg) {
-    store_gauges *g = arg;
-    g->streams++;
-    g->producers += s->producers.count;
-    /* a stream's own retained bytes: below hot_start in the cold store */
-    uint64_t own = s->retained > s->fork_offset ? s->retained : s->fork_offset;
-    uint64_t hot_start = s->cold_end > own ? s->cold_end : own;
-    g->hot_bytes += s->tail - hot_start;
-    g->history_cold_bytes += hot_start - own;
-    if (s->snapshot.present) {
-        if (s->snapshot.cold)
-            g->cold_bytes += s->snapshot.size;
-        else
-            g->snapshot_bytes += s->snapshot.size;
-    }
 }
 
 static void metric(rn_buf *b, const char *name, const char *type, const char *help, uint64_t v) {
@@ -182,7 +164,7 @@ static void histogram(rn_buf *b, const char *name, const char *help,
                    (unsigned long long)cum);
 }
 
-static void render(rn_buf *b, const rn_endpoints *ep) {
+static void render(rn_buf *b, const rn_endpoints *ep, const rn_store_gauges *g) {
     static const char *const routes[RN_ROUTE_COUNT] = {
         "other", "v1", "bucket", "subresource", "subscriptions", "ops"};
     static const char *const methods[RN_METHOD_SLOTS] = {"OTHER", "GET",    "HEAD",   "POST",
@@ -265,17 +247,21 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
            rn_metric.sub_deliveries);
     metric(b, "runnel_subscription_delivery_failures_total", "counter",
            "Webhook delivery attempts that failed.", rn_metric.sub_delivery_failures);
-    store_gauges g = {0};
-    if (ep->ready)
-        rn_engine_foreach(ep->engine, add_stream, &g);
-    metric(b, "runnel_streams", "gauge", "Visible streams.", g.streams);
-    metric(b, "runnel_producers", "gauge", "Idempotent producers with state.", g.producers);
+    metric(b, "runnel_streams", "gauge", "Visible streams.", g->streams);
+    metric(b, "runnel_producers", "gauge", "Idempotent producers with state.", g->producers);
     metric(b, "runnel_hot_bytes", "gauge", "Retained stream bytes in local stream files.",
-           g.hot_bytes);
-    history_metrics(b, ep, g.history_cold_bytes);
+           g->hot_bytes);
+    history_metrics(b, ep, g->history_cold_bytes);
     metric(b, "runnel_snapshot_bytes", "gauge", "Snapshot bodies in the local snapshot store.",
-           g.snapshot_bytes);
-    metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g.cold_bytes);
+           g->snapshot_bytes);
+    metric(b, "runnel_cold_bytes", "gauge", "Snapshot bodies in the cold store.", g->cold_bytes);
+    metric(b, "runnel_gauge_walks_total", "counter",
+           "Walks over every stream for these gauges (one per scrape, or shared by the "
+           "scrapes during a walk).",
+           rn_metric.gauge_walks);
+    metric(b, "runnel_gauge_walk_slices_total", "counter",
+           "Loop turns the walks over a large store were spread over.",
+           rn_metric.gauge_walk_slices);
     cold_store_metrics(b);
     checksum_metrics(b);
     metric(b, "runnel_live_readers", "gauge", "Parked long-poll and SSE readers.",
@@ -292,6 +278,22 @@ static void render(rn_buf *b, const rn_endpoints *ep) {
     char why[512];
     metric(b, "runnel_ready", "gauge", "1 while /__runnel/readyz answers 200.",
            (uint64_t)(ep->ready && !rn_probe_failing(ep->probe, why, sizeof why)));
+}
+
+typedef struct {
+    rn_request *req;
+    const rn_endpoints *ep;
+} scrape;
+
+static void scraped(void *arg, const rn_store_gauges *g) {
+    scrape *sc = arg;
+    if (g && !rn_request_gone(sc->req)) {
+        rn_buf body = {0};
+        render(&body, sc->ep, g);
+        answer_text(sc->req, 200, "text/plain; version=0.0.4", &body);
+    } /* else the server stops: the connections close unanswered */
+    rn_request_release(sc->req);
+    free(sc);
 }
 
 /* 1 with why when something holds readiness back (recovered or not). */
@@ -355,8 +357,16 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
         if (ep->metrics_need_token && !operator_allowed(ep, req))
             return;
-        render(&body, ep);
-        answer_text(req, 200, "text/plain; version=0.0.4", &body);
+        if (ep->ready && ep->store_walk) {
+            scrape *sc = rn_xmalloc(sizeof *sc);
+            *sc = (scrape){.req = req, .ep = ep};
+            rn_request_hold(req);
+            rn_store_walk_ask(ep->store_walk, scraped, sc);
+        } else {
+            rn_store_gauges none = {0};
+            render(&body, ep, &none);
+            answer_text(req, 200, "text/plain; version=0.0.4", &body);
+        }
     } else if (req->method == RN_HTTP_POST && path_len == 6 && memcmp(path, "backup", 6) == 0) {
         rn_buf_free(&body);
         if (!operator_allowed(ep, req))

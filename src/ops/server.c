@@ -33,6 +33,7 @@
 #include "ops/config.h"
 #include "ops/datadir.h"
 #include "ops/endpoints.h"
+#include "ops/store_gauges.h"
 #include "ops/forward_writes.h"
 #include "ops/probe.h"
 #include "util/log.h"
@@ -137,6 +138,7 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_admin_plane_stop(s->admin_plane); /* its asks to peers end */
+    rn_store_walk_stop(s->endpoints.store_walk);
     rn_http_close(s->http);
     if (s->engine)
         rn_engine_purge_stop(s->engine);
@@ -584,6 +586,7 @@ static void wire(server *s) {
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
+    s->endpoints.store_walk = rn_store_walk_new(s->loop, s->engine);
     s->endpoints.surface = s->surface;
     s->endpoints.tiers = s->tiers;
     s->endpoints.live = s->live;
@@ -796,6 +799,7 @@ int rn_serve(int argc, char **argv) {
     rn_tls_context_free(s.tls);
     rn_tls_context_free(s.peer_tls);
     rn_admin_plane_free(s.admin_plane);
+    rn_store_walk_free(s.endpoints.store_walk);
     rn_bucket_usage_free(&s.usage);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);

@@ -80,6 +80,9 @@ typedef struct {
     /* catch-up pieces not in the page cache, read into it on a worker
      * (engine/warm.c) instead of on the loop thread */
     uint64_t reads_warmed;
+    /* the scrapes' walks over every stream (ops/store_gauges.c): walks
+     * completed, and the slices the large ones were spread over */
+    uint64_t gauge_walks, gauge_walk_slices;
 } rn_metrics;
 
 extern rn_metrics rn_metric;

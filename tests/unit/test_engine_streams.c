@@ -103,6 +103,66 @@ static void test_paths_are_distinct_streams(void **state) {
     assert_null(find(f, "/"));
 }
 
+/* Counts the visits of the streams /w/0 .. /w/N-1 (the visits' walk). */
+#define WALKED 200
+typedef struct {
+    int visits[WALKED];
+    int others;
+} walk_count;
+
+static void count_visit(rn_stream *s, void *arg) {
+    walk_count *w = arg;
+    char *end = NULL;
+    long i = s->path_len > 3 && memcmp(s->path, "/w/", 3) == 0 ? strtol(s->path + 3, &end, 10) : -1;
+    if (i >= 0 && i < WALKED)
+        w->visits[i]++;
+    else
+        w->others++;
+}
+
+static void make_walked(fx *f, int from, int to) {
+    char path[32];
+    for (int i = from; i < to; i++) {
+        snprintf(path, sizeof path, "/w/%d", i);
+        assert_int_equal(create(f, path, NULL, "x").result, RN_OK_CREATED);
+    }
+}
+
+/* A walk in slices (the scrape's gauges, ops/store_gauges.c) visits every
+ * visible stream once, leaves the deleted out, and starts over when the
+ * map grows between two slices. */
+static void test_a_walk_in_slices_visits_each_visible_stream_once(void **state) {
+    fx *f = *state;
+    make_walked(f, 0, 100);
+    assert_int_equal(delete_stream(f, "/w/7").result, RN_OK_DELETED);
+    walk_count w = {0};
+    rn_engine_slice at = {0};
+    int rc, slices = 0;
+    while ((rc = rn_engine_foreach_slice(f->e, &at, 16, count_visit, &w)) == 0)
+        slices++;
+    assert_int_equal(rc, 1);
+    assert_int_equal(slices + 1, (int)(rn_engine_stream_slots(f->e) / 16));
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(w.visits[i], i == 7 ? 0 : 1);
+    assert_int_equal(w.others, 0);
+
+    /* the map grows between two slices: the walk says so and starts over */
+    size_t slots = rn_engine_stream_slots(f->e);
+    memset(&w, 0, sizeof w);
+    at = (rn_engine_slice){0};
+    assert_int_equal(rn_engine_foreach_slice(f->e, &at, 16, count_visit, &w), 0);
+    make_walked(f, 100, WALKED);
+    assert_true(rn_engine_stream_slots(f->e) > slots);
+    assert_int_equal(rn_engine_foreach_slice(f->e, &at, 16, count_visit, &w), -1);
+    assert_int_equal(at.cursor, 0);
+    memset(&w, 0, sizeof w);
+    while ((rc = rn_engine_foreach_slice(f->e, &at, 16, count_visit, &w)) == 0)
+        ;
+    assert_int_equal(rc, 1);
+    for (int i = 0; i < WALKED; i++)
+        assert_int_equal(w.visits[i], i == 7 ? 0 : 1);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Append and read                                                           */
 
@@ -522,6 +582,7 @@ int main(void) {
         T(test_create_without_content_type_defaults_to_octet_stream),
         T(test_create_with_body_stores_it_and_closed_create_refuses_appends),
         T(test_paths_are_distinct_streams),
+        T(test_a_walk_in_slices_visits_each_visible_stream_once),
         T(test_append_then_read_back_bytes),
         T(test_append_refusals_change_nothing),
         T(test_refusals_are_answered_before_submit_returns),
