@@ -372,8 +372,7 @@ static void groups_needed(rn_admin_plane *a, const admin_query *q, uint8_t need[
 
 void admin_cluster_query(rn_admin_plane *a, rn_request *req, const admin_query *q) {
     if (q->kind == ADMIN_NODE) { /* this node's overview; the cluster's is /__runnel/cluster */
-        admin_scope none = {0};
-        admin_answer(a, req, q, admin_local(a, q, &none), json_array(), json_array());
+        admin_answer_node(a, req, q);
         return;
     }
     cluster_query *cq = rn_xcalloc(1, sizeof *cq);

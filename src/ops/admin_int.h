@@ -81,8 +81,11 @@ static inline int admin_scope_has(const admin_scope *sc, unsigned g) {
 /* ---- admin_local.c ---- */
 
 /* The local answer to q over the streams of sc (ADMIN_PURGE: the bucket's
- * summary, after the fences were recorded). */
+ * summary, after the fences were recorded). Not for ADMIN_NODE: that is
+ * admin_answer_node's. */
 json_t *admin_local(rn_admin_plane *a, const admin_query *q, const admin_scope *sc);
+/* This node's overview, with its visible streams counted by the caller. */
+json_t *admin_node(rn_admin_plane *a, uint64_t streams);
 /* The listing key of an item of q's kind ("bucket", "path", or a
  * subscription's node and id), into key (at most cap bytes); its length. */
 size_t admin_item_key(const admin_query *q, const json_t *item, char *key, size_t cap);
@@ -94,6 +97,10 @@ size_t admin_item_key(const admin_query *q, const json_t *item, char *key, size_
  * and nodes (arrays of numbers), the purge's completion. Takes `local`. */
 void admin_answer(rn_admin_plane *a, rn_request *req, const admin_query *q, json_t *local,
                   json_t *unreachable_groups, json_t *unreachable_nodes);
+/* Answers ADMIN_NODE once the streams are counted (the scrape's walk,
+ * ops/store_gauges.h: spread over loop turns on a large store, where one
+ * walk in a turn held every request; the console asks every 2 s). */
+void admin_answer_node(rn_admin_plane *a, rn_request *req, const admin_query *q);
 
 /* ---- admin_cluster.c ---- */
 

@@ -10,6 +10,7 @@
  * whatever was created or removed since.
  */
 #include "ops/admin_int.h"
+#include "ops/store_gauges.h"
 #include "cluster/cluster.h"
 #include "protocol/params.h"
 #include "protocol/reply.h"
@@ -197,12 +198,37 @@ static void fenced(void *arg, rn_result r) {
     free(w);
 }
 
+typedef struct {
+    rn_admin_plane *a;
+    rn_request *req;
+    admin_query q;
+} node_wait;
+
+static void node_counted(void *arg, const rn_store_gauges *g) {
+    node_wait *w = arg;
+    if (g && !rn_request_gone(w->req)) /* else the server stops */
+        admin_answer(w->a, w->req, &w->q, admin_node(w->a, g->streams), json_array(), json_array());
+    rn_request_release(w->req);
+    free(w);
+}
+
+void admin_answer_node(rn_admin_plane *a, rn_request *req, const admin_query *q) {
+    node_wait *w = rn_xcalloc(1, sizeof *w);
+    *w = (node_wait){.a = a, .req = req, .q = *q};
+    rn_request_hold(req);
+    rn_store_walk_ask(a->cfg.store_walk, node_counted, w);
+}
+
 static void single_node(rn_admin_plane *a, rn_request *req, const admin_query *q) {
     if (q->kind == ADMIN_PURGE) {
         purge_wait *w = rn_xcalloc(1, sizeof *w);
         *w = (purge_wait){.a = a, .req = req, .q = *q};
         rn_request_hold(req);
         rn_engine_fence(a->cfg.engine, q->bucket, q->bucket_len, -1, fenced, w);
+        return;
+    }
+    if (q->kind == ADMIN_NODE) {
+        admin_answer_node(a, req, q);
         return;
     }
     admin_scope all = {.all = 1};

@@ -43,6 +43,7 @@ typedef struct {
     int64_t started_ms;           /* when the process started */
     int (*ready)(void *arg);      /* /__runnel/readyz would answer 200 */
     void *ready_arg;
+    struct rn_store_walk *store_walk; /* counts the overview's streams (store_gauges.h) */
 } rn_admin_plane_config;
 
 typedef struct rn_admin_plane rn_admin_plane;

@@ -598,6 +598,7 @@ static void wire(server *s) {
                                 .auth = &s->admin,
                                 .cluster = s->cluster,
                                 .usage = &s->usage,
+                                .store_walk = s->endpoints.store_walk,
                                 .cluster_id = s->cluster_id,
                                 .started_ms = s->started_ms,
                                 .ready = rn_endpoints_ready,

@@ -431,7 +431,8 @@ describe("subscription deliveries and failures", () => {
 // scrape's gauges over several loop turns rather than in one (82 ms for a
 // million streams measured in one turn, every other request waiting): the
 // gauges stay exact, the walk's slices are counted, and requests that
-// arrive meanwhile are served.
+// arrive meanwhile are served. The operator's overview (the console asks
+// for it every 2 s) counts its streams with the same walk.
 describe("the gauges of a large store", () => {
   const big = new Server({ args: [] });
   before(() => big.start());
@@ -494,5 +495,12 @@ describe("the gauges of a large store", () => {
     const c = await scrape(big.url);
     assert.equal(c.get("runnel_streams"), STREAMS - 150);
     assert.equal(c.get("runnel_hot_bytes"), 150, "the 50 streams with bytes left");
+    // the operator's overview counts its streams with the same walk
+    const n = await req(`${big.url}/__runnel/admin/node`);
+    assert.equal(n.status, 200, n.text);
+    assert.equal(JSON.parse(n.text).streams, STREAMS - 150);
+    const d = await scrape(big.url);
+    assert.equal(d.get("runnel_gauge_walks_total") - c.get("runnel_gauge_walks_total"), 2, "the overview's walk and this scrape's");
+    assert.ok(d.get("runnel_gauge_walk_slices_total") - c.get("runnel_gauge_walk_slices_total") >= 64);
   });
 });
