@@ -308,22 +308,19 @@ static void fork_answered(void *arg, int alive) {
     free(q);
 }
 
-void engine_sweep_pins(rn_engine *e, int64_t now) {
-    if (!e->log->ops->fork_alive || e->pin_asks)
-        return; /* one round at a time */
-    size_t i = 0;
-    void *v;
-    while (rn_map_next(&e->state.by_id, &i, &v)) {
-        const rn_stream *s = v;
-        if (!s->npins || s->busy || !engine_log_accepts(e, s->path, s->path_len))
+int engine_pins_sweep_due(const rn_engine *e) {
+    return e->log->ops->fork_alive && !e->pin_asks;
+}
+
+void engine_sweep_pins_of(rn_engine *e, const rn_stream *s, int64_t now) {
+    if (!s->npins || s->busy || !engine_log_accepts(e, s->path, s->path_len))
+        return;
+    for (uint32_t k = 0; k < s->npins && e->pin_asks < PIN_SWEEP_ASKS; k++) {
+        if (now - s->pins[k].time_ms < RN_PIN_GRACE_MS)
             continue;
-        for (uint32_t k = 0; k < s->npins && e->pin_asks < PIN_SWEEP_ASKS; k++) {
-            if (now - s->pins[k].time_ms < RN_PIN_GRACE_MS)
-                continue;
-            pin_question *q = rn_xmalloc(sizeof *q);
-            *q = (pin_question){.e = e, .source_id = s->id, .fork_id = s->pins[k].fork_id};
-            e->pin_asks++;
-            e->log->ops->fork_alive(e->log, q->source_id, q->fork_id, fork_answered, q);
-        }
+        pin_question *q = rn_xmalloc(sizeof *q);
+        *q = (pin_question){.e = e, .source_id = s->id, .fork_id = s->pins[k].fork_id};
+        e->pin_asks++;
+        e->log->ops->fork_alive(e->log, q->source_id, q->fork_id, fork_answered, q);
     }
 }

@@ -248,9 +248,22 @@ void rn_engine_warm_cancel(rn_engine_warm *w);
  * retryable refusal, never as "not a boundary". */
 int rn_engine_offset_valid(rn_engine *e, rn_stream *s, uint64_t offset);
 
-/* Deletes expired streams and discards idle producer state (raising the
- * streams' epoch floors), and releases orphan pins (apart.c); the server
- * calls this periodically. */
+/* Where a sweep stands (zeroed: a pass starts). */
+typedef struct {
+    rn_engine_slice at;
+    int pins; /* this pass asks about orphan pins (no earlier round is out) */
+} rn_engine_sweep;
+
+/* One slice of a sweep pass over every stream, for passes spread over loop
+ * turns (a pass over a million streams in one turn held every request):
+ * for the streams in the next `slots` (> 0) slots of the stream map,
+ * deletes the expired ones, discards idle producer state (raising the
+ * streams' epoch floors) and asks about orphan pins (apart.c). Returns 1
+ * when the pass is complete (*sw then starts the next pass), else 0. A
+ * pass that finds the map rebuilt (it grew) starts over; a stream created
+ * or removed between slices may be passed over until the next pass. */
+int rn_engine_sweep_slice(rn_engine *e, rn_engine_sweep *sw, size_t slots);
+/* A whole sweep pass at once (tests). */
 void rn_engine_sweep_expired(rn_engine *e);
 
 /* Forks apart from their source (cluster mode; engine/apart.c). A pin

@@ -296,10 +296,13 @@ void engine_apart_free(struct engine_apart *a);
 /* Destroying s: a fork apart from its source asks that the source's pin
  * be released, from the leader of its group only. */
 void engine_apart_destroyed(rn_engine *e, const rn_stream *s);
-/* Releases pins whose fork is gone where its group's leader sees it (a
+/* Whether a sweep pass may ask about orphan pins: one round at a time. */
+int engine_pins_sweep_due(const rn_engine *e);
+/* Releases s's pins whose fork is gone where its group's leader sees it (a
  * create that never applied, a release that was lost), on the leader of
- * the source's group, once they are RN_PIN_GRACE_MS old. */
-void engine_sweep_pins(rn_engine *e, int64_t now);
+ * the source's group, once they are RN_PIN_GRACE_MS old: asks that leader
+ * about them, at most PIN_SWEEP_ASKS questions out at once. */
+void engine_sweep_pins_of(rn_engine *e, const rn_stream *s, int64_t now);
 
 /* ---- cutforks.c ---- */
 

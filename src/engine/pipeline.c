@@ -26,6 +26,7 @@
 #include "util/fault.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -444,51 +445,69 @@ void rn_engine_submit(rn_engine *e, rn_op *op) {
 
 /* ---- sweeps ---- */
 
-/* Discards, with one logged command per stream, the state of producers
- * that wrote nothing for producer_ttl_ms (at most EXPIRE_LIST_MAX_BYTES of
- * ids per stream and sweep; the rest go in the next sweep). */
-static void sweep_producers(rn_engine *e, int64_t now) {
-    rn_producer **idle = NULL;
-    size_t cap = 0, i = 0;
-    void *v;
-    while (rn_map_next(&e->state.by_path, &i, &v)) {
-        rn_stream *s = v;
-        if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count ||
-            !engine_log_accepts(e, s->path, s->path_len))
+/* Discards, with one logged command, the state of s's producers that wrote
+ * nothing for producer_ttl_ms (at most EXPIRE_LIST_MAX_BYTES of ids per
+ * stream and pass; the rest go in the next pass). idle and cap: the
+ * pass's scratch list. */
+static void sweep_producers_of(rn_engine *e, rn_stream *s, int64_t now, rn_producer ***idle,
+                               size_t *cap) {
+    if (s->pending_create || s->busy || s->soft_deleted || !s->producers.count ||
+        !engine_log_accepts(e, s->path, s->path_len))
+        return;
+    size_t n = 0, bytes = 0, j = 0;
+    void *pv;
+    while (rn_map_next(&s->producers, &j, &pv) && bytes < EXPIRE_LIST_MAX_BYTES) {
+        rn_producer *p = pv;
+        if (!rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
             continue;
-        size_t n = 0, bytes = 0, j = 0;
-        void *pv;
-        while (rn_map_next(&s->producers, &j, &pv) && bytes < EXPIRE_LIST_MAX_BYTES) {
-            rn_producer *p = pv;
-            if (!rn_producer_idle(p, now, e->cfg.producer_ttl_ms))
-                continue;
-            if (n == cap)
-                idle = rn_xrealloc(idle, (cap = cap ? cap * 2 : 16) * sizeof *idle);
-            idle[n++] = p;
-            bytes += p->id_len + 4;
-        }
-        if (n)
-            start_producer_expiry(e, s, idle, n);
+        if (n == *cap)
+            *idle = rn_xrealloc(*idle, (*cap = *cap ? *cap * 2 : 16) * sizeof **idle);
+        (*idle)[n++] = p;
+        bytes += p->id_len + 4;
     }
-    free(idle);
+    if (n)
+        start_producer_expiry(e, s, *idle, n);
 }
 
-void rn_engine_sweep_expired(rn_engine *e) {
+int rn_engine_sweep_slice(rn_engine *e, rn_engine_sweep *sw, size_t slots) {
+    assert(slots > 0);
+    const rn_map *m = &e->state.by_path;
+    if (sw->at.cursor == 0 || sw->at.shape != m->cap) { /* a pass starts, or the map grew */
+        sw->at = (rn_engine_slice){.shape = m->cap};
+        sw->pins = engine_pins_sweep_due(e);
+    }
     int64_t now = rn_now_ms();
     rn_stream **victims = NULL;
-    size_t n = 0, cap = 0, i = 0;
-    void *v;
-    while (rn_map_next(&e->state.by_path, &i, &v)) {
-        rn_stream *s = v;
+    rn_producer **idle = NULL;
+    size_t n = 0, cap = 0, idle_cap = 0;
+    size_t end = m->cap - sw->at.cursor > slots ? sw->at.cursor + slots : m->cap;
+    for (; sw->at.cursor < end; sw->at.cursor++) {
+        const rn_map_slot *slot = &m->slots[sw->at.cursor];
+        if (!slot->hash)
+            continue;
+        rn_stream *s = slot->value;
         if (!s->pending_create && !s->busy && rn_stream_expired(s, now)) {
             if (n == cap)
                 victims = rn_xrealloc(victims, (cap = cap ? cap * 2 : 16) * sizeof *victims);
             victims[n++] = s;
+            continue;
         }
+        sweep_producers_of(e, s, now, &idle, &idle_cap);
+        if (sw->pins)
+            engine_sweep_pins_of(e, s, now);
     }
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n; k++) /* after the slice: an expiry may change the map */
         engine_start_expiry(e, victims[k]);
     free(victims);
-    sweep_producers(e, now);
-    engine_sweep_pins(e, now);
+    free(idle);
+    if (sw->at.cursor < m->cap)
+        return 0;
+    sw->at = (rn_engine_slice){0};
+    return 1;
+}
+
+void rn_engine_sweep_expired(rn_engine *e) {
+    rn_engine_sweep sw = {0};
+    while (!rn_engine_sweep_slice(e, &sw, SIZE_MAX))
+        ;
 }

@@ -250,7 +250,8 @@ static const setting SETTINGS_TABLE[] = {
         "walking every stream in turn (damage is repaired from a peer in a cluster, reported "
         "on a single node); 0: no scrub"),
     U64("expiry-sweep-ms", "RUNNEL_EXPIRY_SWEEP_MS", expiry_sweep_ms, 10000, 10, 3600000,
-        "interval of the sweep that deletes expired streams"),
+        "interval between passes of the sweep that deletes expired streams and idle producers' "
+        "state (a pass goes over the streams a slice per loop turn)"),
     {"cold-store", "RUNNEL_COLD_STORE", KIND_BOOL, offsetof(rn_config, cold_store), 1, 0, 2, NULL,
      "keep large snapshot bodies and snapshot parts in a cold store: true, the local directory "
      "<data>/cold; s3, an S3 bucket (the --s3-* options; credentials from AWS_ACCESS_KEY_ID and "

@@ -89,7 +89,8 @@ typedef struct {
     rn_gate *gate;                 /* --tenants: the gate in front of the routes */
     rn_write_forwarder *forwarder; /* --forward-writes in cluster mode */
     uv_timer_t sweep, drain;
-    uv_timer_t scrub; /* rn_engine_scrub every SCRUB_TICK_MS */
+    rn_engine_sweep sweep_at; /* the expiry sweep's pass under way */
+    uv_timer_t scrub;         /* rn_engine_scrub every SCRUB_TICK_MS */
     uv_work_t recovery;
     int recovery_done;    /* the engine is open (or failed to) */
     rn_cold_claim *claim; /* the cold store's claim at start */
@@ -104,9 +105,14 @@ typedef struct {
     int exit_code;
 } server;
 
+/* The expiry sweep: a pass over every stream each --expiry-sweep-ms, a
+ * slice of the stream map per loop turn (1 ms apart). */
+#define SWEEP_SLICE_SLOTS 4096u
+
 static void on_sweep(uv_timer_t *t) {
     server *s = t->data;
-    rn_engine_sweep_expired(s->engine);
+    int done = rn_engine_sweep_slice(s->engine, &s->sweep_at, SWEEP_SLICE_SLOTS);
+    uv_timer_start(&s->sweep, on_sweep, done ? s->cfg.expiry_sweep_ms : 1, 0);
 }
 
 #define SCRUB_TICK_MS 100
@@ -606,7 +612,7 @@ static void wire(server *s) {
     s->admin_plane = rn_admin_plane_new(&ac);
     s->endpoints.admin_route = admin_route;
     s->endpoints.admin_ctx = s->admin_plane;
-    uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, s->cfg.expiry_sweep_ms);
+    uv_timer_start(&s->sweep, on_sweep, s->cfg.expiry_sweep_ms, 0);
     if (s->cfg.scrub_bytes_per_second * SCRUB_TICK_MS / 1000 > 0)
         uv_timer_start(&s->scrub, on_scrub, SCRUB_TICK_MS, SCRUB_TICK_MS);
     s->router.ready = 1;

@@ -575,6 +575,48 @@ static void test_sweep_deletes_expired_streams(void **state) {
     assert_non_null(find(f, "/kept"));
 }
 
+/* The server's sweep runs in slices, one per loop turn: a pass deletes
+ * every expired stream whatever the slice, keeps the others, and a pass
+ * whose map grew between two slices starts over. */
+static void test_a_sweep_in_slices_deletes_each_expired_stream(void **state) {
+    fx *f = *state;
+    char path[32];
+    for (int i = 0; i < 60; i++) {
+        snprintf(path, sizeof path, "/sw/%d", i);
+        create_full(f, path, NULL, "x", i % 3 ? 3600 : 0, -1, 0); /* every third expires */
+    }
+    size_t slots = rn_engine_stream_slots(f->e);
+    int removals = f->removals, slices = 1;
+    rn_engine_sweep sw = {0};
+    assert_int_equal(rn_engine_sweep_slice(f->e, &sw, 8), 0);
+    /* the map grows: the pass starts over and still finds all 20 */
+    for (int i = 0; i < 100; i++) {
+        snprintf(path, sizeof path, "/grow/%d", i);
+        create_full(f, path, NULL, "x", 3600, -1, 0);
+    }
+    assert_true(rn_engine_stream_slots(f->e) > slots);
+    assert_int_equal(rn_engine_sweep_slice(f->e, &sw, 8), 0);
+    assert_int_equal(sw.at.cursor, 8); /* started over: these 8 slots are the new map's first */
+    while (!rn_engine_sweep_slice(f->e, &sw, 8))
+        slices++;
+    assert_true(slices > 2);
+    run(f);
+    assert_int_equal(f->removals, removals + 20);
+    for (int i = 0; i < 60; i++) {
+        snprintf(path, sizeof path, "/sw/%d", i);
+        if (i % 3)
+            assert_non_null(find(f, path));
+        else
+            assert_null(find(f, path));
+    }
+    /* the next pass starts from the beginning and finds nothing more */
+    assert_int_equal(sw.at.cursor, 0);
+    while (!rn_engine_sweep_slice(f->e, &sw, 8))
+        ;
+    run(f);
+    assert_int_equal(f->removals, removals + 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_create_answers_created_then_exists_for_same_config),
@@ -601,6 +643,7 @@ int main(void) {
         T(test_expired_streams_are_not_found),
         T(test_mutations_of_expired_stream_see_it_deleted),
         T(test_sweep_deletes_expired_streams),
+        T(test_a_sweep_in_slices_deletes_each_expired_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
