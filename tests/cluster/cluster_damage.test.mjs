@@ -207,6 +207,11 @@ describe("a damaged Raft log", () => {
     assert.equal((await req(`${c.url(others[0])}/__runnel/cluster/members?id=4&raft=${four.raft}&url=${encodeURIComponent(four.url)}`, { method: "POST", headers: c.admin })).status, 202);
     assert.equal((await req(`${c.url(others[0])}/__runnel/cluster/members/${f}`, { method: "DELETE", headers: c.admin })).status, 202);
     await waitFor("the new node to be ready", async () => (await req(`${c.url(4)}/__runnel/readyz`)).status === 200, 60000, 250);
+    /* placement gives node 4 the group some time after the membership
+     * change; until then it hosts nothing, is ready, and answers reads
+     * with a 307 to a host (§5.7), and converged() cannot tell: the
+     * placement it checks still names the removed node, which is down */
+    await waitFor("node 4 to host the group", async () => (await c.report(4)).groups[0].hosted, 60000, 250);
     await write(5);
     await c.converged(30000);
     for (const n of [...others, 4]) {
