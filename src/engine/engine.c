@@ -79,8 +79,8 @@ size_t rn_engine_stream_slots(const rn_engine *e) {
     return e->state.by_path.cap;
 }
 
-int rn_engine_foreach_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
-                            void (*fn)(rn_stream *s, void *arg), void *arg) {
+int engine_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
+                 void (*fn)(rn_stream *s, void *arg), void *arg) {
     assert(slots > 0);
     const rn_map *m = &e->state.by_path;
     if (at->cursor > 0 && at->shape != m->cap) { /* rebuilt: slots moved */
@@ -88,14 +88,30 @@ int rn_engine_foreach_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
         return -1;
     }
     at->shape = m->cap;
-    int64_t now = rn_now_ms();
     size_t end = m->cap - at->cursor > slots ? at->cursor + slots : m->cap;
-    for (; at->cursor < end; at->cursor++) {
-        const rn_map_slot *slot = &m->slots[at->cursor];
-        if (slot->hash && visible(e, slot->value, now))
-            fn(slot->value, arg);
-    }
+    for (; at->cursor < end; at->cursor++)
+        if (m->slots[at->cursor].hash)
+            fn(m->slots[at->cursor].value, arg);
     return at->cursor == m->cap;
+}
+
+typedef struct {
+    rn_engine *e;
+    int64_t now;
+    void (*fn)(rn_stream *s, void *arg);
+    void *arg;
+} visible_filter;
+
+static void visit_if_visible(rn_stream *s, void *arg) {
+    visible_filter *f = arg;
+    if (visible(f->e, s, f->now))
+        f->fn(s, f->arg);
+}
+
+int rn_engine_foreach_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
+                            void (*fn)(rn_stream *s, void *arg), void *arg) {
+    visible_filter f = {.e = e, .now = rn_now_ms(), .fn = fn, .arg = arg};
+    return engine_slice(e, at, slots, visit_if_visible, &f);
 }
 
 int rn_engine_body_referenced(rn_engine *e, int cold, const char *key) {

@@ -296,6 +296,11 @@ void engine_apart_free(struct engine_apart *a);
 /* Destroying s: a fork apart from its source asks that the source's pin
  * be released, from the leader of its group only. */
 void engine_apart_destroyed(rn_engine *e, const rn_stream *s);
+/* One slice of a walk over every stream, visible or not (the contract of
+ * rn_engine_foreach_slice otherwise): what that function and the sweep's
+ * slices share. */
+int engine_slice(rn_engine *e, rn_engine_slice *at, size_t slots,
+                 void (*fn)(rn_stream *s, void *arg), void *arg);
 /* Whether a sweep pass may ask about orphan pins: one round at a time. */
 int engine_pins_sweep_due(const rn_engine *e);
 /* Releases s's pins whose fork is gone where its group's leader sees it (a

@@ -469,41 +469,47 @@ static void sweep_producers_of(rn_engine *e, rn_stream *s, int64_t now, rn_produ
         start_producer_expiry(e, s, *idle, n);
 }
 
+/* What one slice of a sweep pass collects and decides. */
+typedef struct {
+    rn_engine *e;
+    int64_t now;
+    int pins;
+    rn_stream **victims; /* expired: their deletes start after the slice */
+    size_t n, cap;
+    rn_producer **idle; /* sweep_producers_of's scratch */
+    size_t idle_cap;
+} sweep_visit;
+
+static void sweep_stream(rn_stream *s, void *arg) {
+    sweep_visit *v = arg;
+    if (!s->pending_create && !s->busy && rn_stream_expired(s, v->now)) {
+        if (v->n == v->cap)
+            v->victims =
+                rn_xrealloc(v->victims, (v->cap = v->cap ? v->cap * 2 : 16) * sizeof *v->victims);
+        v->victims[v->n++] = s;
+        return;
+    }
+    sweep_producers_of(v->e, s, v->now, &v->idle, &v->idle_cap);
+    if (v->pins)
+        engine_sweep_pins_of(v->e, s, v->now);
+}
+
 int rn_engine_sweep_slice(rn_engine *e, rn_engine_sweep *sw, size_t slots) {
-    assert(slots > 0);
-    const rn_map *m = &e->state.by_path;
-    if (sw->at.cursor == 0 || sw->at.shape != m->cap) { /* a pass starts, or the map grew */
-        sw->at = (rn_engine_slice){.shape = m->cap};
+    if (sw->at.cursor == 0) /* a pass starts */
         sw->pins = engine_pins_sweep_due(e);
+    sweep_visit v = {.e = e, .now = rn_now_ms(), .pins = sw->pins};
+    int rc = engine_slice(e, &sw->at, slots, sweep_stream, &v);
+    if (rc < 0) { /* the map grew: the pass starts over, in this call */
+        v.pins = sw->pins = engine_pins_sweep_due(e);
+        rc = engine_slice(e, &sw->at, slots, sweep_stream, &v);
     }
-    int64_t now = rn_now_ms();
-    rn_stream **victims = NULL;
-    rn_producer **idle = NULL;
-    size_t n = 0, cap = 0, idle_cap = 0;
-    size_t end = m->cap - sw->at.cursor > slots ? sw->at.cursor + slots : m->cap;
-    for (; sw->at.cursor < end; sw->at.cursor++) {
-        const rn_map_slot *slot = &m->slots[sw->at.cursor];
-        if (!slot->hash)
-            continue;
-        rn_stream *s = slot->value;
-        if (!s->pending_create && !s->busy && rn_stream_expired(s, now)) {
-            if (n == cap)
-                victims = rn_xrealloc(victims, (cap = cap ? cap * 2 : 16) * sizeof *victims);
-            victims[n++] = s;
-            continue;
-        }
-        sweep_producers_of(e, s, now, &idle, &idle_cap);
-        if (sw->pins)
-            engine_sweep_pins_of(e, s, now);
-    }
-    for (size_t k = 0; k < n; k++) /* after the slice: an expiry may change the map */
-        engine_start_expiry(e, victims[k]);
-    free(victims);
-    free(idle);
-    if (sw->at.cursor < m->cap)
-        return 0;
-    sw->at = (rn_engine_slice){0};
-    return 1;
+    for (size_t k = 0; k < v.n; k++) /* after the slice: an expiry may change the map */
+        engine_start_expiry(e, v.victims[k]);
+    free(v.victims);
+    free(v.idle);
+    if (rc == 1)
+        sw->at = (rn_engine_slice){0};
+    return rc;
 }
 
 void rn_engine_sweep_expired(rn_engine *e) {

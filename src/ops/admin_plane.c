@@ -17,6 +17,7 @@
 #include "surface/missing.h"
 #include "util/text.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,7 @@ fault:
 /* ---- the plane ---- */
 
 rn_admin_plane *rn_admin_plane_new(const rn_admin_plane_config *cfg) {
+    assert(cfg->engine && cfg->store_walk); /* the overview's count needs the walk */
     rn_admin_plane *a = rn_xcalloc(1, sizeof *a);
     a->cfg = *cfg;
     uint8_t rnd[8];
