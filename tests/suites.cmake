@@ -179,7 +179,7 @@ runnel_suite(killpoints faults 1500
 runnel_suite(abuse abuse 900
   ${NODE_JS} ${RUNNEL_SRC}/tests/abuse/abuse_test.mjs --bin ${bin} ${abuse_extra})
 
-# ---- the cluster's chaos harness, short schedule: 24 faults against a
+# ---- the cluster's chaos harness, short schedule: every fault kind once (15) against a
 # 3-node cluster in network namespaces (root; docs/TESTING.md "Cluster chaos
 # harness"). scripts/test.sh runs it from build/ only.
 runnel_suite(chaos_short chaos 1800
