@@ -119,13 +119,21 @@ typedef struct {
     void *arg;
 } part_job;
 
-static void part_finish(part_job *j) {
-    json_t *local = admin_local(j->a, &j->q, &j->scope);
-    json_object_set_new(local, "node",
-                        json_integer((json_int_t)rn_cluster_self(j->a->cfg.cluster)));
-    json_object_set_new(local, "not_leading", j->not_leading);
+static void part_answered(void *arg, json_t *local) {
+    part_job *j = arg;
+    if (local) {
+        json_object_set_new(local, "node",
+                            json_integer((json_int_t)rn_cluster_self(j->a->cfg.cluster)));
+        json_object_set_new(local, "not_leading", j->not_leading);
+    } else { /* the server stops */
+        json_decref(j->not_leading);
+    }
     j->done(j->arg, local);
     free(j);
+}
+
+static void part_finish(part_job *j) {
+    admin_local(j->a, &j->q, &j->scope, part_answered, j);
 }
 
 typedef struct {
@@ -146,7 +154,8 @@ static void part_fenced(void *arg, rn_result r) {
 }
 
 /* Computes this node's part of q for `groups` (a bitmap): the groups it
- * leads among them (a purge: each fenced first), then done(arg, local). */
+ * leads among them (a purge: each fenced first), then done(arg, local)
+ * (local NULL: the server stops first). */
 static void part_start(rn_admin_plane *a, const admin_query *q, const uint8_t groups[32],
                        part_fn done, void *arg) {
     part_job *j = rn_xcalloc(1, sizeof *j);
@@ -187,7 +196,7 @@ typedef struct {
 
 static void peer_part_done(void *arg, json_t *local) {
     rn_request *req = arg;
-    if (!rn_request_gone(req)) {
+    if (local && !rn_request_gone(req)) { /* local NULL: the server stops */
         char *text = json_dumps(local, JSON_COMPACT);
         rn_buf h = {0}, body = {0};
         rn_reply_common(&h);

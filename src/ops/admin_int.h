@@ -80,10 +80,16 @@ static inline int admin_scope_has(const admin_scope *sc, unsigned g) {
 
 /* ---- admin_local.c ---- */
 
+/* Receives a local answer, which it takes; NULL when the walk behind it
+ * was stopped (the server stops: nothing to answer). */
+typedef void (*admin_local_cb)(void *arg, json_t *local);
 /* The local answer to q over the streams of sc (ADMIN_PURGE: the bucket's
- * summary, after the fences were recorded). Not for ADMIN_NODE: that is
- * admin_answer_node's. */
-json_t *admin_local(rn_admin_plane *a, const admin_query *q, const admin_scope *sc);
+ * summary, after the fences were recorded), to cb: inside this call for
+ * one stream, the subscriptions and a small store, else once a walk over
+ * loop turns ended (ops/store_walk.h). q and sc are copied. Not for
+ * ADMIN_NODE: that is admin_answer_node's. */
+void admin_local(rn_admin_plane *a, const admin_query *q, const admin_scope *sc, admin_local_cb cb,
+                 void *arg);
 /* This node's overview, with its visible streams counted by the caller. */
 json_t *admin_node(rn_admin_plane *a, uint64_t streams);
 /* The listing key of an item of q's kind ("bucket", "path", or a

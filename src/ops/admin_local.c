@@ -5,8 +5,12 @@
  * and the request counters. Field names are docs/ADMIN.md's.
  *
  * Pages are made with util/topk.h from one walk of the engine's tables
- * (O(streams) per page, as a metrics scrape; nothing but the page is held),
- * then the page's figures come from a second walk over the streams. Bytes
+ * (O(streams) per page, as a metrics scrape; nothing but the page is held,
+ * its names copied), over loop turns on a large store (ops/store_walk.h:
+ * a million streams walked in one turn held every request for 80 ms per
+ * page): a listing of streams walks them once and finds the page's
+ * streams again by name at the end; one of buckets pages the bucket names
+ * first, then sums their streams in the walk. Bytes
  * of a stream are its own (below a fork point they are its source's): the
  * retained ones in the local stream files ("hot") and in the cold store
  * ("cold", history tiering), and its latest snapshot's body, local or in
@@ -15,9 +19,11 @@
 #include "ops/admin_int.h"
 #include "cluster/cluster.h"
 #include "cluster/placement.h"
+#include "ops/store_walk.h"
 #include "protocol/offset.h"
 #include "util/clock.h"
 #include "util/map.h"
+#include "util/metrics.h"
 #include "util/text.h"
 #include "util/topk.h"
 
@@ -94,60 +100,105 @@ static uint64_t total(const byte_counts *b) {
     return b->hot + b->cold + b->snapshots + b->cold_snapshots;
 }
 
-/* ---- buckets ---- */
+/* ---- a local answer walked over the streams ---- */
 
 /* What a page's bucket gathers in the walk over the streams. */
 typedef struct {
-    const char *ns;
+    const char *ns; /* the page's copy of the name */
     size_t ns_len;
     uint64_t streams, left;
     byte_counts bytes, left_bytes;
     uint64_t (*parts)[2]; /* usage: staged parts and their bytes by group (256) */
 } bucket_sum;
 
+/* A local answer under way: its query, the page (keys copied: the walk may
+ * take several loop turns, over which names can go), and for buckets the
+ * sums of the page's buckets. */
 typedef struct {
     rn_admin_plane *a;
-    const admin_scope *sc;
-    rn_map by_ns; /* ns -> bucket_sum of the page */
+    admin_query q;
+    admin_scope sc;
+    admin_local_cb cb;
+    void *arg;
+    int usage;
     rn_topk page;
-} bucket_walk;
+    size_t listed;    /* buckets: the page's entries (the limit's and one more) */
+    bucket_sum *sums; /* buckets: the first `shown` of them */
+    size_t shown;
+    rn_map by_ns; /* buckets: ns -> its bucket_sum */
+} local_job;
+
+static void job_end(local_job *j, json_t *local) {
+    j->cb(j->arg, local);
+    for (size_t k = 0; k < j->shown; k++)
+        free(j->sums[k].parts);
+    free(j->sums);
+    rn_map_free(&j->by_ns);
+    rn_topk_free(&j->page);
+    free(j);
+}
+
+/* Starts j's walk over the visible streams. */
+static void job_walk(local_job *j, void (*visit)(rn_stream *, void *), void (*restart)(void *),
+                     void (*finish)(void *, int)) {
+    rn_store_walk_job job = {.visit = visit,
+                             .restart = restart,
+                             .finish = finish,
+                             .arg = j,
+                             .slices = &rn_metric.admin_walk_slices};
+    rn_metric.admin_walks++;
+    rn_store_walk_run(j->a->cfg.walker, &job);
+}
+
+/* ---- buckets ---- */
 
 static void offer_ns(const char *ns, size_t len, void *arg) {
-    bucket_walk *w = arg;
+    local_job *j = arg;
     if (len < 2 || ns[0] != '_' || ns[1] != '_') /* __ is the operational routes' */
-        rn_topk_offer(&w->page, ns, len, NULL);
+        rn_topk_offer(&j->page, ns, len, NULL);
 }
 
 /* The page's entry of s's bucket when s is in the answer's scope, or NULL. */
-static bucket_sum *page_entry(bucket_walk *w, const rn_stream *s) {
+static bucket_sum *page_entry(local_job *j, const rn_stream *s) {
     size_t nl = ns_len_of(s);
-    bucket_sum *b = nl ? rn_map_get(&w->by_ns, s->path, nl) : NULL;
-    return b && in_scope(w->a, w->sc, s) ? b : NULL;
+    bucket_sum *b = nl ? rn_map_get(&j->by_ns, s->path, nl) : NULL;
+    return b && in_scope(j->a, &j->sc, s) ? b : NULL;
 }
 
 static void add_visible(rn_stream *s, void *arg) {
-    bucket_walk *w = arg;
-    bucket_sum *b = page_entry(w, s);
+    local_job *j = arg;
+    bucket_sum *b = page_entry(j, s);
     if (!b)
         return;
     b->streams++;
     count_bytes(s, &b->bytes);
     uint64_t count, bytes;
-    if (b->parts && w->a->cfg.tiers &&
-        rn_tiers_parts_known(w->a->cfg.tiers, s->id, &count, &bytes) == 0) {
-        unsigned g = w->a->cfg.cluster ? rn_placement_id_group(s->id) : 0;
+    if (b->parts && j->a->cfg.tiers &&
+        rn_tiers_parts_known(j->a->cfg.tiers, s->id, &count, &bytes) == 0) {
+        unsigned g = j->a->cfg.cluster ? rn_placement_id_group(s->id) : 0;
         b->parts[g][0] += count;
         b->parts[g][1] += bytes;
     }
 }
 
 static void add_fenced(rn_stream *s, void *arg) {
-    bucket_walk *w = arg;
-    bucket_sum *b = page_entry(w, s);
+    local_job *j = arg;
+    bucket_sum *b = page_entry(j, s);
     if (!b)
         return;
     b->left++;
     count_bytes(s, &b->left_bytes);
+}
+
+static void sums_restart(void *arg) {
+    local_job *j = arg;
+    for (size_t k = 0; k < j->shown; k++) {
+        bucket_sum *b = &j->sums[k];
+        b->streams = 0;
+        b->bytes = (byte_counts){0};
+        if (b->parts)
+            memset(b->parts, 0, 256 * sizeof *b->parts);
+    }
 }
 
 /* The groups of sc the fence of ns covers (1 for a single node's fence). */
@@ -205,56 +256,66 @@ static json_t *bucket_json(rn_admin_plane *a, const admin_scope *sc, const bucke
     return o;
 }
 
-/* A page of buckets (one bucket: q->bucket with limit 1), summed over the
- * streams of sc. */
-static json_t *buckets(rn_admin_plane *a, const admin_query *q, const admin_scope *sc, int usage) {
-    bucket_walk w = {.a = a, .sc = sc};
-    int one = q->kind == ADMIN_BUCKET || q->kind == ADMIN_PURGE;
-    size_t limit = one ? 1 : q->limit;
-    rn_topk_init(&w.page, limit + 1, q->has_after ? q->after : NULL, q->after_len);
-    if (one) {
-        if (rn_engine_namespace_exists(a->cfg.engine, q->bucket, q->bucket_len))
-            rn_topk_offer(&w.page, q->bucket, q->bucket_len, NULL);
-    } else {
-        rn_engine_foreach_namespace(a->cfg.engine, offer_ns, &w);
+/* The page's figures once the walk ended: the streams purges left (the
+ * fenced ones, a short list), then the answer. */
+static void buckets_finish(void *arg, int whole) {
+    local_job *j = arg;
+    if (!whole) {
+        job_end(j, NULL);
+        return;
     }
-    size_t n = rn_topk_sort(&w.page);
-    size_t shown = n < limit ? n : limit;
-    bucket_sum *sums = rn_xcalloc(shown ? shown : 1, sizeof *sums);
-    for (size_t k = 0; k < shown; k++) {
-        sums[k].ns = w.page.heap[k].key;
-        sums[k].ns_len = w.page.heap[k].len;
-        if (usage)
-            sums[k].parts = rn_xcalloc(256, sizeof *sums[k].parts);
-        rn_map_put(&w.by_ns, sums[k].ns, sums[k].ns_len, &sums[k]);
-    }
-    if (shown) {
-        rn_engine_foreach(a->cfg.engine, add_visible, &w);
-        rn_engine_foreach_fenced(a->cfg.engine, add_fenced, &w);
-    }
+    rn_admin_plane *a = j->a;
+    if (j->shown)
+        rn_engine_foreach_fenced(a->cfg.engine, add_fenced, j);
     json_t *out = json_object();
-    if (one) {
-        json_object_set_new(out, "item", shown ? bucket_json(a, sc, &sums[0], usage) : json_null());
+    if (j->q.kind != ADMIN_BUCKETS && j->q.kind != ADMIN_USAGE) { /* one bucket */
+        json_object_set_new(out, "item",
+                            j->shown ? bucket_json(a, &j->sc, &j->sums[0], j->usage) : json_null());
     } else {
         json_t *items = json_array();
-        for (size_t k = 0; k < shown; k++)
-            json_array_append_new(items, bucket_json(a, sc, &sums[k], usage));
+        for (size_t k = 0; k < j->shown; k++)
+            json_array_append_new(items, bucket_json(a, &j->sc, &j->sums[k], j->usage));
         json_object_set_new(out, "items", items);
-        json_object_set_new(out, "more", json_boolean(n > limit));
+        json_object_set_new(out, "more", json_boolean(j->listed > j->q.limit));
     }
-    if (usage) { /* whose counters these are, since when */
+    if (j->usage) { /* whose counters these are, since when */
         uint64_t id = a->cfg.cluster ? rn_cluster_self(a->cfg.cluster) : 0;
         json_object_set_new(out, "counters",
                             json_pack("[{s:o, s:s, s:o}]", "node",
                                       id ? json_integer((json_int_t)id) : json_null(), "instance",
                                       a->instance, "started_at", time_json(a->cfg.started_ms)));
     }
-    for (size_t k = 0; k < shown; k++)
-        free(sums[k].parts);
-    free(sums);
-    rn_map_free(&w.by_ns);
-    rn_topk_free(&w.page);
-    return out;
+    job_end(j, out);
+}
+
+/* A page of buckets (one bucket: q->bucket with limit 1), summed over the
+ * streams of the job's scope. */
+static void buckets(local_job *j) {
+    rn_admin_plane *a = j->a;
+    const admin_query *q = &j->q;
+    int one = q->kind == ADMIN_BUCKET || q->kind == ADMIN_PURGE;
+    size_t limit = one ? 1 : q->limit;
+    rn_topk_init_owned(&j->page, limit + 1, q->has_after ? q->after : NULL, q->after_len);
+    if (one) {
+        if (rn_engine_namespace_exists(a->cfg.engine, q->bucket, q->bucket_len))
+            rn_topk_offer(&j->page, q->bucket, q->bucket_len, NULL);
+    } else {
+        rn_engine_foreach_namespace(a->cfg.engine, offer_ns, j);
+    }
+    j->listed = rn_topk_sort(&j->page);
+    j->shown = j->listed < limit ? j->listed : limit;
+    j->sums = rn_xcalloc(j->shown ? j->shown : 1, sizeof *j->sums);
+    for (size_t k = 0; k < j->shown; k++) {
+        j->sums[k].ns = j->page.heap[k].key;
+        j->sums[k].ns_len = j->page.heap[k].len;
+        if (j->usage)
+            j->sums[k].parts = rn_xcalloc(256, sizeof *j->sums[k].parts);
+        rn_map_put(&j->by_ns, j->sums[k].ns, j->sums[k].ns_len, &j->sums[k]);
+    }
+    if (j->shown)
+        job_walk(j, add_visible, sums_restart, buckets_finish);
+    else
+        buckets_finish(j, 1);
 }
 
 /* ---- streams ---- */
@@ -282,35 +343,52 @@ static json_t *stream_summary(const rn_stream *s, size_t ns_len) {
     return o;
 }
 
-typedef struct {
-    rn_admin_plane *a;
-    const admin_query *q;
-    const admin_scope *sc;
-    rn_topk page;
-} stream_walk;
-
-static void offer_stream(rn_stream *s, void *arg) {
-    stream_walk *w = arg;
-    const admin_query *q = w->q;
+/* Is s listed by q (in its bucket, under its prefix, in its scope)? */
+static int listed_stream(const local_job *j, const rn_stream *s) {
+    const admin_query *q = &j->q;
     size_t head = q->bucket_len + 1 + q->prefix_len;
-    if (s->path_len < head || s->path_len == q->bucket_len + 1 ||
-        memcmp(s->path, q->bucket, q->bucket_len) != 0 || s->path[q->bucket_len] != '/' ||
-        memcmp(s->path + q->bucket_len + 1, q->prefix, q->prefix_len) != 0 ||
-        !in_scope(w->a, w->sc, s))
-        return;
-    rn_topk_offer(&w->page, s->path, s->path_len, s);
+    return s->path_len >= head && s->path_len != q->bucket_len + 1 &&
+           memcmp(s->path, q->bucket, q->bucket_len) == 0 && s->path[q->bucket_len] == '/' &&
+           memcmp(s->path + q->bucket_len + 1, q->prefix, q->prefix_len) == 0 &&
+           in_scope(j->a, &j->sc, s);
 }
 
-static json_t *streams(rn_admin_plane *a, const admin_query *q, const admin_scope *sc) {
-    stream_walk w = {.a = a, .q = q, .sc = sc};
-    rn_topk_init(&w.page, q->limit + 1, q->has_after ? q->after : NULL, q->after_len);
-    rn_engine_foreach(a->cfg.engine, offer_stream, &w);
-    size_t n = rn_topk_sort(&w.page);
+static void offer_stream(rn_stream *s, void *arg) {
+    local_job *j = arg;
+    if (listed_stream(j, s))
+        rn_topk_offer(&j->page, s->path, s->path_len, NULL);
+}
+
+static void page_restart(void *arg) {
+    local_job *j = arg;
+    rn_topk_free(&j->page);
+    rn_topk_init_owned(&j->page, j->q.limit + 1, j->q.has_after ? j->q.after : NULL,
+                       j->q.after_len);
+}
+
+/* The page's streams, found again by name once the walk ended: one
+ * removed meanwhile is left out. */
+static void streams_finish(void *arg, int whole) {
+    local_job *j = arg;
+    if (!whole) {
+        job_end(j, NULL);
+        return;
+    }
+    size_t n = rn_topk_sort(&j->page);
     json_t *items = json_array();
-    for (size_t k = 0; k < n && k < q->limit; k++)
-        json_array_append_new(items, stream_summary(w.page.heap[k].item, q->bucket_len));
-    rn_topk_free(&w.page);
-    return json_pack("{s:o, s:b}", "items", items, "more", n > q->limit);
+    for (size_t k = 0; k < n && k < j->q.limit; k++) {
+        const rn_topk_entry *e = &j->page.heap[k];
+        const rn_stream *s = rn_engine_find(j->a->cfg.engine, e->key, e->len);
+        if (s && listed_stream(j, s))
+            json_array_append_new(items, stream_summary(s, j->q.bucket_len));
+    }
+    job_end(j, json_pack("{s:o, s:b}", "items", items, "more", n > j->q.limit));
+}
+
+static void streams(local_job *j) {
+    rn_topk_init_owned(&j->page, j->q.limit + 1, j->q.has_after ? j->q.after : NULL,
+                       j->q.after_len);
+    job_walk(j, offer_stream, page_restart, streams_finish);
 }
 
 /* ---- one stream ---- */
@@ -469,25 +547,25 @@ json_t *admin_node(rn_admin_plane *a, uint64_t streams) {
     return json_pack("{s:o}", "item", o);
 }
 
-json_t *admin_local(rn_admin_plane *a, const admin_query *q, const admin_scope *sc) {
-    switch (q->kind) {
-    case ADMIN_BUCKETS:
-    case ADMIN_BUCKET:
-    case ADMIN_PURGE:
-        return buckets(a, q, sc, 0);
-    case ADMIN_USAGE:
-        return buckets(a, q, sc, 1);
-    case ADMIN_STREAMS:
-        return streams(a, q, sc);
-    case ADMIN_STREAM:
-        return stream(a, q, sc);
-    case ADMIN_SUBSCRIPTIONS:
-        return subscriptions(a, q);
-    case ADMIN_NODE:
-        assert(!"the overview is admin_answer_node's");
-        break;
+void admin_local(rn_admin_plane *a, const admin_query *q, const admin_scope *sc, admin_local_cb cb,
+                 void *arg) {
+    assert(q->kind != ADMIN_NODE); /* the overview is admin_answer_node's */
+    if (q->kind == ADMIN_STREAM) {
+        cb(arg, stream(a, q, sc));
+        return;
     }
-    return json_object();
+    if (q->kind == ADMIN_SUBSCRIPTIONS) {
+        cb(arg, subscriptions(a, q));
+        return;
+    }
+    local_job *j = rn_xcalloc(1, sizeof *j);
+    *j = (local_job){.a = a, .q = *q, .sc = *sc, .cb = cb, .arg = arg};
+    if (q->kind == ADMIN_STREAMS) {
+        streams(j);
+        return;
+    }
+    j->usage = q->kind == ADMIN_USAGE;
+    buckets(j);
 }
 
 size_t admin_item_key(const admin_query *q, const json_t *item, char *key, size_t cap) {

@@ -167,7 +167,7 @@ typedef struct {
     rn_admin_plane *a;
     rn_request *req;
     admin_query q;
-} purge_wait;
+} local_wait;
 
 static rn_error refusal_of(rn_result r) {
     switch (r) {
@@ -182,18 +182,28 @@ static rn_error refusal_of(rn_result r) {
     }
 }
 
+/* A single node's local answer arrived for the held request (arg). */
+static void local_done(void *arg, json_t *local) {
+    local_wait *w = arg;
+    if (local && !rn_request_gone(w->req)) /* local NULL: the server stops */
+        admin_answer(w->a, w->req, &w->q, local, json_array(), json_array());
+    else
+        json_decref(local);
+    rn_request_release(w->req);
+    free(w);
+}
+
 static void fenced(void *arg, rn_result r) {
-    purge_wait *w = arg;
-    if (rn_request_gone(w->req)) {
-        /* nobody to tell: the fence holds or not, a repeat tells */
-    } else if (r != RN_OK_FENCED) {
+    local_wait *w = arg;
+    if (r == RN_OK_FENCED && !rn_request_gone(w->req)) {
+        admin_scope all = {.all = 1};
+        admin_local(w->a, &w->q, &all, local_done, w);
+        return;
+    }
+    if (!rn_request_gone(w->req)) { /* gone: the fence holds or not, a repeat tells */
         rn_buf extra = {0};
         rn_buf_append_str(&extra, "Retry-After: 1\r\n");
         rn_reply_error(w->req, refusal_of(r), &extra);
-    } else {
-        admin_scope all = {.all = 1};
-        admin_answer(w->a, w->req, &w->q, admin_local(w->a, &w->q, &all), json_array(),
-                     json_array());
     }
     rn_request_release(w->req);
     free(w);
@@ -217,23 +227,23 @@ void admin_answer_node(rn_admin_plane *a, rn_request *req, const admin_query *q)
     node_wait *w = rn_xcalloc(1, sizeof *w);
     *w = (node_wait){.a = a, .req = req, .q = *q};
     rn_request_hold(req);
-    rn_store_walk_ask(a->cfg.store_walk, node_counted, w);
+    rn_gauge_walk_ask(a->cfg.gauges, node_counted, w);
 }
 
 static void single_node(rn_admin_plane *a, rn_request *req, const admin_query *q) {
-    if (q->kind == ADMIN_PURGE) {
-        purge_wait *w = rn_xcalloc(1, sizeof *w);
-        *w = (purge_wait){.a = a, .req = req, .q = *q};
-        rn_request_hold(req);
-        rn_engine_fence(a->cfg.engine, q->bucket, q->bucket_len, -1, fenced, w);
-        return;
-    }
     if (q->kind == ADMIN_NODE) {
         admin_answer_node(a, req, q);
         return;
     }
+    local_wait *w = rn_xcalloc(1, sizeof *w);
+    *w = (local_wait){.a = a, .req = req, .q = *q};
+    rn_request_hold(req);
+    if (q->kind == ADMIN_PURGE) {
+        rn_engine_fence(a->cfg.engine, q->bucket, q->bucket_len, -1, fenced, w);
+        return;
+    }
     admin_scope all = {.all = 1};
-    admin_answer(a, req, q, admin_local(a, q, &all), json_array(), json_array());
+    admin_local(a, q, &all, local_done, w);
 }
 
 /* ---- parsing ---- */
@@ -382,7 +392,7 @@ fault:
 /* ---- the plane ---- */
 
 rn_admin_plane *rn_admin_plane_new(const rn_admin_plane_config *cfg) {
-    assert(cfg->engine && cfg->store_walk); /* the overview's count needs the walk */
+    assert(cfg->engine && cfg->walker && cfg->gauges); /* the listings and the overview walk */
     rn_admin_plane *a = rn_xcalloc(1, sizeof *a);
     a->cfg = *cfg;
     uint8_t rnd[8];

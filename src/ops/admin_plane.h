@@ -43,7 +43,8 @@ typedef struct {
     int64_t started_ms;           /* when the process started */
     int (*ready)(void *arg);      /* /__runnel/readyz would answer 200 */
     void *ready_arg;
-    struct rn_store_walk *store_walk; /* counts the overview's streams (store_gauges.h) */
+    struct rn_store_walk *walker; /* the listings' walks over the streams (store_walk.h) */
+    struct rn_gauge_walk *gauges; /* counts the overview's streams (store_gauges.h) */
 } rn_admin_plane_config;
 
 typedef struct rn_admin_plane rn_admin_plane;

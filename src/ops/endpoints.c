@@ -262,6 +262,12 @@ static void render(rn_buf *b, const rn_endpoints *ep, const rn_store_gauges *g) 
     metric(b, "runnel_gauge_walk_slices_total", "counter",
            "Loop turns the walks over a large store were spread over.",
            rn_metric.gauge_walk_slices);
+    metric(b, "runnel_admin_walks_total", "counter",
+           "Walks over every stream for the operator's listings of buckets, streams and usage.",
+           rn_metric.admin_walks);
+    metric(b, "runnel_admin_walk_slices_total", "counter",
+           "Loop turns the listings' walks over a large store were spread over.",
+           rn_metric.admin_walk_slices);
     cold_store_metrics(b);
     checksum_metrics(b);
     metric(b, "runnel_live_readers", "gauge", "Parked long-poll and SSE readers.",
@@ -357,11 +363,11 @@ void rn_endpoints_handle(rn_request *req, const char *path, size_t path_len, con
     } else if (get && path_len == 7 && memcmp(path, "metrics", 7) == 0) {
         if (ep->metrics_need_token && !operator_allowed(ep, req))
             return;
-        if (ep->ready && ep->store_walk) {
+        if (ep->ready && ep->gauges) {
             scrape *sc = rn_xmalloc(sizeof *sc);
             *sc = (scrape){.req = req, .ep = ep};
             rn_request_hold(req);
-            rn_store_walk_ask(ep->store_walk, scraped, sc);
+            rn_gauge_walk_ask(ep->gauges, scraped, sc);
         } else {
             rn_store_gauges none = {0};
             render(&body, ep, &none);

@@ -56,8 +56,8 @@ typedef struct {
     /* The web console's files under /__runnel/console (ops/console.h):
      * open, served before recovery ended too (NULL: none). */
     void (*console_route)(rn_request *req, const char *path, size_t path_len);
-    uint64_t max_body_bytes;          /* told on livez (Ursula-Max-Request-Bytes), for gateways */
-    struct rn_store_walk *store_walk; /* the scrapes' stream gauges (set once ready) */
+    uint64_t max_body_bytes;      /* told on livez (Ursula-Max-Request-Bytes), for gateways */
+    struct rn_gauge_walk *gauges; /* the scrapes' stream gauges (set once ready) */
 } rn_endpoints;
 
 /* 1 while /__runnel/readyz answers 200 (arg: an rn_endpoints). */

@@ -80,6 +80,7 @@ typedef struct {
     rn_endpoints endpoints;
     rn_admin_auth admin;         /* --admin-token-file */
     rn_admin_plane *admin_plane; /* /__runnel/admin/ (once ready) */
+    rn_store_walk *walker;       /* walks over every stream: gauges, listings (once ready) */
     rn_bucket_usage usage;       /* each bucket's requests and bytes since start */
     int64_t started_ms;
     rn_http_server *http;
@@ -144,7 +145,7 @@ static void close_handles(server *s) {
     if (s->backup_dest && s->backup_dest->ops->stop)
         s->backup_dest->ops->stop(s->backup_dest);
     rn_admin_plane_stop(s->admin_plane); /* its asks to peers end */
-    rn_store_walk_stop(s->endpoints.store_walk);
+    rn_store_walk_stop(s->walker);
     rn_http_close(s->http);
     if (s->engine)
         rn_engine_purge_stop(s->engine);
@@ -592,7 +593,8 @@ static void wire(server *s) {
     s->router.streams = s->surface;
     s->router.subs = s->subs;
     s->endpoints.engine = s->engine;
-    s->endpoints.store_walk = rn_store_walk_new(s->loop, s->engine);
+    s->walker = rn_store_walk_new(s->loop, s->engine, RN_STORE_WALK_AT_ONCE, RN_STORE_WALK_SLICE);
+    s->endpoints.gauges = rn_gauge_walk_new(s->walker);
     s->endpoints.surface = s->surface;
     s->endpoints.tiers = s->tiers;
     s->endpoints.live = s->live;
@@ -604,7 +606,8 @@ static void wire(server *s) {
                                 .auth = &s->admin,
                                 .cluster = s->cluster,
                                 .usage = &s->usage,
-                                .store_walk = s->endpoints.store_walk,
+                                .walker = s->walker,
+                                .gauges = s->endpoints.gauges,
                                 .cluster_id = s->cluster_id,
                                 .started_ms = s->started_ms,
                                 .ready = rn_endpoints_ready,
@@ -806,7 +809,8 @@ int rn_serve(int argc, char **argv) {
     rn_tls_context_free(s.tls);
     rn_tls_context_free(s.peer_tls);
     rn_admin_plane_free(s.admin_plane);
-    rn_store_walk_free(s.endpoints.store_walk);
+    rn_gauge_walk_free(s.endpoints.gauges);
+    rn_store_walk_free(s.walker);
     rn_bucket_usage_free(&s.usage);
     uv_loop_close(s.loop);
     rn_admin_auth_clear(&s.admin);

@@ -1,18 +1,13 @@
 /*
- * store_gauges.c — the scrape's walk over every visible stream. See
+ * store_gauges.c — the scrape's gauges over every visible stream, by one
+ * walk shared by the asks that arrive while it is under way. See
  * store_gauges.h.
- *
- * A scrape of a million streams walked them all inside one loop turn
- * (82 ms measured, every connection waiting). A large map is now walked a
- * slice per turn from a uv_idle handle, which runs once per loop iteration
- * and keeps the loop from blocking while the walk lasts; the turns between
- * slices serve requests. A walk that finds the map rebuilt (grown) starts
- * over.
  */
 #include "ops/store_gauges.h"
 #include "util/buf.h"
 #include "util/metrics.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 typedef struct asker {
@@ -21,17 +16,14 @@ typedef struct asker {
     struct asker *next;
 } asker;
 
-struct rn_store_walk {
-    rn_engine *engine;
-    uv_idle_t idle;
+struct rn_gauge_walk {
+    rn_store_walk *walker;
     asker *askers; /* waiting for the walk under way; NULL: none under way */
-    rn_engine_slice at;
     rn_store_gauges sums;
-    int stopped;
 };
 
 static void add_stream(rn_stream *s, void *arg) {
-    rn_store_gauges *g = arg;
+    rn_store_gauges *g = &((rn_gauge_walk *)arg)->sums;
     g->streams++;
     g->producers += s->producers.count;
     /* a stream's own retained bytes: below hot_start in the cold store */
@@ -47,72 +39,49 @@ static void add_stream(rn_stream *s, void *arg) {
     }
 }
 
-static void answer_all(asker *list, const rn_store_gauges *g) {
-    while (list) {
+static void restart(void *arg) {
+    ((rn_gauge_walk *)arg)->sums = (rn_store_gauges){0};
+}
+
+static void finish(void *arg, int whole) {
+    rn_gauge_walk *g = arg;
+    asker *list = g->askers;
+    g->askers = NULL;
+    rn_store_gauges sums = g->sums;
+    if (whole)
+        rn_metric.gauge_walks++;
+    while (list) { /* a callback may ask again: a new walk */
         asker *next = list->next;
-        list->cb(list->arg, g);
+        list->cb(list->arg, whole ? &sums : NULL);
         free(list);
         list = next;
     }
 }
 
-static void on_idle(uv_idle_t *h) {
-    rn_store_walk *w = h->data;
-    int rc = rn_engine_foreach_slice(w->engine, &w->at, RN_STORE_WALK_SLICE, add_stream, &w->sums);
-    rn_metric.gauge_walk_slices++;
-    if (rc < 0)
-        w->sums = (rn_store_gauges){0};
-    if (rc <= 0)
-        return;
-    uv_idle_stop(&w->idle);
-    rn_metric.gauge_walks++;
-    asker *done = w->askers;
-    w->askers = NULL;
-    rn_store_gauges sums = w->sums;
-    answer_all(done, &sums); /* a callback may ask again: a new walk */
+rn_gauge_walk *rn_gauge_walk_new(rn_store_walk *walker) {
+    rn_gauge_walk *g = rn_xcalloc(1, sizeof *g);
+    g->walker = walker;
+    return g;
 }
 
-rn_store_walk *rn_store_walk_new(uv_loop_t *loop, rn_engine *engine) {
-    rn_store_walk *w = rn_xcalloc(1, sizeof *w);
-    w->engine = engine;
-    uv_idle_init(loop, &w->idle);
-    w->idle.data = w;
-    return w;
-}
-
-void rn_store_walk_ask(rn_store_walk *w, void (*cb)(void *arg, const rn_store_gauges *g),
+void rn_gauge_walk_ask(rn_gauge_walk *g, void (*cb)(void *arg, const rn_store_gauges *g),
                        void *arg) {
-    if (w->stopped) {
-        cb(arg, NULL);
-        return;
-    }
-    if (!w->askers && rn_engine_stream_slots(w->engine) <= RN_STORE_WALK_AT_ONCE) {
-        rn_store_gauges sums = {0};
-        rn_engine_foreach(w->engine, add_stream, &sums);
-        rn_metric.gauge_walks++;
-        cb(arg, &sums);
-        return;
-    }
     asker *a = rn_xmalloc(sizeof *a);
-    *a = (asker){.cb = cb, .arg = arg, .next = w->askers};
-    if (!w->askers) {
-        w->at = (rn_engine_slice){0};
-        w->sums = (rn_store_gauges){0};
-        uv_idle_start(&w->idle, on_idle);
-    }
-    w->askers = a;
-}
-
-void rn_store_walk_stop(rn_store_walk *w) {
-    if (!w)
+    *a = (asker){.cb = cb, .arg = arg, .next = g->askers};
+    int under_way = g->askers != NULL;
+    g->askers = a;
+    if (under_way)
         return;
-    w->stopped = 1;
-    asker *left = w->askers;
-    w->askers = NULL;
-    answer_all(left, NULL);
-    uv_close((uv_handle_t *)&w->idle, NULL);
+    g->sums = (rn_store_gauges){0};
+    rn_store_walk_job job = {.visit = add_stream,
+                             .restart = restart,
+                             .finish = finish,
+                             .arg = g,
+                             .slices = &rn_metric.gauge_walk_slices};
+    rn_store_walk_run(g->walker, &job);
 }
 
-void rn_store_walk_free(rn_store_walk *w) {
-    free(w);
+void rn_gauge_walk_free(rn_gauge_walk *g) {
+    assert(!g || !g->askers);
+    free(g);
 }

@@ -83,6 +83,9 @@ typedef struct {
     /* the scrapes' walks over every stream (ops/store_gauges.c): walks
      * completed, and the slices the large ones were spread over */
     uint64_t gauge_walks, gauge_walk_slices;
+    /* the operator's listings' walks (ops/admin_local.c): walks started,
+     * and the slices the large ones were spread over */
+    uint64_t admin_walks, admin_walk_slices;
 } rn_metrics;
 
 extern rn_metrics rn_metric;

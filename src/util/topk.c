@@ -48,10 +48,30 @@ void rn_topk_init(rn_topk *t, size_t k, const char *after, size_t after_len) {
     t->after_len = after_len;
 }
 
+void rn_topk_init_owned(rn_topk *t, size_t k, const char *after, size_t after_len) {
+    rn_topk_init(t, k, after, after_len);
+    t->owned = 1;
+}
+
+/* 1 when key is among the kept (an owned selection's check, O(k); only
+ * for a key about to be kept, which a long walk offers about k log(n/k)
+ * times). */
+static int kept(const rn_topk *t, const char *key, size_t len) {
+    for (size_t i = 0; i < t->n; i++)
+        if (rn_topk_cmp(key, len, t->heap[i].key, t->heap[i].len) == 0)
+            return 1;
+    return 0;
+}
+
 void rn_topk_offer(rn_topk *t, const char *key, size_t len, void *item) {
     if (t->after && rn_topk_cmp(key, len, t->after, t->after_len) <= 0)
         return;
     rn_topk_entry e = {.key = key, .len = len, .item = item};
+    if (t->owned) {
+        if ((t->n == t->k && !less(&e, &t->heap[0])) || kept(t, key, len))
+            return;
+        e.key = rn_xstrndup(key, len);
+    }
     if (t->n < t->k) { /* sift up */
         size_t i = t->n++;
         t->heap[i] = e;
@@ -60,6 +80,8 @@ void rn_topk_offer(rn_topk *t, const char *key, size_t len, void *item) {
             i = (i - 1) / 2;
         }
     } else if (less(&e, &t->heap[0])) { /* replaces the largest kept */
+        if (t->owned)
+            free((char *)t->heap[0].key);
         t->heap[0] = e;
         sift_down(t->heap, t->n, 0);
     }
@@ -76,6 +98,8 @@ size_t rn_topk_sort(rn_topk *t) {
 }
 
 void rn_topk_free(rn_topk *t) {
+    for (size_t i = 0; t->owned && i < t->n; i++)
+        free((char *)t->heap[i].key);
     free(t->heap);
     t->heap = NULL;
     t->n = 0;

@@ -6,7 +6,9 @@
  *
  * Keys are byte strings compared as memcmp does, a shorter one first when
  * it is a prefix of the other. A key is borrowed: it must stay valid and
- * unchanged until rn_topk_free.
+ * unchanged until rn_topk_free; or, in a selection made with
+ * rn_topk_init_owned (one offered over several loop turns, whose keys may
+ * go meanwhile), copied.
  */
 #ifndef RN_TOPK_H
 #define RN_TOPK_H
@@ -24,6 +26,7 @@ typedef struct {
     size_t n, k;
     const char *after; /* only keys above it are kept (NULL: every key) */
     size_t after_len;
+    int owned; /* keys are copies, each kept once */
 } rn_topk;
 
 /* Compares two keys (negative, zero, positive). */
@@ -32,8 +35,13 @@ int rn_topk_cmp(const char *a, size_t alen, const char *b, size_t blen);
 /* Starts a selection of at most k >= 1 keys above `after` (borrowed; NULL:
  * no bound). */
 void rn_topk_init(rn_topk *t, size_t k, const char *after, size_t after_len);
+/* The same, keeping a copy of each key (freed by rn_topk_free and when
+ * it drops out) and a key offered again while kept once: a walk over
+ * loop turns may visit a stream twice. */
+void rn_topk_init_owned(rn_topk *t, size_t k, const char *after, size_t after_len);
 /* Offers a key with its item: kept while it is above the bound and among
- * the k smallest offered so far. A key offered twice is kept twice. */
+ * the k smallest offered so far. A key offered twice is kept twice (once
+ * in an owned selection). */
 void rn_topk_offer(rn_topk *t, const char *key, size_t len, void *item);
 /* Sorts the kept entries ascending into t->heap[0..n) and returns n (no
  * offer after this). */
