@@ -208,7 +208,7 @@ runnel_suite(debian_packages project 1800 ${RUNNEL_SRC}/tests/client/package_tes
 # first, and a clean checkout has no measured costs (Testing/Temporary/
 # CTestCostData.txt) to go by, so that a long test started last would run
 # alone at the end of its step. Seconds on the plain build, measured.
-foreach(cost chaos_short=177 s3_history=129 fuzz_smoke=113 s3_cluster_history=77 cluster_subs=57
+foreach(cost chaos_short=101 s3_history=129 fuzz_smoke=113 s3_cluster_history=77 cluster_subs=57
         killpoints=55 cluster_musts=50 cluster_restarts=50 cluster_disk=46 cluster_failover=45
         cluster_followers=45 cluster_forks=54 chaos_harness=40 blackbox.snapshots_parts=38 cluster_conformance=36
         cluster_damage=34 s3_backup=33 cluster_consensus=31 cluster_majority_loss=31
