@@ -64,6 +64,7 @@
 #include <stdlib.h>
 
 #include "util/buf.h"
+#include "util/fault.h"
 
 static void reader_fire(cs_completion *item) {
     cs_reader *r = (cs_reader *)item;
@@ -323,7 +324,7 @@ void cs_leader_duties(cs_group *g) {
             fail_waiting(g, CONSENSUS_NOT_LEADER);
         return;
     }
-    if (!g->noop_active && g->noop_term != g->raft.current_term) {
+    if (!g->noop_active && g->noop_term != g->raft.current_term && !rn_fault_fail("leader-noop")) {
         g->noop_req.data = g;
         if (raft_barrier(&g->raft, &g->noop_req, noop_done) == 0) {
             g->noop_active = true;

@@ -205,10 +205,16 @@ static void leader_awaited(void *arg, int moved) {
 
 /* A write or leader read of a group this node leads but does not serve
  * (not ready yet, or handing the leadership over) waits once for the
- * group's next state and is routed again. Returns 1 when it waits. */
+ * group's next state and is routed again. Returns 1 when it waits, or,
+ * asked from the request's head (body_pending), to leave the request to
+ * be routed once its body is in: it must not run again while its body
+ * still arrives. */
 static int awaits_leader(rn_request *req, const char *key, size_t len, const rn_group_route *r) {
     if (!r->held_here || !routing.view.await_leader || (req->route_flags & ROUTE_AWAITED))
         return 0;
+    if (req->body_pending)
+        return 1; /* from the head: decided once the body is in (a request waiting here
+                     while its body arrived was run again with the body in part) */
     req->route_flags |= ROUTE_AWAITED;
     routing.view.await_leader(routing.view.ctx, r->group, leader_awaited,
                               confirming_new(req, key, len));

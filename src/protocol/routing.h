@@ -168,9 +168,11 @@ void rn_routing_ask_elsewhere_cancel(rn_elsewhere_ask *a);
 /* A write to the stream at key: returns 0 when it goes on here, 1 when it
  * was answered (307, 503 NO_LEADER, or this leader's refusal: 503
  * APPLY_STOPPED or WAL_DISK_PRESSURE with Retry-After and
- * x-ursula-raft-group) or forwarded to the group's leader (the view's
- * forward). From the head (no body read) it may redirect; with body bytes
- * read it never does. */
+ * x-ursula-raft-group), forwarded to the group's leader (the view's
+ * forward) or waits for this node to serve the group; from the head
+ * (req->body_pending), also when it is to be routed once its body is in
+ * (the wait for this node is taken then). From the head (no body read) it
+ * may redirect; with body bytes read it never does. */
 int rn_routing_write(rn_request *req, const char *key, size_t len);
 
 /* A read (GET or HEAD) of the stream at key, or of one of its

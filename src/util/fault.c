@@ -104,7 +104,8 @@ static failure_point points[] = {
     {.name = "boundary-read"}, {.name = "blob-delete"}, {.name = "log-reserve"},
     {.name = "apply-reserve"}, {.name = "data-read"},   {.name = "dir-sync"},
     {.name = "copy-stall"},    {.name = "log-stall"},   {.name = "fork-create-after-pin"},
-    {.name = "gap-piece"},     {.name = "data-sync"},   {.name = "read-index"}};
+    {.name = "gap-piece"},     {.name = "data-sync"},   {.name = "read-index"},
+    {.name = "leader-noop"}};
 static atomic_int any_armed;
 
 static failure_point *find_point(const char *name) {

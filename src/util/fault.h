@@ -44,6 +44,10 @@
  *   "read-index" a leader's answer to a follower's ReadIndex ask is 503
  *                NO_LEADER, as when it could not confirm its leadership
  *                (cluster/read_index.c): the follower asks again
+ *   "leader-noop" a new leader does not propose its term's first entry
+ *                yet (consensus/reads.c), each loop turn a pass: armed
+ *                with a large N, it leads without serving, as between its
+ *                election and that entry's commit, until disarmed
  */
 #ifndef RN_FAULT_H
 #define RN_FAULT_H
