@@ -528,12 +528,14 @@ static void http1_end_stream(rn_exchange *x) {
 }
 
 /* Called when the current request's response has been fully queued. An
- * answer given before the body (state EARLY; or READING: a request the
- * on_headers hook kept, answered while its body arrives) leaves the
- * parser inside the request: it closes the connection or goes on
- * DISCARDING the body. */
+ * answer given before the body (state EARLY) leaves the parser inside the
+ * request: it closes the connection or goes on DISCARDING the body. No
+ * request is answered while READING: the on_headers hook answers inside
+ * itself or lets the body be read first (a request it kept and answered
+ * while its body arrived lost the rest of its body to no request). */
 static void response_finished(rn_http1 *h) {
     rn_conn *c = h->conn;
+    assert(h->state != ST_READING);
     if (c->srv->cfg.on_complete && h->cur)
         c->srv->cfg.on_complete(&h->cur->req);
     detach_request(h, 0);
@@ -542,7 +544,7 @@ static void response_finished(rn_http1 *h) {
         conn_end(c);
         return;
     }
-    if (h->state == ST_EARLY || h->state == ST_STREAMING || h->state == ST_READING) {
+    if (h->state == ST_EARLY || h->state == ST_STREAMING) {
         h->state = ST_DISCARDING;
         h->discard_deadline = uv_now(c->srv->loop) + DISCARD_TOTAL_MS;
         conn_arm_timer(c, DISCARD_IDLE_MS);
