@@ -350,10 +350,12 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
         for (unsigned g = 0; g < cl->groups; g++) {
             consensus_group_info i;
             cluster_group_info(cl, g, &i);
-            uint64_t v[] = {
-                i.term,          i.leader_id,          i.leader_ready, i.commit_index,
-                i.applied_index, i.leader_changes,     i.snapshots,    i.last_snapshot_bytes,
-                i.restores,      i.proposals_inflight, i.nudges,       i.log_bytes};
+            uint64_t v[] = {i.term,          i.leader_id,
+                            i.leader_ready,  i.commit_index,
+                            i.applied_index, i.leader_changes,
+                            i.snapshots,     i.last_snapshot_bytes,
+                            i.restores,      i.proposals_inflight,
+                            i.nudges,        consensus_group_log_bytes(cl->node, g)};
             rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g, (unsigned long long)v[k]);
         }
     }

@@ -193,12 +193,23 @@ void consensus_group_info_get(const consensus *c, unsigned group, consensus_grou
     out->applied_index = raft_last_applied(r);
     out->last_index = raft_last_index(r);
     out->snapshot_index = r->log.snapshot.last_index;
-    for (uint64_t i = out->last_index; cs_log_entry(r, i); i--)
-        out->log_bytes += cs_log_entry(r, i)->buf.len;
     for (unsigned i = 0; i < r->configuration.n; i++)
         out->voters += r->configuration.servers[i].role == RAFT_VOTER;
     out->config_committed =
         r->configuration_uncommitted_index == 0 && r->configuration_index <= r->commit_index;
+}
+
+uint64_t consensus_group_log_bytes(const consensus *c, unsigned group) {
+    assert(c != NULL && group < c->cfg.groups);
+    const cs_group *g = &c->groups[group];
+    if (!group_running(g))
+        return 0;
+    const struct raft *r = &g->raft;
+    uint64_t bytes = 0;
+    const struct raft_entry *e;
+    for (uint64_t i = raft_last_index((struct raft *)r); (e = cs_log_entry(r, i)) != NULL; i--)
+        bytes += e->buf.len;
+    return bytes;
 }
 
 bool consensus_is_leader(const consensus *c, unsigned group) {

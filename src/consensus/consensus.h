@@ -344,8 +344,6 @@ typedef struct {
                                 barriers after it change no state */
     uint64_t last_index;     /* highest index in the local log */
     uint64_t snapshot_index; /* index of the newest snapshot taken or installed */
-    uint64_t log_bytes;      /* bytes of the entries libraft holds in memory (those since the
-                                snapshot's trailing ones): bounded by snapshot_bytes */
     unsigned voters;         /* voters in the configuration this node uses */
     bool config_committed;   /* that configuration is committed (no change in flight): every
                                 later leader uses it or a newer one */
@@ -366,6 +364,12 @@ typedef struct {
 } consensus_group_info;
 
 void consensus_group_info_get(const consensus *c, unsigned group, consensus_group_info *out);
+
+/* Bytes of the entries libraft holds in memory for the group (those since
+ * the snapshot's trailing ones; bounded by snapshot_bytes), 0 when it does
+ * not run. A walk over every such entry: for the metrics, not for a
+ * request's path. */
+uint64_t consensus_group_log_bytes(const consensus *c, unsigned group);
 
 /* True when this node leads the group (and is not handing it over). */
 bool consensus_is_leader(const consensus *c, unsigned group);
