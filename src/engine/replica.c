@@ -39,9 +39,6 @@ int rn_engine_reserve_apply(rn_engine *e, const rn_cmd *cmd) {
     int rc = rn_fault_fail("apply-reserve");
     if (rc < 0 || !cmd->data_len)
         return rc;
-    rc = rn_streamfiles_ensure(e->files, cmd->stream_id);
-    if (rc < 0)
-        return rc;
     const rn_stream *s = rn_state_stream(&e->state, cmd->stream_id);
     uint64_t k = s && cmd->type != RN_CMD_CREATE ? s->appends : 0;
     rn_streamfiles_pin pin;

@@ -19,6 +19,7 @@
 #include "ops/store_gauges.h"
 #include "surface/admin.h"
 #include "protocol/reply.h"
+#include "tiers/streamfiles.h"
 #include "tiers/tiers.h"
 #include "util/metrics.h"
 
@@ -133,6 +134,10 @@ static void checksum_metrics(rn_buf *b) {
     metric(b, "runnel_reads_warmed_total", "counter",
            "Catch-up pieces not in the page cache, read from the disk on a worker thread.",
            rn_metric.reads_warmed);
+    metric(b, "runnel_stream_files_opened_total", "counter",
+           "Stream files opened (data, index and checksums); an append to a stream whose files "
+           "are open opens none.",
+           rn_streamfiles_opened());
 }
 
 static uint64_t resident_bytes(void) {

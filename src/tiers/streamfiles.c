@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,12 @@ static void forget(rn_streamfiles *st, open_file *f) {
     free(f);
 }
 
+static atomic_uint_fast64_t files_opened; /* rn_streamfiles_opened; any thread */
+
+uint64_t rn_streamfiles_opened(void) {
+    return atomic_load_explicit(&files_opened, memory_order_relaxed);
+}
+
 /* Opens one of id's files read-write, creating it (and its directory) if
  * asked. Returns the descriptor or -errno. */
 static int open_file_of(const rn_streamfiles *st, uint64_t id, rn_file_kind kind, int create) {
@@ -89,7 +96,10 @@ static int open_file_of(const rn_streamfiles *st, uint64_t id, rn_file_kind kind
         mkdir(d, 0755);
         fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     }
-    return fd < 0 ? -errno : fd;
+    if (fd < 0)
+        return -errno;
+    atomic_fetch_add_explicit(&files_opened, 1, memory_order_relaxed);
+    return fd;
 }
 
 int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id) {

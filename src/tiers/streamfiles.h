@@ -39,7 +39,11 @@ void rn_streamfiles_close(rn_streamfiles *st);
 #define RN_STREAM_FILES 3
 extern const char *const rn_stream_file_suffix[RN_STREAM_FILES];
 
-/* Creates the stream's data and index files unless they exist. Touches no
+/* Stream files this process opened (every rn_streamfiles, every thread),
+ * for the metrics: an append to a stream whose files are in the cache
+ * opens none. */
+uint64_t rn_streamfiles_opened(void);
+/* Creates the stream's data, index and checksum files unless they exist. Touches no
  * cache state: safe on any thread. Returns 0 or -errno. */
 int rn_streamfiles_ensure(const rn_streamfiles *st, uint64_t id);
 /* Makes the stream's data, index and checksum files by renaming the empty

@@ -15,6 +15,12 @@
 // node must hold at most 16 MiB + 4 MiB + one entry; the entry count alone
 // (--raft-snapshot-bytes 0) would keep all 96 MiB. Every byte still reads
 // back from every node, and a node restarted afterwards catches up.
+//
+// The same bound holds for a stream's files: a replica applying appends to
+// a stream whose files it has open opens none (runnel_stream_files_opened_total).
+// Until the fix this case came with, every replica opened and closed the
+// stream's three files for every append it applied (the disk-space check
+// before an apply): a third fewer cluster appends per second.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -32,6 +38,15 @@ before(async () => {
 after(() => {
   c.stopChecked();
 });
+
+// runnel_stream_files_opened_total of node n.
+async function filesOpened(n) {
+  const r = await req(`${c.url(n)}/__runnel/metrics`, { headers: c.admin });
+  assert.equal(r.status, 200, `metrics of node ${n}`);
+  const m = /^runnel_stream_files_opened_total (\d+)$/m.exec(r.text);
+  assert.ok(m, `node ${n} reports runnel_stream_files_opened_total`);
+  return Number(m[1]);
+}
 
 // runnel_cluster_log_bytes{group="0"} of node n.
 async function logBytes(n) {
@@ -102,5 +117,29 @@ describe("a group's log in memory", () => {
       return got.equals(want);
     }, 30000);
     assert.ok((await logBytes(down)) <= SNAPSHOT_BYTES + SNAPSHOT_BYTES / 4 + APPEND + 4096, `node ${down}'s log stays bounded too`);
+  });
+});
+
+describe("a stream's files", () => {
+  test("stay open across appends on every replica", async () => {
+    const key = "logmem/files";
+    const ct = { "content-type": "application/octet-stream" };
+    const made = await follow(`${c.url(1)}/${key}`, { method: "PUT", headers: ct });
+    assert.equal(made.status, 201, made.text);
+    const first = await follow(`${c.url(1)}/${key}`, { method: "POST", headers: ct, body: "first" });
+    assert.equal(first.status, 204, first.text);
+    await c.converged();
+    const before = [];
+    for (let n = 1; n <= 3; n++) before.push(await filesOpened(n));
+    const APPENDS_SMALL = 100;
+    for (let i = 0; i < APPENDS_SMALL; i++) {
+      const r = await follow(`${c.url(1)}/${key}`, { method: "POST", headers: ct, body: `append ${i}` });
+      assert.equal(r.status, 204, `append ${i}: ${r.status} ${r.text}`);
+    }
+    await c.converged();
+    for (let n = 1; n <= 3; n++) {
+      const opened = (await filesOpened(n)) - before[n - 1];
+      assert.equal(opened, 0, `node ${n} opened ${opened} stream files for ${APPENDS_SMALL} appends to one stream`);
+    }
   });
 });
