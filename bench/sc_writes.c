@@ -92,6 +92,8 @@ static void on_append(bn_conn *c, int err) {
 }
 
 static void on_pace(uv_timer_t *t) {
+    if (!s.measuring)
+        return; /* the window ended: the appends in flight finish the run */
     uint64_t now = uv_hrtime();
     uint64_t due = bn_pacer_due(&s.pacer, now);
     for (int k = 0; k < bn_o.streams && due > 0; k++) {
