@@ -16,11 +16,12 @@
 // (--raft-snapshot-bytes 0) would keep all 96 MiB. Every byte still reads
 // back from every node, and a node restarted afterwards catches up.
 //
-// The same bound holds for a stream's files: a replica applying appends to
-// a stream whose files it has open opens none (runnel_stream_files_opened_total).
+// Traffic does not open files either: a replica applying appends to a
+// stream whose files it has open opens none (runnel_stream_files_opened_total).
 // Until the fix this case came with, every replica opened and closed the
 // stream's three files for every append it applied (the disk-space check
-// before an apply): a third fewer cluster appends per second.
+// before an apply), part of a regression of cluster writes (BENCHMARKS.md,
+// "Cluster writes regressed since 2026-12-06").
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
