@@ -52,6 +52,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -344,21 +346,29 @@ void rn_cluster_metrics(rn_cluster *cl, rn_buf *out) {
         {"runnel_cluster_log_bytes", "gauge",
          "Bytes of the group's log entries held in memory (bounded by --raft-snapshot-bytes)."},
     };
-    for (size_t k = 0; cl->node && k < sizeof m / sizeof m[0]; k++) {
+    enum { N_METRICS = sizeof m / sizeof m[0] };
+    /* each group's values read once (the log's bytes are a walk), then
+     * printed metric by metric */
+    uint64_t(*v)[N_METRICS] = cl->node ? rn_xcalloc(cl->groups, sizeof *v) : NULL;
+    for (unsigned g = 0; v && g < cl->groups; g++) {
+        consensus_group_info i;
+        cluster_group_info(cl, g, &i);
+        uint64_t row[N_METRICS] = {i.term,          i.leader_id,
+                                   i.leader_ready,  i.commit_index,
+                                   i.applied_index, i.leader_changes,
+                                   i.snapshots,     i.last_snapshot_bytes,
+                                   i.restores,      i.proposals_inflight,
+                                   i.nudges,        consensus_group_log_bytes(cl->node, g)};
+        memcpy(v[g], row, sizeof row);
+    }
+    for (size_t k = 0; v && k < N_METRICS; k++) {
         rn_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name,
                        m[k].type);
-        for (unsigned g = 0; g < cl->groups; g++) {
-            consensus_group_info i;
-            cluster_group_info(cl, g, &i);
-            uint64_t v[] = {i.term,          i.leader_id,
-                            i.leader_ready,  i.commit_index,
-                            i.applied_index, i.leader_changes,
-                            i.snapshots,     i.last_snapshot_bytes,
-                            i.restores,      i.proposals_inflight,
-                            i.nudges,        consensus_group_log_bytes(cl->node, g)};
-            rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g, (unsigned long long)v[k]);
-        }
+        for (unsigned g = 0; g < cl->groups; g++)
+            rn_buf_appendf(out, "%s{group=\"%u\"} %llu\n", m[k].name, g,
+                           (unsigned long long)v[g][k]);
     }
+    free(v);
     rn_buf_appendf(out,
                    "# HELP runnel_cluster_gap_streams Streams waiting for bytes from peers.\n"
                    "# TYPE runnel_cluster_gap_streams gauge\nrunnel_cluster_gap_streams %u\n",
